@@ -1,0 +1,5 @@
+import sys
+
+from extradeep.cli import main
+
+sys.exit(main())

@@ -1,0 +1,31 @@
+"""Shared fixtures: real exports from ../shared/real_nsys (env EXTRADEEP_REAL_NSYS) and simulator output."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+REPO = Path(__file__).resolve().parent.parent
+REAL_NSYS = Path(os.environ.get("EXTRADEEP_REAL_NSYS", REPO.parent / "shared" / "real_nsys"))
+
+
+def real_exports() -> list[Path]:
+    return sorted(REAL_NSYS.glob("*.sqlite")) if REAL_NSYS.is_dir() else []
+
+
+@pytest.fixture(scope="session")
+def real_nsys_dir() -> Path:
+    return require_real()
+
+
+def require_real(name: str | None = None) -> Path:
+    """Path of the real exports folder (or one file in it); skips, or fails under CI, when absent."""
+    if not REAL_NSYS.is_dir():
+        if os.environ.get("EXTRADEEP_REQUIRE_REAL_NSYS"):
+            pytest.fail(f"real exports required but {REAL_NSYS} is absent")
+        pytest.skip(f"real Nsight exports not found at {REAL_NSYS} (set EXTRADEEP_REAL_NSYS)")
+    return REAL_NSYS if name is None else REAL_NSYS / name
