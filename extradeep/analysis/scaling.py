@@ -1,0 +1,123 @@
+"""Speedup, efficiency and runtime change derived from runtime models (paper section 3.1-3.2).
+
+Values come from evaluating the fitted runtime models at each point, never from refitting, so
+every region, category and the total share one definition:
+
+* strong scaling: speedup S = T(x1)/T(xk), efficiency E = S * r1/rk (r = ranks);
+* weak scaling:   efficiency E = T(x1)/T(xk), scaled speedup S = E * rk/r1;
+* runtime change % (the paper's Delta, Eq. 11) = (T(x1) - T(xk)) / (T(x1)/100).
+
+The paper's Eq. 13 (Delta_a/Delta_t) is not used as efficiency: under perfect strong scaling it
+gives x1/xk, and under perfect weak scaling it gives 0 (docs/analysis.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from extradeep.errors import InputError
+
+SCALING_MODES = ("strong", "weak")
+
+
+def design(points: pd.DataFrame, params: list[str]) -> np.ndarray:
+    """Model input X for ``points``: shape (n,) for one parameter, (n, m) for several."""
+    X = points[params].to_numpy(dtype=float)
+    return X[:, 0] if len(params) == 1 else X
+
+
+def predict_table(models: pd.DataFrame, grid: pd.DataFrame, params: list[str], keys: list[str],
+                  level: float = 0.95) -> pd.DataFrame:
+    """Evaluate every model in ``models`` (columns ``keys`` + ``model``) at every point of ``grid``.
+
+    Returns one row per model and point: keys, params, T (prediction), T_lo, T_hi (prediction
+    interval at ``level``). Rows without a model are left out.
+    """
+    X = design(grid, params)
+    frames = []
+    for row in models.itertuples(index=False):
+        model = getattr(row, "model")
+        if model is None:
+            continue
+        frame = grid[params].reset_index(drop=True).copy()
+        for key in keys:
+            frame[key] = getattr(row, key)
+        frame["T"] = np.asarray(model.predict(X), dtype=float).reshape(-1)
+        lo, hi = model.interval(X, level=level)
+        frame["T_lo"] = np.asarray(lo, dtype=float).reshape(-1)
+        frame["T_hi"] = np.asarray(hi, dtype=float).reshape(-1)
+        frames.append(frame)
+    columns = [*keys, *params, "T", "T_lo", "T_hi"]
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames, ignore_index=True)[columns]
+
+
+def default_baseline(points: pd.DataFrame, params: list[str], ranks_param: str) -> dict:
+    """The smallest modeled point: fewest ranks first, then the smallest other parameters."""
+    if points.empty:
+        raise InputError("baseline", "there are no modeled points to take a baseline from")
+    order = [ranks_param, *[p for p in params if p != ranks_param]] if ranks_param in params else params
+    first = points[params].drop_duplicates().sort_values(order).iloc[0]
+    return {p: float(first[p]) for p in params}
+
+
+def scaling_table(models: pd.DataFrame, grid: pd.DataFrame, params: list[str], keys: list[str],
+                  baseline: dict, mode: str = "strong", ranks_param: str = "ranks") -> pd.DataFrame:
+    """Speedup, efficiency and runtime change of every model at every grid point vs ``baseline``."""
+    if mode not in SCALING_MODES:
+        raise InputError("--scaling", f"must be one of {', '.join(SCALING_MODES)}, got {mode!r}")
+    missing = [p for p in params if p not in baseline]
+    if missing:
+        raise InputError("baseline", f"gives no value for {', '.join(missing)}")
+    base = pd.DataFrame([{p: float(baseline[p]) for p in params}])
+    table = predict_table(models, grid, params, keys)
+    base_T = predict_table(models, base, params, keys)[[*keys, "T"]].rename(columns={"T": "T_base"})
+    table = table.merge(base_T, on=keys, how="left")
+    return add_scaling_columns(table, baseline, mode, ranks_param)
+
+
+def add_scaling_columns(table: pd.DataFrame, baseline: dict, mode: str, ranks_param: str,
+                        time: str = "T", base: str = "T_base") -> pd.DataFrame:
+    """Add speedup, efficiency and runtime_change_pct to a table holding ``time`` and ``base``."""
+    T = table[time].to_numpy(dtype=float)
+    T1 = table[base].to_numpy(dtype=float)
+    # A model that predicts a non-positive runtime has no meaningful ratio there.
+    valid = (T > 0) & (T1 > 0)
+    ratio = np.divide(T1, T, out=np.full_like(T, np.nan), where=valid)
+    if ranks_param in table.columns and ranks_param in baseline:
+        resource = table[ranks_param].to_numpy(dtype=float) / float(baseline[ranks_param])
+    else:
+        resource = np.ones_like(T)
+    out = table.copy()
+    if mode == "strong":
+        out["speedup"] = ratio
+        out["efficiency"] = ratio / resource
+    else:
+        out["efficiency"] = ratio
+        out["speedup"] = ratio * resource
+    out["runtime_change_pct"] = np.divide(T1 - T, T1 / 100.0, out=np.full_like(T, np.nan), where=T1 > 0)
+    out.attrs["scaling"] = mode
+    return out
+
+
+def scaling_models(scaling: pd.DataFrame, params: list[str], keys: list[str],
+                   options: dict | None = None) -> pd.DataFrame:
+    """Models of speedup, efficiency and runtime change as functions of the parameters (Eq. 12).
+
+    ``scaling`` is a :func:`scaling_table` evaluated at the modeled points; each derived quantity
+    is fitted with the PMNF modeler like any measured metric. Returns fit_models' table with an
+    extra ``quantity`` column.
+    """
+    from extradeep.modeling import fit_models
+
+    frames = []
+    for quantity in ("speedup", "efficiency", "runtime_change_pct"):
+        data = scaling.dropna(subset=[quantity])
+        if data.empty:
+            continue
+        fitted = fit_models(data, params, value=quantity, by=tuple(keys), options=options)
+        fitted.insert(0, "quantity", quantity)
+        frames.append(fitted)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
