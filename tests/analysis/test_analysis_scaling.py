@@ -9,29 +9,6 @@ from extradeep.analysis.scaling import default_baseline, predict_table, scaling_
 from extradeep.errors import InputError
 
 
-class LawModel:
-    """A runtime law with a known formula, standing in for a fitted Model (same interface)."""
-
-    def __init__(self, law, growth="O(1)", key=0.0, width=0.1):
-        self.law, self._growth, self._key, self.width, self.smape = law, growth, key, width, 0.0
-
-    def predict(self, X):
-        return self.law(np.asarray(X, dtype=float))
-
-    def interval(self, X, level=0.95):
-        y = self.predict(X)
-        return y * (1 - self.width), y * (1 + self.width)
-
-    def formula(self):
-        return self._growth
-
-    def growth(self):
-        return self._growth
-
-    def growth_key(self):
-        return self._key
-
-
 GRID = pd.DataFrame({"ranks": [2, 4, 8, 16, 64]})
 
 
@@ -39,25 +16,25 @@ def _models(**laws):
     return pd.DataFrame({"region": list(laws), "model": list(laws.values())})
 
 
-def test_perfect_strong_scaling_has_efficiency_one_and_linear_speedup():
-    table = scaling_table(_models(total=LawModel(lambda p: 1000.0 / p)), GRID, ["ranks"], ["region"],
+def test_perfect_strong_scaling_has_efficiency_one_and_linear_speedup(law):
+    table = scaling_table(_models(total=law(lambda p: 1000.0 / p)), GRID, ["ranks"], ["region"],
                           baseline={"ranks": 2}, mode="strong")
     np.testing.assert_allclose(table["efficiency"], 1.0)
     np.testing.assert_allclose(table["speedup"], GRID["ranks"] / 2)
     np.testing.assert_allclose(table["runtime_change_pct"], (1 - 2 / GRID["ranks"]) * 100)
 
 
-def test_perfect_weak_scaling_has_efficiency_one_and_zero_runtime_change():
-    table = scaling_table(_models(total=LawModel(lambda p: 0 * p + 42.0)), GRID, ["ranks"], ["region"],
+def test_perfect_weak_scaling_has_efficiency_one_and_zero_runtime_change(law):
+    table = scaling_table(_models(total=law(lambda p: 0 * p + 42.0)), GRID, ["ranks"], ["region"],
                           baseline={"ranks": 2}, mode="weak")
     np.testing.assert_allclose(table["efficiency"], 1.0)
     np.testing.assert_allclose(table["speedup"], GRID["ranks"] / 2)  # scaled speedup
     np.testing.assert_allclose(table["runtime_change_pct"], 0.0)
 
 
-def test_amdahl_strong_scaling_matches_closed_form():
+def test_amdahl_strong_scaling_matches_closed_form(law):
     serial, parallel = 10.0, 990.0
-    table = scaling_table(_models(total=LawModel(lambda p: serial + parallel / p)), GRID, ["ranks"], ["region"],
+    table = scaling_table(_models(total=law(lambda p: serial + parallel / p)), GRID, ["ranks"], ["region"],
                           baseline={"ranks": 2}, mode="strong")
     T = serial + parallel / GRID["ranks"]
     T1 = serial + parallel / 2
@@ -66,8 +43,8 @@ def test_amdahl_strong_scaling_matches_closed_form():
     assert table["efficiency"].is_monotonic_decreasing
 
 
-def test_baseline_outside_the_grid_and_several_models():
-    models = _models(a=LawModel(lambda p: 8.0 / p), b=LawModel(lambda p: 3.0 + 0 * p))
+def test_baseline_outside_the_grid_and_several_models(law):
+    models = _models(a=law(lambda p: 8.0 / p), b=law(lambda p: 3.0 + 0 * p))
     table = scaling_table(models, GRID, ["ranks"], ["region"], baseline={"ranks": 1}, mode="strong")
     a = table[table.region == "a"]
     np.testing.assert_allclose(a["speedup"], GRID["ranks"])
@@ -75,49 +52,49 @@ def test_baseline_outside_the_grid_and_several_models():
     np.testing.assert_allclose(b["efficiency"], 1 / GRID["ranks"])
 
 
-def test_non_positive_prediction_gives_nan_not_a_number_that_looks_valid():
-    table = scaling_table(_models(x=LawModel(lambda p: 10.0 - p)), GRID, ["ranks"], ["region"],
+def test_non_positive_prediction_gives_nan_not_a_number_that_looks_valid(law):
+    table = scaling_table(_models(x=law(lambda p: 10.0 - p)), GRID, ["ranks"], ["region"],
                           baseline={"ranks": 2}, mode="strong")
     assert table.loc[table.ranks >= 16, "speedup"].isna().all()
     assert table.loc[table.ranks == 4, "speedup"].iloc[0] == pytest.approx(8 / 6)
 
 
-def test_two_parameters_use_ranks_for_resources():
+def test_two_parameters_use_ranks_for_resources(law):
     grid = pd.DataFrame({"ranks": [2, 4, 8], "batch": [32, 32, 64]})
-    law = LawModel(lambda X: X[:, 1] * 10.0 / X[:, 0])
-    table = scaling_table(_models(t=law), grid, ["ranks", "batch"], ["region"],
+    model = law(lambda X: X[:, 1] * 10.0 / X[:, 0])
+    table = scaling_table(_models(t=model), grid, ["ranks", "batch"], ["region"],
                           baseline={"ranks": 2, "batch": 32}, mode="strong")
     np.testing.assert_allclose(table["efficiency"], [1.0, 1.0, 0.5])
 
 
-def test_default_baseline_is_smallest_point_and_errors_are_input_errors():
+def test_default_baseline_is_smallest_point_and_errors_are_input_errors(law):
     points = pd.DataFrame({"ranks": [8, 2, 4, 2], "batch": [1, 64, 1, 32]})
     assert default_baseline(points, ["ranks", "batch"], "ranks") == {"ranks": 2.0, "batch": 32.0}
     with pytest.raises(InputError):
-        scaling_table(_models(t=LawModel(lambda p: p)), GRID, ["ranks"], ["region"], {"ranks": 2}, mode="diagonal")
+        scaling_table(_models(t=law(lambda p: p)), GRID, ["ranks"], ["region"], {"ranks": 2}, mode="diagonal")
     with pytest.raises(InputError):
-        scaling_table(_models(t=LawModel(lambda p: p)), GRID, ["ranks"], ["region"], {}, mode="strong")
+        scaling_table(_models(t=law(lambda p: p)), GRID, ["ranks"], ["region"], {}, mode="strong")
 
 
-def test_predict_table_skips_missing_models_and_gives_intervals():
-    models = pd.DataFrame({"region": ["a", "b"], "model": [LawModel(lambda p: 2 * p), None]})
+def test_predict_table_skips_missing_models_and_gives_intervals(law):
+    models = pd.DataFrame({"region": ["a", "b"], "model": [law(lambda p: 2 * p), None]})
     table = predict_table(models, GRID, ["ranks"], ["region"])
     assert list(table.region.unique()) == ["a"]
     np.testing.assert_allclose(table["T"], 2 * GRID["ranks"])
     assert (table["T_lo"] < table["T"]).all() and (table["T"] < table["T_hi"]).all()
 
 
-def test_bottlenecks_rank_by_growth_then_share():
+def test_bottlenecks_rank_by_growth_then_share(law):
     models = pd.DataFrame({
         "region": ["allreduce", "gemm", "relu", "copy", "cpu"],
         "kind": ["kernel", "kernel", "kernel", "memcpy", "os"],
         "category": ["communication", "computation", "computation", "memory", "os"],
         "metric": ["time"] * 5,
-        "model": [LawModel(lambda p: 0.1 * p * np.log2(p), "O(p log p)", 2.0),
-                  LawModel(lambda p: 0 * p + 50.0, "O(1)", 0.0),
-                  LawModel(lambda p: 0 * p + 10.0, "O(1)", 0.0),
-                  LawModel(lambda p: 0.5 * np.sqrt(p), "O(p^0.5)", 0.5),
-                  LawModel(lambda p: p ** 3, "O(p^3)", 3.0)],
+        "model": [law(lambda p: 0.1 * p * np.log2(p), "O(p log p)", 2.0),
+                  law(lambda p: 0 * p + 50.0, "O(1)", 0.0),
+                  law(lambda p: 0 * p + 10.0, "O(1)", 0.0),
+                  law(lambda p: 0.5 * np.sqrt(p), "O(p^0.5)", 0.5),
+                  law(lambda p: p ** 3, "O(p^3)", 3.0)],
     })
     table = bottleneck_table(models, {"ranks": 64}, ["ranks"])
     assert list(table.region) == ["allreduce", "copy", "gemm", "relu"]  # os is not GPU work

@@ -1,0 +1,175 @@
+"""Budget search (paper section 3.3, Q5): which configurations meet a deadline and/or a budget.
+
+The epoch-time model is evaluated at every candidate point; cost follows from
+:mod:`extradeep.analysis.cost` and efficiency from :mod:`extradeep.analysis.scaling`. A candidate
+is valid when its predicted time and cost for the requested number of epochs are within the
+limits; the table also says whether it stays valid at the upper end of the prediction interval.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from extradeep.analysis.cost import CostSettings, cost_table
+from extradeep.analysis.points import format_point
+from extradeep.analysis.scaling import add_scaling_columns, design
+from extradeep.errors import InputError
+
+
+@dataclass
+class BudgetLimits:
+    """The user's limits: wall time in seconds and/or cost, both for ``epochs`` epochs."""
+
+    max_time: float | None = None
+    max_cost: float | None = None
+    epochs: float = 1.0
+
+    def __post_init__(self):
+        if self.max_time is None and self.max_cost is None:
+            raise InputError("budget", "give --max-time and/or --max-cost")
+        for name in ("max_time", "max_cost", "epochs"):
+            value = getattr(self, name)
+            if value is not None and not (np.isfinite(value) and value > 0):
+                raise InputError(f"--{name.replace('_', '-')}", f"must be a positive number, got {value!r}")
+
+
+@dataclass
+class BudgetResult:
+    """Outcome of :func:`budget_search`; ``table`` has one row per candidate configuration."""
+
+    table: pd.DataFrame
+    intervals: pd.DataFrame
+    best: pd.DataFrame
+    limits: BudgetLimits
+    scaling: str
+    cost_unit: str
+    failure: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def found(self) -> bool:
+        return self.failure is None
+
+
+def budget_search(epoch_model, candidates: pd.DataFrame, params: list[str], limits: BudgetLimits,
+                  cost: CostSettings, baseline: dict, scaling: str = "strong", level: float = 0.95) -> BudgetResult:
+    """Evaluate ``epoch_model`` (seconds per epoch) at ``candidates`` and check the limits."""
+    if candidates.empty:
+        raise InputError("budget", "there are no candidate configurations to search")
+    table = _candidate_table(epoch_model, candidates, params, baseline, limits, cost, scaling, level)
+    along = cost.ranks_param if cost.ranks_param in params else params[0]
+    intervals = valid_intervals(table, params, along)
+    best = best_configurations(table, params)
+    failure = None if table["valid"].any() else explain_failure(table, limits, cost.unit, params)
+    notes = []
+    if table["valid"].any() and not table["valid_upper"].any():
+        notes.append("every valid configuration fails a limit at the upper end of the "
+                     f"{level:.0%} prediction interval: plan with a margin")
+    return BudgetResult(table, intervals, best, limits, scaling, cost.unit, failure, notes)
+
+
+def _candidate_table(model, candidates, params, baseline, limits, cost, scaling, level) -> pd.DataFrame:
+    points = candidates[params].astype(float).reset_index(drop=True)
+    X = design(points, params)
+    table = points.copy()
+    table["T"] = np.asarray(model.predict(X), dtype=float).reshape(-1)
+    lo, hi = model.interval(X, level=level)
+    table["T_lo"], table["T_hi"] = np.asarray(lo, float).reshape(-1), np.asarray(hi, float).reshape(-1)
+    table["T_base"] = float(np.asarray(model.predict(design(pd.DataFrame([baseline])[params], params))).reshape(-1)[0])
+    table = add_scaling_columns(table, baseline, scaling, cost.ranks_param)
+    table = cost_table(table, cost, params)
+    table["total_time"] = table["T"] * limits.epochs
+    table["total_time_hi"] = table["T_hi"] * limits.epochs
+    table["total_cost"] = table["cost"] * limits.epochs
+    table["total_cost_hi"] = table["cost_hi"] * limits.epochs
+    table["time_ok"] = _within(table["total_time"], limits.max_time) & (table["T"] > 0)
+    table["cost_ok"] = _within(table["total_cost"], limits.max_cost) & (table["T"] > 0)
+    table["valid"] = table["time_ok"] & table["cost_ok"]
+    table["valid_upper"] = (_within(table["total_time_hi"], limits.max_time)
+                            & _within(table["total_cost_hi"], limits.max_cost) & table["valid"])
+    return table
+
+
+def _within(values: pd.Series, limit: float | None) -> pd.Series:
+    return pd.Series(True, index=values.index) if limit is None else values <= limit
+
+
+def valid_intervals(table: pd.DataFrame, params: list[str], along: str) -> pd.DataFrame:
+    """Runs of consecutive valid candidates along ``along`` (other parameters held fixed)."""
+    rows = []
+    others = [p for p in params if p != along]
+    groups = table.groupby(others, sort=True) if others else [((), table)]
+    for key, group in groups:
+        group = group.sort_values(along)
+        run_id = (group["valid"] != group["valid"].shift()).cumsum()
+        for _, run in group[group["valid"]].groupby(run_id[group["valid"]]):
+            fixed = dict(zip(others, key if isinstance(key, tuple) else (key,)))
+            rows.append({**fixed, "from": run[along].iloc[0], "to": run[along].iloc[-1], "candidates": len(run)})
+    return pd.DataFrame(rows, columns=[*others, "from", "to", "candidates"])
+
+
+def best_configurations(table: pd.DataFrame, params: list[str]) -> pd.DataFrame:
+    """The valid configuration with the highest efficiency, the lowest cost and the shortest time."""
+    valid = table[table["valid"]]
+    columns = ["criterion", *params, "T", "total_time", "total_cost", "efficiency", "speedup", "valid_upper"]
+    if valid.empty:
+        return pd.DataFrame(columns=columns)
+    picks = {
+        # Ties go to the cheaper, then the faster configuration.
+        "efficiency": valid.sort_values(["efficiency", "total_cost", "T"], ascending=[False, True, True]).iloc[0],
+        "cost": valid.sort_values(["total_cost", "T"]).iloc[0],
+        "time": valid.sort_values(["T", "total_cost"]).iloc[0],
+    }
+    rows = [{"criterion": name, **{c: row[c] for c in columns[1:]}} for name, row in picks.items()]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def explain_failure(table: pd.DataFrame, limits: BudgetLimits, unit: str, params: list[str]) -> str:
+    """Say which limit no candidate meets, and by how much the closest candidate misses it."""
+    epochs = f"{limits.epochs:g} epoch{'s' if limits.epochs != 1 else ''}"
+    problems = []
+    if limits.max_time is not None and not table["time_ok"].any():
+        row = table.loc[table["total_time"].idxmin()]
+        problems.append(
+            f"time limit: the fastest configuration ({format_point(row, params)}) needs "
+            f"{format_duration(row['total_time'])} for {epochs}, {_over(row['total_time'], limits.max_time)} "
+            f"over the {format_duration(limits.max_time)} limit")
+    if limits.max_cost is not None and not table["cost_ok"].any():
+        row = table.loc[table["total_cost"].idxmin()]
+        problems.append(
+            f"cost limit: the cheapest configuration ({format_point(row, params)}) costs "
+            f"{row['total_cost']:.4g} {unit} for {epochs}, {_over(row['total_cost'], limits.max_cost)} "
+            f"over the {limits.max_cost:g} limit")
+    if not problems:
+        fast = table[table["time_ok"]]
+        cheap = table[table["cost_ok"]]
+        problems.append(
+            "each limit can be met but never both at once: the time limit needs one of "
+            f"{_span(fast, params)}, the cost limit one of {_span(cheap, params)}")
+    return "; ".join(problems)
+
+
+def _over(value: float, limit: float) -> str:
+    return f"{(value / limit - 1) * 100:.1f}%"
+
+
+def _span(rows: pd.DataFrame, params: list[str]) -> str:
+    first, last = rows.iloc[0], rows.iloc[-1]
+    return format_point(first, params) if len(rows) == 1 else f"{format_point(first, params)} .. {format_point(last, params)}"
+
+
+def format_duration(seconds: float) -> str:
+    """Readable duration: 42.0 s, 12.5 min, 3.20 h, 2.1 d."""
+    seconds = float(seconds)
+    if not np.isfinite(seconds):
+        return "n/a"
+    if abs(seconds) < 120:
+        return f"{seconds:.3g} s"
+    if abs(seconds) < 7200:
+        return f"{seconds / 60:.3g} min"
+    if abs(seconds) < 172800:
+        return f"{seconds / 3600:.3g} h"
+    return f"{seconds / 86400:.3g} d"

@@ -1,0 +1,85 @@
+"""Parameter points the user asks about: lists ("16,32,64"), ranges ("2:64:2") and fixed values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from extradeep.errors import InputError
+
+MAX_POINTS = 100_000
+
+
+def parse_values(text: str, option: str = "--predict") -> list[float]:
+    """``"16,32,64"`` -> [16, 32, 64]; ``"2:64:2"`` (start:stop:step, stop included) -> 2, 4, ..., 64."""
+    text = (text or "").strip()
+    if not text:
+        raise InputError(option, "is empty")
+    values: list[float] = []
+    for part in text.split(","):
+        part = part.strip()
+        if ":" in part:
+            values.extend(_parse_range(part, option))
+        else:
+            values.append(_number(part, option))
+    if len(values) > MAX_POINTS:
+        raise InputError(option, f"asks for {len(values)} points; the limit is {MAX_POINTS}")
+    return sorted(set(values))
+
+
+def _parse_range(part: str, option: str) -> list[float]:
+    pieces = part.split(":")
+    if len(pieces) not in (2, 3):
+        raise InputError(option, f"{part!r} is not a range start:stop[:step]")
+    start, stop = _number(pieces[0], option), _number(pieces[1], option)
+    step = _number(pieces[2], option) if len(pieces) == 3 else 1.0
+    if step <= 0 or stop < start:
+        raise InputError(option, f"{part!r} needs start <= stop and a positive step")
+    count = int(np.floor((stop - start) / step + 1e-9)) + 1
+    if count > MAX_POINTS:
+        raise InputError(option, f"{part!r} has {count} points; the limit is {MAX_POINTS}")
+    return [start + i * step for i in range(count)]
+
+
+def _number(text: str, option: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(option, f"{text!r} is not a number") from None
+    if not np.isfinite(value) or value <= 0:
+        raise InputError(option, f"{text!r} must be a positive number")
+    return value
+
+
+def parse_fixed(items: list[str] | None, params: list[str]) -> dict[str, float]:
+    """``["batch=64"]`` -> {"batch": 64.0}; only known parameters."""
+    fixed: dict[str, float] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or name not in params:
+            raise InputError("--at", f"{item!r} must be PARAM=VALUE with PARAM one of {', '.join(params)}")
+        fixed[name] = _number(value, "--at")
+    return fixed
+
+
+def point_grid(values: list[float], params: list[str], along: str, fixed: dict[str, float]) -> pd.DataFrame:
+    """Points varying ``along`` over ``values`` with every other parameter held at ``fixed``."""
+    others = [p for p in params if p != along]
+    missing = [p for p in others if p not in fixed]
+    if missing:
+        raise InputError("--at", f"give a value for {', '.join(missing)} (e.g. --at {missing[0]}=64)")
+    grid = pd.DataFrame({along: np.asarray(values, dtype=float)})
+    for p in others:
+        grid[p] = float(fixed[p])
+    return grid[params]
+
+
+def format_point(point, params: list[str]) -> str:
+    """``ranks=16, batch=64`` with integral values printed without a decimal point."""
+    return ", ".join(f"{p}={_fmt(point[p])}" for p in params)
+
+
+def _fmt(value) -> str:
+    value = float(value)
+    return str(int(value)) if value.is_integer() else f"{value:g}"
