@@ -1,0 +1,294 @@
+"""Find Nsight Systems exports and learn each one's configuration point, rank and repetition.
+
+Parameters come from file names in the Extra-Deep convention (`app.p4.b32.r2.mpi3.sqlite`) or from an
+explicit manifest (CSV or TOML). The result is a runs table, one row per export:
+`path, app, <params...>, rank, rep, size, mtime_ns` (+ `sha256` once hashed). Checks that need the
+whole batch (missing rank files, duplicate content, mixed apps) live here too.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from extradeep.errors import InputError
+
+# Tokens map to names; the reserved names "rank" and "rep" say which token is which.
+DEFAULT_ALIASES = {"p": "ranks", "r": "rep", "mpi": "rank"}
+RESERVED = ("path", "app", "rank", "rep", "size", "mtime_ns", "sha256")
+EXPORT_SUFFIX = ".sqlite"
+
+_NUMBER = r"\d+(?:\.\d+)?(?:[eE]-?\d+)?"
+# One parameter token after the app name: letters (underscores allowed) then a number.
+_TOKEN = re.compile(rf"\.(?P<name>[A-Za-z][A-Za-z_]*)(?P<value>{_NUMBER})")
+
+
+def parse_aliases(items, base: dict | None = None) -> dict:
+    """`["b=batch", "n=ranks"]` -> alias dict on top of `base` (default: p=ranks, r=rep, mpi=rank)."""
+    aliases = dict(DEFAULT_ALIASES if base is None else base)
+    for item in items or ():
+        token, sep, name = str(item).partition("=")
+        if not sep or not token.strip() or not name.strip():
+            raise InputError(None, f"alias {item!r} is not TOKEN=NAME (e.g. p=ranks)")
+        aliases[token.strip()] = name.strip()
+    return aliases
+
+
+def parse_name(name: str, aliases: dict | None = None) -> dict:
+    """Parse `app.p4.lr0.5.r2.mpi3.sqlite` -> {"app": "app", "ranks": 4, "lr": 0.5, "rep": 2, "rank": 3}.
+
+    The app is everything before the first dot; every later token must be letters followed by a
+    number, so `rate0.1` is the parameter `rate`, never the repetition `r`.
+    """
+    aliases = DEFAULT_ALIASES if aliases is None else aliases
+    stem = name[: -len(EXPORT_SUFFIX)] if name.endswith(EXPORT_SUFFIX) else name
+    app, dot, rest = stem.partition(".")
+    rest = dot + rest
+    parsed: dict = {"app": app}
+    pos = 0
+    for match in _TOKEN.finditer(rest):
+        if match.start() != pos:
+            break
+        key = aliases.get(match["name"], match["name"])
+        if key in parsed:
+            raise InputError(name, f"parameter {key!r} appears twice in the file name")
+        parsed[key] = _number(match["value"])
+        pos = match.end()
+    if pos != len(rest) or not app:
+        raise InputError(
+            name,
+            "file name does not follow the convention app.p4.r1.mpi0.sqlite "
+            f"(cannot read {rest[pos:]!r}); give a --manifest for other names",
+        )
+    return _check_rank_rep(parsed, name)
+
+
+def _number(text: str) -> int | float:
+    value = float(text)
+    return int(value) if value.is_integer() and re.fullmatch(r"\d+", text) else value
+
+
+def _check_rank_rep(row: dict, source) -> dict:
+    for key, default in (("rank", 0), ("rep", 1)):
+        value = row.get(key, default)
+        try:
+            as_int = int(float(value))
+        except (TypeError, ValueError):
+            raise InputError(source, f"{key} must be a whole number, got {value!r}") from None
+        if as_int != float(value) or as_int < 0:
+            raise InputError(source, f"{key} must be a whole number >= 0, got {value!r}")
+        row[key] = as_int
+    return row
+
+
+def find_exports(paths) -> tuple[list[Path], list[str]]:
+    """Expand files and directories (recursively) into export paths, sorted; plus notes on what was skipped."""
+    found, problems = [], []
+    for given in [paths] if isinstance(paths, (str, Path)) else paths:
+        path = Path(given)
+        if path.is_dir():
+            exports = sorted(p for p in path.rglob(f"*{EXPORT_SUFFIX}") if p.is_file())
+            reports = [p for p in path.rglob("*.nsys-rep") if not p.with_suffix(EXPORT_SUFFIX).exists()]
+            if reports:
+                problems.append(
+                    f"{path}: {len(reports)} .nsys-rep file(s) have no .sqlite export beside them "
+                    "(run: nsys export --type sqlite FILE.nsys-rep)"
+                )
+            if not exports:
+                problems.append(f"{path}: no *{EXPORT_SUFFIX} exports found in this directory")
+            found.extend(exports)
+        elif path.is_file():
+            found.append(path)
+        else:
+            problems.append(f"{path}: no such file or directory")
+    unique = list(dict.fromkeys(p.resolve() for p in found))
+    return unique, problems
+
+
+def runs_from_names(paths, aliases: dict | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """Runs table from Extra-Deep file names; unparsable names become problem lines."""
+    exports, problems = find_exports(paths)
+    rows = []
+    for path in exports:
+        try:
+            rows.append({"path": str(path), **parse_name(path.name, aliases)})
+        except InputError as exc:
+            problems.append(f"{path}: {exc.problem}")
+    return _with_stat(rows), problems
+
+
+def read_manifest(manifest, aliases: dict | None = None) -> pd.DataFrame:
+    """Runs table from a CSV or TOML manifest (path, parameter values, rank, rep); paths are relative to it."""
+    manifest = Path(manifest)
+    if not manifest.is_file():
+        raise InputError(manifest, "manifest not found")
+    if manifest.suffix.lower() == ".toml":
+        records = _toml_records(manifest)
+    else:
+        with open(manifest, newline="", encoding="utf-8") as fh:
+            records = list(csv.DictReader(fh))
+    if not records:
+        raise InputError(manifest, "manifest lists no runs")
+    aliases = DEFAULT_ALIASES if aliases is None else aliases
+    rows = []
+    for number, record in enumerate(records, start=1):
+        where = f"{manifest} (run {number})"
+        record = {aliases.get(str(k).strip(), str(k).strip()): v for k, v in record.items()}
+        if not record.get("path"):
+            raise InputError(where, "every run needs a path")
+        path = Path(str(record.pop("path")).strip())
+        row = {"path": str((manifest.parent / path).resolve()), "app": str(record.pop("app", "") or "")}
+        for key, value in record.items():
+            row[key] = _manifest_value(where, key, value)
+        rows.append(_check_rank_rep(row, where))
+    return _with_stat(rows)
+
+
+def _toml_records(manifest: Path) -> list[dict]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10 only
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError:
+            raise InputError(manifest, "TOML manifests need Python 3.11 or the tomli package; use a CSV manifest") from None
+    try:
+        data = tomllib.loads(manifest.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(manifest, f"not valid TOML: {exc}") from None
+    records = data.get("run", data.get("runs"))
+    if not isinstance(records, list):
+        raise InputError(manifest, "a TOML manifest lists runs as [[run]] tables with path = ...")
+    # `params = {ranks = 4}` sub-tables are flattened next to path, rank and rep.
+    return [{**{k: v for k, v in r.items() if k != "params"}, **r.get("params", {})} for r in records]
+
+
+def _manifest_value(where, key, value):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    text = str(value).strip()
+    try:
+        return _number(text) if re.fullmatch(_NUMBER, text) else float(text)
+    except ValueError:
+        raise InputError(where, f"value of {key!r} is not a number: {value!r}") from None
+
+
+def _with_stat(rows: list[dict]) -> pd.DataFrame:
+    runs = pd.DataFrame(rows, columns=None if rows else ["path", "app", "rank", "rep"])
+    sizes, mtimes = [], []
+    for path in runs["path"]:
+        try:
+            stat = Path(path).stat()
+            sizes.append(stat.st_size)
+            mtimes.append(stat.st_mtime_ns)
+        except OSError:
+            sizes.append(-1)
+            mtimes.append(-1)
+    runs["size"] = pd.Series(sizes, index=runs.index, dtype="int64")
+    runs["mtime_ns"] = pd.Series(mtimes, index=runs.index, dtype="int64")
+    return runs
+
+
+def param_columns(runs: pd.DataFrame) -> list[str]:
+    """The parameter columns of a runs table (everything that is not bookkeeping)."""
+    return [c for c in runs.columns if c not in RESERVED]
+
+
+def file_sha256(path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_single_app(runs: pd.DataFrame) -> None:
+    """Refuse a batch that mixes applications: their measurements must never be aggregated together."""
+    counts = runs["app"].value_counts()
+    if len(counts) > 1:
+        listed = ", ".join(f"{app!r} ({n} files)" for app, n in counts.items())
+        raise InputError(None, f"the inputs mix applications: {listed}; give one application's exports at a time")
+
+
+def drop_duplicates(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Keep the first of several files with the same sha256; one problem line per dropped copy."""
+    dup = runs["sha256"].duplicated(keep="first")
+    first = runs.drop_duplicates("sha256").set_index("sha256")["path"]
+    problems = [f"{row.path}: same content as {first[row.sha256]}; skipped" for row in runs[dup].itertuples()]
+    return runs[~dup].reset_index(drop=True), problems
+
+
+def drop_conflicts(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Two different files claiming the same point, repetition and rank: keep the first, report the rest."""
+    keys = param_columns(runs) + ["rep", "rank"]
+    dup = runs.duplicated(keys, keep="first")
+    problems = [
+        f"{row['path']}: same point, repetition and rank as another file ({_point_label(row, keys)}); skipped"
+        for _, row in runs[dup].iterrows()
+    ]
+    return runs[~dup].reset_index(drop=True), problems
+
+
+def missing_ranks(runs: pd.DataFrame, ranks_param: str = "ranks") -> list[str]:
+    """One line per (point, repetition) with fewer rank files than the ranks parameter says."""
+    if ranks_param not in runs.columns or runs.empty:
+        return []
+    keys = param_columns(runs) + ["rep"]
+    problems = []
+    for _, group in runs.groupby(keys, dropna=False, sort=True):
+        expected = int(group[ranks_param].iloc[0])
+        have = set(group["rank"])
+        if len(have) < expected:
+            absent = sorted(set(range(expected)) - have)
+            shown = ", ".join(f"mpi{r}" for r in absent[:8]) + (" ..." if len(absent) > 8 else "")
+            label = _point_label(group.iloc[0], keys)
+            problems.append(f"{label}: {len(have)} of {expected} rank files (missing {shown}); using the ranks present")
+    return problems
+
+
+def _point_label(row, keys) -> str:
+    return f"{row['app']} " + " ".join(f"{k}={_fmt(row[k])}" for k in keys)
+
+
+def _fmt(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def discover(paths=None, aliases=None, manifest=None, ranks_param: str = "ranks") -> tuple[pd.DataFrame, list[str]]:
+    """Runs table with sha256 plus problem lines, for library users (ingest hashes in its workers).
+
+    Raises InputError when nothing usable is found or the batch mixes applications.
+    """
+    aliases = parse_aliases(aliases) if isinstance(aliases, (list, tuple)) else aliases
+    if manifest is not None:
+        runs, problems = read_manifest(manifest, aliases), []
+    else:
+        runs, problems = runs_from_names(paths, aliases)
+    runs, problems = validate_runs(runs, problems)
+    runs["sha256"] = [file_sha256(p) for p in runs["path"]]
+    runs, dups = drop_duplicates(runs)
+    return runs, problems + dups + missing_ranks(runs, ranks_param)
+
+
+def validate_runs(runs: pd.DataFrame, problems: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """Drop unreadable paths and conflicting rows, refuse mixed apps; raise when nothing is left."""
+    problems = list(problems)
+    missing = runs["size"] < 0
+    problems += [f"{p}: file not found" for p in runs.loc[missing, "path"]]
+    runs = runs[~missing].reset_index(drop=True)
+    if runs.empty:
+        raise InputError(None, "no usable exports found" + (": " + "; ".join(problems) if problems else ""))
+    check_single_app(runs)
+    params = param_columns(runs)
+    incomplete = runs[params].isna().any(axis=1) if params else pd.Series(False, index=runs.index)
+    for _, row in runs[incomplete].iterrows():
+        absent = ", ".join(k for k in params if pd.isna(row[k]))
+        problems.append(f"{row['path']}: has no value for parameter(s) {absent} that other files have; skipped")
+    runs = runs[~incomplete].reset_index(drop=True)
+    runs, conflicts = drop_conflicts(runs)
+    return runs, problems + conflicts

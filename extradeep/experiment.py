@@ -1,0 +1,232 @@
+"""The Experiment: aggregated measurements per region, metric and configuration point, plus metadata.
+
+Also the epoch extrapolation of paper section 2.3 (Eq. 2-4 and 6-10): a `Dataset` describes the
+training and validation sets, and `Experiment.epoch_table` turns per-step medians into per-epoch values.
+An Experiment is saved to one SQLite file (sqlite-utils) that plain SQL can read.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from extradeep import __version__
+from extradeep.aggregate import REGION_KEYS
+from extradeep.errors import InputError
+from extradeep.nsys.connect import open_readonly
+
+EPOCH_CATEGORIES = ("computation", "communication", "memory")
+TOTAL = "total"  # region/category name of Eq. 6: computation + communication + memory
+META_TABLE = "extradeep_meta"
+FORMAT = "extradeep-experiment"
+NEED_DATASET = (
+    "epoch values need the dataset sizes: give --train-samples, --val-samples and --batch-size "
+    "(per rank); per-step values are shown instead"
+)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """The training set sizes that turn per-step values into per-epoch values (paper Eq. 2-3).
+
+    `batch_per_rank`, `gpus_param` and `model_parallel` are numbers or names of parameters (a modeled
+    one, or one fixed across the experiment). With `weak_scaling`, both data sets grow with G.
+    """
+
+    train_samples: float
+    val_samples: float = 0
+    batch_per_rank: float | str = 1
+    gpus_param: float | str = "ranks"
+    model_parallel: float | str = 1
+    weak_scaling: bool = False
+
+    def steps_per_epoch(self, points: pd.DataFrame, fixed: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(n_t, n_v) for each row of `points`: n = floor((D / (G/M)) / B)."""
+        gpus = _resolve(self.gpus_param, "G (--gpus-param)", points, fixed)
+        batch = _resolve(self.batch_per_rank, "B (--batch-size)", points, fixed)
+        model = _resolve(self.model_parallel, "M (--model-parallel)", points, fixed)
+        grow = gpus if self.weak_scaling else 1.0
+        data_parallel = gpus / model
+
+        def n(samples):
+            return np.floor((samples * grow / data_parallel) / batch).astype(np.int64)
+
+        return n(float(self.train_samples)), n(float(self.val_samples))
+
+
+def _resolve(spec, what: str, points: pd.DataFrame, fixed: dict | None) -> np.ndarray:
+    if isinstance(spec, str):
+        if spec in points.columns:
+            values = points[spec].to_numpy(dtype=float)
+        elif fixed and spec in fixed:
+            values = np.full(len(points), float(fixed[spec]))
+        else:
+            raise InputError(None, f"{what}: no parameter named {spec!r}; give a number or one of {list(points.columns)}")
+    else:
+        values = np.full(len(points), float(spec))
+    if (values <= 0).any() or np.isnan(values).any():
+        raise InputError(None, f"{what} must be positive")
+    return values
+
+
+@dataclass
+class Experiment:
+    """Aggregated measurements of one application: the input of modeling, analysis and reports.
+
+    `values` holds one row per region, kind, category, metric, phase, point and repetition (median over
+    steps, then ranks, with the spread over ranks); `points` one row per point (median over
+    repetitions, spread over repetitions and pooled over ranks, `modelable`). See docs/architecture.md.
+    """
+
+    params: list[str]
+    values: pd.DataFrame
+    points: pd.DataFrame
+    provenance: pd.DataFrame
+    settings: dict = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def dataset(self) -> Dataset | None:
+        stored = self.settings.get("dataset")
+        return Dataset(**stored) if stored else None
+
+    @property
+    def fixed_params(self) -> dict:
+        """Parameters that have one value across the experiment (not modeled)."""
+        return dict(self.settings.get("fixed_params", {}))
+
+    def step_table(self, per_rep: bool = False) -> pd.DataFrame:
+        """Per-step medians V_t (`train`) and V_v (`val`) per region/metric/point (optionally per
+        repetition), plus the category sums of Eq. 6 and 8-10 as rows of kind "total"."""
+        source = self.values if per_rep else self.points
+        keys = ["region", "kind", "category", "metric", *self.params] + (["rep"] if per_rep else [])
+        regions = source[source["phase"].isin(["train", "val"])]
+        table = pd.concat([regions, category_sums(regions, keys)], ignore_index=True)
+        wide = table.pivot_table(index=keys, columns="phase", values="value", aggfunc="first", dropna=False)
+        wide = wide.reindex(columns=["train", "val"]).dropna(how="all").fillna(0.0)
+        wide.columns.name = None
+        wide = wide.reset_index()
+        counts = wide.drop_duplicates(["region", "kind", "category", "metric", *self.params])
+        n_points = counts.groupby(["region", "kind", "category", "metric"]).size().rename("n_points")
+        wide = wide.join(n_points, on=["region", "kind", "category", "metric"])
+        wide["modelable"] = wide["n_points"] >= int(self.settings.get("min_points", 5))
+        wide.attrs["notes"] = self._phase_notes()
+        return wide
+
+    def epoch_table(self, dataset: Dataset | None = None, per_rep: bool = False) -> pd.DataFrame:
+        """F = n_t * V_t + n_v * V_v per region/metric/point (Eq. 4, 6, 8-10). Region "step" gives the
+        measured epoch wall time; kind "total" rows the computation/communication/memory sums."""
+        dataset = dataset or self.dataset
+        if dataset is None:
+            raise InputError(None, NEED_DATASET)
+        table = self.step_table(per_rep)
+        n_t, n_v = dataset.steps_per_epoch(table, self.fixed_params)
+        table.insert(table.columns.get_loc("train"), "n_t", n_t)
+        table.insert(table.columns.get_loc("train"), "n_v", n_v)
+        table["value"] = n_t * table["train"] + n_v * table["val"]
+        notes = list(table.attrs.get("notes", []))
+        if (n_t == 0).any():
+            notes.append("some points have fewer training samples per rank than one batch: n_t = 0 there")
+        if dataset.val_samples and "val" not in set(self.points["phase"]):
+            notes.append("no validation steps were measured: epoch values include training only")
+        table.attrs["notes"] = notes
+        return table
+
+    def _phase_notes(self) -> list[str]:
+        phases = set(self.points["phase"])
+        return [] if "train" in phases else ["no training steps were measured"]
+
+    def save(self, path) -> None:
+        """Write one SQLite file (overwriting an earlier extradeep experiment, never anything else)."""
+        import sqlite_utils
+
+        path = Path(path)
+        if path.exists():
+            if not is_saved_experiment(path):
+                raise InputError(path, "exists and is not an extradeep experiment; refusing to overwrite it")
+            path.unlink()
+        db = sqlite_utils.Database(path)
+        meta = {"format": FORMAT, "version": __version__, "params": json.dumps(self.params)}
+        db[META_TABLE].insert_all({"key": k, "value": v} for k, v in meta.items())
+        _write(db, "measurements", self.points)
+        _write(db, "measurements_by_rep", self.values)
+        _write(db, "regions", region_table(self.points))
+        _write(db, "parameters", self.parameter_table())
+        _write(db, "provenance", self.provenance)
+        db["settings"].insert_all({"key": k, "value": json.dumps(v)} for k, v in self.settings.items())
+        db["problems"].insert_all(({"problem": p} for p in self.problems), columns={"problem": str})
+        db.conn.commit()
+        db.close()
+
+    @classmethod
+    def load(cls, path) -> Experiment:
+        if not is_saved_experiment(path):
+            raise InputError(path, "not an experiment saved by extradeep")
+        with closing(open_readonly(path)) as conn:
+            meta = dict(conn.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
+            tables = {name: pd.read_sql(f"SELECT * FROM [{name}]", conn) for name in ("measurements", "measurements_by_rep", "provenance")}
+            settings = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM settings")}
+            problems = [row[0] for row in conn.execute("SELECT problem FROM problems")]
+        points = tables["measurements"]
+        points["modelable"] = points["modelable"].astype(bool)
+        return cls(json.loads(meta["params"]), tables["measurements_by_rep"], points, tables["provenance"], settings, problems)
+
+    def parameter_table(self) -> pd.DataFrame:
+        rows = [{"name": p, "modeled": True, "values": json.dumps(sorted(self.points[p].unique().tolist()))} for p in self.params]
+        rows += [{"name": k, "modeled": False, "values": json.dumps([v])} for k, v in self.fixed_params.items()]
+        return pd.DataFrame(rows, columns=["name", "modeled", "values"])
+
+
+def category_sums(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Sum of the per-region medians per category (Eq. 8-10) and of all three (Eq. 6), per phase.
+
+    Only computation, communication and memory are summed, so CPU-side ranges are not counted twice."""
+    group = [k for k in keys if k not in ("region", "kind", "category")] + ["phase"]
+    cats = frame[frame["category"].isin(EPOCH_CATEGORIES)]
+    per_cat = cats.groupby(group + ["category"], dropna=False)["value"].sum().reset_index()
+    per_cat["region"] = per_cat["category"]
+    total = cats.groupby(group, dropna=False)["value"].sum().reset_index()
+    total["region"] = total["category"] = TOTAL
+    out = pd.concat([per_cat, total], ignore_index=True)
+    out["kind"] = TOTAL
+    return out
+
+
+def region_table(points: pd.DataFrame) -> pd.DataFrame:
+    """One row per region/metric/phase: at how many points it was measured and whether it is modelable."""
+    keys = list(REGION_KEYS)
+    return points.groupby(keys, dropna=False).agg(n_points=("value", "size"), modelable=("modelable", "first")).reset_index()
+
+
+def _write(db, name: str, frame: pd.DataFrame) -> None:
+    records = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    columns = {c: _sql_type(frame[c]) for c in frame.columns}
+    db[name].insert_all(records, columns=columns, batch_size=2000)
+    if not records:
+        db[name].create(columns)
+
+
+def _sql_type(column: pd.Series):
+    if pd.api.types.is_bool_dtype(column) or pd.api.types.is_integer_dtype(column):
+        return int
+    return float if pd.api.types.is_float_dtype(column) else str
+
+
+def is_saved_experiment(path) -> bool:
+    """True for an SQLite file written by `Experiment.save` (detected by its metadata table)."""
+    try:
+        with closing(open_readonly(path)) as conn:
+            row = conn.execute(f"SELECT value FROM {META_TABLE} WHERE key = 'format'").fetchone()
+    except (InputError, sqlite3.DatabaseError):
+        return False
+    return bool(row) and row[0] == FORMAT
+
+
+def dataset_dict(dataset: Dataset | None) -> dict | None:
+    return asdict(dataset) if dataset else None
