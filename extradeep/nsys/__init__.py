@@ -1,0 +1,1 @@
+"""Nsight Systems SQLite exports: read-only access, schema probing, raw events, steps and per-step sums."""

@@ -1,0 +1,438 @@
+"""Raw events of one export as DataFrames: one columnar SELECT per table, names resolved, times in integer ns.
+
+Every function takes a connection from `extradeep.nsys.connect.open_readonly` and returns a DataFrame
+(empty, with the same columns, when the export lacks the table). Names are pandas Categoricals, so
+millions of rows share a few thousand strings. Integer columns that the export leaves NULL (or that an
+older version lacks) hold `NULL_INT`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from extradeep.errors import InputError
+from extradeep.nsys import categories as cat
+from extradeep.nsys.connect import ExportConnection, fetch_all, query
+from extradeep.nsys.schema import (
+    NVTX_CATEGORY,
+    NVTX_DOMAIN_CREATE,
+    NVTX_DOMAIN_DESTROY,
+    NVTX_RANGE_TYPES,
+    schema_of,
+)
+
+NULL_INT = np.iinfo(np.int64).min
+_NULL_SQL = "(-9223372036854775807 - 1)"
+CHUNK_ROWS = 2_000_000  # bounds the size of the text that group_concat builds per query
+
+KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
+RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
+SYNC_TABLE = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+CUDA_EVENT_TABLE = "CUPTI_ACTIVITY_KIND_CUDA_EVENT"
+NVTX_TABLE = "NVTX_EVENTS"
+OSRT_TABLE = "OSRT_API"
+LIBRARY_TABLES = {"cublas": "CUBLAS_EVENTS", "cudnn": "CUDNN_EVENTS"}
+MPI_TABLES = ("MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS", "MPI_START_WAIT_EVENTS", "MPI_OTHER_EVENTS")
+
+
+# ---------------------------------------------------------------------------------------------
+# Columnar fetching
+
+
+def int_columns(conn: ExportConnection, table: str, columns: dict[str, str], where: str = "") -> dict[str, np.ndarray]:
+    """Integer columns of `table` as aligned int64 arrays (output name -> SQL expression).
+
+    SQLite renders each column as one comma-separated text (group_concat, rows in scan order for all
+    aggregates of the same SELECT) that NumPy parses in C: several times faster than building a
+    Python tuple per row. NULLs become NULL_INT.
+    """
+    out: dict[str, list[np.ndarray]] = {name: [] for name in columns}
+    bounds = query(conn, f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
+    if bounds[0] is None:
+        return {name: np.empty(0, np.int64) for name in columns}
+    aggregates = ", ".join(f"group_concat(ifnull({expr}, {_NULL_SQL}))" for expr in columns.values())
+    condition = f"({where}) AND " if where else ""
+    sql = f'SELECT count(*), {aggregates} FROM "{table}" WHERE {condition}rowid >= ? AND rowid < ?'
+    for lo in range(bounds[0], bounds[1] + 1, CHUNK_ROWS):
+        row = fetch_all(conn, sql, (lo, lo + CHUNK_ROWS))[0]
+        n = row[0]
+        for name, text in zip(columns, row[1:]):
+            values = np.fromstring(text, dtype=np.int64, sep=",") if n else np.empty(0, np.int64)
+            if len(values) != n:  # a REAL or TEXT value where an integer belongs
+                raise InputError(conn.path, f"table {table}: column {columns[name]} holds non-integer values")
+            out[name].append(values)
+    return {name: np.concatenate(parts) for name, parts in out.items()}
+
+
+def _table_columns(conn, table: str, wanted: dict[str, str], required: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Read `wanted` (output name -> column) from `table`; absent optional columns are all NULL_INT."""
+    present = schema_of(conn).columns(table)
+    missing = [c for c in required if c not in present]
+    if missing:
+        raise InputError(conn.path, f"table {table} lacks column(s) {', '.join(missing)}")
+    exprs = {name: f'"{col}"' for name, col in wanted.items() if col in present}
+    data = int_columns(conn, table, exprs)
+    n = len(next(iter(data.values()))) if data else 0
+    return {name: data.get(name, np.full(n, NULL_INT, np.int64)) for name in wanted}
+
+
+def check_durations(conn, table: str, start: np.ndarray, end: np.ndarray) -> None:
+    """Negative durations mean a damaged or hand-edited export: refuse rather than guess."""
+    bad = int(np.count_nonzero((end != NULL_INT) & (end < start)))
+    if bad:
+        raise InputError(conn.path, f"{bad} events in {table} end before they start (negative durations)")
+
+
+def pid_of(global_id: np.ndarray) -> np.ndarray:
+    """Process id packed into globalTid/globalPid."""
+    return (global_id >> 24) & 0xFFFFFF
+
+
+def tid_of(global_tid: np.ndarray) -> np.ndarray:
+    """Thread id packed into globalTid."""
+    return global_tid & 0xFFFFFF
+
+
+# ---------------------------------------------------------------------------------------------
+# Strings
+
+
+class StringTable:
+    """StringIds of one export: resolves integer name ids to strings, vectorised."""
+
+    def __init__(self, ids: np.ndarray, values: np.ndarray):
+        order = np.argsort(ids, kind="stable")
+        self.ids = ids[order]
+        self.values = values[order]
+
+    def lookup(self, ids: np.ndarray) -> np.ndarray:
+        """Strings for `ids` (object array); ids absent from StringIds give None."""
+        ids = np.asarray(ids, dtype=np.int64)
+        pos = np.clip(np.searchsorted(self.ids, ids), 0, max(len(self.ids) - 1, 0))
+        found = (self.ids[pos] == ids) if len(self.ids) else np.zeros(len(ids), bool)
+        out = np.full(len(ids), None, dtype=object)
+        out[found] = self.values[pos[found]]
+        return out
+
+    def categorical(self, ids: np.ndarray, missing: str = "<unknown name id {}>") -> pd.Categorical:
+        """Names for `ids` as a Categorical; unresolvable ids are named explicitly, never dropped."""
+        uniq, codes = np.unique(np.asarray(ids, dtype=np.int64), return_inverse=True)
+        names = self.lookup(uniq)
+        for i in np.flatnonzero(names == None):  # noqa: E711 - elementwise comparison
+            names[i] = missing.format(uniq[i] if uniq[i] != NULL_INT else "NULL")
+        return _categorical(codes, names)
+
+
+def _categorical(codes: np.ndarray, names: np.ndarray) -> pd.Categorical:
+    """Categorical from codes into `names`, merging equal names (categories must be unique)."""
+    uniq_names, remap = np.unique(names.astype(str), return_inverse=True)
+    return pd.Categorical.from_codes(remap[codes], categories=uniq_names)
+
+
+def strings(conn: ExportConnection) -> StringTable:
+    """The export's StringIds table (cached on the connection); InputError when it is missing."""
+    cached = getattr(conn, "_extradeep_strings", None)
+    if cached is not None:
+        return cached
+    if not schema_of(conn).has("StringIds"):
+        raise InputError(conn.path, "table StringIds is missing; names cannot be resolved (not a complete nsys export)")
+    rows = fetch_all(conn, "SELECT id, value FROM StringIds")
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    values = np.empty(len(rows), dtype=object)
+    values[:] = [r[1] for r in rows]
+    table = StringTable(ids, values)
+    conn._extradeep_strings = table
+    return table
+
+
+def enum_labels(conn: ExportConnection, *tables: str) -> dict[int, str]:
+    """id -> label of the first enum/lookup table present (ENUM_* in 2022.4+, *Strings before)."""
+    sch = schema_of(conn)
+    table = sch.first_table(*tables)
+    if table is None:
+        return {}
+    label = next(c for c in ("label", "name", "domainName") if c in sch.columns(table)) if sch.columns(table) else None
+    return {int(i): str(v) for i, v in fetch_all(conn, f'SELECT id, "{label}" FROM "{table}"')}
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU activity
+
+
+def _gpu_activity(
+    conn, table: str, extra: dict[str, str], times=("start", "end"), required=("start",)
+) -> dict[str, np.ndarray] | None:
+    if not schema_of(conn).has(table):
+        return None
+    wanted = {
+        "start": times[0],
+        "end": times[1],
+        "deviceId": "deviceId",
+        "streamId": "streamId",
+        "correlationId": "correlationId",
+        "globalPid": "globalPid",
+        **extra,
+    }
+    cols = _table_columns(conn, table, wanted, required)
+    check_durations(conn, table, cols["start"], cols["end"])
+    cols["pid"] = pid_of(cols["globalPid"])
+    return cols
+
+
+_GPU_COLUMNS = ["start", "end", "deviceId", "streamId", "correlationId", "globalPid", "pid"]
+
+
+def _frame(cols: dict | None, columns: list[str], names: pd.Categorical | None = None) -> pd.DataFrame:
+    """DataFrame of `columns` (plus `name` when given); an absent table gives an empty frame."""
+    if cols is None:
+        df = pd.DataFrame({c: np.empty(0, np.int64) for c in columns})
+    else:
+        df = pd.DataFrame({c: cols[c] for c in columns}, copy=False)
+    if names is not None:
+        df["name"] = names if cols is not None else pd.Categorical([])
+    return df
+
+
+_NO_NAMES = pd.Categorical([])
+
+
+def kernels(conn: ExportConnection, names: str = "short") -> pd.DataFrame:
+    """CUDA kernels: start, end, deviceId, streamId, correlationId, globalPid, pid, name, category.
+
+    `names="short"` uses shortName (`ncclDevKernel_SendRecv`), `"demangled"` the full signature.
+    category is communication for NCCL kernels, computation otherwise.
+    """
+    column = {"short": "shortName", "demangled": "demangledName"}[names]
+    cols = _gpu_activity(conn, KERNEL_TABLE, {"nameId": column})
+    if cols is None:
+        return _frame(None, _GPU_COLUMNS, _NO_NAMES).assign(category=_NO_NAMES)
+    name = strings(conn).categorical(cols["nameId"])
+    df = _frame(cols, _GPU_COLUMNS, name)
+    per_name = cat.kernel_categories(name.categories)
+    df["category"] = pd.Categorical(per_name[name.codes], categories=[cat.COMPUTATION, cat.COMMUNICATION])
+    return df
+
+
+def memcpy(conn: ExportConnection) -> pd.DataFrame:
+    """Memory copies: the GPU columns plus bytes, copyKind and name (`[CUDA memcpy HtoD]` ...)."""
+    cols = _gpu_activity(conn, MEMCPY_TABLE, {"bytes": "bytes", "copyKind": "copyKind"})
+    columns = _GPU_COLUMNS + ["bytes", "copyKind"]
+    if cols is None:
+        return _frame(None, columns, _NO_NAMES)
+    labels = enum_labels(conn, "ENUM_CUDA_MEMCPY_OPER", "MemcpyOperationStrings")
+    kinds, codes = np.unique(cols["copyKind"], return_inverse=True)
+    names = np.array([cat.memcpy_label(int(k), labels) for k in kinds], dtype=object)
+    return _frame(cols, columns, _categorical(codes, names))
+
+
+def memset(conn: ExportConnection) -> pd.DataFrame:
+    """Memory sets: the GPU columns plus bytes and name `[CUDA memset]`."""
+    cols = _gpu_activity(conn, MEMSET_TABLE, {"bytes": "bytes"})
+    columns = _GPU_COLUMNS + ["bytes"]
+    if cols is None:
+        return _frame(None, columns, _NO_NAMES)
+    n = len(cols["start"])
+    return _frame(cols, columns, pd.Categorical.from_codes(np.zeros(n, int), categories=[cat.MEMSET_NAME]))
+
+
+# ---------------------------------------------------------------------------------------------
+# CPU-side calls
+
+
+_CPU_COLUMNS = ["start", "end", "globalTid", "pid", "tid"]
+
+
+def _cpu_calls(conn, table: str, name_column: str, extra: dict[str, str] | None = None) -> pd.DataFrame:
+    """Calls on CPU threads (runtime API, OS runtime, libraries): start, end, globalTid, pid, tid, name."""
+    extra = extra or {}
+    columns = _CPU_COLUMNS + list(extra)
+    if not schema_of(conn).has(table):
+        return _frame(None, columns, _NO_NAMES)
+    wanted = {"start": "start", "end": "end", "globalTid": "globalTid", "nameId": name_column, **extra}
+    cols = _table_columns(conn, table, wanted, ("start", "end", name_column))
+    check_durations(conn, table, cols["start"], cols["end"])
+    cols["pid"], cols["tid"] = pid_of(cols["globalTid"]), tid_of(cols["globalTid"])
+    return _frame(cols, columns, strings(conn).categorical(cols["nameId"]))
+
+
+def runtime(conn: ExportConnection) -> pd.DataFrame:
+    """CUDA runtime API calls: start, end, globalTid, pid, tid, correlationId, name."""
+    return _cpu_calls(conn, RUNTIME_TABLE, "nameId", {"correlationId": "correlationId"})
+
+
+def osrt(conn: ExportConnection) -> pd.DataFrame:
+    """OS runtime calls (read, poll, pthread_*...): start, end, globalTid, pid, tid, name."""
+    return _cpu_calls(conn, OSRT_TABLE, "nameId")
+
+
+def library_events(conn: ExportConnection) -> pd.DataFrame:
+    """cuBLAS and cuDNN API events: start, end, globalTid, pid, tid, name, library ("cublas"/"cudnn")."""
+    parts = []
+    for library, table in LIBRARY_TABLES.items():
+        df = _cpu_calls(conn, table, "nameId")
+        parts.append(df.assign(library=library))
+    return _concat(parts)
+
+
+def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate frames, keeping names categorical (union of categories)."""
+    from pandas.api.types import union_categoricals
+
+    names = union_categoricals([p["name"] for p in parts], ignore_order=True)
+    out = pd.concat([p.drop(columns="name") for p in parts], ignore_index=True)
+    out["name"] = names
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# NVTX
+
+
+def nvtx_domains(conn: ExportConnection) -> dict[int, str]:
+    """domainId -> domain name, from DomainCreate rows (text or textId) or the old DomainStrings table."""
+    domains = {int(k): str(v) for k, v in enum_labels(conn, "DomainStrings").items()}
+    if schema_of(conn).has(NVTX_TABLE):
+        rows = fetch_all(
+            conn,
+            f"SELECT domainId, text, textId FROM {NVTX_TABLE} WHERE eventType = {NVTX_DOMAIN_CREATE}",
+        )
+        ids = np.array([r[2] if r[2] is not None else NULL_INT for r in rows], dtype=np.int64)
+        resolved = strings(conn).lookup(ids) if len(rows) else []
+        for (domain, text, _), name in zip(rows, resolved):
+            if domain is not None and (text or name):
+                domains[int(domain)] = str(text or name)
+    return domains
+
+
+def nvtx_categories(conn: ExportConnection) -> dict[tuple[int, int], str]:
+    """(domainId, category id) -> registered category name (eventType 33 rows)."""
+    if not schema_of(conn).has(NVTX_TABLE):
+        return {}
+    rows = fetch_all(
+        conn, f"SELECT ifnull(domainId, 0), category, text, textId FROM {NVTX_TABLE} WHERE eventType = {NVTX_CATEGORY}"
+    )
+    ids = np.array([r[3] if r[3] is not None else NULL_INT for r in rows], dtype=np.int64)
+    resolved = strings(conn).lookup(ids) if len(rows) else []
+    return {
+        (int(d), int(c)): str(text or name)
+        for (d, c, text, _), name in zip(rows, resolved)
+        if c is not None and (text or name)
+    }
+
+
+_NVTX_COLUMNS = ["start", "end", "eventType", "rangeId", "globalTid", "pid", "tid", "domainId", "categoryId"]
+
+
+def nvtx(conn: ExportConnection) -> pd.DataFrame:
+    """NVTX ranges (59 push/pop, 60 start/end) and marks (34, end = NULL_INT).
+
+    Columns: start, end, eventType, rangeId, globalTid, pid, tid, domainId, categoryId, name
+    (`coalesce(text, StringIds[textId])`), domain (name, "" for the default domain) and category
+    (registered category name, "" when none). Domain/category registrations are resolved into
+    these columns, not returned as rows.
+    """
+    if not schema_of(conn).has(NVTX_TABLE):
+        return _frame(None, _NVTX_COLUMNS, _NO_NAMES).assign(domain=_NO_NAMES, category=_NO_NAMES)
+    skip = (NVTX_CATEGORY, NVTX_DOMAIN_CREATE, NVTX_DOMAIN_DESTROY)
+    where = f"eventType NOT IN {skip}"
+    present = schema_of(conn).columns(NVTX_TABLE)
+    optional = {"rangeId": "rangeId", "globalTid": "globalTid", "textId": "textId"}
+    exprs = {
+        "rowid": "rowid",
+        "start": '"start"',
+        "end": '"end"',
+        "eventType": "eventType",
+        "domainId": "ifnull(domainId, 0)" if "domainId" in present else "0",
+        "categoryId": "ifnull(category, 0)" if "category" in present else "0",
+        **{k: (v if v in present else "NULL") for k, v in optional.items()},
+    }
+    cols = int_columns(conn, NVTX_TABLE, exprs, where)
+    ranges = np.isin(cols["eventType"], NVTX_RANGE_TYPES)
+    check_durations(conn, NVTX_TABLE, cols["start"][ranges], cols["end"][ranges])
+    cols["pid"], cols["tid"] = pid_of(cols["globalTid"]), tid_of(cols["globalTid"])
+    df = _frame(cols, _NVTX_COLUMNS, _nvtx_names(conn, cols, where))
+    domains = nvtx_domains(conn)
+    df["domain"] = _map_categorical(cols["domainId"], lambda d: domains.get(int(d), ""))
+    registered = nvtx_categories(conn)
+    key = cols["domainId"] * (1 << 32) + cols["categoryId"]
+    df["category"] = _map_categorical(
+        key, lambda k: registered.get((int(k) >> 32, int(k) & 0xFFFFFFFF), registered.get((0, int(k) & 0xFFFFFFFF), ""))
+    )
+    return df
+
+
+def _nvtx_names(conn, cols: dict[str, np.ndarray], where: str) -> pd.Categorical:
+    """coalesce(text, StringIds[textId]) for each row; rows with neither get an explicit placeholder."""
+    names = np.full(len(cols["rowid"]), None, dtype=object)
+    has_id = cols["textId"] != NULL_INT
+    if has_id.any():
+        names[has_id] = strings(conn).lookup(cols["textId"][has_id])
+    if schema_of(conn).has_column(NVTX_TABLE, "text"):
+        rows = fetch_all(conn, f"SELECT rowid, text FROM {NVTX_TABLE} WHERE text IS NOT NULL AND {where}")
+        if rows:
+            rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            pos = np.searchsorted(cols["rowid"], rowids)  # rowids come back in scan (rowid) order
+            names[pos] = [r[1] for r in rows]
+    unnamed = names == None  # noqa: E711
+    names[unnamed] = "<unnamed NVTX event>"
+    uniq, codes = np.unique(names.astype(str), return_inverse=True)
+    return pd.Categorical.from_codes(codes, categories=uniq)
+
+
+def _map_categorical(keys: np.ndarray, name_of) -> pd.Categorical:
+    uniq, codes = np.unique(keys, return_inverse=True)
+    names = np.array([name_of(k) for k in uniq], dtype=object)
+    return _categorical(codes, names) if len(keys) else pd.Categorical([])
+
+
+# ---------------------------------------------------------------------------------------------
+# MPI, synchronisation, CUDA events
+
+
+def mpi(conn: ExportConnection) -> pd.DataFrame:
+    """MPI calls: start, end, globalTid, pid, tid, name, bytes, source.
+
+    Newer nsys (-t mpi) writes MPI_*_EVENTS tables (source "table"); older versions record MPI calls as
+    NVTX ranges in a domain named like "MPI" (source "nvtx"). bytes is the message size where known.
+    """
+    parts = []
+    for table in MPI_TABLES:
+        if not schema_of(conn).has(table):
+            continue
+        name_col = "textId" if schema_of(conn).has_column(table, "textId") else "nameId"
+        df = _cpu_calls(conn, table, name_col, {"bytes": "size"})
+        parts.append(df.assign(source="table"))
+    ranges = nvtx(conn)
+    in_mpi = ranges["eventType"].isin(NVTX_RANGE_TYPES) & ranges["domain"].astype(str).map(cat.is_mpi_domain)
+    if in_mpi.any():
+        from_nvtx = ranges.loc[in_mpi, _CPU_COLUMNS + ["name"]].assign(bytes=NULL_INT, source="nvtx")
+        from_nvtx["name"] = from_nvtx["name"].cat.remove_unused_categories()
+        parts.append(from_nvtx)
+    if not parts:
+        return _frame(None, _CPU_COLUMNS + ["bytes"], _NO_NAMES).assign(source=pd.Series([], dtype=str))
+    return _concat(parts)
+
+
+def synchronization(conn: ExportConnection) -> pd.DataFrame:
+    """CUDA synchronisation: the GPU columns plus syncType, eventId, eventSyncId.
+
+    syncType 1 event sync, 2 stream wait event, 3 stream sync, 4 context sync.
+    """
+    extra = {"syncType": "syncType", "eventId": "eventId", "eventSyncId": "eventSyncId"}
+    return _frame(_gpu_activity(conn, SYNC_TABLE, extra), _GPU_COLUMNS + list(extra))
+
+
+def cuda_events(conn: ExportConnection) -> pd.DataFrame:
+    """CUDA event records: the GPU columns plus eventId, eventSyncId; start = end = the record time
+    (`timestamp` in newer exports, NULL_INT where the export has no time column).
+
+    With synchronization() they give cross-stream dependencies (record on stream A, wait on stream B).
+    """
+    has_time = schema_of(conn).has_column(CUDA_EVENT_TABLE, "timestamp")
+    times = ("timestamp", "timestamp") if has_time else ("start", "end")
+    extra = {"eventId": "eventId", "eventSyncId": "eventSyncId"}
+    cols = _gpu_activity(conn, CUDA_EVENT_TABLE, extra, times=times, required=("correlationId",))
+    return _frame(cols, _GPU_COLUMNS + list(extra))
