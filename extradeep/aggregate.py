@@ -26,7 +26,7 @@ def aggregate(step_sums: pd.DataFrame, point_cols: list[str], min_points: int = 
     per_rank = fill_absent(per_rank, _file_phases(step_sums, point_cols), REGION_KEYS + point_cols)
     values = rank_spread(per_rank, point_cols)
     points = rep_spread(values, per_rank, point_cols)
-    points["modelable"] = point_counts(points, point_cols) >= min_points
+    points["modelable"] = point_counts(points) >= min_points
     return values, points
 
 
@@ -118,6 +118,6 @@ def rep_spread(values: pd.DataFrame, per_rank: pd.DataFrame, point_cols: list[st
     return out.join(pooled).reset_index()
 
 
-def point_counts(points: pd.DataFrame, point_cols: list[str]) -> pd.Series:
+def point_counts(points: pd.DataFrame) -> pd.Series:
     """For each row, at how many configuration points its region/metric/phase was measured."""
     return points.groupby(REGION_KEYS, dropna=False)["value"].transform("size")

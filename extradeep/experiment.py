@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep import __version__
-from extradeep.aggregate import REGION_KEYS
+from extradeep.aggregate import REGION_KEYS, point_counts
 from extradeep.errors import InputError
 from extradeep.nsys.connect import open_readonly
 
@@ -100,6 +100,11 @@ class Experiment:
     def fixed_params(self) -> dict:
         """Parameters that have one value across the experiment (not modeled)."""
         return dict(self.settings.get("fixed_params", {}))
+
+    def set_min_points(self, min_points: int) -> None:
+        """Re-mark which regions are modelable (measured at >= `min_points` points)."""
+        self.settings["min_points"] = int(min_points)
+        self.points["modelable"] = point_counts(self.points) >= int(min_points)
 
     def step_table(self, per_rep: bool = False) -> pd.DataFrame:
         """Per-step medians V_t (`train`) and V_v (`val`) per region/metric/point (optionally per

@@ -1,0 +1,197 @@
+"""Options shared by every subcommand that reads profiles (model, evaluate, report, budget).
+
+`add_reading_arguments(parser)` adds them; `experiment_from_args(args)` turns them into an
+Experiment, from exports or from an experiment saved by extradeep. A `--config FILE` (TOML) may hold
+the same keys as the long options (`train-samples = 50000` or `train_samples = 50000`); options given
+on the command line win over the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from extradeep.errors import InputError
+
+# key: (default, type) of every option that a config file may also set
+DEFAULTS = {
+    "profiles": [],
+    "param": [],
+    "alias": [],
+    "manifest": None,
+    "epoch_pattern": None,
+    "train_step_pattern": None,
+    "val_step_pattern": None,
+    "warmup_epochs": 1,
+    "min_points": 5,
+    "jobs": None,
+    "cache_dir": None,
+    "no_cache": False,
+    "train_samples": None,
+    "val_samples": None,
+    "batch_size": None,
+    "gpus_param": "ranks",
+    "model_parallel": 1,
+    "weak_scaling": False,
+}
+
+
+def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add PROFILES and the reading, caching and dataset options to a subcommand's parser."""
+    parser.add_argument(
+        "profiles", nargs="*", metavar="PROFILES",
+        help="Nsight Systems SQLite exports or directories of them (searched recursively), "
+        "or one experiment .sqlite saved by extradeep",
+    )
+    read = parser.add_argument_group("reading profiles")
+    read.add_argument("--param", action="append", metavar="NAME", help="modeled parameter (repeatable; default: every parameter that varies)")
+    read.add_argument("--alias", action="append", metavar="TOK=NAME", help="file-name token for a parameter name (repeatable; p=ranks, r=rep, mpi=rank are built in)")
+    read.add_argument("--manifest", metavar="FILE", help="CSV or TOML list of exports with path, parameter values, rank and rep, for any file naming")
+    read.add_argument("--epoch-pattern", metavar="REGEX", help="regular expression for NVTX epoch ranges (optionally DOMAIN:REGEX)")
+    read.add_argument("--train-step-pattern", metavar="REGEX", help="regular expression for NVTX training-step ranges (optionally DOMAIN:REGEX)")
+    read.add_argument("--val-step-pattern", metavar="REGEX", help="regular expression for NVTX validation-step ranges (optionally DOMAIN:REGEX)")
+    read.add_argument("--warmup-epochs", type=int, metavar="N", help="leading epochs excluded as warm-up (default 1)")
+    read.add_argument("--min-points", type=int, metavar="N", help="configurations a region needs to be modeled (default 5)")
+    read.add_argument("--jobs", type=int, metavar="N", help="files read in parallel (default: number of CPUs)")
+    read.add_argument("--cache-dir", metavar="DIR", help="cache of per-file results (default $XDG_CACHE_HOME/extradeep or ~/.cache/extradeep)")
+    read.add_argument("--no-cache", action="store_true", default=None, help="read every export again and cache nothing")
+    read.add_argument("--config", metavar="FILE", help="TOML file with any of these options (command-line options win)")
+    data = parser.add_argument_group("dataset (turns per-step values into per-epoch values, paper Eq. 2-4)")
+    data.add_argument("--train-samples", type=float, metavar="D_T", help="samples in the training set")
+    data.add_argument("--val-samples", type=float, metavar="D_V", help="samples in the validation set (default 0)")
+    data.add_argument("--batch-size", metavar="B", help="batch size per rank: a number or a parameter name")
+    data.add_argument("--gpus-param", metavar="G", help="data-parallel degree G: a parameter name or a number (default: ranks)")
+    data.add_argument("--model-parallel", metavar="M", help="model-parallel degree M: a number or a parameter name (default 1)")
+    data.add_argument("--weak-scaling", action="store_true", default=None, help="the data sets grow with G (weak scaling)")
+
+
+def resolve_options(args: argparse.Namespace) -> dict:
+    """Command line over config file over defaults, as one dict of DEFAULTS keys."""
+    config = read_config(args.config) if getattr(args, "config", None) else {}
+    options = {}
+    for key, default in DEFAULTS.items():
+        given = getattr(args, key, None)
+        options[key] = given if given not in (None, []) else config.get(key, default)
+    return options
+
+
+def read_config(path) -> dict:
+    path = Path(path)
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10 without tomli
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError:
+            raise InputError(path, "TOML config files need Python 3.11 or the tomli package") from None
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(path, f"cannot read config file ({exc.strerror})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"not valid TOML: {exc}") from None
+    config = {str(k).replace("-", "_"): v for k, v in data.items()}
+    unknown = sorted(set(config) - set(DEFAULTS))
+    if unknown:
+        raise InputError(path, f"unknown key(s) {', '.join(unknown)}; known: {', '.join(k.replace('_', '-') for k in DEFAULTS)}")
+    for key in ("profiles", "param", "alias"):
+        if isinstance(config.get(key), str):
+            config[key] = [config[key]]
+    return config
+
+
+def number_or_name(value):
+    """`"64"` -> 64.0; `"b"` -> "b" (a parameter name)."""
+    if value is None or isinstance(value, (int, float)):
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        return str(value)
+
+
+def dataset_from_options(options: dict, aliases: dict | None = None):
+    """A Dataset when --train-samples is given, else None (then only per-step values exist)."""
+    from extradeep.experiment import Dataset
+
+    if options["train_samples"] is None:
+        if options["val_samples"] is not None:
+            raise InputError(None, "--val-samples needs --train-samples and --batch-size")
+        return None
+    if options["batch_size"] is None:
+        raise InputError(None, "--train-samples needs --batch-size (the batch size per rank)")
+    aliases = aliases or {}
+
+    def param(value):
+        value = number_or_name(value)
+        return aliases.get(value, value) if isinstance(value, str) else value
+
+    return Dataset(
+        train_samples=float(options["train_samples"]),
+        val_samples=float(options["val_samples"] or 0),
+        batch_per_rank=param(options["batch_size"]),
+        gpus_param=param(options["gpus_param"]),
+        model_parallel=param(options["model_parallel"]),
+        weak_scaling=bool(options["weak_scaling"]),
+    )
+
+
+def reader_settings(options: dict) -> dict:
+    """The settings passed to `read_export` (step patterns, warm-up)."""
+    keys = ("epoch_pattern", "train_step_pattern", "val_step_pattern", "warmup_epochs")
+    return {k: options[k] for k in keys}
+
+
+def experiment_from_args(args: argparse.Namespace, progress=None):
+    """Experiment from parsed arguments; prints each skipped input and a summary on stderr."""
+    from extradeep.discover import parse_aliases
+    from extradeep.experiment import Experiment, dataset_dict, is_saved_experiment
+    from extradeep.ingest import load_experiment
+
+    options = resolve_options(args)
+    aliases = parse_aliases(options["alias"])
+    dataset = dataset_from_options(options, aliases)
+    profiles = list(options["profiles"])
+    if not profiles and not options["manifest"]:
+        raise InputError(None, "give PROFILES (exports or directories) or --manifest")
+    if len(profiles) == 1 and not options["manifest"] and is_saved_experiment(profiles[0]):
+        experiment = Experiment.load(profiles[0])
+        if dataset is not None:
+            experiment.settings["dataset"] = dataset_dict(dataset)
+        _check_params(experiment, options["param"], aliases, profiles[0])
+        if getattr(args, "min_points", None) is not None:
+            experiment.set_min_points(args.min_points)
+    else:
+        experiment = load_experiment(
+            profiles or None,
+            params=options["param"] or None,
+            settings=reader_settings(options),
+            aliases=aliases,
+            manifest=options["manifest"],
+            dataset=dataset,
+            min_points=int(options["min_points"]),
+            jobs=options["jobs"],
+            cache_dir=options["cache_dir"],
+            use_cache=not options["no_cache"],
+            progress=progress,
+        )
+    report_problems(experiment, sys.stderr)
+    return experiment
+
+
+def _check_params(experiment, params, aliases, source) -> None:
+    wanted = [aliases.get(p, p) for p in params or ()]
+    if wanted and sorted(wanted) != sorted(experiment.params):
+        raise InputError(source, f"this saved experiment models {experiment.params}, not {wanted}")
+
+
+def report_problems(experiment, stream) -> None:
+    """One line per problem, then a summary line; notes from the reader after them."""
+    for problem in experiment.problems:
+        print(f"extradeep: warning: {problem}", file=stream)
+    if experiment.problems:
+        used = len(experiment.provenance)
+        print(f"extradeep: {len(experiment.problems)} problem(s); {used} export(s) used", file=stream)
+    for note in experiment.settings.get("notes", []):
+        print(f"extradeep: note: {note}", file=stream)

@@ -1,0 +1,273 @@
+"""Exports in, Experiment out: discover, read every file (cached, in parallel), check, aggregate.
+
+The per-file stage is `extradeep.nsys.read.read_export` (path in, small step-sum table out), so it
+can run in worker processes here and, later, on a cluster. Its results are cached per file, keyed by
+path, size, mtime, reader version and reader settings, in a cache directory (never beside the
+inputs unless asked). Bad files become one-line problems; only when nothing usable remains is an
+InputError raised.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import pickle
+import sqlite3
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+import pandas as pd
+
+import extradeep
+from extradeep import discover
+from extradeep.aggregate import aggregate
+from extradeep.errors import InputError
+from extradeep.experiment import Dataset, Experiment, dataset_dict
+
+CACHE_FORMAT = 1
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "extradeep"
+
+
+def load_experiment(
+    paths=None,
+    params=None,
+    settings=None,
+    *,
+    aliases=None,
+    manifest=None,
+    dataset: Dataset | None = None,
+    min_points: int = 5,
+    jobs: int | None = None,
+    cache_dir=None,
+    use_cache: bool = True,
+    progress=None,
+) -> Experiment:
+    """Read and aggregate exports into an Experiment whose `.problems` lists every skipped input.
+
+    `paths`: files and/or directories (searched recursively), or None with `manifest`. `params`: the
+    modeled parameter names (default: those that vary). `settings`: the reader settings passed to
+    `read_export`. `progress`: None (a line on stderr), False (silent) or a callable
+    `(done, total, path)`. Raises InputError only when nothing usable remains.
+    """
+    aliases = discover.parse_aliases(aliases) if not isinstance(aliases, dict) else aliases
+    if manifest is not None:
+        runs, problems = discover.read_manifest(manifest, aliases), []
+    else:
+        runs, problems = discover.runs_from_names(paths, aliases)
+    runs, problems = discover.validate_runs(runs, problems)
+    params = choose_params(runs, params, aliases)
+
+    cache = None if not use_cache else Path(cache_dir) if cache_dir else default_cache_dir()
+    results = read_all(runs, settings, jobs=jobs, cache_dir=cache, progress=progress)
+    runs["sha256"] = [r["sha256"] for r in results]
+    failed = [r["problem"] is not None for r in results]
+    problems += [r["problem"] for r in results if r["problem"]]
+    frames = {path: r["frame"] for path, r in zip(runs["path"], results) if r["problem"] is None}
+    runs = runs[[not f for f in failed]].reset_index(drop=True)
+    if runs.empty:
+        raise InputError(None, f"no usable exports: {summary(problems)}\n" + "\n".join(problems))
+    runs, duplicates = discover.drop_duplicates(runs)
+    problems += duplicates + discover.missing_ranks(runs)
+
+    step_sums = step_sum_table(runs, frames, params)
+    values, points = aggregate(step_sums, params, min_points)
+    fixed = {p: _plain(runs[p].iloc[0]) for p in discover.param_columns(runs) if p not in params}
+    notes = sorted({n for path in runs["path"] for n in frames[path].attrs.get("notes", [])})
+    provenance = runs[["path", "size", "sha256", "app", "rank", "rep", *discover.param_columns(runs)]]
+    experiment_settings = {
+        "reader": settings_dict(settings),
+        "reader_version": reader_version(),
+        "aliases": aliases,
+        "dataset": dataset_dict(dataset),
+        "min_points": int(min_points),
+        "fixed_params": fixed,
+        "app": str(runs["app"].iloc[0]),
+        "notes": notes,
+    }
+    return Experiment(params, values, points, provenance.reset_index(drop=True), experiment_settings, problems)
+
+
+def choose_params(runs: pd.DataFrame, params, aliases: dict) -> list[str]:
+    """The modeled parameters: the given ones (through aliases) or those that vary. Refuses a varying
+    parameter that is not modeled, because its points would be merged silently."""
+    available = discover.param_columns(runs)
+    varying = [p for p in available if runs[p].nunique() > 1]
+    if not params:
+        return varying
+    chosen = [aliases.get(p, p) for p in params]
+    unknown = [p for p in chosen if p not in available]
+    if unknown:
+        raise InputError(None, f"no parameter {', '.join(map(repr, unknown))} in the inputs; they have: {', '.join(available) or 'none'}")
+    unmodeled = [p for p in varying if p not in chosen]
+    if unmodeled:
+        detail = "; ".join(f"{p} takes {sorted(runs[p].unique().tolist())}" for p in unmodeled)
+        raise InputError(None, f"parameter(s) vary but are not modeled ({detail}); add --param or select files")
+    return chosen
+
+
+def step_sum_table(runs: pd.DataFrame, frames: dict, params: list[str]) -> pd.DataFrame:
+    """Concatenate the per-file step sums with the file id, rank, repetition and point columns."""
+    parts = []
+    for file_id, run in enumerate(runs.itertuples(index=False)):
+        frame = frames[run.path]
+        extra = {"file": file_id, "rank": run.rank, "rep": run.rep, **{p: getattr(run, p) for p in params}}
+        parts.append(frame.assign(**extra))
+    return pd.concat(parts, ignore_index=True)
+
+
+def read_all(runs: pd.DataFrame, settings, *, jobs=None, cache_dir=None, progress=None) -> list[dict]:
+    """Read every run: cached results first, the rest in `jobs` worker processes (1: in this process)."""
+    tasks = [(row.path, row.size, row.mtime_ns) for row in runs.itertuples(index=False)]
+    keys = [cache_key(*task, settings) for task in tasks]
+    results: list[dict | None] = [None] * len(tasks)
+    bar = Progress(len(tasks), progress)
+    for i, key in enumerate(keys):
+        if cache_dir is not None and (hit := read_cache(cache_dir, key)) is not None:
+            results[i] = hit
+            bar.update(tasks[i][0], cached=True)
+    todo = [i for i in range(len(tasks)) if results[i] is None]
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
+    if jobs == 1:
+        for i in todo:
+            results[i] = read_one(tasks[i][0], settings)
+            _store(cache_dir, keys[i], results[i])
+            bar.update(tasks[i][0])
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(read_one, tasks[i][0], settings): i for i in todo}
+            for future in as_completed(futures):
+                i = futures[future]
+                try:
+                    results[i] = future.result()
+                except Exception as exc:  # a worker died (out of memory, killed): report, go on
+                    results[i] = {"path": tasks[i][0], "sha256": None, "frame": None,
+                                  "problem": f"{tasks[i][0]}: reading failed ({type(exc).__name__}: {exc})"}
+                _store(cache_dir, keys[i], results[i])
+                bar.update(tasks[i][0])
+    bar.close()
+    return results
+
+
+def read_one(path: str, settings) -> dict:
+    """The per-file stage: sha256 and step sums of one export, or a one-line problem. Never raises
+    for a bad file, so one broken export cannot stop a batch."""
+    from extradeep.nsys import read as nsys_read
+
+    result = {"path": path, "sha256": None, "frame": None, "problem": None}
+    try:
+        result["sha256"] = discover.file_sha256(path)
+        frame = nsys_read.read_export(path, settings)
+        if frame.empty:
+            raise InputError(path, "no measurements inside the step marks")
+        result["frame"] = frame
+    except InputError as exc:
+        result["problem"] = str(exc) if exc.source else f"{path}: {exc.problem}"
+    except (sqlite3.Error, OSError, UnicodeError, ValueError) as exc:
+        result["problem"] = f"{path}: cannot read ({type(exc).__name__}: {exc})"
+    return result
+
+
+def summary(problems: list[str]) -> str:
+    return f"{len(problems)} problem(s)" if problems else "no problems"
+
+
+# --- cache -------------------------------------------------------------------------------------
+
+def settings_dict(settings) -> dict | None:
+    if settings is None:
+        return None
+    if dataclasses.is_dataclass(settings):
+        return dataclasses.asdict(settings)
+    return dict(settings)
+
+
+@functools.lru_cache(maxsize=1)
+def reader_version() -> str:
+    """extradeep's version plus a digest of the reader's sources, so any reader change invalidates
+    cached results (developers edit the reader without bumping versions)."""
+    digest = hashlib.sha256(extradeep.__version__.encode())
+    for source in sorted((Path(extradeep.__file__).parent / "nsys").glob("*.py")):
+        digest.update(source.read_bytes())
+    return f"{extradeep.__version__}+{digest.hexdigest()[:12]}"
+
+
+def cache_key(path: str, size: int, mtime_ns: int, settings) -> str:
+    blob = json.dumps(
+        [CACHE_FORMAT, str(Path(path).resolve()), int(size), int(mtime_ns), reader_version(), settings_dict(settings)],
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _cache_file(cache_dir: Path, key: str) -> Path:
+    return Path(cache_dir) / "steps" / key[:2] / f"{key}.pkl"
+
+
+def read_cache(cache_dir: Path, key: str) -> dict | None:
+    """A cached per-file result, or None (missing or unreadable entries are simply re-read)."""
+    try:
+        with open(_cache_file(cache_dir, key), "rb") as fh:
+            return pickle.load(fh)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        return None
+
+
+def _store(cache_dir, key: str, result: dict) -> None:
+    # Failures are not cached: the user may fix the file or the reader may learn to read it.
+    if cache_dir is None or result["problem"] is not None:
+        return
+    target = _cache_file(cache_dir, key)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, target)
+    except OSError:
+        pass  # a read-only or full cache only costs speed
+
+
+# --- progress ----------------------------------------------------------------------------------
+
+class Progress:
+    """Progress of a batch: an updating line on a terminal, periodic lines otherwise, or a callback."""
+
+    def __init__(self, total: int, target=None, stream=None, every_s: float = 5.0):
+        self.total, self.done, self.cached = total, 0, 0
+        self.callback = target if callable(target) else None
+        self.stream = None if target is False or self.callback else (stream or sys.stderr)
+        self.tty = bool(self.stream) and getattr(self.stream, "isatty", lambda: False)()
+        self.every_s, self.last = every_s, time.monotonic()
+
+    def update(self, path: str, cached: bool = False) -> None:
+        self.done += 1
+        self.cached += cached
+        if self.callback:
+            self.callback(self.done, self.total, path)
+        elif self.stream and self.tty:
+            self.stream.write(f"\rreading exports: {self._line()}")
+            self.stream.flush()
+        elif self.stream and (time.monotonic() - self.last >= self.every_s or self.done == self.total):
+            self.last = time.monotonic()
+            print(f"reading exports: {self._line()}", file=self.stream)
+
+    def _line(self) -> str:
+        return f"{self.done}/{self.total} files ({self.cached} from cache)"
+
+    def close(self) -> None:
+        if self.stream and self.tty and self.total:
+            self.stream.write("\n")
+
+
+def _plain(value):
+    return value.item() if hasattr(value, "item") else value
