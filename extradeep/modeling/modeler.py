@@ -1,0 +1,230 @@
+"""PMNF modeling entry points: the scikit-learn style `PMNFModeler` and the table API `fit_models`."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import fields
+
+import numpy as np
+import pandas as pd
+
+from extradeep.errors import InputError
+from extradeep.modeling.batched import fit_batched, smape
+from extradeep.modeling.model import Model
+from extradeep.modeling.search import (
+    PointBatch, SearchOptions, line_indices, search_multi_parameter, search_single_parameter, weights,
+)
+from extradeep.modeling.terms import DEFAULT_I, DEFAULT_J, design_matrix, factor_pairs
+
+# Measured in benchmarks/bench_modeling.py (see docs/performance.md).
+DEFAULT_TIE_TOLERANCE = 0.0
+DEFAULT_NONNEGATIVE = False
+RESULT_COLUMNS = ["model", "formula", "smape", "cv_smape", "ar2", "rss", "growth", "growth_key",
+                  "n_points", "reason", "warnings"]
+
+
+class PMNFModeler:
+    """Finds the PMNF hypothesis that best predicts unseen points (leave-one-out SMAPE) for one region.
+
+    Configure the search space (exponent sets I and J, or explicit (i, j) `pairs`, "extrap" for
+    Extra-P 4.2.5's defaults; `n_terms` terms per parameter), then `fit(X, y)`; the fitted model
+    is `model_`. Rows of X with equal values are repetitions of one measurement point.
+    """
+
+    def __init__(self, exponents_i=DEFAULT_I, exponents_j=DEFAULT_J, pairs=None, n_terms=1,
+                 nonnegative=DEFAULT_NONNEGATIVE, min_points=5, weighting="relative",
+                 tie_tolerance=DEFAULT_TIE_TOLERANCE, min_term_contribution=0.0005, top_k=3,
+                 param_names=None, names=None):
+        self.exponents_i = exponents_i
+        self.exponents_j = exponents_j
+        self.pairs = pairs
+        self.n_terms = n_terms
+        self.nonnegative = nonnegative
+        self.min_points = min_points
+        self.weighting = weighting
+        self.tie_tolerance = tie_tolerance
+        self.min_term_contribution = min_term_contribution
+        self.top_k = top_k
+        self.param_names = param_names
+        self.names = names
+
+    def search_options(self) -> SearchOptions:
+        if self.n_terms not in (1, 2, 3):
+            raise InputError(None, f"n_terms must be 1, 2 or 3, not {self.n_terms}")
+        if self.min_points < 2:
+            raise InputError(None, f"min_points must be at least 2, not {self.min_points}")
+        try:
+            factors = factor_pairs(self.exponents_i, self.exponents_j, self.pairs)
+        except (ValueError, ZeroDivisionError, TypeError) as exc:
+            raise InputError(None, f"bad exponent set: {exc}") from None
+        names = {f.name for f in fields(SearchOptions)} - {"factors"}
+        return SearchOptions(**{k: getattr(self, k) for k in names}, factors=factors)
+
+    def fit(self, X, y, reps=None) -> PMNFModeler:
+        """Fit one model; X (n,) or (n, m) parameter values, y (n,) values. `reps`: optional labels."""
+        if isinstance(X, pd.DataFrame):
+            params = list(X.columns)
+            X = X.to_numpy(float)
+        else:
+            X = np.asarray(X, dtype=float)
+            X = X.reshape(-1, 1) if X.ndim == 1 else X
+            params = list(self.param_names or (["p"] if X.shape[1] == 1 else
+                                               [f"x{k + 1}" for k in range(X.shape[1])]))
+        y = np.asarray(y, dtype=float).ravel()
+        if len(y) != len(X) or len(params) != X.shape[1]:
+            raise InputError(None, f"X has {len(X)} rows x {X.shape[1]} parameters but y has {len(y)} values")
+        df = pd.DataFrame(X, columns=params).assign(value=y, region="", metric="")
+        if reps is not None:
+            df["rep"] = np.asarray(reps).ravel()
+            if df.duplicated(params + ["rep"]).any():
+                raise InputError(None, "the same repetition appears twice at one measurement point")
+        row = fit_models(df, params, options=self).iloc[0]
+        if row["model"] is None:
+            raise InputError(None, f"no model: {row['reason']}")
+        self.model_ = row["model"]
+        return self
+
+    def predict(self, X):
+        return self.model_.predict(X)
+
+
+def fit_models(df: pd.DataFrame, params, value="value", by=("region", "metric"), rep=None,
+               options=None) -> pd.DataFrame:
+    """One PMNF model per group of `df` (rows are measurements; equal points are repetitions).
+
+    `options`: a PMNFModeler or a dict of its arguments. Returns the `by` columns plus model,
+    formula, smape, cv_smape, ar2, rss, growth, growth_key, n_points, reason (why no model) and
+    warnings.
+    """
+    params, by = list(params), [b for b in by]
+    modeler = options if isinstance(options, PMNFModeler) else PMNFModeler(**(options or {}))
+    opts = modeler.search_options()
+    missing = [c for c in params + by + [value] + ([rep] if rep else []) if c not in df.columns]
+    if missing:
+        raise InputError(None, f"missing column(s): {', '.join(missing)}")
+    if len(params) > 3:
+        raise InputError(None, f"at most 3 parameters can be modeled, got {len(params)}")
+    data = df[by + params + [value]].copy()
+    if by:
+        grouping = data.groupby(by, sort=True, dropna=False)
+        groups = grouping.ngroup().to_numpy()
+        keys = grouping.size().index.to_frame(index=False)
+    else:
+        groups, keys = np.zeros(len(data), dtype=int), pd.DataFrame(index=[0])
+    rows = [{"model": None, "reason": "", "warnings": []} for _ in range(len(keys))]
+    numeric = data[params + [value]].apply(pd.to_numeric, errors="coerce").to_numpy(float)
+    bad = ~np.isfinite(numeric).all(axis=1)
+    for g in np.unique(groups[bad]):
+        rows[g]["reason"] = "non-finite or non-numeric values (NaN/inf) are refused"
+    small = (numeric[:, : len(params)] <= 1).any(axis=1) & ~bad
+    for g, count in zip(*np.unique(groups[small], return_counts=True)):
+        msg = f"dropped {count} measurement(s) with a parameter value <= 1 (log terms undefined there)"
+        rows[g]["warnings"].append(msg)
+        warnings.warn(f"{_label(keys, g)}: {msg}", stacklevel=2)
+    keep = ~np.isin(groups, [g for g, r in enumerate(rows) if r["reason"]]) & ~small
+    clean = pd.DataFrame(numeric[keep], columns=params + [value]).assign(_g=groups[keep])
+    for batch, gids in _batches(clean, params, value):
+        _fit_batch(batch, gids, params, opts, modeler, rows)
+    for g, r in enumerate(rows):
+        if r["model"] is None and not r["reason"]:
+            r["reason"] = f"no measurements with all parameters > 1 (need at least {opts.min_points} points)"
+    return pd.concat([keys, _result_frame(rows, modeler)], axis=1)
+
+
+def _label(keys: pd.DataFrame, g: int) -> str:
+    return "/".join(str(v) for v in keys.iloc[g].tolist()) if len(keys.columns) else "data"
+
+
+def _batches(clean: pd.DataFrame, params, value):
+    """Per-point means, counts and spread, grouped into batches of regions with identical points."""
+    if clean.empty:
+        return
+    grouped = clean.groupby(["_g"] + params, sort=True)[value]
+    agg = pd.DataFrame({"y": grouped.mean(), "count": grouped.count(),
+                        "pure": grouped.var(ddof=0).fillna(0.0) * grouped.count()}).reset_index()
+    agg["_p"] = agg.groupby(params, sort=True).ngroup()
+    signature = agg.groupby("_g")["_p"].agg(tuple)
+    for sig, gids in signature.groupby(signature).groups.items():
+        part = agg[agg["_g"].isin(gids)].sort_values(["_g", "_p"])
+        n = len(sig)
+        X = part[params].to_numpy(float)[:n]
+        shape = (len(gids), n)
+        yield PointBatch(X=X, y=part["y"].to_numpy().reshape(shape),
+                         count=part["count"].to_numpy(float).reshape(shape),
+                         pure_ss=part["pure"].to_numpy().reshape(shape)), np.asarray(sorted(gids))
+
+
+def _shortage(X: np.ndarray, params, min_points: int) -> str:
+    """Why these points cannot be modeled, or '' when they can."""
+    for col, name in enumerate(params):
+        if len(params) == 1:
+            if len(X) < min_points:
+                return f"only {len(X)} measurement point(s) (need at least {min_points})"
+        elif line_indices(X, col, min_points) is None:
+            return (f"fewer than {min_points} values of {name} with the other parameters fixed "
+                    f"(need at least {min_points} points per parameter)")
+    return ""
+
+
+def _fit_batch(batch: PointBatch, gids, params, opts: SearchOptions, modeler: PMNFModeler, rows) -> None:
+    reason = _shortage(batch.X, params, opts.min_points)
+    if reason:
+        for g in gids:
+            rows[g]["reason"] = reason
+        return
+    weights(batch, opts.weighting)
+    search = search_single_parameter if len(params) == 1 else search_multi_parameter
+    choices = search(batch, opts)
+    by_width: dict[int, list[int]] = {}
+    for r, ch in enumerate(choices):
+        by_width.setdefault(len(ch.terms) + 1, []).append(r)
+    for p, members in by_width.items():
+        idx = np.array(members)
+        A = np.stack([design_matrix(batch.X, choices[r].terms) for r in members])
+        fit = fit_batched(A, batch.y[idx], batch.w[idx], want_r_inv=True)
+        for k, r in enumerate(members):
+            g = gids[r]
+            model = _make_model(batch, r, choices[r], fit, k, params, opts, modeler)
+            model.warnings = rows[g]["warnings"]
+            rows[g]["model"] = model
+
+
+def _make_model(batch: PointBatch, r: int, choice, fit, k: int, params, opts, modeler) -> Model:
+    y, f = batch.y[r], fit.fitted[k]
+    n, p = len(y), fit.coef.shape[-1]
+    n_meas = int(batch.count[r].sum())
+    ss = float(np.sum(batch.w[r] * (y - f) ** 2) + np.sum(batch.pure_ss[r] / batch.v[r]))
+    dof = n_meas - p
+    rss = float(np.sum((y - f) ** 2))
+    tss = float(np.sum((y - y.mean()) ** 2))
+    if n - p <= 0:
+        ar2 = float("nan")
+    elif tss == 0:
+        ar2 = 1.0 if rss <= 1e-24 * max(1.0, float(np.sum(y**2))) else float("nan")
+    else:
+        ar2 = 1.0 - (rss / (n - p)) / (tss / (n - 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        errors = np.where(y != 0, 100.0 * (f - y) / np.where(y != 0, y, 1.0), np.where(f == 0, 0.0, np.inf))
+    scale = float(np.abs(y).max())
+    return Model(
+        params=list(params), terms=list(choice.terms), coefficients=fit.coef[k].copy(),
+        cov_unscaled=fit.r_inv[k] @ fit.r_inv[k].T, sigma2=ss / dof if dof > 0 else float("nan"),
+        dof=dof, weighting=opts.weighting if scale > 0 else "none", var_floor=1e-6 * scale,
+        smape=float(smape(y, f)), cv_smape=choice.cv_smape, rss=rss, ar2=float(ar2),
+        points=batch.X.copy(), point_errors=errors, n_measurements=n_meas,
+        names=dict(modeler.names or {}),
+    )
+
+
+def _result_frame(rows, modeler: PMNFModeler) -> pd.DataFrame:
+    out = []
+    for r in rows:
+        m = r["model"]
+        out.append({
+            "model": m, "formula": m.formula() if m else None, "smape": m.smape if m else np.nan,
+            "cv_smape": m.cv_smape if m else np.nan, "ar2": m.ar2 if m else np.nan,
+            "rss": m.rss if m else np.nan, "growth": m.growth() if m else None,
+            "growth_key": m.growth_key() if m else None, "n_points": len(m.points) if m else 0,
+            "reason": r["reason"], "warnings": "; ".join(r["warnings"]),
+        })
+    return pd.DataFrame(out, columns=RESULT_COLUMNS)

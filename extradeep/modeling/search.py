@@ -1,0 +1,255 @@
+"""Hypothesis search over many regions at once: single-parameter lines, then multi-parameter forms.
+
+Rows of the arrays are regions (or region x line); columns are hypotheses. Selection is by
+leave-one-out SMAPE; near-ties (within `tie_tolerance` of the best, relatively) go to the simplest
+hypothesis (fewest terms, then slowest growth).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from itertools import combinations, product
+
+import numpy as np
+
+from extradeep.modeling.batched import chunk_rows, fit_batched, smape
+from extradeep.modeling.terms import Factor, Term, factor_pairs, factor_values, term_growth_key
+
+
+@dataclass
+class SearchOptions:
+    """Search-space and selection settings shared by PMNFModeler and fit_models."""
+
+    exponents_i: tuple = ()
+    exponents_j: tuple = ()
+    pairs: object = None            # None/"all": I x J; "extrap": Extra-P 4.2.5 defaults; or (i, j) list
+    n_terms: int = 1
+    nonnegative: bool = False
+    min_points: int = 5
+    weighting: str = "relative"     # "relative": noise proportional to the value; "none": constant
+    tie_tolerance: float = 0.0
+    min_term_contribution: float = 0.0005
+    top_k: int = 3                  # single-parameter candidates per parameter for multi-parameter forms
+    factors: list = field(default_factory=list)
+
+
+@dataclass
+class PointBatch:
+    """Regions sharing the same measurement points: per-point means, weights and repetition spread."""
+
+    X: np.ndarray        # (n, m) parameter values
+    y: np.ndarray        # (R, n) mean over repetitions
+    count: np.ndarray    # (R, n) repetitions per point
+    pure_ss: np.ndarray  # (R, n) sum of squared deviations of repetitions from the point mean
+    w: np.ndarray = None  # (R, n) least-squares weights (set by `weights`)
+    v: np.ndarray = None  # (R, n) relative noise variance per repetition
+
+
+def weights(batch: PointBatch, weighting: str) -> None:
+    """Set per-point weights n_k / v_k, v_k the noise variance shape (|mean|^2 when relative)."""
+    if weighting == "relative":
+        scale = np.abs(batch.y)
+        floor = np.maximum(1e-6 * scale.max(axis=1, keepdims=True), 1e-300)
+        v = np.maximum(scale, floor) ** 2
+        v = np.where(scale.max(axis=1, keepdims=True) > 0, v, 1.0)
+    elif weighting == "none":
+        v = np.ones_like(batch.y)
+    else:
+        raise ValueError(f"unknown weighting {weighting!r} (use 'relative' or 'none')")
+    batch.v = v
+    batch.w = batch.count / v
+
+
+@dataclass
+class Hypotheses:
+    """A list of hypotheses for one parameter: tuples of factor indices, with a simplicity rank."""
+
+    members: list[tuple[int, ...]]
+    rank: np.ndarray
+
+
+def single_hypotheses(factors: list[Factor], n_terms: int) -> Hypotheses:
+    members = [()]
+    for h in range(1, n_terms + 1):
+        members += list(combinations(range(len(factors)), h))
+    keys = [(len(m), sorted((term_growth_key((factors[f],)) for f in m), reverse=True)) for m in members]
+    order = sorted(range(len(members)), key=lambda k: keys[k])
+    rank = np.empty(len(members), dtype=np.int64)
+    rank[order] = np.arange(len(members))
+    return Hypotheses(members, rank)
+
+
+def _score(A, y, w, opts: SearchOptions):
+    """LOO SMAPE and admissibility for stacks A (H, n, p) or (R, H, n, p) against y, w (R, n)."""
+    R = y.shape[0]
+    H, n, p = A.shape[-3:]
+    out_s = np.empty((R, H))
+    out_ok = np.empty((R, H), dtype=bool)
+    for sl in chunk_rows(R, H * n * p * 4):
+        Ac = A if A.ndim == 3 else A[sl]
+        yc, wc = y[sl][:, None, :], w[sl][:, None, :]
+        fit = fit_batched(Ac, yc, wc)
+        ok = fit.valid & np.isfinite(fit.loo_pred).all(axis=-1)
+        if p > 1:
+            contrib = np.abs(fit.coef[..., None, 1:] * Ac[..., :, 1:])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = (contrib / np.abs(yc)[..., None]).max(axis=-2)
+            ok &= (share >= opts.min_term_contribution).all(axis=-1)
+            if opts.nonnegative:
+                ok &= (fit.coef[..., 1:] >= 0).all(axis=-1)
+        out_s[sl] = smape(yc, fit.loo_pred)
+        out_ok[sl] = ok
+    return out_s, out_ok
+
+
+def choose(scores: np.ndarray, ok: np.ndarray, rank: np.ndarray, tie: float) -> np.ndarray:
+    """Per row: the simplest admissible hypothesis whose score is within `tie` (relative) of the best."""
+    s = np.where(ok, scores, np.inf)
+    best = s.min(axis=1, keepdims=True)
+    near = ok & (s <= best * (1.0 + tie) + 1e-12)
+    return np.where(near, rank[None, :], np.iinfo(np.int64).max).argmin(axis=1)
+
+
+def single_design(x: np.ndarray, factors: list[Factor], hyps: Hypotheses) -> dict[int, tuple]:
+    """Design stacks grouped by column count: p -> (hypothesis indices, A (H, n, p))."""
+    table = np.stack([factor_values(x, f) for f in factors]) if factors else np.empty((0, x.size))
+    groups: dict[int, list[int]] = {}
+    for idx, m in enumerate(hyps.members):
+        groups.setdefault(len(m) + 1, []).append(idx)
+    out = {}
+    for p, idxs in groups.items():
+        cols = [np.ones((len(idxs), x.size))]
+        for t in range(p - 1):
+            cols.append(table[[hyps.members[i][t] for i in idxs]])
+        out[p] = (np.array(idxs), np.stack(cols, axis=-1))
+    return out
+
+
+def score_single(x, y, w, hyps: Hypotheses, opts: SearchOptions):
+    """LOO SMAPE (R, H) and admissibility of every single-parameter hypothesis on rows y (R, n)."""
+    H = len(hyps.members)
+    scores = np.full((y.shape[0], H), np.inf)
+    ok = np.zeros((y.shape[0], H), dtype=bool)
+    for idxs, A in single_design(x, opts.factors, hyps).values():
+        s, k = _score(A, y, w, opts)
+        scores[:, idxs], ok[:, idxs] = s, k
+    return scores, ok
+
+
+def line_indices(X: np.ndarray, col: int, min_points: int) -> np.ndarray | None:
+    """Point indices (lines, n_l) of the longest lines along parameter `col` sharing one value set."""
+    others = np.delete(X, col, axis=1)
+    lines: dict[tuple, list[int]] = {}
+    for i, key in enumerate(map(tuple, others)):
+        lines.setdefault(key, []).append(i)
+    by_sig: dict[tuple, list[list[int]]] = {}
+    for idx in lines.values():
+        idx = sorted(idx, key=lambda i: X[i, col])
+        values = tuple(X[idx, col])
+        if len(set(values)) == len(values) >= min_points:
+            by_sig.setdefault(values, []).append(idx)
+    if not by_sig:
+        return None
+    sig = max(by_sig, key=lambda s: (len(s), len(by_sig[s])))
+    return np.array(by_sig[sig])
+
+
+def line_candidates(batch: PointBatch, col: int, hyps: Hypotheses, opts: SearchOptions):
+    """Chosen hypothesis (R,) and the top-k non-constant candidates (R, k) along one parameter."""
+    L = line_indices(batch.X, col, opts.min_points)
+    R = batch.y.shape[0]
+    n_lines, n_l = L.shape
+    y = batch.y[:, L].reshape(R * n_lines, n_l)
+    w = batch.w[:, L].reshape(R * n_lines, n_l)
+    s, ok = score_single(batch.X[L[0], col], y, w, hyps, opts)
+    s = s.reshape(R, n_lines, -1).mean(axis=1)
+    ok = ok.reshape(R, n_lines, -1).mean(axis=1) >= 0.5
+    chosen = choose(s, ok, hyps.rank, opts.tie_tolerance)
+    ranked = np.where(ok, s, np.inf)
+    ranked[:, 0] = np.inf  # the constant hypothesis is never a multi-parameter factor
+    ranked[np.arange(R), chosen] = -1.0
+    k = min(opts.top_k, ranked.shape[1])
+    top = np.argsort(ranked, axis=1, kind="stable")[:, :k]
+    top_ok = np.take_along_axis(ranked, top, axis=1) < np.inf
+    return chosen, top, top_ok
+
+
+def forms(active: int) -> list[tuple[tuple[int, ...], ...]]:
+    """Sums of products over `active` parameters that use every parameter (Extra-P's combinations)."""
+    monomials = [s for r in range(1, active + 1) for s in combinations(range(active), r)]
+    out = []
+    for size in range(1, active + 1):
+        for form in combinations(monomials, size):
+            if set().union(*form) == set(range(active)):
+                out.append(form)
+    return out
+
+
+@dataclass
+class Choice:
+    """The chosen hypothesis of one region: its terms and leave-one-out SMAPE."""
+
+    terms: list[Term]
+    cv_smape: float
+
+
+def search_single_parameter(batch: PointBatch, opts: SearchOptions) -> list[Choice]:
+    hyps = single_hypotheses(opts.factors, opts.n_terms)
+    s, ok = score_single(batch.X[:, 0], batch.y, batch.w, hyps, opts)
+    chosen = choose(s, ok, hyps.rank, opts.tie_tolerance)
+    return [Choice([(opts.factors[f],) for f in hyps.members[c]], float(s[r, c])) for r, c in enumerate(chosen)]
+
+
+def search_multi_parameter(batch: PointBatch, opts: SearchOptions) -> list[Choice]:
+    m = batch.X.shape[1]
+    hyps = single_hypotheses(opts.factors, 1)
+    per_param = [line_candidates(batch, col, hyps, opts) for col in range(m)]
+    active = np.stack([pc[0] != 0 for pc in per_param], axis=1)  # (R, m)
+    result: list[Choice | None] = [None] * batch.y.shape[0]
+    for pattern in {tuple(a) for a in active}:
+        rows = np.flatnonzero((active == pattern).all(axis=1))
+        cols = [c for c in range(m) if pattern[c]]
+        for r, choice in zip(rows, _search_forms(batch, rows, cols, per_param, opts)):
+            result[r] = choice
+    return result
+
+
+def _search_forms(batch: PointBatch, rows, cols, per_param, opts: SearchOptions) -> list[Choice]:
+    """Fit every form x candidate combination on all points for the regions `rows`."""
+    y, w = batch.y[rows], batch.w[rows]
+    if not cols:
+        s, _ = _score(np.ones((1, len(batch.X), 1)), y, w, opts)
+        return [Choice([], float(v)) for v in s[:, 0]]
+    tables = [np.stack([factor_values(batch.X[:, c], f) for f in opts.factors]) for c in range(batch.X.shape[1])]
+    k = per_param[cols[0]][1].shape[1]
+    combos = np.array(list(product(range(k), repeat=len(cols))))  # (C, a)
+    cand = [per_param[c][1][rows][:, combos[:, a]] for a, c in enumerate(cols)]  # (R, C) factor ids
+    cand_ok = np.all([per_param[c][2][rows][:, combos[:, a]] for a, c in enumerate(cols)], axis=0)
+    values = [tables[c][cand[a] - 1] for a, c in enumerate(cols)]  # hypothesis i>0 is factor i-1
+    all_s, all_ok, all_rank, labels = [], [], [], []
+    for form in forms(len(cols)):
+        columns = [np.ones_like(values[0])] + [np.prod([values[a] for a in mono], axis=0) for mono in form]
+        A = np.stack(columns, axis=-1)  # (R, C, n, p)
+        s, ok = _score(A, y, w, opts)
+        all_s.append(s)
+        all_ok.append(ok & cand_ok)
+        # fewer terms first, then the candidates the lines preferred, then fewer factors per term
+        all_rank.append(len(form) * 10**6 + combos.sum(axis=1) * 10**3 + sum(len(mono) for mono in form))
+        labels += [(form, ci) for ci in range(len(combos))]
+    s, ok, rank = np.concatenate(all_s, 1), np.concatenate(all_ok, 1), np.concatenate(all_rank)
+    chosen = choose(s, ok, rank, opts.tie_tolerance)
+    out = []
+    for r, c in enumerate(chosen):
+        if not ok[r].any():
+            out.append(Choice([], float("nan")))
+            continue
+        form, ci = labels[c]
+        factor_of = {col: opts.factors[cand[a][r, ci] - 1] for a, col in enumerate(cols)}
+        terms = []
+        for mono in form:
+            used = {cols[a] for a in mono}
+            terms.append(tuple(factor_of[col] if col in used else (Fraction(0), Fraction(0))
+                               for col in range(batch.X.shape[1])))
+        out.append(Choice(terms, float(s[r, c]) if ok[r, c] else float("nan")))
+    return out
