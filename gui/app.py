@@ -1,0 +1,41 @@
+"""Start the GUI: the QApplication, an exception hook that keeps the window alive, and the main window."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from pathlib import Path
+
+from PySide6.QtWidgets import QApplication
+
+from gui.main_window import MainWindow
+from gui.workers import describe_error
+
+
+def install_excepthook(window: MainWindow) -> None:
+    """Report uncaught exceptions from Qt callbacks in the window instead of ending the app."""
+    previous = sys.excepthook
+
+    def hook(exc_type, exc, tb):
+        if issubclass(exc_type, KeyboardInterrupt):
+            previous(exc_type, exc, tb)
+            return
+        traceback.print_exception(exc_type, exc, tb)
+        window.show_error(describe_error(exc))
+
+    sys.excepthook = hook
+
+
+def main(argv: list[str] | None = None, path: str | Path | None = None) -> int:
+    """Open the window (and `path` if given) and run the event loop; returns the exit status."""
+    app = QApplication.instance() or QApplication(["extradeep"])
+    app.setApplicationName("extradeep")
+    app.setOrganizationName("extradeep")
+    window = MainWindow()
+    install_excepthook(window)
+    window.show()
+    if path is None and argv:
+        path = argv[0]
+    if path is not None:
+        window.open_path(path)
+    return app.exec()

@@ -1,0 +1,66 @@
+"""Application quantities for the Speedup, Efficiency, Cost and Breakdown tabs, independent of Qt.
+
+The quantities and their values come from `extradeep.analysis` (epoch time = measured step wall
+time x steps, computation, communication, memory, GPU total, idle), per epoch when the experiment
+knows its dataset sizes and per training step otherwise; they are modeled with `fit_models` exactly
+like `extradeep model` does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from extradeep.analysis.epoch import EPOCH_TIME
+from gui.workspace import RegionPoints, Workspace, fit_table, points_per_row
+
+BREAKDOWN = ("computation", "communication", "memory", "idle")
+
+
+@dataclass
+class AppModels:
+    """Models and measured points of the application quantities; `per` is "epoch" or "step"."""
+
+    params: list[str]
+    per: str
+    models: dict[str, object]
+    points: dict[str, RegionPoints]
+    notes: list[str] = field(default_factory=list)
+
+    def model(self, quantity: str):
+        return self.models.get(quantity)
+
+    @property
+    def time_quantity(self) -> str | None:
+        """The time the answers use: measured epoch time, else the GPU-activity sum."""
+        return next((q for q in (EPOCH_TIME, "gpu total") if self.models.get(q) is not None), None)
+
+
+def fit_application_models(report, ws: Workspace, options: dict, n_eval: int) -> AppModels | None:
+    """Model the application quantities of the workspace; None when the input has none (Extra-P text)."""
+    if ws.application is None or ws.application.empty:
+        return None
+    report(0, 1, "Modeling the application quantities")
+    fitted = fit_table(ws.application, ws.params, "quantity", options, ws.cutoff(n_eval))
+    models = {q: f["model"] for q, f in fitted.items() if f["model"] is not None}
+    points = points_per_row(ws.application, "quantity", ws.params)
+    report(1, 1, "Application quantities modeled")
+    return AppModels(list(ws.params), ws.per, models, points, list(ws.notes))
+
+
+def candidates(view, count: int = 400) -> np.ndarray:
+    """x values to evaluate along the x parameter: every integer when it is integral, else a geometric grid."""
+    lo, hi = view.x_range()
+    measured = view.ws.param_values()[view.x_param]
+    if np.allclose(measured, np.round(measured)) and hi - lo <= 4096:
+        return np.arange(np.ceil(lo), np.floor(hi) + 1)
+    return np.geomspace(lo, hi, count) if lo > 0 else np.linspace(lo, hi, count)
+
+
+def frame_of(view, x: np.ndarray) -> pd.DataFrame:
+    """Parameter points along the x parameter with the others at their fixed values."""
+    from extradeep.analysis.points import point_grid
+
+    return point_grid(list(x), view.ws.params, view.x_param, view.fixed)

@@ -1,0 +1,299 @@
+"""The main window: menus, the region tree and controls on the left, the analysis tabs on the right,
+and a status bar with progress and Cancel for background work.
+
+Everything slow (reading, modeling, prediction) runs through `TaskRunner`; the UI thread only draws.
+Errors from workers or bad files end up in `last_error`, the status bar and a non-blocking dialog.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QFileDialog, QGroupBox, QLabel, QMainWindow, QMessageBox, QProgressBar,
+                               QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget)
+
+from extradeep.errors import InputError
+from gui.app_models import AppModels, fit_application_models
+from gui.options_panel import OptionsPanel
+from gui.param_panel import ParamPanel, View
+from gui.region_tree import RegionPanel
+from gui.tabs import make_tabs
+from gui.workers import TaskRunner, describe_error
+from gui.workspace import Workspace, apply_models, fit_region_models, open_source
+
+MAX_RECENT = 8
+OPEN_FILTERS = {
+    "experiment": "Saved experiments (*.sqlite *.db);;All files (*)",
+    "extrap": "Extra-P text files (*.txt);;All files (*)",
+}
+
+
+class MainWindow(QMainWindow):
+    """The extradeep desktop window."""
+
+    def __init__(self, settings: QSettings | None = None):
+        super().__init__()
+        self.setWindowTitle("extradeep")
+        self.resize(1400, 860)
+        self.settings = settings or QSettings("extradeep", "extradeep-gui")
+        self.runner = TaskRunner(self)
+        self.ws: Workspace | None = None
+        self.app_models: AppModels | None = None
+        self.last_error = ""
+        self._error_box: QMessageBox | None = None
+        self.regions = RegionPanel()
+        self.params = ParamPanel()
+        self.options = OptionsPanel()
+        self.tabs = QTabWidget()
+        self.tab_pages = make_tabs(self)
+        for page in self.tab_pages:
+            self.tabs.addTab(page, page.title)
+        self._build_layout()
+        self._build_status_bar()
+        self._build_menus()
+        self.regions.selection_changed.connect(lambda *_: self.refresh_current())
+        self.regions.metric_changed.connect(lambda *_: self.refresh_current())
+        self.params.changed.connect(self.refresh_current)
+        self.options.changed.connect(self.remodel)
+        self.tabs.currentChanged.connect(lambda *_: self.refresh_current())
+        self.runner.busy_changed.connect(self._busy)
+        self.runner.progress.connect(self._progress)
+        self.runner.failed.connect(lambda slot, msg: self.show_error(msg))
+        self.runner.cancelled.connect(lambda slot: self.statusBar().showMessage(f"{slot}: cancelled", 5000))
+
+    # --- layout
+    def _build_layout(self) -> None:
+        left = QWidget()
+        box = QVBoxLayout(left)
+        box.setContentsMargins(4, 4, 4, 4)
+        box.addWidget(self.regions, 1)
+        for title, panel in (("Parameters", self.params), ("Modeler options", self.options)):
+            group = QGroupBox(title)
+            QVBoxLayout(group).addWidget(panel)
+            box.addWidget(group)
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(left)
+        split.addWidget(self.tabs)
+        split.setSizes([560, 840])
+        self.setCentralWidget(split)
+
+    def _build_status_bar(self) -> None:
+        self.progress = QProgressBar(maximumWidth=220, visible=False)
+        self.cancel_button = QPushButton("Cancel", visible=False)
+        self.cancel_button.clicked.connect(self.runner.cancel_all)
+        self.source_label = QLabel()
+        bar = self.statusBar()
+        bar.addPermanentWidget(self.source_label)
+        bar.addPermanentWidget(self.progress)
+        bar.addPermanentWidget(self.cancel_button)
+
+    def _build_menus(self) -> None:
+        menu = self.menuBar().addMenu("&File")
+        self._action(menu, "Open &profiles folder…", self.ask_open_profiles, QKeySequence.Open)
+        self._action(menu, "Open saved &experiment…", lambda: self._ask_open_file("experiment"))
+        self._action(menu, "Open Extra-P &text…", lambda: self._ask_open_file("extrap"))
+        self.recent_menu = menu.addMenu("Open &recent")
+        self._fill_recent_menu()
+        menu.addSeparator()
+        self._action(menu, "Export &plot (PNG, SVG, PDF)…", self.ask_export_plot)
+        self._action(menu, "Export model &table (CSV)…", self.ask_export_csv)
+        self._action(menu, "Export &HTML report…", self.ask_export_report)
+        menu.addSeparator()
+        self._action(menu, "&Quit", self.close, QKeySequence.Quit)
+
+    def _action(self, menu, text, slot, shortcut=None) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(shortcut)
+        action.triggered.connect(lambda *_: slot())
+        menu.addAction(action)
+        return action
+
+    # --- opening
+    def ask_open_profiles(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open a folder of Nsight Systems exports")
+        if path:
+            self.open_path(path)
+
+    def _ask_open_file(self, kind: str) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open", "", OPEN_FILTERS[kind])
+        if path:
+            self.open_path(path)
+
+    def open_path(self, path: str | Path) -> None:
+        """Read an input in the background; the window switches to it once it is read."""
+        path = Path(path)
+        self.statusBar().showMessage(f"Opening {path}…")
+        self.runner.start("load", open_source, path, on_done=self._loaded)
+
+    def _loaded(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.app_models = None
+        self.remember_recent(ws.source)
+        self.source_label.setText(f"{ws.source.name}: {len(ws.regions)} region models, params "
+                                  f"{', '.join(ws.params)}")
+        self.setWindowTitle(f"extradeep: {ws.source.name}")
+        self.params.set_workspace(ws)
+        self.regions.show_workspace(ws)
+        first = self._default_rows(ws)
+        self.regions.select_rows(first)
+        self.statusBar().showMessage(f"Opened {ws.source}", 5000)
+        self.remodel(first_rows=first)
+
+    def _default_rows(self, ws: Workspace) -> list[int]:
+        rows = ws.rows_for_metric(self.regions.metric or "time")
+        steps = rows.index[rows["kind"].to_numpy() == "step"]
+        if len(steps):
+            return [int(steps[0])]
+        return [int(rows["share"].fillna(-1).idxmax())] if len(rows) else []
+
+    # --- modeling
+    def remodel(self, first_rows: list[int] | None = None) -> None:
+        if self.ws is None:
+            return
+        try:
+            options = self.options.options()
+        except InputError as exc:
+            self.show_error(str(exc))
+            return
+        first = first_rows if first_rows is not None else self.regions.selected_rows()
+        n_eval = self.options.n_eval.value()
+        self.runner.start("application", fit_application_models, self.ws, options, n_eval,
+                          on_done=self._application_done)
+        self.runner.start("model", fit_region_models, self.ws, options, n_eval,
+                          self.regions.metric or "time", first,
+                          on_partial=self._models_arrived, on_done=self._models_done)
+
+    def _application_done(self, app: AppModels | None) -> None:
+        self.app_models = app
+        self.refresh_current()
+
+    def _models_arrived(self, part: dict) -> None:
+        if self.ws is None:
+            return
+        changed = apply_models(self.ws, part)
+        self.regions.model.models_changed()
+        if set(changed) & set(self.regions.selected_rows()):
+            self.refresh_current()
+
+    def _models_done(self, results: dict) -> None:
+        failed = sum(1 for r in results.values() if r["model"] is None)
+        self.statusBar().showMessage(f"Modeled {len(results) - failed} of {len(results)} regions"
+                                     + (f"; {failed} without a model (see the tooltips)" if failed else ""), 8000)
+        for page in self.tab_pages:
+            page.models_changed()
+        self.refresh_current()
+
+    # --- drawing
+    def current_view(self) -> View:
+        view = View(ws=self.ws, metric=self.regions.metric or "time", rows=self.regions.selected_rows(),
+                    n_eval=self.options.n_eval.value(), app=self.app_models)
+        if self.ws is not None:
+            self.params.fill(view)
+        return view
+
+    def refresh_current(self) -> None:
+        page = self.tabs.currentWidget()
+        if self.ws is None or page is None:
+            return
+        try:
+            page.refresh(self.current_view())
+        except Exception as exc:  # a failed plot is a message, not a dead window
+            page.show_message(f"Cannot draw this view: {describe_error(exc)}")
+            self.show_error(describe_error(exc), dialog=False)
+
+    # --- status and errors
+    def _busy(self, busy: bool) -> None:
+        self.progress.setVisible(busy)
+        self.cancel_button.setVisible(busy)
+
+    def _progress(self, done: int, total: int, message: str) -> None:
+        self.progress.setMaximum(max(total, 0))
+        self.progress.setValue(min(done, total) if total else 0)
+        if message:
+            self.statusBar().showMessage(message)
+
+    def show_error(self, message: str, dialog: bool = True) -> None:
+        """Show a problem without blocking: status bar, plus a non-modal dialog."""
+        self.last_error = message
+        self.statusBar().showMessage(message, 15000)
+        if not dialog:
+            return
+        if self._error_box is None:
+            self._error_box = QMessageBox(QMessageBox.Warning, "extradeep", "", QMessageBox.Ok, self)
+            self._error_box.setModal(False)
+        self._error_box.setText(message)
+        self._error_box.show()
+
+    # --- recent files
+    def recent_paths(self) -> list[str]:
+        value = self.settings.value("recent", [])
+        return [value] if isinstance(value, str) else list(value or [])
+
+    def remember_recent(self, path: Path) -> None:
+        paths = [str(path)] + [p for p in self.recent_paths() if p != str(path)]
+        self.settings.setValue("recent", paths[:MAX_RECENT])
+        self._fill_recent_menu()
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        for path in self.recent_paths():
+            action = self.recent_menu.addAction(path)
+            action.triggered.connect(lambda *_, p=path: self.open_path(p))
+        self.recent_menu.setEnabled(bool(self.recent_paths()))
+
+    # --- export
+    def ask_export_plot(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export plot", "plot.png", "PNG (*.png);;SVG (*.svg);;PDF (*.pdf)")
+        if path:
+            self.export_plot(path)
+
+    def export_plot(self, path: str | Path) -> Path | None:
+        page = self.tabs.currentWidget()
+        try:
+            out = page.export(path)
+        except (InputError, OSError, ValueError) as exc:
+            self.show_error(describe_error(exc))
+            return None
+        self.statusBar().showMessage(f"Saved {out}", 5000)
+        return out
+
+    def ask_export_csv(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export model table", "models.csv", "CSV (*.csv)")
+        if path:
+            self.export_csv(path)
+
+    def export_csv(self, path: str | Path) -> Path | None:
+        if self.ws is None:
+            self.show_error("Nothing is open to export.")
+            return None
+        columns = ["region", "kind", "category", "metric", "formula", "growth", "smape", "share", "n_points",
+                   "reason"]
+        try:
+            self.ws.regions[columns].to_csv(path, index=False)
+        except OSError as exc:
+            self.show_error(describe_error(exc))
+            return None
+        self.statusBar().showMessage(f"Saved {path}", 5000)
+        return Path(path)
+
+    def ask_export_report(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export HTML report", "report.html", "HTML (*.html)")
+        if path:
+            self.export_report(path)
+
+    def export_report(self, path: str | Path) -> None:
+        from gui.report_export import write_report
+
+        if self.ws is None:
+            self.show_error("Nothing is open to export.")
+            return
+        self.runner.start("report", write_report, self.ws, Path(path),
+                          on_done=lambda out: self.statusBar().showMessage(f"Saved {out}", 5000))
+
+    def closeEvent(self, event) -> None:
+        self.runner.cancel_all()
+        self.runner.wait(5000)
+        super().closeEvent(event)

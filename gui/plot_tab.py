@@ -1,0 +1,75 @@
+"""Shared frame of the right-hand tabs: a matplotlib canvas, or a message while the tab cannot show anything.
+
+A tab shows a message instead of a plot when the part of extradeep it needs is not available or the
+open input lacks what it needs; it never invents data. `export` saves the current figure as PNG, SVG or
+PDF by file suffix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg, NavigationToolbar2QT
+from matplotlib.figure import Figure
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
+
+from extradeep.errors import InputError
+
+EXPORT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+class PlotTab(QWidget):
+    """A tab with controls (optional), a figure, and a message page for when there is nothing to show."""
+
+    title = "Plot"
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.figure = Figure(figsize=(7, 5), layout="constrained")
+        self.canvas = FigureCanvasQTAgg(self.figure)
+        self.toolbar = NavigationToolbar2QT(self.canvas, self)
+        self.message = QLabel(wordWrap=True, alignment=Qt.AlignCenter)
+        self.message.setMargin(24)
+        plot_page = QWidget()
+        plot_box = QVBoxLayout(plot_page)
+        plot_box.setContentsMargins(0, 0, 0, 0)
+        plot_box.addWidget(self.toolbar)
+        plot_box.addWidget(self.canvas, 1)
+        self.stack = QStackedWidget()
+        self.stack.addWidget(plot_page)
+        self.stack.addWidget(self.message)
+        self.controls = QWidget()
+        self.controls_box = QVBoxLayout(self.controls)
+        self.controls_box.setContentsMargins(0, 0, 0, 0)
+        box = QVBoxLayout(self)
+        box.addWidget(self.controls)
+        box.addWidget(self.stack, 1)
+        self.show_message("Open profiles, a saved experiment or an Extra-P text file (File > Open).")
+
+    @property
+    def has_plot(self) -> bool:
+        return self.stack.currentIndex() == 0
+
+    def show_message(self, text: str) -> None:
+        self.message.setText(text)
+        self.stack.setCurrentIndex(1)
+
+    def show_plot(self) -> None:
+        self.stack.setCurrentIndex(0)
+        self.canvas.draw()
+
+    def export(self, path: str | Path) -> Path:
+        path = Path(path)
+        if path.suffix.lower() not in EXPORT_SUFFIXES:
+            raise InputError(path, f"plots export as {', '.join(EXPORT_SUFFIXES)}")
+        if not self.has_plot:
+            raise InputError(path, f"the {self.title} tab has no plot to export")
+        self.figure.savefig(path, dpi=150)
+        return path
+
+    def refresh(self, view) -> None:
+        """Redraw from `view` (a gui.param_panel.View); subclasses override."""
+
+    def models_changed(self) -> None:
+        """The region models were refitted; subclasses drop what they cached."""

@@ -1,0 +1,63 @@
+"""Breakdown tab: computation, communication, memory and idle per epoch (or step) stacked along the x
+parameter, from the application models (paper Eq. 6-10), with the modeled and measured epoch time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from gui.app_models import BREAKDOWN, EPOCH_TIME, candidates, frame_of
+from gui.param_panel import View
+from gui.plot_tab import PlotTab
+
+COLORS = {"computation": "#4c72b0", "communication": "#dd8452", "memory": "#55a868", "idle": "#c7c7c7"}
+
+
+class BreakdownTab(PlotTab):
+    """Stacked category models with the epoch-time model on top."""
+
+    title = "Breakdown"
+
+    def refresh(self, view: View) -> None:
+        from extradeep.analysis.scaling import predict_table
+
+        app = view.app
+        if view.ws is None:
+            return
+        if app is None or not any(app.model(q) is not None for q in BREAKDOWN):
+            self.show_message("The breakdown needs the category models of an experiment (profiles or a saved "
+                              "experiment; Extra-P text has none). Wait for modeling to finish.")
+            return
+        grid = frame_of(view, candidates(view))
+        names = [q for q in (*BREAKDOWN, EPOCH_TIME) if app.model(q) is not None]
+        models = pd.DataFrame({"quantity": names, "model": [app.model(q) for q in names]})
+        table = predict_table(models, grid, view.ws.params, ["quantity"])
+        self._draw(view, table, grid[view.x_param].to_numpy(float))
+        self.show_plot()
+
+    def _draw(self, view: View, table: pd.DataFrame, x: np.ndarray) -> None:
+        app = view.app
+        self.figure.clear()
+        ax = self.figure.add_subplot()
+        parts = [q for q in BREAKDOWN if (table["quantity"] == q).any()]
+        stack = [table.loc[table["quantity"] == q, "T"].to_numpy(float).clip(min=0) for q in parts]
+        ax.stackplot(x, *stack, labels=[f"{q} (model)" for q in parts], colors=[COLORS[q] for q in parts],
+                     alpha=0.85)
+        epoch = table[table["quantity"] == EPOCH_TIME]
+        if not epoch.empty:
+            ax.plot(x, epoch["T"], color="k", lw=1.6, label=f"{EPOCH_TIME} (model)")
+            pts = app.points.get(EPOCH_TIME)
+            mask = view.point_mask(pts)
+            ax.plot(pts.X[mask, view.x_index], pts.value[mask], "ko", ms=5, label=f"{EPOCH_TIME} (measured)")
+        x_model = view.modeled_x_max()
+        if x[-1] > x_model:
+            ax.axvline(x_model, color="0.4", ls=":", lw=1)
+            ax.text(x_model, ax.get_ylim()[1] * 0.98, " extrapolation →", va="top", fontsize=8, color="0.3")
+        ax.set_xlabel(view.x_param)
+        ax.set_ylabel(f"seconds per {app.per}")
+        ax.set_title(f"Where the time per {app.per} goes (idle: a lower bound when streams overlap)",
+                     fontsize=10)
+        ax.set_xlim(x[0], x[-1])
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left")

@@ -1,0 +1,169 @@
+"""Cost tab: the time-cost trade-off of the paper's Fig. 4b.
+
+Time and cost per epoch (or step) along the x parameter, from `extradeep.analysis.budget.budget_search`
+on the application time model. The deadline and budget sliders shade the configurations that meet
+each limit (hatched), the ones that meet both (green) and name the best one by efficiency.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QGridLayout, QLabel, QSlider
+
+from gui.app_models import candidates, frame_of
+from gui.param_panel import View
+from gui.plot_tab import PlotTab
+from gui.tabs.scaling_tab import ranks_param
+
+SLIDER_STEPS = 1000
+
+
+def slider_value(slider: QSlider, lo: float, hi: float) -> float:
+    """Map a slider position to a limit between lo and hi on a log scale."""
+    t = slider.value() / SLIDER_STEPS
+    return float(np.exp(np.log(lo) + t * (np.log(hi) - np.log(lo))))
+
+
+class CostTab(PlotTab):
+    """Deadline and budget sliders over the time and cost curves; the valid set and the best pick."""
+
+    title = "Cost"
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.deadline_slider = QSlider(Qt.Horizontal, minimum=0, maximum=SLIDER_STEPS, value=700)
+        self.budget_slider = QSlider(Qt.Horizontal, minimum=0, maximum=SLIDER_STEPS, value=500)
+        self.deadline_label, self.budget_label = QLabel(), QLabel()
+        self.cores = QDoubleSpinBox(minimum=1, maximum=4096, value=1, decimals=0)
+        self.cores.setToolTip("CPU cores billed per rank (paper Eq. 14: cost = T x ranks x cores per rank)")
+        self.mode = QComboBox()
+        self.mode.addItems(["strong", "weak"])
+        self.answer = QLabel(wordWrap=True)
+        self.answer.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        grid = QGridLayout()
+        grid.addWidget(QLabel("Deadline"), 0, 0)
+        grid.addWidget(self.deadline_slider, 0, 1)
+        grid.addWidget(self.deadline_label, 0, 2)
+        grid.addWidget(QLabel("Budget"), 1, 0)
+        grid.addWidget(self.budget_slider, 1, 1)
+        grid.addWidget(self.budget_label, 1, 2)
+        grid.addWidget(QLabel("Cores per rank"), 0, 3)
+        grid.addWidget(self.cores, 0, 4)
+        grid.addWidget(QLabel("Scaling"), 1, 3)
+        grid.addWidget(self.mode, 1, 4)
+        grid.setColumnStretch(1, 1)
+        self.controls_box.addLayout(grid)
+        self.controls_box.addWidget(self.answer)
+        self.view: View | None = None
+        self.result = None
+        self._ranges = (1.0, 1.0, 1.0, 1.0)
+        for slider in (self.deadline_slider, self.budget_slider):
+            slider.valueChanged.connect(self._redraw)
+        self.cores.valueChanged.connect(self._redraw)
+        self.mode.currentTextChanged.connect(self._redraw)
+
+    def _redraw(self, *_):
+        if self.view is not None:
+            self.refresh(self.view)
+
+    def limits(self) -> tuple[float, float]:
+        t_lo, t_hi, c_lo, c_hi = self._ranges
+        return slider_value(self.deadline_slider, t_lo, t_hi), slider_value(self.budget_slider, c_lo, c_hi)
+
+    def valid_points(self) -> list[float]:
+        """x values of the configurations that meet both limits."""
+        if self.result is None:
+            return []
+        table = self.result.table
+        return table.loc[table["valid"], self.view.x_param].tolist()
+
+    def refresh(self, view: View) -> None:
+        self.view = view
+        if view.ws is None:
+            return
+        app = view.app
+        quantity = app.time_quantity if app is not None else None
+        if quantity is None:
+            self.result = None
+            self.show_message("The cost view needs a model of the application's time per epoch or step. "
+                              "Open profiles or a saved experiment (Extra-P text has none), and wait for "
+                              "modeling to finish.")
+            return
+        self._search(view, app.model(quantity))
+        self._draw(view, quantity, app.per)
+        self.show_plot()
+
+    def _search(self, view: View, model) -> None:
+        from extradeep.analysis.budget import BudgetLimits, budget_search
+        from extradeep.analysis.cost import CostSettings
+
+        ws = view.ws
+        grid = frame_of(view, candidates(view))
+        cost = CostSettings(cores_per_rank=self.cores.value(), ranks_param=ranks_param(ws.params))
+        baseline = {p: float(grid[p].min()) if p == view.x_param else view.fixed[p] for p in ws.params}
+        self._update_ranges(model, grid, cost, baseline)
+        deadline, budget = self.limits()
+        self.result = budget_search(model, grid, ws.params, BudgetLimits(max_time=deadline, max_cost=budget),
+                                    cost, baseline, scaling=self.mode.currentText())
+
+    def _update_ranges(self, model, grid, cost, baseline) -> None:
+        """Slider ranges span the predicted time and cost over the grid (positive values only)."""
+        from extradeep.analysis.budget import BudgetLimits, budget_search
+
+        table = budget_search(model, grid, self.view.ws.params, BudgetLimits(max_time=1e300), cost,
+                              baseline).table
+        T = table.loc[table["T"] > 0, "T"].to_numpy()
+        C = table.loc[table["T"] > 0, "cost"].to_numpy()
+        if len(T) == 0:
+            self._ranges = (1.0, 2.0, 1.0, 2.0)
+            return
+        self._ranges = (T.min() * 0.8, T.max() * 1.25, C.min() * 0.8, C.max() * 1.25)
+
+    def _draw(self, view: View, quantity: str, per: str) -> None:
+        from extradeep.analysis.budget import format_duration
+
+        table, res = self.result.table, self.result
+        deadline, budget = self.limits()
+        self.deadline_label.setText(f"{format_duration(deadline)} per {per}")
+        self.budget_label.setText(f"{budget:.4g} {res.cost_unit} per {per}")
+        x = table[view.x_param].to_numpy(float)
+        self.figure.clear()
+        ax_t, ax_c = self.figure.subplots(1, 2, sharex=True)
+        for ax, col, limit, ok, label in ((ax_t, "T", deadline, "time_ok", f"{quantity} per {per} [s]"),
+                                          (ax_c, "cost", budget, "cost_ok", f"{res.cost_unit} per {per}")):
+            y = table[col].to_numpy(float)
+            ax.plot(x, y, color="C0", lw=2)
+            ax.axhline(limit, color="C3", lw=1.2, ls="--", label="deadline" if col == "T" else "budget")
+            ax.fill_between(x, 0, y, where=table[ok].to_numpy(), hatch="//", facecolor="none", edgecolor="C0",
+                            lw=0, alpha=0.6, label="meets this limit", step="mid")
+            ax.fill_between(x, 0, y, where=table["valid"].to_numpy(), color="C2", alpha=0.25, lw=0,
+                            label="meets both", step="mid")
+            ax.set_xlabel(view.x_param)
+            ax.set_ylabel(label)
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+        self._mark_best(view, ax_t, ax_c)
+        ax_t.legend(fontsize=8, loc="best")
+        ax_t.set_title("Training time", fontsize=10)
+        ax_c.set_title("Training cost", fontsize=10)
+
+    def _mark_best(self, view: View, ax_t, ax_c) -> None:
+        from extradeep.analysis.budget import format_duration
+        from extradeep.analysis.points import format_point
+
+        res = self.result
+        best = res.best[res.best["criterion"] == "efficiency"]
+        if best.empty:
+            self.answer.setText(f"<b>No configuration meets both limits.</b> {res.failure}")
+            return
+        row = best.iloc[0]
+        for ax, col in ((ax_t, "T"), (ax_c, "total_cost")):
+            ax.plot([row[view.x_param]], [row[col]], marker="*", ms=16, color="C1", mec="k", zorder=5,
+                    label="best (efficiency)")
+        spans = "; ".join(f"{view.x_param} {r['from']:g}–{r['to']:g}" for _, r in res.intervals.iterrows())
+        self.answer.setText(
+            f"<b>Best by efficiency: {format_point(row, view.ws.params)}</b> — "
+            f"{format_duration(row['T'])} and {row['total_cost']:.4g} {res.cost_unit} per "
+            f"{view.app.per}, efficiency {row['efficiency']:.2f}. Valid: {spans}."
+            + (f" <i>{'; '.join(res.notes)}</i>" if res.notes else ""))

@@ -1,0 +1,125 @@
+"""Model tab: measured points with spread bars, model curve, 95% prediction band, shaded extrapolation
+range and evaluation points, for one or several selected regions; a 2-D heatmap for two parameters.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.colors import LogNorm
+from PySide6.QtWidgets import QCheckBox
+
+from gui.param_panel import View, model_grid
+from gui.plot_tab import PlotTab
+
+MAX_OVERLAY = 8
+N_GRID = 160
+UNITS = {"time": "time per step [s]", "visits": "visits per step", "bytes": "bytes per step"}
+
+
+def short(name: str, width: int = 48) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+class ModelTab(PlotTab):
+    """Measured vs modeled values of the selected regions along the x parameter."""
+
+    title = "Model"
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.heatmap = QCheckBox("2-D view (two parameters as a heatmap)")
+        self.heatmap.setVisible(False)
+        self.heatmap.toggled.connect(lambda *_: self.refresh(self.view) if self.view else None)
+        self.controls_box.addWidget(self.heatmap)
+        self.view: View | None = None
+        self.ax = self.figure.add_subplot()
+
+    def refresh(self, view: View) -> None:
+        self.view = view
+        ws = view.ws
+        if ws is None:
+            return
+        self.heatmap.setVisible(len(ws.params) > 1)
+        rows = view.rows[:MAX_OVERLAY]
+        if not rows:
+            self.show_message("Select one or more regions in the tree (Ctrl-click to overlay several).")
+            return
+        self.figure.clear()
+        if self.heatmap.isChecked() and len(ws.params) > 1:
+            self._draw_heatmap(view, rows[0])
+        else:
+            self._draw_lines(view, rows)
+        self.show_plot()
+
+    def _draw_lines(self, view: View, rows: list[int]) -> None:
+        ws = view.ws
+        ax = self.ax = self.figure.add_subplot()
+        lo_x, hi_x = view.x_range()
+        x_model = view.modeled_x_max()
+        if hi_x > x_model:
+            ax.axvspan(x_model, hi_x, color="0.5", alpha=0.10, lw=0, label="extrapolation")
+        x = np.linspace(lo_x, hi_x, N_GRID)
+        grid = model_grid(view, x)
+        for n, row in enumerate(rows):
+            color = f"C{n % 10}"
+            name = short(ws.regions.at[row, "region"])
+            self._draw_points(ax, view, row, color, name)
+            model = ws.models.get(row)
+            if model is None:
+                continue
+            X = grid[:, 0] if len(ws.params) == 1 else grid
+            ax.plot(x, np.asarray(model.predict(X), float).reshape(-1), color=color, lw=1.8,
+                    label=f"{name}: {short(model.formula(), 60)}")
+            lo, hi = model.interval(X, level=0.95)
+            ax.fill_between(x, np.asarray(lo, float).reshape(-1), np.asarray(hi, float).reshape(-1),
+                            color=color, alpha=0.15, lw=0, label="95% prediction interval" if n == 0 else None)
+        ax.set_xlabel(view.x_param)
+        ax.set_ylabel(UNITS.get(view.metric, view.metric))
+        fixed = ", ".join(f"{k} = {v:g}" for k, v in view.fixed.items())
+        title = short(ws.regions.at[rows[0], "region"], 70) if len(rows) == 1 else f"{len(rows)} regions"
+        ax.set_title(title + (f"  ({fixed})" if fixed else ""), fontsize=10)
+        ax.set_xlim(lo_x - 0.02 * (hi_x - lo_x), hi_x)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="best")
+
+    def _draw_points(self, ax, view: View, row: int, color: str, name: str) -> None:
+        points = view.ws.points[row]
+        on_slice = view.point_mask(points)
+        used = view.modeling_mask(points)
+        xi = view.x_index
+        for mask, filled, label in ((on_slice & used, True, f"{name} (measured)"),
+                                    (on_slice & ~used, False, f"{name} (evaluation point)")):
+            if not mask.any():
+                continue
+            x, v = points.X[mask, xi], points.value[mask]
+            err = np.vstack([v - points.lo[mask], points.hi[mask] - v]).clip(min=0)
+            ax.errorbar(x, v, yerr=err, fmt="o" if filled else "D", color=color, ms=5, capsize=3,
+                        mfc=color if filled else "white", label=label, zorder=3)
+
+    def _draw_heatmap(self, view: View, row: int) -> None:
+        ws = view.ws
+        ax = self.ax = self.figure.add_subplot()
+        model = ws.models.get(row)
+        y_param = view.y_param if view.y_param != view.x_param else next(p for p in ws.params if p != view.x_param)
+        if model is None:
+            ax.text(0.5, 0.5, "no model for this region", ha="center", transform=ax.transAxes)
+            return
+        values = ws.param_values()
+        lo_x, hi_x = view.x_range()
+        ys = values[y_param]
+        x = np.linspace(lo_x, hi_x, 60)
+        y = np.linspace(ys.min(), ys.max() * 2, 60)
+        xx, yy = np.meshgrid(x, y)
+        grid = model_grid(view, xx.ravel())
+        grid[:, ws.params.index(y_param)] = yy.ravel()
+        z = np.asarray(model.predict(grid), float).reshape(xx.shape)
+        positive = np.isfinite(z).all() and (z > 0).all() and z.max() / z.min() > 20
+        mesh = ax.contourf(xx, yy, z, levels=20, cmap="viridis", norm=LogNorm() if positive else None)
+        self.figure.colorbar(mesh, ax=ax, label=UNITS.get(view.metric, view.metric))
+        pts = ws.points[row]
+        ax.scatter(pts.X[:, view.x_index], pts.X[:, ws.params.index(y_param)], c="white", edgecolors="k",
+                   s=30, label="measured points", zorder=3)
+        ax.set_xlabel(view.x_param)
+        ax.set_ylabel(y_param)
+        ax.set_title(f"{short(ws.regions.at[row, 'region'], 60)}: {short(model.formula(), 60)}", fontsize=9)
+        ax.legend(fontsize=8, loc="upper left")

@@ -1,0 +1,106 @@
+"""Speedup and Efficiency tabs: values derived by evaluating the runtime models (extradeep.analysis.scaling)
+for the application and the selected regions, against the smallest point as baseline, strong or weak.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
+
+from gui.app_models import candidates, frame_of
+from gui.param_panel import View
+from gui.plot_tab import PlotTab
+from gui.tabs.model_tab import MAX_OVERLAY, short
+
+TITLES = {"speedup": "Speedup", "efficiency": "Efficiency"}
+
+
+def ranks_param(params: list[str]) -> str:
+    from extradeep.analysis.analyse import ranks_parameter
+
+    return ranks_parameter(params)
+
+
+def scaling_frame(view: View, mode: str) -> pd.DataFrame:
+    """scaling_table over the x grid for the application step series and the selected regions."""
+    from extradeep.analysis.scaling import scaling_table
+
+    ws = view.ws
+    rows = [r for r in view.rows[:MAX_OVERLAY] if ws.models.get(r) is not None]
+    names, models = [], []
+    quantity = view.app.time_quantity if view.app is not None else None
+    if quantity is not None:
+        names.append(f"application: {quantity} per {view.app.per}")
+        models.append(view.app.model(quantity))
+    for r in rows:
+        names.append(short(ws.regions.at[r, "region"]))
+        models.append(ws.models[r])
+    table = pd.DataFrame({"series": names, "model": models})
+    grid = frame_of(view, candidates(view))
+    baseline = {p: float(ws.param_values()[p].min()) if p == view.x_param else view.fixed[p] for p in ws.params}
+    return scaling_table(table, grid, ws.params, ["series"], baseline, mode, ranks_param(ws.params))
+
+
+class ScalingTab(PlotTab):
+    """Speedup or efficiency vs the x parameter, with the ideal line."""
+
+    def __init__(self, quantity: str, parent=None):
+        super().__init__(parent)
+        self.quantity = quantity
+        self.title = TITLES[quantity]
+        self.mode = QComboBox()
+        self.mode.addItems(["strong", "weak"])
+        self.mode.setToolTip("strong: fixed total work (S = T1/Tk, E = S*r1/rk); weak: work grows with "
+                             "ranks (E = T1/Tk)")
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Scaling"))
+        row.addWidget(self.mode)
+        row.addStretch(1)
+        self.controls_box.addLayout(row)
+        self.view: View | None = None
+        self.mode.currentTextChanged.connect(lambda *_: self.refresh(self.view) if self.view else None)
+
+    def refresh(self, view: View) -> None:
+        self.view = view
+        if view.ws is None:
+            return
+        if view.metric != "time":
+            self.show_message(f"{self.title} compares runtimes: choose the time metric.")
+            return
+        table = scaling_frame(view, self.mode.currentText())
+        if table.empty:
+            self.show_message(f"No runtime models yet to derive {self.quantity} from "
+                              "(select regions with a model, or wait for modeling to finish).")
+            return
+        self._draw(view, table)
+        self.show_plot()
+
+    def _draw(self, view: View, table: pd.DataFrame) -> None:
+        self.figure.clear()
+        ax = self.figure.add_subplot()
+        x_model = view.modeled_x_max()
+        lo, hi = view.x_range()
+        if hi > x_model:
+            ax.axvspan(x_model, hi, color="0.5", alpha=0.10, lw=0, label="extrapolation")
+        x = table[view.x_param].to_numpy(float)
+        base = x[0] if len(x) else 1.0
+        ideal = self._ideal(np.unique(x), view)
+        if ideal is not None:
+            ax.plot(np.unique(x), ideal, "k--", lw=1, label="ideal")
+        for n, (name, group) in enumerate(table.groupby("series", sort=False)):
+            ax.plot(group[view.x_param], group[self.quantity], color=f"C{n % 10}", lw=2 if n == 0 else 1.4,
+                    label=name)
+        ax.set_xlabel(view.x_param)
+        ax.set_ylabel(self.quantity)
+        ax.set_title(f"{self.title} ({self.mode.currentText()} scaling, baseline {view.x_param} = {base:g})",
+                     fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+
+    def _ideal(self, x: np.ndarray, view: View) -> np.ndarray | None:
+        if self.quantity == "efficiency":
+            return np.ones_like(x)
+        if view.x_param == ranks_param(view.ws.params):
+            return x / x[0]
+        return None
