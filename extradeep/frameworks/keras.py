@@ -1,0 +1,79 @@
+"""A Keras 3 callback that marks epochs and steps and applies the sampling strategy.
+
+    from extradeep.frameworks.keras import ExtraDeepCallback
+
+    model.fit(train_ds, validation_data=val_ds, epochs=100, callbacks=[ExtraDeepCallback()])
+
+Training steps of the first E epochs are marked `train_step i` and validation batches run by
+`fit` `val_step i`, inside `epoch e`. After N training steps the callback sets
+`model.stop_training`, which ends the epoch's training loop; Keras then validates (ended after M
+steps through `model.stop_evaluating`) and calls `on_epoch_end`, where the callback clears the flag
+again unless the sample is complete. Put it first in `callbacks` so a later callback's own
+`stop_training` (EarlyStopping) is not cleared. With `steps_per_execution` > 1 one marked step
+covers that many batches.
+
+`ExtraDeepCallback` subclasses `keras.callbacks.Callback`, imported on first use; the logic is in
+`KerasSampling`, which needs no Keras.
+"""
+
+from __future__ import annotations
+
+from extradeep.frameworks.sampling import SampledTraining, Sampling
+
+
+class KerasSampling:
+    """Keras callback hooks over `SampledTraining`; mixed into the real Callback by the adapter."""
+
+    def __init__(self, train_steps=None, val_steps=None, epochs=None, mode=None, cuda_profiler=None):
+        super().__init__()
+        self.sampling = Sampling.from_env(
+            train_steps=train_steps, val_steps=val_steps, epochs=epochs, mode=mode, cuda_profiler=cuda_profiler
+        )
+        self.training = SampledTraining(self.sampling)
+        self._cut_epoch = False
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.training.begin_epoch()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.training.begin_train_step()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.training.end_train_step():
+            self.model.stop_training = True
+            self._cut_epoch = True
+
+    def on_test_batch_begin(self, batch, logs=None):
+        self.training.begin_val_step()
+
+    def on_test_batch_end(self, batch, logs=None):
+        if self.training.end_val_step():
+            self.model.stop_evaluating = True
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.training.end_epoch():
+            self.model.stop_training = True
+        elif self._cut_epoch:
+            self.model.stop_training = False
+        self._cut_epoch = False
+
+    def on_train_end(self, logs=None):
+        self.training.close()
+
+
+def _adapter():
+    import keras
+
+    return type(
+        "ExtraDeepCallback",
+        (KerasSampling, keras.callbacks.Callback),
+        {"__doc__": "Keras callback: NVTX epoch/step marks and the sampling strategy.", "__module__": __name__},
+    )
+
+
+def __getattr__(name):
+    if name == "ExtraDeepCallback":
+        adapter = _adapter()
+        globals()[name] = adapter
+        return adapter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
