@@ -1,0 +1,381 @@
+"""Dependency graph of one run: the ops of every rank as arrays, predecessors with lags.
+
+Nodes are CPU runtime calls, GPU activities (kernels, memcpy, memset), the wake-up half of blocking
+calls, step markers and one virtual node per matched collective. An edge says "the successor cannot
+start before the predecessor's end plus a lag". Each node also carries a `gap`: measured time before
+its start that no edge explains. On CPU threads the gap is CPU work between calls (the CPU overhead);
+on GPU queues it is unexplained idle time, dropped by default so that the replay has to be explained
+by dependencies alone (`gpu_gaps="keep"` replays it too).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from extradeep.predictor.collectives import collective_groups
+from extradeep.predictor.trace import RunTrace
+
+# Why an edge exists; kept per edge for critical-path attribution.
+EDGE_KINDS = ("queue", "launch", "event", "inferred", "blocking", "collective")
+NS = 1e-9
+# Two timestamps closer than this (seconds) count as one instant when inferring dependencies.
+TOLERANCE = 2e-6
+# A GPU op starting this much later than its dependencies explain is looked at for a hidden wait.
+LATE = 5e-6
+# CPU and GPU timestamps of one process can disagree by a few microseconds: a blocking call may
+# appear to return slightly before the GPU op it waited for ends.
+CLOCK_SLACK = 20e-6
+BLOCKING_PREFIXES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
+                     "cudaCtxSynchronize", "cuStreamSynchronize", "cuCtxSynchronize",
+                     "cuEventSynchronize", "cudaThreadSynchronize")
+# Synchronous copies block the caller until their own GPU copy has finished.
+BLOCKING_COPY_PREFIXES = ("cudaMemcpy_", "cudaMemcpy2D_", "cudaMemcpy3D_", "cudaMemset_",
+                          "cuMemcpyDtoH_", "cuMemcpyHtoD_", "cuMemcpy_")
+
+
+@dataclass
+class OpGraph:
+    """The replayable graph: a node table plus edge arrays sorted by destination (CSR order)."""
+
+    nodes: pd.DataFrame          # rank, queue, is_gpu, kind, name, category, start, end (s), role, coll, step
+    src: np.ndarray              # edge source node
+    dst: np.ndarray              # edge destination node, sorted
+    lag: np.ndarray              # seconds added to the source's end
+    edge_kind: np.ndarray        # index into EDGE_KINDS
+    dur: np.ndarray              # node durations (s)
+    gap: np.ndarray              # delay after the latest predecessor that no edge explains (s)
+    release: np.ndarray          # start of nodes without predecessors (s), -inf elsewhere
+    coll_offset: np.ndarray      # collective members: own measured end minus the group's end (s)
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.nodes)
+
+    def pred_ptr(self) -> np.ndarray:
+        return np.searchsorted(self.dst, np.arange(self.n + 1))
+
+
+def build_graph(trace: RunTrace, gpu_gaps: str = "drop") -> OpGraph:
+    """Dependency graph of a RunTrace (see the module docstring for what each part means)."""
+    if gpu_gaps not in ("drop", "keep"):
+        raise ValueError("gpu_gaps must be 'drop' or 'keep'")
+    nodes = _node_table(trace)
+    launch = _launch_edges(nodes)
+    index = _QueueIndex(nodes, launch)
+    nodes, blocking = _add_wakes(nodes, trace, index)
+    edges = pd.concat([_queue_edges(nodes), launch, blocking, _event_edges(nodes, trace, index)],
+                      ignore_index=True)
+    nodes, edges, coll_offset = _add_collectives(nodes, edges)
+    graph = _finish(nodes, edges, coll_offset)
+    graph = _infer_gpu_waits(graph)
+    if gpu_gaps == "drop":
+        graph.gap[graph.nodes["is_gpu"].to_numpy() & (graph.nodes["role"].to_numpy() == "op")] = 0.0
+    graph.info["gpu_gaps"] = gpu_gaps
+    return graph
+
+
+def _node_table(trace: RunTrace) -> pd.DataFrame:
+    ops = trace.ops.assign(role="op", step=-1)
+    nodes = pd.concat([ops, _step_markers(trace)], ignore_index=True)
+    t0 = int(nodes["start"].min()) if len(nodes) else 0
+    nodes["start"] = (nodes["start"] - t0) * NS
+    nodes["end"] = (nodes["end"] - t0) * NS
+    nodes["coll"] = -1
+    order = np.lexsort((nodes["end"].to_numpy(), nodes["start"].to_numpy()))
+    nodes = nodes.iloc[order].reset_index(drop=True)
+    nodes.attrs["t0_ns"] = t0
+    return nodes
+
+
+def _step_markers(trace: RunTrace) -> pd.DataFrame:
+    """Zero-length marker nodes at each NVTX step start and end, on the thread that marked it."""
+    st = trace.steps
+    parts = [pd.DataFrame({"rank": st["rank"], "queue": st["queue"], "is_gpu": False, "kind": "marker",
+                           "name": f"step_{edge}", "category": "step", "start": st[edge],
+                           "end": st[edge], "corr": -1, "bytes": 0.0, "role": "marker",
+                           "step": st["step_id"]}) for edge in ("start", "end")]
+    return pd.concat(parts, ignore_index=True)
+
+
+def _edges(src, dst, kind: str, lag=0.0) -> pd.DataFrame:
+    src = np.asarray(src, dtype=np.int64)
+    return pd.DataFrame({"src": src, "dst": np.asarray(dst, dtype=np.int64),
+                         "lag": np.broadcast_to(np.asarray(lag, dtype=float), src.shape).copy(),
+                         "kind": EDGE_KINDS.index(kind)})
+
+
+def _queue_edges(nodes: pd.DataFrame) -> pd.DataFrame:
+    """FIFO order on every GPU stream and call order on every CPU thread (wake right after its call)."""
+    key = nodes["rank"].astype(str).to_numpy() + "|" + nodes["queue"].to_numpy().astype(str)
+    sub = (nodes["role"] == "wake").to_numpy().astype(int)
+    order = np.lexsort((sub, nodes["start"].to_numpy(), key))
+    same = key[order][1:] == key[order][:-1]
+    return _edges(order[:-1][same], order[1:][same], "queue")
+
+
+def _launch_edges(nodes: pd.DataFrame) -> pd.DataFrame:
+    """Runtime call -> the GPU activity it launched, joined on (rank, correlationId)."""
+    has = (nodes["corr"] >= 0) & (nodes["role"] == "op")
+    cpu = nodes[has & ~nodes["is_gpu"]][["rank", "corr"]].reset_index(names="src")
+    gpu = nodes[has & nodes["is_gpu"]][["rank", "corr"]].reset_index(names="dst")
+    m = cpu.drop_duplicates(["rank", "corr"]).merge(gpu, on=["rank", "corr"])
+    return _edges(m["src"], m["dst"], "launch")
+
+
+class _QueueIndex:
+    """Per (rank, GPU queue): node ids in launch order, to find what a sync or wait refers to."""
+
+    def __init__(self, nodes: pd.DataFrame, launch: pd.DataFrame):
+        self.launch_time = nodes["start"].to_numpy().copy()
+        self.launch_time[launch["dst"].to_numpy()] = nodes["start"].to_numpy()[launch["src"].to_numpy()]
+        self.queues: dict[tuple, np.ndarray] = {}
+        gpu = nodes[nodes["is_gpu"] & (nodes["role"] == "op")]
+        for key, grp in gpu.groupby(["rank", "queue"], sort=False):
+            idx = grp.index.to_numpy()
+            self.queues[key] = idx[np.argsort(self.launch_time[idx], kind="stable")]
+
+    def last_before(self, rank, queues, t: float) -> list[int]:
+        """Per queue: the last op whose launching call started before time t."""
+        out = []
+        for q in queues:
+            idx = self.queues.get((rank, q))
+            if idx is not None:
+                k = np.searchsorted(self.launch_time[idx], t, side="left") - 1
+                if k >= 0:
+                    out.append(int(idx[k]))
+        return out
+
+    def first_after(self, rank, queue, t: float) -> int | None:
+        idx = self.queues.get((rank, queue))
+        if idx is None:
+            return None
+        k = np.searchsorted(self.launch_time[idx], t, side="right")
+        return int(idx[k]) if k < len(idx) else None
+
+    def rank_queues(self, rank) -> list:
+        return [q for (r, q) in self.queues if r == rank]
+
+
+def _seconds(frame: pd.DataFrame, t0: int, col: str = "call_start") -> pd.DataFrame:
+    return frame.assign(**{col: (frame[col] - t0) * NS}) if len(frame) else frame
+
+
+def _recorded_op(records: pd.DataFrame, index: _QueueIndex, rank, event_id, t: float) -> list[int]:
+    """The GPU op an event marks: the last op launched on the record's stream before the record."""
+    if records.empty:
+        return []
+    rec = records[(records["rank"] == rank) & (records["event_id"] == event_id) & (records["call_start"] <= t)]
+    if rec.empty:
+        return []
+    last = rec.iloc[-1]
+    return index.last_before(rank, [last["queue"]], last["call_start"])
+
+
+def _waited_ops(nodes, records, index: _QueueIndex, call: pd.Series, sync) -> list[int]:
+    """GPU ops a blocking call waits for: from its SYNCHRONIZATION row, else every stream of the rank."""
+    rank, t = call["rank"], call["start"]
+    if sync is not None and sync["sync_type"] == 3:
+        return index.last_before(rank, [sync["queue"]], t)
+    if sync is not None and sync["sync_type"] == 1:
+        return _recorded_op(records, index, rank, sync["event_id"], t)
+    if call["name"].startswith(BLOCKING_COPY_PREFIXES):
+        own = (nodes["rank"] == rank) & (nodes["corr"] == call["corr"]) & nodes["is_gpu"]
+        return [int(i) for i in nodes.index[own]]
+    return index.last_before(rank, index.rank_queues(rank), t)
+
+
+def _add_wakes(nodes: pd.DataFrame, trace: RunTrace, index: _QueueIndex):
+    """Each blocking call gets a wake node that waits for the GPU ops it blocks on.
+
+    Waited ops that ended after the call returned cannot have been waited for; they are dropped,
+    which also protects against wrong guesses when the SYNCHRONIZATION table is absent.
+    """
+    t0 = nodes.attrs["t0_ns"]
+    records = _seconds(trace.records, t0)
+    syncs = trace.syncs[trace.syncs["sync_type"].isin([1, 3, 4])]
+    by_corr = {(s.rank, s.corr): s for s in syncs.itertuples(index=False)}
+    cpu = nodes[(~nodes["is_gpu"]) & (nodes["kind"] == "runtime")]
+    blocking = cpu["name"].str.startswith(BLOCKING_PREFIXES + BLOCKING_COPY_PREFIXES).to_numpy().copy()
+    blocking |= np.array([k in by_corr for k in zip(cpu["rank"], cpu["corr"])], dtype=bool)
+    end = nodes["end"].to_numpy()
+    wakes, src, dst = [], [], []
+    for i, call in cpu[blocking].iterrows():
+        sync = by_corr.get((call["rank"], call["corr"]))
+        sync = None if sync is None else pd.Series(sync._asdict())
+        waited = [u for u in _waited_ops(nodes, records, index, call, sync) if end[u] <= call["end"] + CLOCK_SLACK]
+        if waited:
+            wid = len(nodes) + len(wakes)
+            wakes.append(call.to_dict() | {"role": "wake", "kind": "wake", "corr": -1})
+            src += [i] + waited
+            dst += [wid] * (1 + len(waited))
+    if wakes:
+        attrs = dict(nodes.attrs)
+        nodes = pd.concat([nodes, pd.DataFrame(wakes)], ignore_index=True)
+        nodes.attrs.update(attrs)
+    return nodes, _edges(src, dst, "blocking")
+
+
+def _event_edges(nodes: pd.DataFrame, trace: RunTrace, index: _QueueIndex) -> pd.DataFrame:
+    """cudaEventRecord on stream A -> cudaStreamWaitEvent on stream B, from the CUPTI tables."""
+    t0 = nodes.attrs["t0_ns"]
+    waits = _seconds(trace.syncs[trace.syncs["sync_type"] == 2], t0)
+    records = _seconds(trace.records, t0)
+    src, dst = [], []
+    if len(waits) and len(records):
+        for w in waits.itertuples(index=False):
+            before = _recorded_op(records, index, w.rank, w.event_id, w.call_start)
+            after = index.first_after(w.rank, w.queue, w.call_start)
+            if before and after is not None and before[0] != after:
+                src.append(before[0])
+                dst.append(after)
+    return _edges(src, dst, "event")
+
+
+def _add_collectives(nodes: pd.DataFrame, edges: pd.DataFrame):
+    """One virtual node per matched collective, holding its pure duration.
+
+    Members "arrive" (duration 0) and the virtual node waits for all of them; whatever followed a
+    member now follows the virtual node, so a collective ends at the latest arrival plus its pure
+    duration on every rank (inter-rank synchronisation).
+    """
+    groups = collective_groups(nodes)
+    n_virtual = groups["group"].nunique() if len(groups) else 0
+    coll_offset = np.zeros(len(nodes) + n_virtual)
+    if not n_virtual:
+        return nodes, edges, coll_offset
+    attrs = dict(nodes.attrs)
+    members, gid = groups["node"].to_numpy(), groups["group"].to_numpy()
+    nodes.loc[members, "coll"] = gid
+    start, end = nodes["start"].to_numpy(), nodes["end"].to_numpy()
+    g = pd.DataFrame({"group": gid, "start": start[members], "end": end[members],
+                      "name": nodes["name"].to_numpy()[members], "bytes": nodes["bytes"].to_numpy()[members]})
+    agg = g.groupby("group").agg(start=("start", "max"), end=("end", "max"), name=("name", "first"),
+                                 bytes=("bytes", "max"))
+    base = len(nodes)
+    virtual = pd.DataFrame({"rank": -1, "queue": "collective", "is_gpu": True, "kind": "collective",
+                            "name": agg["name"].to_numpy(), "category": "communication",
+                            "start": agg["start"].to_numpy(), "end": agg["end"].to_numpy(), "corr": -1,
+                            "bytes": agg["bytes"].to_numpy(), "role": "sync", "step": -1,
+                            "coll": agg.index.to_numpy()})
+    nodes = pd.concat([nodes, virtual], ignore_index=True)
+    nodes.attrs.update(attrs)
+    sync_of = base + np.searchsorted(agg.index.to_numpy(), gid)
+    coll_offset[members] = end[members] - agg["end"].to_numpy()[sync_of - base]
+    redirect = np.full(len(nodes), -1)
+    redirect[members] = sync_of
+    src = edges["src"].to_numpy()
+    moved = redirect[src] >= 0
+    edges = edges.assign(src=np.where(moved, redirect[src], src))
+    return nodes, pd.concat([edges, _edges(members, sync_of, "collective")], ignore_index=True), coll_offset
+
+
+def _finish(nodes: pd.DataFrame, edges: pd.DataFrame, coll_offset: np.ndarray) -> OpGraph:
+    """Durations, lags and gaps from the measured times, so that replaying them reproduces them."""
+    edges = edges[edges["src"] != edges["dst"]].sort_values(["dst", "src"], kind="stable")
+    edges = edges.drop_duplicates(["src", "dst"])
+    src, dst, kind = edges["src"].to_numpy(), edges["dst"].to_numpy(), edges["kind"].to_numpy()
+    start, end, role = nodes["start"].to_numpy(), nodes["end"].to_numpy(), nodes["role"].to_numpy()
+    dur = end - start
+    is_member = (nodes["coll"].to_numpy() >= 0) & (role == "op")
+    has_wake = np.zeros(len(nodes), dtype=bool)
+    has_wake[src[(kind == EDGE_KINDS.index("blocking")) & (role[src] == "op") & (role[dst] == "wake")
+                 & ~nodes["is_gpu"].to_numpy()[src]]] = True
+    dur[is_member | has_wake] = 0.0  # members arrive; a blocking call's time sits on its wake
+    eff_end = start + dur
+    eff_end[role == "wake"] = end[role == "wake"]
+    lag = _edge_lags(nodes, src, dst, kind, eff_end, start)
+    ready = np.full(len(nodes), -np.inf)
+    np.maximum.at(ready, dst, eff_end[src] + lag)
+    has_pred = np.isfinite(ready)
+    wake = role == "wake"
+    wake_start = np.maximum(start, np.where(has_pred, ready, start))
+    dur[wake] = np.maximum(end - wake_start, 0.0)[wake]
+    gap = np.where(has_pred & ~wake, np.maximum(start - ready, 0.0), 0.0)
+    release = np.where(has_pred, -np.inf, start)
+    return OpGraph(nodes=nodes, src=src, dst=dst, lag=lag, edge_kind=kind, dur=dur, gap=gap,
+                   release=release, coll_offset=np.resize(coll_offset, len(nodes)),
+                   info={"t0_ns": nodes.attrs.get("t0_ns", 0)})
+
+
+def _edge_lags(nodes, src, dst, kind, src_end, start) -> np.ndarray:
+    """Lags that keep every measured start feasible; launches get the rank's typical latency."""
+    lag = np.zeros(len(src))
+    launch = kind == EDGE_KINDS.index("launch")
+    if launch.any():
+        measured = start[dst[launch]] - src_end[src[launch]]
+        lag[launch] = np.minimum(measured, _typical_launch_latency(nodes, src, dst, kind, launch, measured))
+    hard = kind != EDGE_KINDS.index("blocking")
+    lag[hard] = np.minimum(lag[hard], start[dst[hard]] - src_end[src[hard]])
+    return lag
+
+
+def _typical_launch_latency(nodes, src, dst, kind, launch, measured) -> np.ndarray:
+    """Median launch-call-end -> GPU-start delay per rank, over ops whose stream was idle."""
+    queue = kind == EDGE_KINDS.index("queue")
+    prev_end = np.full(len(nodes), -np.inf)
+    np.maximum.at(prev_end, dst[queue], nodes["end"].to_numpy()[src[queue]])
+    gpu_ids = dst[launch]
+    idle = prev_end[gpu_ids] + TOLERANCE < nodes["start"].to_numpy()[gpu_ids]
+    rank = nodes["rank"].to_numpy()[gpu_ids]
+    frame = pd.DataFrame({"rank": rank, "lat": np.where(idle, measured, np.nan)})
+    med = frame.groupby("rank")["lat"].median()
+    fallback = frame.assign(lat=measured).groupby("rank")["lat"].median()
+    return np.maximum(med.fillna(fallback).reindex(rank).to_numpy(), 0.0)
+
+
+def _infer_gpu_waits(graph: OpGraph) -> OpGraph:
+    """Cross-stream waits without CUPTI event rows: a GPU op that starts late, just when an op on
+    another stream of its rank ends, is taken to wait for it (event record -> stream wait)."""
+    nodes = graph.nodes
+    start = nodes["start"].to_numpy()
+    end = start + graph.dur
+    end[nodes["role"].to_numpy() == "sync"] = nodes["end"].to_numpy()[nodes["role"].to_numpy() == "sync"]
+    role, rank, queue = nodes["role"].to_numpy(), nodes["rank"].to_numpy(), nodes["queue"].to_numpy()
+    gpu = nodes["is_gpu"].to_numpy() & (role == "op")
+    late = np.flatnonzero(gpu & (graph.gap > LATE))
+    if len(late) == 0:
+        return graph
+    cand = np.flatnonzero((gpu & (graph.dur > 0)) | (role == "sync"))
+    cand = cand[np.argsort(end[cand], kind="stable")]
+    cend = end[cand]
+    coll_rank = _collective_ranks(graph)
+    src, dst = [], []
+    for v in late:
+        lo, hi = np.searchsorted(cend, start[v] - TOLERANCE), np.searchsorted(cend, start[v], side="right")
+        for u in cand[lo:hi][::-1]:
+            ok_rank = rank[u] == rank[v] if role[u] != "sync" else rank[v] in coll_rank.get(u, ())
+            if ok_rank and queue[u] != queue[v]:
+                src.append(int(u))
+                dst.append(int(v))
+                break
+    if not src:
+        return graph
+    extra = _edges(src, dst, "inferred")
+    edges = pd.DataFrame({"src": graph.src, "dst": graph.dst, "lag": graph.lag, "kind": graph.edge_kind})
+    edges = pd.concat([edges, extra], ignore_index=True).sort_values(["dst", "src"], kind="stable")
+    inferred = (edges["kind"] == EDGE_KINDS.index("inferred")).to_numpy()
+    lag = edges["lag"].to_numpy().copy()
+    e_src, e_dst = edges["src"].to_numpy(), edges["dst"].to_numpy()
+    lag[inferred] = np.minimum(0.0, start[e_dst[inferred]] - end[e_src[inferred]])
+    gap = graph.gap.copy()
+    ready = np.full(graph.n, -np.inf)
+    np.maximum.at(ready, e_dst, end[e_src] + lag)
+    fix = np.asarray(dst)
+    gap[fix] = np.maximum(start[fix] - ready[fix], 0.0)
+    return OpGraph(nodes=nodes, src=e_src, dst=e_dst, lag=lag, edge_kind=edges["kind"].to_numpy(),
+                   dur=graph.dur, gap=gap, release=graph.release, coll_offset=graph.coll_offset,
+                   info=graph.info)
+
+
+def _collective_ranks(graph: OpGraph) -> dict[int, set]:
+    """Virtual collective node -> the ranks of its members."""
+    coll = graph.edge_kind == EDGE_KINDS.index("collective")
+    rank = graph.nodes["rank"].to_numpy()
+    out: dict[int, set] = {}
+    for s, d in zip(graph.src[coll], graph.dst[coll]):
+        out.setdefault(int(d), set()).add(rank[s])
+    return out
