@@ -9,7 +9,6 @@ InputError raised.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import json
@@ -28,6 +27,7 @@ from extradeep import discover
 from extradeep.aggregate import aggregate
 from extradeep.errors import InputError
 from extradeep.experiment import Dataset, Experiment, dataset_dict
+from extradeep.nsys.settings import READER_VERSION, ReaderSettings
 
 CACHE_FORMAT = 1
 
@@ -59,6 +59,7 @@ def load_experiment(
     `(done, total, path)`. Raises InputError only when nothing usable remains.
     """
     aliases = discover.parse_aliases(aliases) if not isinstance(aliases, dict) else aliases
+    settings = ReaderSettings.from_any(settings)
     if manifest is not None:
         runs, problems = discover.read_manifest(manifest, aliases), []
     else:
@@ -84,7 +85,7 @@ def load_experiment(
     notes = sorted({n for path in runs["path"] for n in frames[path].attrs.get("notes", [])})
     provenance = runs[["path", "size", "sha256", "app", "rank", "rep", *discover.param_columns(runs)]]
     experiment_settings = {
-        "reader": settings_dict(settings),
+        "reader": settings.to_dict(),
         "reader_version": reader_version(),
         "aliases": aliases,
         "dataset": dataset_dict(dataset),
@@ -124,7 +125,7 @@ def step_sum_table(runs: pd.DataFrame, frames: dict, params: list[str]) -> pd.Da
     return pd.concat(parts, ignore_index=True)
 
 
-def read_all(runs: pd.DataFrame, settings, *, jobs=None, cache_dir=None, progress=None) -> list[dict]:
+def read_all(runs: pd.DataFrame, settings: ReaderSettings, *, jobs=None, cache_dir=None, progress=None) -> list[dict]:
     """Read every run: cached results first, the rest in `jobs` worker processes (1: in this process)."""
     tasks = [(row.path, row.size, row.mtime_ns) for row in runs.itertuples(index=False)]
     keys = [cache_key(*task, settings) for task in tasks]
@@ -157,7 +158,7 @@ def read_all(runs: pd.DataFrame, settings, *, jobs=None, cache_dir=None, progres
     return results
 
 
-def read_one(path: str, settings) -> dict:
+def read_one(path: str, settings: ReaderSettings) -> dict:
     """The per-file stage: sha256 and step sums of one export, or a one-line problem. Never raises
     for a bad file, so one broken export cannot stop a batch."""
     from extradeep.nsys import read as nsys_read
@@ -182,29 +183,19 @@ def summary(problems: list[str]) -> str:
 
 # --- cache -------------------------------------------------------------------------------------
 
-def settings_dict(settings) -> dict | None:
-    if settings is None:
-        return None
-    if dataclasses.is_dataclass(settings):
-        return dataclasses.asdict(settings)
-    return dict(settings)
-
-
 @functools.lru_cache(maxsize=1)
 def reader_version() -> str:
     """extradeep's version plus a digest of the reader's sources, so any reader change invalidates
     cached results (developers edit the reader without bumping versions)."""
-    digest = hashlib.sha256(extradeep.__version__.encode())
+    digest = hashlib.sha256(f"{extradeep.__version__} {READER_VERSION}".encode())
     for source in sorted((Path(extradeep.__file__).parent / "nsys").glob("*.py")):
         digest.update(source.read_bytes())
     return f"{extradeep.__version__}+{digest.hexdigest()[:12]}"
 
 
-def cache_key(path: str, size: int, mtime_ns: int, settings) -> str:
+def cache_key(path: str, size: int, mtime_ns: int, settings: ReaderSettings) -> str:
     blob = json.dumps(
-        [CACHE_FORMAT, str(Path(path).resolve()), int(size), int(mtime_ns), reader_version(), settings_dict(settings)],
-        sort_keys=True,
-        default=str,
+        [CACHE_FORMAT, str(Path(path).resolve()), int(size), int(mtime_ns), reader_version(), settings.key()]
     )
     return hashlib.sha256(blob.encode()).hexdigest()
 

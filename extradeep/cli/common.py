@@ -24,6 +24,8 @@ DEFAULTS = {
     "train_step_pattern": None,
     "val_step_pattern": None,
     "warmup_epochs": 1,
+    "warmup_steps": 1,
+    "kernel_names": "short",
     "min_points": 5,
     "jobs": None,
     "cache_dir": None,
@@ -52,6 +54,8 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument("--train-step-pattern", metavar="REGEX", help="regular expression for NVTX training-step ranges (optionally DOMAIN:REGEX)")
     read.add_argument("--val-step-pattern", metavar="REGEX", help="regular expression for NVTX validation-step ranges (optionally DOMAIN:REGEX)")
     read.add_argument("--warmup-epochs", type=int, metavar="N", help="leading epochs excluded as warm-up (default 1)")
+    read.add_argument("--warmup-steps", type=int, metavar="N", help="with a single epoch, its first N steps per phase are excluded instead (default 1)")
+    read.add_argument("--kernel-names", choices=["short", "demangled"], help="name kernels by short (default) or demangled name")
     read.add_argument("--min-points", type=int, metavar="N", help="configurations a region needs to be modeled (default 5)")
     read.add_argument("--jobs", type=int, metavar="N", help="files read in parallel (default: number of CPUs)")
     read.add_argument("--cache-dir", metavar="DIR", help="cache of per-file results (default $XDG_CACHE_HOME/extradeep or ~/.cache/extradeep)")
@@ -137,10 +141,12 @@ def dataset_from_options(options: dict, aliases: dict | None = None):
     )
 
 
-def reader_settings(options: dict) -> dict:
-    """The settings passed to `read_export` (step patterns, warm-up)."""
-    keys = ("epoch_pattern", "train_step_pattern", "val_step_pattern", "warmup_epochs")
-    return {k: options[k] for k in keys}
+def reader_settings(options: dict):
+    """The ReaderSettings passed to `read_export` (step patterns, warm-up, kernel names)."""
+    from extradeep.nsys.settings import ReaderSettings
+
+    keys = ("epoch_pattern", "train_step_pattern", "val_step_pattern", "warmup_epochs", "warmup_steps", "kernel_names")
+    return ReaderSettings.from_any({k: options[k] for k in keys})
 
 
 def experiment_from_args(args: argparse.Namespace, progress=None):
