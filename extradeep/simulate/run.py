@@ -1,0 +1,154 @@
+"""simulate(): profiles of a simulated distributed training, one export per point x repetition x rank."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from extradeep.errors import InputError
+from extradeep.simulate import truth as truth_mod
+from extradeep.simulate.catalogue import apply_scales, default_catalogue, evaluate, resolve_terms
+from extradeep.simulate.engine import Engine
+from extradeep.simulate.program import MARKS, LoopConfig, TrainingProgram
+from extradeep.simulate.schema import LAYOUTS, load_layout
+from extradeep.simulate.writer import write_rank
+
+T0_NS = 1e9
+FORMAT = "extradeep-simulator-truth/1"
+
+
+@dataclass
+class Simulation:
+    """What simulate() wrote: the files (one row per export) and the ground truth."""
+
+    outdir: Path
+    files: pd.DataFrame
+    truth: dict
+
+
+def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefixes: dict | None = None,
+             repetitions: int = 2, epochs: int = 2, train_steps: int = 5, val_steps: int = 2,
+             batch: int = 64, train_samples: int = 50_000, val_samples: int = 10_000,
+             scaling: str = "strong", layout: str = "2026", marks: str = "ranges",
+             nvtx_strings: str = "text", ddp: bool = False, kernel_scale: dict | None = None,
+             nccl_bandwidth_scale: float = 1.0, noise=(0.02, 0.01, 0.01), seed: int = 0,
+             warmup_factor: float = 1.3, imbalance: float | None = None,
+             progress: bool = False) -> Simulation:
+    """Simulate every point of the parameter grid and write its exports and truth.json."""
+    params = dict(params or {"ranks": [2, 4, 6, 8, 10]})
+    _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, train_steps, val_steps)
+    prefixes = {name: (prefixes or {}).get(name, {"ranks": "p", "batch": "b"}.get(name, name[0]))
+                for name in params}
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    names = list(params)
+    refs = {name: float(values[0]) for name, values in params.items()}
+    ops = apply_scales(default_catalogue(ddp), kernel_scale, nccl_bandwidth_scale)
+    cfg = LoopConfig(epochs, train_steps, val_steps, marks, ddp, warmup_factor)
+    lay = load_layout(layout)
+    imbalance = (0.08 if ddp else 0.0) if imbalance is None else imbalance
+    steady = set(range(1, epochs)) or {0}
+    truth = _truth_header(app, seed, layout, marks, nvtx_strings, ddp, kernel_scale, nccl_bandwidth_scale,
+                          names, prefixes, scaling, train_samples, val_samples, batch, epochs, warmup_factor,
+                          train_steps, val_steps, repetitions, noise, imbalance)
+    truth["regions"] = truth_mod.region_models(ops, names, batch, refs, prefixes)
+    rows, points = [], []
+    grid = list(itertools.product(*params.values()))
+    for p_index, values in enumerate(grid):
+        point = dict(zip(names, values))
+        ranks = int(point["ranks"])
+        per_rank_batch = int(point.get("batch", batch))
+        durations, op_bytes = _per_instance(ops, names, batch, refs, point)
+        skew = 1.0 + imbalance * np.linspace(0.0, 1.0, ranks)
+        rec, windows = _run(ranks, np.random.default_rng([seed, p_index, 0]), (0.0, 0.0, 0.0), skew,
+                            ops, durations, cfg)
+        values_ = truth_mod.point_values(rec, windows, ops, op_bytes, steady)
+        weak = scaling == "weak"
+        n_t = truth_mod.steps_per_epoch(train_samples, ranks, per_rank_batch, weak)
+        n_v = truth_mod.steps_per_epoch(val_samples, ranks, per_rank_batch, weak)
+        files = []
+        for rep in range(1, repetitions + 1):
+            rng = np.random.default_rng([seed, p_index, rep])
+            rec, _ = _run(ranks, rng, tuple(noise), skew, ops, durations, cfg)
+            for rank in range(ranks):
+                name = _file_name(app, point, prefixes, rep, rank)
+                write_rank(outdir / name, lay, rec, ops, op_bytes, rank, nvtx_strings)
+                files.append(name)
+                rows.append({"path": str(outdir / name), **point, "rep": rep, "rank": rank})
+            if progress:
+                print(f"\rsimulate: point {p_index + 1}/{len(grid)} repetition {rep}/{repetitions}",
+                      end="", file=sys.stderr, flush=True)
+        points.append({"params": point, "batch_per_rank": per_rank_batch, "n_t": n_t, "n_v": n_v,
+                       "files": files, **values_, **truth_mod.epoch_values(values_, n_t, n_v)})
+    if progress:
+        print(file=sys.stderr)
+    truth["points"] = points
+    (outdir / "truth.json").write_text(json.dumps(truth, indent=1))
+    return Simulation(outdir, pd.DataFrame(rows), truth)
+
+
+def _run(ranks, rng, noise, skew, ops, durations, cfg):
+    engine = Engine(ranks, rng, noise, T0_NS, skew)
+    program = TrainingProgram(engine, ops, durations, cfg)
+    program.run()
+    return engine.rec, program.windows
+
+
+def _per_instance(ops, names, batch, refs, point) -> tuple[np.ndarray, np.ndarray]:
+    """Per-instance duration (ns) and bytes of every op at this point."""
+    dur = np.array([evaluate(resolve_terms(op.terms, op.batch_scaled, names, batch, refs), point)
+                    / op.visits * 1e9 for op in ops])
+    nbytes = np.array([round(evaluate(resolve_terms(op.bytes_terms, False, names, batch, refs), point)
+                             / op.visits) for op in ops], dtype=np.int64)
+    return dur, nbytes
+
+
+def _file_name(app: str, point: dict, prefixes: dict, rep: int, rank: int) -> str:
+    parts = [app] + [f"{prefixes[k]}{_fmt(v)}" for k, v in point.items()]
+    return ".".join(parts + [f"r{rep}", f"mpi{rank}", "sqlite"])
+
+
+def _fmt(value) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, train_steps, val_steps) -> None:
+    problems = []
+    if "ranks" not in params:
+        problems.append("the parameter 'ranks' is required (it sets the number of files per point)")
+    for name, values in params.items():
+        if not values or any(float(v) <= 0 for v in values):
+            problems.append(f"parameter {name!r} needs positive values")
+    if any(not float(v).is_integer() or int(v) < 1 for v in params.get("ranks", [])):
+        problems.append("ranks must be positive integers")
+    choices = {"scaling": (scaling, ("strong", "weak")), "layout": (layout, LAYOUTS),
+               "marks": (marks, MARKS), "nvtx_strings": (nvtx_strings, ("text", "textId"))}
+    for what, (value, allowed) in choices.items():
+        if value not in allowed:
+            problems.append(f"{what} must be one of {', '.join(allowed)}, not {value!r}")
+    if min(repetitions, epochs, train_steps) < 1 or val_steps < 0:
+        problems.append("repetitions, epochs and train steps must be >= 1, validation steps >= 0")
+    if problems:
+        raise InputError(None, "; ".join(problems))
+
+
+def _truth_header(app, seed, layout, marks, nvtx_strings, ddp, kernel_scale, bw, names, prefixes, scaling,
+                  train_samples, val_samples, batch, epochs, warmup_factor, train_steps, val_steps,
+                  repetitions, noise, imbalance) -> dict:
+    return {
+        "format": FORMAT, "app": app, "seed": seed, "layout": layout, "marks": marks,
+        "nvtx_strings": nvtx_strings, "ddp": ddp, "kernel_scale": dict(kernel_scale or {}),
+        "nccl_bandwidth_scale": bw, "params": names, "prefixes": prefixes, "scaling": scaling,
+        "dataset": {"train_samples": train_samples, "val_samples": val_samples, "batch_per_rank": batch,
+                    "gpus_param": "ranks", "model_parallel": 1, "weak_scaling": scaling == "weak"},
+        "epochs": epochs, "warmup_epochs": [0] if epochs > 1 else [], "warmup_factor": warmup_factor,
+        "train_steps": train_steps, "val_steps": val_steps, "repetitions": repetitions,
+        "noise": dict(zip(("instance", "rank", "repetition"), map(float, noise))),
+        "rank_imbalance": imbalance,
+    }
