@@ -5,6 +5,7 @@ real nsys export plus `truth.json`; `write_nvtx_export(path, ranges)` writes a m
 given NVTX ranges. See docs/architecture.md, section "Simulator".
 """
 
+from extradeep.simulate.nvtx_export import write_nvtx_export
 from extradeep.simulate.run import Simulation, simulate
 
-__all__ = ["Simulation", "simulate"]
+__all__ = ["Simulation", "simulate", "write_nvtx_export"]

@@ -41,13 +41,14 @@ def new_export(path: Path, layout: Layout) -> tuple[sqlite3.Connection, ExportWr
     return conn, writer
 
 
-def write_metadata(w: ExportWriter, strings: StringTable, path: Path, pid: int, streams, span) -> None:
-    """Process/thread/GPU/session tables every real export carries."""
+def write_metadata(w: ExportWriter, strings: StringTable, path: Path, pid: int, threads: dict, streams,
+                   span) -> None:
+    """Process/thread/GPU/session tables every real export carries; threads maps tid -> name."""
     gpid = global_pid(pid)
     start, stop = span
     when = dt.datetime.fromtimestamp(SESSION_UTC_NS / 1e9, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-    w.insert("ThreadNames", 3, nameId=strings.many(THREAD_NAMES), priority=20,
-             globalTid=[global_tid(pid, pid + k) for k in range(3)])
+    w.insert("ThreadNames", len(threads), nameId=strings.many(threads.values()), priority=20,
+             globalTid=[global_tid(pid, tid) for tid in threads])
     w.insert("PROCESSES", 1, globalPid=gpid, pid=pid, name="python3")
     w.insert("TARGET_INFO_GPU", 1, vmId=VM, id=0, name=GPU_NAME, busLocation="0000:07:00.0", isDiscrete=1,
              l2CacheSize=41943040, totalMemory=42505273344, memoryBandwidth=1555200000000,
@@ -124,7 +125,7 @@ def write_rank(path: Path, layout: Layout, rec: Records, ops: list[OpSpec], op_b
             w.insert("MPI_RANKS", 1, globalTid=main, rank=rank)
     else:  # older nsys recorded MPI calls as NVTX ranges in an "MPI" domain
         nvtx += [[name, s, e, 59, None, MPI_DOMAIN] for name, s, e, _ in rec.mpi]
-    _write_nvtx(w, strings, nvtx, r, main, nvtx_strings)
+    write_nvtx(w, strings, nvtx, r, main, nvtx_strings)
     os_ = rec.osrt
     w.insert("OSRT_API", len(os_), start=col(os_, 1), end=col(os_, 2), eventClass=27,
              globalTid=[global_tid(pid, pid + t) for t in col(os_, 3)], nameId=strings.many(x[0] for x in os_),
@@ -136,7 +137,8 @@ def write_rank(path: Path, layout: Layout, rec: Records, ops: list[OpSpec], op_b
     starts = [col(rt, 1).min()] if rt else [0]
     stops = [col(rt, 2).max()] if rt else [0]
     streams = {g[1] for g in rec.gpu} | {COMPUTE}
-    write_metadata(w, strings, path, pid, streams, (min(starts), max(stops)))
+    threads = {pid + k: name for k, name in enumerate(THREAD_NAMES)}
+    write_metadata(w, strings, path, pid, threads, streams, (min(starts), max(stops)))
     w.insert("StringIds", len(strings.ids), id=[i for i, _ in strings.rows()], value=[v for _, v in strings.rows()])
     conn.commit()
     conn.close()
@@ -170,13 +172,13 @@ def _write_gpu(w, strings, table, kind, items, ops, op_bytes, r, gpid) -> None:
         w.insert(table, n, **common, value=0, bytes=op_bytes[idx], memKind=2)
 
 
-def _write_nvtx(w, strings, nvtx, r, main, mode) -> None:
-    n = len(nvtx)
-    start = np.array([row[1][r] for row in nvtx])
-    end = np.array([np.nan if row[2] is None else row[2][r] for row in nvtx])
+def write_nvtx(w, strings, nvtx, r, main, mode) -> None:
+    """nvtx rows: [text, start, end, eventType, category, domainId(, globalTid)]; arrays are per rank."""
+    pick = lambda v: v[r] if isinstance(v, np.ndarray) else v  # noqa: E731
+    end = [None if row[2] is None else int(round(pick(row[2]))) for row in nvtx]
     texts = [row[0] for row in nvtx]
     by_id = mode == "textId"
-    w.insert("NVTX_EVENTS", n, start=start, end=[None if np.isnan(x) else int(round(x)) for x in end],
+    w.insert("NVTX_EVENTS", len(nvtx), start=np.array([pick(row[1]) for row in nvtx]), end=end,
              eventType=[row[3] for row in nvtx], category=[row[4] for row in nvtx],
              text=None if by_id else texts, textId=strings.many(texts) if by_id else None,
-             globalTid=main, domainId=[row[5] for row in nvtx])
+             globalTid=[row[6] if len(row) > 6 else main for row in nvtx], domainId=[row[5] for row in nvtx])
