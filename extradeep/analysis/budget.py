@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.analysis.cost import CostSettings, cost_table
-from extradeep.analysis.points import format_point
+from extradeep.analysis.points import format_point, format_seconds
 from extradeep.analysis.scaling import add_scaling_columns, design
 from extradeep.errors import InputError
 
@@ -135,8 +135,8 @@ def explain_failure(table: pd.DataFrame, limits: BudgetLimits, unit: str, params
         row = table.loc[table["total_time"].idxmin()]
         problems.append(
             f"time limit: the fastest configuration ({format_point(row, params)}) needs "
-            f"{format_duration(row['total_time'])} for {epochs}, {_over(row['total_time'], limits.max_time)} "
-            f"over the {format_duration(limits.max_time)} limit")
+            f"{format_seconds(row['total_time'])} for {epochs}, {_over(row['total_time'], limits.max_time)} "
+            f"over the {format_seconds(limits.max_time)} limit")
     if limits.max_cost is not None and not table["cost_ok"].any():
         row = table.loc[table["total_cost"].idxmin()]
         problems.append(
@@ -159,17 +159,3 @@ def _over(value: float, limit: float) -> str:
 def _span(rows: pd.DataFrame, params: list[str]) -> str:
     first, last = rows.iloc[0], rows.iloc[-1]
     return format_point(first, params) if len(rows) == 1 else f"{format_point(first, params)} .. {format_point(last, params)}"
-
-
-def format_duration(seconds: float) -> str:
-    """Readable duration: 42.0 s, 12.5 min, 3.20 h, 2.1 d."""
-    seconds = float(seconds)
-    if not np.isfinite(seconds):
-        return "n/a"
-    if abs(seconds) < 120:
-        return f"{seconds:.3g} s"
-    if abs(seconds) < 7200:
-        return f"{seconds / 60:.3g} min"
-    if abs(seconds) < 172800:
-        return f"{seconds / 3600:.3g} h"
-    return f"{seconds / 86400:.3g} d"

@@ -1,4 +1,5 @@
-"""Parameter points the user asks about: lists ("16,32,64"), ranges ("2:64:2") and fixed values."""
+"""Parameter points the user asks about (lists "16,32,64", ranges "2:64:2", fixed values) and how
+points and durations are written for people."""
 
 from __future__ import annotations
 
@@ -83,3 +84,16 @@ def format_point(point, params: list[str]) -> str:
 def _fmt(value) -> str:
     value = float(value)
     return str(int(value)) if value.is_integer() else f"{value:g}"
+
+
+def format_seconds(seconds: float) -> str:
+    """Readable duration: 850 us, 12.3 ms, 42.0 s, 12.5 min, 3.20 h, 2.10 d."""
+    seconds = float(seconds)
+    if not np.isfinite(seconds):
+        return "n/a"
+    size = abs(seconds)
+    for limit, scale, unit in ((1e-3, 1e6, "us"), (1.0, 1e3, "ms"), (120.0, 1.0, "s"),
+                               (7200.0, 1 / 60, "min"), (172800.0, 1 / 3600, "h")):
+        if size < limit:
+            return f"{seconds * scale:.3g} {unit}" if size else "0 s"
+    return f"{seconds / 86400:.3g} d"

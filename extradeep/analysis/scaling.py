@@ -64,7 +64,7 @@ def default_baseline(points: pd.DataFrame, params: list[str], ranks_param: str) 
 
 
 def scaling_table(models: pd.DataFrame, grid: pd.DataFrame, params: list[str], keys: list[str],
-                  baseline: dict, mode: str = "strong", ranks_param: str = "ranks") -> pd.DataFrame:
+                  baseline: dict, mode: str = "strong", ranks_param: str = "ranks", level: float = 0.95) -> pd.DataFrame:
     """Speedup, efficiency and runtime change of every model at every grid point vs ``baseline``."""
     if mode not in SCALING_MODES:
         raise InputError("--scaling", f"must be one of {', '.join(SCALING_MODES)}, got {mode!r}")
@@ -72,7 +72,7 @@ def scaling_table(models: pd.DataFrame, grid: pd.DataFrame, params: list[str], k
     if missing:
         raise InputError("baseline", f"gives no value for {', '.join(missing)}")
     base = pd.DataFrame([{p: float(baseline[p]) for p in params}])
-    table = predict_table(models, grid, params, keys)
+    table = predict_table(models, grid, params, keys, level)
     base_T = predict_table(models, base, params, keys)[[*keys, "T"]].rename(columns={"T": "T_base"})
     table = table.merge(base_T, on=keys, how="left")
     return add_scaling_columns(table, baseline, mode, ranks_param)

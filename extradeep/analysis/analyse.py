@@ -1,0 +1,199 @@
+"""One call from an Experiment to every model the answers need: :func:`analyse` -> :class:`Analysis`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from extradeep.analysis.epoch import (EPOCH_TIME, REGION_KEYS, EpochModel, application_steps, dataset_notes,
+                                      per_epoch, point_summary, step_values)
+from extradeep.analysis.cost import CostSettings, cost_table
+from extradeep.analysis.scaling import default_baseline, scaling_table
+from extradeep.errors import InputError
+from extradeep.experiment import TOTAL, Dataset, Experiment
+
+
+@dataclass
+class Analysis:
+    """The fitted models of one experiment: application quantities and every region and metric.
+
+    Values are in seconds (time), counts (visits) or bytes, per epoch when the dataset sizes are
+    known (``per == "epoch"``) and per training step otherwise.
+    """
+
+    params: list[str]
+    ranks_param: str
+    per: str
+    scaling: str
+    baseline: dict
+    application: pd.DataFrame          # quantity, params, rep, value
+    application_points: pd.DataFrame   # quantity, params, value (median), rep_min, rep_max, n_reps
+    application_models: pd.DataFrame   # quantity, model, formula, growth, smape, reason
+    regions: pd.DataFrame              # region, kind, category, metric, params, rep, value
+    region_points: pd.DataFrame        # region keys, params, value (median), rep_min, rep_max, n_reps
+    region_models: pd.DataFrame        # region keys, model, formula, growth, smape, reason
+    dataset: Dataset | None = None
+    notes: list[str] = field(default_factory=list)
+    options: dict = field(default_factory=dict)
+
+    @property
+    def points(self) -> pd.DataFrame:
+        """The modeled parameter points."""
+        source = self.application_points if not self.application_points.empty else self.region_points
+        return source[self.params].drop_duplicates().sort_values(self.params).reset_index(drop=True)
+
+    def model(self, quantity: str = EPOCH_TIME):
+        """The model of an application quantity, or None when it could not be modeled."""
+        rows = self.application_models[self.application_models["quantity"] == quantity]
+        return None if rows.empty else rows["model"].iloc[0]
+
+
+def per_unit(dataset: Dataset | None) -> str:
+    return "epoch" if dataset is not None else "step"
+
+
+def ranks_parameter(params: list[str], preferred: str | None = None) -> str:
+    """The parameter that counts ranks (resources): ``preferred``, else "ranks", else the first."""
+    if preferred:
+        if preferred not in params:
+            raise InputError("--ranks-param", f"{preferred!r} is not a parameter ({', '.join(params)})")
+        return preferred
+    return "ranks" if "ranks" in params else params[0]
+
+
+def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dict | None = None,
+            scaling: str | None = None, ranks_param: str | None = None, metrics=("time", "visits", "bytes"),
+            progress=None) -> Analysis:
+    """Fit application and region models of ``experiment`` (per epoch when a dataset is known).
+
+    ``options`` go to the modeler (exponents, terms, nonnegative, min_points); ``scaling`` is
+    "strong" or "weak" (default: the dataset's weak_scaling flag).
+    """
+    dataset = dataset or experiment.dataset
+    params = list(experiment.params)
+    if not params:
+        raise InputError(None, "the experiment has no modeled parameters (give --param)")
+    steps = step_values(experiment, metrics)
+    notes = dataset_notes(experiment, dataset, steps)
+    app_steps = application_steps(steps, params)
+    # Category sums (kind total) are modeled once, as application quantities, not again as regions.
+    region_steps = steps[steps["kind"] != TOTAL].reset_index(drop=True)
+    fixed = experiment.fixed_params
+    application = per_epoch(app_steps, ["quantity"], params, dataset, fixed)
+    regions = per_epoch(region_steps, REGION_KEYS, params, dataset, fixed)
+    _say(progress, "modeling the application quantities")
+    app_models = fit_phase_models(app_steps, ["quantity"], params, dataset, fixed, options)
+    _say(progress, f"modeling {len(regions[REGION_KEYS].drop_duplicates())} region metrics")
+    region_models = fit_phase_models(region_steps, REGION_KEYS, params, dataset, fixed, options)
+    app_points = point_summary(application, ["quantity"], params)
+    ranks = ranks_parameter(params, ranks_param)
+    mode = scaling or ("weak" if dataset is not None and dataset.weak_scaling else "strong")
+    baseline = default_baseline(app_points if not app_points.empty else regions, params, ranks)
+    if EPOCH_TIME not in set(application["quantity"]):
+        notes.append("no step marks were measured, so there is no measured time per "
+                     f"{per_unit(dataset)}; the GPU-activity sum (paper Eq. 6) stands in for it")
+    return Analysis(params, ranks, per_unit(dataset), mode, baseline, application, app_points, app_models,
+                    regions, point_summary(regions, REGION_KEYS, params), region_models, dataset, notes,
+                    dict(options or {}))
+
+
+def fit_phase_models(steps: pd.DataFrame, keys: list[str], params: list[str], dataset: Dataset | None,
+                     fixed: dict, options: dict | None) -> pd.DataFrame:
+    """Fit per-step models per phase and combine them per key into epoch models (or, without a
+    dataset, keep the training-step model)."""
+    from extradeep.modeling import fit_models
+
+    phases = ("train", "val") if dataset is not None else ("train",)
+    data = steps[steps["phase"].isin(phases)]
+    # A phase in which a region never ran (all zeros) adds nothing: no model needed there.
+    ran = (data["value"] != 0).groupby([data[k] for k in [*keys, "phase"]]).transform("any")
+    data = data[ran.to_numpy(dtype=bool)]
+    columns = [*keys, "model", "formula", "growth", "smape", "reason"]
+    if data.empty:
+        return pd.DataFrame(columns=columns)
+    fitted = fit_models(data, params, value="value", by=(*keys, "phase"), rep="rep", options=options)
+    rows = []
+    for key, group in fitted.groupby(keys, sort=True):
+        by_phase = {row.phase: row for row in group.itertuples(index=False)}
+        model = _combine(by_phase.get("train"), by_phase.get("val"), dataset, params, fixed)
+        reasons = "; ".join(f"{r.phase}: {r.reason}" for r in by_phase.values() if r.model is None and r.reason)
+        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "model": model,
+                     "formula": "" if model is None else model.formula(),
+                     "growth": "" if model is None else model.growth(),
+                     "smape": np.nan if model is None else float(getattr(model, "smape", np.nan)),
+                     "reason": "" if model is not None else reasons})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _combine(train, val, dataset, params, fixed):
+    train_model = None if train is None else train.model
+    if dataset is None:
+        return train_model
+    val_model = None if val is None else val.model
+    # A phase that ran but could not be modeled would make the epoch value wrong: no model then.
+    if (train is not None and train_model is None) or (val is not None and val_model is None):
+        return None
+    return EpochModel(train_model, val_model, dataset, params, fixed)
+
+
+def _say(progress, message: str) -> None:
+    if progress is not None:
+        progress(message)
+
+
+def primary_quantity(analysis: Analysis) -> str:
+    """The time the answers use: measured epoch time, else the GPU-activity sum."""
+    for quantity in (EPOCH_TIME, "gpu total"):
+        if analysis.model(quantity) is not None:
+            return quantity
+    raise InputError(None, "no model of the time per epoch/step could be made (see the notes above)")
+
+
+def subset_experiment(experiment: Experiment, keep: pd.DataFrame) -> Experiment:
+    """The experiment restricted to the parameter points listed in ``keep`` (for evaluation)."""
+    params = experiment.params
+
+    def restrict(frame: pd.DataFrame) -> pd.DataFrame:
+        if frame.empty or not set(params) <= set(frame.columns):
+            return frame
+        marks = frame[params].astype(float).merge(keep[params].astype(float).drop_duplicates(),
+                                                  how="left", indicator=True)["_merge"].to_numpy()
+        return frame[marks == "both"].reset_index(drop=True)
+
+    values, points = restrict(experiment.values), restrict(experiment.points)
+    if points.empty:
+        raise InputError(None, "no measured points are left for modeling")
+    return replace(experiment, values=values, points=points, provenance=restrict(experiment.provenance))
+
+
+def prediction_table(analysis: Analysis, grid: pd.DataFrame, cost: CostSettings | None = None,
+                     level: float = 0.95) -> pd.DataFrame:
+    """Every application quantity at every ``grid`` point: T with its prediction interval,
+    speedup, efficiency and runtime change vs the baseline, and (with ``cost``) core-hours,
+    GPU-hours and cost."""
+    table = scaling_table(analysis.application_models, grid, analysis.params, ["quantity"], analysis.baseline,
+                          analysis.scaling, analysis.ranks_param, level=level)
+    if cost is not None and not table.empty:
+        table = cost_table(table, replace(cost, ranks_param=analysis.ranks_param), analysis.params)
+    return table
+
+
+def analyse_table(table: pd.DataFrame, params: list[str], options: dict | None = None, scaling: str | None = None,
+                  ranks_param: str | None = None) -> Analysis:
+    """Models of a plain measurement table (region, metric, params, rep, value), e.g. an Extra-P
+    text file: region models only, fastest-growing first; no epoch or category quantities."""
+    from extradeep.modeling import fit_models
+
+    table = table.assign(kind="region", category="")
+    models = fit_models(table, params, value="value", by=tuple(REGION_KEYS), rep="rep", options=options)
+    order = sorted(range(len(models)), key=lambda i: models["growth_key"].iloc[i] or (-1.0, -1.0), reverse=True)
+    models = models.iloc[order].reset_index(drop=True)
+    ranks = ranks_parameter(params, ranks_param)
+    empty = pd.DataFrame(columns=["quantity", *params, "value"])
+    return Analysis(params, ranks, "measurement", scaling or "strong", default_baseline(table, params, ranks),
+                    empty.assign(rep=[]), empty, pd.DataFrame(columns=["quantity", "model"]),
+                    table, point_summary(table, REGION_KEYS, params), models,
+                    notes=["plain measurement table: values are modeled as given (no epochs, no categories)"],
+                    options=dict(options or {}))

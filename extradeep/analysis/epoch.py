@@ -1,0 +1,196 @@
+"""Application values per epoch (paper section 2.3.2) and the models that predict them.
+
+The primary "epoch time" is the measured NVTX step wall time: median step duration x n_t plus
+validation step duration x n_v. It includes GPU idle time and overlap, which sums of kernel times
+miss. Beside it, the paper's breakdown (Eq. 6-10): computation, communication and memory, each the
+sum of the per-region medians (GPU activity, plus MPI for communication), and "idle", the part of
+the step that no GPU activity covers.
+
+Models are fitted to the per-step values of each phase and combined with the exact step counts,
+F(x) = n_t(x) * V_t(x) + n_v(x) * V_v(x) (Eq. 4 with Eq. 2-3 evaluated, not fitted): n_t falls
+like 1/G under strong scaling, a shape PMNF's non-negative exponents cannot extrapolate.
+Without dataset sizes, everything is per training step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from extradeep.experiment import NEED_DATASET, TOTAL, Dataset, Experiment
+
+EPOCH_TIME = "epoch time"
+GPU_KINDS = ("kernel", "memcpy", "memset")
+BREAKDOWN = ("computation", "communication", "memory")
+QUANTITIES = (EPOCH_TIME, *BREAKDOWN, "gpu total", "idle")
+QUANTITY_HELP = {
+    EPOCH_TIME: "measured NVTX step wall time x steps (the primary time per epoch)",
+    "computation": "sum of computation kernels (Eq. 8)",
+    "communication": "sum of NCCL kernels and MPI calls (Eq. 9)",
+    "memory": "sum of memcpy and memset (Eq. 10)",
+    "gpu total": "computation + communication + memory (paper Eq. 6)",
+    "idle": "step time not covered by GPU activity (a lower bound when streams overlap)",
+}
+REGION_KEYS = ["region", "kind", "category", "metric"]
+
+
+def step_values(experiment: Experiment, metrics=("time", "visits", "bytes")) -> pd.DataFrame:
+    """Per-step medians per region, metric, phase (train/val), point and repetition.
+
+    Regions absent from a phase have value 0 there (the sum over no events)."""
+    wide = experiment.step_table(per_rep=True)
+    wide = wide[wide["metric"].isin(metrics)]
+    keys = [*REGION_KEYS, *experiment.params, "rep"]
+    phases = [p for p in ("train", "val") if p in wide.columns]
+    long = wide.melt(id_vars=keys, value_vars=phases, var_name="phase", value_name="value")
+    return long[[*REGION_KEYS, "phase", *experiment.params, "rep", "value"]]
+
+
+def application_steps(steps: pd.DataFrame, params: list[str]) -> pd.DataFrame:
+    """Application quantities per step (seconds) per phase, point and repetition.
+
+    Quantities that were not measured (e.g. no step marks) are left out rather than shown as 0."""
+    time = steps[steps["metric"] == "time"]
+    keys = ["phase", *params, "rep"]
+    frames = []
+    step = time[time["kind"] == "step"]
+    if not step.empty:
+        frames.append(step[keys + ["value"]].assign(quantity=EPOCH_TIME))
+    for name, rows in time[time["kind"] == TOTAL].groupby("region"):
+        frames.append(rows[keys + ["value"]].assign(quantity="gpu total" if name == TOTAL else name))
+    if not step.empty:
+        frames.append(_idle(time, step, keys))
+    if not frames:
+        return pd.DataFrame(columns=["quantity", *keys, "value"])
+    out = pd.concat(frames, ignore_index=True)
+    return out[["quantity", *keys, "value"]].sort_values(["quantity", *keys]).reset_index(drop=True)
+
+
+def _idle(time: pd.DataFrame, step: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    # Only GPU work counts as busy; MPI calls are CPU time. Summing GPU activity over-counts busy
+    # time when streams overlap, so this idle time is a lower bound.
+    gpu = time[time["kind"].isin(GPU_KINDS) & time["category"].isin(BREAKDOWN)]
+    busy = gpu.groupby(keys)["value"].sum().rename("busy")
+    frame = step[keys + ["value"]].join(busy, on=keys)
+    frame["value"] = np.maximum(frame["value"] - frame["busy"].fillna(0.0), 0.0)
+    return frame[keys + ["value"]].assign(quantity="idle")
+
+
+def per_epoch(steps: pd.DataFrame, keys: list[str], params: list[str], dataset: Dataset | None,
+              fixed: dict | None = None) -> pd.DataFrame:
+    """F = n_t * V_t + n_v * V_v per key, point and repetition (Eq. 4); without a dataset, V_t."""
+    wide = steps.pivot_table(index=[*keys, *params, "rep"], columns="phase", values="value",
+                             aggfunc="first").reset_index()
+    for phase in ("train", "val"):
+        if phase not in wide.columns:
+            wide[phase] = 0.0
+    wide[["train", "val"]] = wide[["train", "val"]].fillna(0.0)
+    if dataset is None:
+        wide["value"] = wide["train"]
+    else:
+        n_t, n_v = dataset.steps_per_epoch(wide, fixed)
+        wide["value"] = n_t * wide["train"] + n_v * wide["val"]
+    return wide[[*keys, *params, "rep", "value"]]
+
+
+def point_summary(values: pd.DataFrame, keys: list[str], params: list[str]) -> pd.DataFrame:
+    """Median over repetitions with the min/max spread, one row per key and point."""
+    group = values.groupby([*keys, *params], sort=True)["value"]
+    out = group.median().rename("value").to_frame()
+    out["rep_min"] = group.min()
+    out["rep_max"] = group.max()
+    out["n_reps"] = group.size()
+    return out.reset_index()
+
+
+def dataset_notes(experiment: Experiment, dataset: Dataset | None, steps: pd.DataFrame) -> list[str]:
+    if dataset is None:
+        return [NEED_DATASET]
+    notes = []
+    if dataset.val_samples and not (steps["phase"] == "val").any():
+        notes.append("no validation steps were measured: epoch values include training only")
+    n_t, _ = dataset.steps_per_epoch(experiment.points[experiment.params].drop_duplicates(), experiment.fixed_params)
+    if (n_t == 0).any():
+        notes.append("some points have fewer training samples per rank than one batch: n_t = 0 there")
+    return notes
+
+
+@dataclass
+class EpochModel:
+    """A per-epoch model made of per-step PMNF models and the exact step counts (Eq. 2-4).
+
+    Same interface as :class:`extradeep.modeling.Model`; growth is that of the training-step model.
+    """
+
+    train: object | None
+    val: object | None
+    dataset: Dataset
+    params: list[str]
+    fixed: dict
+
+    def steps(self, X) -> tuple[np.ndarray, np.ndarray]:
+        points = pd.DataFrame(np.asarray(X, dtype=float).reshape(-1, len(self.params)), columns=self.params)
+        return self.dataset.steps_per_epoch(points, self.fixed)
+
+    def _parts(self, X, evaluate):
+        n_t, n_v = self.steps(X)
+        out = []
+        for model, n in ((self.train, n_t), (self.val, n_v)):
+            if model is not None:
+                value = evaluate(model)
+                out.append(tuple(n * np.asarray(v, float).reshape(-1) for v in value) if isinstance(value, tuple)
+                           else n * np.asarray(value, float).reshape(-1))
+        return out, np.ndim(X) == 0 or (len(self.params) > 1 and np.ndim(X) == 1)
+
+    def predict(self, X):
+        parts, scalar = self._parts(X, lambda m: m.predict(X))
+        total = np.sum(parts, axis=0)
+        return float(total[0]) if scalar else total
+
+    def interval(self, X, level: float = 0.95):
+        # Bounds add up as if train and validation errors were fully correlated: conservative.
+        parts, scalar = self._parts(X, lambda m: m.interval(X, level=level))
+        lo, hi = np.sum([p[0] for p in parts], axis=0), np.sum([p[1] for p in parts], axis=0)
+        return (float(lo[0]), float(hi[0])) if scalar else (lo, hi)
+
+    @property
+    def lead(self):
+        return self.train if self.train is not None else self.val
+
+    def formula(self, names: dict | None = None, digits: int = 4) -> str:
+        parts = [f"n_{p[0]} * ({m.formula(names, digits)})" for p, m in (("train", self.train), ("val", self.val))
+                 if m is not None]
+        return " + ".join(parts)
+
+    def __str__(self) -> str:
+        return self.formula()
+
+    def growth(self, names: dict | None = None) -> str:
+        return f"{self.lead.growth(names)} per step"
+
+    def growth_key(self):
+        return self.lead.growth_key()
+
+    @property
+    def smape(self) -> float:
+        return float(getattr(self.lead, "smape", np.nan))
+
+    def to_dict(self) -> dict:
+        return {"type": "epoch", "dataset": asdict(self.dataset), "params": list(self.params),
+                "fixed": dict(self.fixed),
+                "train": None if self.train is None else self.train.to_dict(),
+                "val": None if self.val is None else self.val.to_dict()}
+
+
+def model_from_dict(data: dict | None):
+    """A Model or EpochModel from its ``to_dict()``."""
+    from extradeep.modeling import Model
+
+    if data is None:
+        return None
+    if data.get("type") != "epoch":
+        return Model.from_dict(data)
+    return EpochModel(model_from_dict(data["train"]), model_from_dict(data["val"]), Dataset(**data["dataset"]),
+                      list(data["params"]), dict(data["fixed"]))

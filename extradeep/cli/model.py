@@ -1,0 +1,165 @@
+"""`extradeep model`: performance models of time per epoch, its breakdown and every region."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from extradeep.cli.common import add_reading_arguments
+from extradeep.errors import InputError
+
+HELP = "model time per epoch, its breakdown and every kernel from profiles (Q1-Q4)"
+DESCRIPTION = """Model how training scales, from Nsight Systems exports of a few small runs.
+
+Prints the time-per-epoch model (from the measured NVTX step time) with prediction intervals, the
+computation/communication/memory/idle breakdown, predictions with speedup, efficiency and cost,
+and the regions whose time grows fastest.
+
+examples:
+  extradeep model sample_profiles/ --param ranks
+  extradeep model runs/ --param ranks --train-samples 50000 --val-samples 10000 --batch-size 64 \\
+      --predict 16,32,64 --price-per-gpu-hour 2.5 --json models.json --save exp.sqlite
+  extradeep model measurements.txt          # an Extra-P text file
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_reading_arguments(parser)
+    add_analysis_arguments(parser)
+    out = parser.add_argument_group("output")
+    out.add_argument("--top", type=int, default=10, metavar="N", help="regions shown in the bottleneck table (default 10)")
+    out.add_argument("--json", metavar="FILE", help="write every model and value as JSON (schema: docs/json-schema.md)")
+    out.add_argument("--save", metavar="FILE", help="save the experiment and its models as one SQLite file")
+
+
+def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
+    """Modeler, prediction, scaling and cost options shared by model, budget, evaluate and report."""
+    mod = parser.add_argument_group("modeler")
+    mod.add_argument("--exponents-i", metavar="LIST", help="polynomial exponents, e.g. 0,1/2,1,3/2,2 (default: Extra-P's set)")
+    mod.add_argument("--exponents-j", metavar="LIST", help="logarithm exponents, e.g. 0,1,2 (default 0,1,2)")
+    mod.add_argument("--terms", type=int, metavar="N", help="terms per parameter besides the constant (1-3, default 1)")
+    mod.add_argument("--nonnegative", action="store_true", default=None, help="only non-negative coefficients")
+    ana = parser.add_argument_group("analysis")
+    ana.add_argument("--predict", metavar="LIST", help="predict at these values of the ranks parameter: 16,32,64 or 8:64:8 (default: 2x, 4x, 8x the largest measured)")
+    ana.add_argument("--at", action="append", metavar="PARAM=VALUE", help="value of another parameter for predictions (repeatable; default: the baseline's)")
+    ana.add_argument("--scaling", choices=("strong", "weak"), help="how efficiency is defined (default: weak with --weak-scaling, else strong)")
+    ana.add_argument("--ranks-param", metavar="NAME", help="the parameter that counts ranks (default: ranks, else the first)")
+    ana.add_argument("--level", type=float, default=0.95, metavar="P", help="prediction interval level (default 0.95)")
+    cost = parser.add_argument_group("cost (paper Eq. 14)")
+    cost.add_argument("--cores-per-rank", type=float, default=1.0, metavar="N", help="CPU cores per rank (default 1)")
+    cost.add_argument("--gpus-per-rank", type=float, default=1.0, metavar="N", help="GPUs per rank (default 1)")
+    cost.add_argument("--gpus-per-node", type=float, metavar="N", help="GPUs per node (needed for `nodes` in --cost-formula)")
+    cost.add_argument("--price-per-core-hour", type=float, metavar="X", help="price of one core-hour")
+    cost.add_argument("--price-per-gpu-hour", type=float, metavar="X", help="price of one GPU-hour")
+    cost.add_argument("--cost-formula", metavar="EXPR", help="custom cost, e.g. 'T/3600 * nodes * 12.5' (T in seconds; "
+                      "variables: T, ranks, gpus, nodes, every parameter; + - * / ** min max ceil floor)")
+
+
+def modeler_options(args) -> dict:
+    from extradeep.cli.common import resolve_options
+
+    options = {"min_points": int(resolve_options(args)["min_points"])}
+    for flag, key in (("exponents_i", "exponents_i"), ("exponents_j", "exponents_j")):
+        text = getattr(args, flag, None)
+        if text:
+            options[key] = tuple(part.strip() for part in text.split(",") if part.strip())
+    if getattr(args, "terms", None) is not None:
+        options["n_terms"] = args.terms
+    if getattr(args, "nonnegative", None):
+        options["nonnegative"] = True
+    return options
+
+
+def cost_settings(args):
+    from extradeep.analysis.cost import CostSettings
+
+    return CostSettings(cores_per_rank=args.cores_per_rank, gpus_per_rank=args.gpus_per_rank,
+                        gpus_per_node=args.gpus_per_node, price_per_core_hour=args.price_per_core_hour,
+                        price_per_gpu_hour=args.price_per_gpu_hour, formula=args.cost_formula)
+
+
+def progress_line(message: str) -> None:
+    print(f"extradeep: {message} ...", file=sys.stderr, flush=True)
+
+
+def is_extrap_text(profiles: list[str]) -> bool:
+    """One plain-text file (not SQLite) among PROFILES: an Extra-P text input."""
+    if len(profiles) != 1 or not Path(profiles[0]).is_file():
+        return False
+    with open(profiles[0], "rb") as handle:
+        return not handle.read(16).startswith(b"SQLite format 3")
+
+
+def analysis_from_args(args):
+    """(Analysis, Experiment or None) from PROFILES and the options; progress on stderr."""
+    from extradeep.analysis.analyse import analyse, analyse_table
+    from extradeep.cli.common import experiment_from_args
+
+    if not 0 < args.level < 1:
+        raise InputError("--level", f"must be between 0 and 1, got {args.level}")
+    if is_extrap_text(args.profiles or []):
+        from extradeep.modeling import read_extrap_text
+
+        table = read_extrap_text(args.profiles[0])
+        return analyse_table(table, table.attrs["params"], modeler_options(args), args.scaling, args.ranks_param), None
+    experiment = experiment_from_args(args)
+    analysis = analyse(experiment, options=modeler_options(args), scaling=args.scaling,
+                       ranks_param=args.ranks_param, progress=progress_line)
+    return analysis, experiment
+
+
+def prediction_grid(args, analysis):
+    """The points to predict at: --predict along the ranks parameter, others from --at or the baseline."""
+    from extradeep.analysis.points import parse_fixed, parse_values, point_grid
+
+    ranks = analysis.ranks_param
+    if args.predict:
+        values = parse_values(args.predict, "--predict")
+    else:
+        largest = float(analysis.points[ranks].max())
+        values = [largest * 2, largest * 4, largest * 8]
+    fixed = {**analysis.baseline, **parse_fixed(args.at, analysis.params)}
+    return point_grid(values, analysis.params, ranks, fixed)
+
+
+def run(args) -> int:
+    from extradeep.analysis.analyse import prediction_table
+    from extradeep.analysis.bottlenecks import bottleneck_table
+    from extradeep.report import summary
+
+    analysis, experiment = analysis_from_args(args)
+    if analysis.application_models.empty:
+        print(summary.header(analysis))
+        print(summary.region_section(analysis.region_models, args.top))
+        print(summary.notes_section(analysis.notes))
+        _write_outputs(args, analysis, experiment, None, None, None)
+        return 0
+    cost = cost_settings(args)
+    grid = prediction_grid(args, analysis)
+    predictions = prediction_table(analysis, grid, cost, args.level)
+    target = grid.iloc[-1].to_dict()
+    bottlenecks = bottleneck_table(analysis.region_models, target, analysis.params)
+    n_exports = len(experiment.provenance) if experiment is not None else None
+    parts = [summary.header(analysis, n_exports), summary.application_section(analysis),
+             summary.measured_section(analysis, args.level),
+             summary.prediction_section(analysis, predictions, args.level, cost.unit),
+             summary.bottleneck_section(bottlenecks.head(args.top), target, analysis.params, analysis.per),
+             summary.notes_section(analysis.notes)]
+    print("\n".join(p for p in parts if p))
+    _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost)
+    return 0
+
+
+def _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost) -> None:
+    from extradeep.report.jsonout import save_models, write_json
+
+    if args.json:
+        write_json(args.json, analysis, predictions, bottlenecks, cost, args.level)
+        print(f"extradeep: wrote {args.json}", file=sys.stderr)
+    if args.save:
+        if experiment is None:
+            raise InputError("--save", "only experiments read from profiles can be saved")
+        experiment.save(args.save)
+        save_models(args.save, analysis)
+        print(f"extradeep: saved the experiment and models to {args.save}", file=sys.stderr)

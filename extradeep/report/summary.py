@@ -1,0 +1,115 @@
+"""The terminal report of `extradeep model`: epoch models, breakdown, predictions, bottlenecks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from extradeep.analysis.analyse import Analysis, primary_quantity
+from extradeep.analysis.epoch import BREAKDOWN, EPOCH_TIME, QUANTITIES
+from extradeep.analysis.points import format_point
+from extradeep.report.text import (format_interval, format_pct, format_value, points_text, render_table, section,
+                                   shorten)
+
+NAME_WIDTH = 44
+
+
+def header(analysis: Analysis, n_exports: int | None = None) -> str:
+    points = analysis.points
+    reps = int(analysis.application_points["n_reps"].max()) if not analysis.application_points.empty else None
+    lines = [f"{len(points)} configurations ({points_text(points, analysis.params)})"
+             + (f", {reps} repetition(s) each" if reps else "")
+             + (f", {n_exports} exports" if n_exports else "") + f"; {analysis.scaling} scaling"]
+    ds = analysis.dataset
+    if ds is not None:
+        lines.append(f"Values per epoch: {ds.train_samples:,.0f} training + {ds.val_samples:,.0f} validation "
+                     f"samples, batch {ds.batch_per_rank} per rank, G = {ds.gpus_param}, M = {ds.model_parallel}"
+                     + (", data sets grow with G (weak scaling)" if ds.weak_scaling else ""))
+    else:
+        lines.append("Values per training step (give --train-samples and --batch-size for per-epoch values)")
+    return "\n".join(lines) + "\n"
+
+
+def application_section(analysis: Analysis) -> str:
+    rows = []
+    for quantity in QUANTITIES:
+        found = analysis.application_models[analysis.application_models["quantity"] == quantity]
+        if found.empty:
+            continue
+        row = found.iloc[0]
+        if row["model"] is None:
+            rows.append([quantity, f"(no model: {row['reason']})", "", ""])
+        else:
+            rows.append([quantity, row["formula"], row["growth"], format_pct(row["smape"], 2)])
+    title = (f"Application models per {analysis.per} (seconds; p = {analysis.ranks_param}"
+             + ("; fitted per step, times the steps per epoch n_t, n_v" if analysis.per == "epoch" else "") + ")")
+    return section(title, render_table(["quantity", "model", "growth", "SMAPE"], rows, "llll"))
+
+
+def measured_section(analysis: Analysis, level: float) -> str:
+    """Measured medians (repetition range) next to the model at every modeled point."""
+    quantity = primary_quantity(analysis)
+    model = analysis.model(quantity)
+    pts = analysis.application_points
+    wide = pts.pivot_table(index=analysis.params, columns="quantity", values="value")
+    rows = []
+    for _, r in pts[pts["quantity"] == quantity].iterrows():
+        X = r[analysis.params].to_numpy(float)
+        X = X[0] if len(analysis.params) == 1 else X.reshape(1, -1)
+        predicted = float(np.asarray(model.predict(X)).reshape(-1)[0])
+        key = tuple(r[analysis.params]) if len(analysis.params) > 1 else r[analysis.params[0]]
+        share = wide.loc[key, "idle"] / wide.loc[key, EPOCH_TIME] if {"idle", EPOCH_TIME} <= set(wide.columns) else np.nan
+        rows.append([format_point(r, analysis.params), format_value(r["value"]),
+                     f"{format_value(r['rep_min'])} .. {format_value(r['rep_max'])}", format_value(predicted),
+                     format_pct((predicted - r["value"]) / r["value"] * 100, 2),
+                     *[format_value(wide.loc[key, c]) if c in wide.columns else "n/a" for c in BREAKDOWN],
+                     format_pct(share * 100)])
+    headers = ["point", f"{quantity} measured", "repetitions", "model", "error",
+               *BREAKDOWN, "idle share"]
+    return section(f"Measured (median of repetitions) vs model, per {analysis.per}", render_table(headers, rows))
+
+
+def prediction_section(analysis: Analysis, predictions: pd.DataFrame, level: float, cost_unit: str | None) -> str:
+    quantity = primary_quantity(analysis)
+    main = predictions[predictions["quantity"] == quantity].reset_index(drop=True)
+    wide = predictions.pivot_table(index=analysis.params, columns="quantity", values="T")
+    rows = []
+    for _, r in main.iterrows():
+        key = tuple(r[analysis.params]) if len(analysis.params) > 1 else r[analysis.params[0]]
+        idle = wide.loc[key, "idle"] / r["T"] if "idle" in wide.columns and r["T"] > 0 else np.nan
+        row = [format_point(r, analysis.params), format_interval(r["T"], r["T_lo"], r["T_hi"]),
+               f"{r['speedup']:.2f}", f"{r['efficiency']:.2f}", format_pct(r["runtime_change_pct"]),
+               format_pct(idle * 100)]
+        if cost_unit:
+            row.append(f"{r['cost']:.4g}")
+        rows.append(row)
+    headers = ["point", f"{quantity} [{level:.0%} interval]", "speedup", "efficiency", "runtime change", "idle share"]
+    if cost_unit:
+        headers.append(f"{cost_unit}/{analysis.per}")
+    title = (f"Predictions per {analysis.per} ({analysis.scaling} scaling; baseline "
+             f"{format_point(analysis.baseline, analysis.params)})")
+    return section(title, render_table(headers, rows))
+
+
+def bottleneck_section(table: pd.DataFrame, target: dict, params: list[str], per: str) -> str:
+    if table.empty:
+        return section("Top regions by growth", "  (no region could be modeled)")
+    rows = [[int(r["rank"]), shorten(r["region"], NAME_WIDTH), r["category"], r["growth"],
+             shorten(r["formula"], 60), format_value(r["predicted"]), format_pct(r["share_of_category"] * 100)]
+            for _, r in table.iterrows()]
+    title = (f"Top regions by growth, then by share at {format_point(target, params)} "
+             f"(GPU time per {per})")
+    headers = ["#", "region", "category", "growth", "model", "predicted", "of category"]
+    return section(title, render_table(headers, rows, "rllllrr"))
+
+
+def region_section(models: pd.DataFrame, top: int) -> str:
+    """Models of plain region tables (Extra-P text input): every region and metric."""
+    rows = [[shorten(str(r["region"]), NAME_WIDTH), r["metric"], r["formula"] or f"(no model: {r['reason']})",
+             r["growth"], format_pct(r["smape"], 2)] for _, r in models.head(top).iterrows()]
+    return section(f"Region models ({len(models)} in all)", render_table(["region", "metric", "model", "growth", "SMAPE"],
+                                                                         rows, "lllll"))
+
+
+def notes_section(notes: list[str]) -> str:
+    return section("Notes", "\n".join(f"  - {n}" for n in notes)) if notes else ""
