@@ -149,19 +149,27 @@ def read_manifest(manifest, aliases: dict | None = None) -> pd.DataFrame:
     return _with_stat(rows)
 
 
-def _toml_records(manifest: Path) -> list[dict]:
+def read_toml(path) -> dict:
+    """Parse a TOML file (tomllib on 3.11+, tomli on 3.10 when installed); errors are one line."""
+    path = Path(path)
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10 only
         try:
             import tomli as tomllib
         except ModuleNotFoundError:
-            raise InputError(manifest, "TOML manifests need Python 3.11 or the tomli package; use a CSV manifest") from None
+            raise InputError(path, "TOML files need Python 3.11 or the tomli package; use a CSV manifest") from None
     try:
-        data = tomllib.loads(manifest.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(path, f"cannot read ({exc.strerror})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(manifest, f"not valid TOML: {exc}") from None
-    records = data.get("run", data.get("runs"))
+        raise InputError(path, f"not valid TOML: {exc}") from None
+
+
+def _toml_records(manifest: Path) -> list[dict]:
+    records = read_toml(manifest)
+    records = records.get("run", records.get("runs"))
     if not isinstance(records, list):
         raise InputError(manifest, "a TOML manifest lists runs as [[run]] tables with path = ...")
     # `params = {ranks = 4}` sub-tables are flattened next to path, rank and rep.

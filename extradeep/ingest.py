@@ -75,7 +75,9 @@ def load_experiment(
     frames = {path: r["frame"] for path, r in zip(runs["path"], results) if r["problem"] is None}
     runs = runs[[not f for f in failed]].reset_index(drop=True)
     if runs.empty:
-        raise InputError(None, f"no usable exports: {summary(problems)}\n" + "\n".join(problems))
+        error = InputError(None, f"no usable exports among {len(failed)} file(s); first problem: {problems[0]}")
+        error.problems = problems
+        raise error
     runs, duplicates = discover.drop_duplicates(runs)
     problems += duplicates + discover.missing_ranks(runs)
 
@@ -175,10 +177,6 @@ def read_one(path: str, settings: ReaderSettings) -> dict:
     except (sqlite3.Error, OSError, UnicodeError, ValueError) as exc:
         result["problem"] = f"{path}: cannot read ({type(exc).__name__}: {exc})"
     return result
-
-
-def summary(problems: list[str]) -> str:
-    return f"{len(problems)} problem(s)" if problems else "no problems"
 
 
 # --- cache -------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from extradeep.errors import InputError
 
@@ -81,20 +80,9 @@ def resolve_options(args: argparse.Namespace) -> dict:
 
 
 def read_config(path) -> dict:
-    path = Path(path)
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10 without tomli
-        try:
-            import tomli as tomllib
-        except ModuleNotFoundError:
-            raise InputError(path, "TOML config files need Python 3.11 or the tomli package") from None
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(path, f"cannot read config file ({exc.strerror})") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"not valid TOML: {exc}") from None
+    from extradeep.discover import read_toml
+
+    data = read_toml(path)
     config = {str(k).replace("-", "_"): v for k, v in data.items()}
     unknown = sorted(set(config) - set(DEFAULTS))
     if unknown:
@@ -169,7 +157,8 @@ def experiment_from_args(args: argparse.Namespace, progress=None):
         if getattr(args, "min_points", None) is not None:
             experiment.set_min_points(args.min_points)
     else:
-        experiment = load_experiment(
+        experiment = _load_reporting(
+            load_experiment,
             profiles or None,
             params=options["param"] or None,
             settings=reader_settings(options),
@@ -184,6 +173,16 @@ def experiment_from_args(args: argparse.Namespace, progress=None):
         )
     report_problems(experiment, sys.stderr)
     return experiment
+
+
+def _load_reporting(load, *args, **kwargs):
+    """Call `load`; when nothing usable remains, print every problem before the error line."""
+    try:
+        return load(*args, **kwargs)
+    except InputError as exc:
+        for problem in getattr(exc, "problems", []):
+            print(f"extradeep: warning: {problem}", file=sys.stderr)
+        raise
 
 
 def _check_params(experiment, params, aliases, source) -> None:

@@ -1,0 +1,229 @@
+"""Ingest end to end on simulator output: truth within the noise, read-only inputs, bad files in a
+batch, the per-file cache, parallel reading, and the shared CLI reading options."""
+
+import argparse
+import io
+import os
+import shutil
+
+import pandas as pd
+import pytest
+
+from extradeep.cli.common import add_reading_arguments, experiment_from_args
+from extradeep.discover import file_sha256
+from extradeep.errors import InputError
+from extradeep.experiment import Dataset
+from extradeep.ingest import Progress, load_experiment
+from extradeep.simulate import simulate
+
+VARIANTS = {
+    "ranges-2026-strong": dict(marks="ranges", layout="2026", scaling="strong", nvtx_strings="text"),
+    "marks-2022-weak": dict(marks="marks", layout="2022", scaling="weak", nvtx_strings="textId"),
+    "profiler-2026-strong": dict(marks="profiler", layout="2026", scaling="strong", nvtx_strings="text"),
+}
+# Per-instance noise 2 %, per rank and per repetition 1 % (lognormal); medians over 3 steps, ranks and
+# 2 repetitions stay well inside 10 %. Step times also carry waiting on the slowest rank.
+TIME_RTOL = 0.10
+
+
+def _hashes(directory):
+    return {p.name: file_sha256(p) for p in sorted(directory.glob("*.sqlite"))}
+
+
+@pytest.fixture(scope="session", params=list(VARIANTS))
+def simulated(request, tmp_path_factory):
+    out = tmp_path_factory.mktemp(request.param)
+    sim = simulate(out, app="toy", params={"ranks": [1, 2, 3, 4, 5]}, repetitions=2, epochs=2, train_steps=3,
+                   val_steps=2, seed=11, **VARIANTS[request.param])
+    before = _hashes(out)
+    experiment = load_experiment(out, ["ranks"], jobs=1, use_cache=False, progress=False,
+                                 dataset=Dataset(**sim.truth["dataset"]))
+    return out, sim.truth, experiment, before
+
+
+def _assert_close(got, want, metric, what):
+    rtol = TIME_RTOL if metric == "time" else 1e-9
+    assert got == pytest.approx(want, rel=rtol), what
+
+
+def test_per_step_medians_match_truth(simulated):
+    _, truth, experiment, _ = simulated
+    assert not experiment.problems
+    points = experiment.points.set_index(["region", "kind", "phase", "metric", "ranks"])["value"]
+    for point in truth["points"]:
+        ranks = point["params"]["ranks"]
+        for row in point["per_step"]:
+            key = (row["region"], row["kind"], row["phase"], row["metric"], ranks)
+            assert key in points.index, f"missing {key}"
+            _assert_close(points[key], row["value"], row["metric"], key)
+        for row in point["between_per_epoch"]:
+            key = (row["region"], row["kind"], "between", row["metric"], ranks)
+            _assert_close(points[key], row["value"], row["metric"], key)
+
+
+def test_epoch_values_match_truth(simulated):
+    _, truth, experiment, _ = simulated
+    table = experiment.epoch_table()
+    for point in truth["points"]:
+        at = table[table["ranks"] == point["params"]["ranks"]]
+        by_region = at[at["metric"] == "time"].set_index("region")
+        assert (at["n_t"] == point["n_t"]).all() and (at["n_v"] == point["n_v"]).all()
+        assert by_region.loc["step", "value"] == pytest.approx(point["epoch_time"], rel=TIME_RTOL)
+        for category, seconds in point["epoch_time_by_category"].items():
+            assert by_region.loc[category, "value"] == pytest.approx(seconds, rel=TIME_RTOL), category
+    assert experiment.points[experiment.points["region"] == "step"]["modelable"].all()
+
+
+def test_inputs_are_byte_identical_after_loading(simulated):
+    directory, _, experiment, before = simulated
+    assert _hashes(directory) == before
+    assert dict(zip(experiment.provenance["path"].map(lambda p: os.path.basename(p)), experiment.provenance["sha256"])) == before
+
+
+@pytest.fixture(scope="session")
+def small_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("small")
+    simulate(out, app="toy", params={"ranks": [1, 2, 3, 4, 5]}, repetitions=1, epochs=2, train_steps=2, val_steps=1, seed=5)
+    return out
+
+
+def _copy(src, tmp_path):
+    dst = tmp_path / "run"
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_bad_files_are_skipped_and_reported_one_line_each(small_run, tmp_path, capsys):
+    run = _copy(small_run, tmp_path)
+    good = (run / "toy.p3.r1.mpi2.sqlite").read_bytes()
+    (run / "toy.p3.r1.mpi2.sqlite").write_bytes(good[: len(good) // 2])  # truncated
+    (run / "toy.p4.r1.mpi3.sqlite").write_bytes(b"")                      # empty
+    (run / "toy.p5.r1.mpi4.sqlite").write_text("rank,time\n0,1.5\n")      # text named .sqlite
+    (run / "toy.p2.r1.mpi1.sqlite").unlink()                              # a rank file missing
+    before = _hashes(run)
+    args = _parser().parse_args([str(run), "--no-cache", "--jobs", "1"])
+    experiment = experiment_from_args(args, progress=False)
+    err = capsys.readouterr().err.splitlines()
+    problems = experiment.problems
+    assert all("\n" not in p for p in problems)
+    expect = {"toy.p3.r1.mpi2.sqlite": "truncated", "toy.p4.r1.mpi3.sqlite": "empty",
+              "toy.p5.r1.mpi4.sqlite": "not an SQLite"}
+    for name, fragment in expect.items():
+        assert any(name in p and fragment in p for p in problems), (name, problems)
+    assert any("ranks=2" in p and "1 of 2" in p and "mpi1" in p for p in problems)
+    assert len(err) == len(problems) + 1 and "problem(s)" in err[-1]
+    assert sorted(experiment.points["ranks"].unique()) == [1, 2, 3, 4, 5]
+    assert len(experiment.provenance) == 15 - 4
+    assert _hashes(run) == before
+
+
+def test_nothing_usable_raises_with_the_problems(tmp_path):
+    (tmp_path / "a.p2.r1.mpi0.sqlite").write_bytes(b"")
+    (tmp_path / "a.p2.r1.mpi1.sqlite").write_text("hello")
+    with pytest.raises(InputError) as info:
+        load_experiment(tmp_path, use_cache=False, progress=False, jobs=1)
+    assert "no usable exports among 2 file(s)" in str(info.value) and "\n" not in str(info.value)
+    assert len(info.value.problems) == 2 and any("a.p2.r1.mpi1.sqlite" in p for p in info.value.problems)
+
+
+def test_duplicate_content_and_mixed_apps(small_run, tmp_path):
+    run = _copy(small_run, tmp_path)
+    shutil.copy(run / "toy.p2.r1.mpi0.sqlite", run / "toy.p2.r2.mpi0.sqlite")
+    experiment = load_experiment(run, use_cache=False, progress=False, jobs=1)
+    assert any("toy.p2.r2.mpi0.sqlite" in p and "same content" in p for p in experiment.problems)
+    assert (experiment.provenance["path"].str.endswith("toy.p2.r2.mpi0.sqlite")).sum() == 0
+    shutil.copy(run / "toy.p1.r1.mpi0.sqlite", run / "other.p1.r1.mpi0.sqlite")
+    with pytest.raises(InputError, match="mix applications"):
+        load_experiment(run, use_cache=False, progress=False, jobs=1)
+
+
+def test_cache_hit_does_not_reread_and_changes_invalidate(small_run, tmp_path, monkeypatch):
+    from extradeep.nsys import read as nsys_read
+
+    run = _copy(small_run, tmp_path)
+    listing = sorted(os.listdir(run))
+    calls = []
+    real = nsys_read.read_export
+    monkeypatch.setattr(nsys_read, "read_export", lambda path, settings: calls.append(path) or real(path, settings))
+    cache = tmp_path / "cache"
+    first = load_experiment(run, cache_dir=cache, jobs=1, progress=False)
+    assert len(calls) == 15
+    second = load_experiment(run, cache_dir=cache, jobs=1, progress=False)
+    assert len(calls) == 15
+    pd.testing.assert_frame_equal(first.points, second.points)
+    assert second.provenance["sha256"].tolist() == first.provenance["sha256"].tolist()
+    target = run / "toy.p3.r1.mpi0.sqlite"
+    os.utime(target, ns=(target.stat().st_atime_ns, target.stat().st_mtime_ns + 10**9))
+    load_experiment(run, cache_dir=cache, jobs=1, progress=False)
+    assert calls[15:] == [str(target)]
+    load_experiment(run, ["ranks"], {"warmup_epochs": 0}, cache_dir=cache, jobs=1, progress=False)
+    assert len(calls) == 16 + 15  # other reader settings: other cache entries
+    assert sorted(os.listdir(run)) == listing  # nothing written beside the inputs
+
+
+def test_parallel_reading_equals_serial(small_run):
+    serial = load_experiment(small_run, jobs=1, use_cache=False, progress=False)
+    parallel = load_experiment(small_run, jobs=2, use_cache=False, progress=False)
+    pd.testing.assert_frame_equal(serial.values, parallel.values)
+    pd.testing.assert_frame_equal(serial.points, parallel.points)
+
+
+def test_progress_callback_and_plain_lines():
+    seen = []
+    bar = Progress(3, lambda done, total, path: seen.append((done, total, path)))
+    for name in "abc":
+        bar.update(name)
+    assert seen == [(1, 3, "a"), (2, 3, "b"), (3, 3, "c")]
+    stream = io.StringIO()
+    bar = Progress(2, None, stream=stream, every_s=0)
+    bar.update("a", cached=True)
+    bar.update("b")
+    bar.close()
+    assert stream.getvalue().splitlines() == ["reading exports: 1/2 files (1 from cache)", "reading exports: 2/2 files (1 from cache)"]
+
+
+def _parser():
+    parser = argparse.ArgumentParser()
+    add_reading_arguments(parser)
+    return parser
+
+
+def test_config_file_dataset_and_saved_experiment(small_run, tmp_path, capsys):
+    config = tmp_path / "extradeep.toml"
+    config.write_text('param = "p"\ntrain-samples = 1000\nval_samples = 100\nbatch-size = 10\nno-cache = true\njobs = 1\n')
+    args = _parser().parse_args([str(small_run), "--config", str(config), "--val-samples", "200"])
+    experiment = experiment_from_args(args, progress=False)
+    assert experiment.params == ["ranks"]
+    assert experiment.dataset == Dataset(1000, 200, 10.0)
+    table = experiment.epoch_table()
+    assert table.loc[table["ranks"] == 4, "n_t"].unique().tolist() == [1000 // 4 // 10]
+    saved = tmp_path / "exp.sqlite"
+    experiment.save(saved)
+    again = experiment_from_args(_parser().parse_args([str(saved), "--train-samples", "2000", "--batch-size", "10"]))
+    pd.testing.assert_frame_equal(again.points, experiment.points, check_dtype=False)
+    assert again.dataset.train_samples == 2000
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [(["--train-samples", "10"], "--batch-size"), (["--val-samples", "10"], "--train-samples"), ([], "PROFILES")],
+)
+def test_incomplete_options_are_user_errors(argv, fragment):
+    with pytest.raises(InputError, match=fragment):
+        experiment_from_args(_parser().parse_args(argv))
+
+
+def test_unknown_config_key_is_refused(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text("train_sample = 5\n")
+    with pytest.raises(InputError, match="unknown key"):
+        experiment_from_args(_parser().parse_args(["x", "--config", str(config)]))
+
+
+def test_unmodeled_varying_parameter_is_refused(tmp_path_factory):
+    out = tmp_path_factory.mktemp("two_params")
+    simulate(out, app="toy", params={"ranks": [1, 2], "batch": [32, 64]}, repetitions=1, epochs=2, train_steps=1, val_steps=1)
+    with pytest.raises(InputError, match="not modeled"):
+        load_experiment(out, ["ranks"], use_cache=False, progress=False, jobs=1)
+    both = load_experiment(out, ["ranks", "b"], aliases=["b=batch"], use_cache=False, progress=False, jobs=1)
+    assert both.params == ["ranks", "batch"] and len(both.points[["ranks", "batch"]].drop_duplicates()) == 4
