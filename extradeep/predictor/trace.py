@@ -16,14 +16,13 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
-from extradeep.nsys.categories import MEMSET_NAME, kernel_categories, memcpy_label
-from extradeep.nsys.connect import open_readonly, query
-from extradeep.nsys.schema import schema_of
+from extradeep.nsys import events
+from extradeep.nsys.connect import open_readonly
+from extradeep.nsys.events import NULL_INT
+from extradeep.nsys.schema import NVTX_RANGE_TYPES
+from extradeep.nsys.steps import find_steps
 
 OP_COLUMNS = ["rank", "queue", "is_gpu", "kind", "name", "category", "start", "end", "corr", "bytes"]
-_STEP = re.compile(r"^(?:(?P<train>train(?:ing)?[_ ]step|ProfilerStep#?)|(?P<val>(?:test|val|testing|validation)[_ ]step))\s*#?\s*(?P<n>\d+)$",
-                   re.IGNORECASE)
-_EPOCH = re.compile(r"^epoch[_ :]?\s*(?P<n>\d+)$", re.IGNORECASE)
 
 
 @dataclass
@@ -33,119 +32,104 @@ class RunTrace:
     ops: pd.DataFrame        # OP_COLUMNS: runtime calls (CPU) and kernels/memcpy/memset (GPU)
     syncs: pd.DataFrame      # rank, sync_type, queue, event_id, corr, call_start
     records: pd.DataFrame    # rank, queue, event_id, corr, call_start (CUDA event records)
-    steps: pd.DataFrame      # rank, epoch, phase, step, start, end, queue, step_id
+    steps: pd.DataFrame      # rank, warmup, epoch, phase, step, start, end, queue, step_id
+    ranges: pd.DataFrame     # rank, queue, name, start, end: NVTX ranges other than step marks
     files: pd.DataFrame = field(default_factory=pd.DataFrame)  # rank, path, pid, offset_ns
 
 
-def _pid(gid) -> np.ndarray:
-    return (np.asarray(gid, dtype=np.int64) >> 24) & 0xFFFFFF
-
-
-def _tid(gid) -> np.ndarray:
-    return np.asarray(gid, dtype=np.int64) & 0xFFFFFF
-
-
-def _frame(conn, sql: str, columns: list[str]) -> pd.DataFrame:
-    return pd.DataFrame(query(conn, sql).fetchall(), columns=columns)
-
-
-def _gpu_ops(conn, schema) -> pd.DataFrame:
-    """Kernels, memcpy and memset with pid, queue, name, category and bytes."""
-    parts = []
-    cols = ["start", "end", "dev", "stream", "corr", "gpid"]
-    base = "start, end, deviceId, streamId, correlationId, globalPid"
-    if schema.has("CUPTI_ACTIVITY_KIND_KERNEL"):
-        k = _frame(conn, f"SELECT {base}, s.value "
-                         "FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s ON s.id = k.shortName",
-                   cols + ["name"])
-        parts.append(k.assign(kind="kernel", category=kernel_categories(k["name"].fillna("?")), bytes=0.0))
-    if schema.has("CUPTI_ACTIVITY_KIND_MEMCPY"):
-        m = _frame(conn, f"SELECT {base}, bytes, copyKind FROM CUPTI_ACTIVITY_KIND_MEMCPY", cols + ["bytes", "ck"])
-        m["name"] = [memcpy_label(int(c)) for c in m.pop("ck")]
-        parts.append(m.assign(kind="memcpy", category="memory"))
-    if schema.has("CUPTI_ACTIVITY_KIND_MEMSET"):
-        m = _frame(conn, f"SELECT {base}, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET", cols + ["bytes"])
-        parts.append(m.assign(kind="memset", category="memory", name=MEMSET_NAME))
-    if not parts:
-        return pd.DataFrame(columns=cols + ["name", "kind", "category", "bytes", "pid", "queue"])
-    g = pd.concat(parts, ignore_index=True)
-    g["pid"] = _pid(g["gpid"])
-    g["queue"] = "gpu" + g["dev"].astype(str) + "/s" + g["stream"].astype(str)
+def _gpu_ops(conn) -> pd.DataFrame:
+    """Kernels, memcpy and memset with pid, queue, name, kind, category and bytes."""
+    k = events.kernels(conn)
+    parts = [k.assign(kind="kernel", bytes=0.0),
+             events.memcpy(conn).assign(kind="memcpy", category="memory"),
+             events.memset(conn).assign(kind="memset", category="memory")]
+    g = pd.concat([p.assign(name=p["name"].astype(str), category=p["category"].astype(str))
+                   for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) else None
+    if g is None:
+        return pd.DataFrame(columns=["start", "end", "pid", "queue", "correlationId", "name", "kind",
+                                     "category", "bytes"])
+    g["queue"] = _gpu_queue(g)
     g["bytes"] = g["bytes"].astype(float)
     return g
 
 
-def _runtime(conn, schema) -> pd.DataFrame:
-    if not schema.has("CUPTI_ACTIVITY_KIND_RUNTIME"):
-        return pd.DataFrame(columns=["start", "end", "gtid", "corr", "name", "pid", "queue"])
-    r = _frame(conn, "SELECT r.start, r.end, r.globalTid, r.correlationId, s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
-                     "LEFT JOIN StringIds s ON s.id = r.nameId", ["start", "end", "gtid", "corr", "name"])
-    r["pid"] = _pid(r["gtid"])
-    r["queue"] = "cpu/t" + pd.Series(_tid(r["gtid"]), index=r.index).astype(str)
-    return r
+def _gpu_queue(frame: pd.DataFrame) -> pd.Series:
+    return "gpu" + frame["deviceId"].astype(str) + "/s" + frame["streamId"].astype(str)
 
 
-def _syncs(conn, schema, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _runtime(conn) -> pd.DataFrame:
+    r = events.runtime(conn)
+    return r.assign(name=r["name"].astype(str), queue="cpu/t" + r["tid"].astype(str))
+
+
+def _syncs(conn, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """SYNCHRONIZATION rows and CUDA event records, each with the start of its CPU call."""
-    call = runtime.drop_duplicates(["pid", "corr"]).set_index(["pid", "corr"])["start"]
+    call = runtime.drop_duplicates(["pid", "correlationId"]).set_index(["pid", "correlationId"])["start"]
     out = []
-    for table, extra in (("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "syncType"), ("CUPTI_ACTIVITY_KIND_CUDA_EVENT", "0")):
-        if not schema.has(table):
-            out.append(pd.DataFrame(columns=["pid", "sync_type", "queue", "event_id", "corr", "call_start"]))
-            continue
-        f = _frame(conn, f"SELECT deviceId, streamId, correlationId, globalPid, eventId, {extra} FROM {table}",
-                   ["dev", "stream", "corr", "gpid", "event_id", "sync_type"])
-        f["pid"] = _pid(f["gpid"])
-        f["queue"] = "gpu" + f["dev"].astype(str) + "/s" + f["stream"].astype(str)
+    for frame in (events.synchronization(conn), events.cuda_events(conn).assign(syncType=0)):
+        f = pd.DataFrame({"pid": frame["pid"], "sync_type": frame["syncType"], "queue": _gpu_queue(frame),
+                          "stream": frame["streamId"], "event_id": frame["eventId"],
+                          "corr": frame["correlationId"]})
         f["call_start"] = call.reindex(pd.MultiIndex.from_arrays([f["pid"], f["corr"]])).to_numpy()
         out.append(f.dropna(subset=["call_start"]).astype({"call_start": np.int64}))
     return out[0], out[1]
 
 
-def _step_ranges(conn, schema) -> pd.DataFrame:
-    """NVTX step ranges (train/val step N, ProfilerStep#N) with their epoch, pid and thread."""
-    cols = ["start", "end", "gtid", "name"]
-    if not schema.has("NVTX_EVENTS"):
-        return pd.DataFrame(columns=cols)
-    n = _frame(conn, "SELECT n.start, n.end, n.globalTid, coalesce(n.text, s.value) FROM NVTX_EVENTS n "
-                     "LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType IN (59, 60) AND n.end IS NOT NULL",
-               cols)
-    names = n["name"].fillna("")
-    return n[names.str.match(_STEP) | names.str.match(_EPOCH)]
+def _steps(conn, path, pids, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Kept NVTX steps per process (extradeep.nsys.steps), with the thread that marked them, and
+    the other NVTX ranges (framework ops, for the T1-T3 overheads).
+
+    An export without step marks gives no steps: the replay then compares whole-trace spans.
+    """
+    nv = events.nvtx(conn)
+    parts, others = [], []
+    for pid in pids:
+        mine = nv[nv["pid"] == pid].reset_index(drop=True)
+        is_range = mine["eventType"].isin(NVTX_RANGE_TYPES).to_numpy() & (mine["end"] != NULL_INT).to_numpy()
+        try:
+            table = find_steps(mine, source=path)
+        except InputError:
+            table = None
+        used = np.zeros(len(mine), dtype=bool)
+        if table is not None:
+            used[table.mark_rows] = True
+        op = mine[is_range & ~used]
+        others.append(pd.DataFrame({"pid": pid, "queue": "cpu/t" + op["tid"].astype(str),
+                                    "name": op["name"].astype(str), "start": op["start"], "end": op["end"]}))
+        if table is None:
+            continue
+        rows = mine.iloc[table.mark_rows]
+        tid_at = dict(zip(rows["start"], rows["tid"]))
+        main = _main_thread(runtime[runtime["pid"] == pid], pid)
+        st = pd.concat([table.steps.assign(warmup=False), table.warmup.assign(warmup=True)], ignore_index=True)
+        st = st.assign(pid=pid)
+        st["queue"] = ["cpu/t" + str(tid_at.get(t, main)) for t in st["start"]]
+        parts.append(st)
+    cols = ["pid", "warmup", "epoch", "phase", "step", "start", "end", "queue"]
+    steps = pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+    return steps, pd.concat(others, ignore_index=True)
 
 
-def _steps_of(ranges: pd.DataFrame) -> pd.DataFrame:
-    names = ranges["name"].fillna("")
-    epochs = ranges[names.str.match(_EPOCH)]
-    parsed = names.str.extract(_STEP)
-    steps = ranges[parsed["n"].notna()].copy()
-    steps["phase"] = np.where(parsed.loc[steps.index, "val"].notna(), "val", "train")
-    steps["step"] = parsed.loc[steps.index, "n"].astype(int)
-    steps["epoch"] = 0
-    for e in epochs.itertuples(index=False):
-        inside = (steps["start"] >= e.start) & (steps["end"] <= e.end) & (steps["pid"] == _pid(e.gtid))
-        steps.loc[inside, "epoch"] = int(_EPOCH.match(e.name)["n"])
-    steps["queue"] = "cpu/t" + pd.Series(_tid(steps["gtid"]), index=steps.index).astype(str)
-    return steps[["pid", "epoch", "phase", "step", "start", "end", "queue"]]
+def _main_thread(runtime: pd.DataFrame, pid: int) -> int:
+    return int(runtime["tid"].value_counts().idxmax()) if len(runtime) else int(pid)
 
 
 def read_file(path: str | Path) -> dict:
     """Raw frames of one export, keyed by process id (no rank numbers yet)."""
     conn = open_readonly(path)
     try:
-        schema = schema_of(conn)
-        gpu, runtime = _gpu_ops(conn, schema), _runtime(conn, schema)
+        gpu, runtime = _gpu_ops(conn), _runtime(conn)
         if gpu.empty and runtime.empty:
             raise InputError(path, "no CUDA activity (kernels, memcpy, memset or runtime calls) to replay")
-        syncs, records = _syncs(conn, schema, runtime)
-        ranges = _step_ranges(conn, schema)
-        ranges["pid"] = _pid(ranges["gtid"])
-        steps = _steps_of(ranges)
+        syncs, records = _syncs(conn, runtime)
+        pids = sorted(set(gpu["pid"]) | set(runtime["pid"]))
+        steps, ranges = _steps(conn, path, pids, runtime)
     finally:
         conn.close()
-    if (gpu["end"] < gpu["start"]).any() or (runtime["end"] < runtime["start"]).any():
-        raise InputError(path, "events with negative durations (end before start)")
-    return {"gpu": gpu, "runtime": runtime, "syncs": syncs, "records": records, "steps": steps}
+    gpu = gpu.rename(columns={"correlationId": "corr"})
+    runtime = runtime.rename(columns={"correlationId": "corr"})
+    return {"gpu": gpu, "runtime": runtime, "syncs": syncs, "records": records, "steps": steps, "ranges": ranges,
+            "pids": pids}
 
 
 def load_trace(paths) -> RunTrace:
@@ -153,15 +137,14 @@ def load_trace(paths) -> RunTrace:
     from extradeep.predictor.collectives import clock_offsets
 
     paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
-    ops, syncs, records, steps, files = [], [], [], [], []
+    ops, syncs, records, steps, ranges, files = [], [], [], [], [], []
     for path in sorted(paths, key=_natural_key):
         raw = read_file(path)
-        pids = sorted(set(raw["gpu"]["pid"]) | set(raw["runtime"]["pid"]))
-        for pid in pids:
+        for pid in raw["pids"]:
             rank = len(files)
             files.append({"rank": rank, "path": str(path), "pid": int(pid)})
             ops += _rank_ops(raw, pid, rank)
-            for key, out in (("syncs", syncs), ("records", records), ("steps", steps)):
+            for key, out in (("syncs", syncs), ("records", records), ("steps", steps), ("ranges", ranges)):
                 f = raw[key]
                 out.append(f[f["pid"] == pid].drop(columns=["pid"]).assign(rank=rank))
     ops = pd.concat(ops, ignore_index=True)[OP_COLUMNS]
@@ -176,7 +159,8 @@ def load_trace(paths) -> RunTrace:
     steps["step_id"] = np.arange(len(steps))
     return RunTrace(ops=ops, syncs=_aligned(syncs, shift, ("call_start",)),
                     records=_aligned(records, shift, ("call_start",)),
-                    steps=steps, files=files)
+                    steps=steps, ranges=_aligned(pd.concat(ranges, ignore_index=True), shift, ("start", "end")),
+                    files=files)
 
 
 def _rank_queues(frame: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,312 @@
+"""`predict(run_dir, what_if=...)`: replay one run, explain it, and answer what-if questions."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from extradeep.errors import InputError
+from extradeep.predictor.collectives import collective_table, fit_alpha_beta
+from extradeep.predictor.critical_path import CLASSES, breakdown, critical_path, node_classes
+from extradeep.predictor.graph import OpGraph, build_graph
+from extradeep.predictor.overheads import kernel_sum_baseline, overhead_table
+from extradeep.predictor.replay import ReplayResult, displayed_end, plan_replay, replay
+from extradeep.predictor.trace import RunTrace, load_trace
+from extradeep.predictor.whatif import (CommContext, DEFAULT_STEP_LATENCY, WhatIf, fuse_collectives,
+                                        parse_what_if, scale_durations)
+
+BASELINE = "measured durations"
+
+
+@dataclass
+class Prediction:
+    """Everything `predict` found, as DataFrames (times in seconds).
+
+    steps: rank, step_id, epoch, phase, step, measured, replayed, error (relative) per rank and step
+    (one row per rank with step_id -1 and phase "span" when the run has no step marks);
+    summary: per scenario and phase the median step time (slowest rank per step), with the
+    measured value and the sum-of-kernel-times baseline; critical_path: the ops on each step's
+    critical path; breakdown: seconds per class on it; overheads: T1-T5 statistics;
+    kernel_sums: the baseline's per-queue sums; collectives: matched collectives with their
+    pure duration; what_if_steps: predicted step times per scenario.
+    """
+
+    steps: pd.DataFrame
+    summary: pd.DataFrame
+    critical_path: pd.DataFrame
+    breakdown: pd.DataFrame
+    overheads: pd.DataFrame
+    kernel_sums: pd.DataFrame
+    collectives: pd.DataFrame
+    what_if_steps: pd.DataFrame
+    files: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+    graph: OpGraph | None = None
+    results: dict = field(default_factory=dict)   # scenario label -> ReplayResult
+
+    def timeline(self, scenario: str = BASELINE) -> pd.DataFrame:
+        """The replayed timeline of a scenario (see `replay_timeline`)."""
+        return replay_timeline(self.graph, self.results[scenario])
+
+
+def replay_timeline(graph: OpGraph, result: ReplayResult) -> pd.DataFrame:
+    """One row per replayed op: rank, queue (CPU thread or GPU stream), name, category, class,
+    start, end (s from the trace's first event) and on_critical_path (for the whole run)."""
+    n = graph.nodes
+    keep = n["role"].isin(["op", "wake"]).to_numpy()
+    end = displayed_end(graph, result)
+    on_path = np.zeros(graph.n, dtype=bool)
+    sink = int(np.argmax(np.where(keep, result.end, -np.inf)))
+    on_path[critical_path(graph, result, sink, float(result.start[keep].min()))["node"].to_numpy()] = True
+    t = pd.DataFrame({"rank": n["rank"], "queue": n["queue"], "name": n["name"], "category": n["category"],
+                      "class": node_classes(n), "start": result.start, "end": end,
+                      "on_critical_path": on_path})
+    return t[keep].sort_values(["rank", "queue", "start"]).reset_index(drop=True)
+
+
+def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, list[str]]:
+    """The export files of one run in `run_dir` (a folder, a file or a list of files), its
+    parameter values parsed from Extra-Deep file names, and notes on what was chosen."""
+    from extradeep.discover import find_exports, parse_name
+
+    paths, problems = find_exports(run_dir)
+    if not paths:
+        raise InputError(run_dir, "; ".join(problems) or "no .sqlite exports found")
+    rows = []
+    for p in paths:
+        try:
+            info = parse_name(p.name)
+        except InputError:
+            info = {}
+        rows.append({"path": p, **{k: v for k, v in info.items() if k not in ("app", "rank")}})
+    runs = pd.DataFrame(rows)
+    keys = [c for c in runs.columns if c != "path"]
+    for k, v in (select or {}).items():
+        if k not in runs:
+            raise InputError(run_dir, f"file names carry no parameter {k!r} to select by")
+        runs = runs[runs[k] == v]
+    if runs.empty:
+        raise InputError(run_dir, f"no exports match {select}")
+    notes = []
+    if keys:
+        groups = runs.groupby(keys, dropna=False, sort=True)
+        if groups.ngroups > 1:
+            first = next(iter(groups.groups))
+            first = first if isinstance(first, tuple) else (first,)
+            notes.append(f"{groups.ngroups} runs found; replaying {dict(zip(keys, first))} "
+                         "(choose with select=/--run)")
+            runs = groups.get_group(first if len(keys) > 1 else first[0])
+    point = {k: runs[k].iloc[0] for k in keys if k != "rep" and pd.notna(runs[k].iloc[0])}
+    return list(runs["path"]), point, notes
+
+
+def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "drop", models=None,
+            point: dict | None = None, progress: bool = False) -> Prediction:
+    """Replay one run's traces, compare with the measured step times, and replay each what-if.
+
+    `what_if`: spec strings or WhatIf objects (see `extradeep.predictor.whatif`); each is replayed
+    on its own. `models`: PMNF models (a `fit_models` table with columns region and model) for
+    `pmnf.PARAM=V` changes; `point`: the run's parameter values (parsed from file names when absent).
+    """
+    paths, parsed_point, notes = resolve_run(run_dir, select)
+    point = dict(parsed_point if point is None else point)
+    _progress(progress, f"reading {len(paths)} export(s)")
+    trace = load_trace(paths)
+    _progress(progress, f"building the dependency graph ({len(trace.ops)} ops)")
+    graph = build_graph(trace, gpu_gaps=gpu_gaps)
+    plan = plan_replay(graph)
+    base = replay(graph, plan)
+    steps = step_times(graph, base, trace)
+    colls = collective_table(graph.nodes, _groups_of(graph))
+    comm = CommContext(alpha={k: v.alpha for k, v in fit_alpha_beta(colls).items() if v.sized},
+                       ranks=int(trace.files["rank"].nunique()))
+    scenarios = [w if isinstance(w, WhatIf) else parse_what_if(w) for w in what_if]
+    results, wsteps = {BASELINE: base}, [steps.assign(scenario=BASELINE, predicted=steps["replayed"])]
+    for i, scenario in enumerate(scenarios):
+        _progress(progress, f"what-if {i + 1}/{len(scenarios)}: {scenario.label}")
+        res = _replay_scenario(graph, plan, scenario, comm, models, point, trace)
+        st = step_times(graph, res, trace)
+        wsteps.append(steps.assign(scenario=scenario.label, predicted=st["replayed"].to_numpy()))
+        results[scenario.label] = res
+    wsteps = pd.concat(wsteps, ignore_index=True)
+    paths_frame, shares = _critical_paths(graph, base, steps[~steps["warmup"].astype(bool)])
+    sums = kernel_sum_baseline(trace.ops, trace.steps)
+    launched = _launched_names(graph)
+    return Prediction(steps=steps, summary=_summary(wsteps, sums), critical_path=paths_frame,
+                      breakdown=shares, overheads=overhead_table(trace.ops, trace.ranges, launched),
+                      kernel_sums=sums, collectives=colls, what_if_steps=wsteps, files=trace.files,
+                      notes=notes + trace_notes(trace, graph), graph=graph, results=results)
+
+
+def _progress(on: bool, text: str) -> None:
+    if on:
+        print(f"extradeep predict: {text}", file=sys.stderr, flush=True)
+
+
+def _groups_of(graph: OpGraph) -> pd.DataFrame:
+    n = graph.nodes
+    members = n[(n["coll"] >= 0) & (n["role"] == "op")]
+    return pd.DataFrame({"node": members.index.to_numpy(), "group": members["coll"].to_numpy(),
+                         "rank": members["rank"].to_numpy(), "name": members["name"].to_numpy()})
+
+
+def trace_notes(trace: RunTrace, graph: OpGraph) -> list[str]:
+    """What the user should know about how the graph was built."""
+    notes = []
+    if trace.steps.empty:
+        notes.append("no NVTX step marks: comparing whole-trace spans per rank instead of step times")
+    if trace.records.empty and (trace.syncs["sync_type"] == 2).any():
+        notes.append("CUDA event records missing (CUPTI_ACTIVITY_KIND_CUDA_EVENT empty): "
+                     "cross-stream waits inferred from timing")
+    if (trace.files["offset_ns"] != 0).any():
+        notes.append("clocks aligned per file from collective end times: offsets (ns) "
+                     + ", ".join(f"{Path(p).name}={o}" for p, o in zip(trace.files["path"], trace.files["offset_ns"])))
+    return notes
+
+
+def step_times(graph: OpGraph, result: ReplayResult, trace: RunTrace) -> pd.DataFrame:
+    """Measured and replayed time of every step on every rank (whole-trace span without marks)."""
+    n = graph.nodes
+    if trace.steps.empty:
+        ops = n[n["role"].isin(["op", "wake"])]
+        end = displayed_end(graph, result)
+        g = pd.DataFrame({"rank": ops["rank"], "ms": ops["start"], "me": ops["end"],
+                          "rs": result.start[ops.index], "re": end[ops.index]}).groupby("rank")
+        out = pd.DataFrame({"measured": g["me"].max() - g["ms"].min(), "replayed": g["re"].max() - g["rs"].min()})
+        out = out.reset_index().assign(step_id=-1, warmup=False, epoch=-1, phase="span", step=-1)
+    else:
+        mk = n[n["role"] == "marker"]
+        frame = pd.DataFrame({"step_id": mk["step"].to_numpy(), "edge": mk["name"].to_numpy(),
+                              "m": mk["start"].to_numpy(), "r": result.start[mk.index]})
+        wide = frame.pivot_table(index="step_id", columns="edge", values=["m", "r"])
+        out = pd.DataFrame({"measured": wide[("m", "step_end")] - wide[("m", "step_start")],
+                            "replayed": wide[("r", "step_end")] - wide[("r", "step_start")]}).reset_index()
+        out = out.merge(trace.steps[["step_id", "rank", "warmup", "epoch", "phase", "step"]], on="step_id")
+    out["error"] = (out["replayed"] - out["measured"]) / out["measured"]
+    cols = ["rank", "step_id", "warmup", "epoch", "phase", "step", "measured", "replayed", "error"]
+    return out[cols].sort_values(["warmup", "epoch", "phase", "step", "rank"]).reset_index(drop=True)
+
+
+def _summary(wsteps: pd.DataFrame, sums: pd.DataFrame) -> pd.DataFrame:
+    """Median over steady-state steps of the slowest rank's time, per scenario and phase."""
+    wsteps = wsteps[~wsteps["warmup"].astype(bool)]
+    key = ["scenario", "phase", "epoch", "step"]
+    per_step = wsteps.groupby(key, sort=False).agg(measured=("measured", "max"), replayed=("replayed", "max"),
+                                                   predicted=("predicted", "max")).reset_index()
+    out = per_step.groupby(["scenario", "phase"], sort=False).agg(
+        steps=("step", "size"), measured=("measured", "median"), replayed=("replayed", "median"),
+        predicted=("predicted", "median")).reset_index()
+    base = wsteps[wsteps["scenario"] == BASELINE]
+    err = base.groupby("phase")["error"].agg(median_abs_error=lambda e: float(np.median(np.abs(e))),
+                                             max_abs_error=lambda e: float(np.max(np.abs(e))))
+    out = out.merge(err, left_on="phase", right_index=True, how="left")
+    if len(sums):
+        step_phase = base.drop_duplicates("step_id").set_index("step_id")["phase"]
+        per = sums.groupby("step_id")["kernel_time"].max()
+        kern = per.groupby(step_phase.reindex(per.index).to_numpy()).median()
+        out["kernel_sum_baseline"] = out["phase"].map(kern)
+    out["speedup"] = out["replayed"] / out["predicted"]
+    return out
+
+
+def _critical_paths(graph: OpGraph, result: ReplayResult, steps: pd.DataFrame):
+    """Critical path and breakdown of each step (from the slowest rank's end marker)."""
+    n = graph.nodes
+    paths, rows = [], []
+    if (steps["step_id"] < 0).all():
+        keep = n["role"].isin(["op", "wake"]).to_numpy()
+        sink = int(np.argmax(np.where(keep, result.end, -np.inf)))
+        windows = [(-1, sink, float(result.start[keep].min()))]
+    else:
+        mk = n[n["role"] == "marker"]
+        ends = mk[mk["name"] == "step_end"].assign(r=lambda f: result.start[f.index])
+        starts = mk[mk["name"] == "step_start"].assign(r=lambda f: result.start[f.index]).set_index("step")["r"]
+        sid = steps.set_index("step_id")
+        windows = []
+        for (epoch, phase, step), grp in sid.groupby(["epoch", "phase", "step"]):
+            ids = grp.index.to_numpy()
+            e = ends[ends["step"].isin(ids)]
+            s = e.loc[e["r"].idxmax()]
+            windows.append((int(s["step"]), int(s.name), float(starts[s["step"]])))
+    for step_id, sink, lo in windows:
+        path = critical_path(graph, result, sink, lo).assign(step_id=step_id)
+        paths.append(path)
+        rows.append({"step_id": step_id, "span": float(result.end[sink] - lo), **breakdown(path)})
+    table = pd.DataFrame(rows)
+    for c in CLASSES:
+        table[c + "_share"] = table[c] / table["span"]
+    return pd.concat(paths, ignore_index=True), table
+
+
+def _launched_names(graph: OpGraph) -> dict:
+    from extradeep.predictor.graph import EDGE_KINDS
+
+    launch = graph.edge_kind == EDGE_KINDS.index("launch")
+    names = graph.nodes["name"].to_numpy()
+    return dict(zip(graph.src[launch].tolist(), names[graph.dst[launch]].tolist()))
+
+
+def _replay_scenario(graph, plan, scenario: WhatIf, comm, models, point, trace) -> ReplayResult:
+    changes = scenario.changes
+    pmnf = _pmnf_substitution(models, point) if any(c.key == "pmnf" for c in changes) else None
+    dur, gap = scale_durations(graph.nodes, graph.dur, graph.gap, changes, comm, pmnf)
+    fusion = [c.value for c in changes if c.key == "fusion"]
+    if not fusion:
+        return replay(graph, plan, dur=dur, gap=gap)
+    g = OpGraph(**{**graph.__dict__, "dur": dur, "gap": gap})
+    step_of = _step_of_nodes(graph, trace)
+    fused = fuse_collectives(g, int(fusion[-1]), lambda i: comm.alpha.get(graph.nodes.at[i, "name"],
+                                                                        DEFAULT_STEP_LATENCY), step_of)
+    try:
+        return replay(fused, plan_replay(fused))
+    except ValueError as exc:
+        raise InputError(None, f"what-if {scenario.label!r}: tensor fusion is not possible here ({exc})") from None
+
+
+def _step_of_nodes(graph: OpGraph, trace: RunTrace):
+    """Step window (by measured start on any rank) that each node falls into, -1 outside."""
+    mk = graph.nodes[graph.nodes["role"] == "marker"]
+    if mk.empty:
+        return lambda ids: np.full(len(ids), -1)
+    lo = mk[mk["name"] == "step_start"].groupby("step")["start"].min().rename_axis("step_id")
+    hi = mk[mk["name"] == "step_end"].groupby("step")["start"].max().rename_axis("step_id")
+    step_no = trace.steps.set_index("step_id")[["warmup", "epoch", "phase", "step"]]
+    windows = pd.DataFrame({"lo": lo, "hi": hi}).join(step_no)
+    windows = windows.groupby(["warmup", "epoch", "phase", "step"]).agg(lo=("lo", "min"), hi=("hi", "max"))
+    starts = graph.nodes["start"].to_numpy()
+
+    def step_of(ids):
+        t = starts[ids]
+        out = np.full(len(ids), -1)
+        for k, w in enumerate(windows.itertuples(index=False)):
+            out[(t >= w.lo) & (t <= w.hi)] = k
+        return out
+    return step_of
+
+
+def _pmnf_substitution(models, point: dict):
+    """Duration change from PMNF models: each op of a modeled region scaled by
+    model(new point) / model(run's point)."""
+    if models is None:
+        raise InputError(None, "pmnf.* what-ifs need PMNF models (--experiment FILE or models=...)")
+    table = models[models["model"].notna()].drop_duplicates("region").set_index("region")["model"]
+
+    def substitute(nodes, dur, param, value):
+        if param not in point:
+            raise InputError(None, f"pmnf.{param}: the run's value of {param!r} is unknown "
+                             f"(file names give {sorted(point)})")
+        params = list(table.iloc[0].params) if len(table) and hasattr(table.iloc[0], "params") else [param]
+        cur = np.array([[float(point.get(p, 0)) for p in params]])
+        new = np.array([[float(value) if p == param else float(point.get(p, 0)) for p in params]])
+        dur = dur.copy()
+        names = nodes["name"].to_numpy()
+        for region, model in table.items():
+            now = float(np.ravel(model.predict(cur))[0])
+            if now > 0:
+                dur[names == region] *= max(float(np.ravel(model.predict(new))[0]), 0.0) / now
+        return dur
+    return substitute

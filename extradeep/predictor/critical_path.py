@@ -1,0 +1,67 @@
+"""Critical path of a replay and its breakdown into compute, communication, memory, CPU overhead, idle.
+
+Walking back from a sink (a step's end marker, or the last op) along the edge that bound each
+start gives the chain of ops and waits that set the time (dPRO section 4.3). Every second of the
+window is attributed: an op's duration to its class, the gap before it to CPU overhead (CPU
+threads) or idle (GPU queues), a launch latency to CPU overhead and any other lag to idle.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from extradeep.predictor.graph import EDGE_KINDS, OpGraph
+from extradeep.predictor.replay import ReplayResult
+
+CLASSES = ("compute", "communication", "memory", "cpu_overhead", "idle")
+
+
+def node_classes(nodes: pd.DataFrame) -> np.ndarray:
+    """Breakdown class of each node's own duration."""
+    kind, category = nodes["kind"].to_numpy(), nodes["category"].to_numpy()
+    out = np.full(len(nodes), "cpu_overhead", dtype=object)
+    out[(kind == "kernel") & (category == "computation")] = "compute"
+    out[((kind == "kernel") & (category == "communication")) | (nodes["role"].to_numpy() == "sync")] = "communication"
+    out[(kind == "memcpy") | (kind == "memset")] = "memory"
+    return out
+
+
+def critical_path(graph: OpGraph, result: ReplayResult, sink: int, lo: float) -> pd.DataFrame:
+    """Ops on the critical path from time `lo` to the end of node `sink`, latest first.
+
+    Columns: node, rank, queue, name, class, start, end, contribution (s), wait_class, wait (s):
+    `contribution` is the op's own time inside the window, `wait` the gap/lag before it.
+    """
+    classes = node_classes(graph.nodes)
+    is_gpu = graph.nodes["is_gpu"].to_numpy()
+    launch = EDGE_KINDS.index("launch")
+    rows, v = [], int(sink)
+    while True:
+        s, e = result.start[v], result.end[v]
+        own = max(0.0, e - max(s, lo)) if e > lo else 0.0
+        edge = result.binding[v]
+        prev_end = result.end[graph.src[edge]] if edge >= 0 else lo
+        wait = max(s, lo) - max(prev_end, lo) if s > lo else 0.0
+        wait_class = "cpu_overhead" if (edge >= 0 and graph.edge_kind[edge] == launch) or not is_gpu[v] else "idle"
+        rows.append((v, own, wait_class, wait))
+        if edge < 0 or prev_end <= lo:
+            break
+        v = int(graph.src[edge])
+    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    n = graph.nodes
+    return pd.DataFrame({"node": ids, "rank": n["rank"].to_numpy()[ids], "queue": n["queue"].to_numpy()[ids],
+                         "name": n["name"].to_numpy()[ids], "class": classes[ids],
+                         "start": result.start[ids], "end": result.end[ids],
+                         "contribution": [r[1] for r in rows], "wait_class": [r[2] for r in rows],
+                         "wait": [r[3] for r in rows]})
+
+
+def breakdown(path: pd.DataFrame) -> dict[str, float]:
+    """Seconds per class along a critical path (sums to the window length)."""
+    out = dict.fromkeys(CLASSES, 0.0)
+    for cls, val in path.groupby("class")["contribution"].sum().items():
+        out[cls] += float(val)
+    for cls, val in path.groupby("wait_class")["wait"].sum().items():
+        out[cls] += float(val)
+    return out

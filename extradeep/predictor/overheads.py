@@ -1,0 +1,99 @@
+"""Host-side overheads T1-T5 (Lin et al., DLRM performance model, section III-C) and the
+sum-of-kernel-times baseline that ignores dependencies.
+
+With framework op ranges (NVTX ranges other than step marks, e.g. PyTorch's `aten::*`), per
+top-level op on a CPU thread:
+  T1 gap between two consecutive top-level ops (attributed to the later op),
+  T2 op start -> its first CUDA runtime call,
+  T3 its last runtime call end -> op end,
+  T4 duration of each CUDA runtime call (per API name),
+  T5 gap between two consecutive runtime calls inside one op.
+Without op ranges only T4 and T5 exist; T5 is then the gap before each launch, attributed to the
+name of the GPU op it launched.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+STAT_COLUMNS = ["type", "name", "count", "mean", "median", "std", "p95", "total"]
+
+
+def _stats(kind: str, names, values) -> pd.DataFrame:
+    f = pd.DataFrame({"name": np.asarray(names, dtype=object), "v": np.asarray(values, dtype=float)})
+    if f.empty:
+        return pd.DataFrame(columns=STAT_COLUMNS)
+    g = f.groupby("name")["v"]
+    out = pd.DataFrame({"count": g.size(), "mean": g.mean(), "median": g.median(), "std": g.std(ddof=0),
+                        "p95": g.quantile(0.95), "total": g.sum()}).reset_index()
+    return out.assign(type=kind)[STAT_COLUMNS]
+
+
+def top_level(ranges: pd.DataFrame) -> pd.DataFrame:
+    """Outermost ranges per (rank, thread): those not inside an earlier range."""
+    if ranges.empty:
+        return ranges
+    r = ranges.sort_values(["rank", "queue", "start", "end"], ascending=[True, True, True, False])
+    key = r["rank"].astype(str) + "|" + r["queue"]
+    prev_max = r.groupby(key.to_numpy())["end"].transform(lambda s: s.cummax().shift(fill_value=np.iinfo(np.int64).min))
+    return r[(r["end"] > prev_max).to_numpy()]
+
+
+def overhead_table(ops: pd.DataFrame, ranges: pd.DataFrame, launched_name: dict) -> pd.DataFrame:
+    """T1-T5 statistics (seconds) per op or API name: type, name, count, mean, median, std, p95, total.
+
+    `ops` are the trace's ops (ns), `ranges` its NVTX op ranges, `launched_name` maps a runtime
+    call's row label to the name of the GPU op it launched.
+    """
+    calls = ops[(~ops["is_gpu"]) & (ops["kind"] == "runtime")].sort_values(["rank", "queue", "start"])
+    ns = 1e-9
+    parts = [_stats("T4", calls["name"], (calls["end"] - calls["start"]) * ns)]
+    launches = calls[calls.index.isin(list(launched_name))]
+    tops = top_level(ranges)
+    if tops.empty:
+        same = (launches["rank"].shift() == launches["rank"]) & (launches["queue"].shift() == launches["queue"])
+        gap = (launches["start"] - launches["end"].shift())[same]
+        parts.append(_stats("T5", [launched_name[i] for i in gap.index], gap * ns))
+        return pd.concat(parts, ignore_index=True)
+    parts += _op_overheads(tops, launches, ns)
+    return pd.concat([p for p in parts if len(p)], ignore_index=True)
+
+
+def _op_overheads(tops: pd.DataFrame, launches: pd.DataFrame, ns: float) -> list[pd.DataFrame]:
+    t1n, t1v, t2n, t2v, t3n, t3v, t5n, t5v = ([] for _ in range(8))
+    for (rank, queue), ops in tops.groupby(["rank", "queue"], sort=False):
+        starts, ends, names = ops["start"].to_numpy(), ops["end"].to_numpy(), ops["name"].to_numpy()
+        t1n += list(names[1:])
+        t1v += list((starts[1:] - ends[:-1]) * ns)
+        mine = launches[(launches["rank"] == rank) & (launches["queue"] == queue)]
+        cs, ce = mine["start"].to_numpy(), mine["end"].to_numpy()
+        op = np.searchsorted(starts, cs, side="right") - 1
+        inside = (op >= 0) & (ce <= ends[np.maximum(op, 0)])
+        cs, ce, op = cs[inside], ce[inside], op[inside]
+        if len(op) == 0:
+            continue
+        first = np.r_[True, op[1:] != op[:-1]]
+        last = np.r_[op[1:] != op[:-1], True]
+        t2n += list(names[op[first]])
+        t2v += list((cs[first] - starts[op[first]]) * ns)
+        t3n += list(names[op[last]])
+        t3v += list((ends[op[last]] - ce[last]) * ns)
+        t5n += list(names[op[~first]])
+        t5v += list((cs[~first] - ce[np.flatnonzero(~first) - 1]) * ns)
+    return [_stats("T1", t1n, t1v), _stats("T2", t2n, t2v), _stats("T3", t3n, t3v), _stats("T5", t5n, t5v)]
+
+
+def kernel_sum_baseline(ops: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+    """Per rank, step and GPU queue: the sum of GPU op times in the step (s). The baseline step
+    time is the largest of these per step; it ignores every dependency and wait."""
+    gpu = ops[ops["is_gpu"]]
+    rows = []
+    if steps.empty:
+        for (rank, queue), g in gpu.groupby(["rank", "queue"]):
+            rows.append((rank, -1, queue, float((g["end"] - g["start"]).sum()) * 1e-9))
+    for st in steps.itertuples(index=False):
+        g = gpu[(gpu["rank"] == st.rank) & (gpu["start"] >= st.start) & (gpu["start"] < st.end)]
+        for queue, q in g.groupby("queue"):
+            rows.append((st.rank, st.step_id, queue, float((q["end"] - q["start"]).sum()) * 1e-9))
+    return pd.DataFrame(rows, columns=["rank", "step_id", "queue", "kernel_time"])

@@ -1,0 +1,202 @@
+"""What-if changes to a replay graph: parsed from short text specs, combinable, each re-replayed.
+
+Spec grammar (one change per item, items joined with ';'; no expression is ever evaluated):
+
+    kernel:PATTERN=F      scale GPU kernels whose name matches PATTERN (fnmatch, case-insensitive)
+    name:PATTERN=F        scale any op (CPU call or GPU activity) by name
+    category:CAT=F        scale a category: computation, communication, memory, cuda_api
+    comm.bandwidth=F      collectives get F times the bandwidth (their volume term / F)
+    comm.latency=F        collectives' latency term x F
+    comm.alpha=S          per-step latency in seconds where message sizes are unknown (default 5e-6)
+    comm.algorithm=ring|tree   cost model used when the number of ranks changes
+    ranks=P               collectives re-costed for P ranks (ring/tree models of collectives.py)
+    fusion=K              tensor fusion: K consecutive collectives of one name become one
+    cpu=F                 CPU overhead (gaps between calls and the calls themselves) x F
+    pmnf.PARAM=V          durations from the empirical PMNF models evaluated at PARAM=V
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from extradeep.errors import InputError
+from extradeep.predictor.collectives import collective_kind, model_time
+
+CATEGORIES = ("computation", "communication", "memory", "cuda_api")
+DEFAULT_STEP_LATENCY = 5e-6
+_ITEM = re.compile(r"^\s*(?P<key>[A-Za-z_][\w.]*)(?::(?P<target>[^=]+))?\s*=\s*(?P<value>[^=]+?)\s*$")
+_SCALE_KEYS = ("kernel", "name", "category")
+_FACTOR_KEYS = ("comm.bandwidth", "comm.latency", "cpu")
+
+
+@dataclass
+class Change:
+    """One parsed what-if item."""
+
+    key: str                  # kernel, name, category, comm.bandwidth, ..., pmnf
+    target: str | None        # pattern, category or PMNF parameter
+    value: float | str
+
+
+@dataclass
+class WhatIf:
+    """A scenario: its label and its changes (applied together)."""
+
+    label: str
+    changes: list[Change] = field(default_factory=list)
+
+
+def parse_what_if(text: str) -> WhatIf:
+    """Parse one scenario spec such as `kernel:gemm*=0.5; comm.bandwidth=2` (InputError if invalid)."""
+    changes = [_parse_item(item, text) for item in text.split(";") if item.strip()]
+    if not changes:
+        raise InputError(None, f"what-if {text!r} is empty")
+    return WhatIf(label=text.strip(), changes=changes)
+
+
+def _parse_item(item: str, text: str) -> Change:
+    m = _ITEM.match(item)
+    if not m:
+        raise InputError(None, f"what-if item {item.strip()!r} in {text!r} is not KEY=VALUE or KIND:PATTERN=VALUE")
+    key, target, raw = m["key"], m["target"], m["value"]
+    if key.startswith("pmnf."):
+        return Change("pmnf", key[5:], _number(raw, item, positive=True))
+    if key in _SCALE_KEYS:
+        if not target:
+            raise InputError(None, f"what-if {item.strip()!r}: {key} needs a pattern, e.g. {key}:gemm*=0.5")
+        if key == "category" and target.strip() not in CATEGORIES:
+            raise InputError(None, f"what-if {item.strip()!r}: category must be one of {', '.join(CATEGORIES)}")
+        return Change(key, target.strip(), _number(raw, item, positive=False))
+    if target:
+        raise InputError(None, f"what-if {item.strip()!r}: {key} takes no pattern")
+    if key == "comm.algorithm":
+        if raw not in ("ring", "tree"):
+            raise InputError(None, f"what-if {item.strip()!r}: algorithm must be ring or tree")
+        return Change(key, None, raw)
+    if key in ("ranks", "fusion"):
+        value = _number(raw, item, positive=True)
+        if value != int(value) or value < (2 if key == "fusion" else 1):
+            raise InputError(None, f"what-if {item.strip()!r}: {key} must be a whole number"
+                             + (" >= 2" if key == "fusion" else " >= 1"))
+        return Change(key, None, int(value))
+    if key in _FACTOR_KEYS or key == "comm.alpha":
+        return Change(key, None, _number(raw, item, positive=key != "cpu" and key != "comm.alpha"))
+    raise InputError(None, f"what-if {item.strip()!r}: unknown key {key!r} (see `extradeep predict --help`)")
+
+
+def _number(raw: str, item: str, positive: bool) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InputError(None, f"what-if {item.strip()!r}: {raw!r} is not a number") from None
+    if not np.isfinite(value) or value < 0 or (positive and value == 0):
+        raise InputError(None, f"what-if {item.strip()!r}: the value must be a finite number "
+                         + ("> 0" if positive else ">= 0"))
+    return value
+
+
+def name_mask(names: np.ndarray, pattern: str) -> np.ndarray:
+    """Names matching a case-insensitive fnmatch pattern, evaluated once per distinct name."""
+    uniq, inv = np.unique(names.astype(str), return_inverse=True)
+    hit = np.array([fnmatch.fnmatchcase(u.lower(), pattern.lower()) for u in uniq], dtype=bool)
+    return hit[inv] if len(uniq) else np.zeros(len(names), dtype=bool)
+
+
+@dataclass
+class CommContext:
+    """What collective re-costing needs: alpha fits per name and the measured number of ranks."""
+
+    alpha: dict           # name -> fitted latency intercept (s) where sizes were known
+    ranks: int
+
+
+def scale_durations(nodes: pd.DataFrame, dur: np.ndarray, gap: np.ndarray, changes: list[Change],
+                    comm: CommContext, pmnf=None) -> tuple[np.ndarray, np.ndarray]:
+    """Durations and gaps after the duration-type changes (everything but fusion)."""
+    dur, gap = dur.copy(), gap.copy()
+    names = nodes["name"].to_numpy()
+    role, kind = nodes["role"].to_numpy(), nodes["kind"].to_numpy()
+    category, is_gpu = nodes["category"].to_numpy(), nodes["is_gpu"].to_numpy()
+    work = (role == "op") | (role == "sync") | (role == "wake")
+    for c in changes:
+        if c.key == "kernel":
+            dur[work & (kind == "kernel") & name_mask(names, c.target)] *= c.value
+        elif c.key == "name":
+            dur[work & name_mask(names, c.target)] *= c.value
+        elif c.key == "category":
+            dur[work & (category == c.target)] *= c.value
+        elif c.key == "cpu":
+            cpu = ~is_gpu & (role != "sync")
+            dur[cpu] *= c.value
+            gap[cpu] *= c.value
+        elif c.key == "pmnf" and pmnf is not None:
+            dur = pmnf(nodes, dur, c.target, c.value)
+    comm_changes = {c.key: c.value for c in changes if c.key.startswith("comm.") or c.key == "ranks"}
+    if comm_changes:
+        dur = _recost_collectives(nodes, dur, comm_changes, comm)
+    return dur, gap
+
+
+def _recost_collectives(nodes, dur, changes: dict, comm: CommContext) -> np.ndarray:
+    """New pure durations: per-step latency and volume time split at the measured p, then
+    evaluated at the new p with latency x comm.latency and volume / comm.bandwidth."""
+    role, names = nodes["role"].to_numpy(), nodes["name"].to_numpy()
+    single = (role == "op") & (nodes["category"].to_numpy() == "communication") & (nodes["coll"].to_numpy() < 0)
+    targets = np.flatnonzero((role == "sync") | single)
+    algorithm = changes.get("comm.algorithm", "ring")
+    p_to = int(changes.get("ranks", comm.ranks))
+    lat, bw = changes.get("comm.latency", 1.0), changes.get("comm.bandwidth", 1.0)
+    step_default = changes.get("comm.alpha", DEFAULT_STEP_LATENCY)
+    p_from = comm.ranks if comm.ranks >= 2 else 1
+    out = dur.copy()
+    for i in targets:
+        kind = collective_kind(str(names[i]))
+        steps_from = model_time(kind, p_from, 1.0, 0.0, algorithm)
+        alpha = comm.alpha.get(names[i], step_default * steps_from) if "comm.alpha" not in changes \
+            else step_default * steps_from
+        alpha = min(alpha, dur[i])
+        volume = (dur[i] - alpha) / model_time(kind, p_from, 0.0, 1.0, algorithm)
+        out[i] = model_time(kind, p_to, alpha / steps_from * lat, volume / bw, algorithm)
+    return out
+
+
+def fuse_collectives(graph, k: int, alpha_of, step_of) -> "OpGraph":  # noqa: F821 - OpGraph in graph.py
+    """Tensor fusion: each run of k consecutive collectives of one name (within one step) becomes one.
+
+    The fused collective starts when its last tensor is ready (the members of the last one arrive)
+    and lasts the sum of the pure durations minus the saved latencies; whatever waited for an
+    earlier collective of the block now waits for the fused one.
+    """
+    from extradeep.predictor.graph import EDGE_KINDS, OpGraph
+
+    nodes = graph.nodes
+    syncs = nodes.index[nodes["role"] == "sync"].to_numpy()
+    frame = pd.DataFrame({"node": syncs, "name": nodes["name"].to_numpy()[syncs],
+                          "step": step_of(syncs), "start": nodes["start"].to_numpy()[syncs]})
+    frame = frame.sort_values("start", kind="stable")
+    frame["block"] = frame.groupby(["name", "step"]).cumcount() // k
+    dur, src = graph.dur.copy(), graph.src.copy()
+    coll = graph.edge_kind == EDGE_KINDS.index("collective")
+    member_sync = dict(zip(graph.src[coll].tolist(), graph.dst[coll].tolist()))
+    for _, block in frame.groupby(["name", "step", "block"]):
+        ids = block["node"].to_numpy()
+        if len(ids) < 2:
+            continue
+        last = ids[-1]
+        dur[last] = sum(dur[i] for i in ids) - sum(min(alpha_of(i), dur[i]) for i in ids[:-1])
+        dur[ids[:-1]] = 0.0
+        block_set = set(ids.tolist())
+        for e in np.flatnonzero(np.isin(src, ids[:-1])):
+            target_sync = member_sync.get(int(graph.dst[e]))
+            if target_sync not in block_set:
+                src[e] = last
+    edges = pd.DataFrame({"src": src, "dst": graph.dst, "lag": graph.lag, "kind": graph.edge_kind})
+    edges = edges.sort_values(["dst", "src"], kind="stable").drop_duplicates(["src", "dst"])
+    return OpGraph(nodes=nodes, src=edges["src"].to_numpy(), dst=edges["dst"].to_numpy(),
+                   lag=edges["lag"].to_numpy(), edge_kind=edges["kind"].to_numpy(), dur=dur, gap=graph.gap,
+                   release=graph.release, coll_offset=graph.coll_offset, info=dict(graph.info))
