@@ -20,8 +20,11 @@ CPU_KINDS = {"runtime": "cuda_api", "osrt": "os", "cudnn": "cudnn", "cublas": "c
 
 
 def in_phase(op: OpSpec, phase: str) -> bool:
+    """train/val: steady-state steps; between: after each training step; warmup: epoch 0's first step."""
     if phase == "train":
         return op.block in TRAIN_BLOCKS
+    if phase in ("between", "warmup"):
+        return op.block == phase
     return op.block == "data" or (op.block == "forward" and op.category == "computation")
 
 
@@ -33,7 +36,7 @@ def region_models(ops: list[OpSpec], params: list[str], batch: int, refs: dict, 
     regions = []
     for name, group in by_name.items():
         models = {}
-        for phase in ("train", "val"):
+        for phase in ("train", "val", "between", "warmup"):
             members = [op for op in group if in_phase(op, phase)]
             if not members:
                 continue

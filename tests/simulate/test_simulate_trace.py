@@ -1,0 +1,131 @@
+"""Causal structure of the simulated traces: streams, launches, steps, events, collectives."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from extradeep.simulate import simulate
+
+GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
+
+
+def _gpu(conn):
+    sql = " UNION ALL ".join(f"SELECT start, end, streamId, correlationId FROM {t}" for t in GPU_TABLES)
+    return np.array(conn.execute(sql).fetchall(), dtype=np.int64)
+
+
+def test_ops_on_one_stream_never_overlap(all_sims, ro):
+    for sim in all_sims:
+        for path in sim.files.path:
+            with ro(path) as conn:
+                gpu = _gpu(conn)
+            for sid in np.unique(gpu[:, 2]):
+                on = gpu[gpu[:, 2] == sid]
+                on = on[np.argsort(on[:, 0])]
+                assert (on[1:, 0] >= on[:-1, 1]).all(), (path, sid)
+                assert (on[:, 1] > on[:, 0]).all()
+
+
+def test_every_gpu_op_starts_after_its_one_launch_call(all_sims, ro):
+    for sim in all_sims:
+        for path in sim.files.path:
+            with ro(path) as conn:
+                rows = conn.execute(
+                    "SELECT g.start, r.start, r.correlationId FROM ("
+                    + " UNION ALL ".join(f"SELECT start, correlationId FROM {t}" for t in GPU_TABLES)
+                    + ") g JOIN CUPTI_ACTIVITY_KIND_RUNTIME r USING (correlationId)").fetchall()
+                n_gpu = len(_gpu(conn))
+            assert len(rows) == n_gpu  # exactly one runtime call per GPU op
+            assert all(g > r for g, r, _ in rows), path
+
+
+def test_step_ranges_enclose_their_launches(sim_default, ro):
+    for path in sim_default.files.path:
+        with ro(path) as conn:
+            bad = conn.execute(
+                "SELECT count(*) FROM NVTX_EVENTS s JOIN CUPTI_ACTIVITY_KIND_KERNEL k"
+                " ON k.start >= s.start AND k.start < s.end"
+                " JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId"
+                " WHERE s.eventType = 59 AND s.category IN (2, 3)"
+                " AND (r.start < s.start OR r.end > s.end OR k.end > s.end)").fetchone()[0]
+            inside = conn.execute(
+                "SELECT count(*) FROM NVTX_EVENTS s JOIN CUPTI_ACTIVITY_KIND_RUNTIME r"
+                " ON r.start >= s.start AND r.start < s.end WHERE s.eventType = 59 AND s.category IN (2, 3)").fetchone()[0]
+        assert bad == 0 and inside > 0
+
+
+def test_stream_waits_order_work_after_the_recorded_event(sim_ddp, ro):
+    with ro(sim_ddp.files.path[2]) as conn:
+        waits = conn.execute(
+            "SELECT w.streamId, w.correlationId, e.timestamp FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION w"
+            " JOIN CUPTI_ACTIVITY_KIND_CUDA_EVENT e ON e.eventSyncId = w.eventSyncId"
+            " WHERE w.syncType = 2").fetchall()
+        gpu = _gpu(conn)
+        assert len(waits) > 20
+        for sid, wait_corr, done in waits:  # work issued after the wait (larger correlationId)
+            later = gpu[(gpu[:, 2] == sid) & (gpu[:, 3] > wait_corr)]
+            assert len(later) and (later[:, 0] >= done).all()
+
+
+def test_collectives_end_together_across_ranks(sim_ddp, ro):
+    ends = []
+    for path in sim_ddp.files.path:
+        with ro(path) as conn:
+            ends.append([r[0] for r in conn.execute(
+                "SELECT k.end FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName"
+                " WHERE s.value LIKE 'nccl%' ORDER BY k.start")])
+    ends = np.array(ends)
+    assert ends.shape[1] > 10
+    assert (ends.max(axis=0) - ends.min(axis=0) <= 1).all()
+
+
+def test_ddp_has_a_launch_bound_phase_and_imbalance(sim_ddp, ro):
+    with ro(sim_ddp.files.path[0]) as conn:
+        tiny = conn.execute(
+            "SELECT avg(k.end - k.start), avg(r.end - r.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k"
+            " JOIN StringIds s ON s.id = k.shortName JOIN CUPTI_ACTIVITY_KIND_RUNTIME r USING (correlationId)"
+            " WHERE s.value = 'unrolled_elementwise_kernel'").fetchone()
+        gaps = conn.execute("SELECT count(*) FROM OSRT_API o JOIN StringIds s ON s.id = o.nameId"
+                            " WHERE s.value = 'pthread_cond_wait'").fetchone()[0]
+    assert tiny[0] < tiny[1]  # the GPU finishes each tiny kernel faster than the CPU launches the next
+    assert gaps == 2 * (5 + 2)
+    per_rank = []
+    for path in sim_ddp.files.path:
+        with ro(path) as conn:
+            per_rank.append(conn.execute(
+                "SELECT sum(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s"
+                " ON s.id = k.shortName WHERE s.value LIKE 'sm80_xmma%'").fetchone()[0])
+    assert per_rank[-1] > 1.04 * per_rank[0]  # the last rank is slower
+
+
+def test_same_seed_same_bytes_and_what_if_changes_only_its_kernels(tmp_path, ro):
+    kw = dict(params={"ranks": [2]}, repetitions=1, ddp=True)
+    a = simulate(tmp_path / "a", **kw)
+    b = simulate(tmp_path / "b", **kw)
+    c = simulate(tmp_path / "c", kernel_scale={"*gemm*": 0.5}, **kw)
+    digest = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()  # noqa: E731
+    assert [digest(p) for p in a.files.path] == [digest(p) for p in b.files.path]
+    q = ("SELECT s.value, k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName"
+         " WHERE s.value NOT LIKE 'nccl%' ORDER BY k.correlationId")
+    with ro(a.files.path[0]) as ca, ro(c.files.path[0]) as cc:
+        base, scaled = ca.execute(q).fetchall(), cc.execute(q).fetchall()
+    assert [n for n, _ in base] == [n for n, _ in scaled]
+    for (name, d0), (_, d1) in zip(base, scaled):
+        factor = 0.5 if "gemm" in name.lower() else 1.0
+        assert d1 == pytest.approx(d0 * factor, abs=2), name
+    step = lambda s: s.truth["points"][0]["step_time"]["train"]  # noqa: E731
+    assert step(c) < step(a)
+
+
+def test_nccl_bandwidth_scale_halves_the_bandwidth_term(tmp_path):
+    kw = dict(params={"ranks": [4]}, repetitions=1, noise=(0, 0, 0), train_steps=2, val_steps=1)
+    base = simulate(tmp_path / "a", **kw).truth
+    fast = simulate(tmp_path / "b", nccl_bandwidth_scale=2.0, **kw).truth
+    name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+    terms = {s: next(r for r in t["regions"] if r["region"] == name)["models"]["train"]["time"]["terms"]
+             for s, t in (("base", base), ("fast", fast))}
+    assert terms["base"][0] == terms["fast"][0]  # latency unchanged
+    assert terms["fast"][1]["coefficient"] == pytest.approx(terms["base"][1]["coefficient"] / 2)
