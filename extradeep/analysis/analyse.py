@@ -75,14 +75,8 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     params = list(experiment.params)
     if not params:
         raise InputError(None, "the experiment has no modeled parameters (give --param)")
-    steps = step_values(experiment, metrics)
-    notes = dataset_notes(experiment, dataset, steps)
-    app_steps = application_steps(steps, params)
-    # Category sums (kind total) are modeled once, as application quantities, not again as regions.
-    region_steps = steps[steps["kind"] != TOTAL].reset_index(drop=True)
+    app_steps, region_steps, application, regions, notes = _measure(experiment, dataset, metrics)
     fixed = experiment.fixed_params
-    application = per_epoch(app_steps, ["quantity"], params, dataset, fixed)
-    regions = per_epoch(region_steps, REGION_KEYS, params, dataset, fixed)
     _say(progress, "modeling the application quantities")
     app_models = fit_phase_models(app_steps, ["quantity"], params, dataset, fixed, options)
     _say(progress, f"modeling {len(regions[REGION_KEYS].drop_duplicates())} region metrics")
@@ -97,6 +91,26 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     return Analysis(params, ranks, per_unit(dataset), mode, baseline, application, app_points, app_models,
                     regions, point_summary(regions, REGION_KEYS, params), region_models, dataset, notes,
                     dict(options or {}))
+
+
+def _measure(experiment: Experiment, dataset: Dataset | None, metrics):
+    """Per-step values (application, regions), their per-epoch values and notes."""
+    params = experiment.params
+    steps = step_values(experiment, metrics)
+    notes = dataset_notes(experiment, dataset, steps)
+    app_steps = application_steps(steps, params)
+    # Category sums (kind total) are modeled once, as application quantities, not again as regions.
+    region_steps = steps[steps["kind"] != TOTAL].reset_index(drop=True)
+    application = per_epoch(app_steps, ["quantity"], params, dataset, experiment.fixed_params)
+    regions = per_epoch(region_steps, REGION_KEYS, params, dataset, experiment.fixed_params)
+    return app_steps, region_steps, application, regions, notes
+
+
+def measured_points(experiment: Experiment, dataset: Dataset | None, metrics=("time", "visits", "bytes")):
+    """(application points, region points): medians over repetitions, as :func:`analyse` models them."""
+    _, _, application, regions, _ = _measure(experiment, dataset, metrics)
+    params = experiment.params
+    return point_summary(application, ["quantity"], params), point_summary(regions, REGION_KEYS, params)
 
 
 def fit_phase_models(steps: pd.DataFrame, keys: list[str], params: list[str], dataset: Dataset | None,

@@ -142,7 +142,7 @@ def explain_failure(table: pd.DataFrame, limits: BudgetLimits, unit: str, params
         problems.append(
             f"cost limit: the cheapest configuration ({format_point(row, params)}) costs "
             f"{row['total_cost']:.4g} {unit} for {epochs}, {_over(row['total_cost'], limits.max_cost)} "
-            f"over the {limits.max_cost:g} limit")
+            f"over the {limits.max_cost:g} {unit} limit")
     if not problems:
         fast = table[table["time_ok"]]
         cheap = table[table["cost_ok"]]

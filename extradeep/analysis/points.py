@@ -97,3 +97,16 @@ def format_seconds(seconds: float) -> str:
         if size < limit:
             return f"{seconds * scale:.3g} {unit}" if size else "0 s"
     return f"{seconds / 86400:.3g} d"
+
+
+_DURATION_UNITS = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hr": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str, option: str = "--max-time") -> float:
+    """``"3600"``, ``"90s"``, ``"45min"``, ``"10h"``, ``"2d"`` -> seconds."""
+    text = str(text).strip().lower()
+    number = text.rstrip("abcdefghijklmnopqrstuvwxyz").strip()
+    unit = text[len(number):].strip() or "s"
+    if unit not in _DURATION_UNITS:
+        raise InputError(option, f"{text!r}: unknown unit {unit!r} (use s, min, h or d)")
+    return _number(number, option) * _DURATION_UNITS[unit]

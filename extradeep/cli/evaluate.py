@@ -1,0 +1,108 @@
+"""`extradeep evaluate`: how well the models predict measured points they were not built from."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+
+from extradeep.cli.common import add_reading_arguments
+from extradeep.cli.model import add_analysis_arguments
+from extradeep.errors import InputError
+
+HELP = "percentage error of every model at held-out measured points (paper Table 2, Fig. 5)"
+DESCRIPTION = """Measure model accuracy (at modeling points) and predictive power (at evaluation points).
+
+Models are built without the evaluation points (--eval-points holds measured configurations out;
+--eval-dir reads a second set of exports), then compared with the measured medians there.
+Prints the error of the time-per-epoch model per point and the median percentage error (MPE)
+per category and per region class (kind) and metric, like the paper's Table 2.
+
+examples:
+  extradeep evaluate runs/ --param ranks --eval-points 32,64
+  extradeep evaluate small_runs/ --eval-dir big_runs/ --csv errors.csv
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_reading_arguments(parser)
+    add_analysis_arguments(parser)
+    add_evaluation_arguments(parser)
+    parser.add_argument("--csv", metavar="FILE", help="write the error of every model at every point as CSV")
+
+
+def add_evaluation_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("evaluation")
+    group.add_argument("--eval-points", metavar="LIST", help="measured values of the ranks parameter held out of modeling, e.g. 16,32")
+    group.add_argument("--eval-dir", metavar="DIR", help="exports of further configurations, not used for modeling")
+
+
+def evaluation_from_args(args, required: bool):
+    """(Analysis, Experiment, errors DataFrame or None, evaluation points or None) from ``args``."""
+    import pandas as pd
+
+    from extradeep.analysis.analyse import analyse, measured_points, subset_experiment
+    from extradeep.analysis.evaluation import prediction_errors
+    from extradeep.analysis.points import parse_values
+    from extradeep.cli.common import experiment_from_args
+    from extradeep.cli.model import analysis_from_args, modeler_options, progress_line
+
+    if args.eval_points and args.eval_dir:
+        raise InputError(None, "give --eval-points or --eval-dir, not both")
+    if not (args.eval_points or args.eval_dir):
+        if required:
+            raise InputError(None, "give --eval-points (held-out measured configurations) or --eval-dir")
+        analysis, experiment = analysis_from_args(args)
+        return analysis, experiment, None, None
+    experiment = experiment_from_args(args)
+    if args.eval_dir:
+        other = copy.copy(args)
+        other.profiles = [args.eval_dir]
+        other.manifest = None
+        full = experiment_from_args(other)
+        modeling = experiment
+    else:
+        ranks = args.ranks_param or ("ranks" if "ranks" in experiment.params else experiment.params[0])
+        held = parse_values(args.eval_points, "--eval-points")
+        points = experiment.points[experiment.params].drop_duplicates()
+        missing = [v for v in held if not (points[ranks].astype(float) == v).any()]
+        if missing:
+            raise InputError("--eval-points", f"{', '.join(f'{v:g}' for v in missing)} not measured "
+                             f"(measured {ranks}: {', '.join(f'{v:g}' for v in sorted(points[ranks].unique()))})")
+        modeling = subset_experiment(experiment, points[~points[ranks].astype(float).isin(held)])
+        full = subset_experiment(experiment, points[points[ranks].astype(float).isin(held)])
+    analysis = analyse(modeling, options=modeler_options(args), scaling=args.scaling, ranks_param=args.ranks_param,
+                       progress=progress_line)
+    app_points, region_points = measured_points(full, analysis.dataset)
+    errors = [prediction_errors(analysis, analysis.application_points, analysis.region_points, "modeling", args.level),
+              prediction_errors(analysis, app_points, region_points, "evaluation", args.level)]
+    return analysis, experiment, pd.concat(errors, ignore_index=True), app_points
+
+
+def run(args) -> int:
+    from extradeep.analysis.evaluation import error_summary
+    from extradeep.analysis.points import format_point
+    from extradeep.analysis.analyse import primary_quantity
+    from extradeep.report.text import format_pct, format_value, render_table
+
+    analysis, _, errors, _ = evaluation_from_args(args, required=True)
+    params = analysis.params
+    quantity = primary_quantity(analysis)
+    main = errors[(errors["model_type"] == "application") & (errors["name"] == quantity)].sort_values(params)
+    rows = [[format_point(r, params), r["role"], format_value(r["value"]), format_value(r["predicted"]),
+             format_pct(r["error_pct"], 2), format_pct(r["spread_pct"], 2), "yes" if r["inside_interval"] else "no"]
+            for _, r in main.iterrows()]
+    print(f"{quantity} per {analysis.per}: model accuracy (modeling points) and predictive power (evaluation points)")
+    print(render_table(["configuration", "role", "measured", "model", "error", "repetition spread", "inside interval"],
+                       rows, "llrrrrl"))
+    for by, title in (("category", "category"), ("kind", "region class")):
+        summary = error_summary(errors[errors["model_type"] == "region"], params, by)
+        summary = summary[summary["role"] == "evaluation"]
+        rows = [[r[by], r["metric"], format_point(r, params), format_pct(r["mpe_pct"], 2), int(r["models"]),
+                 format_pct(r["inside_interval_pct"], 0)] for _, r in summary.iterrows()]
+        print(f"\nMedian percentage error (MPE) at the evaluation points, per {title} and metric")
+        print(render_table([title, "metric", "configuration", "MPE", "models", "inside interval"], rows, "lllrrr"))
+    if args.csv:
+        errors.to_csv(args.csv, index=False)
+        print(f"extradeep: wrote {args.csv}", file=sys.stderr)
+    return 0
