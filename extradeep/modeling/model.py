@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
-from scipy import stats
 
 from extradeep.modeling.terms import (
     Term, design_matrix, display_names, factor_text, growth_text, term_growth_key,
@@ -69,7 +68,9 @@ class Model:
         leverage = np.einsum("ij,jk,ik->i", A, self.cov_unscaled, A)
         shape = np.maximum(np.abs(pred), self.var_floor) ** 2 if self.weighting == "relative" else 1.0
         if self.dof > 0:
-            half = stats.t.ppf(0.5 + level / 2, self.dof) * np.sqrt(self.sigma2 * (shape + leverage))
+            from scipy.special import stdtrit  # lighter than scipy.stats for a CLI start
+
+            half = stdtrit(self.dof, 0.5 + level / 2) * np.sqrt(self.sigma2 * (shape + leverage))
         else:
             half = np.full_like(pred, np.inf)
         lo, hi = pred - half, pred + half

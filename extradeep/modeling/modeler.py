@@ -18,7 +18,8 @@ from extradeep.modeling.terms import DEFAULT_I, DEFAULT_J, design_matrix, factor
 
 # Measured in benchmarks/bench_modeling.py (see docs/performance.md).
 DEFAULT_TIE_TOLERANCE = 0.0
-DEFAULT_NONNEGATIVE = False
+DEFAULT_NONNEGATIVE = "auto"
+DEFAULT_CRITERION = "cv+reps"
 RESULT_COLUMNS = ["model", "formula", "smape", "cv_smape", "ar2", "rss", "growth", "growth_key",
                   "n_points", "reason", "warnings"]
 
@@ -33,7 +34,8 @@ class PMNFModeler:
 
     def __init__(self, exponents_i=DEFAULT_I, exponents_j=DEFAULT_J, pairs=None, n_terms=1,
                  nonnegative=DEFAULT_NONNEGATIVE, min_points=5, weighting="relative",
-                 tie_tolerance=DEFAULT_TIE_TOLERANCE, min_term_contribution=0.0005, top_k=3,
+                 tie_tolerance=DEFAULT_TIE_TOLERANCE, criterion=DEFAULT_CRITERION, significance=0.05,
+                 min_term_contribution=0.0005, top_k=3,
                  param_names=None, names=None):
         self.exponents_i = exponents_i
         self.exponents_j = exponents_j
@@ -43,6 +45,8 @@ class PMNFModeler:
         self.min_points = min_points
         self.weighting = weighting
         self.tie_tolerance = tie_tolerance
+        self.criterion = criterion
+        self.significance = significance
         self.min_term_contribution = min_term_contribution
         self.top_k = top_k
         self.param_names = param_names

@@ -25,10 +25,12 @@ class SearchOptions:
     exponents_j: tuple = ()
     pairs: object = None            # None/"all": I x J; "extrap": Extra-P 4.2.5 defaults; or (i, j) list
     n_terms: int = 1
-    nonnegative: bool = False
+    nonnegative: object = "auto"    # True: term coefficients >= 0; "auto": terms follow the data's trend
     min_points: int = 5
     weighting: str = "relative"     # "relative": noise proportional to the value; "none": constant
     tie_tolerance: float = 0.0
+    criterion: str = "cv"           # "cv": LOO SMAPE over all; "cv+reps": see `choose`
+    significance: float = 0.05
     min_term_contribution: float = 0.0005
     top_k: int = 3                  # single-parameter candidates per parameter for multi-parameter forms
     factors: list = field(default_factory=list)
@@ -44,6 +46,13 @@ class PointBatch:
     pure_ss: np.ndarray  # (R, n) sum of squared deviations of repetitions from the point mean
     w: np.ndarray = None  # (R, n) least-squares weights (set by `weights`)
     v: np.ndarray = None  # (R, n) relative noise variance per repetition
+
+    def noise(self, rows=slice(None)) -> tuple[np.ndarray, np.ndarray]:
+        """Pure-error variance per unit weight from the repetitions, and its degrees of freedom."""
+        dof = (self.count[rows] - 1).sum(axis=1)
+        ss = (self.pure_ss[rows] / self.v[rows]).sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(dof > 0, ss / np.maximum(dof, 1), np.nan), dof
 
 
 def weights(batch: PointBatch, weighting: str) -> None:
@@ -68,6 +77,10 @@ class Hypotheses:
     members: list[tuple[int, ...]]
     rank: np.ndarray
 
+    @property
+    def size(self) -> np.ndarray:
+        return np.array([len(m) for m in self.members])
+
 
 def single_hypotheses(factors: list[Factor], n_terms: int) -> Hypotheses:
     members = [()]
@@ -80,11 +93,32 @@ def single_hypotheses(factors: list[Factor], n_terms: int) -> Hypotheses:
     return Hypotheses(members, rank)
 
 
-def _score(A, y, w, opts: SearchOptions):
-    """LOO SMAPE and admissibility for stacks A (H, n, p) or (R, H, n, p) against y, w (R, n)."""
+def trend_sign(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """+1 where values (R, n) grow with the parameters (X (n, m), on a log scale), -1 where they fall."""
+    scale = np.log2(X).sum(axis=1)
+    slope = (y - y.mean(axis=1, keepdims=True)) @ (scale - scale.mean())
+    return np.where(slope < 0, -1.0, 1.0)
+
+
+def _sign_ok(coef: np.ndarray, sign, nonnegative) -> np.ndarray:
+    """Admissible term signs: all >= 0 (True), all matching the trend ("auto"), or anything (False)."""
+    terms = coef[..., 1:]
+    if nonnegative == "auto":
+        return (terms * sign.reshape(sign.shape + (1,) * (terms.ndim - 1)) >= 0).all(axis=-1)
+    if nonnegative:
+        return (terms >= 0).all(axis=-1)
+    return np.ones(terms.shape[:-1], dtype=bool)
+
+
+def _score(A, y, w, opts: SearchOptions, sign=None):
+    """LOO SMAPE and admissibility for stacks A (H, n, p) or (R, H, n, p) against y, w (R, n).
+
+    `sign` (R,): the data's trend for nonnegative="auto" (see `trend_sign`).
+    """
     R = y.shape[0]
     H, n, p = A.shape[-3:]
     out_s = np.empty((R, H))
+    out_ss = np.empty((R, H))
     out_ok = np.empty((R, H), dtype=bool)
     for sl in chunk_rows(R, H * n * p * 4):
         Ac = A if A.ndim == 3 else A[sl]
@@ -96,19 +130,60 @@ def _score(A, y, w, opts: SearchOptions):
             with np.errstate(divide="ignore", invalid="ignore"):
                 share = (contrib / np.abs(yc)[..., None]).max(axis=-2)
             ok &= (share >= opts.min_term_contribution).all(axis=-1)
-            if opts.nonnegative:
-                ok &= (fit.coef[..., 1:] >= 0).all(axis=-1)
+            ok &= _sign_ok(fit.coef, None if sign is None else sign[sl], opts.nonnegative)
         out_s[sl] = smape(yc, fit.loo_pred)
+        out_ss[sl] = np.einsum("...i,...i->...", wc, (yc - fit.fitted) ** 2)
         out_ok[sl] = ok
-    return out_s, out_ok
+    return out_s, out_ss, out_ok
 
 
-def choose(scores: np.ndarray, ok: np.ndarray, rank: np.ndarray, tie: float) -> np.ndarray:
-    """Per row: the simplest admissible hypothesis whose score is within `tie` (relative) of the best."""
+def choose(scores, ok, rank, opts: SearchOptions, size=None, wss=None, noise=None) -> np.ndarray:
+    """Per row: the simplest admissible hypothesis whose LOO SMAPE is within the tie tolerance of the best.
+
+    With criterion "cv+reps" only the maximum-likelihood (least weighted squares over all
+    repetitions) hypothesis of each size competes on LOO SMAPE, and a hypothesis with fewer terms
+    replaces the pick when the extra terms do not reduce the squares significantly against the
+    repetitions' own spread (F-test at `significance`; `noise` = (variance, dof) per row).
+    """
+    rows = np.arange(ok.shape[0])
+    winners = {}
+    if opts.criterion == "cv+reps" and size is not None:
+        keep = np.zeros_like(ok)
+        for k in np.unique(size):
+            masked = np.where(ok & (size == k)[None, :], wss, np.inf)
+            best = masked.argmin(axis=1)
+            winners[k] = (best, np.isfinite(masked[rows, best]))
+            keep[rows, best] = winners[k][1]
+        ok = ok & keep
+    elif opts.criterion != "cv":
+        raise ValueError(f"unknown criterion {opts.criterion!r} (use 'cv' or 'cv+reps')")
     s = np.where(ok, scores, np.inf)
     best = s.min(axis=1, keepdims=True)
-    near = ok & (s <= best * (1.0 + tie) + 1e-12)
-    return np.where(near, rank[None, :], np.iinfo(np.int64).max).argmin(axis=1)
+    near = ok & (s <= best * (1.0 + opts.tie_tolerance) + 1e-12)
+    pick = np.where(near, rank[None, :], np.iinfo(np.int64).max).argmin(axis=1)
+    if winners and noise is not None:
+        pick = _simplify(pick, winners, size, wss, noise, opts.significance)
+    return pick
+
+
+def _simplify(pick, winners, size, wss, noise, significance):
+    """Replace each pick by the smallest-size winner that an F-test cannot tell apart from it."""
+    from scipy.special import fdtri  # scipy.special imports far faster than scipy.stats
+
+    var, dof = noise
+    rows = np.arange(len(pick))
+    done = np.zeros(len(pick), dtype=bool)
+    for k in sorted(winners):
+        cand, valid = winners[k]
+        extra = size[pick] - k
+        usable = valid & ~done & (extra > 0) & (dof > 0) & (var > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stat = (wss[rows, cand] - wss[rows, pick]) / np.maximum(extra, 1) / var
+            crit = fdtri(np.maximum(extra, 1), np.maximum(dof, 1), 1 - significance)
+        accept = usable & (stat < crit)
+        pick = np.where(accept, cand, pick)
+        done |= accept
+    return pick
 
 
 def single_design(x: np.ndarray, factors: list[Factor], hyps: Hypotheses) -> dict[int, tuple]:
@@ -127,14 +202,14 @@ def single_design(x: np.ndarray, factors: list[Factor], hyps: Hypotheses) -> dic
 
 
 def score_single(x, y, w, hyps: Hypotheses, opts: SearchOptions):
-    """LOO SMAPE (R, H) and admissibility of every single-parameter hypothesis on rows y (R, n)."""
+    """LOO SMAPE, weighted squares (R, H) and admissibility of every hypothesis on rows y (R, n)."""
     H = len(hyps.members)
     scores = np.full((y.shape[0], H), np.inf)
+    wss = np.full((y.shape[0], H), np.inf)
     ok = np.zeros((y.shape[0], H), dtype=bool)
     for idxs, A in single_design(x, opts.factors, hyps).values():
-        s, k = _score(A, y, w, opts)
-        scores[:, idxs], ok[:, idxs] = s, k
-    return scores, ok
+        scores[:, idxs], wss[:, idxs], ok[:, idxs] = _score(A, y, w, opts, trend_sign(x[:, None], y))
+    return scores, wss, ok
 
 
 def line_indices(X: np.ndarray, col: int, min_points: int) -> np.ndarray | None:
@@ -162,10 +237,11 @@ def line_candidates(batch: PointBatch, col: int, hyps: Hypotheses, opts: SearchO
     n_lines, n_l = L.shape
     y = batch.y[:, L].reshape(R * n_lines, n_l)
     w = batch.w[:, L].reshape(R * n_lines, n_l)
-    s, ok = score_single(batch.X[L[0], col], y, w, hyps, opts)
+    s, wss, ok = score_single(batch.X[L[0], col], y, w, hyps, opts)
     s = s.reshape(R, n_lines, -1).mean(axis=1)
+    wss = wss.reshape(R, n_lines, -1).sum(axis=1)
     ok = ok.reshape(R, n_lines, -1).mean(axis=1) >= 0.5
-    chosen = choose(s, ok, hyps.rank, opts.tie_tolerance)
+    chosen = choose(s, ok, hyps.rank, opts, hyps.size * n_lines, wss, batch.noise())
     ranked = np.where(ok, s, np.inf)
     ranked[:, 0] = np.inf  # the constant hypothesis is never a multi-parameter factor
     ranked[np.arange(R), chosen] = -1.0
@@ -196,8 +272,8 @@ class Choice:
 
 def search_single_parameter(batch: PointBatch, opts: SearchOptions) -> list[Choice]:
     hyps = single_hypotheses(opts.factors, opts.n_terms)
-    s, ok = score_single(batch.X[:, 0], batch.y, batch.w, hyps, opts)
-    chosen = choose(s, ok, hyps.rank, opts.tie_tolerance)
+    s, wss, ok = score_single(batch.X[:, 0], batch.y, batch.w, hyps, opts)
+    chosen = choose(s, ok, hyps.rank, opts, hyps.size, wss, batch.noise())
     return [Choice([(opts.factors[f],) for f in hyps.members[c]], float(s[r, c])) for r, c in enumerate(chosen)]
 
 
@@ -219,7 +295,7 @@ def _search_forms(batch: PointBatch, rows, cols, per_param, opts: SearchOptions)
     """Fit every form x candidate combination on all points for the regions `rows`."""
     y, w = batch.y[rows], batch.w[rows]
     if not cols:
-        s, _ = _score(np.ones((1, len(batch.X), 1)), y, w, opts)
+        s = _score(np.ones((1, len(batch.X), 1)), y, w, opts)[0]
         return [Choice([], float(v)) for v in s[:, 0]]
     tables = [np.stack([factor_values(batch.X[:, c], f) for f in opts.factors]) for c in range(batch.X.shape[1])]
     k = per_param[cols[0]][1].shape[1]
@@ -227,18 +303,20 @@ def _search_forms(batch: PointBatch, rows, cols, per_param, opts: SearchOptions)
     cand = [per_param[c][1][rows][:, combos[:, a]] for a, c in enumerate(cols)]  # (R, C) factor ids
     cand_ok = np.all([per_param[c][2][rows][:, combos[:, a]] for a, c in enumerate(cols)], axis=0)
     values = [tables[c][cand[a] - 1] for a, c in enumerate(cols)]  # hypothesis i>0 is factor i-1
-    all_s, all_ok, all_rank, labels = [], [], [], []
+    all_s, all_ss, all_ok, all_rank, all_size, labels = [], [], [], [], [], []
     for form in forms(len(cols)):
         columns = [np.ones_like(values[0])] + [np.prod([values[a] for a in mono], axis=0) for mono in form]
         A = np.stack(columns, axis=-1)  # (R, C, n, p)
-        s, ok = _score(A, y, w, opts)
+        s, ss, ok = _score(A, y, w, opts, trend_sign(batch.X, y))
         all_s.append(s)
+        all_ss.append(ss)
+        all_size.append(np.full(s.shape[1], len(form)))
         all_ok.append(ok & cand_ok)
         # fewer terms first, then the candidates the lines preferred, then fewer factors per term
         all_rank.append(len(form) * 10**6 + combos.sum(axis=1) * 10**3 + sum(len(mono) for mono in form))
         labels += [(form, ci) for ci in range(len(combos))]
     s, ok, rank = np.concatenate(all_s, 1), np.concatenate(all_ok, 1), np.concatenate(all_rank)
-    chosen = choose(s, ok, rank, opts.tie_tolerance)
+    chosen = choose(s, ok, rank, opts, np.concatenate(all_size), np.concatenate(all_ss, 1), batch.noise(rows))
     out = []
     for r, c in enumerate(chosen):
         if not ok[r].any():
