@@ -162,7 +162,7 @@ def breakdown_section(inputs: ReportInputs) -> str:
     a = inputs.analysis
     measured = a.application_points.rename(columns={"value": "T"})
     combined = pd.concat([measured, inputs.predictions], ignore_index=True)
-    fig = plots.breakdown_figure(combined, a.ranks_param, a.per)
+    fig = plots.breakdown_figure(combined, a.ranks_param, a.per, float(a.points[a.ranks_param].max()))
     return ("<h2>Where the time goes</h2>" + _image(inputs, "breakdown", fig, "category breakdown")
             + "<p>Measured configurations and predictions. Computation, communication and memory are sums of "
               "GPU activity (communication includes MPI calls); idle is the step time no GPU activity covers. "

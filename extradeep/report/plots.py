@@ -127,8 +127,9 @@ def scaling_figure(scaling: pd.DataFrame, x: str, measured_max: float) -> Figure
     return fig
 
 
-def breakdown_figure(predictions: pd.DataFrame, x: str, per: str) -> Figure:
-    """Stacked computation, communication, memory and idle per epoch, with the measured-step epoch time."""
+def breakdown_figure(predictions: pd.DataFrame, x: str, per: str, measured_max: float | None = None) -> Figure:
+    """Stacked computation, communication, memory and idle per epoch, with the measured-step epoch
+    time; a dashed line separates measured configurations (<= ``measured_max``) from predictions."""
     fig, (ax,) = _figure()
     wide = predictions.pivot_table(index=x, columns="quantity", values="T").sort_index()
     positions = np.arange(len(wide))
@@ -142,6 +143,9 @@ def breakdown_figure(predictions: pd.DataFrame, x: str, per: str) -> Figure:
         ax.plot(positions, wide["epoch time"], "k_", ms=28, mew=2, label="epoch time (measured step)")
     ax.set_xticks(positions, [f"{v:g}" for v in wide.index])
     ax.set_xlabel(x)
+    if measured_max is not None and (wide.index > measured_max).any() and (wide.index <= measured_max).any():
+        ax.axvline(int((wide.index <= measured_max).sum()) - 0.5, color="#888888", ls="--", lw=1)
+        ax.set_xlabel(f"{x}  (left of the dashed line: measured; right: predicted)")
     ax.set_ylabel(f"seconds per {per}")
     ax.set_title("breakdown (sums of GPU activity; streams may overlap)")
     ax.legend(fontsize=8)
@@ -169,7 +173,7 @@ def tradeoff_figure(table: pd.DataFrame, x: str, max_time: float | None, max_cos
     _shade(ax, xs, table["cost_ok"].to_numpy(bool), "\\\\", COLORS["communication"], "meets the budget")
     _shade(ax, xs, table["valid"].to_numpy(bool), None, "#55a868", "meets both", alpha=0.25)
     handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
-    ax.legend(handles=handles, fontsize=8, loc="upper center")
+    fig.legend(handles=handles, fontsize=8, loc="outside lower center", ncols=len(handles))
     ax.grid(alpha=0.3)
     ax.set_title("time/cost trade-off")
     return fig
