@@ -33,7 +33,7 @@ def new_export(path: Path, layout: Layout) -> tuple[sqlite3.Connection, ExportWr
     if path.exists():
         path.unlink()
     conn = sqlite3.connect(path)
-    conn.execute("PRAGMA page_size = 1024")
+    conn.execute("PRAGMA page_size = 512")
     conn.execute("PRAGMA journal_mode = OFF")
     conn.execute("PRAGMA synchronous = OFF")
     writer = ExportWriter(conn, layout)
