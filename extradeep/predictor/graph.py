@@ -28,6 +28,7 @@ LATE = 5e-6
 # CPU and GPU timestamps of one process can disagree by a few microseconds: a blocking call may
 # appear to return slightly before the GPU op it waited for ends.
 CLOCK_SLACK = 20e-6
+LATENCY_QUANTILE = 0.1
 BLOCKING_PREFIXES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
                      "cudaCtxSynchronize", "cuStreamSynchronize", "cuCtxSynchronize",
                      "cuEventSynchronize", "cudaThreadSynchronize")
@@ -314,7 +315,11 @@ def _edge_lags(nodes, src, dst, kind, src_end, start) -> np.ndarray:
 
 
 def _typical_launch_latency(nodes, src, dst, kind, launch, measured) -> np.ndarray:
-    """Median launch-call-end -> GPU-start delay per rank, over ops whose stream was idle."""
+    """Launch-call-end -> GPU-start delay per rank: a low quantile over ops whose stream was idle.
+
+    Ops that start later than that were held up by something else (an event, a collective), which
+    the graph models separately, so the typical latency is the quick end of the distribution.
+    """
     queue = kind == EDGE_KINDS.index("queue")
     prev_end = np.full(len(nodes), -np.inf)
     np.maximum.at(prev_end, dst[queue], nodes["end"].to_numpy()[src[queue]])
@@ -322,9 +327,9 @@ def _typical_launch_latency(nodes, src, dst, kind, launch, measured) -> np.ndarr
     idle = prev_end[gpu_ids] + TOLERANCE < nodes["start"].to_numpy()[gpu_ids]
     rank = nodes["rank"].to_numpy()[gpu_ids]
     frame = pd.DataFrame({"rank": rank, "lat": np.where(idle, measured, np.nan)})
-    med = frame.groupby("rank")["lat"].median()
-    fallback = frame.assign(lat=measured).groupby("rank")["lat"].median()
-    return np.maximum(med.fillna(fallback).reindex(rank).to_numpy(), 0.0)
+    low = frame.groupby("rank")["lat"].quantile(LATENCY_QUANTILE)
+    fallback = frame.assign(lat=measured).groupby("rank")["lat"].quantile(LATENCY_QUANTILE)
+    return low.fillna(fallback).reindex(rank).to_numpy()
 
 
 def _infer_gpu_waits(graph: OpGraph) -> OpGraph:

@@ -14,13 +14,19 @@ name of the GPU op it launched.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
 STAT_COLUMNS = ["type", "name", "count", "mean", "median", "std", "p95", "total"]
+# PyTorch's NVTX op names carry per-call counters ("aten::mm, seq = 12, op_id = 345"); statistics
+# are per op, so the counters are dropped.
+_COUNTERS = re.compile(r",\s*(?:seq|op_id)\s*=\s*\d+")
 
 
 def _stats(kind: str, names, values) -> pd.DataFrame:
+    names = [_COUNTERS.sub("", str(n)) for n in names]
     f = pd.DataFrame({"name": np.asarray(names, dtype=object), "v": np.asarray(values, dtype=float)})
     if f.empty:
         return pd.DataFrame(columns=STAT_COLUMNS)
