@@ -158,14 +158,15 @@ class Experiment:
             path.unlink()
         db = sqlite_utils.Database(path)
         meta = {"format": FORMAT, "version": __version__, "params": json.dumps(self.params)}
-        db[META_TABLE].insert_all({"key": k, "value": v} for k, v in meta.items())
+        _write(db, META_TABLE, pd.DataFrame({"key": list(meta), "value": list(meta.values())}))
         _write(db, "measurements", self.points)
         _write(db, "measurements_by_rep", self.values)
         _write(db, "regions", region_table(self.points))
         _write(db, "parameters", self.parameter_table())
         _write(db, "provenance", self.provenance)
-        db["settings"].insert_all({"key": k, "value": json.dumps(v)} for k, v in self.settings.items())
-        db["problems"].insert_all(({"problem": p} for p in self.problems), columns={"problem": str})
+        settings = {"key": list(self.settings), "value": [json.dumps(v) for v in self.settings.values()]}
+        _write(db, "settings", pd.DataFrame(settings, dtype=object))
+        _write(db, "problems", pd.DataFrame({"problem": list(self.problems)}, dtype=object))
         db.conn.commit()
         db.close()
 
@@ -210,11 +211,10 @@ def region_table(points: pd.DataFrame) -> pd.DataFrame:
 
 
 def _write(db, name: str, frame: pd.DataFrame) -> None:
-    records = frame.astype(object).where(frame.notna(), None).to_dict("records")
     columns = {c: _sql_type(frame[c]) for c in frame.columns}
-    db[name].insert_all(records, columns=columns, batch_size=2000)
-    if not records:
-        db[name].create(columns)
+    db[name].create(columns)
+    records = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    db[name].insert_all(records, batch_size=2000)
 
 
 def _sql_type(column: pd.Series):

@@ -19,11 +19,15 @@ from extradeep.simulate import simulate
 VARIANTS = {
     "ranges-2026-strong": dict(marks="ranges", layout="2026", scaling="strong", nvtx_strings="text"),
     "marks-2022-weak": dict(marks="marks", layout="2022", scaling="weak", nvtx_strings="textId"),
-    "profiler-2026-strong": dict(marks="profiler", layout="2026", scaling="strong", nvtx_strings="text"),
+    "profiler-2026-weak-noisefree": dict(marks="profiler", layout="2026", scaling="weak", noise=(0.0, 0.0, 0.0)),
 }
-# Per-instance noise 2 %, per rank and per repetition 1 % (lognormal); medians over 3 steps, ranks and
-# 2 repetitions stay well inside 10 %. Step times also carry waiting on the slowest rank.
-TIME_RTOL = 0.10
+# Default noise: lognormal 2 % per instance, 1 % per rank and per repetition; medians over 3 steps,
+# ranks and 2 repetitions stay well inside 10 %. Without noise only integer-ns rounding remains.
+NOISY_RTOL, EXACT_RTOL = 0.10, 1e-4
+# A collective ends when the slowest rank arrives, so with noise a measured NCCL kernel also holds
+# waiting (truth.json: "measured NCCL times sit above the pure-transfer formula"), bounded by the
+# jitter of the compute before it: at most this share of the step time.
+NCCL_WAIT_SHARE = 0.1
 
 
 def _hashes(directory):
@@ -38,44 +42,53 @@ def simulated(request, tmp_path_factory):
     before = _hashes(out)
     experiment = load_experiment(out, ["ranks"], jobs=1, use_cache=False, progress=False,
                                  dataset=Dataset(**sim.truth["dataset"]))
-    return out, sim.truth, experiment, before
+    rtol = EXACT_RTOL if "noisefree" in request.param else NOISY_RTOL
+    return out, sim.truth, experiment, before, rtol
 
 
-def _assert_close(got, want, metric, what):
-    rtol = TIME_RTOL if metric == "time" else 1e-9
-    assert got == pytest.approx(want, rel=rtol), what
+def _assert_close(got, want, rtol, what, wait_allowance=0.0):
+    """Within rtol; NCCL kernels may exceed the truth by the waiting allowance."""
+    if wait_allowance:
+        assert want * (1 - rtol) <= got <= want * (1 + rtol) + wait_allowance, what
+    else:
+        assert got == pytest.approx(want, rel=rtol, abs=1e-12), what
 
 
 def test_per_step_medians_match_truth(simulated):
-    _, truth, experiment, _ = simulated
+    _, truth, experiment, _, rtol = simulated
     assert not experiment.problems
     points = experiment.points.set_index(["region", "kind", "phase", "metric", "ranks"])["value"]
     for point in truth["points"]:
         ranks = point["params"]["ranks"]
+        allowance = NCCL_WAIT_SHARE * point["step_time"]["train"] if rtol == NOISY_RTOL else 0.0
         for row in point["per_step"]:
             key = (row["region"], row["kind"], row["phase"], row["metric"], ranks)
-            assert key in points.index, f"missing {key}"
-            _assert_close(points[key], row["value"], row["metric"], key)
+            # The reader emits no row for a sum that is 0 (e.g. zero-length kernels); aggregation treats absence as 0.
+            assert key in points.index or row["value"] == 0, f"missing {key}"
+            wait = allowance if row["region"].startswith("nccl") and row["metric"] == "time" else 0.0
+            tol = rtol if row["metric"] == "time" else 1e-9
+            _assert_close(points.get(key, 0.0), row["value"], tol, key, wait)
         for row in point["between_per_epoch"]:
             key = (row["region"], row["kind"], "between", row["metric"], ranks)
-            _assert_close(points[key], row["value"], row["metric"], key)
+            _assert_close(points[key], row["value"], rtol if row["metric"] == "time" else 1e-9, key)
 
 
 def test_epoch_values_match_truth(simulated):
-    _, truth, experiment, _ = simulated
+    _, truth, experiment, _, rtol = simulated
     table = experiment.epoch_table()
     for point in truth["points"]:
         at = table[table["ranks"] == point["params"]["ranks"]]
         by_region = at[at["metric"] == "time"].set_index("region")
         assert (at["n_t"] == point["n_t"]).all() and (at["n_v"] == point["n_v"]).all()
-        assert by_region.loc["step", "value"] == pytest.approx(point["epoch_time"], rel=TIME_RTOL)
+        _assert_close(by_region.loc["step", "value"], point["epoch_time"], rtol, "epoch time")
         for category, seconds in point["epoch_time_by_category"].items():
-            assert by_region.loc[category, "value"] == pytest.approx(seconds, rel=TIME_RTOL), category
+            wait = NCCL_WAIT_SHARE * point["epoch_time"] if category == "communication" and rtol == NOISY_RTOL else 0.0
+            _assert_close(by_region.loc[category, "value"], seconds, rtol, category, wait)
     assert experiment.points[experiment.points["region"] == "step"]["modelable"].all()
 
 
 def test_inputs_are_byte_identical_after_loading(simulated):
-    directory, _, experiment, before = simulated
+    directory, _, experiment, before, _ = simulated
     assert _hashes(directory) == before
     assert dict(zip(experiment.provenance["path"].map(lambda p: os.path.basename(p)), experiment.provenance["sha256"])) == before
 
