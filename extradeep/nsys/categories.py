@@ -53,6 +53,8 @@ MEMCPY_LABELS = {
 MEMSET_NAME = "[CUDA memset]"
 
 _NCCL_NVTX_NAME = re.compile(r"^nccl[A-Z]")
+# Short names start with nccl; demangled ones may carry a return type and namespaces first.
+_NCCL_KERNEL = re.compile(r"^(?:void\s+)?(?:[\w]+::)*nccl", re.IGNORECASE)
 
 
 def memcpy_label(copy_kind: int, enum_labels: dict[int, str] | None = None) -> str:
@@ -65,7 +67,7 @@ def memcpy_label(copy_kind: int, enum_labels: dict[int, str] | None = None) -> s
 
 def is_nccl_kernel(name: str) -> bool:
     """NCCL collectives and send/recv run as kernels named nccl* (ncclKernel_..., ncclDevKernel_...)."""
-    return name.lower().startswith("nccl")
+    return bool(_NCCL_KERNEL.match(name))
 
 
 def kernel_categories(names) -> np.ndarray:

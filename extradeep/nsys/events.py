@@ -60,23 +60,52 @@ def int_columns(conn: ExportConnection, table: str, columns: dict[str, str], whe
         row = fetch_all(conn, sql, (lo, lo + CHUNK_ROWS))[0]
         n = row[0]
         for name, text in zip(columns, row[1:]):
-            values = np.fromstring(text, dtype=np.int64, sep=",") if n else np.empty(0, np.int64)
-            if len(values) != n:  # a REAL or TEXT value where an integer belongs
-                raise InputError(conn.path, f"table {table}: column {columns[name]} holds non-integer values")
-            out[name].append(values)
-    return {name: np.concatenate(parts) for name, parts in out.items()}
+            out[name].append(_parse_ints(conn, table, columns[name], text, n))
+    return {name: parts[0] if len(parts) == 1 else np.concatenate(parts) for name, parts in out.items()}
 
 
-def _table_columns(conn, table: str, wanted: dict[str, str], required: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """Read `wanted` (output name -> column) from `table`; absent optional columns are all NULL_INT."""
+def _parse_ints(conn, table: str, column: str, text, n: int) -> np.ndarray:
+    """Parse group_concat output; a REAL, TEXT or BLOB where an integer belongs is refused."""
+    if n == 0:
+        return np.empty(0, np.int64)
+    try:
+        values = np.fromstring(text if isinstance(text, str) else "", dtype=np.int64, sep=",")
+    except ValueError:
+        values = None
+    if values is None or len(values) != n:
+        raise InputError(conn.path, f"table {table}: column {column} holds non-integer values")
+    return values
+
+
+def _col(column: str) -> tuple[str, str]:
+    return column, f'"{column}"'
+
+
+def _pid(column: str) -> tuple[str, str]:
+    return column, f'(("{column}" >> 24) & 16777215)'
+
+
+def _tid(column: str) -> tuple[str, str]:
+    return column, f'("{column}" & 16777215)'
+
+
+def _table_columns(conn, table: str, spec: dict[str, tuple[str, str]], required: tuple[str, ...],
+                   columns=None) -> dict[str, np.ndarray]:
+    """Read the outputs of `spec` (output -> (source column, SQL expression)) from `table`, only
+    `columns` of them when given (plus start and end); outputs whose source column the export lacks
+    are all NULL_INT; a missing `required` column is an InputError."""
     present = schema_of(conn).columns(table)
     missing = [c for c in required if c not in present]
     if missing:
         raise InputError(conn.path, f"table {table} lacks column(s) {', '.join(missing)}")
-    exprs = {name: f'"{col}"' for name, col in wanted.items() if col in present}
-    data = int_columns(conn, table, exprs)
+    if columns is not None:
+        unknown = set(columns) - set(spec)
+        if unknown:
+            raise ValueError(f"unknown column(s) {sorted(unknown)}; choose from {list(spec)}")
+        spec = {k: v for k, v in spec.items() if k in columns or k in ("start", "end", "nameId")}
+    data = int_columns(conn, table, {name: expr for name, (col, expr) in spec.items() if col in present})
     n = len(next(iter(data.values()))) if data else 0
-    return {name: data.get(name, np.full(n, NULL_INT, np.int64)) for name in wanted}
+    return {name: data.get(name, np.full(n, NULL_INT, np.int64)) for name in spec}
 
 
 def check_durations(conn, table: str, start: np.ndarray, end: np.ndarray) -> None:
@@ -119,11 +148,28 @@ class StringTable:
 
     def categorical(self, ids: np.ndarray, missing: str = "<unknown name id {}>") -> pd.Categorical:
         """Names for `ids` as a Categorical; unresolvable ids are named explicitly, never dropped."""
-        uniq, codes = np.unique(np.asarray(ids, dtype=np.int64), return_inverse=True)
+        uniq, codes = _factorize_ids(np.asarray(ids, dtype=np.int64))
         names = self.lookup(uniq)
         for i in np.flatnonzero(names == None):  # noqa: E711 - elementwise comparison
             names[i] = missing.format(uniq[i] if uniq[i] != NULL_INT else "NULL")
         return _categorical(codes, names)
+
+
+def per_category(values: pd.Series, predicate) -> np.ndarray:
+    """`predicate` of each value of a categorical Series, evaluated once per distinct value."""
+    codes = np.asarray(values.cat.codes)
+    flags = np.array([bool(predicate(str(c))) for c in values.cat.categories] + [False], dtype=bool)
+    return flags[codes]  # code -1 (missing) picks the trailing False
+
+
+def _factorize_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct ids, code of each id): O(n) through a presence table for the small dense ids
+    that StringIds uses, sorting otherwise."""
+    if len(ids) and ids.min() >= 0 and ids.max() < 4 * len(ids) + 65536:
+        present = np.zeros(int(ids.max()) + 1, dtype=bool)
+        present[ids] = True
+        return np.flatnonzero(present), (np.cumsum(present) - 1)[ids]
+    return np.unique(ids, return_inverse=True)
 
 
 def _categorical(codes: np.ndarray, names: np.ndarray) -> pd.Categorical:
@@ -162,27 +208,23 @@ def enum_labels(conn: ExportConnection, *tables: str) -> dict[int, str]:
 # GPU activity
 
 
-def _gpu_activity(
-    conn, table: str, extra: dict[str, str], times=("start", "end"), required=("start",)
-) -> dict[str, np.ndarray] | None:
+_GPU_COLUMNS = ["start", "end", "deviceId", "streamId", "correlationId", "globalPid", "pid"]
+
+
+def _gpu_activity(conn, table: str, extra: dict[str, str], columns=None, times=("start", "end"),
+                  required=("start",)) -> dict[str, np.ndarray] | None:
     if not schema_of(conn).has(table):
         return None
-    wanted = {
-        "start": times[0],
-        "end": times[1],
-        "deviceId": "deviceId",
-        "streamId": "streamId",
-        "correlationId": "correlationId",
-        "globalPid": "globalPid",
-        **extra,
+    spec = {
+        "start": _col(times[0]),
+        "end": _col(times[1]),
+        **{c: _col(c) for c in ("deviceId", "streamId", "correlationId", "globalPid")},
+        "pid": _pid("globalPid"),
+        **{name: _col(column) for name, column in extra.items()},
     }
-    cols = _table_columns(conn, table, wanted, required)
+    cols = _table_columns(conn, table, spec, required, columns)
     check_durations(conn, table, cols["start"], cols["end"])
-    cols["pid"] = pid_of(cols["globalPid"])
     return cols
-
-
-_GPU_COLUMNS = ["start", "end", "deviceId", "streamId", "correlationId", "globalPid", "pid"]
 
 
 def _frame(cols: dict | None, columns: list[str], names: pd.Categorical | None = None) -> pd.DataFrame:
@@ -199,27 +241,35 @@ def _frame(cols: dict | None, columns: list[str], names: pd.Categorical | None =
 _NO_NAMES = pd.Categorical([])
 
 
-def kernels(conn: ExportConnection, names: str = "short") -> pd.DataFrame:
+def _chosen(standard: list[str], columns) -> list[str]:
+    """The standard columns restricted to `columns` (start and end always), in standard order."""
+    return standard if columns is None else [c for c in standard if c in columns or c in ("start", "end")]
+
+
+def kernels(conn: ExportConnection, names: str = "short", columns=None) -> pd.DataFrame:
     """CUDA kernels: start, end, deviceId, streamId, correlationId, globalPid, pid, name, category.
 
     `names="short"` uses shortName (`ncclDevKernel_SendRecv`), `"demangled"` the full signature.
-    category is communication for NCCL kernels, computation otherwise.
+    category is communication for NCCL kernels, computation otherwise. `columns` (a subset of the
+    integer columns; start and end always come) reads less, for millions of rows; so for every
+    function here.
     """
     column = {"short": "shortName", "demangled": "demangledName"}[names]
-    cols = _gpu_activity(conn, KERNEL_TABLE, {"nameId": column})
+    cols = _gpu_activity(conn, KERNEL_TABLE, {"nameId": column}, columns)
+    chosen = _chosen(_GPU_COLUMNS, columns)
     if cols is None:
-        return _frame(None, _GPU_COLUMNS, _NO_NAMES).assign(category=_NO_NAMES)
+        return _frame(None, chosen, _NO_NAMES).assign(category=_NO_NAMES)
     name = strings(conn).categorical(cols["nameId"])
-    df = _frame(cols, _GPU_COLUMNS, name)
+    df = _frame(cols, chosen, name)
     per_name = cat.kernel_categories(name.categories)
     df["category"] = pd.Categorical(per_name[name.codes], categories=[cat.COMPUTATION, cat.COMMUNICATION])
     return df
 
 
-def memcpy(conn: ExportConnection) -> pd.DataFrame:
+def memcpy(conn: ExportConnection, columns=None) -> pd.DataFrame:
     """Memory copies: the GPU columns plus bytes, copyKind and name (`[CUDA memcpy HtoD]` ...)."""
-    cols = _gpu_activity(conn, MEMCPY_TABLE, {"bytes": "bytes", "copyKind": "copyKind"})
-    columns = _GPU_COLUMNS + ["bytes", "copyKind"]
+    columns = _chosen(_GPU_COLUMNS + ["bytes"], columns) + ["copyKind"]
+    cols = _gpu_activity(conn, MEMCPY_TABLE, {"bytes": "bytes", "copyKind": "copyKind"}, columns)
     if cols is None:
         return _frame(None, columns, _NO_NAMES)
     labels = enum_labels(conn, "ENUM_CUDA_MEMCPY_OPER", "MemcpyOperationStrings")
@@ -228,10 +278,10 @@ def memcpy(conn: ExportConnection) -> pd.DataFrame:
     return _frame(cols, columns, _categorical(codes, names))
 
 
-def memset(conn: ExportConnection) -> pd.DataFrame:
+def memset(conn: ExportConnection, columns=None) -> pd.DataFrame:
     """Memory sets: the GPU columns plus bytes and name `[CUDA memset]`."""
-    cols = _gpu_activity(conn, MEMSET_TABLE, {"bytes": "bytes"})
-    columns = _GPU_COLUMNS + ["bytes"]
+    columns = _chosen(_GPU_COLUMNS + ["bytes"], columns)
+    cols = _gpu_activity(conn, MEMSET_TABLE, {"bytes": "bytes"}, columns)
     if cols is None:
         return _frame(None, columns, _NO_NAMES)
     n = len(cols["start"])
@@ -245,22 +295,29 @@ def memset(conn: ExportConnection) -> pd.DataFrame:
 _CPU_COLUMNS = ["start", "end", "globalTid", "pid", "tid"]
 
 
-def _cpu_calls(conn, table: str, name_column: str, extra: dict[str, str] | None = None) -> pd.DataFrame:
+def _cpu_calls(conn, table: str, name_column: str, extra: dict[str, str] | None = None, columns=None) -> pd.DataFrame:
     """Calls on CPU threads (runtime API, OS runtime, libraries): start, end, globalTid, pid, tid, name."""
     extra = extra or {}
-    columns = _CPU_COLUMNS + list(extra)
+    chosen = _chosen(_CPU_COLUMNS + list(extra), columns)
     if not schema_of(conn).has(table):
-        return _frame(None, columns, _NO_NAMES)
-    wanted = {"start": "start", "end": "end", "globalTid": "globalTid", "nameId": name_column, **extra}
-    cols = _table_columns(conn, table, wanted, ("start", "end", name_column))
+        return _frame(None, chosen, _NO_NAMES)
+    spec = {
+        "start": _col("start"),
+        "end": _col("end"),
+        "globalTid": _col("globalTid"),
+        "pid": _pid("globalTid"),
+        "tid": _tid("globalTid"),
+        "nameId": _col(name_column),
+        **{name: _col(column) for name, column in extra.items()},
+    }
+    cols = _table_columns(conn, table, spec, ("start", "end", name_column), chosen)
     check_durations(conn, table, cols["start"], cols["end"])
-    cols["pid"], cols["tid"] = pid_of(cols["globalTid"]), tid_of(cols["globalTid"])
-    return _frame(cols, columns, strings(conn).categorical(cols["nameId"]))
+    return _frame(cols, chosen, strings(conn).categorical(cols["nameId"]))
 
 
-def runtime(conn: ExportConnection) -> pd.DataFrame:
+def runtime(conn: ExportConnection, columns=None) -> pd.DataFrame:
     """CUDA runtime API calls: start, end, globalTid, pid, tid, correlationId, name."""
-    return _cpu_calls(conn, RUNTIME_TABLE, "nameId", {"correlationId": "correlationId"})
+    return _cpu_calls(conn, RUNTIME_TABLE, "nameId", {"correlationId": "correlationId"}, columns)
 
 
 def osrt(conn: ExportConnection) -> pd.DataFrame:
@@ -378,8 +435,7 @@ def _nvtx_names(conn, cols: dict[str, np.ndarray], where: str) -> pd.Categorical
             names[pos] = [r[1] for r in rows]
     unnamed = names == None  # noqa: E711
     names[unnamed] = "<unnamed NVTX event>"
-    uniq, codes = np.unique(names.astype(str), return_inverse=True)
-    return pd.Categorical.from_codes(codes, categories=uniq)
+    return pd.Categorical(names)
 
 
 def _map_categorical(keys: np.ndarray, name_of) -> pd.Categorical:
@@ -406,7 +462,7 @@ def mpi(conn: ExportConnection) -> pd.DataFrame:
         df = _cpu_calls(conn, table, name_col, {"bytes": "size"})
         parts.append(df.assign(source="table"))
     ranges = nvtx(conn)
-    in_mpi = ranges["eventType"].isin(NVTX_RANGE_TYPES) & ranges["domain"].astype(str).map(cat.is_mpi_domain)
+    in_mpi = ranges["eventType"].isin(NVTX_RANGE_TYPES) & per_category(ranges["domain"], cat.is_mpi_domain)
     if in_mpi.any():
         from_nvtx = ranges.loc[in_mpi, _CPU_COLUMNS + ["name"]].assign(bytes=NULL_INT, source="nvtx")
         from_nvtx["name"] = from_nvtx["name"].cat.remove_unused_categories()

@@ -1,0 +1,255 @@
+"""The per-file stage: one export in, per-step sums out (paper section 2.2, Eq. 1).
+
+`read_export(path, settings)` is a pure function of the file and the settings, so it can run in
+worker processes or on a cluster and be cached. Each event is assigned to (epoch, phase, step):
+GPU work by the start of the CPU runtime call that launched it (joined via correlationId within a
+process), so work launched in a step but finishing after it still belongs to it; CPU events by
+their own start. Events outside every step but inside a measured epoch go to phase "between"
+(step -1) of that epoch; events before the first or after the last measured epoch (initialisation,
+warm-up, teardown) are not counted. Bucketing is vectorised with np.searchsorted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from extradeep.errors import InputError
+from extradeep.nsys import categories as cat
+from extradeep.nsys import events
+from extradeep.nsys.connect import open_readonly
+from extradeep.nsys.events import NULL_INT, per_category
+from extradeep.nsys.schema import NVTX_RANGE_TYPES
+from extradeep.nsys.settings import READER_VERSION, ReaderSettings
+from extradeep.nsys.steps import StepTable, find_steps
+
+__all__ = ["read_export", "ReaderSettings", "READER_VERSION", "OUTPUT_COLUMNS"]
+
+OUTPUT_COLUMNS = ["region", "kind", "category", "metric", "epoch", "phase", "step", "value"]
+NS = 1e-9
+LAUNCH_COLUMNS = ["pid", "correlationId"]  # besides start and end: what the launch join needs
+
+
+@dataclass
+class Buckets:
+    """Where events go: kept steps (0..n-1) and per-epoch "between" buckets (n..), -1 = not counted."""
+
+    step_start: np.ndarray
+    step_end: np.ndarray
+    window_start: np.ndarray
+    window_end: np.ndarray
+    epoch: np.ndarray  # per bucket
+    phase: np.ndarray
+    step: np.ndarray
+
+    @classmethod
+    def from_steps(cls, table: StepTable) -> Buckets:
+        steps, windows = table.steps, table.windows
+        return cls(
+            steps["start"].to_numpy(np.int64),
+            steps["end"].to_numpy(np.int64),
+            windows["start"].to_numpy(np.int64),
+            windows["end"].to_numpy(np.int64),
+            np.concatenate([steps["epoch"].to_numpy(np.int64), windows["epoch"].to_numpy(np.int64)]),
+            np.concatenate([steps["phase"].to_numpy(object), np.full(len(windows), "between", dtype=object)]),
+            np.concatenate([steps["step"].to_numpy(np.int64), np.full(len(windows), -1, dtype=np.int64)]),
+        )
+
+    @property
+    def size(self) -> int:
+        return len(self.epoch)
+
+    def assign(self, t: np.ndarray) -> np.ndarray:
+        """Bucket of each time `t` (ns): the step containing it, else the between bucket of the epoch
+        window that started last before it (gaps between windows stay with the earlier epoch)."""
+        n = len(self.step_start)
+        i = np.searchsorted(self.step_start, t, side="right") - 1
+        in_step = (i >= 0) & (t < self.step_end[np.maximum(i, 0)])
+        w = np.searchsorted(self.window_start, t, side="right") - 1
+        in_window = (w >= 0) & (t < self.window_end.max(initial=np.iinfo(np.int64).min))
+        return np.where(in_step, i, np.where(in_window, n + w, -1))
+
+
+def read_export(path, settings=None) -> pd.DataFrame:
+    """Per-step sums of one export: columns region, kind, category, metric, epoch, phase, step, value.
+
+    Metrics: time (seconds), visits (count), bytes (memcpy, memset, MPI where known). Region "step"
+    (kind and category "step") carries the NVTX step durations. Only non-zero sums are listed (a
+    region absent from a step is 0 there). `attrs` holds `notes` (one-line warnings), `convention`
+    (which step marks matched), `n_steps` per phase and `not_counted` (events outside the measured
+    epochs). Raises InputError naming the file for unusable input.
+    """
+    settings = ReaderSettings.from_any(settings)
+    conn = open_readonly(path)
+    try:
+        return _read(conn, settings)
+    except InputError as exc:
+        raise InputError(path, exc.problem) if exc.source is None else exc from None
+    finally:
+        conn.close()
+
+
+def _read(conn, settings: ReaderSettings) -> pd.DataFrame:
+    nvtx = events.nvtx(conn)
+    table = find_steps(nvtx, settings, conn.path)
+    buckets = Buckets.from_steps(table)
+    notes = list(table.warnings)
+    runtime = events.runtime(conn, columns=LAUNCH_COLUMNS)
+    launch = LaunchTimes(runtime)
+    parts = [_step_rows(table)]
+    not_counted = 0
+
+    def add(frame, kind, category, ref, with_bytes=False):
+        nonlocal not_counted
+        if len(frame) == 0:
+            return
+        b = buckets.assign(ref)
+        not_counted += int(np.count_nonzero(b < 0))
+        size = frame["bytes"].to_numpy() if with_bytes else None
+        parts.append(_sums(frame["name"].array, kind, category, b, buckets, _durations(frame), size))
+
+    kernels = events.kernels(conn, settings.kernel_names, columns=LAUNCH_COLUMNS)
+    add(kernels, "kernel", cat.kernel_categories(kernels["name"].cat.categories), launch.of(kernels))
+    for kind in ("memcpy", "memset"):
+        frame = getattr(events, kind)(conn, columns=LAUNCH_COLUMNS + ["bytes"])
+        add(frame, kind, cat.MEMORY, launch.of(frame), with_bytes=True)
+    notes += launch.notes()
+    add(runtime, "cuda_api", cat.CUDA_API, runtime["start"].to_numpy())
+    osrt = events.osrt(conn)
+    add(osrt, "os", cat.OS, osrt["start"].to_numpy())
+    for library, frame in events.library_events(conn).groupby("library", sort=True):
+        add(frame, library, cat.LIBRARY, frame["start"].to_numpy())
+    mpi = events.mpi(conn)
+    add(mpi, "mpi", cat.COMMUNICATION, mpi["start"].to_numpy(), with_bytes=True)
+    for kind, frame in _user_ranges(nvtx, table, notes).items():
+        add(frame, kind, cat.NVTX, frame["start"].to_numpy())
+    notes += conn.warnings
+    out = pd.concat(parts, ignore_index=True)[OUTPUT_COLUMNS]
+    out.attrs.update(
+        notes=notes,
+        convention=dict(table.convention),
+        n_steps=table.steps.groupby("phase").size().to_dict(),
+        not_counted=not_counted,
+        reader_version=READER_VERSION,
+    )
+    return out
+
+
+class LaunchTimes:
+    """Start time of the CUDA runtime call that launched each GPU operation (same process and
+    correlationId); GPU work without one keeps its own start and is reported."""
+
+    def __init__(self, runtime: pd.DataFrame):
+        key = _corr_key(runtime["pid"].to_numpy(), runtime["correlationId"].to_numpy())
+        self.key, self.start = key, runtime["start"].to_numpy()
+        if len(key) and not (key[1:] >= key[:-1]).all():  # usually already in correlationId order
+            order = np.argsort(key, kind="stable")
+            self.key, self.start = key[order], self.start[order]
+        self.unmatched = 0
+
+    def of(self, gpu: pd.DataFrame) -> np.ndarray:
+        key = _corr_key(gpu["pid"].to_numpy(), gpu["correlationId"].to_numpy())
+        own = gpu["start"].to_numpy()
+        if len(self.key) == 0:
+            self.unmatched += len(own)
+            return own
+        pos = np.minimum(np.searchsorted(self.key, key), len(self.key) - 1)
+        found = self.key[pos] == key
+        self.unmatched += int(np.count_nonzero(~found))
+        return np.where(found, self.start[pos], own)
+
+    def notes(self) -> list[str]:
+        if not self.unmatched:
+            return []
+        return [
+            f"{self.unmatched} GPU operations have no launching CUDA runtime call in the export; "
+            "they are placed by their own start time"
+        ]
+
+
+def _corr_key(pid: np.ndarray, correlation: np.ndarray) -> np.ndarray:
+    return (pid.astype(np.int64) << 32) | (correlation.astype(np.int64) & 0xFFFFFFFF)
+
+
+def _durations(frame: pd.DataFrame) -> np.ndarray:
+    end, start = frame["end"].to_numpy(), frame["start"].to_numpy()
+    return np.where(end == NULL_INT, 0, end - start)
+
+
+def _sums(names: pd.Categorical, kind: str, category, bucket: np.ndarray, buckets: Buckets,
+          duration: np.ndarray, size: np.ndarray | None) -> pd.DataFrame:
+    """Sum time, visits (and bytes) per (name, bucket) of events with bucket >= 0; long format.
+    `category` is one string or an array with one category per name (kernels)."""
+    keep = bucket >= 0
+    key = np.asarray(names.codes)[keep].astype(np.int64) * buckets.size + bucket[keep]
+    uniq, inverse = _dense_keys(key, len(names.categories) * buckets.size)
+    counts = np.bincount(inverse, minlength=len(uniq))
+    metrics = {
+        "time": np.bincount(inverse, weights=duration[keep].astype(np.float64), minlength=len(uniq)) * NS,
+        "visits": counts.astype(np.float64),
+    }
+    if size is not None:
+        valid = size[keep] != NULL_INT
+        if valid.any():
+            weights = np.where(valid, size[keep], 0).astype(np.float64)
+            metrics["bytes"] = np.bincount(inverse, weights=weights, minlength=len(uniq))
+    if len(uniq) > len(key):  # dense key space: keep the (name, bucket) pairs that occurred
+        hit = counts > 0
+        uniq, metrics = uniq[hit], {m: v[hit] for m, v in metrics.items()}
+    name_code, b = uniq // buckets.size, uniq % buckets.size
+    categories = np.asarray(names.categories, dtype=object)
+    per_row = np.full(len(uniq), category, dtype=object) if isinstance(category, str) else category[name_code]
+    base = {
+        "region": categories[name_code],
+        "kind": np.full(len(uniq), kind, dtype=object),
+        "category": per_row,
+        "epoch": buckets.epoch[b],
+        "phase": buckets.phase[b],
+        "step": buckets.step[b],
+    }
+    frames = [pd.DataFrame({**base, "metric": metric, "value": value}) for metric, value in metrics.items()]
+    out = pd.concat(frames, ignore_index=True)
+    return out[out["value"] != 0]
+
+
+def _dense_keys(key: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, index of each key): all n_keys when that is small (O(n) bincount), else the distinct ones."""
+    if n_keys <= 4 * len(key) + 65536:
+        return np.arange(n_keys), key
+    return np.unique(key, return_inverse=True)
+
+
+def _step_rows(table: StepTable) -> pd.DataFrame:
+    """Region "step": each kept step's NVTX duration (time) and one visit."""
+    steps = table.steps
+    base = {
+        "region": "step",
+        "kind": cat.STEP,
+        "category": cat.STEP,
+        "epoch": steps["epoch"].to_numpy(np.int64),
+        "phase": steps["phase"].to_numpy(object),
+        "step": steps["step"].to_numpy(np.int64),
+    }
+    time = (steps["end"].to_numpy(np.int64) - steps["start"].to_numpy(np.int64)) * NS
+    return pd.concat(
+        [pd.DataFrame({**base, "metric": "time", "value": time}), pd.DataFrame({**base, "metric": "visits", "value": 1.0})],
+        ignore_index=True,
+    )
+
+
+def _user_ranges(nvtx: pd.DataFrame, table: StepTable, notes: list[str]) -> dict[str, pd.DataFrame]:
+    """NVTX ranges other than the step/epoch marks and MPI ranges, split into nvtx and nccl_nvtx."""
+    ranges = nvtx["eventType"].isin(NVTX_RANGE_TYPES).to_numpy().copy()
+    ranges[table.mark_rows] = False
+    ranges &= ~per_category(nvtx["domain"], cat.is_mpi_domain)  # counted by events.mpi
+    frame = nvtx[ranges]
+    open_ended = int(np.count_nonzero(frame["end"].to_numpy() == NULL_INT))
+    if open_ended:
+        notes.append(f"{open_ended} NVTX ranges have no end (still open when capture stopped); counted as visits without time")
+    nccl = per_category(frame["name"], lambda n: cat.is_nccl_nvtx(n, "")) | per_category(
+        frame["domain"], lambda d: cat.is_nccl_nvtx("", d)
+    )
+    return {"nvtx": frame[~nccl], "nccl_nvtx": frame[nccl]}
