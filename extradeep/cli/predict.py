@@ -1,0 +1,169 @@
+"""`extradeep predict`: replay one run's traces, show its critical path, answer what-if questions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from extradeep.errors import InputError
+
+HELP = "replay one run's traces: measured vs replayed step time, critical path, what-ifs"
+DESCRIPTION = """Replay the Nsight Systems exports of ONE run (one file per rank, or one file
+holding several processes) as a dependency graph of CPU calls, GPU streams and collectives.
+
+Prints the measured and replayed step time (the replay of measured durations must reproduce
+the measured one), the share of compute, communication, memory, CPU overhead and idle time on
+the critical path, the T1-T5 host overheads, the sum-of-kernel-times baseline, and the
+predicted step time of every what-if scenario.
+
+what-if items (join several with ';' inside one --what-if; each --what-if is one scenario):
+  kernel:PATTERN=F  name:PATTERN=F  category:computation|communication|memory|cuda_api=F
+  comm.bandwidth=F  comm.latency=F  comm.alpha=SECONDS  comm.algorithm=ring|tree
+  ranks=P  fusion=K  cpu=F  pmnf.PARAM=V (needs --experiment)
+
+examples:
+  extradeep predict runs/p4/ --what-if 'kernel:*gemm*=0.5' --what-if 'comm.bandwidth=2'
+  extradeep predict runs/ --run ranks=4 --run rep=1 --ranks 64 --experiment exp.sqlite --json out.json
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="folder (or file) with the exports of one run")
+    parser.add_argument("--what-if", action="append", default=[], metavar="SPEC",
+                        help="a what-if scenario, e.g. 'kernel:gemm*=0.5' or 'comm.bandwidth=2; cpu=0.5' (repeatable)")
+    parser.add_argument("--ranks", type=int, metavar="P",
+                        help="add a scenario at P ranks: collectives re-costed by the ring/tree model, and "
+                             "kernels from the PMNF models when --experiment is given")
+    parser.add_argument("--algorithm", choices=("ring", "tree"), default="ring",
+                        help="collective cost model for --ranks (default ring)")
+    parser.add_argument("--run", action="append", default=[], metavar="PARAM=VALUE",
+                        help="pick one run when RUN_DIR holds several, e.g. --run ranks=4 --run rep=1")
+    parser.add_argument("--experiment", metavar="FILE",
+                        help="experiment saved by `extradeep model --save`: PMNF models for pmnf.* what-ifs and the "
+                             "empirical step-time model shown beside the replay")
+    parser.add_argument("--keep-gpu-gaps", action="store_true",
+                        help="also replay unexplained idle time on GPU streams (default: drop it)")
+    parser.add_argument("--top", type=int, default=10, metavar="N", help="critical-path ops and overheads shown (default 10)")
+    parser.add_argument("--json", metavar="FILE", help="write every table as JSON")
+    parser.add_argument("--timeline", metavar="CSV", help="write the replayed timeline (all scenarios) as CSV")
+    parser.add_argument("--plot", metavar="PNG", help="plot the critical-path breakdown and the what-if step times")
+
+
+def _select(items: list[str]) -> dict:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(None, f"--run {item!r} is not PARAM=VALUE")
+        try:
+            out[key.strip()] = int(value) if value.strip().lstrip("-").isdigit() else float(value)
+        except ValueError:
+            raise InputError(None, f"--run {item!r}: {value!r} is not a number") from None
+    return out
+
+
+def _scenarios(args, has_models: bool) -> list[str]:
+    specs = list(args.what_if)
+    if args.ranks:
+        spec = f"ranks={args.ranks}; comm.algorithm={args.algorithm}"
+        specs.append(spec + (f"; pmnf.ranks={args.ranks}" if has_models else ""))
+    if len(specs) > 1:
+        specs.append("; ".join(specs))
+    return specs
+
+
+def _models(path):
+    from extradeep.experiment import Experiment
+    from extradeep.modeling import fit_models
+
+    exp = Experiment.load(path)
+    points = exp.points[(exp.points["metric"] == "time") & (exp.points["phase"] == "train")]
+    return exp, fit_models(points, exp.params, by=("region",))
+
+
+def run(args) -> int:
+    import pandas as pd
+
+    from extradeep.predictor import predict
+
+    models, exp = None, None
+    if args.experiment:
+        exp, models = _models(args.experiment)
+    pred = predict(args.run_dir, what_if=_scenarios(args, models is not None), select=_select(args.run),
+                   gpu_gaps="keep" if args.keep_gpu_gaps else "drop", models=models, progress=True)
+    with pd.option_context("display.width", 160, "display.max_columns", 20, "display.max_colwidth", 60):
+        _print_report(pred, args, models, exp)
+    if args.json:
+        _write_json(pred, args.json)
+    if args.timeline:
+        frames = [pred.timeline(s).assign(scenario=s) for s in pred.results]
+        pd.concat(frames, ignore_index=True).to_csv(args.timeline, index=False)
+    if args.plot:
+        from extradeep.predictor.plot import plot_prediction
+
+        plot_prediction(pred, args.plot)
+    return 0
+
+
+def _print_report(pred, args, models, exp) -> None:
+    from extradeep.predictor.critical_path import CLASSES
+
+    f = pred.files
+    print(f"run: {f['path'].nunique()} export(s), {len(f)} rank(s)")
+    for note in pred.notes:
+        print(f"note: {note}")
+    s = pred.summary
+    base = s[s["scenario"] == s["scenario"].iloc[0]]
+    print("\nStep time, median over steps of the slowest rank (s):")
+    cols = ["phase", "steps", "measured", "replayed", "median_abs_error", "max_abs_error"]
+    cols += ["kernel_sum_baseline"] if "kernel_sum_baseline" in base else []
+    print(base[cols].to_string(index=False, float_format=lambda v: f"{v:.6g}"))
+    b = pred.breakdown
+    shares = {c: b[c].sum() / b["span"].sum() for c in CLASSES}
+    print("\nCritical path, share of the step time: "
+          + ", ".join(f"{c} {100 * v:.1f}%" for c, v in shares.items()))
+    path = pred.critical_path.assign(name=pred.critical_path["name"].astype(str).str.slice(0, 70))
+    top = path.groupby(["class", "name"])["contribution"].sum().sort_values(ascending=False)
+    print(f"top {args.top} ops on the critical path (s, summed over steps):")
+    print(top.head(args.top).to_string(float_format=lambda v: f"{v:.6g}"))
+    ov = pred.overheads.sort_values("total", ascending=False).head(args.top)
+    ov = ov.assign(name=ov["name"].astype(str).str.slice(0, 60))
+    print(f"\nHost overheads T1-T5 (s), top {args.top} by total:")
+    print(ov.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    if len(pred.collectives):
+        c = pred.collectives
+        print(f"\nCollectives: {len(c)} matched; median pure {c['pure'].median():.4g} s, "
+              f"median wait for the slowest rank {c['wait'].median():.4g} s")
+    wi = s[s["scenario"] != s["scenario"].iloc[0]]
+    if len(wi):
+        print("\nWhat-if (each re-replayed):")
+        print(wi[["scenario", "phase", "replayed", "predicted", "speedup"]].to_string(
+            index=False, float_format=lambda v: f"{v:.6g}"))
+    if exp is not None and args.ranks:
+        _print_empirical(models, args.ranks)
+
+
+def _print_empirical(models, ranks: int) -> None:
+    """The empirical step-time model (fitted on several runs) at the same point, for comparison."""
+    import numpy as np
+
+    step = models[(models["region"] == "step") & models["model"].notna()]
+    if step.empty:
+        print("\nempirical step-time model: none in the experiment")
+        return
+    model = step["model"].iloc[0]
+    value = float(np.ravel(model.predict(np.array([float(ranks)])))[0])
+    print(f"\nEmpirical PMNF step-time model at ranks={ranks}: {value:.6g} s  ({model.formula()})")
+
+
+def _write_json(pred, path) -> None:
+    tables = {name: getattr(pred, name) for name in ("summary", "steps", "breakdown", "critical_path", "overheads",
+                                                     "kernel_sums", "collectives", "what_if_steps", "files")}
+    out = {"notes": pred.notes, **{k: json.loads(v.to_json(orient="records")) for k, v in tables.items()}}
+    try:
+        with open(path, "w") as fh:
+            json.dump(out, fh, indent=1)
+    except OSError as exc:
+        raise InputError(path, f"cannot write JSON ({exc.strerror})") from None
+    print(f"wrote {path}", file=sys.stderr)
