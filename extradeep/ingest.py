@@ -17,6 +17,7 @@ import pickle
 import sqlite3
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -84,7 +85,7 @@ def load_experiment(
     step_sums = step_sum_table(runs, frames, params)
     values, points = aggregate(step_sums, params, min_points)
     fixed = {p: _plain(runs[p].iloc[0]) for p in discover.param_columns(runs) if p not in params}
-    notes = sorted({n for path in runs["path"] for n in frames[path].attrs.get("notes", [])})
+    notes = reader_notes([frames[path] for path in runs["path"]])
     provenance = runs[["path", "size", "sha256", "app", "rank", "rep", *discover.param_columns(runs)]]
     experiment_settings = {
         "reader": settings.to_dict(),
@@ -97,6 +98,12 @@ def load_experiment(
         "notes": notes,
     }
     return Experiment(params, values, points, provenance.reset_index(drop=True), experiment_settings, problems)
+
+
+def reader_notes(frames: list[pd.DataFrame]) -> list[str]:
+    """The reader's notes, each once, with how many files said it."""
+    counts = Counter(note for frame in frames for note in dict.fromkeys(frame.attrs.get("notes", [])))
+    return [note if n == 1 else f"{note} (in {n} files)" for note, n in sorted(counts.items())]
 
 
 def choose_params(runs: pd.DataFrame, params, aliases: dict) -> list[str]:

@@ -240,3 +240,14 @@ def test_unmodeled_varying_parameter_is_refused(tmp_path_factory):
         load_experiment(out, ["ranks"], use_cache=False, progress=False, jobs=1)
     both = load_experiment(out, ["ranks", "b"], aliases=["b=batch"], use_cache=False, progress=False, jobs=1)
     assert both.params == ["ranks", "batch"] and len(both.points[["ranks", "batch"]].drop_duplicates()) == 4
+
+
+def test_single_epoch_note_reaches_the_user_once(tmp_path, capsys):
+    simulate(tmp_path, app="toy", params={"ranks": [1, 2]}, repetitions=1, epochs=1, train_steps=3, val_steps=2, seed=2)
+    args = _parser().parse_args([str(tmp_path), "--no-cache", "--jobs", "1"])
+    experiment = experiment_from_args(args, progress=False)
+    notes = experiment.settings["notes"]
+    assert len(notes) == 1 and "only one epoch" in notes[0] and "(in 3 files)" in notes[0]
+    assert capsys.readouterr().err.count("only one epoch") == 1
+    steps = experiment.values.query("region == 'step' and metric == 'time'").set_index("phase")["n_steps"]
+    assert steps.loc["train"].eq(2).all() and steps.loc["val"].eq(1).all()  # first step of each phase dropped
