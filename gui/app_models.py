@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.analysis.epoch import EPOCH_TIME
-from gui.workspace import RegionPoints, Workspace, fit_table, points_per_row
+from gui.workspace import RegionPoints, Workspace, epoch_values, fit_table, points_per_row
 
 BREAKDOWN = ("computation", "communication", "memory", "idle")
 
@@ -40,12 +40,13 @@ class AppModels:
 
 def fit_application_models(report, ws: Workspace, options: dict, n_eval: int) -> AppModels | None:
     """Model the application quantities of the workspace; None when the input has none (Extra-P text)."""
-    if ws.application is None or ws.application.empty:
+    if ws.app_steps is None or ws.app_steps.empty:
         return None
     report(0, 1, "Modeling the application quantities")
-    fitted = fit_table(ws.application, ws.params, "quantity", options, ws.cutoff(n_eval))
+    fitted = fit_table(ws, ws.app_steps, "quantity", options, ws.cutoff(n_eval))
     models = {q: f["model"] for q, f in fitted.items() if f["model"] is not None}
-    points = points_per_row(ws.application, "quantity", ws.params)
+    values = epoch_values(ws.app_steps, "quantity", ws.params, ws.dataset, ws.fixed)
+    points = points_per_row(values, "quantity", ws.params)
     report(1, 1, "Application quantities modeled")
     return AppModels(list(ws.params), ws.per, models, points, list(ws.notes))
 

@@ -76,7 +76,7 @@ class MainWindow(QMainWindow):
         split = QSplitter(Qt.Horizontal)
         split.addWidget(left)
         split.addWidget(self.tabs)
-        split.setSizes([560, 840])
+        split.setSizes([620, 880])
         self.setCentralWidget(split)
 
     def _build_status_bar(self) -> None:
@@ -285,12 +285,21 @@ class MainWindow(QMainWindow):
             self.export_report(path)
 
     def export_report(self, path: str | Path) -> None:
-        from gui.report_export import write_report
+        """Write the budgeting report in the background, with the modeler options and the Cost tab's
+        cores per rank, deadline and budget."""
+        from gui.report_export import report_argv, write_report
 
         if self.ws is None:
             self.show_error("Nothing is open to export.")
             return
-        self.runner.start("report", write_report, self.ws, Path(path),
+        cost = next(p for p in self.tab_pages if p.title == "Cost")
+        limits = cost.limits() if cost.result is not None else (None, None)
+        try:
+            argv = report_argv(self.ws, Path(path), self.options.options(), cost.cores.value(), *limits)
+        except InputError as exc:
+            self.show_error(str(exc))
+            return
+        self.runner.start("report", write_report, argv,
                           on_done=lambda out: self.statusBar().showMessage(f"Saved {out}", 5000))
 
     def closeEvent(self, event) -> None:

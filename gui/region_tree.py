@@ -248,7 +248,7 @@ class RegionPanel(QWidget):
         self.model.set_workspace(self.ws, self.metric)
         self.tree.expandAll()
         self.apply_sort(self.sort_combo.currentText())
-        for col, width in ((0, 260), (1, 260), (2, 110), (3, 60)):
+        for col, width in ((0, 230), (1, 230), (2, 130), (3, 55)):
             self.tree.setColumnWidth(col, width)
 
     def set_filter(self, text: str) -> None:

@@ -59,9 +59,11 @@ class Workspace:
     params: list[str]
     regions: pd.DataFrame  # index = row id; KEY columns, group, share, formula, growth, smape, reason
     points: dict[int, RegionPoints]
-    values: pd.DataFrame  # row, params, rep, value: what the models are fitted to, sorted by row
+    steps: pd.DataFrame  # row, phase, params, rep, value: per-step values the models are fitted to
     experiment: object | None = None
-    application: pd.DataFrame | None = None  # quantity, params, rep, value (extradeep.analysis.epoch)
+    dataset: object | None = None  # extradeep.experiment.Dataset: models are per epoch when known
+    fixed: dict = field(default_factory=dict)
+    app_steps: pd.DataFrame | None = None  # quantity, phase, params, rep, value (application quantities)
     per: str = "step"
     notes: list[str] = field(default_factory=list)
     models: dict[int, object] = field(default_factory=dict)
@@ -81,8 +83,7 @@ class Workspace:
 
     def param_values(self) -> dict[str, np.ndarray]:
         """Distinct measured values per parameter, over all regions."""
-        allx = np.concatenate([p.X for p in self.points.values()]) if self.points else np.empty((0, 1))
-        return {name: np.unique(allx[:, i]) for i, name in enumerate(self.params)}
+        return {name: np.unique(self.steps[name].to_numpy(float)) for name in self.params}
 
 
 def open_source(report, path: str | Path) -> Workspace:
@@ -101,7 +102,8 @@ def open_source(report, path: str | Path) -> Workspace:
 
         report(0, 0, f"Reading Extra-P text {path.name}")
         table = read_extrap_text(path)
-        return workspace_from_values(table, _params_of(table), path, "extrap")
+        params = list(table.attrs.get("params") or _params_of(table))
+        return workspace_from_steps(table.assign(phase="train"), params, path, "extrap")
     from extradeep.experiment import Experiment
 
     report(0, 0, f"Opening experiment {path.name}")
@@ -122,41 +124,53 @@ def _params_of(table: pd.DataFrame) -> list[str]:
 
 
 def workspace_from_experiment(exp, path: Path, source_kind: str) -> Workspace:
-    """Per-repetition values exactly as `extradeep model` models them (per epoch with dataset sizes)."""
-    from extradeep.analysis.analyse import measured_values
-    from extradeep.analysis.epoch import per_unit
+    """Per-step values per phase exactly as `extradeep model` models them (extradeep.analysis)."""
+    from extradeep.analysis.analyse import per_unit
+    from extradeep.analysis.epoch import application_steps, dataset_notes, step_values
+    from extradeep.experiment import TOTAL
 
-    application, regions, notes = measured_values(exp, exp.dataset)
-    ws = workspace_from_values(regions, list(exp.params), path, source_kind, experiment=exp)
-    ws.application = application
+    params = list(exp.params)
+    steps = step_values(exp)
+    ws = workspace_from_steps(steps[steps["kind"] != TOTAL], params, path, source_kind, experiment=exp,
+                              dataset=exp.dataset, fixed=exp.fixed_params)
+    ws.app_steps = application_steps(steps, params)
     ws.per = per_unit(exp.dataset)
-    ws.notes = list(notes)
+    ws.notes = dataset_notes(exp, exp.dataset, steps) + list(exp.problems)
     return ws
 
 
-def workspace_from_values(values: pd.DataFrame, params: list[str], path: Path, source_kind: str,
-                          experiment=None) -> Workspace:
-    """Index a tidy per-repetition table (region keys, params, rep, value) by region row."""
+def workspace_from_steps(steps: pd.DataFrame, params: list[str], path: Path, source_kind: str,
+                         experiment=None, dataset=None, fixed: dict | None = None) -> Workspace:
+    """Index a tidy per-step table (region keys, phase, params, rep, value) by region row."""
     if not params:
         raise InputError(path, "no numeric parameter columns to model against")
-    if values.empty:
+    if steps.empty:
         raise InputError(path, "no measured values")
-    values = values.copy()
-    for col, default in (("kind", ""), ("category", "other"), ("metric", "time"), ("rep", 0)):
-        if col not in values.columns:
-            values[col] = default
-    rows = values[KEY].drop_duplicates().reset_index(drop=True)
+    steps = steps.copy()
+    for col, default in (("kind", ""), ("category", "other"), ("metric", "time"), ("rep", 0),
+                         ("phase", "train")):
+        if col not in steps.columns:
+            steps[col] = default
+    rows = steps[KEY].drop_duplicates().reset_index(drop=True)
     rows["group"] = [group_of(c, k) for c, k in zip(rows["category"], rows["kind"])]
     row_of = pd.Series(rows.index, index=pd.MultiIndex.from_frame(rows[KEY]))
-    values["row"] = row_of.reindex(pd.MultiIndex.from_frame(values[KEY])).to_numpy()
-    values = values[["row", *params, "rep", "value"]].sort_values(["row", *params]).reset_index(drop=True)
-    per_row = points_per_row(values, "row", params)
+    steps["row"] = row_of.reindex(pd.MultiIndex.from_frame(steps[KEY])).to_numpy()
+    steps = steps[["row", "phase", *params, "rep", "value"]].sort_values(["row", *params]).reset_index(drop=True)
+    fixed = dict(fixed or {})
+    per_row = points_per_row(epoch_values(steps, "row", params, dataset, fixed), "row", params)
     rows["share"] = _shares(rows, per_row)
-    rows["n_points"] = [len(per_row[r].value) for r in rows.index]
+    rows["n_points"] = [len(per_row[r].value) if r in per_row else 0 for r in rows.index]
     for col, empty in (("formula", ""), ("growth", ""), ("growth_rank", np.nan), ("smape", np.nan),
                        ("reason", "not modeled yet")):
         rows[col] = empty
-    return Workspace(path, source_kind, list(params), rows, per_row, values, experiment)
+    return Workspace(path, source_kind, list(params), rows, per_row, steps, experiment, dataset, fixed)
+
+
+def epoch_values(steps: pd.DataFrame, key: str, params: list[str], dataset, fixed: dict) -> pd.DataFrame:
+    """Values per epoch (Eq. 4) with dataset sizes, else per training step, per point and repetition."""
+    from extradeep.analysis.epoch import per_epoch
+
+    return per_epoch(steps, [key], params, dataset, fixed)
 
 
 def points_per_row(values: pd.DataFrame, key: str, params: list[str]) -> dict:
@@ -187,20 +201,20 @@ def modeling_cutoff(values: np.ndarray, n_eval: int) -> float:
 
 def fit_region_models(report, ws: Workspace, options: dict, n_eval: int = 0, metric_first: str = "time",
                       first_rows: list[int] | None = None) -> dict[int, dict]:
-    """Model every region with `fit_models`, a chunk at a time; partial results go to `report`.
+    """Model every region as `extradeep model` does, a chunk at a time; partial results go to `report`.
 
     Regions of `metric_first` (and `first_rows`) come first so the visible tree fills in first.
     Returns {row: {"model", "formula", "growth", "growth_key", "smape", "reason"}}.
     """
     order = _fit_order(ws.regions, metric_first, first_rows or [])
     cutoff = ws.cutoff(n_eval)
-    by_row = ws.values.groupby("row", sort=False).indices
+    by_row = ws.steps.groupby("row", sort=False).indices
     results: dict[int, dict] = {}
     for start in range(0, len(order), CHUNK):
         chunk = order[start:start + CHUNK]
         idx = [by_row[r] for r in chunk if r in by_row]
-        table = ws.values.iloc[np.concatenate(idx)] if idx else ws.values.iloc[:0]
-        part = fit_table(table, ws.params, "row", options, cutoff)
+        table = ws.steps.iloc[np.concatenate(idx)] if idx else ws.steps.iloc[:0]
+        part = fit_table(ws, table, "row", options, cutoff)
         for row in chunk:
             part.setdefault(row, _model_fields({"reason": "no points"}))
         results.update(part)
@@ -208,14 +222,15 @@ def fit_region_models(report, ws: Workspace, options: dict, n_eval: int = 0, met
     return results
 
 
-def fit_table(values: pd.DataFrame, params: list[str], key: str, options: dict, cutoff: float) -> dict:
-    """fit_models on per-repetition values up to `cutoff` of the first parameter; {key: model fields}."""
-    from extradeep.modeling import fit_models
+def fit_table(ws: Workspace, steps: pd.DataFrame, key: str, options: dict, cutoff: float) -> dict:
+    """Per-phase step models combined into epoch models (extradeep.analysis.analyse.fit_phase_models),
+    from points up to `cutoff` of the first parameter; {key value: model fields}."""
+    from extradeep.analysis.analyse import fit_phase_models
 
-    values = values[values[params[0]].to_numpy(float) <= cutoff]
-    if values.empty:
+    steps = steps[steps[ws.params[0]].to_numpy(float) <= cutoff]
+    if steps.empty:
         return {}
-    fitted = fit_models(values, params, value="value", by=(key,), rep="rep", options=options)
+    fitted = fit_phase_models(steps, [key], ws.params, ws.dataset, ws.fixed, options)
     return {r[key]: _model_fields(r) for r in fitted.to_dict("records")}
 
 

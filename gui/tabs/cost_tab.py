@@ -121,11 +121,11 @@ class CostTab(PlotTab):
         self._ranges = (T.min() * 0.8, T.max() * 1.25, C.min() * 0.8, C.max() * 1.25)
 
     def _draw(self, view: View, quantity: str, per: str) -> None:
-        from extradeep.analysis.budget import format_duration
+        from extradeep.report.text import format_value
 
         table, res = self.result.table, self.result
         deadline, budget = self.limits()
-        self.deadline_label.setText(f"{format_duration(deadline)} per {per}")
+        self.deadline_label.setText(f"{format_value(deadline)} per {per}")
         self.budget_label.setText(f"{budget:.4g} {res.cost_unit} per {per}")
         x = table[view.x_param].to_numpy(float)
         self.figure.clear()
@@ -149,8 +149,8 @@ class CostTab(PlotTab):
         ax_c.set_title("Training cost", fontsize=10)
 
     def _mark_best(self, view: View, ax_t, ax_c) -> None:
-        from extradeep.analysis.budget import format_duration
         from extradeep.analysis.points import format_point
+        from extradeep.report.text import format_value
 
         res = self.result
         best = res.best[res.best["criterion"] == "efficiency"]
@@ -164,6 +164,6 @@ class CostTab(PlotTab):
         spans = "; ".join(f"{view.x_param} {r['from']:g}–{r['to']:g}" for _, r in res.intervals.iterrows())
         self.answer.setText(
             f"<b>Best by efficiency: {format_point(row, view.ws.params)}</b> — "
-            f"{format_duration(row['T'])} and {row['total_cost']:.4g} {res.cost_unit} per "
+            f"{format_value(row['T'])} and {row['total_cost']:.4g} {res.cost_unit} per "
             f"{view.app.per}, efficiency {row['efficiency']:.2f}. Valid: {spans}."
             + (f" <i>{'; '.join(res.notes)}</i>" if res.notes else ""))

@@ -13,7 +13,11 @@ from gui.plot_tab import PlotTab
 
 MAX_OVERLAY = 8
 N_GRID = 160
-UNITS = {"time": "time per step [s]", "visits": "visits per step", "bytes": "bytes per step"}
+UNITS = {"time": "time per {per} [s]", "visits": "visits per {per}", "bytes": "bytes per {per}"}
+
+
+def unit_label(view: View) -> str:
+    return UNITS.get(view.metric, view.metric + " per {per}").format(per=view.ws.per)
 
 
 def short(name: str, width: int = 48) -> str:
@@ -74,7 +78,7 @@ class ModelTab(PlotTab):
             ax.fill_between(x, np.asarray(lo, float).reshape(-1), np.asarray(hi, float).reshape(-1),
                             color=color, alpha=0.15, lw=0, label="95% prediction interval" if n == 0 else None)
         ax.set_xlabel(view.x_param)
-        ax.set_ylabel(UNITS.get(view.metric, view.metric))
+        ax.set_ylabel(unit_label(view))
         fixed = ", ".join(f"{k} = {v:g}" for k, v in view.fixed.items())
         title = short(ws.regions.at[rows[0], "region"], 70) if len(rows) == 1 else f"{len(rows)} regions"
         ax.set_title(title + (f"  ({fixed})" if fixed else ""), fontsize=10)
@@ -115,7 +119,7 @@ class ModelTab(PlotTab):
         z = np.asarray(model.predict(grid), float).reshape(xx.shape)
         positive = np.isfinite(z).all() and (z > 0).all() and z.max() / z.min() > 20
         mesh = ax.contourf(xx, yy, z, levels=20, cmap="viridis", norm=LogNorm() if positive else None)
-        self.figure.colorbar(mesh, ax=ax, label=UNITS.get(view.metric, view.metric))
+        self.figure.colorbar(mesh, ax=ax, label=unit_label(view))
         pts = ws.points[row]
         ax.scatter(pts.X[:, view.x_index], pts.X[:, ws.params.index(y_param)], c="white", edgecolors="k",
                    s=30, label="measured points", zorder=3)

@@ -1,16 +1,253 @@
-"""Predictor tab: placeholder until extradeep.predictor lands."""
+"""Predictor tab: replay one run's traces (extradeep.predictor.predict), draw one steady training step
+per rank and stream with its critical path outlined, and answer what-if questions beside the
+empirical model's prediction at the same point.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.patches import Patch
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QGridLayout, QLabel, QLineEdit,
+                               QPushButton, QSpinBox)
+
+from gui.param_panel import View
 from gui.plot_tab import PlotTab
+
+CLASS_COLORS = {"compute": "#4c72b0", "communication": "#dd8452", "memory": "#55a868",
+                "cpu_overhead": "#b0b0b0", "idle": "#ffffff"}
+
+
+def run_choices(ws) -> dict[str, tuple[list[str], dict]]:
+    """Label -> (export paths, parameter point) of each run of the open input whose files exist."""
+    exp = getattr(ws, "experiment", None)
+    if exp is None or exp.provenance.empty:
+        return {}
+    prov = exp.provenance
+    keys = [*ws.params, "rep"]
+    out = {}
+    for key, group in prov.groupby(keys, sort=True):
+        paths = [p for p in group["path"] if Path(p).exists()]
+        values = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        if paths:
+            out[", ".join(f"{k}={v}" for k, v in values.items())] = (paths, values)
+    return out
+
+
+def run_prediction(report, run, specs: list[str]):
+    from extradeep.predictor import predict
+
+    report(0, 0, "Replaying the run's traces")
+    return predict(run, what_if=specs)
+
+
+def steady_train_step(prediction) -> int | None:
+    """step_id of the last steady-state training step (the one the timeline shows)."""
+    steps = prediction.steps
+    steady = steps[(~steps["warmup"].astype(bool)) & (steps["phase"] == "train")]
+    if steady.empty:
+        steady = steps
+    return None if steady.empty else int(steady.sort_values(["epoch", "step"])["step_id"].iloc[-1])
 
 
 class PredictorTab(PlotTab):
+    """Run chooser, what-if controls, the replayed timeline and the step-time comparison."""
+
     title = "Predictor"
 
     def __init__(self, window, parent=None):
         super().__init__(parent)
         self.window = window
+        self.view: View | None = None
+        self.prediction = None
+        self.runs: dict[str, tuple[object, dict | None]] = {}
+        self.run_combo = QComboBox()
+        self.browse = QPushButton("Other run…")
+        self.pattern = QLineEdit("*gemm*")
+        self.kernel_factor = QDoubleSpinBox(minimum=0.0, maximum=100.0, value=1.0, singleStep=0.1)
+        self.bandwidth = QDoubleSpinBox(minimum=0.05, maximum=100.0, value=1.0, singleStep=0.5)
+        self.ranks = QSpinBox(minimum=0, maximum=100000, value=0, specialValueText="as run")
+        self.replay_button = QPushButton("Replay")
+        self.answer = QLabel(wordWrap=True)
+        grid = QGridLayout()
+        grid.addWidget(QLabel("Run"), 0, 0)
+        grid.addWidget(self.run_combo, 0, 1, 1, 3)
+        grid.addWidget(self.browse, 0, 4)
+        grid.addWidget(QLabel("Kernels matching"), 1, 0)
+        grid.addWidget(self.pattern, 1, 1)
+        grid.addWidget(QLabel("time ×"), 1, 2)
+        grid.addWidget(self.kernel_factor, 1, 3)
+        grid.addWidget(QLabel("Bandwidth ×"), 2, 0)
+        grid.addWidget(self.bandwidth, 2, 1)
+        grid.addWidget(QLabel("Ranks"), 2, 2)
+        grid.addWidget(self.ranks, 2, 3)
+        grid.addWidget(self.replay_button, 2, 4)
+        grid.setColumnStretch(1, 1)
+        self.controls_box.addLayout(grid)
+        self.controls_box.addWidget(self.answer)
+        self.replay_button.clicked.connect(self.replay)
+        self.browse.clicked.connect(self._browse)
+        self._source = None
 
-    def refresh(self, view) -> None:
-        self.show_message("The trace-based predictor is not available in this version of extradeep yet.")
+    def what_if_spec(self) -> str | None:
+        """The what-if of the controls as a predictor spec, or None when nothing changes."""
+        items = []
+        if self.kernel_factor.value() != 1.0 and self.pattern.text().strip():
+            items.append(f"kernel:{self.pattern.text().strip()}={self.kernel_factor.value():g}")
+        if self.bandwidth.value() != 1.0:
+            items.append(f"comm.bandwidth={self.bandwidth.value():g}")
+        if self.ranks.value() > 0:
+            items.append(f"ranks={self.ranks.value()}")
+        return "; ".join(items) or None
+
+    def refresh(self, view: View) -> None:
+        self.view = view
+        if view.ws is None:
+            return
+        if view.ws.source != self._source:
+            self._source = view.ws.source
+            self.prediction = None
+            self.set_runs(run_choices(view.ws))
+        if self.prediction is None:
+            if not self.runs:
+                self.show_message("No run to replay: the exports of this input are not on disk. "
+                                  "Choose a run folder with “Other run…”.")
+            elif not self.window.runner.busy:
+                self.replay()
+            return
+        self._draw()
+
+    def set_runs(self, runs: dict) -> None:
+        self.runs = runs
+        self.run_combo.clear()
+        self.run_combo.addItems(list(runs))
+        if runs:  # the largest configuration shows the most communication
+            self.run_combo.setCurrentIndex(len(runs) - 1)
+
+    def _browse(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Folder with one run's per-rank exports")
+        if path:
+            self.use_run(path)
+
+    def use_run(self, run) -> None:
+        """Replay `run` (a folder, a file or a list of files)."""
+        label = str(run) if not isinstance(run, list) else f"{len(run)} files"
+        self.runs[label] = (run, None)
+        self.run_combo.addItem(label)
+        self.run_combo.setCurrentText(label)
+        self.replay()
+
+    def replay(self) -> None:
+        if self.run_combo.currentText() not in self.runs:
+            return
+        run, _ = self.runs[self.run_combo.currentText()]
+        spec = self.what_if_spec()
+        self.show_message("Replaying the traces…")
+        self.window.runner.start("predict", run_prediction, run, [spec] if spec else [], on_done=self._replayed)
+
+    def _replayed(self, prediction) -> None:
+        self.prediction = prediction
+        if self.window.tabs.currentWidget() is self:
+            self._draw()
+
+    def _draw(self) -> None:
+        pred = self.prediction
+        self.figure.clear()
+        ax_t, ax_b = self.figure.subplots(2, 1, height_ratios=[3, 1.3])
+        self._draw_timeline(ax_t, pred)
+        self._draw_comparison(ax_b, pred)
+        self.show_plot()
+
+    def _draw_timeline(self, ax, pred) -> None:
+        from extradeep.predictor import BASELINE
+
+        timeline = pred.timeline(BASELINE)
+        step_id = steady_train_step(pred)
+        path = pred.critical_path[pred.critical_path["step_id"] == step_id] if step_id is not None else \
+            pred.critical_path
+        lo, hi = (path["start"].min(), path["end"].max()) if len(path) else (timeline["start"].min(),
+                                                                             timeline["end"].max())
+        shown = timeline[(timeline["end"] > lo) & (timeline["start"] < hi)]
+        lanes = shown[["rank", "queue"]].drop_duplicates().sort_values(["rank", "queue"]).reset_index(drop=True)
+        lane_of = {(r, q): i for i, (r, q) in enumerate(zip(lanes["rank"], lanes["queue"]))}
+        ms = 1e3
+        for (rank, queue, cls), ops in shown.groupby(["rank", "queue", "class"]):
+            y = lane_of[(rank, queue)]
+            bars = np.column_stack([(ops["start"] - lo) * ms, (ops["end"] - ops["start"]) * ms])
+            ax.broken_barh(bars, (y - 0.4, 0.8), facecolors=CLASS_COLORS.get(cls, "#999999"), lw=0)
+        crit = path[[(r, q) in lane_of for r, q in zip(path["rank"], path["queue"])]]
+        for row in crit.itertuples(index=False):
+            y = lane_of[(row.rank, row.queue)]
+            ax.broken_barh([((row.start - lo) * ms, (row.end - row.start) * ms)], (y - 0.45, 0.9),
+                           facecolors="none", edgecolors="#d62728", lw=1.6)
+        ax.set_yticks(range(len(lanes)), [f"rank {r} · {q}" for r, q in zip(lanes["rank"], lanes["queue"])],
+                      fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlim(0, (hi - lo) * ms)
+        ax.set_xlabel("ms since the step started (replayed)")
+        ax.set_title("Replayed training step per rank and stream; critical path outlined in red", fontsize=10,
+                     pad=22)
+        handles = [Patch(color=c, label=k) for k, c in CLASS_COLORS.items() if k != "idle"]
+        handles.append(Patch(facecolor="none", edgecolor="#d62728", label="critical path"))
+        ax.legend(handles=handles, fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.06), ncols=5,
+                  frameon=False)
+
+    def _draw_comparison(self, ax, pred) -> None:
+        bars = self.comparison(pred)
+        y = np.arange(len(bars))
+        ax.barh(y, bars["ms"], color=[f"C{i}" for i in range(len(bars))])
+        ax.set_yticks(y, bars["label"], fontsize=8)
+        ax.invert_yaxis()
+        for i, v in enumerate(bars["ms"]):
+            ax.text(v, i, f" {v:.2f} ms", va="center", fontsize=8)
+        ax.set_xlabel("training step time [ms] (median over steady steps, slowest rank)")
+        ax.set_xlim(0, bars["ms"].max() * 1.25)
+        self.answer.setText(" · ".join(f"{lab}: <b>{v:.2f} ms</b>" for lab, v in zip(bars["label"], bars["ms"]))
+                            + (f"<br><i>{'; '.join(pred.notes)}</i>" if pred.notes else ""))
+
+    def comparison(self, pred) -> pd.DataFrame:
+        """Step times to compare: measured, replayed, kernel-sum baseline, what-if, empirical model."""
+        from extradeep.predictor import BASELINE
+
+        summary = pred.summary[pred.summary["phase"] == "train"]
+        if summary.empty:
+            summary = pred.summary
+        base = summary[summary["scenario"] == BASELINE].iloc[0]
+        rows = [("measured", base["measured"]), ("replayed", base["replayed"])]
+        if "kernel_sum_baseline" in summary and np.isfinite(base.get("kernel_sum_baseline", np.nan)):
+            rows.append(("sum of kernel times", base["kernel_sum_baseline"]))
+        for row in summary[summary["scenario"] != BASELINE].itertuples(index=False):
+            rows.append((f"what-if: {row.scenario}", row.predicted))
+        empirical = self.empirical_step_time()
+        if empirical is not None:
+            rows.append(empirical)
+        return pd.DataFrame({"label": [r[0] for r in rows], "ms": [1e3 * float(r[1]) for r in rows]})
+
+    def empirical_step_time(self) -> tuple[str, float] | None:
+        """(label, seconds) of the empirical training-step model at the run's point (ranks as in the
+        what-if), or None without one."""
+        from gui.app_models import EPOCH_TIME
+
+        app = self.view.app if self.view is not None else None
+        model = app.model(EPOCH_TIME) if app is not None else None
+        model = getattr(model, "train", model)  # epoch models combine per-step models
+        if model is None or self.view is None:
+            return None
+        point = self._run_point()
+        if point is None:
+            return None
+        X = np.array([[point[p] for p in self.view.ws.params]], float)
+        X = X[:, 0] if X.shape[1] == 1 else X
+        where = ", ".join(f"{p}={point[p]:g}" for p in self.view.ws.params)
+        return f"empirical model ({where})", float(np.asarray(model.predict(X), float).reshape(-1)[0])
+
+    def _run_point(self) -> dict | None:
+        _, values = self.runs.get(self.run_combo.currentText(), (None, None))
+        if not values or any(p not in values for p in self.view.ws.params):
+            return None
+        point = {p: float(values[p]) for p in self.view.ws.params}
+        if self.ranks.value() > 0 and "ranks" in point:
+            point["ranks"] = float(self.ranks.value())
+        return point

@@ -1,0 +1,158 @@
+"""The main window end to end, offscreen: open, select, filter, remodel, export, survive bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+pytest.importorskip("pytestqt")
+
+
+def canvas_pixels(tab) -> np.ndarray:
+    tab.canvas.draw()
+    return np.asarray(tab.canvas.buffer_rgba()).copy()
+
+
+def region_row(ws, name, metric="time"):
+    rows = ws.regions[(ws.regions["region"] == name) & (ws.regions["metric"] == metric)]
+    return int(rows.index[0])
+
+
+def test_open_profiles_folder_models_every_region(window, open_wait, gui_profiles):
+    profiles, sim = gui_profiles
+    open_wait(window, profiles)
+    assert window.last_error == ""
+    ws = window.ws
+    truth = {(r["region"], r["kind"]) for r in sim.truth["regions"]}
+    shown = set(zip(ws.regions["region"], ws.regions["kind"]))
+    assert truth <= shown  # every simulated region is in the tree
+    step = region_row(ws, "step")
+    assert ws.models[step] is not None and ws.regions.at[step, "formula"]
+    assert window.regions.selected_rows() == [step]  # the step time is shown first
+    assert window.tab_pages[0].has_plot
+
+
+def test_open_sample_profiles(window, open_wait, sample_profiles):
+    open_wait(window, sample_profiles)
+    assert window.last_error == ""
+    assert window.ws.models and any(m is not None for m in window.ws.models.values())
+
+
+def test_selecting_a_region_changes_the_plot(window, open_wait, gui_experiment, qtbot):
+    open_wait(window, gui_experiment)
+    tab = window.tab_pages[0]
+    before = canvas_pixels(tab)
+    ws = window.ws
+    other = int(ws.rows_for_metric("time").query("kind == 'kernel'")["share"].idxmax())
+    window.regions.select_rows([other])
+    assert window.regions.selected_rows() == [other]
+    assert ws.regions.at[other, "region"][:20] in tab.ax.get_title()
+    assert not np.array_equal(before, canvas_pixels(tab))
+
+
+def test_filter_keeps_matching_regions_only(window, open_wait, gui_experiment):
+    open_wait(window, gui_experiment)
+    everything = window.regions.visible_rows()
+    window.regions.filter_edit.setText("NCCL")
+    kept = window.regions.visible_rows()
+    names = window.ws.regions.loc[kept, "region"]
+    assert 0 < len(kept) < len(everything)
+    assert names.str.lower().str.contains("nccl").all()
+    expected = window.ws.rows_for_metric(window.regions.metric)
+    assert len(kept) == expected["region"].str.lower().str.contains("nccl").sum()
+    window.regions.filter_edit.clear()
+    assert sorted(window.regions.visible_rows()) == sorted(everything)
+
+
+def test_sort_by_share_orders_each_group(window, open_wait, gui_experiment):
+    open_wait(window, gui_experiment)
+    from gui.region_tree import ROW_ROLE
+
+    window.regions.sort_combo.setCurrentText("Share (largest first)")
+    proxy = window.regions.proxy
+    for g in range(proxy.rowCount()):
+        parent = proxy.index(g, 0)
+        rows = [proxy.index(i, 0, parent).data(ROW_ROLE)
+                for i in range(proxy.rowCount(parent))]
+        shares = window.ws.regions.loc[rows, "share"].fillna(-1).to_numpy()
+        assert (np.diff(shares) <= 1e-12).all()
+
+
+def test_budget_sliders_change_the_valid_configurations(window, open_wait, gui_experiment, qtbot):
+    open_wait(window, gui_experiment)
+    cost = next(p for p in window.tab_pages if p.title == "Cost")
+    window.tabs.setCurrentWidget(cost)
+    assert cost.has_plot, cost.message.text()
+    cost.budget_slider.setValue(cost.budget_slider.maximum())
+    cost.deadline_slider.setValue(cost.deadline_slider.maximum())
+    everything = cost.valid_points()
+    cost.deadline_slider.setValue(cost.deadline_slider.maximum() // 3)
+    tighter = cost.valid_points()
+    assert set(tighter) < set(everything)
+    # The valid set is exactly where the application time model meets the deadline.
+    deadline, _ = cost.limits()
+    model = window.app_models.model(window.app_models.time_quantity)
+    x = np.array(everything, float)
+    expected = x[np.asarray(model.predict(x), float) <= deadline]
+    assert sorted(tighter) == sorted(expected.tolist())
+    assert "Best by efficiency" in cost.answer.text()
+
+
+def test_changing_modeler_options_remodels(window, open_wait, gui_experiment, qtbot):
+    open_wait(window, gui_experiment)
+    ws = window.ws
+    before = ws.regions["formula"].copy()
+    assert before.str.contains("log2").any()  # the default search finds log terms here
+    window.options.preset.setCurrentText("Polynomial only")
+    qtbot.waitUntil(lambda: window.runner.busy, timeout=5000)
+    qtbot.waitUntil(lambda: not window.runner.busy, timeout=30000)
+    after = ws.regions["formula"]
+    assert not after.str.contains("log2").any()
+    assert (after != before).any()
+
+
+def test_export_plot_png_svg_pdf_and_model_csv(window, open_wait, gui_experiment, tmp_path):
+    import matplotlib.image
+    import pandas as pd
+
+    open_wait(window, gui_experiment)
+    png = window.export_plot(tmp_path / "plot.png")
+    pixels = matplotlib.image.imread(png)
+    assert pixels.shape[0] > 200 and pixels[..., :3].std() > 0.05  # not a blank image
+    assert (tmp_path / "plot.png").read_bytes()[:4] == b"\x89PNG"
+    assert window.export_plot(tmp_path / "plot.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+    assert window.export_plot(tmp_path / "plot.pdf").read_bytes()[:5] == b"%PDF-"
+    csv = pd.read_csv(window.export_csv(tmp_path / "models.csv"))
+    assert len(csv) == len(window.ws.regions)
+    assert set(csv["formula"].dropna()) == set(window.ws.regions["formula"]) - {""}
+
+
+def test_bad_file_shows_an_error_and_the_window_survives(window, open_wait, gui_experiment, tmp_path):
+    bad = tmp_path / "broken.sqlite"
+    bad.write_bytes(b"this is not a database" * 10)
+    open_wait(window, bad)
+    assert "broken.sqlite" in window.last_error
+    assert window.isVisible() and window.ws is None
+    window.last_error = ""
+    open_wait(window, gui_experiment)  # and it still works afterwards
+    assert window.ws is not None and window.last_error == ""
+
+
+def test_missing_path_and_bad_export_are_errors_not_crashes(window, open_wait, tmp_path):
+    open_wait(window, tmp_path / "nowhere")
+    assert "no such file" in window.last_error
+    assert window.export_plot(tmp_path / "plot.bmp") is None
+    assert window.export_csv(tmp_path / "m.csv") is None
+
+
+def test_recent_files_are_remembered(window, open_wait, gui_experiment, qtbot, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    from gui.main_window import MainWindow
+
+    open_wait(window, gui_experiment)
+    assert window.recent_paths()[0] == str(gui_experiment)
+    again = MainWindow(settings=QSettings(window.settings.fileName(), QSettings.IniFormat))
+    qtbot.addWidget(again)
+    assert [a.text() for a in again.recent_menu.actions()][0] == str(gui_experiment)
