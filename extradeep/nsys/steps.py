@@ -229,12 +229,13 @@ def find_steps(nvtx: pd.DataFrame, settings=None, source=None) -> StepTable:
     _check_overlap(steps, source)
     epochs = _epoch_frame(found["epoch"])
     warnings: list[str] = []
-    steps["epoch"] = _assign_epochs(steps, epochs, warnings)
+    steps["epoch"] = _assign_epochs(steps, epochs, warnings) if found["epoch"] else _infer_epochs(steps)
     steps["step"] = _step_numbers(steps)
     kept, warmup = _split_warmup(steps, settings, warnings, source)
     convention = {level: (f"{found[level].how} ({len(found[level].start)})" if found[level] else "none") for level in LEVELS}
     if found["epoch"] is None:
-        convention["epoch"] = "none (one epoch assumed)"
+        n = steps["epoch"].nunique()
+        convention["epoch"] = f"inferred: a validation phase ends each epoch ({n})" if n > 1 else "none (one epoch assumed)"
     rows = np.concatenate([f.rows for f in found.values() if f is not None]).astype(np.int64)
     return StepTable(kept[STEP_COLUMNS], warmup[STEP_COLUMNS], _windows(kept, epochs), convention, rows, warnings)
 
@@ -278,6 +279,13 @@ def _assign_epochs(steps: pd.DataFrame, epochs: pd.DataFrame, warnings: list[str
         warnings.append(f"{int((~inside).sum())} step(s) lie outside every epoch range; assigned to the preceding epoch")
     number = epochs["epoch"].to_numpy()[np.maximum(idx, 0)]
     return np.where(idx >= 0, number, -1)
+
+
+def _infer_epochs(steps: pd.DataFrame) -> np.ndarray:
+    """Without epoch marks, a training step that follows a validation step starts a new epoch."""
+    train = (steps["phase"] == "train").to_numpy()
+    after_val = np.concatenate(([False], ~train[:-1]))
+    return np.cumsum(train & after_val).astype(np.int64)
 
 
 def _step_numbers(steps: pd.DataFrame) -> np.ndarray:
@@ -335,7 +343,7 @@ def no_steps_message(nvtx: pd.DataFrame, top: int = 8) -> str:
             "steps (extradeep.marks, PyTorch's profiler, or your own NVTX ranges plus --train-step-pattern)"
         )
     counts = ranges["name"].value_counts().head(top)
-    names = ", ".join(f"{_short(name)!r} x{n}" for name, n in counts.items())
+    names = ", ".join(f"{shorten(name)!r} x{n}" for name, n in counts.items())
     return (
         "no step marks found (Extra-Deep ranges or marks, ProfilerStep#N, or names like 'epoch 3', "
         f"'train_step 4', 'val_step 1'); most frequent NVTX ranges: {names}; "
@@ -343,5 +351,6 @@ def no_steps_message(nvtx: pd.DataFrame, top: int = 8) -> str:
     )
 
 
-def _short(name: str, width: int = 60) -> str:
+def shorten(name: str, width: int = 60) -> str:
+    """`name` cut to `width` characters (with an ellipsis) for one-line messages."""
     return name if len(name) <= width else name[: width - 3] + "..."

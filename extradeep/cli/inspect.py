@@ -1,0 +1,55 @@
+"""`extradeep inspect FILE...`: what an Nsight Systems export holds and which step marks it has."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+HELP = "show what Nsight Systems exports hold: version, tables, GPUs, NVTX names, step marks, event counts"
+DESCRIPTION = """\
+For each export: the nsys version, tables with row counts, GPUs, NVTX domains, the most frequent
+NVTX range names, which step convention matched (and how many epochs and steps it found), and
+event counts by category and, for kernels, by device. Use it to check profiles before modeling
+and to write --train-step-pattern when your step marks are not recognised.
+
+A file that cannot be read gets one line on stderr; the others are still shown. The exit status
+is non-zero only when no file could be read."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="Nsight Systems SQLite exports")
+    parser.add_argument("--json", action="store_true", help="print one JSON document (files and problems) for scripts")
+    parser.add_argument("--top", type=int, default=10, metavar="N", help="how many of the most frequent NVTX range names to list (default 10)")
+    marks = parser.add_argument_group("step marks (as for model and report)")
+    marks.add_argument("--epoch-pattern", metavar="REGEX", help="regular expression for NVTX epoch ranges (optionally DOMAIN:REGEX)")
+    marks.add_argument("--train-step-pattern", metavar="REGEX", help="regular expression for NVTX training-step ranges (optionally DOMAIN:REGEX)")
+    marks.add_argument("--val-step-pattern", metavar="REGEX", help="regular expression for NVTX validation-step ranges (optionally DOMAIN:REGEX)")
+    marks.add_argument("--warmup-epochs", type=int, metavar="N", help="leading epochs excluded as warm-up (default 1)")
+    marks.add_argument("--warmup-steps", type=int, metavar="N", help="with a single epoch, its first N steps per phase are excluded instead (default 1)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from extradeep.errors import InputError
+    from extradeep.nsys.inspect import format_text, inspect_export
+    from extradeep.nsys.settings import ReaderSettings
+
+    keys = ("epoch_pattern", "train_step_pattern", "val_step_pattern", "warmup_epochs", "warmup_steps")
+    settings = ReaderSettings.from_any({k: getattr(args, k, None) for k in keys})
+    infos, problems = [], []
+    for path in args.files:
+        try:
+            info = inspect_export(path, settings, top=args.top)
+        except InputError as exc:
+            problems.append(str(exc))
+            print(f"extradeep: error: {exc}", file=sys.stderr)
+            continue
+        infos.append(info)
+        if not args.json:
+            print(format_text(info) + "\n")
+    if args.json:
+        json.dump({"files": infos, "problems": problems}, sys.stdout, indent=2)
+        print()
+    if problems and infos:
+        print(f"extradeep: {len(problems)} of {len(args.files)} file(s) could not be read", file=sys.stderr)
+    return 0 if infos else 2
