@@ -19,6 +19,9 @@ from extradeep.modeling.terms import DEFAULT_I, DEFAULT_J, design_matrix, factor
 # Measured in benchmarks/bench_modeling.py (see docs/performance.md).
 DEFAULT_TIE_TOLERANCE = 0.0
 DEFAULT_NONNEGATIVE = "auto"
+# None: Extra-P 4.2.5's 42 (i, j) pairs for the default I and J (measured more accurate than all
+# 59 pairs of I x J), every pair of I x J when the caller changes I or J.
+DEFAULT_PAIRS = None
 DEFAULT_CRITERION = "cv+reps"
 RESULT_COLUMNS = ["model", "formula", "smape", "cv_smape", "ar2", "rss", "growth", "growth_key",
                   "n_points", "reason", "warnings"]
@@ -27,12 +30,14 @@ RESULT_COLUMNS = ["model", "formula", "smape", "cv_smape", "ar2", "rss", "growth
 class PMNFModeler:
     """Finds the PMNF hypothesis that best predicts unseen points (leave-one-out SMAPE) for one region.
 
-    Configure the search space (exponent sets I and J, or explicit (i, j) `pairs`, "extrap" for
-    Extra-P 4.2.5's defaults; `n_terms` terms per parameter), then `fit(X, y)`; the fitted model
-    is `model_`. Rows of X with equal values are repetitions of one measurement point.
+    Configure the search space (`pairs`: "extrap" for Extra-P 4.2.5's default (i, j) pairs, "all"
+    for every pair of the exponent sets I x J, an explicit list, or None: "extrap" for the default
+    I and J, "all" otherwise; `n_terms` terms per parameter),
+    then `fit(X, y)`; the fitted model is `model_`. Rows of X with equal values are repetitions of
+    one measurement point.
     """
 
-    def __init__(self, exponents_i=DEFAULT_I, exponents_j=DEFAULT_J, pairs=None, n_terms=1,
+    def __init__(self, exponents_i=DEFAULT_I, exponents_j=DEFAULT_J, pairs=DEFAULT_PAIRS, n_terms=1,
                  nonnegative=DEFAULT_NONNEGATIVE, min_points=5, weighting="relative",
                  tie_tolerance=DEFAULT_TIE_TOLERANCE, criterion=DEFAULT_CRITERION, significance=0.05,
                  min_term_contribution=0.0005, top_k=3,
@@ -197,7 +202,9 @@ def _make_model(batch: PointBatch, r: int, choice, fit, k: int, params, opts, mo
     y, f = batch.y[r], fit.fitted[k]
     n, p = len(y), fit.coef.shape[-1]
     n_meas = int(batch.count[r].sum())
-    ss = float(np.sum(batch.w[r] * (y - f) ** 2) + np.sum(batch.pure_ss[r] / batch.v[r]))
+    # Lack of fit from leave-one-out residuals: in-sample residuals of a selected model are optimistic.
+    loo = np.where(np.isfinite(fit.loo_pred[k]), fit.loo_pred[k], f)
+    ss = float(np.sum(batch.w[r] * (y - loo) ** 2) + np.sum(batch.pure_ss[r] / batch.v[r]))
     dof = n_meas - p
     rss = float(np.sum((y - f) ** 2))
     tss = float(np.sum((y - y.mean()) ** 2))
@@ -213,7 +220,7 @@ def _make_model(batch: PointBatch, r: int, choice, fit, k: int, params, opts, mo
     return Model(
         params=list(params), terms=list(choice.terms), coefficients=fit.coef[k].copy(),
         cov_unscaled=fit.r_inv[k] @ fit.r_inv[k].T, sigma2=ss / dof if dof > 0 else float("nan"),
-        dof=dof, weighting=opts.weighting if scale > 0 else "none", var_floor=1e-6 * scale,
+        dof=dof, weighting=opts.weighting if scale > 0 else "none", var_floor=float(batch.floor[r]),
         smape=float(smape(y, f)), cv_smape=choice.cv_smape, rss=rss, ar2=float(ar2),
         points=batch.X.copy(), point_errors=errors, n_measurements=n_meas,
         names=dict(modeler.names or {}),

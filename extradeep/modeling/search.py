@@ -46,6 +46,7 @@ class PointBatch:
     pure_ss: np.ndarray  # (R, n) sum of squared deviations of repetitions from the point mean
     w: np.ndarray = None  # (R, n) least-squares weights (set by `weights`)
     v: np.ndarray = None  # (R, n) relative noise variance per repetition
+    floor: np.ndarray = None  # (R,) smallest magnitude used for relative variances
 
     def noise(self, rows=slice(None)) -> tuple[np.ndarray, np.ndarray]:
         """Pure-error variance per unit weight from the repetitions, and its degrees of freedom."""
@@ -59,11 +60,15 @@ def weights(batch: PointBatch, weighting: str) -> None:
     """Set per-point weights n_k / v_k, v_k the noise variance shape (|mean|^2 when relative)."""
     if weighting == "relative":
         scale = np.abs(batch.y)
-        floor = np.maximum(1e-6 * scale.max(axis=1, keepdims=True), 1e-300)
-        v = np.maximum(scale, floor) ** 2
-        v = np.where(scale.max(axis=1, keepdims=True) > 0, v, 1.0)
+        top = scale.max(axis=1, keepdims=True)
+        smallest = np.where(scale > 0, scale, np.inf).min(axis=1, keepdims=True)
+        # Floors keep zeros and tiny values from taking all the weight (leverage 1 breaks LOO).
+        floor = np.maximum(np.maximum(1e-3 * top, np.where(np.isfinite(smallest), 0.5 * smallest, 0)), 1e-300)
+        v = np.where(top > 0, np.maximum(scale, floor) ** 2, 1.0)
+        batch.floor = floor[:, 0]
     elif weighting == "none":
         v = np.ones_like(batch.y)
+        batch.floor = np.zeros(len(v))
     else:
         raise ValueError(f"unknown weighting {weighting!r} (use 'relative' or 'none')")
     batch.v = v

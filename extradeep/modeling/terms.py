@@ -43,11 +43,22 @@ def as_fraction(value) -> Fraction:
 
 
 def factor_pairs(exponents_i=DEFAULT_I, exponents_j=DEFAULT_J, pairs=None) -> list[Factor]:
-    """The non-trivial (i, j) factors of the search space, slowest growing first."""
-    if pairs is None or (isinstance(pairs, str) and pairs == "all"):
+    """The non-trivial (i, j) factors of the search space, slowest growing first.
+
+    `pairs` None: Extra-P's default pairs when I and J are the defaults, else all of I x J.
+    """
+    if pairs is None:
+        default = {as_fraction(i) for i in exponents_i} == set(DEFAULT_I) and \
+            {as_fraction(j) for j in exponents_j} == set(DEFAULT_J)
+        pairs = "extrap" if default else "all"
+    if isinstance(pairs, str) and pairs == "all":
         found = product((as_fraction(i) for i in exponents_i), (as_fraction(j) for j in exponents_j))
     elif isinstance(pairs, str) and pairs == "extrap":
-        found = EXTRAP_PAIRS
+        wanted_i = {as_fraction(i) for i in exponents_i}
+        wanted_j = {as_fraction(j) for j in exponents_j}
+        found = [(i, j) for i, j in EXTRAP_PAIRS if i in wanted_i and j in wanted_j]
+    elif isinstance(pairs, str):
+        raise ValueError(f"unknown pair set {pairs!r} (use 'extrap', 'all' or a list of (i, j))")
     else:
         found = ((as_fraction(i), as_fraction(j)) for i, j in pairs)
     unique = {f for f in found if f != (0, 0)}
