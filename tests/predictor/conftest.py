@@ -1,0 +1,43 @@
+"""Simulator runs for the predictor tests: one DDP-like run and its regenerations with changes."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from extradeep.simulate import simulate
+
+DDP_RUN = dict(params={"ranks": [4]}, repetitions=1, epochs=2, train_steps=4, val_steps=1, ddp=True, seed=11)
+
+
+def sha256(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _sim(tmp_path_factory, name: str, **changes):
+    out = tmp_path_factory.mktemp(name)
+    simulate(out, **{**DDP_RUN, **changes})
+    return out
+
+
+@pytest.fixture(scope="session")
+def ddp_run(tmp_path_factory):
+    return _sim(tmp_path_factory, "ddp")
+
+
+@pytest.fixture(scope="session")
+def ddp_prediction(ddp_run):
+    from extradeep.predictor import predict
+
+    return predict(ddp_run, what_if=["kernel:*gemm*=0.5", "comm.bandwidth=2", "kernel:*gemm*=0.5; comm.bandwidth=2",
+                                     "fusion=2", "cpu=0.5"])
+
+
+@pytest.fixture(scope="session")
+def regenerated(tmp_path_factory):
+    """The same run regenerated with the changes the what-ifs describe: the 'measured' truth."""
+    cases = {"kernel:*gemm*=0.5": dict(kernel_scale={"*gemm*": 0.5}),
+             "comm.bandwidth=2": dict(nccl_bandwidth_scale=2.0),
+             "kernel:*gemm*=0.5; comm.bandwidth=2": dict(kernel_scale={"*gemm*": 0.5}, nccl_bandwidth_scale=2.0)}
+    return {spec: _sim(tmp_path_factory, "regen", **kw) for spec, kw in cases.items()}
