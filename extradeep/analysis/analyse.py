@@ -10,7 +10,7 @@ import pandas as pd
 from extradeep.analysis.epoch import (EPOCH_TIME, REGION_KEYS, EpochModel, application_steps, dataset_notes,
                                       per_epoch, point_summary, step_values)
 from extradeep.analysis.cost import CostSettings, cost_table
-from extradeep.analysis.scaling import default_baseline, scaling_table
+from extradeep.analysis.scaling import default_baseline, scaling_models, scaling_table
 from extradeep.errors import InputError
 from extradeep.experiment import TOTAL, Dataset, Experiment
 
@@ -211,3 +211,11 @@ def analyse_table(table: pd.DataFrame, params: list[str], options: dict | None =
                     table, point_summary(table, REGION_KEYS, params), models,
                     notes=["plain measurement table: values are modeled as given (no epochs, no categories)"],
                     options=dict(options or {}))
+
+
+def derived_models(analysis: Analysis) -> pd.DataFrame:
+    """Models of speedup, efficiency and runtime change of each application quantity (paper Eq.
+    12), fitted to the values derived from the runtime models at the modeled points."""
+    table = scaling_table(analysis.application_models, analysis.points, analysis.params, ["quantity"],
+                          analysis.baseline, analysis.scaling, analysis.ranks_param)
+    return scaling_models(table, analysis.params, ["quantity"], analysis.options)

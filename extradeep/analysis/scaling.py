@@ -108,7 +108,7 @@ def scaling_models(scaling: pd.DataFrame, params: list[str], keys: list[str],
 
     ``scaling`` is a :func:`scaling_table` evaluated at the modeled points; each derived quantity
     is fitted with the PMNF modeler like any measured metric. Returns fit_models' table with an
-    extra ``quantity`` column.
+    extra ``derived`` column naming the quantity.
     """
     from extradeep.modeling import fit_models
 
@@ -117,7 +117,11 @@ def scaling_models(scaling: pd.DataFrame, params: list[str], keys: list[str],
         data = scaling.dropna(subset=[quantity])
         if data.empty:
             continue
-        fitted = fit_models(data, params, value=quantity, by=tuple(keys), options=options)
-        fitted.insert(0, "quantity", quantity)
+        opts = dict(options or {})
+        if quantity == "runtime_change_pct":
+            # Delta is 0 at the baseline, so noise relative to the value is undefined there.
+            opts["weighting"] = "none"
+        fitted = fit_models(data, params, value=quantity, by=tuple(keys), options=opts)
+        fitted.insert(0, "derived", quantity)
         frames.append(fitted)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -124,7 +124,7 @@ def prediction_grid(args, analysis):
 
 
 def run(args) -> int:
-    from extradeep.analysis.analyse import prediction_table
+    from extradeep.analysis.analyse import derived_models, prediction_table
     from extradeep.analysis.bottlenecks import bottleneck_table
     from extradeep.report import summary
 
@@ -133,29 +133,31 @@ def run(args) -> int:
         print(summary.header(analysis))
         print(summary.region_section(analysis.region_models, args.top))
         print(summary.notes_section(analysis.notes))
-        _write_outputs(args, analysis, experiment, None, None, None)
+        _write_outputs(args, analysis, experiment, None, None, None, None)
         return 0
     cost = cost_settings(args)
     grid = prediction_grid(args, analysis)
     predictions = prediction_table(analysis, grid, cost, args.level)
     target = grid.iloc[-1].to_dict()
     bottlenecks = bottleneck_table(analysis.region_models, target, analysis.params)
+    derived = derived_models(analysis)
     n_exports = len(experiment.provenance) if experiment is not None else None
     parts = [summary.header(analysis, n_exports), summary.application_section(analysis),
              summary.measured_section(analysis, args.level),
              summary.prediction_section(analysis, predictions, args.level, cost.unit),
+             summary.derived_section(analysis, derived),
              summary.bottleneck_section(bottlenecks.head(args.top), target, analysis.params, analysis.per),
              summary.notes_section(analysis.notes)]
     print("\n".join(p for p in parts if p))
-    _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost)
+    _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, derived)
     return 0
 
 
-def _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost) -> None:
+def _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, derived) -> None:
     from extradeep.report.jsonout import save_models, write_json
 
     if args.json:
-        write_json(args.json, analysis, predictions, bottlenecks, cost, args.level)
+        write_json(args.json, analysis, predictions, bottlenecks, cost, args.level, derived)
         print(f"extradeep: wrote {args.json}", file=sys.stderr)
     if args.save:
         if experiment is None:

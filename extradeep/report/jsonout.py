@@ -43,7 +43,7 @@ def _measured(points: pd.DataFrame, params: list[str]) -> list[dict]:
 
 
 def models_document(analysis: Analysis, predictions: pd.DataFrame | None, bottlenecks: pd.DataFrame | None,
-                    cost, level: float) -> dict:
+                    cost, level: float, derived: pd.DataFrame | None = None) -> dict:
     """Everything `model` computed, as one JSON-ready dict."""
     params = analysis.params
     app_points = analysis.application_points.groupby("quantity")
@@ -73,6 +73,9 @@ def models_document(analysis: Analysis, predictions: pd.DataFrame | None, bottle
         "application": application,
         "predictions": [] if predictions is None else _records(predictions, params),
         "bottlenecks": [] if bottlenecks is None else bottlenecks.to_dict("records"),
+        "scaling_models": [] if derived is None else [
+            {"quantity": r["quantity"], "derived": r["derived"], "model": _model_json(r["model"], r["reason"]),
+             "reason": r["reason"] or ""} for _, r in derived.iterrows()],
         "regions": regions,
     }
     return _clean(document)
@@ -87,8 +90,8 @@ def _records(predictions: pd.DataFrame, params: list[str]) -> list[dict]:
     return out
 
 
-def write_json(path, analysis: Analysis, predictions, bottlenecks, cost, level: float) -> None:
-    document = models_document(analysis, predictions, bottlenecks, cost, level)
+def write_json(path, analysis: Analysis, predictions, bottlenecks, cost, level: float, derived=None) -> None:
+    document = models_document(analysis, predictions, bottlenecks, cost, level, derived)
     try:
         Path(path).write_text(json.dumps(document, indent=1, allow_nan=False), encoding="utf-8")
     except OSError as exc:

@@ -91,6 +91,17 @@ def prediction_section(analysis: Analysis, predictions: pd.DataFrame, level: flo
     return section(title, render_table(headers, rows))
 
 
+def derived_section(analysis: Analysis, derived: pd.DataFrame) -> str:
+    """Models of speedup and efficiency of the primary quantity (paper Eq. 12)."""
+    quantity = primary_quantity(analysis)
+    rows = [[r["derived"].replace("_pct", " %").replace("_", " "), r["formula"] or f"(no model: {r['reason']})",
+             r["growth"]] for _, r in derived[derived["quantity"] == quantity].iterrows()]
+    if not rows:
+        return ""
+    title = f"Models of the {analysis.scaling}-scaling speedup and efficiency of {quantity} (paper Eq. 12)"
+    return section(title, render_table(["quantity", "model", "growth"], rows, "lll"))
+
+
 def bottleneck_section(table: pd.DataFrame, target: dict, params: list[str], per: str) -> str:
     if table.empty:
         return section("Top regions by growth", "  (no region could be modeled)")
