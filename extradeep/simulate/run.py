@@ -38,7 +38,7 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
              scaling: str = "strong", layout: str = "2026", marks: str = "ranges",
              nvtx_strings: str = "text", ddp: bool = False, kernel_scale: dict | None = None,
              nccl_bandwidth_scale: float = 1.0, noise=(0.02, 0.01, 0.01), seed: int = 0,
-             warmup_factor: float = 1.3, imbalance: float | None = None,
+             warmup_factor: float = 1.3, imbalance: float | None = None, truth_replicates: int = 8,
              progress: bool = False) -> Simulation:
     """Simulate every point of the parameter grid and write its exports and truth.json."""
     params = dict(params or {"ranks": [2, 4, 6, 8, 10]})
@@ -56,7 +56,7 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
     steady = set(range(1, epochs)) or {0}
     truth = _truth_header(app, seed, layout, marks, nvtx_strings, ddp, kernel_scale, nccl_bandwidth_scale,
                           names, prefixes, scaling, train_samples, val_samples, batch, epochs, warmup_factor,
-                          train_steps, val_steps, repetitions, noise, imbalance)
+                          train_steps, val_steps, repetitions, noise, imbalance, truth_replicates)
     truth["regions"] = truth_mod.region_models(ops, names, batch, refs, prefixes)
     rows, points = [], []
     grid = list(itertools.product(*params.values()))
@@ -66,9 +66,13 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
         per_rank_batch = int(point.get("batch", batch))
         durations, op_bytes = _per_instance(ops, names, batch, refs, point)
         skew = 1.0 + imbalance * np.linspace(0.0, 1.0, ranks)
-        rec, windows = _run(ranks, np.random.default_rng([seed, p_index, 0]), (0.0, 0.0, 0.0), skew,
-                            ops, durations, cfg)
-        values_ = truth_mod.point_values(rec, windows, ops, op_bytes, steady)
+        exact = truth_mod.point_values(*_run(ranks, np.random.default_rng([seed, p_index, 0]), (0.0, 0.0, 0.0),
+                                             skew, ops, durations, cfg), ops, op_bytes, steady)
+        # expected measured values: independent noisy replicates (seeds never used for the files)
+        replicates = [truth_mod.point_values(*_run(ranks, np.random.default_rng([seed, p_index, 0, k + 1]),
+                                                   tuple(noise), skew, ops, durations, cfg), ops, op_bytes, steady)
+                      for k in range(truth_replicates if any(noise) else 0)]
+        values_ = truth_mod.expected_values(exact, replicates)
         weak = scaling == "weak"
         n_t = truth_mod.steps_per_epoch(train_samples, ranks, per_rank_batch, weak)
         n_v = truth_mod.steps_per_epoch(val_samples, ranks, per_rank_batch, weak)
@@ -140,7 +144,7 @@ def _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, tr
 
 def _truth_header(app, seed, layout, marks, nvtx_strings, ddp, kernel_scale, bw, names, prefixes, scaling,
                   train_samples, val_samples, batch, epochs, warmup_factor, train_steps, val_steps,
-                  repetitions, noise, imbalance) -> dict:
+                  repetitions, noise, imbalance, truth_replicates) -> dict:
     return {
         "format": FORMAT, "app": app, "seed": seed, "layout": layout, "marks": marks,
         "nvtx_strings": nvtx_strings, "ddp": ddp, "kernel_scale": dict(kernel_scale or {}),
@@ -150,5 +154,5 @@ def _truth_header(app, seed, layout, marks, nvtx_strings, ddp, kernel_scale, bw,
         "epochs": epochs, "warmup_epochs": [0] if epochs > 1 else [], "warmup_factor": warmup_factor,
         "train_steps": train_steps, "val_steps": val_steps, "repetitions": repetitions,
         "noise": dict(zip(("instance", "rank", "repetition"), map(float, noise))),
-        "rank_imbalance": imbalance,
+        "rank_imbalance": imbalance, "truth_replicates": truth_replicates if any(noise) else 0,
     }

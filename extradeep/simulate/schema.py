@@ -111,6 +111,6 @@ def _column(value, n: int, typ: str, notnull: bool) -> list:
         if value.dtype.kind == "f":
             value = np.rint(value).astype(np.int64) if typ == "INTEGER" else value
         return value.tolist()
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    return [value] * n
+    if isinstance(value, (list, tuple)):  # NumPy scalars would be stored as blobs
+        return [v.item() if isinstance(v, np.generic) else v for v in value]
+    return [value.item() if isinstance(value, np.generic) else value] * n

@@ -116,6 +116,25 @@ def _cpu_visits(rec: Records, windows, steady, sums) -> None:
                 sums[(name, kind, category, tag[1], "visits")][(tag[0], tag[2])] += 1.0
 
 
+def expected_values(exact: dict, replicates: list[dict]) -> dict:
+    """value = mean over noisy replicates (what a measurement is expected to give, waits for the
+    slowest rank included); noise_free = the noise-free run. Without replicates both are equal."""
+    out = {}
+    for part, key_fields in (("per_step", ("region", "kind", "phase", "metric")),
+                             ("between_per_epoch", ("region", "kind", "metric"))):
+        samples = defaultdict(list)
+        for rep in replicates:
+            for row in rep[part]:
+                samples[tuple(row[f] for f in key_fields)].append(row["value"])
+        rows = []
+        for row in exact[part]:
+            got = samples.get(tuple(row[f] for f in key_fields))
+            value = float(np.mean(got)) if got and len(got) == len(replicates) else row["value"]
+            rows.append({**row, "value": value, "noise_free": row["value"]})
+        out[part] = rows
+    return out
+
+
 def epoch_values(values: dict, n_t: int, n_v: int) -> dict:
     """Paper Eq. 4 per region and metric, the epoch time and its split by category."""
     per = defaultdict(float)

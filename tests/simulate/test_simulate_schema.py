@@ -68,6 +68,16 @@ def test_tables_are_lazy_and_no_not_null_column_is_empty(all_sims, ro):
                             assert empty == 0, (path, table, col)
 
 
+def test_values_have_their_declared_type(all_sims, ro):
+    storage = {"INTEGER": {"integer"}, "TEXT": {"text"}, "REAL": {"real", "integer"}}
+    for sim in all_sims:
+        with ro(sim.files.path[0]) as conn:
+            for table in _tables(conn):
+                for _, col, typ, *_ in conn.execute(f"PRAGMA table_info([{table}])"):
+                    kinds = {r[0] for r in conn.execute(f"SELECT DISTINCT typeof([{col}]) FROM [{table}]")}
+                    assert kinds - {"null"} <= storage[typ], (table, col, kinds)
+
+
 def test_layouts_carry_their_metadata_table(sim_default, sim_2022, ro):
     with ro(sim_default.files.path[0]) as conn:
         meta = dict(conn.execute("SELECT name, value FROM META_DATA_EXPORT"))

@@ -106,14 +106,20 @@ def test_epoch_values_follow_the_paper_equations(sim_exact):
         assert by_cat["computation"] + by_cat["memory"] < point["epoch_time"] < sum(by_cat.values()) * 1.2
 
 
-def test_noisy_rows_scatter_around_the_truth(sim_default, ro):
+def test_noisy_rows_scatter_around_the_expected_values(sim_default, ro):
     point = sim_default.truth["points"][1]
     measured = measured_per_step([sim_default.outdir / f for f in point["files"]], ro)
-    compute = [r for r in point["per_step"] if r["kind"] == "kernel" and r["category"] == "computation"
-               and r["metric"] == "time"]
-    errors = [abs(measured[(r["region"], r["phase"], "time")] / r["value"] - 1) for r in compute]
-    assert np.median(errors) < 0.05 and max(errors) < 0.15
-    assert any(e > 0 for e in errors)  # noise is really there
+    rows = [r for r in point["per_step"] if r["kind"] in ("kernel", "memcpy", "memset", "step")
+            and r["metric"] == "time"]
+    errors = {r["region"] + "/" + r["phase"]: abs(measured[(r["region"], r["phase"], "time")] / r["value"] - 1)
+              for r in rows}
+    local = [e for k, e in errors.items() if not k.startswith("nccl")]
+    assert np.median(local) < 0.05 and max(local) < 0.15, errors
+    assert any(e > 0 for e in local)  # noise is really there
+    # collectives wait for the slowest rank: one run's wait varies a lot, but never goes negative
+    nccl = next(r for r in rows if r["region"] == "ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+    assert nccl["value"] > nccl["noise_free"]
+    assert measured[(nccl["region"], "train", "time")] > 0.98 * nccl["noise_free"]
 
 
 def test_file_names_follow_the_extradeep_convention(sim_exact):
