@@ -1,0 +1,49 @@
+"""`extradeep predict` end to end: output, JSON, errors, inputs untouched."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import sha256
+from extradeep.cli import main
+
+
+def test_cli_prints_replay_breakdown_and_what_ifs(ddp_run, tmp_path, capsys):
+    before = {p: sha256(p) for p in ddp_run.glob("*.sqlite")}
+    out = tmp_path / "p.json"
+    rc = main(["predict", str(ddp_run), "--what-if", "kernel:*gemm*=0.5", "--what-if", "comm.bandwidth=2",
+               "--ranks", "64", "--json", str(out), "--timeline", str(tmp_path / "t.csv"), "--plot", str(tmp_path / "p.png")])
+    assert rc == 0
+    text = capsys.readouterr().out
+    for needle in ("measured", "replayed", "Critical path", "compute", "T4", "What-if", "kernel:*gemm*=0.5",
+                   "ranks=64"):
+        assert needle in text
+    data = json.loads(out.read_text())
+    scenarios = {r["scenario"] for r in data["summary"]}
+    assert {"measured durations", "kernel:*gemm*=0.5", "comm.bandwidth=2"} <= scenarios
+    assert len(scenarios) == 5  # baseline, three scenarios and their combination
+    assert (tmp_path / "t.csv").stat().st_size > 0 and (tmp_path / "p.png").stat().st_size > 0
+    assert before == {p: sha256(p) for p in ddp_run.glob("*.sqlite")}
+
+
+def test_cli_rejects_bad_what_if_with_one_line(ddp_run, capsys):
+    rc = main(["predict", str(ddp_run), "--what-if", "kernel:gemm=abc"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "abc" in err and "Traceback" not in err
+
+
+def test_cli_on_a_file_that_is_not_sqlite(tmp_path, capsys):
+    bad = tmp_path / "x.sqlite"
+    bad.write_text("not a database")
+    assert main(["predict", str(bad)]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert len(err) == 1 and "x.sqlite" in err[0] and "not an SQLite database" in err[0]
+
+
+def test_cli_on_the_real_two_gpu_export(real_nsys_dir, capsys):
+    path = real_nsys_dir / "GindaChen__nsys-ai__mfu_2gpu_before.sqlite"
+    before = sha256(path)
+    assert main(["predict", str(path), "--what-if", "comm.bandwidth=2"]) == 0
+    assert "span" in capsys.readouterr().out
+    assert sha256(path) == before
