@@ -54,6 +54,12 @@ def per_unit(dataset: Dataset | None) -> str:
     return "epoch" if dataset is not None else "step"
 
 
+def default_scaling(dataset: Dataset | None) -> str:
+    """Strong scaling for epochs of a fixed data set; weak when the work grows with the ranks
+    (data sets that grow with G, or per-step values with a fixed batch per rank)."""
+    return "strong" if dataset is not None and not dataset.weak_scaling else "weak"
+
+
 def ranks_parameter(params: list[str], preferred: str | None = None) -> str:
     """The parameter that counts ranks (resources): ``preferred``, else "ranks", else the first."""
     if preferred:
@@ -83,7 +89,14 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     region_models = fit_phase_models(region_steps, REGION_KEYS, params, dataset, fixed, options)
     app_points = point_summary(application, ["quantity"], params)
     ranks = ranks_parameter(params, ranks_param)
-    mode = scaling or ("weak" if dataset is not None and dataset.weak_scaling else "strong")
+    mode = scaling or default_scaling(dataset)
+    if dataset is None and scaling is None:
+        notes.append("per-step values: each rank's step keeps its batch as ranks grow, so efficiency is "
+                     "the weak-scaling T(x1)/T(xk) (throughput per GPU); --scaling strong overrides")
+    idle = application[application["quantity"] == "idle"]["value"]
+    if len(idle) and not (idle > 0).any():
+        notes.append("summed GPU activity covers the whole measured step everywhere (streams overlap), "
+                     "so no idle time is visible")
     baseline = default_baseline(app_points if not app_points.empty else regions, params, ranks)
     if EPOCH_TIME not in set(application["quantity"]):
         notes.append("no step marks were measured, so there is no measured time per "

@@ -36,6 +36,11 @@ QUANTITY_HELP = {
 REGION_KEYS = ["region", "kind", "category", "metric"]
 
 
+def quantity_label(quantity: str, per: str) -> str:
+    """How a quantity is shown: the measured step time is "step time" when values are per step."""
+    return "step time" if quantity == EPOCH_TIME and per == "step" else quantity
+
+
 def step_values(experiment: Experiment, metrics=("time", "visits", "bytes")) -> pd.DataFrame:
     """Per-step medians per region, metric, phase (train/val), point and repetition.
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from extradeep.cli.common import add_reading_arguments
 from extradeep.errors import InputError
 
+CONFIG_NAME = "extradeep.toml"
 HELP = "model time per epoch, its breakdown and every kernel from profiles (Q1-Q4)"
 DESCRIPTION = """Model how training scales, from Nsight Systems exports of a few small runs.
 
@@ -21,6 +22,9 @@ examples:
   extradeep model runs/ --param ranks --train-samples 50000 --val-samples 10000 --batch-size 64 \\
       --predict 16,32,64 --price-per-gpu-hour 2.5 --json models.json --save exp.sqlite
   extradeep model measurements.txt          # an Extra-P text file
+
+A directory of exports may hold an extradeep.toml with any of the long options (for example
+train-samples = 50000, val-samples = 10000, batch-size = 64); options given here win.
 """
 
 
@@ -91,6 +95,18 @@ def is_extrap_text(profiles: list[str]) -> bool:
         return not handle.read(16).startswith(b"SQLite format 3")
 
 
+def use_directory_config(args) -> None:
+    """Without --config, take the settings file `extradeep.toml` that sits in the one PROFILES
+    directory (so a folder of exports can carry its dataset sizes)."""
+    profiles = args.profiles or []
+    if getattr(args, "config", None) or len(profiles) != 1:
+        return
+    config = Path(profiles[0]) / CONFIG_NAME
+    if config.is_file():
+        args.config = str(config)
+        print(f"extradeep: using settings from {config}", file=sys.stderr)
+
+
 def analysis_from_args(args):
     """(Analysis, Experiment or None) from PROFILES and the options; progress on stderr."""
     from extradeep.analysis.analyse import analyse, analyse_table
@@ -103,6 +119,7 @@ def analysis_from_args(args):
 
         table = read_extrap_text(args.profiles[0])
         return analyse_table(table, table.attrs["params"], modeler_options(args), args.scaling, args.ranks_param), None
+    use_directory_config(args)
     experiment = experiment_from_args(args)
     analysis = analyse(experiment, options=modeler_options(args), scaling=args.scaling,
                        ranks_param=args.ranks_param, progress=progress_line)

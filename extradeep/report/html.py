@@ -13,7 +13,7 @@ from extradeep import __version__
 from extradeep.analysis.analyse import Analysis, primary_quantity
 from extradeep.analysis.budget import BudgetResult
 from extradeep.analysis.cost import CostSettings, cost_of
-from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP
+from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP, quantity_label
 from extradeep.analysis.points import format_point, format_seconds
 from extradeep.report import plots
 from extradeep.report.text import format_pct, format_value
@@ -98,7 +98,7 @@ def epoch_section(inputs: ReportInputs) -> str:
         found = a.application_models[a.application_models["quantity"] == q]
         if not found.empty:
             r = found.iloc[0]
-            rows.append([q, r["formula"] or f"no model: {r['reason']}", r["growth"], format_pct(r["smape"], 2),
+            rows.append([quantity_label(q, a.per), r["formula"] or f"no model: {r['reason']}", r["growth"], format_pct(r["smape"], 2),
                          QUANTITY_HELP[q]])
     quantity = primary_quantity(a)
     pred = inputs.predictions[inputs.predictions["quantity"] == quantity]
@@ -110,7 +110,7 @@ def epoch_section(inputs: ReportInputs) -> str:
               f"{inputs.level:.0%} prediction interval; dotted line: largest modeled configuration"
               + ("; red squares: evaluation points not used for modeling" if inputs.evaluation_points is not None else "")
             + ".</p>" + _table(["quantity", "model", "growth", "SMAPE", "what it is"], rows, numeric={3})
-            + _table(["configuration", quantity, f"{inputs.level:.0%} interval", inputs.cost.unit, "core-hours",
+            + _table(["configuration", quantity_label(quantity, a.per), f"{inputs.level:.0%} interval", inputs.cost.unit, "core-hours",
                       "GPU-hours"], prow))
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.analysis.analyse import Analysis, primary_quantity
-from extradeep.analysis.epoch import BREAKDOWN, EPOCH_TIME, QUANTITIES
+from extradeep.analysis.epoch import BREAKDOWN, EPOCH_TIME, QUANTITIES, quantity_label
 from extradeep.analysis.points import format_point
 from extradeep.report.text import (format_interval, format_pct, format_value, points_text, render_table, section,
                                    shorten)
@@ -38,9 +38,9 @@ def application_section(analysis: Analysis) -> str:
             continue
         row = found.iloc[0]
         if row["model"] is None:
-            rows.append([quantity, f"(no model: {row['reason']})", "", ""])
+            rows.append([quantity_label(quantity, analysis.per), f"(no model: {row['reason']})", "", ""])
         else:
-            rows.append([quantity, row["formula"], row["growth"], format_pct(row["smape"], 2)])
+            rows.append([quantity_label(quantity, analysis.per), row["formula"], row["growth"], format_pct(row["smape"], 2)])
     title = (f"Application models per {analysis.per} (seconds; p = {analysis.ranks_param}"
              + ("; fitted per step, times the steps per epoch n_t, n_v" if analysis.per == "epoch" else "") + ")")
     return section(title, render_table(["quantity", "model", "growth", "SMAPE"], rows, "llll"))
@@ -64,7 +64,7 @@ def measured_section(analysis: Analysis, level: float) -> str:
                      format_pct((predicted - r["value"]) / r["value"] * 100, 2),
                      *[format_value(wide.loc[key, c]) if c in wide.columns else "n/a" for c in BREAKDOWN],
                      format_pct(share * 100)])
-    headers = ["point", f"{quantity} measured", "repetitions", "model", "error",
+    headers = ["point", f"{quantity_label(quantity, analysis.per)} measured", "repetitions", "model", "error",
                *BREAKDOWN, "idle share"]
     return section(f"Measured (median of repetitions) vs model, per {analysis.per}", render_table(headers, rows))
 
@@ -73,17 +73,20 @@ def prediction_section(analysis: Analysis, predictions: pd.DataFrame, level: flo
     quantity = primary_quantity(analysis)
     main = predictions[predictions["quantity"] == quantity].reset_index(drop=True)
     wide = predictions.pivot_table(index=analysis.params, columns="quantity", values="T")
+    measured_idle = analysis.application_points.loc[analysis.application_points["quantity"] == "idle", "value"]
+    # Idle that was 0 at every measured point has no model; it stays 0 rather than unknown.
+    no_idle = 0.0 if len(measured_idle) and not (measured_idle > 0).any() else np.nan
     rows = []
     for _, r in main.iterrows():
         key = tuple(r[analysis.params]) if len(analysis.params) > 1 else r[analysis.params[0]]
-        idle = wide.loc[key, "idle"] / r["T"] if "idle" in wide.columns and r["T"] > 0 else np.nan
+        idle = wide.loc[key, "idle"] / r["T"] if "idle" in wide.columns and r["T"] > 0 else no_idle
         row = [format_point(r, analysis.params), format_interval(r["T"], r["T_lo"], r["T_hi"]),
                f"{r['speedup']:.2f}", f"{r['efficiency']:.2f}", format_pct(r["runtime_change_pct"]),
                format_pct(idle * 100)]
         if cost_unit:
             row.append(f"{r['cost']:.4g}")
         rows.append(row)
-    headers = ["point", f"{quantity} [{level:.0%} interval]", "speedup", "efficiency", "runtime change", "idle share"]
+    headers = ["point", f"{quantity_label(quantity, analysis.per)} [{level:.0%} interval]", "speedup", "efficiency", "runtime change", "idle share"]
     if cost_unit:
         headers.append(f"{cost_unit}/{analysis.per}")
     title = (f"Predictions per {analysis.per} ({analysis.scaling} scaling; baseline "
@@ -98,7 +101,7 @@ def derived_section(analysis: Analysis, derived: pd.DataFrame) -> str:
              r["growth"]] for _, r in derived[derived["quantity"] == quantity].iterrows()]
     if not rows:
         return ""
-    title = f"Models of the {analysis.scaling}-scaling speedup and efficiency of {quantity} (paper Eq. 12)"
+    title = f"Models of the {analysis.scaling}-scaling speedup and efficiency of {quantity_label(quantity, analysis.per)} (paper Eq. 12)"
     return section(title, render_table(["quantity", "model", "growth"], rows, "lll"))
 
 
