@@ -49,6 +49,10 @@ def add_arguments(parser) -> None:
                              "e.g. '*gemm*=0.5' (repeatable)")
     parser.add_argument("--nccl-bandwidth-scale", type=float, default=1.0,
                         help="NCCL bandwidth factor: 2 halves the bandwidth part of collective times (default: 1)")
+    parser.add_argument("--cpu-scale", type=float, default=1.0,
+                        help="factor on CPU overheads (framework dispatch and CUDA API call durations) (default: 1)")
+    parser.add_argument("--buckets", type=int, default=None,
+                        help="gradient all-reduce buckets per step; 1 = fused into one collective (default: 2, 4 with --ddp)")
     parser.add_argument("--noise", default="0.02,0.01,0.01", metavar="INSTANCE,RANK,REP",
                         help="lognormal sigma of the multiplicative noise per instance, per rank and per repetition "
                              "(default: 0.02,0.01,0.01; 0,0,0 for none)")
@@ -95,7 +99,8 @@ def run(args) -> int:
         val_steps=args.val_steps, batch=args.batch, train_samples=args.train_samples,
         val_samples=args.val_samples, scaling=args.scaling, layout=args.layout, marks=args.marks,
         nvtx_strings=args.nvtx_strings, ddp=args.ddp, kernel_scale=_pairs(args.kernel_scale, "--kernel-scale", float),
-        nccl_bandwidth_scale=args.nccl_bandwidth_scale, noise=noise, seed=args.seed,
+        nccl_bandwidth_scale=args.nccl_bandwidth_scale, cpu_scale=args.cpu_scale, buckets=args.buckets,
+        noise=noise, seed=args.seed,
         warmup_factor=args.warmup_factor, imbalance=args.imbalance, progress=not args.quiet,
     )
     print(f"wrote {len(sim.files)} exports and truth.json to {sim.outdir}")

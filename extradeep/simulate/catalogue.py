@@ -49,10 +49,11 @@ def _k(name, demangled, block, visits, coef, exps=None, library=None, grid=(128,
                   library=library, grid=grid)
 
 
-def _nccl(name, block, visits, latency, coef, exps):
+def _nccl(name, block, visits, latency, coef, exps, nbytes):
+    """A collective: per-step time = visits x latency + bandwidth term; nbytes per step (payload)."""
     return OpSpec(name, f"{name}(ncclDevComm *, unsigned long, ncclWork *)", "kernel", "communication",
-                  block, visits, ((latency, {}), (coef, exps)), batch_scaled=False,
-                  bandwidth_terms=(1,), grid=(2, 1, 1, 544, 1, 1), registers=96)
+                  block, visits, ((latency * visits, {}), (coef, exps)), batch_scaled=False,
+                  bandwidth_terms=(1,), bytes_terms=((nbytes, {}),), grid=(2, 1, 1, 544, 1, 1), registers=96)
 
 
 CONV_FWD = ("cudnn", "cudnnConvolutionForward")
@@ -65,15 +66,16 @@ XMMA = "sm80_xmma_{}_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128
 EW = "void at::native::{}<4, at::native::{}, at::detail::Array<char *, 2>>(int, at::native::{}, at::detail::Array<char *, 2>)"
 
 
-def default_catalogue(ddp: bool = False) -> list[OpSpec]:
-    buckets = 4 if ddp else 2
+def default_catalogue(ddp: bool = False, buckets: int | None = None) -> list[OpSpec]:
+    """The op list; buckets = gradient all-reduce buckets per step (default 2, 4 with ddp; 1 = fused)."""
+    buckets = buckets or (4 if ddp else 2)
     ops = [
         OpSpec("[CUDA memcpy HtoD]", "[CUDA memcpy HtoD]", "memcpy", "memory", "data", 1,
                ((8e-6, {}), (SAMPLE_BYTES / HTOD_BANDWIDTH, {"batch": (1, 0)})), batch_scaled=False,
                copy_kind=1, bytes_terms=((SAMPLE_BYTES, {"batch": (1, 0)}),)),
         OpSpec("[CUDA memset]", "[CUDA memset]", "memset", "memory", "zero_grad", 1,
                ((6.3e-5, {}),), batch_scaled=False, bytes_terms=((PARAM_BYTES, {}),)),
-        _nccl("ncclDevKernel_Broadcast_RING_LL", "forward", 1, 2e-5, 4e-5, {"ranks": (0.5, 0)}),
+        _nccl("ncclDevKernel_Broadcast_RING_LL", "forward", 1, 2e-5, 4e-5, {"ranks": (0.5, 0)}, 212_992),
         _k("implicit_convolve_sgemm", "void cudnn::detail::implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, true, false, true>(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned long long, int, float, float, int, float const*, float const*, bool, int, int)", "forward", 2, 6.0e-3, library=CONV_FWD),
         _k(XMMA.format("fprop"), "void " + XMMA.format("fprop") + "(cudnn::cnn::xmma_params)", "forward", 2, 5.0e-3, library=CONV_FWD),
         _k("bn_fw_tr_1C11_kernel_NCHW", "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, 512, true, 1>(cudnnTensorStruct, float const*, cudnnTensorStruct, float*, float const*, float const*, float, float, float*, float*, float*, float*, float, float)", "forward", 2, 1.5e-3, library=BN_FWD),
@@ -92,8 +94,9 @@ def default_catalogue(ddp: bool = False) -> list[OpSpec]:
         _k("max_pool_backward_nchw", "void at::native::(anonymous namespace)::max_pool_backward_nchw<float, float>(float const*, long const*, int, long, long, long, int, int, int, int, int, int, int, int, int, int, float*)", "backward", 1, 1.6e-4),
         _k("cunn_SoftMaxBackward", "void (anonymous namespace)::cunn_SoftMaxBackward<4, float, float, float, (anonymous namespace)::LogSoftMaxBackwardEpilogue>(float*, float const*, float const*, int)", "backward", 1, 2.2e-5),
         _k("batch_norm_collect_statistics_kernel", "void at::native::batch_norm_collect_statistics_kernel<at::native::InvStd, float, float, float, int>(at::native::GenericPackedTensorAccessor<float const, 3, at::native::RestrictPtrTraits, int>, float, float, at::native::GenericPackedTensorAccessor<float, 1, at::native::RestrictPtrTraits, int>, at::native::GenericPackedTensorAccessor<float, 1, at::native::RestrictPtrTraits, int>)", "backward", 1, 2.0e-5, {"ranks": (1, 0)}),
-        _nccl("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "bucket", buckets, 3e-4, 2.0e-4, {"ranks": (1, 1)}),
-        _nccl("ncclDevKernel_AllGather_RING_LL", "optimizer", 1, 1e-5, 1.0e-4, {"ranks": (1, 0)}),
+        _nccl("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "bucket", buckets, 1.5e-4, 2.0e-4, {"ranks": (1, 1)},
+              PARAM_BYTES),
+        _nccl("ncclDevKernel_AllGather_RING_LL", "optimizer", 1, 1e-5, 1.0e-4, {"ranks": (1, 0)}, 65_536),
         _k("multi_tensor_apply_kernel", "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>)", "optimizer", 2, 9.0e-4),
         _k("reduce_kernel", "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator ()(at::TensorIterator &)::[lambda(float, float) (instance 1)]>, unsigned int, float, 4>>(at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator ()(at::TensorIterator &)::[lambda(float, float) (instance 1)]>, unsigned int, float, 4>)", "between", 1, 6.0e-6),
         OpSpec("[CUDA memcpy DtoH]", "[CUDA memcpy DtoH]", "memcpy", "memory", "between", 1,

@@ -23,7 +23,7 @@ class Records:
 
     runtime: list = field(default_factory=list)  # (name, start, end, corr)
     gpu: list = field(default_factory=list)  # (op index, stream, start, end, corr, tag)
-    nvtx: list = field(default_factory=list)  # [text, start, end, eventType, category, domain]
+    nvtx: list = field(default_factory=list)  # [text, start, end, eventType, category, domain, tid, payload]
     sync: list = field(default_factory=list)  # (syncType, stream, start, end, corr, eventId, eventSyncId)
     cuda_event: list = field(default_factory=list)  # (stream, corr, eventId, eventSyncId, time)
     library: list = field(default_factory=list)  # (library, name, start, end)
@@ -35,12 +35,13 @@ class Engine:
     """Clock state of all ranks of one run and the primitives the training program calls."""
 
     def __init__(self, n_ranks: int, rng: np.random.Generator, noise: tuple, t0: float,
-                 rank_skew: np.ndarray | None = None):
+                 rank_skew: np.ndarray | None = None, cpu_scale: float = 1.0):
         self.n = n_ranks
         self.rng = rng
         self.sigma_instance, sigma_rank, sigma_rep = noise
         self.rank_factor = np.exp(sigma_rank * rng.standard_normal(n_ranks)) * np.exp(sigma_rep * rng.standard_normal())
         self.skew = np.ones(n_ranks) if rank_skew is None else rank_skew
+        self.cpu_scale = cpu_scale  # what-if factor on CPU overheads (dispatch and API calls)
         self.cpu = np.full(n_ranks, float(t0))
         self.free: dict[int, np.ndarray] = {}
         self.corr = 0
@@ -64,11 +65,11 @@ class Engine:
 
     # -- CPU side --------------------------------------------------------------------------
     def cpu_work(self, ns: float, skewed: bool = False) -> None:
-        self.cpu = self.cpu + ns * self.noise(skewed)
+        self.cpu = self.cpu + ns * self.cpu_scale * self.noise(skewed)
 
     def api(self, name: str, ns: float) -> tuple[np.ndarray, np.ndarray, int]:
         start = self.cpu
-        end = start + ns * self.noise()
+        end = start + ns * self.cpu_scale * self.noise()
         corr = self.next_corr()
         self.rec.runtime.append((name, start, end, corr))
         self.cpu = end
@@ -76,15 +77,16 @@ class Engine:
 
     def osrt(self, name: str, ns: float, thread: int = 0, skewed: bool = False) -> None:
         start = self.cpu
-        self.cpu_work(ns, skewed)
+        self.cpu = self.cpu + ns * self.noise(skewed)  # waiting, not CPU overhead: no cpu_scale
         self.rec.osrt.append((name, start, self.cpu, thread))
 
     def library_call(self, library: str, name: str, start: np.ndarray) -> None:
         self.cpu = self.cpu + 400.0 * self.noise()
         self.rec.library.append((library, name, start, self.cpu))
 
-    def push(self, text: str, category: int | None = None, domain: int = 0) -> list:
-        row = [text, self.cpu, None, 59, category, domain]
+    def push(self, text: str, category: int | None = None, domain: int = 0, payload: int | None = None) -> list:
+        """NVTX push; payload goes to uint64Value (NCCL ranges carry their message size)."""
+        row = [text, self.cpu, None, 59, category, domain, None, payload]
         self.rec.nvtx.append(row)
         return row
 
@@ -92,7 +94,7 @@ class Engine:
         row[2] = self.cpu
 
     def mark(self, text: str, category: int | None = None) -> None:
-        self.rec.nvtx.append([text, self.cpu, None, 34, category, 0])
+        self.rec.nvtx.append([text, self.cpu, None, 34, category, 0, None, None])
 
     def mpi(self, name: str, ns: float, size: int) -> None:
         start = self.cpu

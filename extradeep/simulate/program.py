@@ -42,8 +42,9 @@ def interleave(indexes: list[int], visits: list[int]) -> list[int]:
 class TrainingProgram:
     """Issues the calls of every step of a run through an Engine, in program order."""
 
-    def __init__(self, engine: Engine, ops: list[OpSpec], durations_ns: np.ndarray, cfg: LoopConfig):
-        self.e, self.ops, self.dur, self.cfg = engine, ops, durations_ns, cfg
+    def __init__(self, engine: Engine, ops: list[OpSpec], durations_ns: np.ndarray, nbytes: np.ndarray,
+                 cfg: LoopConfig):
+        self.e, self.ops, self.dur, self.nbytes, self.cfg = engine, ops, durations_ns, nbytes, cfg
         self.order = {}
         for block in ("forward", "backward", "optimizer", "warmup"):
             idx = [i for i, op in enumerate(ops) if op.block == block and op.category == "computation"]
@@ -58,18 +59,18 @@ class TrainingProgram:
     # -- the run ---------------------------------------------------------------------------
     def run(self) -> None:
         e, cfg = self.e, self.cfg
-        e.rec.nvtx.append(["NCCL", e.cpu.copy(), None, 75, None, NCCL_DOMAIN])
-        e.rec.nvtx.append(["MPI", e.cpu.copy(), None, 75, None, MPI_DOMAIN])
+        e.rec.nvtx.append(["NCCL", e.cpu.copy(), None, 75, None, NCCL_DOMAIN, None, None])
+        e.rec.nvtx.append(["MPI", e.cpu.copy(), None, 75, None, MPI_DOMAIN, None, None])
         categories = {"ranges": RANGE_CATEGORIES, "marks": MARK_CATEGORIES}.get(cfg.marks, {})
         for name, cid in categories.items():
-            e.rec.nvtx.append([name, e.cpu.copy(), None, 33, cid, 0])
+            e.rec.nvtx.append([name, e.cpu.copy(), None, 33, cid, 0, None, None])
         e.cpu_work(2e6)  # model set-up before the first epoch
         for epoch in range(cfg.epochs):
             self.epoch(epoch)
 
     def epoch(self, epoch: int) -> None:
         e, cfg = self.e, self.cfg
-        e.warmup = cfg.warmup_factor if epoch == 0 else 1.0
+        e.warmup = cfg.warmup_factor if epoch == 0 and cfg.epochs > 1 else 1.0  # one epoch: no warm-up
         e.tag = (epoch, "between", -1)
         e.mpi("MPI_Barrier", 2e4, 0)
         handle = self.open("epoch", epoch)
@@ -136,7 +137,7 @@ class TrainingProgram:
         """Hand a finished gradient bucket to NCCL: event record -> stream wait -> collective."""
         e = self.e
         e.wait_event(NCCL, e.record_event(COMPUTE))
-        handle = e.push(name, domain=NCCL_DOMAIN)
+        handle = e.push(name, domain=NCCL_DOMAIN, payload=int(self.nbytes[idx]))
         e.collective(idx, NCCL, self.dur[idx])
         e.pop(handle)
 
@@ -146,13 +147,13 @@ class TrainingProgram:
         begin = e.cpu
         handle = self.open("train", step)
         self.load_batch()
-        if epoch == 0 and step == 0:
+        if epoch == 0 and step == 0 and cfg.epochs > 1:
             for idx in self.order["warmup"]:  # cuDNN autotuning tries algorithms once
                 self.compute(idx)
         zero = self.op("zero_grad", "[CUDA memset]")
         e.launch(zero, COMPUTE, self.dur[zero], api="cudaMemsetAsync_v3020", api_ns=6e3, skewed=False)
         bcast = self.op("forward", "ncclDevKernel_Broadcast_RING_LL")
-        handle_b = e.push("ncclBroadcast", domain=NCCL_DOMAIN)
+        handle_b = e.push("ncclBroadcast", domain=NCCL_DOMAIN, payload=int(self.nbytes[bcast]))
         e.collective(bcast, NCCL, self.dur[bcast])
         e.pop(handle_b)
         e.wait_event(COMPUTE, e.record_event(NCCL))

@@ -37,26 +37,26 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
              batch: int = 64, train_samples: int = 50_000, val_samples: int = 10_000,
              scaling: str = "strong", layout: str = "2026", marks: str = "ranges",
              nvtx_strings: str = "text", ddp: bool = False, kernel_scale: dict | None = None,
-             nccl_bandwidth_scale: float = 1.0, noise=(0.02, 0.01, 0.01), seed: int = 0,
+             nccl_bandwidth_scale: float = 1.0, cpu_scale: float = 1.0, buckets: int | None = None,
+             noise=(0.02, 0.01, 0.01), seed: int = 0,
              warmup_factor: float = 1.3, imbalance: float | None = None, truth_replicates: int = 8,
              progress: bool = False) -> Simulation:
     """Simulate every point of the parameter grid and write its exports and truth.json."""
     params = dict(params or {"ranks": [2, 4, 6, 8, 10]})
-    _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, train_steps, val_steps)
+    _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, train_steps, val_steps,
+           buckets, cpu_scale, nccl_bandwidth_scale)
     prefixes = {name: (prefixes or {}).get(name, {"ranks": "p", "batch": "b"}.get(name, name[0]))
                 for name in params}
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     names = list(params)
     refs = {name: float(values[0]) for name, values in params.items()}
-    ops = apply_scales(default_catalogue(ddp), kernel_scale, nccl_bandwidth_scale)
+    ops = apply_scales(default_catalogue(ddp, buckets), kernel_scale, nccl_bandwidth_scale)
     cfg = LoopConfig(epochs, train_steps, val_steps, marks, ddp, warmup_factor)
     lay = load_layout(layout)
     imbalance = (0.08 if ddp else 0.0) if imbalance is None else imbalance
     steady = set(range(1, epochs)) or {0}
-    truth = _truth_header(app, seed, layout, marks, nvtx_strings, ddp, kernel_scale, nccl_bandwidth_scale,
-                          names, prefixes, scaling, train_samples, val_samples, batch, epochs, warmup_factor,
-                          train_steps, val_steps, repetitions, noise, imbalance, truth_replicates)
+    truth = _truth_header(locals())
     truth["regions"] = truth_mod.region_models(ops, names, batch, refs, prefixes)
     rows, points = [], []
     grid = list(itertools.product(*params.values()))
@@ -66,11 +66,17 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
         per_rank_batch = int(point.get("batch", batch))
         durations, op_bytes = _per_instance(ops, names, batch, refs, point)
         skew = 1.0 + imbalance * np.linspace(0.0, 1.0, ranks)
-        exact = truth_mod.point_values(*_run(ranks, np.random.default_rng([seed, p_index, 0]), (0.0, 0.0, 0.0),
-                                             skew, ops, durations, cfg), ops, op_bytes, steady)
+
+        def run_once(key, sigma):
+            engine = Engine(ranks, np.random.default_rng([seed, p_index, *key]), tuple(sigma), T0_NS, skew,
+                            cpu_scale)
+            program = TrainingProgram(engine, ops, durations, op_bytes, cfg)
+            program.run()
+            return engine.rec, program.windows
+
+        exact = truth_mod.point_values(*run_once([0], (0.0, 0.0, 0.0)), ops, op_bytes, steady)
         # expected measured values: independent noisy replicates (seeds never used for the files)
-        replicates = [truth_mod.point_values(*_run(ranks, np.random.default_rng([seed, p_index, 0, k + 1]),
-                                                   tuple(noise), skew, ops, durations, cfg), ops, op_bytes, steady)
+        replicates = [truth_mod.point_values(*run_once([0, k + 1], noise), ops, op_bytes, steady)
                       for k in range(truth_replicates if any(noise) else 0)]
         values_ = truth_mod.expected_values(exact, replicates)
         weak = scaling == "weak"
@@ -78,8 +84,7 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
         n_v = truth_mod.steps_per_epoch(val_samples, ranks, per_rank_batch, weak)
         files = []
         for rep in range(1, repetitions + 1):
-            rng = np.random.default_rng([seed, p_index, rep])
-            rec, _ = _run(ranks, rng, tuple(noise), skew, ops, durations, cfg)
+            rec, _ = run_once([rep], noise)
             for rank in range(ranks):
                 name = _file_name(app, point, prefixes, rep, rank)
                 write_rank(outdir / name, lay, rec, ops, op_bytes, rank, nvtx_strings)
@@ -95,13 +100,6 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
     truth["points"] = points
     (outdir / "truth.json").write_text(json.dumps(truth, indent=1))
     return Simulation(outdir, pd.DataFrame(rows), truth)
-
-
-def _run(ranks, rng, noise, skew, ops, durations, cfg):
-    engine = Engine(ranks, rng, noise, T0_NS, skew)
-    program = TrainingProgram(engine, ops, durations, cfg)
-    program.run()
-    return engine.rec, program.windows
 
 
 def _per_instance(ops, names, batch, refs, point) -> tuple[np.ndarray, np.ndarray]:
@@ -122,7 +120,8 @@ def _fmt(value) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-def _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, train_steps, val_steps) -> None:
+def _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, train_steps, val_steps,
+           buckets, cpu_scale, bandwidth) -> None:
     problems = []
     if "ranks" not in params:
         problems.append("the parameter 'ranks' is required (it sets the number of files per point)")
@@ -136,23 +135,26 @@ def _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, tr
     for what, (value, allowed) in choices.items():
         if value not in allowed:
             problems.append(f"{what} must be one of {', '.join(allowed)}, not {value!r}")
-    if min(repetitions, epochs, train_steps) < 1 or val_steps < 0:
-        problems.append("repetitions, epochs and train steps must be >= 1, validation steps >= 0")
+    if min(repetitions, epochs, train_steps, buckets or 1) < 1 or val_steps < 0 or min(cpu_scale, bandwidth) <= 0:
+        problems.append("repetitions, epochs, train steps and buckets must be >= 1, validation steps >= 0, "
+                        "scale factors > 0")
     if problems:
         raise InputError(None, "; ".join(problems))
 
 
-def _truth_header(app, seed, layout, marks, nvtx_strings, ddp, kernel_scale, bw, names, prefixes, scaling,
-                  train_samples, val_samples, batch, epochs, warmup_factor, train_steps, val_steps,
-                  repetitions, noise, imbalance, truth_replicates) -> dict:
+def _truth_header(o: dict) -> dict:
+    """The run-wide part of truth.json; o holds simulate()'s resolved arguments."""
     return {
-        "format": FORMAT, "app": app, "seed": seed, "layout": layout, "marks": marks,
-        "nvtx_strings": nvtx_strings, "ddp": ddp, "kernel_scale": dict(kernel_scale or {}),
-        "nccl_bandwidth_scale": bw, "params": names, "prefixes": prefixes, "scaling": scaling,
-        "dataset": {"train_samples": train_samples, "val_samples": val_samples, "batch_per_rank": batch,
-                    "gpus_param": "ranks", "model_parallel": 1, "weak_scaling": scaling == "weak"},
-        "epochs": epochs, "warmup_epochs": [0] if epochs > 1 else [], "warmup_factor": warmup_factor,
-        "train_steps": train_steps, "val_steps": val_steps, "repetitions": repetitions,
-        "noise": dict(zip(("instance", "rank", "repetition"), map(float, noise))),
-        "rank_imbalance": imbalance, "truth_replicates": truth_replicates if any(noise) else 0,
+        "format": FORMAT, **{k: o[k] for k in ("app", "seed", "layout", "marks", "nvtx_strings", "ddp")},
+        "kernel_scale": dict(o["kernel_scale"] or {}), "nccl_bandwidth_scale": o["nccl_bandwidth_scale"],
+        "cpu_scale": o["cpu_scale"], "buckets": o["buckets"], "params": o["names"], "prefixes": o["prefixes"],
+        "scaling": o["scaling"],
+        "dataset": {"train_samples": o["train_samples"], "val_samples": o["val_samples"],
+                    "batch_per_rank": o["batch"], "gpus_param": "ranks", "model_parallel": 1,
+                    "weak_scaling": o["scaling"] == "weak"},
+        "epochs": o["epochs"], "warmup_epochs": [0] if o["epochs"] > 1 else [],
+        "warmup_factor": o["warmup_factor"], "train_steps": o["train_steps"], "val_steps": o["val_steps"],
+        "repetitions": o["repetitions"],
+        "noise": dict(zip(("instance", "rank", "repetition"), map(float, o["noise"]))),
+        "rank_imbalance": o["imbalance"], "truth_replicates": o["truth_replicates"] if any(o["noise"]) else 0,
     }

@@ -124,7 +124,7 @@ def write_rank(path: Path, layout: Layout, rec: Records, ops: list[OpSpec], op_b
         if mp:
             w.insert("MPI_RANKS", 1, globalTid=main, rank=rank)
     else:  # older nsys recorded MPI calls as NVTX ranges in an "MPI" domain
-        nvtx += [[name, s, e, 59, None, MPI_DOMAIN] for name, s, e, _ in rec.mpi]
+        nvtx += [[name, s, e, 59, None, MPI_DOMAIN, None, None] for name, s, e, _ in rec.mpi]
     write_nvtx(w, strings, nvtx, r, main, nvtx_strings)
     os_ = rec.osrt
     w.insert("OSRT_API", len(os_), start=col(os_, 1), end=col(os_, 2), eventClass=27,
@@ -173,7 +173,8 @@ def _write_gpu(w, strings, table, kind, items, ops, op_bytes, r, gpid) -> None:
 
 
 def write_nvtx(w, strings, nvtx, r, main, mode) -> None:
-    """nvtx rows: [text, start, end, eventType, category, domainId(, globalTid)]; arrays are per rank."""
+    """nvtx rows: [text, start, end, eventType, category, domainId, globalTid, uint64Value]; start/end
+    may be per-rank arrays; globalTid None means the main thread."""
     pick = lambda v: v[r] if isinstance(v, np.ndarray) else v  # noqa: E731
     end = [None if row[2] is None else int(round(pick(row[2]))) for row in nvtx]
     texts = [row[0] for row in nvtx]
@@ -181,4 +182,5 @@ def write_nvtx(w, strings, nvtx, r, main, mode) -> None:
     w.insert("NVTX_EVENTS", len(nvtx), start=np.array([pick(row[1]) for row in nvtx]), end=end,
              eventType=[row[3] for row in nvtx], category=[row[4] for row in nvtx],
              text=None if by_id else texts, textId=strings.many(texts) if by_id else None,
-             globalTid=[row[6] if len(row) > 6 else main for row in nvtx], domainId=[row[5] for row in nvtx])
+             globalTid=[main if row[6] is None else row[6] for row in nvtx], domainId=[row[5] for row in nvtx],
+             uint64Value=[row[7] for row in nvtx])

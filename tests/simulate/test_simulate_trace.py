@@ -129,3 +129,14 @@ def test_nccl_bandwidth_scale_halves_the_bandwidth_term(tmp_path):
              for s, t in (("base", base), ("fast", fast))}
     assert terms["base"][0] == terms["fast"][0]  # latency unchanged
     assert terms["fast"][1]["coefficient"] == pytest.approx(terms["base"][1]["coefficient"] / 2)
+
+
+def test_fused_buckets_and_nccl_payload_sizes(tmp_path, ro):
+    sim = simulate(tmp_path, params={"ranks": [2]}, repetitions=1, buckets=1, train_steps=2, val_steps=1)
+    with ro(sim.files.path[0]) as conn:
+        sizes = [r[0] for r in conn.execute("SELECT uint64Value FROM NVTX_EVENTS WHERE text = 'ncclAllReduce'")]
+        kernels = conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName"
+                               " WHERE s.value = 'ncclDevKernel_AllReduce_Sum_f32_RING_LL'").fetchone()[0]
+    assert sizes == [94_000_000] * 4 and kernels == 4  # one fused all-reduce per training step
+    formula = next(r for r in sim.truth["regions"] if r["region"].startswith("ncclDevKernel_AllReduce"))
+    assert formula["models"]["train"]["time"]["formula"].startswith("0.00015 + ")
