@@ -1,0 +1,142 @@
+"""Raw event readers against direct SQL on the real exports (every schema variant in ../shared/real_nsys)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from extradeep.nsys import events
+from extradeep.nsys.connect import open_readonly
+from extradeep.nsys.schema import nsys_version, schema_of
+
+
+def sql(path, query):
+    conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        return conn.execute(query).fetchall()
+    finally:
+        conn.close()
+
+
+def has_table(path, table):
+    return bool(sql(path, f"SELECT 1 FROM sqlite_master WHERE type='table' AND name='{table}'"))
+
+
+@pytest.fixture
+def export(real_export):
+    return real_export
+
+
+def test_kernels_match_sql(export):
+    conn = open_readonly(export)
+    df = events.kernels(conn)
+    if not has_table(export, "CUPTI_ACTIVITY_KIND_KERNEL"):
+        assert df.empty
+        return
+    rows = sql(export, "SELECT k.start, k.end, k.deviceId, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                       "LEFT JOIN StringIds s ON s.id = k.shortName ORDER BY k.rowid")
+    assert len(df) == len(rows)
+    assert df["start"].tolist() == [r[0] for r in rows]
+    assert df["end"].tolist() == [r[1] for r in rows]
+    assert df["deviceId"].tolist() == [r[2] for r in rows]
+    assert df["name"].astype(str).tolist() == [r[3] for r in rows]
+    nccl = df["name"].astype(str).str.lower().str.startswith("nccl")
+    assert (df.loc[nccl, "category"] == "communication").all()
+    assert (df.loc[~nccl, "category"] == "computation").all()
+
+
+def test_demangled_names(export):
+    if not has_table(export, "CUPTI_ACTIVITY_KIND_KERNEL"):
+        pytest.skip("no kernels")
+    conn = open_readonly(export)
+    df = events.kernels(conn, names="demangled")
+    rows = sql(export, "SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName ORDER BY k.rowid")
+    assert df["name"].astype(str).tolist() == [r[0] for r in rows]
+
+
+def test_nvtx_names_coalesce_text_and_text_id(export):
+    conn = open_readonly(export)
+    df = events.nvtx(conn)
+    if not has_table(export, "NVTX_EVENTS"):
+        assert df.empty
+        return
+    rows = sql(export, "SELECT coalesce(n.text, s.value), n.start FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
+                       "WHERE n.eventType NOT IN (33, 75, 76) ORDER BY n.rowid")
+    assert len(df) == len(rows)
+    assert df["start"].tolist() == [r[1] for r in rows]
+    assert df["name"].astype(str).tolist() == [r[0] if r[0] is not None else "<unnamed NVTX event>" for r in rows]
+
+
+def test_memcpy_labels_and_bytes(export):
+    conn = open_readonly(export)
+    df = events.memcpy(conn)
+    if not has_table(export, "CUPTI_ACTIVITY_KIND_MEMCPY"):
+        assert df.empty
+        return
+    rows = sql(export, "SELECT copyKind, sum(bytes), count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY copyKind")
+    labels = {1: "[CUDA memcpy HtoD]", 2: "[CUDA memcpy DtoH]", 8: "[CUDA memcpy DtoD]"}
+    got = df.groupby("name", observed=True)["bytes"].agg(["sum", "size"])
+    for kind, total, count in rows:
+        assert got.loc[labels[kind], "sum"] == total
+        assert got.loc[labels[kind], "size"] == count
+
+
+def test_cpu_tables_match_counts(export):
+    conn = open_readonly(export)
+    for fn, table in ((events.runtime, "CUPTI_ACTIVITY_KIND_RUNTIME"), (events.osrt, "OSRT_API"),
+                      (events.memset, "CUPTI_ACTIVITY_KIND_MEMSET"), (events.synchronization, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")):
+        expected = sql(export, f"SELECT count(*) FROM {table}")[0][0] if has_table(export, table) else 0
+        assert len(fn(conn)) == expected, table
+    if has_table(export, "CUPTI_ACTIVITY_KIND_RUNTIME"):
+        names = Counter(r[0] for r in sql(export, "SELECT s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId"))
+        assert Counter(events.runtime(conn)["name"].astype(str)) == names
+
+
+def test_version_from_either_metadata_table(export):
+    conn = open_readonly(export)
+    for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
+        if has_table(export, table):
+            expected = sql(export, f"SELECT value FROM {table} WHERE name = 'EXPORT_PRODUCT_VERSION'")[0][0]
+            assert nsys_version(conn) == expected
+            return
+    assert nsys_version(conn) is None
+
+
+def test_nvtx_domains_old_and_new_style(real):
+    cudf = open_readonly(real("quasiben__nvtx-examples__cudf.sqlite"))  # DomainStrings + text rows
+    domains = events.nvtx(cudf)["domain"].astype(str).value_counts().to_dict()
+    assert domains == {"libcudf": 718, "cudf_python": 174}
+    trt = open_readonly(real("LeiWang1999__memfusion_artifact__report1.sqlite"))  # DomainCreate rows
+    assert set(events.nvtx(trt)["domain"].astype(str)) == {"TensorRT"}
+
+
+def test_nccl_kernels_are_communication_on_two_devices(real):
+    conn = open_readonly(real("GindaChen__nsys-ai__mfu_2gpu_before.sqlite"))
+    df = events.kernels(conn)
+    comm = df[df["category"] == "communication"]
+    expected = dict(sql(conn.path, "SELECT deviceId, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s "
+                                   "ON s.id = k.shortName WHERE s.value LIKE 'nccl%' GROUP BY deviceId"))
+    assert comm.groupby("deviceId").size().to_dict() == expected
+    assert set(expected) == {0, 1} and all(n > 0 for n in expected.values())
+
+
+def test_launch_join_keys_are_per_process(real):
+    """correlationIds repeat across processes; kernels join their own process's runtime call."""
+    conn = open_readonly(real("GindaChen__nsys-ai__mfu_2gpu_before.sqlite"))
+    k, r = events.kernels(conn), events.runtime(conn)
+    assert k["pid"].nunique() == 2
+    key_k = set(zip(k["pid"], k["correlationId"]))
+    key_r = set(zip(r["pid"], r["correlationId"]))
+    assert len(key_k & key_r) >= 0.99 * len(key_k)
+    assert np.all(r["tid"].to_numpy() == (r["globalTid"].to_numpy() & 0xFFFFFF))
+
+
+def test_schema_probe_lists_tables(real):
+    path = real("lockfuehrer__beast_ressoruces__report2.sqlite")  # oldest layout
+    sch = schema_of(open_readonly(path))
+    assert set(sch.tables) == {r[0] for r in sql(path, "SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "callchainId" not in sch.columns("CUPTI_ACTIVITY_KIND_RUNTIME")
+    assert sch.columns("NO_SUCH_TABLE") == ()
