@@ -99,17 +99,17 @@ def single_hypotheses(factors: list[Factor], n_terms: int) -> Hypotheses:
 
 
 def trend_sign(X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """+1 where values (R, n) grow with the parameters (X (n, m), on a log scale), -1 where they fall."""
-    scale = np.log2(X).sum(axis=1)
-    slope = (y - y.mean(axis=1, keepdims=True)) @ (scale - scale.mean())
+    """(R, m): +1 where values (R, n) grow with each parameter (X (n, m), log scale), -1 where they fall."""
+    scale = np.log2(X)
+    slope = (y - y.mean(axis=1, keepdims=True)) @ (scale - scale.mean(axis=0))
     return np.where(slope < 0, -1.0, 1.0)
 
 
 def _sign_ok(coef: np.ndarray, sign, nonnegative) -> np.ndarray:
-    """Admissible term signs: all >= 0 (True), all matching the trend ("auto"), or anything (False)."""
+    """Admissible term signs: all >= 0 (True), each matching its sign in `sign` ("auto"; 0: free)."""
     terms = coef[..., 1:]
     if nonnegative == "auto":
-        return (terms * sign.reshape(sign.shape + (1,) * (terms.ndim - 1)) >= 0).all(axis=-1)
+        return (terms * sign >= 0).all(axis=-1)
     if nonnegative:
         return (terms >= 0).all(axis=-1)
     return np.ones(terms.shape[:-1], dtype=bool)
@@ -118,7 +118,7 @@ def _sign_ok(coef: np.ndarray, sign, nonnegative) -> np.ndarray:
 def _score(A, y, w, opts: SearchOptions, sign=None):
     """LOO SMAPE and admissibility for stacks A (H, n, p) or (R, H, n, p) against y, w (R, n).
 
-    `sign` (R,): the data's trend for nonnegative="auto" (see `trend_sign`).
+    `sign` (R, 1, p - 1): the expected sign of each term for nonnegative="auto" (see `trend_sign`).
     """
     R = y.shape[0]
     H, n, p = A.shape[-3:]
@@ -213,7 +213,8 @@ def score_single(x, y, w, hyps: Hypotheses, opts: SearchOptions):
     wss = np.full((y.shape[0], H), np.inf)
     ok = np.zeros((y.shape[0], H), dtype=bool)
     for idxs, A in single_design(x, opts.factors, hyps).values():
-        scores[:, idxs], wss[:, idxs], ok[:, idxs] = _score(A, y, w, opts, trend_sign(x[:, None], y))
+        sign = trend_sign(x[:, None], y)[:, :, None]
+        scores[:, idxs], wss[:, idxs], ok[:, idxs] = _score(A, y, w, opts, sign)
     return scores, wss, ok
 
 
@@ -257,14 +258,25 @@ def line_candidates(batch: PointBatch, col: int, hyps: Hypotheses, opts: SearchO
 
 
 def forms(active: int) -> list[tuple[tuple[int, ...], ...]]:
-    """Sums of products over `active` parameters that use every parameter (Extra-P's combinations)."""
+    """Sums of products of the active parameters (Extra-P's combinations), also over subsets of them.
+
+    Forms over subsets (and the constant, the empty form) let a parameter that the lines wrongly
+    called active drop out again.
+    """
     monomials = [s for r in range(1, active + 1) for s in combinations(range(active), r)]
-    out = []
+    out = [()]
     for size in range(1, active + 1):
         for form in combinations(monomials, size):
-            if set().union(*form) == set(range(active)):
+            used = set().union(*form)
+            if len(form) <= len(used):
                 out.append(form)
     return out
+
+
+def _monomial_sign(trend: np.ndarray, cols: list[int]) -> np.ndarray:
+    """Expected sign of a product term: the parameters' common trend, 0 (free) when they disagree."""
+    signs = trend[:, cols]
+    return np.where((signs == signs[:, :1]).all(axis=1), signs[:, 0], 0.0)
 
 
 @dataclass
@@ -306,17 +318,21 @@ def _search_forms(batch: PointBatch, rows, cols, per_param, opts: SearchOptions)
     k = per_param[cols[0]][1].shape[1]
     combos = np.array(list(product(range(k), repeat=len(cols))))  # (C, a)
     cand = [per_param[c][1][rows][:, combos[:, a]] for a, c in enumerate(cols)]  # (R, C) factor ids
-    cand_ok = np.all([per_param[c][2][rows][:, combos[:, a]] for a, c in enumerate(cols)], axis=0)
+    cand_ok = [per_param[c][2][rows][:, combos[:, a]] for a, c in enumerate(cols)]
     values = [tables[c][cand[a] - 1] for a, c in enumerate(cols)]  # hypothesis i>0 is factor i-1
+    trend = trend_sign(batch.X, y)
     all_s, all_ss, all_ok, all_rank, all_size, labels = [], [], [], [], [], []
     for form in forms(len(cols)):
         columns = [np.ones_like(values[0])] + [np.prod([values[a] for a in mono], axis=0) for mono in form]
         A = np.stack(columns, axis=-1)  # (R, C, n, p)
-        s, ss, ok = _score(A, y, w, opts, trend_sign(batch.X, y))
+        sign = np.stack([_monomial_sign(trend, [cols[a] for a in mono]) for mono in form], axis=-1) \
+            if form else np.zeros((len(rows), 0))
+        s, ss, ok = _score(A, y, w, opts, sign[:, None, :])
         all_s.append(s)
         all_ss.append(ss)
         all_size.append(np.full(s.shape[1], len(form)))
-        all_ok.append(ok & cand_ok)
+        used = sorted(set().union(*form)) if form else []
+        all_ok.append(ok & np.all([cand_ok[a] for a in used], axis=0) if used else ok)
         # fewer terms first, then the candidates the lines preferred, then fewer factors per term
         all_rank.append(len(form) * 10**6 + combos.sum(axis=1) * 10**3 + sum(len(mono) for mono in form))
         labels += [(form, ci) for ci in range(len(combos))]
