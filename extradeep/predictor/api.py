@@ -156,7 +156,7 @@ def _groups_of(graph: OpGraph) -> pd.DataFrame:
 
 def trace_notes(trace: RunTrace, graph: OpGraph) -> list[str]:
     """What the user should know about how the graph was built."""
-    notes = []
+    notes = list(trace.problems)
     if trace.steps.empty:
         notes.append("no NVTX step marks: comparing whole-trace spans per rank instead of step times")
     if trace.records.empty and (trace.syncs["sync_type"] == 2).any():

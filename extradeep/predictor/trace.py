@@ -35,6 +35,7 @@ class RunTrace:
     steps: pd.DataFrame      # rank, warmup, epoch, phase, step, start, end, queue, step_id
     ranges: pd.DataFrame     # rank, queue, name, start, end: NVTX ranges other than step marks
     files: pd.DataFrame = field(default_factory=pd.DataFrame)  # rank, path, pid, offset_ns
+    problems: list[str] = field(default_factory=list)           # skipped files, unusable marks
 
 
 def _gpu_ops(conn) -> pd.DataFrame:
@@ -82,14 +83,16 @@ def _steps(conn, path, pids, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.Da
     An export without step marks gives no steps: the replay then compares whole-trace spans.
     """
     nv = events.nvtx(conn)
-    parts, others = [], []
+    parts, others, notes = [], [], []
     for pid in pids:
         mine = nv[nv["pid"] == pid].reset_index(drop=True)
         is_range = mine["eventType"].isin(NVTX_RANGE_TYPES).to_numpy() & (mine["end"] != NULL_INT).to_numpy()
         try:
             table = find_steps(mine, source=path)
-        except InputError:
+        except InputError as exc:
             table = None
+            if not exc.problem.startswith(("no step marks", "no NVTX ranges")):
+                notes.append(f"{path} (pid {pid}): step marks not used ({exc.problem})")
         used = np.zeros(len(mine), dtype=bool)
         if table is not None:
             used[table.mark_rows] = True
@@ -107,7 +110,7 @@ def _steps(conn, path, pids, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.Da
         parts.append(st)
     cols = ["pid", "warmup", "epoch", "phase", "step", "start", "end", "queue"]
     steps = pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
-    return steps, pd.concat(others, ignore_index=True)
+    return steps, pd.concat(others, ignore_index=True), notes
 
 
 def _main_thread(runtime: pd.DataFrame, pid: int) -> int:
@@ -123,12 +126,12 @@ def read_file(path: str | Path) -> dict:
             raise InputError(path, "no CUDA activity (kernels, memcpy, memset or runtime calls) to replay")
         syncs, records = _syncs(conn, runtime)
         pids = sorted(set(gpu["pid"]) | set(runtime["pid"]))
-        steps, ranges = _steps(conn, path, pids, runtime)
+        steps, ranges, notes = _steps(conn, path, pids, runtime)
     finally:
         conn.close()
     gpu = gpu.rename(columns={"correlationId": "corr"})
     runtime = runtime.rename(columns={"correlationId": "corr"})
-    return {"gpu": gpu, "runtime": runtime, "syncs": syncs, "records": records, "steps": steps, "ranges": ranges,
+    return {"gpu": gpu, "runtime": runtime, "syncs": syncs, "records": records, "steps": steps, "ranges": ranges, "notes": notes,
             "pids": pids}
 
 
@@ -137,9 +140,14 @@ def load_trace(paths) -> RunTrace:
     from extradeep.predictor.collectives import clock_offsets
 
     paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
-    ops, syncs, records, steps, ranges, files = [], [], [], [], [], []
+    ops, syncs, records, steps, ranges, files, problems = [], [], [], [], [], [], []
     for path in sorted(paths, key=_natural_key):
-        raw = read_file(path)
+        try:
+            raw = read_file(path)
+        except InputError as exc:  # skip the file, go on, report at the end
+            problems.append(f"skipped {exc}")
+            continue
+        problems += raw["notes"]
         for pid in raw["pids"]:
             rank = len(files)
             files.append({"rank": rank, "path": str(path), "pid": int(pid)})
@@ -147,6 +155,8 @@ def load_trace(paths) -> RunTrace:
             for key, out in (("syncs", syncs), ("records", records), ("steps", steps), ("ranges", ranges)):
                 f = raw[key]
                 out.append(f[f["pid"] == pid].drop(columns=["pid"]).assign(rank=rank))
+    if not ops:
+        raise InputError(None, "no usable export: " + "; ".join(problems))
     ops = pd.concat(ops, ignore_index=True)[OP_COLUMNS]
     syncs, records = (_rank_queues(pd.concat(f, ignore_index=True), ops) for f in (syncs, records))
     files = pd.DataFrame(files)
@@ -160,7 +170,7 @@ def load_trace(paths) -> RunTrace:
     return RunTrace(ops=ops, syncs=_aligned(syncs, shift, ("call_start",)),
                     records=_aligned(records, shift, ("call_start",)),
                     steps=steps, ranges=_aligned(pd.concat(ranges, ignore_index=True), shift, ("start", "end")),
-                    files=files)
+                    files=files, problems=problems)
 
 
 def _rank_queues(frame: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
