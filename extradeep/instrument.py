@@ -12,9 +12,10 @@ like still see a plain function:
 
 From SRC (a script, a package directory or a plain directory) the instrumenter follows local
 imports (absolute and relative, also inside functions) to modules that live under the import
-root, and writes the copies to OUT at the same relative paths; sources are never written. Left
-alone: third-party code (site-packages, virtual environments, build directories), generated files
-(a "generated" or "DO NOT EDIT" header; copied unchanged), functions nested in functions, generators
+root, and writes the copies to OUT at the same relative paths, with the non-Python files of the
+packages reached (package data); sources are never written. Left alone: third-party code
+(site-packages, virtual environments, build directories), generated files (a "generated" or
+"DO NOT EDIT" header; copied unchanged), `extradeep.marks` itself, functions nested in functions, generators
 and coroutines, dunder methods other than `__init__` and `__call__`, and functions under decorators
 that compile or stub them (`jit`, `script`, `compile`, `tf.function`, `overload`...). Functions
 already decorated are counted, not decorated again, so a second pass changes nothing.
@@ -25,8 +26,10 @@ line when it is missing.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +38,8 @@ from libcst.helpers import get_full_name_for_node
 
 from extradeep.errors import InputError
 
-IMPORT_LINE = "import extradeep.marks\n"
+MARKS_MODULE = "extradeep.marks"
+IMPORT_LINE = f"import {MARKS_MODULE}\n"
 MARK_DECORATORS = ("extradeep.marks.range", "marks.range")
 KEPT_DUNDERS = ("__init__", "__call__")
 SKIP_DIRS = {"site-packages", "dist-packages", "build", "dist", "__pycache__", ".git", ".hg", ".tox",
@@ -68,6 +72,7 @@ class InstrumentReport:
     root: Path
     out: Path
     modules: list[ModuleReport]
+    data_files: list[Path] = field(default_factory=list)  # package data copied alongside
 
     @property
     def n_instrumented(self) -> int:
@@ -88,6 +93,7 @@ class InstrumentReport:
         lines.append(
             f"instrumented {self.n_instrumented} functions in {len(self.modules)} modules"
             + (f" ({already} already instrumented)" if already else "")
+            + (f", {len(self.data_files)} package data files copied" if self.data_files else "")
             + f" -> {self.out}"
         )
         return lines
@@ -110,11 +116,15 @@ def instrument(src, out, progress=None) -> InstrumentReport:
         report, code, imported = _rewrite(path, name, root, out)
         reports.append((report, code))
         queue += [m for m in _local_modules(imported, root) if m[1] not in seen]
-    _check_no_overwrite(reports)
+    data = _package_data([r for r, _ in reports], root, out)
+    _check_no_overwrite([(r.source, r.target) for r, _ in reports] + data)
     for report, code in reports:
         report.target.parent.mkdir(parents=True, exist_ok=True)
         report.target.write_bytes(code)
-    return InstrumentReport(root, out, [r for r, _ in reports])
+    for source, target in data:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    return InstrumentReport(root, out, [r for r, _ in reports], [target for _, target in data])
 
 
 def _entry_modules(src: Path, out: Path) -> tuple[Path, list[tuple[str, Path]]]:
@@ -137,10 +147,13 @@ def _import_root(directory: Path) -> Path:
     return directory
 
 
-def _walk(top: Path, out: Path):
+def _walk(top: Path, out: Path, stop=lambda directory: False):
+    """Files under `top`, skipping third-party and build folders, `out`, and folders `stop` names."""
     for dirpath, dirnames, filenames in os.walk(top):
         here = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if not _third_party_dir(here / d) and (here / d) != out)
+        dirnames[:] = sorted(
+            d for d in dirnames if not _third_party_dir(here / d) and (here / d) != out and not stop(here / d)
+        )
         yield from (here / f for f in sorted(filenames))
 
 
@@ -165,25 +178,41 @@ def _rewrite(path: Path, name: str, root: Path, out: Path):
     source = path.read_bytes()
     report = ModuleReport(name, path, out / path.relative_to(root))
     try:
+        # The fast stdlib parser answers the questions (imports, generators); libcst only rewrites.
+        tree = ast.parse(source, filename=str(path))
         module = cst.parse_module(source)
-    except cst.ParserSyntaxError as exc:
-        report.status = f"syntax error line {exc.raw_line}: copied unchanged"
+    except (SyntaxError, ValueError, cst.ParserSyntaxError) as exc:
+        line = getattr(exc, "lineno", None) or getattr(exc, "raw_line", "?")
+        report.status = f"syntax error line {line}: copied unchanged"
         return report, source, []
-    imports = _ImportCollector(name, path.name == "__init__.py")
-    module.visit(imports)
+    imported = _imports(tree, name, path.name == "__init__.py")
     if _is_generated(source):
         report.status = "generated: copied unchanged"
-        return report, source, imports.modules
-    module = module.visit(_Instrumenter(name, report))
+        return report, source, imported
+    if name == MARKS_MODULE:  # its own decorator cannot wrap it
+        report.status = "extradeep's marks: copied unchanged"
+        return report, source, imported
+    module = module.visit(_Instrumenter(name, report, _generators(tree, name)))
     if not report.instrumented:
         report.status = "unchanged"
-        return report, source, imports.modules
-    return report, _with_import(module).bytes, imports.modules
+        return report, source, imported
+    return report, _with_import(module).bytes, imported
 
 
-def _check_no_overwrite(reports) -> None:
-    sources = {r.source for r, _ in reports}
-    clash = next((r.target for r, _ in reports if r.target in sources), None)
+def _package_data(reports: list[ModuleReport], root: Path, out: Path) -> list[tuple[Path, Path]]:
+    """(source, target) of the non-Python files in the packages reached (schemas, templates...),
+    not descending into sub-packages, which bring their own when they are reached."""
+    pairs = []
+    for package in sorted({r.source.parent for r in reports if r.source.name == "__init__.py"}):
+        for path in _walk(package, out, stop=lambda d: (d / "__init__.py").exists()):
+            if path.suffix not in (".py", ".pyc", ".pyo"):
+                pairs.append((path, out / path.relative_to(root)))
+    return pairs
+
+
+def _check_no_overwrite(pairs) -> None:
+    sources = {source for source, _ in pairs}
+    clash = next((target for _, target in pairs if target in sources), None)
     if clash is not None:
         raise InputError(clash, "--out would overwrite the sources; choose another directory")
 
@@ -258,38 +287,55 @@ def _dotted(node) -> str:
     return get_full_name_for_node(node) or ""
 
 
-class _ImportCollector(cst.CSTVisitor):
+def _imports(tree: ast.Module, module: str, is_package: bool) -> list[str]:
     """Absolute names of every module an import statement (anywhere in the module) may load."""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level - 1 <= len(package):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            if target:
+                names.append(target)
+                names += [f"{target}.{alias.name}" for alias in node.names if alias.name != "*"]
+    return names
 
-    def __init__(self, module: str, is_package: bool):
-        super().__init__()
-        self.package = module.split(".") if is_package else module.split(".")[:-1]
-        self.modules: list[str] = []
 
-    def visit_Import(self, node) -> None:
-        self.modules += [_dotted(alias.name) for alias in node.names]
+def _generators(tree: ast.Module, module: str) -> set[str]:
+    """Qualified names of module-level and class-level functions that yield."""
+    found, todo = set(), [(module, node) for node in tree.body]
+    while todo:
+        prefix, node = todo.pop()
+        if isinstance(node, ast.ClassDef):
+            todo += [(f"{prefix}.{node.name}", child) for child in node.body]
+        elif isinstance(node, ast.FunctionDef) and _yields(node):
+            found.add(f"{prefix}.{node.name}")
+    return found
 
-    def visit_ImportFrom(self, node) -> None:
-        level = len(node.relative)
-        if level - 1 > len(self.package):
-            return  # beyond the top package: fails at run time anyway
-        base = self.package[: len(self.package) - level + 1] if level else []
-        module = ".".join([*base, *(_dotted(node.module).split(".") if node.module else [])])
-        if not module:
-            return
-        self.modules.append(module)
-        if isinstance(node.names, cst.ImportStar):
-            return
-        self.modules += [f"{module}.{_dotted(alias.name)}" for alias in node.names]
+
+def _yields(function: ast.FunctionDef) -> bool:
+    todo = list(function.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo += ast.iter_child_nodes(node)
+    return False
 
 
 class _Instrumenter(cst.CSTTransformer):
     """Adds the range decorator to module-level functions and methods (nested classes included)."""
 
-    def __init__(self, module: str, report: ModuleReport):
+    def __init__(self, module: str, report: ModuleReport, generators: set[str]):
         super().__init__()
-        self.module, self.report = module, report
+        self.module, self.report, self.generators = module, report, generators
         self.scope: list[tuple[str, str]] = []  # ("class" | "def", name)
+
+    def visit_SimpleStatementLine(self, node) -> bool:
+        return False  # no definitions inside; skipping expressions keeps the pass fast
 
     def visit_ClassDef(self, node) -> None:
         self.scope.append(("class", node.name.value))
@@ -298,15 +344,16 @@ class _Instrumenter(cst.CSTTransformer):
         self.scope.pop()
         return updated_node
 
-    def visit_FunctionDef(self, node) -> None:
+    def visit_FunctionDef(self, node) -> bool:
         self.scope.append(("def", node.name.value))
+        return False  # functions nested in functions keep no range
 
     def leave_FunctionDef(self, original_node, updated_node):
         self.scope.pop()
         if any(kind == "def" for kind, _ in self.scope):
             return updated_node
         name = ".".join([self.module, *(n for _, n in self.scope), updated_node.name.value])
-        why = _leave_out(updated_node)
+        why = "generator" if name in self.generators else _leave_out(updated_node)
         if why == "already":
             self.report.already.append(name)
         elif why:
@@ -329,28 +376,4 @@ def _leave_out(node) -> str | None:
     if function.startswith("__") and function.endswith("__") and function not in KEPT_DUNDERS:
         return "dunder method"
     compiled = next((n for n in names if COMPILING.search(n)), None)
-    if compiled:
-        return f"decorated with {compiled}"
-    finder = _YieldFinder()
-    node.body.visit(finder)
-    return "generator" if finder.found else None
-
-
-class _YieldFinder(cst.CSTVisitor):
-    """Finds `yield` in a function body, not descending into nested functions, lambdas or classes."""
-
-    def __init__(self):
-        super().__init__()
-        self.found = False
-
-    def visit_Yield(self, node) -> None:
-        self.found = True
-
-    def visit_FunctionDef(self, node) -> bool:
-        return False
-
-    def visit_Lambda(self, node) -> bool:
-        return False
-
-    def visit_ClassDef(self, node) -> bool:
-        return False
+    return f"decorated with {compiled}" if compiled else None

@@ -88,6 +88,7 @@ def test_report_lists_what_was_instrumented_and_left_out(instrumented):
     assert (out / "shapes" / "_table.py").read_bytes() == (PROJECT / "shapes" / "_table.py").read_bytes()
     assert (out / "shapes" / "__init__.py").read_bytes() == (PROJECT / "shapes" / "__init__.py").read_bytes()
     assert report.n_instrumented == 14
+    assert report.data_files == [out / "shapes" / "units.json"]  # package data the copy needs to run
 
 
 def test_formatting_is_kept_apart_from_the_added_lines(instrumented):
