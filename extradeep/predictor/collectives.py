@@ -26,7 +26,9 @@ def collective_groups(ops: pd.DataFrame) -> pd.DataFrame:
     Only kernels seen on at least two ranks form groups; a rank with fewer occurrences of a name
     leaves the extra ones of other ranks unmatched.
     """
-    mask = (ops["kind"] == "kernel") & ops["name"].map(is_nccl_kernel)
+    codes, names = pd.factorize(ops["name"])
+    nccl = np.array([is_nccl_kernel(str(n)) for n in names], dtype=bool)
+    mask = (ops["kind"] == "kernel").to_numpy() & nccl[codes]
     if "role" in ops:
         mask &= ops["role"] == "op"
     k = ops[mask][["rank", "queue", "name", "start"]].sort_values(["rank", "start"], kind="stable")

@@ -111,7 +111,7 @@ def _edges(src, dst, kind: str, lag=0.0) -> pd.DataFrame:
 
 def _queue_edges(nodes: pd.DataFrame) -> pd.DataFrame:
     """FIFO order on every GPU stream and call order on every CPU thread (wake right after its call)."""
-    key = nodes["rank"].astype(str).to_numpy() + "|" + nodes["queue"].to_numpy().astype(str)
+    key = nodes.groupby(["rank", "queue"], sort=False).ngroup().to_numpy()
     sub = (nodes["role"] == "wake").to_numpy().astype(int)
     order = np.lexsort((sub, nodes["start"].to_numpy(), key))
     same = key[order][1:] == key[order][:-1]
@@ -165,24 +165,33 @@ def _seconds(frame: pd.DataFrame, t0: int, col: str = "call_start") -> pd.DataFr
     return frame.assign(**{col: (frame[col] - t0) * NS}) if len(frame) else frame
 
 
-def _recorded_op(records: pd.DataFrame, index: _QueueIndex, rank, event_id, t: float) -> list[int]:
-    """The GPU op an event marks: the last op launched on the record's stream before the record."""
-    if records.empty:
-        return []
-    rec = records[(records["rank"] == rank) & (records["event_id"] == event_id) & (records["call_start"] <= t)]
-    if rec.empty:
-        return []
-    last = rec.iloc[-1]
-    return index.last_before(rank, [last["queue"]], last["call_start"])
+class _EventIndex:
+    """CUDA event records per (rank, eventId), in call order, to find what a wait refers to."""
+
+    def __init__(self, records: pd.DataFrame):
+        self.by_event = {}
+        if len(records):
+            for key, grp in records.sort_values("call_start", kind="stable").groupby(["rank", "event_id"]):
+                self.by_event[key] = (grp["call_start"].to_numpy(), grp["queue"].to_numpy())
+
+    def recorded_op(self, index: _QueueIndex, rank, event_id, t: float) -> list[int]:
+        """The GPU op an event marks: the last op launched on the record's stream before the record."""
+        found = self.by_event.get((rank, event_id))
+        if found is None:
+            return []
+        k = np.searchsorted(found[0], t, side="right") - 1
+        if k < 0:
+            return []
+        return index.last_before(rank, [found[1][k]], found[0][k])
 
 
-def _waited_ops(nodes, records, index: _QueueIndex, call: pd.Series, sync) -> list[int]:
+def _waited_ops(nodes, events: _EventIndex, index: _QueueIndex, call: pd.Series, sync) -> list[int]:
     """GPU ops a blocking call waits for: from its SYNCHRONIZATION row, else every stream of the rank."""
     rank, t = call["rank"], call["start"]
     if sync is not None and sync["sync_type"] == 3:
         return index.last_before(rank, [sync["queue"]], t)
     if sync is not None and sync["sync_type"] == 1:
-        return _recorded_op(records, index, rank, sync["event_id"], t)
+        return events.recorded_op(index, rank, sync["event_id"], t)
     if call["name"].startswith(BLOCKING_COPY_PREFIXES):
         own = (nodes["rank"] == rank) & (nodes["corr"] == call["corr"]) & nodes["is_gpu"]
         return [int(i) for i in nodes.index[own]]
@@ -196,7 +205,7 @@ def _add_wakes(nodes: pd.DataFrame, trace: RunTrace, index: _QueueIndex):
     which also protects against wrong guesses when the SYNCHRONIZATION table is absent.
     """
     t0 = nodes.attrs["t0_ns"]
-    records = _seconds(trace.records, t0)
+    events = _EventIndex(_seconds(trace.records, t0))
     syncs = trace.syncs[trace.syncs["sync_type"].isin([1, 3, 4])]
     by_corr = {(s.rank, s.corr): s for s in syncs.itertuples(index=False)}
     cpu = nodes[(~nodes["is_gpu"]) & (nodes["kind"] == "runtime")]
@@ -207,7 +216,7 @@ def _add_wakes(nodes: pd.DataFrame, trace: RunTrace, index: _QueueIndex):
     for i, call in cpu[blocking].iterrows():
         sync = by_corr.get((call["rank"], call["corr"]))
         sync = None if sync is None else pd.Series(sync._asdict())
-        waited = [u for u in _waited_ops(nodes, records, index, call, sync) if end[u] <= call["end"] + CLOCK_SLACK]
+        waited = [u for u in _waited_ops(nodes, events, index, call, sync) if end[u] <= call["end"] + CLOCK_SLACK]
         if waited:
             wid = len(nodes) + len(wakes)
             wakes.append(call.to_dict() | {"role": "wake", "kind": "wake", "corr": -1})
@@ -224,11 +233,11 @@ def _event_edges(nodes: pd.DataFrame, trace: RunTrace, index: _QueueIndex) -> pd
     """cudaEventRecord on stream A -> cudaStreamWaitEvent on stream B, from the CUPTI tables."""
     t0 = nodes.attrs["t0_ns"]
     waits = _seconds(trace.syncs[trace.syncs["sync_type"] == 2], t0)
-    records = _seconds(trace.records, t0)
+    events = _EventIndex(_seconds(trace.records, t0))
     src, dst = [], []
-    if len(waits) and len(records):
+    if len(waits) and events.by_event:
         for w in waits.itertuples(index=False):
-            before = _recorded_op(records, index, w.rank, w.event_id, w.call_start)
+            before = events.recorded_op(index, w.rank, w.event_id, w.call_start)
             after = index.first_after(w.rank, w.queue, w.call_start)
             if before and after is not None and before[0] != after:
                 src.append(before[0])

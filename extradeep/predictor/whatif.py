@@ -102,9 +102,9 @@ def _number(raw: str, item: str, positive: bool) -> float:
 
 def name_mask(names: np.ndarray, pattern: str) -> np.ndarray:
     """Names matching a case-insensitive fnmatch pattern, evaluated once per distinct name."""
-    uniq, inv = np.unique(names.astype(str), return_inverse=True)
-    hit = np.array([fnmatch.fnmatchcase(u.lower(), pattern.lower()) for u in uniq], dtype=bool)
-    return hit[inv] if len(uniq) else np.zeros(len(names), dtype=bool)
+    codes, uniq = pd.factorize(pd.Series(names, dtype=object))
+    hit = np.array([fnmatch.fnmatchcase(str(u).lower(), pattern.lower()) for u in uniq], dtype=bool)
+    return hit[codes] if len(uniq) else np.zeros(len(names), dtype=bool)
 
 
 @dataclass
