@@ -17,7 +17,7 @@ from extradeep.simulate.catalogue import apply_scales, default_catalogue, evalua
 from extradeep.simulate.engine import Engine
 from extradeep.simulate.program import MARKS, LoopConfig, TrainingProgram
 from extradeep.simulate.schema import LAYOUTS, load_layout
-from extradeep.simulate.writer import write_rank
+from extradeep.simulate.writer import RunColumns, write_rank
 
 T0_NS = 1e9
 FORMAT = "extradeep-simulator-truth/1"
@@ -85,9 +85,10 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
         files = []
         for rep in range(1, repetitions + 1):
             rec, _ = run_once([rep], noise)
+            columns = RunColumns(rec, ops, op_bytes)
             for rank in range(ranks):
                 name = _file_name(app, point, prefixes, rep, rank)
-                write_rank(outdir / name, lay, rec, ops, op_bytes, rank, nvtx_strings)
+                write_rank(outdir / name, lay, columns, rank, nvtx_strings)
                 files.append(name)
                 rows.append({"path": str(outdir / name), **point, "rep": rep, "rank": rank})
             if progress:

@@ -84,78 +84,96 @@ def write_metadata(w: ExportWriter, strings: StringTable, path: Path, pid: int, 
     w.insert(w.layout.metadata_table, len(rows), name=[r[0] for r in rows], value=[r[1] for r in rows])
 
 
-def write_rank(path: Path, layout: Layout, rec: Records, ops: list[OpSpec], op_bytes: np.ndarray,
-               rank: int, nvtx_strings: str = "text") -> None:
-    """op_bytes: bytes moved per instance of each op (memcpy/memset)."""
+class RunColumns:
+    """One run's records as columns, stacked once (events x ranks) and shared by all its ranks' files.
+
+    Every rank has the same records in the same order, so names are interned once into one
+    StringTable whose ids are valid in every file of the run.
+    """
+
+    def __init__(self, rec: Records, ops: list[OpSpec], op_bytes: np.ndarray):
+        self.rec, self.ops, self.op_bytes = rec, ops, op_bytes
+        self.strings = StringTable()
+        self._cache: dict = {}
+        self.subsets = {kind: [g for g in rec.gpu if ops[g[0]].kind == kind] for kind in ("kernel", "memcpy", "memset")}
+        self.subsets.update({lib: [x for x in rec.library if x[0] == lib] for lib in LIBRARY_CLASS})
+        for name in ("runtime", "sync", "cuda_event", "mpi", "osrt"):
+            self.subsets[name] = getattr(rec, name)
+
+    def __call__(self, subset: str, k: int, rank: int) -> np.ndarray:
+        """Field k of every record in subset, for one rank."""
+        key = (subset, k)
+        if key not in self._cache:
+            values = [item[k] for item in self.subsets[subset]]
+            self._cache[key] = np.stack(values) if values and isinstance(values[0], np.ndarray) else np.array(values)
+        column = self._cache[key]
+        return column[:, rank] if column.ndim == 2 else column
+
+    def ids(self, subset: str, k: int, names=None) -> np.ndarray:
+        """StringIds ids of field k (or of names, a function of the record) of every record in subset."""
+        key = ("ids", subset, k, names)
+        if key not in self._cache:
+            items = self.subsets[subset]
+            self._cache[key] = self.strings.many(names(x) if names else x[k] for x in items)
+        return self._cache[key]
+
+
+def write_rank(path: Path, layout: Layout, cols: RunColumns, rank: int, nvtx_strings: str = "text") -> None:
+    """One rank's export; cols = RunColumns of the run (shared by its ranks)."""
     pid = 1000 + rank
     conn, w = new_export(path, layout)
-    strings = StringTable()
+    rec, strings = cols.rec, cols.strings
     gpid, main = global_pid(pid), global_tid(pid, pid)
-    r = rank
-
-    def col(items, k):
-        return np.array([it[k][r] if isinstance(it[k], np.ndarray) else it[k] for it in items])
-
-    # CUDA runtime calls
-    rt = rec.runtime
-    w.insert("CUPTI_ACTIVITY_KIND_RUNTIME", len(rt), start=col(rt, 1), end=col(rt, 2), eventClass=0,
-             globalTid=main, correlationId=col(rt, 3), nameId=strings.many(x[0] for x in rt), returnValue=0)
-    # GPU activity by kind
+    n = {name: len(items) for name, items in cols.subsets.items()}
+    w.insert("CUPTI_ACTIVITY_KIND_RUNTIME", n["runtime"], start=cols("runtime", 1, rank), end=cols("runtime", 2, rank),
+             eventClass=0, globalTid=main, correlationId=cols("runtime", 3, rank), nameId=cols.ids("runtime", 0),
+             returnValue=0)
     for kind, table in (("kernel", "CUPTI_ACTIVITY_KIND_KERNEL"), ("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"),
                         ("memset", "CUPTI_ACTIVITY_KIND_MEMSET")):
-        items = [g for g in rec.gpu if ops[g[0]].kind == kind]
-        if items:
-            _write_gpu(w, strings, table, kind, items, ops, op_bytes, r, gpid)
-    # synchronisation and CUDA events
-    sy = rec.sync
-    w.insert("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", len(sy), start=col(sy, 2), end=col(sy, 3), deviceId=0,
-             contextId=1, streamId=col(sy, 1), correlationId=col(sy, 4), globalPid=gpid,
-             syncType=col(sy, 0), eventId=col(sy, 5), eventSyncId=col(sy, 6))
-    ev = rec.cuda_event
-    w.insert("CUPTI_ACTIVITY_KIND_CUDA_EVENT", len(ev), timestamp=col(ev, 4), deviceId=0, contextId=1,
-             streamId=col(ev, 0), correlationId=col(ev, 1), globalPid=gpid, eventId=col(ev, 2),
-             eventSyncId=col(ev, 3))
+        if n[kind]:
+            _write_gpu(w, cols, table, kind, rank, gpid)
+    w.insert("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", n["sync"], start=cols("sync", 2, rank), end=cols("sync", 3, rank),
+             deviceId=0, contextId=1, streamId=cols("sync", 1, rank), correlationId=cols("sync", 4, rank),
+             globalPid=gpid, syncType=cols("sync", 0, rank), eventId=cols("sync", 5, rank),
+             eventSyncId=cols("sync", 6, rank))
+    w.insert("CUPTI_ACTIVITY_KIND_CUDA_EVENT", n["cuda_event"], timestamp=cols("cuda_event", 4, rank), deviceId=0,
+             contextId=1, streamId=cols("cuda_event", 0, rank), correlationId=cols("cuda_event", 1, rank),
+             globalPid=gpid, eventId=cols("cuda_event", 2, rank), eventSyncId=cols("cuda_event", 3, rank))
     nvtx = list(rec.nvtx)
     if layout.has("MPI_COLLECTIVES_EVENTS"):
-        mp = rec.mpi
-        w.insert("MPI_COLLECTIVES_EVENTS", len(mp), start=col(mp, 1), end=col(mp, 2), globalTid=main,
-                 textId=strings.many(x[0] for x in mp), commHandle=1, rootRank=0, size=col(mp, 3),
-                 recvSize=col(mp, 3))
-        if mp:
-            w.insert("MPI_RANKS", 1, globalTid=main, rank=rank)
+        size = cols("mpi", 3, rank)
+        w.insert("MPI_COLLECTIVES_EVENTS", n["mpi"], start=cols("mpi", 1, rank), end=cols("mpi", 2, rank),
+                 globalTid=main, textId=cols.ids("mpi", 0), commHandle=1, rootRank=0, size=size, recvSize=size)
+        w.insert("MPI_RANKS", 1 if n["mpi"] else 0, globalTid=main, rank=rank)
     else:  # older nsys recorded MPI calls as NVTX ranges in an "MPI" domain
         nvtx += [[name, s, e, 59, None, MPI_DOMAIN, None, None] for name, s, e, _ in rec.mpi]
-    write_nvtx(w, strings, nvtx, r, main, nvtx_strings)
-    os_ = rec.osrt
-    w.insert("OSRT_API", len(os_), start=col(os_, 1), end=col(os_, 2), eventClass=27,
-             globalTid=[global_tid(pid, pid + t) for t in col(os_, 3)], nameId=strings.many(x[0] for x in os_),
-             returnValue=0, nestingLevel=0, callchainId=0)
+    write_nvtx(w, strings, nvtx, rank, main, nvtx_strings)
+    w.insert("OSRT_API", n["osrt"], start=cols("osrt", 1, rank), end=cols("osrt", 2, rank), eventClass=27,
+             globalTid=global_tid(pid, pid) + cols("osrt", 3, rank), nameId=cols.ids("osrt", 0), returnValue=0,
+             nestingLevel=0, callchainId=0)
     for lib, table in (("cudnn", "CUDNN_EVENTS"), ("cublas", "CUBLAS_EVENTS")):
-        items = [x for x in rec.library if x[0] == lib]
-        w.insert(table, len(items), start=col(items, 2), end=col(items, 3), eventClass=LIBRARY_CLASS[lib],
-                 globalTid=main, nameId=strings.many(x[1] for x in items))
-    starts = [col(rt, 1).min()] if rt else [0]
-    stops = [col(rt, 2).max()] if rt else [0]
+        w.insert(table, n[lib], start=cols(lib, 2, rank), end=cols(lib, 3, rank), eventClass=LIBRARY_CLASS[lib],
+                 globalTid=main, nameId=cols.ids(lib, 1))
+    span = (cols("runtime", 1, rank).min(), cols("runtime", 2, rank).max()) if n["runtime"] else (0, 0)
     streams = {g[1] for g in rec.gpu} | {COMPUTE}
     threads = {pid + k: name for k, name in enumerate(THREAD_NAMES)}
-    write_metadata(w, strings, path, pid, threads, streams, (min(starts), max(stops)))
-    w.insert("StringIds", len(strings.ids), id=[i for i, _ in strings.rows()], value=[v for _, v in strings.rows()])
+    write_metadata(w, strings, path, pid, threads, streams, span)
+    rows = strings.rows()
+    w.insert("StringIds", len(rows), id=[i for i, _ in rows], value=[v for _, v in rows])
     conn.commit()
     conn.close()
 
 
-def _write_gpu(w, strings, table, kind, items, ops, op_bytes, r, gpid) -> None:
+def _write_gpu(w, cols: RunColumns, table: str, kind: str, rank: int, gpid: int) -> None:
+    items, ops = cols.subsets[kind], cols.ops
     n = len(items)
-    idx = np.array([g[0] for g in items])
-    start = np.array([g[2][r] for g in items])
-    end = np.array([g[3][r] for g in items])
-    common = dict(start=start, end=end, deviceId=0, contextId=1, greenContextId=0,
-                  streamId=np.array([g[1] for g in items]), correlationId=np.array([g[4] for g in items]),
-                  globalPid=gpid)
+    idx = cols(kind, 0, rank)
+    common = dict(start=cols(kind, 2, rank), end=cols(kind, 3, rank), deviceId=0, contextId=1, greenContextId=0,
+                  streamId=cols(kind, 1, rank), correlationId=cols(kind, 4, rank), globalPid=gpid)
     if kind == "kernel":
-        demangled = strings.many(ops[i].demangled for i in idx)
+        demangled = cols.ids(kind, 0, lambda g: ops[g[0]].demangled)
         grid = np.array([ops[i].grid for i in idx])
-        w.insert(table, n, **common, demangledName=demangled, shortName=strings.many(ops[i].name for i in idx),
+        w.insert(table, n, **common, demangledName=demangled, shortName=cols.ids(kind, 0, lambda g: ops[g[0]].name),
                  mangledName=demangled, launchType=1, cacheConfig=1,
                  registersPerThread=np.array([ops[i].registers for i in idx]),
                  gridX=grid[:, 0], gridY=grid[:, 1], gridZ=grid[:, 2], blockX=grid[:, 3], blockY=grid[:, 4],
@@ -165,11 +183,11 @@ def _write_gpu(w, strings, table, kind, items, ops, op_bytes, r, gpid) -> None:
                  maxPotentialClusterSize=0, maxActiveClusters=0, tensorSizeMinusOneElements="[]")
     elif kind == "memcpy":
         copy_kind = np.array([ops[i].copy_kind for i in idx])
-        w.insert(table, n, **common, bytes=op_bytes[idx], copyKind=copy_kind,
+        w.insert(table, n, **common, bytes=cols.op_bytes[idx], copyKind=copy_kind,
                  srcKind=np.where(copy_kind == 1, 1, 2), dstKind=np.where(copy_kind == 1, 2, 0),
                  srcDeviceId=0, srcContextId=1, dstDeviceId=0, dstContextId=1, copyCount=1)
     else:
-        w.insert(table, n, **common, value=0, bytes=op_bytes[idx], memKind=2)
+        w.insert(table, n, **common, value=0, bytes=cols.op_bytes[idx], memKind=2)
 
 
 def write_nvtx(w, strings, nvtx, r, main, mode) -> None:
