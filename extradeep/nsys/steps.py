@@ -231,6 +231,8 @@ def find_steps(nvtx: pd.DataFrame, settings=None, source=None) -> StepTable:
     warnings: list[str] = []
     steps["epoch"] = _assign_epochs(steps, epochs, warnings) if found["epoch"] else _infer_epochs(steps)
     steps["step"] = _step_numbers(steps)
+    warnings += [f"{level} pattern {patterns[level]!r} matched no NVTX range" for level in LEVELS
+                 if patterns[level] and found[level] is None]
     kept, warmup = _split_warmup(steps, settings, warnings, source)
     convention = {level: (f"{found[level].how} ({len(found[level].start)})" if found[level] else "none") for level in LEVELS}
     if found["epoch"] is None:

@@ -140,3 +140,11 @@ def test_schema_probe_lists_tables(real):
     assert set(sch.tables) == {r[0] for r in sql(path, "SELECT name FROM sqlite_master WHERE type='table'")}
     assert "callchainId" not in sch.columns("CUPTI_ACTIVITY_KIND_RUNTIME")
     assert sch.columns("NO_SUCH_TABLE") == ()
+
+
+def test_mpi_from_tables_and_from_an_nvtx_domain(sim_ranges, sim_marks_old):
+    new = events.mpi(open_readonly(sorted(sim_ranges.glob("*.sqlite"))[0]))  # MPI_COLLECTIVES_EVENTS
+    old = events.mpi(open_readonly(sorted(sim_marks_old.glob("*.sqlite"))[0]))  # NVTX domain "MPI"
+    assert len(new) and set(new["source"]) == {"table"} and (new["bytes"] >= 0).all()
+    assert len(old) and set(old["source"]) == {"nvtx"}
+    assert sorted(new["name"].astype(str)) == sorted(old["name"].astype(str))
