@@ -9,6 +9,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
+from extradeep.simulate import simulate
 from extradeep.simulate.catalogue import evaluate
 
 STEP_SQL = """
@@ -134,3 +135,15 @@ def test_cpu_side_visits_are_counted_per_step(sim_exact):
     assert visits[("cudaStreamSynchronize_v3020", "cuda_api", "train")] == 1
     assert visits[("cudnnConvolutionForward", "cudnn", "val")] == 2 + 2  # two conv kernels, two fprop
     assert visits[("ncclAllReduce", "nccl_nvtx", "train")] == 2
+
+
+def test_extra_parameters_scale_compute_and_name_files(tmp_path):
+    sim = simulate(tmp_path, params={"ranks": [2], "seq": [128, 256]}, repetitions=1, train_steps=1, val_steps=1,
+                   noise=(0, 0, 0))
+    names = sorted(p.rsplit("/", 1)[-1] for p in sim.files.path)
+    assert names[0] == "cifar10.p2.s128.r1.mpi0.sqlite"
+    gemm = next(r for r in sim.truth["regions"] if r["region"] == "implicit_convolve_sgemm")
+    assert gemm["models"]["train"]["time"]["formula"] == "4.6875e-05 * s"  # 6 ms at s = 128
+    values = [next(r["value"] for r in p["per_step"] if r["region"] == "implicit_convolve_sgemm"
+                   and r["metric"] == "time" and r["phase"] == "train") for p in sim.truth["points"]]
+    assert values[1] == pytest.approx(2 * values[0])
