@@ -51,7 +51,8 @@ def read_extrap_text(path) -> pd.DataFrame:
     params: list[str] = []
     coords: list[tuple[float, ...]] = []
     region, metric, coord_id = "", "", 0
-    records: list[tuple] = []
+    labels: list[tuple[str, str, int]] = []  # per DATA line: region, metric, coordinate index
+    chunks: list[list[float]] = []
     for lineno, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -73,13 +74,28 @@ def read_extrap_text(path) -> pd.DataFrame:
             values = _numbers(path, lineno, rest)
             if not values:
                 raise InputError(path, f"line {lineno}: DATA line without values")
-            records += [(region, metric, *coords[coord_id], rep, v) for rep, v in enumerate(values)]
+            labels.append((region, metric, coord_id))
+            chunks.append(values)
             coord_id += 1
-    if not params or not records:
+    if not params or not chunks:
         raise InputError(path, "no PARAMETER or no DATA lines: not an Extra-P text input")
     if len(set(params)) != len(params):
         raise InputError(path, f"parameter names repeat: {' '.join(params)}")
-    df = pd.DataFrame.from_records(records, columns=["region", "metric", *params, "rep", "value"])
+    return _frame(labels, chunks, coords, params)
+
+
+def _frame(labels, chunks, coords, params) -> pd.DataFrame:
+    """Tidy frame from DATA lines: one row per repetition value."""
+    counts = np.array([len(c) for c in chunks])
+    line = np.repeat(np.arange(len(chunks)), counts)
+    starts = np.cumsum(counts) - counts
+    lines = pd.DataFrame(labels, columns=["region", "metric", "_c"])
+    df = lines.iloc[line].reset_index(drop=True)
+    point = np.asarray(coords, dtype=float)[df.pop("_c").to_numpy()]
+    for k, name in enumerate(params):
+        df[name] = point[:, k]
+    df["rep"] = np.arange(len(line)) - starts[line]
+    df["value"] = np.fromiter((v for c in chunks for v in c), dtype=float, count=len(line))
     df.attrs["params"] = params
     return df
 

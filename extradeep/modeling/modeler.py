@@ -60,6 +60,10 @@ class PMNFModeler:
     def search_options(self) -> SearchOptions:
         if self.n_terms not in (1, 2, 3):
             raise InputError(None, f"n_terms must be 1, 2 or 3, not {self.n_terms}")
+        for name, allowed in (("weighting", ("relative", "none")), ("criterion", ("cv", "cv+reps")),
+                              ("nonnegative", (True, False, "auto"))):
+            if getattr(self, name) not in allowed:
+                raise InputError(None, f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
         if self.min_points < 2:
             raise InputError(None, f"min_points must be at least 2, not {self.min_points}")
         try:
@@ -191,40 +195,40 @@ def _fit_batch(batch: PointBatch, gids, params, opts: SearchOptions, modeler: PM
         idx = np.array(members)
         A = np.stack([design_matrix(batch.X, choices[r].terms) for r in members])
         fit = fit_batched(A, batch.y[idx], batch.w[idx], want_r_inv=True)
+        fit_stats = _fit_statistics(batch, idx, fit)
+        X = batch.X.copy()
         for k, r in enumerate(members):
             g = gids[r]
-            model = _make_model(batch, r, choices[r], fit, k, params, opts, modeler)
-            model.warnings = rows[g]["warnings"]
-            rows[g]["model"] = model
+            st = {key: val[k] for key, val in fit_stats.items()}
+            rows[g]["model"] = Model(
+                params=list(params), terms=list(choices[r].terms), coefficients=fit.coef[k],
+                cov_unscaled=st["cov"], sigma2=float(st["sigma2"]), dof=int(st["dof"]),
+                weighting=opts.weighting if st["scale"] > 0 else "none", var_floor=float(batch.floor[r]),
+                smape=float(st["smape"]), cv_smape=choices[r].cv_smape, rss=float(st["rss"]),
+                ar2=float(st["ar2"]), points=X, point_errors=st["errors"], n_measurements=int(st["n_meas"]),
+                names=dict(modeler.names or {}), warnings=rows[g]["warnings"])
 
 
-def _make_model(batch: PointBatch, r: int, choice, fit, k: int, params, opts, modeler) -> Model:
-    y, f = batch.y[r], fit.fitted[k]
-    n, p = len(y), fit.coef.shape[-1]
-    n_meas = int(batch.count[r].sum())
+def _fit_statistics(batch: PointBatch, idx: np.ndarray, fit) -> dict[str, np.ndarray]:
+    """Quality figures of the chosen fits (rows `idx` of the batch), all regions at once."""
+    y, f, w = batch.y[idx], fit.fitted, batch.w[idx]
+    n, p = y.shape[1], fit.coef.shape[-1]
+    n_meas = batch.count[idx].sum(axis=1)
     # Lack of fit from leave-one-out residuals: in-sample residuals of a selected model are optimistic.
-    loo = np.where(np.isfinite(fit.loo_pred[k]), fit.loo_pred[k], f)
-    ss = float(np.sum(batch.w[r] * (y - loo) ** 2) + np.sum(batch.pure_ss[r] / batch.v[r]))
+    loo = np.where(np.isfinite(fit.loo_pred), fit.loo_pred, f)
+    ss = np.sum(w * (y - loo) ** 2, axis=1) + np.sum(batch.pure_ss[idx] / batch.v[idx], axis=1)
     dof = n_meas - p
-    rss = float(np.sum((y - f) ** 2))
-    tss = float(np.sum((y - y.mean()) ** 2))
-    if n - p <= 0:
-        ar2 = float("nan")
-    elif tss == 0:
-        ar2 = 1.0 if rss <= 1e-24 * max(1.0, float(np.sum(y**2))) else float("nan")
-    else:
-        ar2 = 1.0 - (rss / (n - p)) / (tss / (n - 1))
+    rss = np.sum((y - f) ** 2, axis=1)
+    tss = np.sum((y - y.mean(axis=1, keepdims=True)) ** 2, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
+        ar2 = 1.0 - (rss / (n - p)) / (tss / (n - 1)) if n > p else np.full(len(idx), np.nan)
+        exact = rss <= 1e-24 * np.maximum(1.0, np.sum(y**2, axis=1))
+        ar2 = np.where(tss == 0, np.where(exact, 1.0, np.nan), ar2) if n > p else ar2
         errors = np.where(y != 0, 100.0 * (f - y) / np.where(y != 0, y, 1.0), np.where(f == 0, 0.0, np.inf))
-    scale = float(np.abs(y).max())
-    return Model(
-        params=list(params), terms=list(choice.terms), coefficients=fit.coef[k].copy(),
-        cov_unscaled=fit.r_inv[k] @ fit.r_inv[k].T, sigma2=ss / dof if dof > 0 else float("nan"),
-        dof=dof, weighting=opts.weighting if scale > 0 else "none", var_floor=float(batch.floor[r]),
-        smape=float(smape(y, f)), cv_smape=choice.cv_smape, rss=rss, ar2=float(ar2),
-        points=batch.X.copy(), point_errors=errors, n_measurements=n_meas,
-        names=dict(modeler.names or {}),
-    )
+        sigma2 = np.where(dof > 0, ss / np.maximum(dof, 1), np.nan)
+    return {"n_meas": n_meas, "dof": dof, "sigma2": sigma2, "rss": rss, "ar2": ar2, "errors": errors,
+            "smape": smape(y, f), "scale": np.abs(y).max(axis=1),
+            "cov": np.einsum("rij,rkj->rik", fit.r_inv, fit.r_inv)}
 
 
 def _result_frame(rows, modeler: PMNFModeler) -> pd.DataFrame:

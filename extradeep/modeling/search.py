@@ -14,7 +14,7 @@ from itertools import combinations, product
 import numpy as np
 
 from extradeep.modeling.batched import chunk_rows, fit_batched, smape
-from extradeep.modeling.terms import Factor, Term, factor_pairs, factor_values, term_growth_key
+from extradeep.modeling.terms import Factor, Term, factor_values, term_growth_key
 
 
 @dataclass

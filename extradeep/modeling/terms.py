@@ -95,7 +95,7 @@ def design_matrix(X: np.ndarray, terms: list[Term]) -> np.ndarray:
 
 def term_growth_key(term: Term) -> tuple[float, float]:
     """Growth of one term when all parameters grow together: (total poly degree, total log degree)."""
-    return (float(sum(f[0] for f in term)), float(sum(f[1] for f in term)))
+    return (sum(float(f[0]) for f in term), sum(float(f[1]) for f in term))
 
 
 def _exp_text(e: Fraction, decimal: bool) -> str:

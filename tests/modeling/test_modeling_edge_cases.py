@@ -92,3 +92,5 @@ def test_bad_options_and_columns_are_input_errors():
         PMNFModeler(n_terms=5).fit(P, P)
     with pytest.raises(InputError, match="exponent"):
         PMNFModeler(pairs="nonsense").fit(P, P)
+    with pytest.raises(InputError, match="criterion"):
+        PMNFModeler(criterion="aic").fit(P, P)
