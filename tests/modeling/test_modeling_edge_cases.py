@@ -94,3 +94,18 @@ def test_bad_options_and_columns_are_input_errors():
         PMNFModeler(pairs="nonsense").fit(P, P)
     with pytest.raises(InputError, match="criterion"):
         PMNFModeler(criterion="aic").fit(P, P)
+
+
+def test_regions_with_different_points_in_one_table():
+    full = _frame(np.repeat(P, 2), 1.0 + 2 * np.repeat(P, 2), "full")
+    more = _frame(np.append(P, 128.0), 3.0 + np.log2(np.append(P, 128.0)), "more")
+    short = _frame(P[:3], [1.0, 2, 3], "short")
+    table = fit_models(pd.concat([short, full, more]), ["p"]).set_index("region")
+    assert table.loc["full", "formula"] == "1 + 2 * p"
+    assert table.loc["more", "formula"] == "3 + 1 * log2(p)" and table.loc["more", "n_points"] == 6
+    assert table.loc["short", "model"] is None and "only 3" in table.loc["short", "reason"]
+
+
+def test_duplicate_repetition_labels_are_refused():
+    with pytest.raises(InputError, match="same repetition"):
+        PMNFModeler().fit(np.repeat(P, 2), np.repeat(1.0 + P, 2), reps=np.zeros(10))
