@@ -62,8 +62,9 @@ class Expression:
         return result
 
 
-def parse_expression(text: str, variables: set[str] | frozenset[str]) -> Expression:
-    """Parse ``text`` into an :class:`Expression` over the allowed ``variables``.
+def parse_expression(text: str, variables: set[str] | frozenset[str] | None) -> Expression:
+    """Parse ``text`` into an :class:`Expression` over the allowed ``variables`` (None: any
+    plain name, to check a formula before the variables are known).
 
     Raises InputError (one line, naming the offending part) for anything outside the language.
     """
@@ -79,7 +80,7 @@ def parse_expression(text: str, variables: set[str] | frozenset[str]) -> Express
     if n_nodes > MAX_NODES:
         raise InputError("formula", f"{text!r} is too complex ({n_nodes} parts; limit {MAX_NODES})")
     used: set[str] = set()
-    evaluate = _compile(tree.body, text, frozenset(variables), used)
+    evaluate = _compile(tree.body, text, None if variables is None else frozenset(variables), used)
     return Expression(text=text.strip(), variables=frozenset(used), _evaluate=evaluate)
 
 
@@ -92,11 +93,11 @@ def _reject(text: str, what: str) -> InputError:
                       "+ - * / **, min, max, ceil, floor)")
 
 
-def _compile(node: ast.AST, text: str, allowed: frozenset[str], used: set[str]) -> Evaluator:
+def _compile(node: ast.AST, text: str, allowed: frozenset[str] | None, used: set[str]) -> Evaluator:
     if isinstance(node, ast.Constant):
         return _constant(node, text)
     if isinstance(node, ast.Name):
-        if node.id not in allowed:
+        if allowed is not None and node.id not in allowed:
             names = ", ".join(sorted(allowed))
             raise InputError("formula", f"{text!r}: unknown variable {node.id!r} (known: {names})")
         used.add(node.id)
@@ -141,7 +142,7 @@ def _check_exponent(node: ast.AST, text: str) -> None:
         raise InputError("formula", f"{text!r}: chained powers (a ** b ** c) are not allowed")
 
 
-def _call(node: ast.Call, text: str, allowed: frozenset[str], used: set[str]) -> Evaluator:
+def _call(node: ast.Call, text: str, allowed: frozenset[str] | None, used: set[str]) -> Evaluator:
     if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS:
         raise _reject(text, f"calling {_describe(node.func)}")
     name = node.func.id

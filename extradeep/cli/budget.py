@@ -42,19 +42,29 @@ def add_budget_arguments(parser: argparse.ArgumentParser, required: bool) -> Non
     parser.set_defaults(_budget_required=required)
 
 
-def budget_from_args(args, analysis):
-    """The BudgetResult for the limits in ``args``, or None when no limit was given (report)."""
-    from extradeep.analysis.analyse import primary_quantity
-    from extradeep.analysis.budget import BudgetLimits, budget_search
-    from extradeep.analysis.points import parse_duration, parse_fixed, parse_values, point_grid
-    from extradeep.cli.model import cost_settings
+def limits_from_args(args):
+    """BudgetLimits from the options (checked before any reading), or None when no limit was
+    given and none is required (report)."""
+    from extradeep.analysis.budget import BudgetLimits
+    from extradeep.analysis.points import parse_duration
 
     if args.max_time is None and args.max_cost is None:
         if args._budget_required:
             raise InputError(None, "give --max-time and/or --max-cost")
         return None
     max_time = parse_duration(args.max_time) if args.max_time is not None else None
-    limits = BudgetLimits(max_time=max_time, max_cost=args.max_cost, epochs=args.epochs)
+    return BudgetLimits(max_time=max_time, max_cost=args.max_cost, epochs=args.epochs)
+
+
+def budget_from_args(args, analysis, limits):
+    """The BudgetResult of ``limits`` (None gives None) over the candidates in ``args``."""
+    from extradeep.analysis.analyse import primary_quantity
+    from extradeep.analysis.budget import budget_search
+    from extradeep.analysis.points import parse_fixed, parse_values, point_grid
+    from extradeep.cli.model import cost_settings
+
+    if limits is None:
+        return None
     ranks = analysis.ranks_param
     smallest = float(analysis.points[ranks].min())
     if args.candidates:
@@ -74,13 +84,15 @@ def budget_from_args(args, analysis):
 
 def run(args) -> int:
     from extradeep.analysis.points import format_point, format_seconds
-    from extradeep.cli.model import analysis_from_args
+    from extradeep.cli.model import analysis_from_args, cost_settings
     from extradeep.report.text import render_table
 
+    limits = limits_from_args(args)
+    cost_settings(args)
     analysis, _ = analysis_from_args(args)
     if analysis.per != "epoch":
         print("extradeep: note: no dataset sizes given, so limits apply to one training step")
-    result = budget_from_args(args, analysis)
+    result = budget_from_args(args, analysis, limits)
     params, unit = analysis.params, result.cost_unit
     limits = result.limits
     asked = [f"time <= {format_seconds(limits.max_time)}" if limits.max_time else "",

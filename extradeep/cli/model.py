@@ -76,8 +76,12 @@ def modeler_options(args) -> dict:
 
 
 def cost_settings(args):
+    """CostSettings from the options; a bad price or formula fails here, before any reading."""
     from extradeep.analysis.cost import CostSettings
+    from extradeep.analysis.expression import parse_expression
 
+    if args.cost_formula is not None:
+        parse_expression(args.cost_formula, None)
     return CostSettings(cores_per_rank=args.cores_per_rank, gpus_per_rank=args.gpus_per_rank,
                         gpus_per_node=args.gpus_per_node, price_per_core_hour=args.price_per_core_hour,
                         price_per_gpu_hour=args.price_per_gpu_hour, formula=args.cost_formula)
@@ -145,6 +149,7 @@ def run(args) -> int:
     from extradeep.analysis.bottlenecks import bottleneck_table
     from extradeep.report import summary
 
+    cost = cost_settings(args)
     analysis, experiment = analysis_from_args(args)
     if analysis.application_models.empty:
         print(summary.header(analysis))
@@ -152,7 +157,6 @@ def run(args) -> int:
         print(summary.notes_section(analysis.notes))
         _write_outputs(args, analysis, experiment, None, None, None, None)
         return 0
-    cost = cost_settings(args)
     grid = prediction_grid(args, analysis)
     predictions = prediction_table(analysis, grid, cost, args.level)
     target = grid.iloc[-1].to_dict()

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from extradeep.analysis.analyse import prediction_table
     from extradeep.analysis.bottlenecks import bottleneck_table
-    from extradeep.cli.budget import budget_from_args
+    from extradeep.cli.budget import budget_from_args, limits_from_args
     from extradeep.cli.evaluate import evaluation_from_args
     from extradeep.cli.model import cost_settings, prediction_grid
     from extradeep.report.html import ReportInputs, build_html
@@ -51,10 +51,11 @@ def run(args) -> int:
     unknown = sorted(set(formats) - {"png", "svg", "pdf"})
     if unknown:
         raise InputError("--plot-formats", f"unknown format(s) {', '.join(unknown)} (png, svg, pdf)")
+    cost = cost_settings(args)
+    limits = limits_from_args(args)
     analysis, experiment, errors, eval_points = evaluation_from_args(args, required=False)
     if analysis.application_models.empty:
         raise InputError(None, "the report needs profiles with step marks (a plain measurement table has no epochs)")
-    cost = cost_settings(args)
     grid = prediction_grid(args, analysis)
     predictions = prediction_table(analysis, grid, cost, args.level)
     target = grid.iloc[-1].to_dict()
@@ -66,7 +67,7 @@ def run(args) -> int:
         bottlenecks=bottleneck_table(analysis.region_models, target, analysis.params),
         cost=cost, x_max=x_max, level=args.level,
         provenance=None if experiment is None else experiment.provenance,
-        budget=budget_from_args(args, analysis), errors=errors, evaluation_points=eval_points, title=args.title)
+        budget=budget_from_args(args, analysis, limits), errors=errors, evaluation_points=eval_points, title=args.title)
     text = build_html(inputs)
     try:
         Path(args.output).write_text(text, encoding="utf-8")
