@@ -315,7 +315,8 @@ def _search_forms(batch: PointBatch, rows, cols, per_param, opts: SearchOptions)
         s = _score(np.ones((1, len(batch.X), 1)), y, w, opts)[0]
         return [Choice([], float(v)) for v in s[:, 0]]
     tables = [np.stack([factor_values(batch.X[:, c], f) for f in opts.factors]) for c in range(batch.X.shape[1])]
-    k = per_param[cols[0]][1].shape[1]
+    # three active parameters: two candidates each keep the 61 forms x combinations affordable
+    k = per_param[cols[0]][1].shape[1] if len(cols) < 3 else min(2, per_param[cols[0]][1].shape[1])
     combos = np.array(list(product(range(k), repeat=len(cols))))  # (C, a)
     cand = [per_param[c][1][rows][:, combos[:, a]] for a, c in enumerate(cols)]  # (R, C) factor ids
     cand_ok = [per_param[c][2][rows][:, combos[:, a]] for a, c in enumerate(cols)]
