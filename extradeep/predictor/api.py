@@ -289,8 +289,9 @@ def _step_of_nodes(graph: OpGraph, trace: RunTrace):
 
 
 def _pmnf_substitution(models, point: dict):
-    """Duration change from PMNF models: each op of a modeled region scaled by
-    model(new point) / model(run's point)."""
+    """Duration change from PMNF models: each GPU op (and collective) of a modeled region scaled by
+    model(new point) / model(run's point). CPU calls are left alone: their modeled time includes
+    waiting, which the replay derives itself."""
     if models is None:
         raise InputError(None, "pmnf.* what-ifs need PMNF models (--experiment FILE or models=...)")
     table = models[models["model"].notna()].drop_duplicates("region").set_index("region")["model"]
@@ -304,9 +305,10 @@ def _pmnf_substitution(models, point: dict):
         new = np.array([[float(value) if p == param else float(point.get(p, 0)) for p in params]])
         dur = dur.copy()
         names = nodes["name"].to_numpy()
+        gpu = nodes["is_gpu"].to_numpy() & nodes["role"].isin(["op", "sync"]).to_numpy()
         for region, model in table.items():
             now = float(np.ravel(model.predict(cur))[0])
             if now > 0:
-                dur[names == region] *= max(float(np.ravel(model.predict(new))[0]), 0.0) / now
+                dur[gpu & (names == region)] *= max(float(np.ravel(model.predict(new))[0]), 0.0) / now
         return dur
     return substitute

@@ -1,0 +1,50 @@
+"""Substituting the empirical PMNF models: predict a larger run from a smaller one's trace."""
+
+from __future__ import annotations
+
+import pytest
+
+from extradeep.ingest import load_experiment
+from extradeep.modeling import fit_models
+from extradeep.predictor import predict
+from extradeep.simulate import simulate
+
+
+@pytest.fixture(scope="module")
+def scaling_runs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pmnf")
+    simulate(out, params={"ranks": [2, 3, 4, 5, 6]}, repetitions=1, epochs=2, train_steps=2, val_steps=1,
+             ddp=True, seed=5)
+    exp = load_experiment([out], progress=False, use_cache=False, jobs=1)
+    points = exp.points[(exp.points["metric"] == "time") & (exp.points["phase"] == "train")]
+    exp.save(out / "experiment.db")
+    return out, fit_models(points, exp.params, by=("region",))
+
+
+def test_pmnf_substitution_predicts_the_larger_run(scaling_runs):
+    out, models = scaling_runs
+    pred = predict(out, select={"ranks": 3}, what_if=["pmnf.ranks=6"], models=models)
+    got = pred.summary.set_index(["scenario", "phase"]).loc[("pmnf.ranks=6", "train"), "predicted"]
+    measured_at_6 = predict(out, select={"ranks": 6}).summary.set_index("phase").loc["train", "measured"]
+    measured_at_3 = pred.summary.set_index(["scenario", "phase"]).loc[("measured durations", "train"), "measured"]
+    assert got == pytest.approx(measured_at_6, rel=0.03)
+    assert got != pytest.approx(measured_at_3, rel=1e-3)  # the substitution changed something
+
+
+def test_pmnf_without_models_or_parameter_is_an_input_error(scaling_runs):
+    from extradeep.errors import InputError
+
+    out, models = scaling_runs
+    with pytest.raises(InputError, match="PMNF models"):
+        predict(out, select={"ranks": 3}, what_if=["pmnf.ranks=6"])
+    with pytest.raises(InputError, match="batch"):
+        predict(out, select={"ranks": 3}, what_if=["pmnf.batch=8"], models=models)
+
+
+def test_cli_ranks_with_experiment_shows_the_empirical_model(scaling_runs, capsys):
+    from extradeep.cli import main
+
+    out, _ = scaling_runs
+    assert main(["predict", str(out), "--run", "ranks=3", "--ranks", "6", "--experiment", str(out / "experiment.db")]) == 0
+    text = capsys.readouterr().out
+    assert "pmnf.ranks=6" in text and "Empirical PMNF step-time model at ranks=6" in text
