@@ -82,6 +82,20 @@ def altered_copy():
     return _altered_copy
 
 
+def _sql(path, query: str) -> list[tuple]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        return conn.execute(query).fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="session")
+def sql():
+    """sql(path, query) -> rows, straight from SQLite (read-only): the reference the reader is checked against."""
+    return _sql
+
+
 @pytest.fixture(scope="session")
 def truth_of():
     """truth_of(outdir) -> the simulator's truth.json as a dict."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 
 import numpy as np
@@ -13,24 +12,17 @@ from extradeep.nsys.connect import open_readonly
 from extradeep.nsys.schema import nsys_version, schema_of
 
 
-def sql(path, query):
-    conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    try:
-        return conn.execute(query).fetchall()
-    finally:
-        conn.close()
-
-
-def has_table(path, table):
-    return bool(sql(path, f"SELECT 1 FROM sqlite_master WHERE type='table' AND name='{table}'"))
-
-
 @pytest.fixture
 def export(real_export):
     return real_export
 
 
-def test_kernels_match_sql(export):
+@pytest.fixture
+def has_table(sql):
+    return lambda path, table: bool(sql(path, f"SELECT 1 FROM sqlite_master WHERE type='table' AND name='{table}'"))
+
+
+def test_kernels_match_sql(export, sql, has_table):
     conn = open_readonly(export)
     df = events.kernels(conn)
     if not has_table(export, "CUPTI_ACTIVITY_KIND_KERNEL"):
@@ -48,7 +40,7 @@ def test_kernels_match_sql(export):
     assert (df.loc[~nccl, "category"] == "computation").all()
 
 
-def test_demangled_names(export):
+def test_demangled_names(export, sql, has_table):
     if not has_table(export, "CUPTI_ACTIVITY_KIND_KERNEL"):
         pytest.skip("no kernels")
     conn = open_readonly(export)
@@ -57,7 +49,7 @@ def test_demangled_names(export):
     assert df["name"].astype(str).tolist() == [r[0] for r in rows]
 
 
-def test_nvtx_names_coalesce_text_and_text_id(export):
+def test_nvtx_names_coalesce_text_and_text_id(export, sql, has_table):
     conn = open_readonly(export)
     df = events.nvtx(conn)
     if not has_table(export, "NVTX_EVENTS"):
@@ -70,7 +62,7 @@ def test_nvtx_names_coalesce_text_and_text_id(export):
     assert df["name"].astype(str).tolist() == [r[0] if r[0] is not None else "<unnamed NVTX event>" for r in rows]
 
 
-def test_memcpy_labels_and_bytes(export):
+def test_memcpy_labels_and_bytes(export, sql, has_table):
     conn = open_readonly(export)
     df = events.memcpy(conn)
     if not has_table(export, "CUPTI_ACTIVITY_KIND_MEMCPY"):
@@ -84,7 +76,7 @@ def test_memcpy_labels_and_bytes(export):
         assert got.loc[labels[kind], "size"] == count
 
 
-def test_cpu_tables_match_counts(export):
+def test_cpu_tables_match_counts(export, sql, has_table):
     conn = open_readonly(export)
     for fn, table in ((events.runtime, "CUPTI_ACTIVITY_KIND_RUNTIME"), (events.osrt, "OSRT_API"),
                       (events.memset, "CUPTI_ACTIVITY_KIND_MEMSET"), (events.synchronization, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")):
@@ -95,7 +87,7 @@ def test_cpu_tables_match_counts(export):
         assert Counter(events.runtime(conn)["name"].astype(str)) == names
 
 
-def test_version_from_either_metadata_table(export):
+def test_version_from_either_metadata_table(export, sql, has_table):
     conn = open_readonly(export)
     for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
         if has_table(export, table):
@@ -113,7 +105,7 @@ def test_nvtx_domains_old_and_new_style(real):
     assert set(events.nvtx(trt)["domain"].astype(str)) == {"TensorRT"}
 
 
-def test_nccl_kernels_are_communication_on_two_devices(real):
+def test_nccl_kernels_are_communication_on_two_devices(real, sql):
     conn = open_readonly(real("GindaChen__nsys-ai__mfu_2gpu_before.sqlite"))
     df = events.kernels(conn)
     comm = df[df["category"] == "communication"]
@@ -134,7 +126,7 @@ def test_launch_join_keys_are_per_process(real):
     assert np.all(r["tid"].to_numpy() == (r["globalTid"].to_numpy() & 0xFFFFFF))
 
 
-def test_schema_probe_lists_tables(real):
+def test_schema_probe_lists_tables(real, sql):
     path = real("lockfuehrer__beast_ressoruces__report2.sqlite")  # oldest layout
     sch = schema_of(open_readonly(path))
     assert set(sch.tables) == {r[0] for r in sql(path, "SELECT name FROM sqlite_master WHERE type='table'")}

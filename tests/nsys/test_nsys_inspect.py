@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 
 import pytest
 
@@ -12,20 +11,18 @@ from extradeep.cli import main
 from extradeep.nsys.inspect import format_text, inspect_export
 
 
-def sql(path, query):
-    conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    try:
-        return conn.execute(query).fetchall()
-    finally:
-        conn.close()
+@pytest.fixture
+def count(sql):
+    """count(path, table, where="") -> rows of a table by SQL (0 when the table is absent)."""
+
+    def count_rows(path, table, where=""):
+        exists = sql(path, f"SELECT count(*) FROM sqlite_master WHERE type='table' AND name='{table}'")[0][0]
+        return sql(path, f"SELECT count(*) FROM {table} {where}")[0][0] if exists else 0
+
+    return count_rows
 
 
-def count(path, table, where=""):
-    exists = sql(path, f"SELECT count(*) FROM sqlite_master WHERE type='table' AND name='{table}'")[0][0]
-    return sql(path, f"SELECT count(*) FROM {table} {where}")[0][0] if exists else 0
-
-
-def test_counts_equal_sql(real_export):
+def test_counts_equal_sql(real_export, sql, count):
     info = inspect_export(real_export)
     path = real_export
     tables = [r[0] for r in sql(path, "SELECT name FROM sqlite_master WHERE type='table'")]

@@ -3,7 +3,6 @@ conservation of events, and the output contract."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections import defaultdict
 
 import numpy as np
@@ -14,14 +13,6 @@ from extradeep.nsys.read import OUTPUT_COLUMNS, read_export
 from extradeep.nsys.settings import ReaderSettings
 
 GPU_KINDS = ("kernel", "memcpy", "memset", "step")
-
-
-def rows(path, query):
-    conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    try:
-        return conn.execute(query).fetchall()
-    finally:
-        conn.close()
 
 
 def per_step_medians(df: pd.DataFrame) -> dict:
@@ -70,14 +61,14 @@ def test_between_steps_per_epoch_match_truth(request, truth_of, fixture):
                     assert got[key] == pytest.approx(value, rel=1e-6), (epoch, key)
 
 
-def naive_kernel_sums(path, steps: pd.DataFrame) -> dict:
+def naive_kernel_sums(path, steps: pd.DataFrame, sql) -> dict:
     """Oracle: kernels placed by their launching runtime call, with plain Python loops over SQL rows."""
-    names = dict(rows(path, "SELECT id, value FROM StringIds"))
+    names = dict(sql(path, "SELECT id, value FROM StringIds"))
     launch = {((tid >> 24) & 0xFFFFFF, corr): start
-              for start, tid, corr in rows(path, "SELECT start, globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME")}
+              for start, tid, corr in sql(path, "SELECT start, globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME")}
     sums = defaultdict(float)
     spans = list(steps.itertuples(index=False))
-    for start, end, pid_global, corr, name in rows(
+    for start, end, pid_global, corr, name in sql(
             path, "SELECT start, end, globalPid, correlationId, shortName FROM CUPTI_ACTIVITY_KIND_KERNEL"):
         t = launch.get(((pid_global >> 24) & 0xFFFFFF, corr), start)
         for s in spans:
@@ -87,14 +78,14 @@ def naive_kernel_sums(path, steps: pd.DataFrame) -> dict:
     return sums
 
 
-def test_bucketing_equals_naive_oracle(sim_profiler):
+def test_bucketing_equals_naive_oracle(sim_profiler, sql):
     from extradeep.nsys import events
     from extradeep.nsys.connect import open_readonly
     from extradeep.nsys.steps import find_steps
 
     path = sorted(sim_profiler.glob("*.sqlite"))[-1]
     steps = find_steps(events.nvtx(open_readonly(path)), None, path).steps
-    expected = naive_kernel_sums(path, steps)
+    expected = naive_kernel_sums(path, steps, sql)
     df = read_export(path)
     got = df[(df["kind"] == "kernel") & (df["metric"] == "time") & (df["phase"] != "between")]
     got = {(r.region, r.epoch, r.phase, r.step): r.value for r in got.itertuples()}
@@ -103,7 +94,7 @@ def test_bucketing_equals_naive_oracle(sim_profiler):
         assert got[key] == pytest.approx(value, rel=1e-12, abs=1e-15)
 
 
-def test_gpu_work_follows_its_launch_not_its_own_start(tmp_path, sim_ranges, altered_copy):
+def test_gpu_work_follows_its_launch_not_its_own_start(tmp_path, sim_ranges, altered_copy, sql):
     """Move one kernel's execution far past its step (it still belongs to the launching step), then move
     the launch call of another kernel into the next step (that kernel moves with it)."""
     src = sorted(sim_ranges.glob("*.sqlite"))[0]
@@ -113,8 +104,8 @@ def test_gpu_work_follows_its_launch_not_its_own_start(tmp_path, sim_ranges, alt
     visits = base[(base["kind"] == "kernel") & (base["metric"] == "visits") & (base["phase"] == "train")]
     once = visits.groupby("region")["value"].agg(["max", "size"])
     name = once[(once["max"] == 1) & (once["size"] == (steps["phase"] == "train").sum())].index[0]
-    name_id = rows(src, f"SELECT id FROM StringIds WHERE value = '{name}'")[0][0]
-    nvtx_steps = rows(src, "SELECT start, end FROM NVTX_EVENTS WHERE eventType = 59 AND text LIKE 'train step %' ORDER BY start")
+    name_id = sql(src, f"SELECT id FROM StringIds WHERE value = '{name}'")[0][0]
+    nvtx_steps = sql(src, "SELECT start, end FROM NVTX_EVENTS WHERE eventType = 59 AND text LIKE 'train step %' ORDER BY start")
     first, second = nvtx_steps[-2], nvtx_steps[-1]  # last epoch: train steps 2 and 3
     kernel = f"(SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE shortName = {name_id} AND start > {first[0]} ORDER BY start LIMIT 1)"
     late = altered_copy(src, tmp_path, f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + 5000000000, "
@@ -122,7 +113,7 @@ def test_gpu_work_follows_its_launch_not_its_own_start(tmp_path, sim_ranges, alt
     df = read_export(late)
     count = df[(df["region"] == name) & (df["metric"] == "visits") & (df["phase"] == "train")]
     assert count.groupby("step")["value"].sum().to_dict() == {0: 1.0, 1: 1.0, 2: 1.0, 3: 1.0}
-    corr = rows(src, f"SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = {kernel}")[0][0]
+    corr = sql(src, f"SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = {kernel}")[0][0]
     moved = altered_copy(src, tmp_path, f"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = {second[0] + 10}, "
                                         f"end = {second[0] + 20} WHERE correlationId = {corr}", name="moved.sqlite")
     df = read_export(moved)
@@ -130,7 +121,7 @@ def test_gpu_work_follows_its_launch_not_its_own_start(tmp_path, sim_ranges, alt
     assert count.groupby("step")["value"].sum().to_dict() == {0: 1.0, 1: 1.0, 3: 2.0}
 
 
-def test_every_event_is_counted_once_or_reported(sim_ranges):
+def test_every_event_is_counted_once_or_reported(sim_ranges, sql):
     """Visits over all buckets plus `not_counted` equal the rows of every table read (NVTX ranges
     other than the step and epoch marks)."""
     from extradeep.nsys import events
@@ -141,11 +132,11 @@ def test_every_event_is_counted_once_or_reported(sim_ranges):
     df = read_export(path)
     tables = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
               "CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API", "CUBLAS_EVENTS", "CUDNN_EVENTS", "MPI_COLLECTIVES_EVENTS"]
-    present = {r[0] for r in rows(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    present = {r[0] for r in sql(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert set(tables) <= present
-    total = sum(rows(path, f"SELECT count(*) FROM {t}")[0][0] for t in tables)
+    total = sum(sql(path, f"SELECT count(*) FROM {t}")[0][0] for t in tables)
     marks = find_steps(events.nvtx(open_readonly(path)), None, path).mark_rows
-    total += rows(path, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60)")[0][0] - len(marks)
+    total += sql(path, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60)")[0][0] - len(marks)
     counted = df[(df["metric"] == "visits") & (df["kind"] != "step")]["value"].sum()
     assert df.attrs["not_counted"] > 0  # the warm-up epoch
     assert counted + df.attrs["not_counted"] == total
