@@ -306,9 +306,12 @@ def _pmnf_substitution(models, point: dict):
         dur = dur.copy()
         names = nodes["name"].to_numpy()
         gpu = nodes["is_gpu"].to_numpy() & nodes["role"].isin(["op", "sync"]).to_numpy()
+        touched = np.zeros(len(dur), dtype=bool)
         for region, model in table.items():
             now = float(np.ravel(model.predict(cur))[0])
-            if now > 0:
-                dur[gpu & (names == region)] *= max(float(np.ravel(model.predict(new))[0]), 0.0) / now
-        return dur
+            hit = gpu & (names == region)
+            if now > 0 and hit.any():
+                dur[hit] *= max(float(np.ravel(model.predict(new))[0]), 0.0) / now
+                touched |= hit
+        return dur, touched
     return substitute

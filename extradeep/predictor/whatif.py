@@ -123,6 +123,7 @@ def scale_durations(nodes: pd.DataFrame, dur: np.ndarray, gap: np.ndarray, chang
     role, kind = nodes["role"].to_numpy(), nodes["kind"].to_numpy()
     category, is_gpu = nodes["category"].to_numpy(), nodes["is_gpu"].to_numpy()
     work = (role == "op") | (role == "sync") | (role == "wake")
+    modeled = np.zeros(len(dur), dtype=bool)
     for c in changes:
         if c.key == "kernel":
             dur[work & (kind == "kernel") & name_mask(names, c.target)] *= c.value
@@ -135,10 +136,12 @@ def scale_durations(nodes: pd.DataFrame, dur: np.ndarray, gap: np.ndarray, chang
             dur[cpu] *= c.value
             gap[cpu] *= c.value
         elif c.key == "pmnf" and pmnf is not None:
-            dur = pmnf(nodes, dur, c.target, c.value)
+            dur, touched = pmnf(nodes, dur, c.target, c.value)
+            modeled |= touched
     comm_changes = {c.key: c.value for c in changes if c.key.startswith("comm.") or c.key == "ranks"}
     if comm_changes:
-        dur = _recost_collectives(nodes, dur, comm_changes, comm)
+        # collectives that have an empirical model already moved to the new point: not twice
+        dur = np.where(modeled, dur, _recost_collectives(nodes, dur, comm_changes, comm))
     return dur, gap
 
 
