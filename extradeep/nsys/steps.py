@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
-from extradeep.nsys.events import per_category
+from extradeep.nsys.events import NULL_INT, per_category
 from extradeep.nsys.schema import NVTX_MARK, NVTX_RANGE_TYPES
 from extradeep.nsys.settings import ReaderSettings
 
@@ -220,6 +220,7 @@ def find_steps(nvtx: pd.DataFrame, settings=None, source=None) -> StepTable:
         found = {level: _find_level(nvtx, level, patterns[level]) for level in LEVELS}
     except InputError as exc:
         raise InputError(source, exc.problem) from None
+    warnings = _close_open_ranges(found)
     if found["train"] is None and found["val"] is None:
         raise InputError(source, no_steps_message(nvtx))
     steps = pd.concat(
@@ -228,7 +229,6 @@ def find_steps(nvtx: pd.DataFrame, settings=None, source=None) -> StepTable:
     ).sort_values("start", kind="stable", ignore_index=True)
     _check_overlap(steps, source)
     epochs = _epoch_frame(found["epoch"])
-    warnings: list[str] = []
     steps["epoch"] = _assign_epochs(steps, epochs, warnings) if found["epoch"] else _infer_epochs(steps)
     steps["step"] = _step_numbers(steps)
     warnings += [f"{level} pattern {patterns[level]!r} matched no NVTX range" for level in LEVELS
@@ -240,6 +240,22 @@ def find_steps(nvtx: pd.DataFrame, settings=None, source=None) -> StepTable:
         convention["epoch"] = f"inferred: a validation phase ends each epoch ({n})" if n > 1 else "none (one epoch assumed)"
     rows = np.concatenate([f.rows for f in found.values() if f is not None]).astype(np.int64)
     return StepTable(kept[STEP_COLUMNS], warmup[STEP_COLUMNS], _windows(kept, epochs), convention, rows, warnings)
+
+
+def _close_open_ranges(found: dict) -> list[str]:
+    """Ranges still open when the capture stopped (end NULL): an epoch runs to the end of the
+    capture; a step is left out (its work is incomplete) and a warning says so."""
+    warnings = []
+    if found["epoch"] is not None:
+        found["epoch"].end = np.where(found["epoch"].end == NULL_INT, np.iinfo(np.int64).max, found["epoch"].end)
+    for level in ("train", "val"):
+        f = found[level]
+        if f is None or not (f.end == NULL_INT).any():
+            continue
+        keep = f.end != NULL_INT
+        warnings.append(f"{int((~keep).sum())} {PHASE_NAMES[level]} step range(s) never ended (capture stopped inside); left out")
+        found[level] = _Found(f.how, f.start[keep], f.end[keep], f.number[keep], f.rows[keep]) if keep.any() else None
+    return warnings
 
 
 def _interval_frame(found: _Found) -> pd.DataFrame:
@@ -330,9 +346,11 @@ def _windows(kept: pd.DataFrame, epochs: pd.DataFrame) -> pd.DataFrame:
     widened to cover its steps (or the span of its steps when epochs are not marked)."""
     span = kept.groupby("epoch").agg(start=("start", "min"), end=("end", "max")).reset_index()
     if not epochs.empty:
-        marked = span.merge(epochs, on="epoch", how="left", suffixes=("", "_epoch"))
-        span["start"] = np.fmin(marked["start"], marked["start_epoch"]).astype(np.int64)
-        span["end"] = np.fmax(marked["end"], marked["end_epoch"]).astype(np.int64)
+        idx = pd.Index(epochs["epoch"]).get_indexer(span["epoch"])  # -1: steps outside every epoch range
+        has, pick = idx >= 0, np.maximum(idx, 0)
+        start, end = span["start"].to_numpy(np.int64), span["end"].to_numpy(np.int64)
+        span["start"] = np.where(has, np.minimum(start, epochs["start"].to_numpy(np.int64)[pick]), start)
+        span["end"] = np.where(has, np.maximum(end, epochs["end"].to_numpy(np.int64)[pick]), end)
     return span.sort_values("start", ignore_index=True)
 
 

@@ -133,3 +133,15 @@ def test_invalid_pattern_and_setting():
         find_steps(None, {"warmup_epochs": -1})
     with pytest.raises(InputError, match="unknown reader setting"):
         find_steps(None, {"warmup": 1})
+
+
+def test_ranges_open_at_capture_end(tmp_path, altered_copy):
+    """nsys --duration can stop inside a step: that step is left out (with a warning), the epoch runs on."""
+    src = write_nvtx_export(tmp_path / "src.sqlite", nested_loop(epochs=2, train=3, val=1))
+    path = altered_copy(src, tmp_path, "UPDATE NVTX_EVENTS SET end = NULL WHERE text IN ('val_step 0', 'epoch 1') "
+                                       "AND start = (SELECT max(start) FROM NVTX_EVENTS WHERE text = 'val_step 0')"
+                                       " OR text = 'epoch 1'", name="open.sqlite")
+    table = steps_of(path)
+    assert table.steps.groupby("phase").size().to_dict() == {"train": 3}
+    assert any("never ended" in w for w in table.warnings)
+    assert table.windows["end"].iloc[0] > table.steps["end"].max()
