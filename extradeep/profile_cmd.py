@@ -124,7 +124,8 @@ class ProfilePlan:
                 _bash_array("PER_NODE", [self._nodes(r.ranks)[1] for r in runs]),
                 'nodes="${NODES[$task]}"',
                 'per_node="${PER_NODE[$task]}"',
-                'MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"',
+                # sed reads all hostnames; `head -n 1` could kill scontrol with SIGPIPE under pipefail
+                'MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)"',
             ]
         names = ["ranks", "rep", *self.params]
         stem = f"{self.outdir}/{self.app}.p${{ranks}}" + "".join(f".{n}${{{n}}}" for n in self.params) + ".r${rep}"

@@ -4,6 +4,6 @@ The logic lives in `extradeep.frameworks.sampling` (no framework needed); `torch
 `lightning` are thin adapters that import their framework only when used. See docs/profiling.md.
 """
 
-from extradeep.frameworks.sampling import SampledTraining, Sampling
+from extradeep.frameworks.sampling import SampledLoop, SampledTraining, Sampling
 
-__all__ = ["SampledTraining", "Sampling"]
+__all__ = ["SampledLoop", "SampledTraining", "Sampling"]

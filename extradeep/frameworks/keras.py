@@ -18,36 +18,30 @@ covers that many batches.
 
 from __future__ import annotations
 
-from extradeep.frameworks.sampling import SampledTraining, Sampling
+from extradeep.frameworks.sampling import SampledLoop
 
 
-class KerasSampling:
+class KerasSampling(SampledLoop):
     """Keras callback hooks over `SampledTraining`; mixed into the real Callback by the adapter."""
 
-    def __init__(self, train_steps=None, val_steps=None, epochs=None, mode=None, cuda_profiler=None):
-        super().__init__()
-        self.sampling = Sampling.from_env(
-            train_steps=train_steps, val_steps=val_steps, epochs=epochs, mode=mode, cuda_profiler=cuda_profiler
-        )
-        self.training = SampledTraining(self.sampling)
-        self._cut_epoch = False
+    _cut_epoch = False  # this callback ended the epoch's batch loop through stop_training
 
     def on_epoch_begin(self, epoch, logs=None):
         self.training.begin_epoch()
 
     def on_train_batch_begin(self, batch, logs=None):
-        self.training.begin_train_step()
+        self.training.begin_step("train")
 
     def on_train_batch_end(self, batch, logs=None):
-        if self.training.end_train_step():
+        if self.training.end_step("train"):
             self.model.stop_training = True
             self._cut_epoch = True
 
     def on_test_batch_begin(self, batch, logs=None):
-        self.training.begin_val_step()
+        self.training.begin_step("val")
 
     def on_test_batch_end(self, batch, logs=None):
-        if self.training.end_val_step():
+        if self.training.end_step("val"):
             self.model.stop_evaluating = True
 
     def on_epoch_end(self, epoch, logs=None):

@@ -18,20 +18,13 @@ from __future__ import annotations
 
 import importlib
 
-from extradeep.frameworks.sampling import SampledTraining, Sampling
+from extradeep.frameworks.sampling import SampledLoop
 
 PACKAGES = ("lightning.pytorch", "pytorch_lightning")
 
 
-class LightningSampling:
+class LightningSampling(SampledLoop):
     """Lightning callback hooks over `SampledTraining`; mixed into the real Callback by the adapter."""
-
-    def __init__(self, train_steps=None, val_steps=None, epochs=None, mode=None, cuda_profiler=None):
-        super().__init__()
-        self.sampling = Sampling.from_env(
-            train_steps=train_steps, val_steps=val_steps, epochs=epochs, mode=mode, cuda_profiler=cuda_profiler
-        )
-        self.training = SampledTraining(self.sampling)
 
     def setup(self, trainer, pl_module, stage=None):
         if stage not in (None, "fit"):
@@ -46,18 +39,18 @@ class LightningSampling:
         self.training.begin_epoch()
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
-        self.training.begin_train_step()
+        self.training.begin_step("train")
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        self.training.end_train_step()
+        self.training.end_step("train")
 
     def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0):
         if not trainer.sanity_checking:
-            self.training.begin_val_step()
+            self.training.begin_step("val")
 
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
         if not trainer.sanity_checking:
-            self.training.end_val_step()
+            self.training.end_step("val")
 
     def on_train_epoch_end(self, trainer, pl_module):
         if self.training.end_epoch():

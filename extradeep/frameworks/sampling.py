@@ -14,7 +14,8 @@ runs in a profiling job. Settings come from arguments, else from the environment
                             cudaProfilerStop after the last        (0)
 
 `SampledTraining` is the state machine the framework adapters drive; it emits the NVTX ranges of
-`extradeep.marks` and answers when a phase or the training should end.
+`extradeep.marks` and answers when a phase or the training should end. `SampledLoop` is the base of
+the adapters: it builds both from arguments and environment.
 """
 
 from __future__ import annotations
@@ -86,23 +87,23 @@ def _parse(name: str, text: str):
 class SampledTraining:
     """Counts epochs and steps, marks the sampled ones and says when to end a phase or training.
 
-    Adapters call `begin_epoch`/`end_epoch`, `begin_train_step`/`end_train_step` and
-    `begin_val_step`/`end_val_step` around the framework's own loop; the `end_*` methods return
-    True when the caller should end that phase (or, for `end_epoch`, training). Epoch and step
+    Adapters call `begin_epoch`/`end_epoch` and `begin_step(phase)`/`end_step(phase)` (phase
+    "train" or "val") around the framework's own loop; `end_step` returns True when the caller
+    should end that phase of the epoch, `end_epoch` when training should stop. Epoch and step
     numbers in the marks are this run's own 0-based counts, so a resumed run still starts at
     `epoch 0`. Steps outside an open sampled epoch (sanity checks, a later `evaluate`) are not marked.
     """
 
     def __init__(self, sampling: Sampling | None = None):
         self.sampling = sampling if sampling is not None else Sampling.from_env()
+        self.limits = {"train": self.sampling.train_steps, "val": self.sampling.val_steps}
+        self.done = {"train": 0, "val": 0}  # steps of the current epoch
         self.epochs_done = 0
-        self.train_done = 0
-        self.val_done = 0
         self.finished = False
         self.profiler_backend = None
         self._profiling = False
         self._epoch = None
-        self._step = None
+        self._step = None  # (phase, Range) while a step is open
 
     @property
     def in_epoch(self) -> bool:
@@ -115,7 +116,7 @@ class SampledTraining:
         if self.epochs_done == 0 and self.sampling.cuda_profiler:
             self.profiler_backend = profiler.start()
             self._profiling = True
-        self.train_done = self.val_done = 0
+        self.done = {"train": 0, "val": 0}
         self._epoch = marks.epoch(self.epochs_done)
         self._epoch.push()
         return True
@@ -132,23 +133,20 @@ class SampledTraining:
             self.finish()
         return self.finished
 
-    def begin_train_step(self) -> bool:
-        return self._begin_step(self.train_done < self.sampling.train_steps, marks.train_step, self.train_done)
+    def begin_step(self, phase: str) -> bool:
+        """Open a step of `phase` ("train" or "val"); returns whether it is marked."""
+        if not self.in_epoch or self.done[phase] >= self.limits[phase] or self._step is not None:
+            return False
+        make_range = marks.train_step if phase == "train" else marks.val_step
+        self._step = (phase, make_range(self.done[phase]))
+        self._step[1].push()
+        return True
 
-    def end_train_step(self) -> bool:
-        """Close a training step; True when the epoch's training part should end now."""
-        if self._close_step() == "train":
-            self.train_done += 1
-        return self.in_epoch and self.train_done >= self.sampling.train_steps
-
-    def begin_val_step(self) -> bool:
-        return self._begin_step(self.val_done < self.sampling.val_steps, marks.val_step, self.val_done)
-
-    def end_val_step(self) -> bool:
-        """Close a validation step; True when the epoch's validation should end now."""
-        if self._close_step() == "val":
-            self.val_done += 1
-        return self.in_epoch and self.val_done >= self.sampling.val_steps
+    def end_step(self, phase: str) -> bool:
+        """Close a step of `phase`; True when that phase of the epoch should end now."""
+        if self._close_step() == phase:
+            self.done[phase] += 1
+        return self.in_epoch and self.done[phase] >= self.limits[phase]
 
     def close(self) -> None:
         """Close open ranges and stop the CUDA profiler (training ended or was interrupted)."""
@@ -169,14 +167,6 @@ class SampledTraining:
         if self.sampling.mode == "stop":
             raise SystemExit(0)
 
-    def _begin_step(self, wanted: bool, make_range, index: int) -> bool:
-        if not self.in_epoch or not wanted or self._step is not None:
-            return False
-        phase = "train" if make_range is marks.train_step else "val"
-        self._step = (phase, make_range(index))
-        self._step[1].push()
-        return True
-
     def _close_step(self) -> str | None:
         if self._step is None:
             return None
@@ -184,3 +174,14 @@ class SampledTraining:
         step_range.pop()
         self._step = None
         return phase
+
+
+class SampledLoop:
+    """Base of the framework adapters: `sampling` from arguments (else environment) and `training`."""
+
+    def __init__(self, train_steps=None, val_steps=None, epochs=None, mode=None, cuda_profiler=None):
+        super().__init__()  # the framework's Callback, when mixed in
+        self.sampling = Sampling.from_env(
+            train_steps=train_steps, val_steps=val_steps, epochs=epochs, mode=mode, cuda_profiler=cuda_profiler
+        )
+        self.training = SampledTraining(self.sampling)

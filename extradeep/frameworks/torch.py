@@ -19,17 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from extradeep.frameworks.sampling import SampledTraining, Sampling
+from extradeep.frameworks.sampling import SampledLoop
 
 
-class StepSampler:
+class StepSampler(SampledLoop):
     """Wraps the epoch loop and the batch iterables of a hand-written training loop."""
-
-    def __init__(self, train_steps=None, val_steps=None, epochs=None, mode=None, cuda_profiler=None):
-        self.sampling = Sampling.from_env(
-            train_steps=train_steps, val_steps=val_steps, epochs=epochs, mode=mode, cuda_profiler=cuda_profiler
-        )
-        self.training = SampledTraining(self.sampling)
 
     def epochs(self, epochs: int | Iterable) -> Iterator:
         """Yield from `epochs` (a count or an iterable) until the sampled epochs are done."""
@@ -46,24 +40,23 @@ class StepSampler:
 
     def train(self, batches: Iterable) -> Iterator:
         """Yield training batches, marking each; ends after the sampled training steps."""
-        return self._steps(batches, self.training.begin_train_step, self.training.end_train_step)
+        return self._steps(batches, "train")
 
     def val(self, batches: Iterable) -> Iterator:
         """Yield validation batches, marking each; ends after the sampled validation steps."""
-        return self._steps(batches, self.training.begin_val_step, self.training.end_val_step)
+        return self._steps(batches, "val")
 
     def close(self) -> None:
         """Close open ranges and stop the profiler, e.g. after an interrupted loop."""
         self.training.close()
 
-    @staticmethod
-    def _steps(batches: Iterable, begin, end) -> Iterator:
+    def _steps(self, batches: Iterable, phase: str) -> Iterator:
         for batch in batches:
-            begin()
+            self.training.begin_step(phase)
             try:
                 yield batch
             except GeneratorExit:
-                end()
+                self.training.end_step(phase)
                 raise
-            if end():
+            if self.training.end_step(phase):
                 return

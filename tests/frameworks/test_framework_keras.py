@@ -66,14 +66,6 @@ def fake_keras(monkeypatch):
     return module
 
 
-def expected_names(epochs, train, val):
-    names = []
-    for e in range(epochs):
-        names += [f"epoch {e}"] + [f"epoch {e}/train_step {i}" for i in range(train)]
-        names += [f"epoch {e}/val_step {i}" for i in range(val)]
-    return names
-
-
 def test_adapter_subclasses_the_keras_callback_lazily(fake_keras, fake_nvtx):
     callback = keras_helper.ExtraDeepCallback()
     assert isinstance(callback, FakeCallback) and isinstance(callback, keras_helper.KerasSampling)
@@ -84,7 +76,7 @@ def test_fit_runs_only_the_sample_and_marks_it(fake_keras, fake_nvtx):
     model.fit([keras_helper.ExtraDeepCallback()], epochs=50, steps=100, val_steps=20)
     assert model.trained == [(e, s) for e in range(2) for s in range(5)]
     assert model.evaluated == [(e, s) for e in range(2) for s in range(2)]
-    assert fake_nvtx.nested_names() == expected_names(2, 5, 2)
+    assert fake_nvtx.nested_names() == fake_nvtx.sampled_names(2, 5, 2)
 
 
 def test_sample_from_environment_and_stop_mode(fake_keras, fake_nvtx, monkeypatch):
@@ -96,13 +88,13 @@ def test_sample_from_environment_and_stop_mode(fake_keras, fake_nvtx, monkeypatc
     with pytest.raises(SystemExit):
         model.fit([keras_helper.ExtraDeepCallback()], epochs=50, steps=100, val_steps=20)
     assert len(model.trained) == 6 and len(model.evaluated) == 3
-    assert fake_nvtx.nested_names() == expected_names(3, 2, 1)
+    assert fake_nvtx.nested_names() == fake_nvtx.sampled_names(3, 2, 1)
 
 
 def test_fewer_epochs_than_sampled_closes_everything_at_train_end(fake_keras, fake_nvtx):
     model = FakeModel()
     model.fit([keras_helper.ExtraDeepCallback(epochs=4)], epochs=1, steps=3, val_steps=0)
-    assert fake_nvtx.nested_names() == expected_names(1, 3, 0)
+    assert fake_nvtx.nested_names() == fake_nvtx.sampled_names(1, 3, 0)
 
 
 def test_real_keras_fit_is_sampled(fake_nvtx, monkeypatch):
@@ -117,4 +109,4 @@ def test_real_keras_fit_is_sampled(fake_nvtx, monkeypatch):
     history = model.fit(x, y, batch_size=4, epochs=10, validation_data=(x, y), verbose=0,
                         callbacks=[keras_helper.ExtraDeepCallback()])
     assert len(history.history["loss"]) == 2
-    assert fake_nvtx.nested_names() == expected_names(2, 5, 2)
+    assert fake_nvtx.nested_names() == fake_nvtx.sampled_names(2, 5, 2)

@@ -65,14 +65,6 @@ def fake_lightning(monkeypatch):
     return module
 
 
-def expected_names(epochs, train, val):
-    names = []
-    for e in range(epochs):
-        names += [f"epoch {e}"] + [f"epoch {e}/train_step {i}" for i in range(train)]
-        names += [f"epoch {e}/val_step {i}" for i in range(val)]
-    return names
-
-
 def test_adapter_subclasses_the_lightning_callback_lazily(fake_lightning, fake_nvtx):
     callback = lightning_helper.ExtraDeepCallback()
     assert isinstance(callback, FakeCallback) and isinstance(callback, lightning_helper.LightningSampling)
@@ -84,14 +76,14 @@ def test_fit_is_capped_to_the_sample_and_sanity_checks_are_not_marked(fake_light
     assert (trainer.limit_train_batches, trainer.limit_val_batches, trainer.fit_loop.max_epochs) == (5, 2, 2)
     assert trainer.trained == [(e, s) for e in range(2) for s in range(5)]
     assert trainer.evaluated == [(e, s) for e in range(2) for s in range(2)]
-    assert fake_nvtx.nested_names() == expected_names(2, 5, 2)
+    assert fake_nvtx.nested_names() == fake_nvtx.sampled_names(2, 5, 2)
 
 
 def test_smaller_user_limits_are_kept(fake_lightning, fake_nvtx):
     trainer = FakeTrainer(max_epochs=1, limit_train_batches=3, limit_val_batches=0.5)
     trainer.fit([lightning_helper.ExtraDeepCallback()], train_len=100, val_len=30)
     assert (trainer.limit_train_batches, trainer.limit_val_batches, trainer.fit_loop.max_epochs) == (3, 2, 1)
-    assert fake_nvtx.nested_names() == expected_names(1, 3, 2)
+    assert fake_nvtx.nested_names() == fake_nvtx.sampled_names(1, 3, 2)
 
 
 def test_stop_mode_exits_after_the_last_sampled_epoch(fake_lightning, fake_nvtx, monkeypatch):
@@ -99,7 +91,7 @@ def test_stop_mode_exits_after_the_last_sampled_epoch(fake_lightning, fake_nvtx,
     trainer = FakeTrainer()
     with pytest.raises(SystemExit):
         trainer.fit([lightning_helper.ExtraDeepCallback(val_steps=1)], train_len=100, val_len=30)
-    assert fake_nvtx.nested_names() == expected_names(2, 5, 1)
+    assert fake_nvtx.nested_names() == fake_nvtx.sampled_names(2, 5, 1)
 
 
 def test_missing_lightning_is_a_clear_import_error(monkeypatch):
@@ -139,4 +131,4 @@ def test_real_lightning_fit_is_sampled(fake_nvtx, monkeypatch, tmp_path):
                          default_root_dir=tmp_path, accelerator="cpu")
     trainer.fit(Regression(), loader, loader)
     assert trainer.current_epoch == 2
-    assert fake_nvtx.nested_names() == expected_names(2, 5, 2)
+    assert fake_nvtx.nested_names() == fake_nvtx.sampled_names(2, 5, 2)

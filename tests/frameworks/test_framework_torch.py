@@ -30,22 +30,13 @@ def run_loop(sampler, epochs=10, train=10, val=4):
     return seen
 
 
-def expected_names(epochs, train, val):
-    names = []
-    for e in range(epochs):
-        names.append(f"epoch {e}")
-        names += [f"epoch {e}/train_step {i}" for i in range(train)]
-        names += [f"epoch {e}/val_step {i}" for i in range(val)]
-    return names
-
-
 def test_default_sample_is_5_train_2_val_steps_of_2_epochs(fake_nvtx):
     seen = run_loop(StepSampler())
     assert seen == [
         (0, [0, 1, 2, 3, 4], [0, 1], 5, 2),
         (1, [0, 1, 2, 3, 4], [0, 1], 5, 2),
     ]  # loaders are not read past the sample
-    assert fake_nvtx.nested_names() == expected_names(2, 5, 2)
+    assert fake_nvtx.nested_names() == fake_nvtx.sampled_names(2, 5, 2)
 
 
 def test_environment_sets_the_sample_and_arguments_win(fake_nvtx, monkeypatch):
@@ -53,17 +44,17 @@ def test_environment_sets_the_sample_and_arguments_win(fake_nvtx, monkeypatch):
     monkeypatch.setenv("EXTRADEEP_VAL_STEPS", "1")
     monkeypatch.setenv("EXTRADEEP_EPOCHS", "3")
     run_loop(StepSampler())
-    assert fake_nvtx.nested_names() == expected_names(3, 3, 1)
+    assert fake_nvtx.nested_names() == fake_nvtx.sampled_names(3, 3, 1)
 
     fake_nvtx.CALLS.clear()
     run_loop(StepSampler(train_steps=2, epochs=1))
-    assert fake_nvtx.nested_names() == expected_names(1, 2, 1)
+    assert fake_nvtx.nested_names() == fake_nvtx.sampled_names(1, 2, 1)
 
 
 def test_short_loaders_end_the_phase_early_and_every_step_is_marked(fake_nvtx):
     seen = run_loop(StepSampler(), train=3, val=1)
     assert [s[1] for s in seen] == [[0, 1, 2], [0, 1, 2]]
-    assert fake_nvtx.nested_names() == expected_names(2, 3, 1)
+    assert fake_nvtx.nested_names() == fake_nvtx.sampled_names(2, 3, 1)
 
 
 def test_stop_mode_exits_after_the_sample_with_ranges_closed(fake_nvtx, monkeypatch):
@@ -72,7 +63,7 @@ def test_stop_mode_exits_after_the_sample_with_ranges_closed(fake_nvtx, monkeypa
     with pytest.raises(SystemExit) as stopped:
         run_loop(sampler)
     assert stopped.value.code == 0
-    assert fake_nvtx.nested_names() == expected_names(2, 2, 1)
+    assert fake_nvtx.nested_names() == fake_nvtx.sampled_names(2, 2, 1)
 
 
 def test_breaking_out_of_the_loops_closes_the_ranges(fake_nvtx):
@@ -140,3 +131,23 @@ def test_bad_settings_are_one_line_input_errors(monkeypatch, variable, value):
     monkeypatch.setenv(variable, value)
     with pytest.raises(InputError, match=variable):
         Sampling.from_env()
+
+
+def test_real_pytorch_loop_is_sampled(fake_nvtx):
+    torch = pytest.importorskip("torch")
+    x = torch.randn(80, 3)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(dim=1, keepdim=True)), batch_size=4)
+    model = torch.nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    sampler, updates = StepSampler(), 0
+    for _epoch in sampler.epochs(10):
+        for inputs, targets in sampler.train(loader):
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(inputs), targets).backward()
+            optimizer.step()
+            updates += 1
+        with torch.no_grad():
+            for inputs, targets in sampler.val(loader):
+                torch.nn.functional.mse_loss(model(inputs), targets).item()
+    assert updates == 10
+    assert fake_nvtx.nested_names() == fake_nvtx.sampled_names(2, 5, 2)

@@ -59,3 +59,12 @@ def nested_names(calls=None):
         else:
             stack.pop()
     return names
+
+
+def sampled_names(epochs, train, val):
+    """nested_names() of `epochs` epochs with `train` training then `val` validation steps each."""
+    names = []
+    for e in range(epochs):
+        names += [f"epoch {e}"] + [f"epoch {e}/train_step {i}" for i in range(train)]
+        names += [f"epoch {e}/val_step {i}" for i in range(val)]
+    return names
