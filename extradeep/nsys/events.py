@@ -200,7 +200,9 @@ def enum_labels(conn: ExportConnection, *tables: str) -> dict[int, str]:
     table = sch.first_table(*tables)
     if table is None:
         return {}
-    label = next(c for c in ("label", "name", "domainName") if c in sch.columns(table)) if sch.columns(table) else None
+    label = next((c for c in ("label", "name", "domainName") if c in sch.columns(table)), None)
+    if label is None:
+        return {}
     return {int(i): str(v) for i, v in fetch_all(conn, f'SELECT id, "{label}" FROM "{table}"')}
 
 
@@ -348,36 +350,29 @@ def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
 # NVTX
 
 
+def _registrations(conn, event_type: int, keys: str) -> list[tuple]:
+    """(key..., name) of NVTX registration rows (domain create, category name); the name is in text
+    or, for registered strings, textId."""
+    if not schema_of(conn).has(NVTX_TABLE):
+        return []
+    rows = fetch_all(conn, f"SELECT {keys}, text, textId FROM {NVTX_TABLE} WHERE eventType = {event_type}")
+    ids = np.array([r[-1] if r[-1] is not None else NULL_INT for r in rows], dtype=np.int64)
+    resolved = strings(conn).lookup(ids) if rows else []
+    named = [(*r[:-2], r[-2] or name) for r, name in zip(rows, resolved)]
+    return [r for r in named if r[-1] and None not in r[:-1]]
+
+
 def nvtx_domains(conn: ExportConnection) -> dict[int, str]:
-    """domainId -> domain name, from DomainCreate rows (text or textId) or the old DomainStrings table."""
+    """domainId -> domain name, from DomainCreate rows or the old DomainStrings table."""
     domains = {int(k): str(v) for k, v in enum_labels(conn, "DomainStrings").items()}
-    if schema_of(conn).has(NVTX_TABLE):
-        rows = fetch_all(
-            conn,
-            f"SELECT domainId, text, textId FROM {NVTX_TABLE} WHERE eventType = {NVTX_DOMAIN_CREATE}",
-        )
-        ids = np.array([r[2] if r[2] is not None else NULL_INT for r in rows], dtype=np.int64)
-        resolved = strings(conn).lookup(ids) if len(rows) else []
-        for (domain, text, _), name in zip(rows, resolved):
-            if domain is not None and (text or name):
-                domains[int(domain)] = str(text or name)
+    domains.update({int(d): str(name) for d, name in _registrations(conn, NVTX_DOMAIN_CREATE, "domainId")})
     return domains
 
 
 def nvtx_categories(conn: ExportConnection) -> dict[tuple[int, int], str]:
     """(domainId, category id) -> registered category name (eventType 33 rows)."""
-    if not schema_of(conn).has(NVTX_TABLE):
-        return {}
-    rows = fetch_all(
-        conn, f"SELECT ifnull(domainId, 0), category, text, textId FROM {NVTX_TABLE} WHERE eventType = {NVTX_CATEGORY}"
-    )
-    ids = np.array([r[3] if r[3] is not None else NULL_INT for r in rows], dtype=np.int64)
-    resolved = strings(conn).lookup(ids) if len(rows) else []
-    return {
-        (int(d), int(c)): str(text or name)
-        for (d, c, text, _), name in zip(rows, resolved)
-        if c is not None and (text or name)
-    }
+    rows = _registrations(conn, NVTX_CATEGORY, "ifnull(domainId, 0), category")
+    return {(int(d), int(c)): str(name) for d, c, name in rows}
 
 
 _NVTX_COLUMNS = ["start", "end", "eventType", "rangeId", "globalTid", "pid", "tid", "domainId", "categoryId"]
