@@ -443,11 +443,12 @@ def _map_categorical(keys: np.ndarray, name_of) -> pd.Categorical:
 # MPI, synchronisation, CUDA events
 
 
-def mpi(conn: ExportConnection) -> pd.DataFrame:
+def mpi(conn: ExportConnection, nvtx_events: pd.DataFrame | None = None) -> pd.DataFrame:
     """MPI calls: start, end, globalTid, pid, tid, name, bytes, source.
 
     Newer nsys (-t mpi) writes MPI_*_EVENTS tables (source "table"); older versions record MPI calls as
     NVTX ranges in a domain named like "MPI" (source "nvtx"). bytes is the message size where known.
+    `nvtx_events`: the export's `nvtx(conn)` frame when the caller already has it (saves a re-read).
     """
     parts = []
     for table in MPI_TABLES:
@@ -456,7 +457,7 @@ def mpi(conn: ExportConnection) -> pd.DataFrame:
         name_col = "textId" if schema_of(conn).has_column(table, "textId") else "nameId"
         df = _cpu_calls(conn, table, name_col, {"bytes": "size"})
         parts.append(df.assign(source="table"))
-    ranges = nvtx(conn)
+    ranges = nvtx(conn) if nvtx_events is None else nvtx_events
     in_mpi = ranges["eventType"].isin(NVTX_RANGE_TYPES) & per_category(ranges["domain"], cat.is_mpi_domain)
     if in_mpi.any():
         from_nvtx = ranges.loc[in_mpi, _CPU_COLUMNS + ["name"]].assign(bytes=NULL_INT, source="nvtx")

@@ -97,7 +97,7 @@ def _steps(nvtx: pd.DataFrame, settings: ReaderSettings, path) -> dict:
 def _category_counts(conn, nvtx: pd.DataFrame, kernels: pd.DataFrame) -> dict[str, int]:
     """Events per category, classified as read_export classifies them (MPI ranges are communication)."""
     nccl = kernels["category"].astype(str).to_numpy() == cat.COMMUNICATION
-    mpi = events.mpi(conn)
+    mpi = events.mpi(conn, nvtx)
     user_nvtx = nvtx["eventType"].isin((*NVTX_RANGE_TYPES, NVTX_MARK)).to_numpy().copy()
     user_nvtx &= ~events.per_category(nvtx["domain"], cat.is_mpi_domain)
     counts = {

@@ -122,7 +122,7 @@ def _read(conn, settings: ReaderSettings) -> pd.DataFrame:
     add(osrt, "os", cat.OS, osrt["start"].to_numpy())
     for library, frame in events.library_events(conn).groupby("library", sort=True):
         add(frame, library, cat.LIBRARY, frame["start"].to_numpy())
-    mpi = events.mpi(conn)
+    mpi = events.mpi(conn, nvtx)
     add(mpi, "mpi", cat.COMMUNICATION, mpi["start"].to_numpy(), with_bytes=True)
     for kind, frame in _user_ranges(nvtx, table, notes).items():
         add(frame, kind, cat.NVTX, frame["start"].to_numpy())
