@@ -44,12 +44,17 @@ def run_prediction(report, run, specs: list[str]):
 
 
 def steady_train_step(prediction) -> int | None:
-    """step_id of the last steady-state training step (the one the timeline shows)."""
-    steps = prediction.steps
+    """step_id of the last steady-state training step with a critical path (the one shown)."""
+    steps = prediction.steps[prediction.steps["step_id"].isin(prediction.critical_path["step_id"])]
     steady = steps[(~steps["warmup"].astype(bool)) & (steps["phase"] == "train")]
     if steady.empty:
         steady = steps
     return None if steady.empty else int(steady.sort_values(["epoch", "step"])["step_id"].iloc[-1])
+
+
+def lane_label(rank: int, queue: str) -> str:
+    # Collectives synchronise all ranks; the replay graph keeps them on a lane of their own (rank -1).
+    return f"all ranks · {queue}" if rank < 0 else f"rank {rank} · {queue}"
 
 
 class PredictorTab(PlotTab):
@@ -62,6 +67,7 @@ class PredictorTab(PlotTab):
         self.window = window
         self.view: View | None = None
         self.prediction = None
+        self.critical_drawn = pd.DataFrame()  # critical-path ops outlined in the timeline
         self.runs: dict[str, tuple[object, dict | None]] = {}
         self.run_combo = QComboBox()
         self.browse = QPushButton("Other run…")
@@ -170,19 +176,20 @@ class PredictorTab(PlotTab):
         lo, hi = (path["start"].min(), path["end"].max()) if len(path) else (timeline["start"].min(),
                                                                              timeline["end"].max())
         shown = timeline[(timeline["end"] > lo) & (timeline["start"] < hi)]
-        lanes = shown[["rank", "queue"]].drop_duplicates().sort_values(["rank", "queue"]).reset_index(drop=True)
+        lanes = pd.concat([shown[["rank", "queue"]], path[["rank", "queue"]]]).drop_duplicates()
+        lanes = lanes.sort_values(["rank", "queue"]).reset_index(drop=True)
         lane_of = {(r, q): i for i, (r, q) in enumerate(zip(lanes["rank"], lanes["queue"]))}
         ms = 1e3
         for (rank, queue, cls), ops in shown.groupby(["rank", "queue", "class"]):
             y = lane_of[(rank, queue)]
             bars = np.column_stack([(ops["start"] - lo) * ms, (ops["end"] - ops["start"]) * ms])
             ax.broken_barh(bars, (y - 0.4, 0.8), facecolors=CLASS_COLORS.get(cls, "#999999"), lw=0)
-        crit = path[[(r, q) in lane_of for r, q in zip(path["rank"], path["queue"])]]
-        for row in crit.itertuples(index=False):
+        self.critical_drawn = path
+        for row in path.itertuples(index=False):
             y = lane_of[(row.rank, row.queue)]
             ax.broken_barh([((row.start - lo) * ms, (row.end - row.start) * ms)], (y - 0.45, 0.9),
                            facecolors="none", edgecolors="#d62728", lw=1.6)
-        ax.set_yticks(range(len(lanes)), [f"rank {r} · {q}" for r, q in zip(lanes["rank"], lanes["queue"])],
+        ax.set_yticks(range(len(lanes)), [lane_label(r, q) for r, q in zip(lanes["rank"], lanes["queue"])],
                       fontsize=7)
         ax.invert_yaxis()
         ax.set_xlim(0, (hi - lo) * ms)

@@ -1,4 +1,5 @@
-"""GUI fixtures: a small simulator run (and its saved experiment), a window with throw-away settings."""
+"""GUI fixtures: sample_profiles/ (simulator output with truth.json) and its saved experiment, and a
+window with throw-away settings."""
 
 from __future__ import annotations
 
@@ -7,65 +8,109 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
+import json  # noqa: E402
+import os  # noqa: E402
+import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 SAMPLE_PROFILES = Path(__file__).resolve().parents[2] / "sample_profiles"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def gui_cache_home(tmp_path_factory):
+    """The ingest cache of this session lives in a temporary folder, not in the user's home."""
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg_cache"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+
+
 @pytest.fixture(scope="session")
-def gui_profiles(tmp_path_factory):
-    """40 exports: strong scaling over ranks 2..6, 2 repetitions, DDP-like so it also replays."""
-    from extradeep.simulate import simulate
-
-    out = tmp_path_factory.mktemp("gui_profiles")
-    sim = simulate(out, params={"ranks": [2, 3, 4, 5, 6]}, repetitions=2, train_steps=3, val_steps=1, seed=3)
-    return out, sim
+def sample_truth():
+    if not any(SAMPLE_PROFILES.glob("*.sqlite")):
+        pytest.skip("sample_profiles/ holds no exports")
+    return json.loads((SAMPLE_PROFILES / "truth.json").read_text())
 
 
 @pytest.fixture(scope="session")
-def gui_experiment(gui_profiles, tmp_path_factory):
-    """The simulator run read and saved as one experiment file, with its dataset sizes."""
+def gui_experiment(sample_truth, tmp_path_factory):
+    """sample_profiles/ read (into the session's cache, so the GUI reopens it fast) and saved as one
+    experiment file with its dataset sizes."""
     from extradeep.experiment import Dataset
     from extradeep.ingest import load_experiment
 
-    profiles, sim = gui_profiles
-    data = sim.truth["dataset"]
-    dataset = Dataset(**data)
-    exp = load_experiment([profiles], dataset=dataset, progress=False, use_cache=False, jobs=1)
+    exp = load_experiment([SAMPLE_PROFILES], dataset=Dataset(**sample_truth["dataset"]), progress=False)
     path = tmp_path_factory.mktemp("gui_exp") / "exp.sqlite"
     exp.save(path)
     return path
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
+def wait_until(app, condition, timeout_s: float = 60) -> None:
+    end = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > end:
+            raise TimeoutError("the window did not get there in time")
+        app.processEvents()
+        time.sleep(0.005)
+
+
+def open_and_wait(app, window, path, timeout_s: float = 60) -> None:
+    """Open `path` and wait until reading and modeling are done (or an error shows)."""
+    window.open_path(path)
+    wait_until(app, lambda: window.runner.busy or bool(window.last_error), timeout_s)
+    wait_until(app, lambda: not window.runner.busy, timeout_s)
+
+
+def new_window(settings_path):
     from PySide6.QtCore import QSettings
 
     from gui.main_window import MainWindow
 
-    settings = QSettings(str(tmp_path / "gui.ini"), QSettings.IniFormat)
-    win = MainWindow(settings=settings)
-    qtbot.addWidget(win)
+    win = MainWindow(settings=QSettings(str(settings_path), QSettings.IniFormat))
     win.show()
-    yield win
+    return win
+
+
+def close_window(win) -> None:
     win.runner.cancel_all()
     win.runner.wait(10000)
+    win.close()
+    win.deleteLater()
 
 
 @pytest.fixture
-def open_wait(qtbot):
-    """open_wait(window, path): open and wait until reading and modeling are done (or an error shows)."""
+def window(qapp, tmp_path):
+    """A fresh window for tests that change what is open."""
+    win = new_window(tmp_path / "gui.ini")
+    yield win
+    close_window(win)
 
-    def run(window, path, timeout=30000):
-        window.open_path(path)
-        qtbot.waitUntil(lambda: window.runner.busy or bool(window.last_error), timeout=timeout)
-        qtbot.waitUntil(lambda: not window.runner.busy, timeout=timeout)
 
-    return run
+@pytest.fixture(scope="module")
+def opened(qapp, gui_experiment, tmp_path_factory):
+    """One window with the sample experiment open, shared by the tests of a module that only look,
+    select, filter or export (each resets what it changes)."""
+    win = new_window(tmp_path_factory.mktemp("gui_settings") / "gui.ini")
+    open_and_wait(qapp, win, gui_experiment)
+    yield win
+    close_window(win)
 
 
 @pytest.fixture
-def sample_profiles():
-    if not any(SAMPLE_PROFILES.glob("*.sqlite")):
-        pytest.skip("sample_profiles/ holds no exports yet")
+def open_wait(qapp):
+    """open_wait(window, path): open and wait until reading and modeling are done."""
+    return lambda window, path: open_and_wait(qapp, window, path)
+
+
+@pytest.fixture
+def settle(qapp):
+    """settle(condition): process events until `condition()` holds (60 s at most)."""
+    return lambda condition, timeout_s=60: wait_until(qapp, condition, timeout_s)
+
+
+@pytest.fixture
+def sample_profiles(sample_truth):
     return SAMPLE_PROFILES

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("PySide6")
-pytest.importorskip("pytestqt")
+pytest.importorskip("pytestqt")  # provides the qapp fixture
 
 
 def canvas_pixels(tab) -> np.ndarray:
@@ -19,28 +19,41 @@ def region_row(ws, name, metric="time"):
     return int(rows.index[0])
 
 
-def test_open_profiles_folder_models_every_region(window, open_wait, gui_profiles):
-    profiles, sim = gui_profiles
-    open_wait(window, profiles)
+def test_open_sample_profiles_models_every_region(window, open_wait, sample_profiles, sample_truth,
+                                                 gui_experiment):
+    open_wait(window, sample_profiles)  # gui_experiment filled the read cache, so this is quick
     assert window.last_error == ""
     ws = window.ws
-    truth = {(r["region"], r["kind"]) for r in sim.truth["regions"]}
-    shown = set(zip(ws.regions["region"], ws.regions["kind"]))
-    assert truth <= shown  # every simulated region is in the tree
+    # Every region the simulator ran inside training or validation steps is in the tree, and no other:
+    # work between steps and warm-up-only kernels are not part of the per-step models.
+    truth = {(r["region"], r["kind"]) for r in sample_truth["regions"] if {"train", "val"} & set(r["models"])}
+    gpu = ws.regions[ws.regions["kind"].isin(["kernel", "memcpy", "memset"])]
+    assert set(zip(gpu["region"], gpu["kind"])) == truth
     step = region_row(ws, "step")
     assert ws.models[step] is not None and ws.regions.at[step, "formula"]
     assert window.regions.selected_rows() == [step]  # the step time is shown first
     assert window.tab_pages[0].has_plot
 
 
-def test_open_sample_profiles(window, open_wait, sample_profiles):
-    open_wait(window, sample_profiles)
-    assert window.last_error == ""
-    assert window.ws.models and any(m is not None for m in window.ws.models.values())
+def test_models_are_the_ones_extradeep_model_makes(opened, gui_experiment):
+    """Chunked background modeling gives exactly the CLI's models (extradeep.analysis.analyse)."""
+    from extradeep.analysis.analyse import analyse
+    from extradeep.experiment import Experiment
+
+    window = opened
+    cli = analyse(Experiment.load(gui_experiment), options=window.options.options())
+    ws = window.ws
+    expected = cli.region_models.set_index(["region", "kind", "category", "metric"])["formula"]
+    shown = ws.regions.set_index(["region", "kind", "category", "metric"])["formula"]
+    assert len(shown) == len(expected)
+    assert shown.reindex(expected.index).fillna("").tolist() == expected.fillna("").tolist()
+    epoch = window.app_models.model(window.app_models.time_quantity)
+    assert epoch.formula() == cli.model(window.app_models.time_quantity).formula()
 
 
-def test_selecting_a_region_changes_the_plot(window, open_wait, gui_experiment, qtbot):
-    open_wait(window, gui_experiment)
+def test_selecting_a_region_changes_the_plot(opened):
+    window = opened
+    window.tabs.setCurrentIndex(0)
     tab = window.tab_pages[0]
     before = canvas_pixels(tab)
     ws = window.ws
@@ -51,8 +64,8 @@ def test_selecting_a_region_changes_the_plot(window, open_wait, gui_experiment, 
     assert not np.array_equal(before, canvas_pixels(tab))
 
 
-def test_filter_keeps_matching_regions_only(window, open_wait, gui_experiment):
-    open_wait(window, gui_experiment)
+def test_filter_keeps_matching_regions_only(opened):
+    window = opened
     everything = window.regions.visible_rows()
     window.regions.filter_edit.setText("NCCL")
     kept = window.regions.visible_rows()
@@ -65,10 +78,10 @@ def test_filter_keeps_matching_regions_only(window, open_wait, gui_experiment):
     assert sorted(window.regions.visible_rows()) == sorted(everything)
 
 
-def test_sort_by_share_orders_each_group(window, open_wait, gui_experiment):
-    open_wait(window, gui_experiment)
+def test_sort_by_share_orders_each_group(opened):
     from gui.region_tree import ROW_ROLE
 
+    window = opened
     window.regions.sort_combo.setCurrentText("Share (largest first)")
     proxy = window.regions.proxy
     for g in range(proxy.rowCount()):
@@ -77,10 +90,11 @@ def test_sort_by_share_orders_each_group(window, open_wait, gui_experiment):
                 for i in range(proxy.rowCount(parent))]
         shares = window.ws.regions.loc[rows, "share"].fillna(-1).to_numpy()
         assert (np.diff(shares) <= 1e-12).all()
+    window.regions.sort_combo.setCurrentIndex(0)
 
 
-def test_budget_sliders_change_the_valid_configurations(window, open_wait, gui_experiment, qtbot):
-    open_wait(window, gui_experiment)
+def test_budget_sliders_change_the_valid_configurations(opened):
+    window = opened
     cost = next(p for p in window.tab_pages if p.title == "Cost")
     window.tabs.setCurrentWidget(cost)
     assert cost.has_plot, cost.message.text()
@@ -99,24 +113,25 @@ def test_budget_sliders_change_the_valid_configurations(window, open_wait, gui_e
     assert "Best by efficiency" in cost.answer.text()
 
 
-def test_changing_modeler_options_remodels(window, open_wait, gui_experiment, qtbot):
+def test_changing_modeler_options_remodels(window, open_wait, gui_experiment, settle):
     open_wait(window, gui_experiment)
     ws = window.ws
     before = ws.regions["formula"].copy()
     assert before.str.contains("log2").any()  # the default search finds log terms here
     window.options.preset.setCurrentText("Polynomial only")
-    qtbot.waitUntil(lambda: window.runner.busy, timeout=5000)
-    qtbot.waitUntil(lambda: not window.runner.busy, timeout=30000)
+    settle(lambda: window.runner.busy)
+    settle(lambda: not window.runner.busy)
     after = ws.regions["formula"]
     assert not after.str.contains("log2").any()
     assert (after != before).any()
 
 
-def test_export_plot_png_svg_pdf_and_model_csv(window, open_wait, gui_experiment, tmp_path):
+def test_export_plot_png_svg_pdf_and_model_csv(opened, tmp_path):
     import matplotlib.image
     import pandas as pd
 
-    open_wait(window, gui_experiment)
+    window = opened
+    window.tabs.setCurrentIndex(0)
     png = window.export_plot(tmp_path / "plot.png")
     pixels = matplotlib.image.imread(png)
     assert pixels.shape[0] > 200 and pixels[..., :3].std() > 0.05  # not a blank image
@@ -146,13 +161,12 @@ def test_missing_path_and_bad_export_are_errors_not_crashes(window, open_wait, t
     assert window.export_csv(tmp_path / "m.csv") is None
 
 
-def test_recent_files_are_remembered(window, open_wait, gui_experiment, qtbot, tmp_path):
+def test_recent_files_are_remembered(opened, gui_experiment):
     from PySide6.QtCore import QSettings
 
     from gui.main_window import MainWindow
 
-    open_wait(window, gui_experiment)
-    assert window.recent_paths()[0] == str(gui_experiment)
-    again = MainWindow(settings=QSettings(window.settings.fileName(), QSettings.IniFormat))
-    qtbot.addWidget(again)
+    assert opened.recent_paths()[0] == str(gui_experiment)
+    again = MainWindow(settings=QSettings(opened.settings.fileName(), QSettings.IniFormat))
     assert [a.text() for a in again.recent_menu.actions()][0] == str(gui_experiment)
+    again.deleteLater()
