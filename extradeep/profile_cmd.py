@@ -82,13 +82,14 @@ class ProfilePlan:
     def to_sh(self) -> str:
         """A bash script that runs every configuration in turn, then exports its reports."""
         runs = self.runs()
-        lines = [*self._header(len(runs)), "set -euo pipefail", *self._environment(), f"mkdir -p {self.outdir}", ""]
+        lines = [*self._header(len(runs)), "set -euo pipefail", "shopt -s nullglob", *self._environment(), f"mkdir -p {self.outdir}", ""]
         for i, run in enumerate(runs, 1):
             values = {"ranks": str(run.ranks), "rep": str(run.rep), **run.params}
             stem = f"{self.outdir}/{run.stem(self.app)}"
             label = " ".join(f"{k}={v}" for k, v in values.items())
             launch = self._launch(str(run.ranks), self._nodes(run.ranks), stem, lambda t: _fill(t, values), slurm=False)
-            lines += [f"# run {i}/{len(runs)}: {label}", *launch, *self._export(shlex.quote(stem)), ""]
+            export = self._export(shlex.quote(stem), _in_double_quotes(stem))
+            lines += [f"# run {i}/{len(runs)}: {label}", *launch, *export, ""]
         return "\n".join(lines)
 
     def to_slurm(self, sbatch: list[str] = ()) -> str:
@@ -109,6 +110,7 @@ class ProfilePlan:
             "# Smaller configurations use part of the allocation; to pay only for what a run uses,",
             "# submit each configuration separately with its own --ntasks.",
             "set -euo pipefail",
+            "shopt -s nullglob",
             "",
             _bash_array("RANKS", [r.ranks for r in runs]),
             _bash_array("REPS", [r.rep for r in runs]),
@@ -132,7 +134,7 @@ class ProfilePlan:
         lines += [*self._environment(), f"mkdir -p {self.outdir}", f'stem="{stem}"', ""]
         launch = self._launch('"$ranks"', ('"$nodes"', '"$per_node"'), "${stem}", lambda t: _fill_shell(t, names),
                               slurm=True)
-        lines += [*launch, *self._export('"$stem"')]
+        lines += [*launch, *self._export('"$stem"', "${stem}")]
         return "\n".join(lines) + "\n"
 
     def _check(self) -> None:
@@ -222,10 +224,16 @@ class ProfilePlan:
         return [f"# start on each of the {n_nodes} nodes, MASTER_ADDR = the first node's address",
                 *_continued([*torchrun, *rdzv, *extra, "--no-python"], nsys, command)]
 
-    @staticmethod
-    def _export(stem: str) -> list[str]:
+    def _export(self, stem: str, shown: str) -> list[str]:
+        """Export each rank's report of a run (`stem`: shell word of the name; `shown`: for messages)."""
+        hint = " (nsys records only after cudaProfilerStart: use an extradeep helper)" if self.cuda_profiler else ""
         return [
-            f"for report in {stem}.mpi*.nsys-rep; do",
+            f"reports=({stem}.mpi*.nsys-rep)",
+            'if [ "${#reports[@]}" -eq 0 ]; then',
+            f'    echo "extradeep: nsys wrote no reports {shown}.mpi*.nsys-rep{hint}" >&2',
+            "    exit 1",
+            "fi",
+            'for report in "${reports[@]}"; do',
             '    nsys export --type=sqlite --force-overwrite=true --output="${report%.nsys-rep}.sqlite" "$report"',
             "done",
         ]
@@ -236,16 +244,20 @@ def _fill(token: str, values: dict) -> str:
     return shlex.quote(PLACEHOLDER.sub(lambda m: str(values[m[1]]), token))
 
 
+def _in_double_quotes(text: str) -> str:
+    return re.sub(r'(["\\$`])', r"\\\1", text)
+
+
 def _fill_shell(token: str, names: list[str]) -> str:
     """A command word with placeholders turned into shell variables, double-quoted where needed."""
     if not PLACEHOLDER.search(token):
         return shlex.quote(token)
     parts, at = [], 0
     for match in PLACEHOLDER.finditer(token):
-        parts.append(re.sub(r'(["\\$`])', r"\\\1", token[at:match.start()]))
+        parts.append(_in_double_quotes(token[at:match.start()]))
         parts.append(f"${{{match[1]}}}")
         at = match.end()
-    parts.append(re.sub(r'(["\\$`])', r"\\\1", token[at:]))
+    parts.append(_in_double_quotes(token[at:]))
     return '"' + "".join(parts) + '"'
 
 

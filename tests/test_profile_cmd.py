@@ -36,7 +36,8 @@ for ((i = 0; i < n; i++)); do RANK=$((${SLURM_PROCID:-0} * n + i)) "$@"; done
 if [[ $1 == profile ]]; then
   shift; while [[ $1 == --* ]]; do case $1 in --output=*) out=${1#--output=};; esac; shift; done
   var=${out#*%q\\{}; var=${var%\\}}; out=${out%%\\%q*}${!var}
-  "$@" && echo "report of rank ${!var}" > "$out.nsys-rep"
+  "$@"
+  if [[ -z $NO_CAPTURE ]]; then echo "report of rank ${!var}" > "$out.nsys-rep"; fi
 elif [[ $1 == export ]]; then
   for arg in "$@"; do case $arg in --output=*) out=${arg#--output=};; esac; done
   cp "${@: -1}" "$out"
@@ -61,12 +62,14 @@ def workdir(tmp_path):
     return tmp_path
 
 
-def run_script(workdir: Path, script: str, **env):
+def run_script(workdir: Path, script: str, returncode=0, **env):
     (workdir / "job.sh").write_text(script)
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("EXTRADEEP_", "SLURM_", "RANK"))}
     environ.update(PATH=f"{workdir / 'bin'}{os.pathsep}{environ['PATH']}", RECORD_LOG=str(workdir / "log.jsonl"), **env)
     done = subprocess.run(["bash", "job.sh"], cwd=workdir, env=environ, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == returncode, done.stderr
+    if returncode:
+        return done.stderr
     log = workdir / "log.jsonl"
     calls = []
     for line in log.read_text().splitlines() if log.exists() else []:
@@ -123,6 +126,13 @@ def test_torchrun_slurm_array_spans_nodes(workdir):
     # srun starts one torchrun per node (SLURM_PROCID = node), each starting --nproc-per-node ranks
     assert exports(workdir) == sorted(["cifar10.p2.b16.r1.mpi0.sqlite", "cifar10.p2.b16.r1.mpi1.sqlite"]
                                       + [f"cifar10.p8.b16.r1.mpi{k}.sqlite" for k in range(8)])
+
+
+def test_a_run_without_reports_stops_the_script_with_a_hint(workdir):
+    stderr = run_script(workdir, plan(cuda_profiler=True).to_sh(), returncode=1, NO_CAPTURE="1")
+    assert stderr.strip() == ("extradeep: nsys wrote no reports profiles/cifar10.p2.b32.r1.mpi*.nsys-rep "
+                              "(nsys records only after cudaProfilerStart: use an extradeep helper)")
+    assert not list((workdir / "profiles").glob("*"))
 
 
 @pytest.mark.parametrize(
