@@ -74,9 +74,9 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
             program.run()
             return engine.rec, program.windows
 
-        exact = truth_mod.point_values(*run_once([0], (0.0, 0.0, 0.0)), ops, op_bytes, steady)
+        exact = truth_mod.point_values(*run_once([0], (0.0, 0.0, 0.0)), ops, op_bytes, steady, lay.tables)
         # expected measured values: independent noisy replicates (seeds never used for the files)
-        replicates = [truth_mod.point_values(*run_once([0, k + 1], noise), ops, op_bytes, steady)
+        replicates = [truth_mod.point_values(*run_once([0, k + 1], noise), ops, op_bytes, steady, lay.tables)
                       for k in range(truth_replicates if any(noise) else 0)]
         values_ = truth_mod.expected_values(exact, replicates)
         weak = scaling == "weak"

@@ -17,6 +17,8 @@ from extradeep.simulate.engine import Records
 
 TRAIN_BLOCKS = ("data", "zero_grad", "forward", "backward", "bucket", "optimizer")
 CPU_KINDS = {"runtime": "cuda_api", "osrt": "os", "cudnn": "cudnn", "cublas": "cublas", "mpi": "mpi"}
+CPU_TABLES = {"runtime": "CUPTI_ACTIVITY_KIND_RUNTIME", "osrt": "OSRT_API", "cudnn": "CUDNN_EVENTS",
+              "cublas": "CUBLAS_EVENTS", "mpi": "MPI_COLLECTIVES_EVENTS", "nccl_nvtx": "NVTX_EVENTS"}
 
 
 def in_phase(op: OpSpec, phase: str) -> bool:
@@ -57,15 +59,15 @@ def region_models(ops: list[OpSpec], params: list[str], batch: int, refs: dict, 
 
 
 def _tag_by_time(times: np.ndarray, windows: list[tuple]) -> list[tuple]:
-    """(epoch, phase, step) of each CPU timestamp (rank 0), or None outside every step."""
+    """(epoch, phase, step) of each CPU timestamp (rank 0) in [start, end) of a step, else None."""
     starts = np.array([w[3][0] for w in windows])
     ends = np.array([w[4][0] for w in windows])
     pos = np.searchsorted(starts, times, side="right") - 1
-    return [windows[p][:3] if p >= 0 and times[i] <= ends[p] else None for i, p in enumerate(pos)]
+    return [windows[p][:3] if p >= 0 and times[i] < ends[p] else None for i, p in enumerate(pos)]
 
 
 def point_values(rec: Records, windows: list[tuple], ops: list[OpSpec], op_bytes: np.ndarray,
-                 steady: set[int]) -> dict:
+                 steady: set[int], tables) -> dict:
     """Noise-free expected per-step values (median over steps, then ranks) and between-step totals."""
     n_ranks = len(windows[0][3])
     sums = defaultdict(lambda: defaultdict(lambda: np.zeros(n_ranks)))  # (region, kind, cat, phase, metric) -> step -> ranks
@@ -88,9 +90,12 @@ def point_values(rec: Records, windows: list[tuple], ops: list[OpSpec], op_bytes
         if epoch in steady:
             sums[("step", "step", "step", phase, "time")][(epoch, step)] += (end - start) / 1e9
             sums[("step", "step", "step", phase, "visits")][(epoch, step)] += 1.0
-    _cpu_visits(rec, windows, steady, sums)
+    _cpu_visits(rec, windows, steady, sums, tables)
+    # a step without the region counts as 0, as the reader sees it
+    all_steps = {phase: [(w[0], w[2]) for w in windows if w[0] in steady and w[1] == phase] for phase in ("train", "val")}
+    zero = np.zeros(n_ranks)
     per_step = [dict(region=k[0], kind=k[1], category=k[2], phase=k[3], metric=k[4],
-                     value=float(np.median(np.median(np.array(list(steps.values())), axis=0))))
+                     value=float(np.median(np.median([steps.get(s, zero) for s in all_steps[k[3]]], axis=0))))
                 for k, steps in sums.items()]
     n_epochs = max(len(steady), 1)
     per_epoch_between = [dict(region=k[0], kind=k[1], category=k[2], metric=k[4],
@@ -98,7 +103,8 @@ def point_values(rec: Records, windows: list[tuple], ops: list[OpSpec], op_bytes
     return {"per_step": per_step, "between_per_epoch": per_epoch_between}
 
 
-def _cpu_visits(rec: Records, windows, steady, sums) -> None:
+def _cpu_visits(rec: Records, windows, steady, sums, tables) -> None:
+    """Visits per step of CPU-side calls, for the kinds the layout has a table for."""
     sources = [("runtime", [(r[0], r[1][0]) for r in rec.runtime]),
                ("osrt", [(o[0], o[1][0]) for o in rec.osrt if o[3] == 0]),
                ("mpi", [(m[0], m[1][0]) for m in rec.mpi])]
@@ -106,7 +112,7 @@ def _cpu_visits(rec: Records, windows, steady, sums) -> None:
         sources.append((lib, [(x[1], x[2][0]) for x in rec.library if x[0] == lib]))
     sources.append(("nccl_nvtx", [(n[0], n[1][0]) for n in rec.nvtx if n[5] == 1 and n[3] == 59]))
     for source, items in sources:
-        if not items:
+        if not items or CPU_TABLES[source] not in tables:
             continue
         tags = _tag_by_time(np.array([t for _, t in items]), windows)
         kind = CPU_KINDS.get(source, source)
@@ -117,8 +123,9 @@ def _cpu_visits(rec: Records, windows, steady, sums) -> None:
 
 
 def expected_values(exact: dict, replicates: list[dict]) -> dict:
-    """value = mean over noisy replicates (what a measurement is expected to give, waits for the
-    slowest rank included); noise_free = the noise-free run. Without replicates both are equal."""
+    """value = the noise-free run (matches the formulas but for deterministic waits and imbalance);
+    expected = median over noisy replicates of the same reduction, i.e. what a measurement is
+    expected to give, waits for the slowest rank included (equal to value without replicates)."""
     out = {}
     for part, key_fields in (("per_step", ("region", "kind", "phase", "metric")),
                              ("between_per_epoch", ("region", "kind", "metric"))):
@@ -129,8 +136,8 @@ def expected_values(exact: dict, replicates: list[dict]) -> dict:
         rows = []
         for row in exact[part]:
             got = samples.get(tuple(row[f] for f in key_fields))
-            value = float(np.mean(got)) if got and len(got) == len(replicates) else row["value"]
-            rows.append({**row, "value": value, "noise_free": row["value"]})
+            expected = float(np.median(got)) if got and len(got) == len(replicates) else row["value"]
+            rows.append({**row, "expected": expected})
         out[part] = rows
     return out
 
