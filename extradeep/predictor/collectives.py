@@ -154,15 +154,15 @@ def model_time(kind: str, p: int, alpha: float, volume_time: float, algorithm: s
 
 
 def rescale_collective(kind: str, pure: float, alpha: float, p_from: int, p_to: int,
-                       algorithm: str = "ring") -> float:
-    """Pure duration at p_to ranks of a collective measured as `pure` at p_from ranks.
+                       algorithm: str = "ring", latency: float = 1.0, bandwidth: float = 1.0) -> float:
+    """Pure duration at p_to ranks of a collective measured as `pure` at p_from ranks, with its
+    latency multiplied by `latency` and its bandwidth by `bandwidth`.
 
-    `alpha` is the fitted latency (intercept) at p_from; it is split into a per-step latency and
-    the rest of `pure` into the message volume time m/B, then the model is evaluated at p_to.
+    `alpha` is the latency part of `pure` at p_from; it is split into a per-step latency and the
+    rest of `pure` into the message volume time m/B, then the model is evaluated at p_to.
     """
-    if p_from < 2 or kind in ("send_recv", "other"):
-        return pure
     alpha = min(alpha, pure)
+    p_from = max(int(p_from), 1)
     step_latency = alpha / model_time(kind, p_from, 1.0, 0.0, algorithm)
     volume_time = (pure - alpha) / model_time(kind, p_from, 0.0, 1.0, algorithm)
-    return model_time(kind, p_to, step_latency, volume_time, algorithm)
+    return model_time(kind, p_to, step_latency * latency, volume_time / bandwidth, algorithm)

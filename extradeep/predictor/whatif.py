@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
-from extradeep.predictor.collectives import collective_kind, model_time
+from extradeep.predictor.collectives import collective_kind, model_time, rescale_collective
 
 CATEGORIES = ("computation", "communication", "memory", "cuda_api")
 DEFAULT_STEP_LATENCY = 5e-6
@@ -146,29 +146,24 @@ def scale_durations(nodes: pd.DataFrame, dur: np.ndarray, gap: np.ndarray, chang
 
 
 def _recost_collectives(nodes, dur, changes: dict, comm: CommContext) -> np.ndarray:
-    """New pure durations: per-step latency and volume time split at the measured p, then
-    evaluated at the new p with latency x comm.latency and volume / comm.bandwidth."""
+    """New pure durations of collectives (virtual nodes and unmatched NCCL kernels)."""
     role, names = nodes["role"].to_numpy(), nodes["name"].to_numpy()
     single = (role == "op") & (nodes["category"].to_numpy() == "communication") & (nodes["coll"].to_numpy() < 0)
-    targets = np.flatnonzero((role == "sync") | single)
     algorithm = changes.get("comm.algorithm", "ring")
     p_to = int(changes.get("ranks", comm.ranks))
-    lat, bw = changes.get("comm.latency", 1.0), changes.get("comm.bandwidth", 1.0)
-    step_default = changes.get("comm.alpha", DEFAULT_STEP_LATENCY)
-    p_from = comm.ranks if comm.ranks >= 2 else 1
+    step_latency = changes.get("comm.alpha", DEFAULT_STEP_LATENCY)
     out = dur.copy()
-    for i in targets:
+    for i in np.flatnonzero((role == "sync") | single):
         kind = collective_kind(str(names[i]))
-        steps_from = model_time(kind, p_from, 1.0, 0.0, algorithm)
-        alpha = comm.alpha.get(names[i], step_default * steps_from) if "comm.alpha" not in changes \
-            else step_default * steps_from
-        alpha = min(alpha, dur[i])
-        volume = (dur[i] - alpha) / model_time(kind, p_from, 0.0, 1.0, algorithm)
-        out[i] = model_time(kind, p_to, alpha / steps_from * lat, volume / bw, algorithm)
+        alpha = step_latency * model_time(kind, comm.ranks, 1.0, 0.0, algorithm)
+        if "comm.alpha" not in changes:
+            alpha = comm.alpha.get(names[i], alpha)
+        out[i] = rescale_collective(kind, dur[i], alpha, comm.ranks, p_to, algorithm,
+                                    changes.get("comm.latency", 1.0), changes.get("comm.bandwidth", 1.0))
     return out
 
 
-def fuse_collectives(graph, k: int, alpha_of, step_of) -> "OpGraph":  # noqa: F821 - OpGraph in graph.py
+def fuse_collectives(graph, k: int, alpha_of, step_of):
     """Tensor fusion: each run of k consecutive collectives of one name (within one step) becomes one.
 
     The fused collective starts when its last tensor is ready (the members of the last one arrive)
