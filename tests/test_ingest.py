@@ -81,9 +81,16 @@ def test_epoch_values_match_truth(simulated):
         by_region = at[at["metric"] == "time"].set_index("region")
         assert (at["n_t"] == point["n_t"]).all() and (at["n_v"] == point["n_v"]).all()
         _assert_close(by_region.loc["step", "value"], point["epoch_time"], rtol, "epoch time")
-        for category, seconds in point["epoch_time_by_category"].items():
+        # Eq. 8-10 from the truth's own per-step rows: n_t * sum(train) + n_v * sum(val) per category.
+        steps = {"train": point["n_t"], "val": point["n_v"]}
+        for category in ("computation", "communication", "memory"):
+            rows = [r for r in point["per_step"] if r["category"] == category and r["metric"] == "time"]
+            want = sum(steps[r["phase"]] * r["value"] for r in rows)
             wait = NCCL_WAIT_SHARE * point["epoch_time"] if category == "communication" and rtol == NOISY_RTOL else 0.0
-            _assert_close(by_region.loc[category, "value"], seconds, rtol, category, wait)
+            _assert_close(by_region.loc[category, "value"], want, rtol, category, wait)
+        if rtol == EXACT_RTOL:
+            for category, seconds in point["epoch_time_by_category"].items():
+                _assert_close(by_region.loc[category, "value"], seconds, rtol, category)
     assert experiment.points[experiment.points["region"] == "step"]["modelable"].all()
 
 
