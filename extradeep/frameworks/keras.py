@@ -18,7 +18,7 @@ covers that many batches.
 
 from __future__ import annotations
 
-from extradeep.frameworks.sampling import SampledLoop
+from extradeep.frameworks.sampling import SampledLoop, lazy_class
 
 
 class KerasSampling(SampledLoop):
@@ -65,9 +65,4 @@ def _adapter():
     )
 
 
-def __getattr__(name):
-    if name == "ExtraDeepCallback":
-        adapter = _adapter()
-        globals()[name] = adapter
-        return adapter
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_class(globals(), "ExtraDeepCallback", _adapter)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 
-from extradeep.frameworks.sampling import SampledLoop
+from extradeep.frameworks.sampling import SampledLoop, lazy_class
 
 PACKAGES = ("lightning.pytorch", "pytorch_lightning")
 
@@ -87,9 +87,4 @@ def callback_class(package: str | None = None) -> type:
     raise ImportError("extradeep's Lightning callback needs `lightning` or `pytorch_lightning` installed")
 
 
-def __getattr__(name):
-    if name == "ExtraDeepCallback":
-        adapter = callback_class()
-        globals()[name] = adapter
-        return adapter
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_class(globals(), "ExtraDeepCallback", callback_class)

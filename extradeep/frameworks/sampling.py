@@ -185,3 +185,16 @@ class SampledLoop:
             train_steps=train_steps, val_steps=val_steps, epochs=epochs, mode=mode, cuda_profiler=cuda_profiler
         )
         self.training = SampledTraining(self.sampling)
+
+
+def lazy_class(namespace: dict, name: str, build):
+    """A module `__getattr__` that builds class `name` with `build()` on first access, then caches it
+    in `namespace` (the module's globals), so importing the module never imports the framework."""
+
+    def __getattr__(attribute):
+        if attribute != name:
+            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {attribute!r}")
+        namespace[name] = build()
+        return namespace[name]
+
+    return __getattr__
