@@ -54,7 +54,8 @@ def region_models(ops: list[OpSpec], params: list[str], batch: int, refs: dict, 
         regions.append({"region": name, "kind": group[0].kind, "category": group[0].category,
                         "demangled": sorted({op.demangled for op in group}),
                         "warmup_only": all(op.block == "warmup" for op in group),
-                        "between": any(op.block == "between" for op in group), "models": models})
+                        "between": any(op.block == "between" for op in group),
+                        "kernel_scale": group[0].scale, "models": models})
     return regions
 
 

@@ -140,3 +140,26 @@ def test_fused_buckets_and_nccl_payload_sizes(tmp_path, ro):
     assert sizes == [94_000_000] * 4 and kernels == 4  # one fused all-reduce per training step
     formula = next(r for r in sim.truth["regions"] if r["region"].startswith("ncclDevKernel_AllReduce"))
     assert formula["models"]["train"]["time"]["formula"].startswith("0.00015 + ")
+
+
+@pytest.mark.parametrize("layout", ["2026", "2022"])
+@pytest.mark.parametrize("marks", ["ranges", "marks", "profiler"])
+@pytest.mark.parametrize("strings", ["text", "textId"])
+def test_every_mark_style_in_every_layout(tmp_path, ro, layout, marks, strings):
+    sim = simulate(tmp_path, params={"ranks": [2]}, repetitions=1, train_steps=2, val_steps=1, layout=layout,
+                   marks=marks, nvtx_strings=strings, truth_replicates=0)
+    with ro(sim.files.path[1]) as conn:
+        names = conn.execute("SELECT n.eventType, n.category, coalesce(n.text, s.value) FROM NVTX_EVENTS n"
+                             " LEFT JOIN StringIds s ON s.id = n.textId").fetchall()
+    texts = [t for _, _, t in names]
+    assert all(texts)
+    if marks == "ranges":
+        assert sum(1 for e, c, _ in names if e == 59 and c == 2) == 2 * 2
+        assert {(t, c) for e, c, t in names if e == 33} == {("epoch", 1), ("training_step", 2), ("testing_step", 3)}
+    elif marks == "marks":
+        assert sum(1 for e, c, t in names if e == 34 and c == 2 and t.endswith("type:started")) == 2 * 2
+        assert ("epoch:1,type:ended" in texts) and ("step:0,type:started" in texts)
+    else:
+        assert [t for t in texts if t.startswith("ProfilerStep#")] == [f"ProfilerStep#{k}" for k in range(6)]
+    mpi_as_nvtx = sum(1 for t in texts if t.startswith("MPI_"))
+    assert mpi_as_nvtx == (4 if layout == "2022" else 0)
