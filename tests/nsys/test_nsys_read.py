@@ -13,6 +13,8 @@ from extradeep.nsys.read import OUTPUT_COLUMNS, read_export
 from extradeep.nsys.settings import ReaderSettings
 
 GPU_KINDS = ("kernel", "memcpy", "memset", "step")
+# CPU-side kinds whose visits truth.json lists (it leaves out OS calls of helper threads and user NVTX)
+CPU_KINDS = ("cuda_api", "mpi", "cudnn", "cublas", "nccl_nvtx")
 
 
 def per_step_medians(df: pd.DataFrame) -> dict:
@@ -27,20 +29,23 @@ def per_step_medians(df: pd.DataFrame) -> dict:
 
 @pytest.mark.parametrize("fixture", ["sim_ranges", "sim_marks_old", "sim_profiler"])
 def test_per_step_values_match_truth(request, truth_of, fixture):
-    """Median over steps per file, then over the rank files of a point, equals the noise-free truth."""
+    """Median over steps per file, then over the rank files of a point, equals the noise-free truth:
+    every metric of GPU regions and steps, visits of CPU-side calls on the main thread. Regions the
+    truth does not list must be absent (0)."""
     outdir = request.getfixturevalue(fixture)
     truth = truth_of(outdir)
     checked = 0
     for point in truth["points"]:
         per_file = [per_step_medians(read_export(outdir / name)) for name in point["files"]]
-        for row in point["per_step"]:
-            if row["kind"] not in GPU_KINDS:
+        expected = {(r["region"], r["kind"], r["phase"], r["metric"]): r["value"] for r in point["per_step"]}
+        for key in set(expected) | {k for medians in per_file for k in medians}:
+            region, kind, phase, metric = key
+            if kind not in GPU_KINDS + CPU_KINDS or (kind in CPU_KINDS and metric != "visits"):
                 continue
-            key = (row["region"], row["kind"], row["phase"], row["metric"])
             value = np.median([medians.get(key, 0.0) for medians in per_file])
-            assert value == pytest.approx(row["value"], rel=1e-4), key
+            assert value == pytest.approx(expected.get(key, 0.0), rel=1e-4), key
             checked += 1
-    assert checked > 50
+    assert checked > 100
 
 
 @pytest.mark.parametrize("fixture", ["sim_ranges", "sim_marks_old"])
