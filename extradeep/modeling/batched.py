@@ -69,6 +69,35 @@ def fit_batched(A: np.ndarray, y: np.ndarray, w: np.ndarray, want_r_inv: bool = 
     return BatchFit(coef=coef, fitted=fitted, loo_pred=loo_pred, valid=valid, r_inv=r_inv)
 
 
+def fit_one_term(t: np.ndarray, y: np.ndarray, w: np.ndarray) -> BatchFit:
+    """`fit_batched` for the common design [1, t] in closed form (weighted simple regression).
+
+    t (H, n) shared by all rows or (R, H, n); y, w (R, 1, n). Sums become matrix products, so
+    thousands of regions x hypotheses cost a few BLAS calls.
+    """
+    wy = w * y
+    if t.ndim == 2:
+        sx, sxx, sxy = w[:, 0] @ t.T, w[:, 0] @ (t * t).T, wy[:, 0] @ t.T
+    else:
+        sx = np.einsum("rhn,rn->rh", t, w[:, 0])
+        sxx = np.einsum("rhn,rn->rh", t * t, w[:, 0])
+        sxy = np.einsum("rhn,rn->rh", t, wy[:, 0])
+    sw, sy = w.sum(axis=-1), wy.sum(axis=-1)  # (R, 1)
+    tbar = sx / sw
+    spread = sxx - sx * tbar  # sum of w (t - tbar)^2
+    valid = spread > RANK_TOL * np.maximum(sxx, np.finfo(float).tiny)
+    spread = np.where(valid, spread, 1.0)
+    slope = (sxy - tbar * sy) / spread
+    const = (sy - slope * sx) / sw
+    fitted = const[..., None] + slope[..., None] * t
+    hat = w * (1.0 / sw[..., None] + (t - tbar[..., None]) ** 2 / spread[..., None])
+    denom = 1.0 - hat
+    loo_ok = denom > LEVERAGE_TOL
+    valid &= loo_ok.all(axis=-1)
+    loo_pred = y - (y - fitted) / np.where(loo_ok, denom, 1.0)
+    return BatchFit(coef=np.stack([const, slope], axis=-1), fitted=fitted, loo_pred=loo_pred, valid=valid)
+
+
 def _upper_inverse(Rm: np.ndarray) -> np.ndarray:
     """Inverse of stacked upper-triangular matrices by back substitution."""
     p = Rm.shape[-1]

@@ -2,7 +2,9 @@
 
 Rows of the arrays are regions (or region x line); columns are hypotheses. Selection is by
 leave-one-out SMAPE; near-ties (within `tie_tolerance` of the best, relatively) go to the simplest
-hypothesis (fewest terms, then slowest growth).
+hypothesis (fewest terms, then slowest growth). Criterion "cv+reps" also uses the repetitions:
+see `choose`. Multi-parameter models take the top single-parameter candidates of every parameter
+from the lines of points (averaged over all parallel lines) and try sums and products of them.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from itertools import combinations, product
 
 import numpy as np
 
-from extradeep.modeling.batched import chunk_rows, fit_batched, smape
+from extradeep.modeling.batched import chunk_rows, fit_batched, fit_one_term, smape
 from extradeep.modeling.terms import Factor, Term, factor_values, term_growth_key
 
 
@@ -23,7 +25,7 @@ class SearchOptions:
 
     exponents_i: tuple = ()
     exponents_j: tuple = ()
-    pairs: object = None            # None/"all": I x J; "extrap": Extra-P 4.2.5 defaults; or (i, j) list
+    pairs: object = None            # see terms.factor_pairs
     n_terms: int = 1
     nonnegative: object = "auto"    # True: term coefficients >= 0; "auto": terms follow the data's trend
     min_points: int = 5
@@ -128,7 +130,7 @@ def _score(A, y, w, opts: SearchOptions, sign=None):
     for sl in chunk_rows(R, H * n * p * 4):
         Ac = A if A.ndim == 3 else A[sl]
         yc, wc = y[sl][:, None, :], w[sl][:, None, :]
-        fit = fit_batched(Ac, yc, wc)
+        fit = fit_one_term(Ac[..., 1], yc, wc) if p == 2 else fit_batched(Ac, yc, wc)
         ok = fit.valid & np.isfinite(fit.loo_pred).all(axis=-1)
         if p > 1:
             contrib = np.abs(fit.coef[..., None, 1:] * Ac[..., :, 1:])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from extradeep.modeling.batched import fit_batched, smape
+from extradeep.modeling.batched import fit_batched, fit_one_term, smape
 
 
 def test_matches_lstsq_and_brute_force_loo():
@@ -42,3 +42,17 @@ def test_collinear_and_interpolating_hypotheses_are_invalid():
 def test_smape_in_percent_with_zero_pairs():
     assert smape(np.array([1.0, 0.0]), np.array([1.0, 0.0])) == 0.0
     assert smape(np.array([1.0, 0.0]), np.array([3.0, 0.0])) == 50.0
+
+
+def test_closed_form_one_term_matches_general_solver():
+    rng = np.random.default_rng(9)
+    x = np.array([4.0, 8, 16, 32, 64])
+    t = np.stack([x**0.5, x * np.log2(x), np.log2(x) ** 2])  # (H, n)
+    A = np.stack([np.column_stack([np.ones(5), row]) for row in t])
+    y = rng.uniform(1, 100, (7, 1, 5))
+    w = rng.uniform(0.1, 3, (7, 1, 5))
+    general = fit_batched(A, y, w)
+    for fast in (fit_one_term(t, y, w), fit_one_term(np.broadcast_to(t, (7, 3, 5)), y, w)):
+        np.testing.assert_allclose(fast.coef, general.coef, rtol=1e-9)
+        np.testing.assert_allclose(fast.loo_pred, general.loo_pred, rtol=1e-9)
+        assert np.array_equal(fast.valid, general.valid)
