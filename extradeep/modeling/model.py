@@ -80,12 +80,14 @@ class Model:
     def formula(self, names: dict | None = None, digits: int = 4) -> str:
         """Readable formula, e.g. ``158.6 + 0.58 * p^(2/3) * log2(p)^2``."""
         short = display_names(self.params, {**self.names, **(names or {})})
-        text = f"{self.coefficients[0]:.{digits}g}"
+        parts = [] if self.coefficients[0] == 0 and self.terms else [f"{self.coefficients[0]:.{digits}g}"]
         for coef, term in zip(self.coefficients[1:], self.terms):
             factors = " * ".join(t for t in (factor_text(n, f) for n, f in zip(short, term)) if t)
-            sign = "-" if coef < 0 else "+"
-            text += f" {sign} {abs(coef):.{digits}g} * {factors}"
-        return text
+            if parts:
+                parts.append(f"{'-' if coef < 0 else '+'} {abs(coef):.{digits}g} * {factors}")
+            else:
+                parts.append(f"{coef:.{digits}g} * {factors}")
+        return " ".join(parts)
 
     def __str__(self) -> str:
         return self.formula()

@@ -196,6 +196,8 @@ def _fit_batch(batch: PointBatch, gids, params, opts: SearchOptions, modeler: PM
         A = np.stack([design_matrix(batch.X, choices[r].terms) for r in members])
         fit = fit_batched(A, batch.y[idx], batch.w[idx], want_r_inv=True)
         fit_stats = _fit_statistics(batch, idx, fit)
+        # a constant that is zero up to rounding prints as 0, not as -7.7e-16
+        fit.coef[:, 0] = np.where(np.abs(fit.coef[:, 0]) <= 1e-12 * fit_stats["scale"], 0.0, fit.coef[:, 0])
         X = batch.X.copy()
         for k, r in enumerate(members):
             g = gids[r]

@@ -77,3 +77,9 @@ def test_fit_models_table_columns():
         assert col in table.columns
     assert table.loc[0, "formula"] == "1 + 1 * p" and table.loc[0, "ar2"] == pytest.approx(1.0)
     assert table.loc[0, "model"].terms == [((Fraction(1), Fraction(0)),)]
+
+
+def test_zero_constant_is_left_out():
+    x = np.array([4.0, 8, 16, 32, 64])
+    model = PMNFModeler().fit(x, 2.5 * x).model_
+    assert model.formula() == "2.5 * p" and model.coefficients[0] == 0.0
