@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
+from extradeep.nsys.connect import open_readonly
 from extradeep.simulate import simulate
-
-
-def _ro(path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
 
 
 @pytest.fixture(scope="session")
 def ro():
-    """Open an export read-only (simulator output and real exports alike)."""
-    return _ro
+    """Open an export read-only (simulator output and real exports alike), as the library does."""
+    return open_readonly
 
 
 @pytest.fixture(scope="session")

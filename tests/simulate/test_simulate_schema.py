@@ -97,3 +97,15 @@ def test_global_ids_pack_pid_and_tid(sim_default, ro):
         tids = {r[0] for r in conn.execute("SELECT DISTINCT globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME")}
     assert {(g >> 24) & 0xFFFFFF for g in gpids} == {pid}
     assert {((t >> 24) & 0xFFFFFF, t & 0xFFFFFF) for t in tids} == {(pid, pid)}
+
+
+@pytest.mark.real
+def test_reading_the_real_exports_leaves_them_byte_identical(real_nsys_dir, real_ddl):
+    import hashlib
+
+    sources = {s for name in ("2026", "2022") for s in load_layout(name).source.values() if s.endswith(".sqlite")}
+    digest = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()  # noqa: E731
+    before = {s: digest(real_nsys_dir / s) for s in sources}
+    for source in sources:
+        assert real_ddl(source)
+    assert {s: digest(real_nsys_dir / s) for s in sources} == before
