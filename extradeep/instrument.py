@@ -2,12 +2,13 @@
 
 Step (1) of the paper's process: the ranges name the code the developer wrote
 (`module.Class.function`), so its time shows up next to kernels and CUDA calls. The rewrite uses
-libcst, which keeps the formatting and comments; the only changes are one `import extradeep.marks`
-per module and one decorator per function, placed innermost so `staticmethod`, `property` and the
-like still see a plain function:
+libcst, which keeps the formatting and comments; the only changes are one
+`import extradeep.marks as _extradeep_marks` per module (a private name, so `import *`, `dir()` and
+`__all__` checks see no new public name) and one decorator per function, placed innermost so
+`staticmethod`, `property` and the like still see a plain function:
 
     @staticmethod
-    @extradeep.marks.range("shapes.geometry.Circle.from_diameter")
+    @_extradeep_marks.range("shapes.geometry.Circle.from_diameter")
     def from_diameter(d): ...
 
 From SRC (a script, a package directory or a plain directory) the instrumenter follows local
@@ -39,8 +40,9 @@ from libcst.helpers import get_full_name_for_node
 from extradeep.errors import InputError
 
 MARKS_MODULE = "extradeep.marks"
-IMPORT_LINE = f"import {MARKS_MODULE}\n"
-MARK_DECORATORS = ("extradeep.marks.range", "marks.range")
+MARKS_ALIAS = "_extradeep_marks"
+IMPORT_LINE = f"import {MARKS_MODULE} as {MARKS_ALIAS}\n"
+MARK_DECORATORS = (f"{MARKS_ALIAS}.range", f"{MARKS_MODULE}.range", "marks.range")
 KEPT_DUNDERS = ("__init__", "__call__")
 SKIP_DIRS = {"site-packages", "dist-packages", "build", "dist", "__pycache__", ".git", ".hg", ".tox",
              ".nox", ".eggs", "node_modules", ".mypy_cache", ".pytest_cache", "venv", ".venv"}
@@ -239,7 +241,7 @@ def _module_file(root: Path, parts: list[str]) -> Path | None:
 
 
 def _with_import(module):
-    """Add `import extradeep.marks` after the docstring and `from __future__` imports."""
+    """Add `import extradeep.marks as _extradeep_marks` after the docstring and `from __future__` imports."""
     body = list(module.body)
     if any(_is_marks_import(statement) for statement in body):
         return module
@@ -262,7 +264,8 @@ def _is_import(statement) -> bool:
 
 def _is_marks_import(statement) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and any(
-        isinstance(s, cst.Import) and any(a.asname is None and _dotted(a.name) == "extradeep.marks" for a in s.names)
+        isinstance(s, cst.Import)
+        and any(_dotted(a.name) == MARKS_MODULE and a.asname and _dotted(a.asname.name) == MARKS_ALIAS for a in s.names)
         for s in statement.body
     )
 
@@ -360,7 +363,7 @@ class _Instrumenter(cst.CSTTransformer):
             self.report.skipped.append((name, why))
         else:
             self.report.instrumented.append(name)
-            decorator = cst.Decorator(cst.parse_expression(f'extradeep.marks.range("{name}")'))
+            decorator = cst.Decorator(cst.parse_expression(f'{MARKS_ALIAS}.range("{name}")'))
             return updated_node.with_changes(decorators=[*updated_node.decorators, decorator])
         return updated_node
 

@@ -95,10 +95,10 @@ def test_formatting_is_kept_apart_from_the_added_lines(instrumented):
     out, _ = instrumented
     source = (PROJECT / "shapes" / "geometry.py").read_text().splitlines()
     copy = (out / "shapes" / "geometry.py").read_text().splitlines()
-    added = [line for line in copy if "extradeep.marks" in line]
-    assert [line for line in copy if "extradeep.marks" not in line] == source
-    assert added[0] == "import extradeep.marks"
-    assert '    @extradeep.marks.range("shapes.geometry.Square.from_side")' in added
+    added = [line for line in copy if "extradeep_marks" in line]
+    assert [line for line in copy if "extradeep_marks" not in line] == source
+    assert added[0] == "import extradeep.marks as _extradeep_marks"
+    assert '    @_extradeep_marks.range("shapes.geometry.Square.from_side")' in added
 
 
 def test_a_second_pass_changes_nothing(instrumented, tmp_path):

@@ -8,8 +8,8 @@ HELP = "copy a Python project with an NVTX range around every user-defined funct
 DESCRIPTION = """\
 Write instrumented copies of SRC (a script, a package or a directory) and of the local modules it
 imports, recursively, to DIR at the same relative paths. Every module-level function and method gets
-@extradeep.marks.range("module.Class.function"), so Nsight Systems shows the time of the code you
-wrote next to kernels and CUDA calls. Sources are never modified; running it again (even on its
+the NVTX range decorator @_extradeep_marks.range("module.Class.function") (extradeep.marks), so
+Nsight Systems shows the time of the code you wrote next to kernels and CUDA calls. Sources are never modified; running it again (even on its
 own output) changes nothing more. Third-party code (site-packages, virtual environments, build
 directories) is not followed; generated files are copied unchanged. Marks cost nothing unless the
 program runs under a profiler with the `nvtx` package installed (pip install 'extradeep[nvtx]').
