@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
-from extradeep.predictor.collectives import collective_table, fit_alpha_beta
+from extradeep.predictor.collectives import collective_kind, collective_table, fit_alpha_beta, model_time
 from extradeep.predictor.critical_path import CLASSES, breakdown, critical_path, node_classes
 from extradeep.predictor.graph import OpGraph, build_graph
 from extradeep.predictor.overheads import kernel_sum_baseline, overhead_table
@@ -259,12 +259,19 @@ def _replay_scenario(graph, plan, scenario: WhatIf, comm, models, point, trace) 
         return replay(graph, plan, dur=dur, gap=gap)
     g = OpGraph(**{**graph.__dict__, "dur": dur, "gap": gap})
     step_of = _step_of_nodes(graph, trace)
-    fused = fuse_collectives(g, int(fusion[-1]), lambda i: comm.alpha.get(graph.nodes.at[i, "name"],
-                                                                        DEFAULT_STEP_LATENCY), step_of)
+    fused = fuse_collectives(g, int(fusion[-1]), lambda i: _latency_of(graph.nodes.at[i, "name"], comm), step_of)
     try:
         return replay(fused, plan_replay(fused))
     except ValueError as exc:
         raise InputError(None, f"what-if {scenario.label!r}: tensor fusion is not possible here ({exc})") from None
+
+
+def _latency_of(name: str, comm: CommContext) -> float:
+    """Latency part of one collective's pure time: fitted where sizes were known, else the
+    default per-step latency times the ring model's latency steps at the run's ranks."""
+    if name in comm.alpha:
+        return comm.alpha[name]
+    return DEFAULT_STEP_LATENCY * model_time(collective_kind(name), comm.ranks, 1.0, 0.0)
 
 
 def _step_of_nodes(graph: OpGraph, trace: RunTrace):

@@ -118,3 +118,31 @@ def test_a_dependency_cycle_is_reported():
     g = _graph([1, 1, 1], [(0, 1), (1, 2), (2, 1)], [0, -np.inf, -np.inf])
     with pytest.raises(ValueError, match="cycle"):
         plan_replay(g)
+
+
+def test_every_real_export_replays_or_is_refused_in_one_line(real_nsys_dir):
+    from extradeep.errors import InputError
+
+    replayed = 0
+    for path in sorted(real_nsys_dir.glob("*.sqlite")):
+        try:
+            pred = predict(path)
+        except InputError as exc:
+            assert "no CUDA activity" in str(exc) and "\n" not in str(exc)
+            continue
+        replayed += 1
+        assert (pred.steps["error"].abs() <= 0.03).all(), (path.name, pred.steps)
+        b = pred.breakdown
+        assert np.allclose(b[["compute", "communication", "memory", "cpu_overhead", "idle"]].sum(axis=1), b["span"])
+    assert replayed >= 8
+
+
+@pytest.mark.parametrize("marks", ["marks", "profiler"])
+def test_replay_with_other_step_conventions_and_the_2022_schema(tmp_path, marks):
+    from extradeep.simulate import simulate
+
+    simulate(tmp_path, params={"ranks": [2]}, repetitions=1, epochs=2, train_steps=2, val_steps=1,
+             marks=marks, layout="2022", ddp=True, seed=2)
+    pred = predict(tmp_path)
+    assert len(pred.steps) == 2 * 2 * 3
+    assert pred.steps["error"].abs().max() <= 0.03
