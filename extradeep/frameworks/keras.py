@@ -10,7 +10,8 @@ Training steps of the first E epochs are marked `train_step i` and validation ba
 steps through `model.stop_evaluating`) and calls `on_epoch_end`, where the callback clears the flag
 again unless the sample is complete. Put it first in `callbacks` so a later callback's own
 `stop_training` (EarlyStopping) is not cleared. With `steps_per_execution` > 1 one marked step
-covers that many batches.
+covers that many batches. Keras 2 (tf.keras before TF 2.16) has no `stop_evaluating`: pass
+`validation_steps=M` to `fit` there, or the unmarked validation batches count as time between steps.
 
 `ExtraDeepCallback` subclasses `keras.callbacks.Callback`, imported on first use; the logic is in
 `KerasSampling`, which needs no Keras.
