@@ -157,3 +157,20 @@ def test_cli_without_libcst_says_so_in_one_line(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip()
     assert err == "extradeep: error: extradeep instrument needs libcst: pip install 'extradeep[instrument]'"
     assert not (tmp_path / "out").exists()
+
+
+def test_bad_sources_are_one_line_errors(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("not python\n")
+    (tmp_path / "empty").mkdir()
+    for src, problem in ((tmp_path / "missing.py", "no such file or directory"),
+                         (tmp_path / "notes.txt", "not a Python file (.py)"),
+                         (tmp_path / "empty", "no Python files found")):
+        assert main(["instrument", str(src), "--out", str(tmp_path / "out")]) == 2
+        assert capsys.readouterr().err == f"extradeep: error: {src.resolve()}: {problem}\n"
+
+
+def test_a_file_that_does_not_parse_is_copied_unchanged(tmp_path):
+    (tmp_path / "broken.py").write_text("def f(:\n    pass\n")
+    report = instrument(tmp_path / "broken.py", tmp_path / "out")
+    assert report.modules[0].status.startswith("syntax error line 1")
+    assert (tmp_path / "out" / "broken.py").read_text() == "def f(:\n    pass\n"
