@@ -58,6 +58,9 @@ def add_arguments(parser) -> None:
                              "(default: 0.02,0.01,0.01; 0,0,0 for none)")
     parser.add_argument("--imbalance", type=float, default=None,
                         help="slowest rank's extra compute fraction, ramping over ranks (default: 0.08 with --ddp, else 0)")
+    parser.add_argument("--clock-offset", type=float, default=0.0, metavar="NS",
+                        help="shift each rank's clock by a random offset in [-NS, NS] nanoseconds, as if every rank "
+                             "had its own nsys session (rank 0 is the reference; offsets go to truth.json) (default: 0)")
     parser.add_argument("--warmup-factor", type=float, default=1.3, help="slow-down of the first (warm-up) epoch (default: 1.3)")
     parser.add_argument("--seed", type=int, default=0, help="random seed; same seed, same files (default: 0)")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
@@ -101,7 +104,8 @@ def run(args) -> int:
         nvtx_strings=args.nvtx_strings, ddp=args.ddp, kernel_scale=_pairs(args.kernel_scale, "--kernel-scale", float),
         nccl_bandwidth_scale=args.nccl_bandwidth_scale, cpu_scale=args.cpu_scale, buckets=args.buckets,
         noise=noise, seed=args.seed,
-        warmup_factor=args.warmup_factor, imbalance=args.imbalance, progress=not args.quiet,
+        warmup_factor=args.warmup_factor, imbalance=args.imbalance, clock_offset_ns=args.clock_offset,
+        progress=not args.quiet,
     )
     print(f"wrote {len(sim.files)} exports and truth.json to {sim.outdir}")
     return 0

@@ -40,6 +40,7 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
              nccl_bandwidth_scale: float = 1.0, cpu_scale: float = 1.0, buckets: int | None = None,
              noise=(0.02, 0.01, 0.01), seed: int = 0,
              warmup_factor: float = 1.3, imbalance: float | None = None, truth_replicates: int = 8,
+             clock_offset_ns: float = 0.0,
              progress: bool = False) -> Simulation:
     """Simulate every point of the parameter grid and write its exports and truth.json."""
     params = dict(params or {"ranks": [2, 4, 6, 8, 10]})
@@ -82,10 +83,12 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
         weak = scaling == "weak"
         n_t = truth_mod.steps_per_epoch(train_samples, ranks, per_rank_batch, weak)
         n_v = truth_mod.steps_per_epoch(val_samples, ranks, per_rank_batch, weak)
-        files = []
+        files, offsets_by_rep = [], []
         for rep in range(1, repetitions + 1):
             rec, _ = run_once([rep], noise)
-            columns = RunColumns(rec, ops, op_bytes)
+            offsets = _clock_offsets(clock_offset_ns, ranks, seed, p_index, rep)
+            offsets_by_rep.append(offsets.astype(int).tolist())
+            columns = RunColumns(rec, ops, op_bytes, offsets)
             for rank in range(ranks):
                 name = _file_name(app, point, prefixes, rep, rank)
                 write_rank(outdir / name, lay, columns, rank, nvtx_strings)
@@ -95,7 +98,8 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
                 print(f"\rsimulate: point {p_index + 1}/{len(grid)} repetition {rep}/{repetitions}",
                       end="", file=sys.stderr, flush=True)
         points.append({"params": point, "batch_per_rank": per_rank_batch, "n_t": n_t, "n_v": n_v,
-                       "files": files, **values_, **truth_mod.epoch_values(values_, n_t, n_v)})
+                       "files": files, "clock_offsets_ns": offsets_by_rep, **values_,
+                       **truth_mod.epoch_values(values_, n_t, n_v)})
     if progress:
         print(file=sys.stderr)
     truth["points"] = points
@@ -110,6 +114,15 @@ def _per_instance(ops, names, batch, refs, point) -> tuple[np.ndarray, np.ndarra
     nbytes = np.array([round(evaluate(resolve_terms(op.bytes_terms, False, names, batch, refs), point)
                              / op.visits) for op in ops], dtype=np.int64)
     return dur, nbytes
+
+
+def _clock_offsets(spread_ns: float, ranks: int, seed: int, p_index: int, rep: int) -> np.ndarray:
+    """Per-rank clock offsets as if each rank ran its own nsys session (rank 0 is the reference)."""
+    offsets = np.zeros(ranks)
+    if spread_ns > 0:
+        draw = np.random.default_rng([seed, p_index, rep, 7]).uniform(-spread_ns, spread_ns, ranks)
+        offsets[1:] = np.rint(draw[1:])
+    return offsets
 
 
 def _file_name(app: str, point: dict, prefixes: dict, rep: int, rank: int) -> str:
@@ -157,5 +170,5 @@ def _truth_header(o: dict) -> dict:
         "warmup_factor": o["warmup_factor"], "train_steps": o["train_steps"], "val_steps": o["val_steps"],
         "repetitions": o["repetitions"],
         "noise": dict(zip(("instance", "rank", "repetition"), map(float, o["noise"]))),
-        "rank_imbalance": o["imbalance"], "truth_replicates": o["truth_replicates"] if any(o["noise"]) else 0,
+        "rank_imbalance": o["imbalance"], "clock_offset_ns": o["clock_offset_ns"], "truth_replicates": o["truth_replicates"] if any(o["noise"]) else 0,
     }

@@ -18,6 +18,9 @@ SESSION_UTC_NS = 1_779_782_330_000_000_000  # fixed session start, so files are 
 GPU_NAME = "NVIDIA A100-SXM4-40GB"
 THREAD_NAMES = ("python3", "pt_data_worker", "NCCL proxy")
 LIBRARY_CLASS = {"cudnn": 28, "cublas": 29}
+# record fields holding timestamps, per subset (shifted by a rank's clock offset)
+TIME_FIELDS = {"runtime": (1, 2), "kernel": (2, 3), "memcpy": (2, 3), "memset": (2, 3), "sync": (2, 3),
+               "cuda_event": (4,), "mpi": (1, 2), "osrt": (1, 2), "cudnn": (2, 3), "cublas": (2, 3)}
 
 
 def global_pid(pid: int) -> int:
@@ -91,8 +94,9 @@ class RunColumns:
     StringTable whose ids are valid in every file of the run.
     """
 
-    def __init__(self, rec: Records, ops: list[OpSpec], op_bytes: np.ndarray):
+    def __init__(self, rec: Records, ops: list[OpSpec], op_bytes: np.ndarray, offsets: np.ndarray | None = None):
         self.rec, self.ops, self.op_bytes = rec, ops, op_bytes
+        self.offsets = offsets  # clock offset (ns) per rank, or None
         self.strings = StringTable()
         self._cache: dict = {}
         self.subsets = {kind: [g for g in rec.gpu if ops[g[0]].kind == kind] for kind in ("kernel", "memcpy", "memset")}
@@ -107,6 +111,8 @@ class RunColumns:
             values = [item[k] for item in self.subsets[subset]]
             self._cache[key] = np.stack(values) if values and isinstance(values[0], np.ndarray) else np.array(values)
         column = self._cache[key]
+        if self.offsets is not None and k in TIME_FIELDS.get(subset, ()):
+            return column[:, rank] + self.offsets[rank]
         return column[:, rank] if column.ndim == 2 else column
 
     def ids(self, subset: str, k: int, names=None) -> np.ndarray:
@@ -147,7 +153,7 @@ def write_rank(path: Path, layout: Layout, cols: RunColumns, rank: int, nvtx_str
         w.insert("MPI_RANKS", 1 if n["mpi"] else 0, globalTid=main, rank=rank)
     else:  # older nsys recorded MPI calls as NVTX ranges in an "MPI" domain
         nvtx += [[name, s, e, 59, None, MPI_DOMAIN, None, None] for name, s, e, _ in rec.mpi]
-    write_nvtx(w, strings, nvtx, rank, main, nvtx_strings)
+    write_nvtx(w, strings, nvtx, rank, main, nvtx_strings, 0.0 if cols.offsets is None else cols.offsets[rank])
     w.insert("OSRT_API", n["osrt"], start=cols("osrt", 1, rank), end=cols("osrt", 2, rank), eventClass=27,
              globalTid=global_tid(pid, pid) + cols("osrt", 3, rank), nameId=cols.ids("osrt", 0), returnValue=0,
              nestingLevel=0, callchainId=0)
@@ -190,10 +196,10 @@ def _write_gpu(w, cols: RunColumns, table: str, kind: str, rank: int, gpid: int)
         w.insert(table, n, **common, value=0, bytes=cols.op_bytes[idx], memKind=2)
 
 
-def write_nvtx(w, strings, nvtx, r, main, mode) -> None:
+def write_nvtx(w, strings, nvtx, r, main, mode, offset: float = 0.0) -> None:
     """nvtx rows: [text, start, end, eventType, category, domainId, globalTid, uint64Value]; start/end
     may be per-rank arrays; globalTid None means the main thread."""
-    pick = lambda v: v[r] if isinstance(v, np.ndarray) else v  # noqa: E731
+    pick = lambda v: (v[r] if isinstance(v, np.ndarray) else v) + offset  # noqa: E731
     end = [None if row[2] is None else int(round(pick(row[2]))) for row in nvtx]
     texts = [row[0] for row in nvtx]
     by_id = mode == "textId"

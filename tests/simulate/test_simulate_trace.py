@@ -163,3 +163,17 @@ def test_every_mark_style_in_every_layout(tmp_path, ro, layout, marks, strings):
         assert [t for t in texts if t.startswith("ProfilerStep#")] == [f"ProfilerStep#{k}" for k in range(6)]
     mpi_as_nvtx = sum(1 for t in texts if t.startswith("MPI_"))
     assert mpi_as_nvtx == (4 if layout == "2022" else 0)
+
+
+def test_clock_offsets_shift_every_timestamp_of_a_rank(tmp_path, ro):
+    kw = dict(params={"ranks": [3]}, repetitions=1, train_steps=1, val_steps=1, truth_replicates=0)
+    plain = simulate(tmp_path / "a", **kw)
+    shifted = simulate(tmp_path / "b", clock_offset_ns=5e6, **kw)
+    offsets = shifted.truth["points"][0]["clock_offsets_ns"][0]
+    assert offsets[0] == 0 and all(0 < abs(o) <= 5e6 for o in offsets[1:])
+    q = ("SELECT start FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL SELECT start FROM NVTX_EVENTS"
+         " UNION ALL SELECT start FROM CUPTI_ACTIVITY_KIND_RUNTIME UNION ALL SELECT start FROM OSRT_API")
+    for rank in range(3):
+        with ro(plain.files.path[rank]) as a, ro(shifted.files.path[rank]) as b:
+            diff = np.array(b.execute(q).fetchall()) - np.array(a.execute(q).fetchall())
+        assert (diff == offsets[rank]).all()
