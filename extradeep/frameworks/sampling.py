@@ -100,7 +100,7 @@ class SampledTraining:
         self.done = {"train": 0, "val": 0}  # steps of the current epoch
         self.epochs_done = 0
         self.finished = False
-        self.profiler_backend = None
+        self.profiler_backend = None  # what profiler.start() used: "torch", "cudart" or None (no GPU)
         self._profiling = False
         self._epoch = None
         self._step = None  # (phase, Range) while a step is open

@@ -81,8 +81,10 @@ def test_cuda_profiler_brackets_exactly_the_sampled_marks(fake_nvtx, monkeypatch
     events = []
     monkeypatch.setattr(profiler, "start", lambda: events.append(("start", len(fake_nvtx.CALLS))) or "fake")
     monkeypatch.setattr(profiler, "stop", lambda: events.append(("stop", len(fake_nvtx.CALLS))) or "fake")
-    run_loop(StepSampler(cuda_profiler=True))
+    sampler = StepSampler(cuda_profiler=True)
+    run_loop(sampler)
     assert events == [("start", 0), ("stop", len(fake_nvtx.CALLS))]
+    assert sampler.training.profiler_backend == "fake"  # what start() reported, for users to check
 
     events.clear()
     run_loop(StepSampler())  # off by default
