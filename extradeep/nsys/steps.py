@@ -41,6 +41,11 @@ PLAIN_NAMES = {
 }
 PROFILER_STEP = re.compile(r"ProfilerStep#(\d+)")
 EVAL_RANGE = re.compile(r"(?:eval(?:uation)?|val(?:idation)?|test(?:ing)?)", re.IGNORECASE)
+_DEFAULT_NAMES = re.compile(
+    "|".join(f"(?P<{k}>{p.pattern})" for k, p in
+             {**PLAIN_NAMES, "profiler": PROFILER_STEP, "eval": EVAL_RANGE}.items()),
+    re.IGNORECASE,
+)
 STEP_COLUMNS = ["epoch", "phase", "step", "start", "end"]
 
 
@@ -115,6 +120,19 @@ def _name_ranges(ranges: pd.DataFrame, pattern: re.Pattern, how: str, domain: st
     return _from_ranges(ranges, mask, how, pattern)
 
 
+def _default_kinds(ranges: pd.DataFrame) -> np.ndarray:
+    """Which built-in name each range has (epoch, train, val, profiler, eval or ""), decided by one
+    regular expression per distinct name: exports with a million distinct NVTX names stay fast."""
+    names = ranges["name"].cat.categories.tolist()
+    kinds = np.array([_kind(n) for n in names] + [""], dtype=object)
+    return kinds[np.asarray(ranges["name"].cat.codes)]
+
+
+def _kind(name: str) -> str:
+    m = _DEFAULT_NAMES.fullmatch(name)
+    return next((k for k, v in m.groupdict().items() if v is not None), "") if m else ""
+
+
 def _marks(nvtx: pd.DataFrame, level: str) -> _Found | None:
     """Pair Extra-Deep started/ended marks per (level, number) in time order."""
     marks = nvtx[(nvtx["eventType"] == NVTX_MARK).to_numpy()]
@@ -157,12 +175,12 @@ def _marks(nvtx: pd.DataFrame, level: str) -> _Found | None:
     )
 
 
-def _profiler_steps(ranges: pd.DataFrame, level: str) -> _Found | None:
+def _profiler_steps(ranges: pd.DataFrame, kinds: np.ndarray, level: str) -> _Found | None:
     """PyTorch ProfilerStep#N; those that start inside an eval/validation range are validation steps."""
-    found = _name_ranges(ranges, PROFILER_STEP, "PyTorch ProfilerStep#N")
+    found = _from_ranges(ranges, kinds == "profiler", "PyTorch ProfilerStep#N", PROFILER_STEP)
     if found is None or level == "epoch":
         return None
-    evals = _name_ranges(ranges, EVAL_RANGE, "eval")
+    evals = _from_ranges(ranges, kinds == "eval", "eval", EVAL_RANGE)
     in_eval = np.zeros(len(found.start), bool)
     if evals is not None:
         for s, e in zip(evals.start, evals.end):
@@ -185,8 +203,8 @@ def parse_pattern(pattern: str, domains: set[str]) -> tuple[re.Pattern, str | No
         raise InputError(None, f"invalid step pattern {pattern!r}: {exc}") from None
 
 
-def _find_level(nvtx: pd.DataFrame, level: str, user_pattern: str | None) -> _Found | None:
-    ranges = _ranges(nvtx)
+def _find_level(nvtx: pd.DataFrame, ranges: pd.DataFrame, kinds: np.ndarray, level: str,
+                user_pattern: str | None) -> _Found | None:
     if user_pattern:
         regex, domain = parse_pattern(user_pattern, set(map(str, nvtx["domain"].cat.categories)))
         where = f" in domain {domain!r}" if domain else ""
@@ -194,8 +212,8 @@ def _find_level(nvtx: pd.DataFrame, level: str, user_pattern: str | None) -> _Fo
     candidates = (
         lambda: _category_ranges(ranges, level),
         lambda: _marks(nvtx, level),
-        lambda: _name_ranges(ranges, PLAIN_NAMES[level], "plain range names"),
-        lambda: _profiler_steps(ranges, level),
+        lambda: _from_ranges(ranges, kinds == level, "plain range names", PLAIN_NAMES[level]),
+        lambda: _profiler_steps(ranges, kinds, level),
     )
     for find in candidates:
         found = find()
@@ -217,7 +235,9 @@ def find_steps(nvtx: pd.DataFrame, settings=None, source=None) -> StepTable:
     settings = ReaderSettings.from_any(settings)
     patterns = {"epoch": settings.epoch_pattern, "train": settings.train_step_pattern, "val": settings.val_step_pattern}
     try:
-        found = {level: _find_level(nvtx, level, patterns[level]) for level in LEVELS}
+        ranges = _ranges(nvtx)
+        kinds = _default_kinds(ranges)
+        found = {level: _find_level(nvtx, ranges, kinds, level, patterns[level]) for level in LEVELS}
     except InputError as exc:
         raise InputError(source, exc.problem) from None
     warnings = _close_open_ranges(found)
