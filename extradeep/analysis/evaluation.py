@@ -23,7 +23,8 @@ def prediction_errors(analysis: Analysis, app_points: pd.DataFrame, region_point
     """Percentage error of every model at the measured points given (median over repetitions).
 
     ``role`` labels the rows ("modeling" or "evaluation"); ``spread_pct`` is the measured
-    repetition spread (max - min) / median, the noise a prediction can hardly beat.
+    repetition spread (max - min) / median, the noise a prediction can hardly beat (NaN with
+    one repetition).
     """
     params = analysis.params
     app = app_points.merge(analysis.application_models[["quantity", "model"]], on="quantity")
@@ -41,8 +42,9 @@ def prediction_errors(analysis: Analysis, app_points: pd.DataFrame, region_point
     frame["error_pct"] = np.divide(np.abs(frame["predicted"] - measured) * 100, measured,
                                    out=np.full(len(frame), np.nan), where=positive)
     frame["inside_interval"] = (frame["lo"] <= measured) & (measured <= frame["hi"])
+    # One repetition shows no spread; NaN says "unknown" rather than a reassuring 0.
     frame["spread_pct"] = np.divide((frame["rep_max"] - frame["rep_min"]) * 100, measured,
-                                    out=np.full(len(frame), np.nan), where=positive)
+                                    out=np.full(len(frame), np.nan), where=positive & (frame["n_reps"] > 1))
     frame["role"] = role
     columns = [*ERROR_COLUMNS[:5], *params, *ERROR_COLUMNS[5:]]
     return frame[columns]

@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from extradeep.analysis.analyse import Analysis, primary_quantity
-from extradeep.analysis.epoch import BREAKDOWN, quantity_label
+from extradeep.analysis.epoch import BREAKDOWN, EPOCH_TIME
 from extradeep.analysis.points import point_grid
 
 COLORS = {"computation": "#4c72b0", "communication": "#dd8452", "memory": "#55a868", "idle": "#c0c0c0",
@@ -93,7 +93,7 @@ def epoch_figure(analysis: Analysis, x_max: float, evaluation: pd.DataFrame | No
     quantity = primary_quantity(analysis)
     fig, axes = _figure(ncols=2 if cost_of else 1)
     model_panel(axes[0], analysis, quantity, x_max, evaluation, fixed, level, ylabel=f"seconds per {analysis.per}")
-    axes[0].set_title(f"{quantity_label(quantity, analysis.per)} per {analysis.per}")
+    axes[0].set_title(f"time per {analysis.per}" if quantity == EPOCH_TIME else f"{quantity} per {analysis.per}")
     axes[0].legend(fontsize=8, loc="best")
     if cost_of:
         model_panel(axes[1], analysis, quantity, x_max, evaluation, fixed, level,
