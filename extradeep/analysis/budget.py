@@ -130,19 +130,15 @@ def best_configurations(table: pd.DataFrame, params: list[str]) -> pd.DataFrame:
 def explain_failure(table: pd.DataFrame, limits: BudgetLimits, unit: str, params: list[str]) -> str:
     """Say which limit no candidate meets, and by how much the closest candidate misses it."""
     epochs = f"{limits.epochs:g} epoch{'s' if limits.epochs != 1 else ''}"
+    checks = (("time", limits.max_time, "total_time", "fastest", "needs", format_seconds),
+              ("cost", limits.max_cost, "total_cost", "cheapest", "costs", lambda v: f"{v:.4g} {unit}"))
     problems = []
-    if limits.max_time is not None and not table["time_ok"].any():
-        row = table.loc[table["total_time"].idxmin()]
-        problems.append(
-            f"time limit: the fastest configuration ({format_point(row, params)}) needs "
-            f"{format_seconds(row['total_time'])} for {epochs}, {_over(row['total_time'], limits.max_time)} "
-            f"over the {format_seconds(limits.max_time)} limit")
-    if limits.max_cost is not None and not table["cost_ok"].any():
-        row = table.loc[table["total_cost"].idxmin()]
-        problems.append(
-            f"cost limit: the cheapest configuration ({format_point(row, params)}) costs "
-            f"{row['total_cost']:.4g} {unit} for {epochs}, {_over(row['total_cost'], limits.max_cost)} "
-            f"over the {limits.max_cost:g} {unit} limit")
+    for name, limit, column, closest, verb, show in checks:
+        if limit is not None and not table[f"{name}_ok"].any():
+            row = table.loc[table[column].idxmin()]
+            problems.append(f"{name} limit: the {closest} configuration ({format_point(row, params)}) {verb} "
+                            f"{show(row[column])} for {epochs}, {_over(row[column], limit)} over the "
+                            f"{show(limit)} limit")
     if not problems:
         fast = table[table["time_ok"]]
         cheap = table[table["cost_ok"]]
