@@ -112,8 +112,10 @@ def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "dr
     on its own. `models`: PMNF models (a `fit_models` table with columns region and model) for
     `pmnf.PARAM=V` changes; `point`: the run's parameter values (parsed from file names when absent).
     """
+    scenarios = [w if isinstance(w, WhatIf) else parse_what_if(w) for w in what_if]
     paths, parsed_point, notes = resolve_run(run_dir, select)
     point = dict(parsed_point if point is None else point)
+    _check_pmnf(scenarios, models, point)
     _progress(progress, f"reading {len(paths)} export(s)")
     trace = load_trace(paths)
     _progress(progress, f"building the dependency graph ({len(trace.ops)} ops)")
@@ -124,7 +126,6 @@ def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "dr
     colls = collective_table(graph.nodes, _groups_of(graph))
     comm = CommContext(alpha={k: v.alpha for k, v in fit_alpha_beta(colls).items() if v.sized},
                        ranks=int(trace.files["rank"].nunique()))
-    scenarios = [w if isinstance(w, WhatIf) else parse_what_if(w) for w in what_if]
     results, wsteps = {BASELINE: base}, [steps.assign(scenario=BASELINE, predicted=steps["replayed"])]
     for i, scenario in enumerate(scenarios):
         _progress(progress, f"what-if {i + 1}/{len(scenarios)}: {scenario.label}")
@@ -295,18 +296,23 @@ def _step_of_nodes(graph: OpGraph, trace: RunTrace):
     return step_of
 
 
+def _check_pmnf(scenarios: list[WhatIf], models, point: dict) -> None:
+    """pmnf.* what-ifs need models and the run's value of the parameter: say so before any work."""
+    params = {c.target for w in scenarios for c in w.changes if c.key == "pmnf"}
+    if params and models is None:
+        raise InputError(None, "pmnf.* what-ifs need PMNF models (--experiment FILE or models=...)")
+    for param in sorted(params - set(point)):
+        raise InputError(None, f"pmnf.{param}: the run's value of {param!r} is unknown "
+                         f"(file names give {sorted(point)})")
+
+
 def _pmnf_substitution(models, point: dict):
     """Duration change from PMNF models: each GPU op (and collective) of a modeled region scaled by
     model(new point) / model(run's point). CPU calls are left alone: their modeled time includes
     waiting, which the replay derives itself."""
-    if models is None:
-        raise InputError(None, "pmnf.* what-ifs need PMNF models (--experiment FILE or models=...)")
     table = models[models["model"].notna()].drop_duplicates("region").set_index("region")["model"]
 
     def substitute(nodes, dur, param, value):
-        if param not in point:
-            raise InputError(None, f"pmnf.{param}: the run's value of {param!r} is unknown "
-                             f"(file names give {sorted(point)})")
         params = list(table.iloc[0].params) if len(table) and hasattr(table.iloc[0], "params") else [param]
         cur = np.array([[float(point.get(p, 0)) for p in params]])
         new = np.array([[float(value) if p == param else float(point.get(p, 0)) for p in params]])

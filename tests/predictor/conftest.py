@@ -41,3 +41,12 @@ def regenerated(tmp_path_factory):
              "comm.bandwidth=2": dict(nccl_bandwidth_scale=2.0),
              "kernel:*gemm*=0.5; comm.bandwidth=2": dict(kernel_scale={"*gemm*": 0.5}, nccl_bandwidth_scale=2.0)}
     return {spec: _sim(tmp_path_factory, "regen", **kw) for spec, kw in cases.items()}
+
+
+@pytest.fixture(scope="session")
+def real_2gpu(real_nsys_dir):
+    """The real 2-GPU FSDP slice and its prediction (GPU gaps dropped)."""
+    from extradeep.predictor import predict
+
+    path = real_nsys_dir / "GindaChen__nsys-ai__mfu_2gpu_before.sqlite"
+    return path, predict(path)

@@ -65,10 +65,8 @@ def test_t4_is_the_runtime_call_duration(ddp_prediction, ddp_run):
     assert np.allclose(t4.reindex(want.index), want)
 
 
-def test_t1_to_t5_from_framework_op_ranges(real_nsys_dir):
-    from extradeep.predictor import predict
-
-    pred = predict(real_nsys_dir / "GindaChen__nsys-ai__mfu_2gpu_before.sqlite")
+def test_t1_to_t5_from_framework_op_ranges(real_2gpu):
+    _, pred = real_2gpu
     ov = pred.overheads
     assert {"T1", "T2", "T3", "T4", "T5"} <= set(ov["type"])
     assert not ov["name"].str.contains("op_id = ").any()
