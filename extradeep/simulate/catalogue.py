@@ -44,9 +44,9 @@ class OpSpec:
     scale: float = 1.0  # what-if factor applied by kernel_scale (reported in truth.json)
 
 
-def _k(name, demangled, block, visits, coef, exps=None, library=None, grid=(128, 1, 1, 256, 1, 1)):
-    return OpSpec(name, demangled, "kernel", "computation", block, visits, ((coef, exps or {}),),
-                  library=library, grid=grid)
+def _k(name, demangled, block, visits, coef, exps=None, library=None, grid=(128, 1, 1, 256, 1, 1), floor=0.0):
+    terms = ((coef, exps or {}),) + (((floor, {}),) if floor else ())
+    return OpSpec(name, demangled, "kernel", "computation", block, visits, terms, library=library, grid=grid)
 
 
 def _nccl(name, block, visits, latency, coef, exps, nbytes):
@@ -84,7 +84,7 @@ def default_catalogue(ddp: bool = False, buckets: int | None = None) -> list[OpS
         _k("ampere_sgemm_128x64_tn", "ampere_sgemm_128x64_tn", "forward", 1, 3.0e-4, library=SGEMM),
         _k("cunn_SoftMaxForward", "void (anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, (anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)", "forward", 1, 2.0e-5),
         _k("nll_loss_forward_reduce_cuda_kernel_2d", "void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, float*, float const*, long const*, float const*, bool, long, long, long, long)", "forward", 1, 1.2e-5),
-        _k("DeviceRadixSortOnesweepKernel", "void at_cuda_detail::cub::DeviceRadixSortOnesweepKernel<at_cuda_detail::cub::DeviceRadixSortPolicy<long, long, int>::Policy800, false, long, long, int, int>(int*, int*, long*, long const*, long*, long const*, int, int, int)", "forward", 1, 3.0e-5, {"ranks": (0, 1)}),
+        _k("DeviceRadixSortOnesweepKernel", "void at_cuda_detail::cub::DeviceRadixSortOnesweepKernel<at_cuda_detail::cub::DeviceRadixSortPolicy<long, long, int>::Policy800, false, long, long, int, int>(int*, int*, long*, long const*, long*, long const*, int, int, int)", "forward", 1, 3.0e-5, {"ranks": (0, 1)}, floor=5e-6),
         _k(XMMA.format("dgrad"), "void " + XMMA.format("dgrad") + "(cudnn::cnn::xmma_params)", "backward", 2, 8.0e-3, library=CONV_BWD_D),
         _k(XMMA.format("wgrad"), "void " + XMMA.format("wgrad") + "(cudnn::cnn::xmma_params)", "backward", 2, 9.0e-3, library=CONV_BWD_W),
         _k("bn_bw_1C11_kernel_new", "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>(float, float, float, float, cudnnTensorStruct, float const*, cudnnTensorStruct, float const*, cudnnTensorStruct, float*, float const*, float*, float*, float const*, float const*, float)", "backward", 2, 2.5e-3, library=BN_BWD),
@@ -105,9 +105,39 @@ def default_catalogue(ddp: bool = False, buckets: int | None = None) -> list[OpS
         _k("winograd_nonfused_4x4_fwd", "void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(cudnn::winograd_nonfused::WinogradDataParams<float, float>)", "warmup", 4, 1.5e-3, library=CONV_FWD),
     ]
     if ddp:
+        ops = [op for op in ops if op.category != "communication"] + ring_collectives(buckets)
         # foreach-less optimizer: many tiny kernels, CPU launch overhead dominates (launch-bound phase)
         ops.append(_k("unrolled_elementwise_kernel", EW.format("unrolled_elementwise_kernel", "AUnaryFunctor<float, float, float, at::native::MulFunctor<float>>", "AUnaryFunctor<float, float, float, at::native::MulFunctor<float>>"), "optimizer", 120, 3.0e-4, grid=(2, 1, 1, 128, 1, 1)))
     return ops
+
+
+# DDP mode: alpha-beta collectives (the ring/tree cost models of the predictor issue)
+NCCL_ALPHA = 6e-6  # s per ring hop
+NCCL_BANDWIDTH = 25e9  # B/s bus bandwidth
+NCCL_LAUNCH = 4e-6  # s per collective even on one rank
+
+
+def ring_collectives(buckets: int) -> list[OpSpec]:
+    """All-reduce 2(p-1)a + 2(p-1)/p m/B per bucket, all-gather (p-1)a + (p-1)/p m/B, broadcast
+    log2(p) a + m/B, each plus a launch floor; bandwidth terms are listed for nccl_bandwidth_scale."""
+    a, bw, m = NCCL_ALPHA, NCCL_BANDWIDTH, PARAM_BYTES
+    p1, pm1, logp = {"ranks": (1, 0)}, {"ranks": (-1, 0)}, {"ranks": (0, 1)}
+
+    def spec(name, block, visits, terms, bandwidth, nbytes):
+        return OpSpec(name, f"{name}(ncclDevComm *, unsigned long, ncclWork *)", "kernel", "communication",
+                      block, visits, terms, batch_scaled=False, bandwidth_terms=bandwidth,
+                      bytes_terms=((nbytes, {}),), grid=(2, 1, 1, 544, 1, 1), registers=96)
+
+    gather, bcast = 65_536, 212_992
+    return [
+        spec("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "bucket", buckets,
+             ((NCCL_LAUNCH * buckets, {}), (2 * a * buckets, p1), (-2 * a * buckets, {}), (2 * m / bw, {}),
+              (-2 * m / bw, pm1)), (3, 4), m),
+        spec("ncclDevKernel_AllGather_RING_LL", "optimizer", 1,
+             ((NCCL_LAUNCH, {}), (a, p1), (-a, {}), (gather / bw, {}), (-gather / bw, pm1)), (3, 4), gather),
+        spec("ncclDevKernel_Broadcast_RING_LL", "forward", 1,
+             ((NCCL_LAUNCH, {}), (a, logp), (bcast / bw, {})), (2,), bcast),
+    ]
 
 
 def apply_scales(ops: list[OpSpec], kernel_scale: dict | None, bandwidth_scale: float) -> list[OpSpec]:
@@ -173,15 +203,15 @@ def merge_terms(groups) -> list[Term]:
 def format_terms(terms: list[Term], prefixes: dict) -> str:
     parts = []
     for coef, exps in terms:
-        factors = [f"{coef:.6g}"]
+        factors = [f"{abs(coef) if parts else coef:.6g}"]
         for name, (i, j) in sorted(exps.items()):
             sym = prefixes.get(name, name)
             if i:
                 factors.append(sym if i == 1 else f"{sym}^{_num(i)}")
             if j:
                 factors.append(f"log2({sym})" if j == 1 else f"log2({sym})^{_num(j)}")
-        parts.append(" * ".join(factors))
-    return " + ".join(parts) if parts else "0"
+        parts.append((" - " if coef < 0 and parts else " + " if parts else "") + " * ".join(factors))
+    return "".join(parts) if parts else "0"
 
 
 def terms_json(terms: list[Term]) -> list[dict]:

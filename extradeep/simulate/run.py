@@ -13,7 +13,8 @@ import pandas as pd
 
 from extradeep.errors import InputError
 from extradeep.simulate import truth as truth_mod
-from extradeep.simulate.catalogue import apply_scales, default_catalogue, evaluate, resolve_terms
+from extradeep.simulate.catalogue import (NCCL_ALPHA, NCCL_BANDWIDTH, NCCL_LAUNCH, PARAM_BYTES, apply_scales,
+                                          default_catalogue, evaluate, resolve_terms)
 from extradeep.simulate.engine import Engine
 from extradeep.simulate.program import MARKS, LoopConfig, TrainingProgram
 from extradeep.simulate.schema import LAYOUTS, load_layout
@@ -157,7 +158,7 @@ def _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, tr
 
 
 def _truth_header(o: dict) -> dict:
-    """The run-wide part of truth.json; o holds simulate()'s resolved arguments."""
+    """The run-wide part of truth.json; o holds simulate()'s resolved arguments and op list."""
     return {
         "format": FORMAT, **{k: o[k] for k in ("app", "seed", "layout", "marks", "nvtx_strings", "ddp")},
         "kernel_scale": dict(o["kernel_scale"] or {}), "nccl_bandwidth_scale": o["nccl_bandwidth_scale"],
@@ -170,5 +171,8 @@ def _truth_header(o: dict) -> dict:
         "warmup_factor": o["warmup_factor"], "train_steps": o["train_steps"], "val_steps": o["val_steps"],
         "repetitions": o["repetitions"],
         "noise": dict(zip(("instance", "rank", "repetition"), map(float, o["noise"]))),
-        "rank_imbalance": o["imbalance"], "clock_offset_ns": o["clock_offset_ns"], "truth_replicates": o["truth_replicates"] if any(o["noise"]) else 0,
+        "rank_imbalance": o["imbalance"], "clock_offset_ns": o["clock_offset_ns"],
+        "nccl_model": ({"alpha_s": NCCL_ALPHA, "bandwidth_Bps": NCCL_BANDWIDTH / o["nccl_bandwidth_scale"],
+                        "launch_s": NCCL_LAUNCH, "bucket_bytes": PARAM_BYTES / next(op.visits for op in o["ops"] if op.block == "bucket")}
+                       if o["ddp"] else None), "truth_replicates": o["truth_replicates"] if any(o["noise"]) else 0,
     }

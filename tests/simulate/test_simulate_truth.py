@@ -152,3 +152,15 @@ def test_extra_parameters_scale_compute_and_name_files(tmp_path):
 def test_truth_lists_only_kinds_the_layout_can_hold(sim_2022):
     kinds = {r["kind"] for p in sim_2022.truth["points"] for r in p["per_step"]}
     assert kinds == {"kernel", "memcpy", "memset", "step", "cuda_api", "nccl_nvtx"}
+
+
+def test_ddp_collectives_follow_the_ring_cost_model(tmp_path):
+    truth = simulate(tmp_path, params={"ranks": [1, 8]}, repetitions=1, ddp=True, noise=(0, 0, 0), train_steps=2,
+                     val_steps=1, imbalance=0.0).truth
+    m = truth["nccl_model"]
+    a, bw, launch, size = m["alpha_s"], m["bandwidth_Bps"], m["launch_s"], m["bucket_bytes"]
+    for point in truth["points"]:
+        p = point["params"]["ranks"]
+        got = next(r for r in point["per_step"] if r["region"] == "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+                   and r["metric"] == "time")["value"]
+        assert got == pytest.approx(4 * (launch + 2 * (p - 1) * a + 2 * (p - 1) / p * size / bw), rel=1e-6)
