@@ -17,7 +17,9 @@ examples:
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("outdir", metavar="OUTDIR", help="folder to write the exports and truth.json into (created if missing)")
+    parser.add_argument("outdir", metavar="OUTDIR",
+                        help="folder to write the exports and truth.json into (created if missing; files of the "
+                             "same names are replaced, other files are left alone)")
     parser.add_argument("--app", default="cifar10", help="application name at the start of every file name (default: cifar10)")
     parser.add_argument("--param", action="append", metavar="NAME=V1,V2,...",
                         help="a parameter and its values; repeat for more parameters (grid = all combinations). "
@@ -62,6 +64,8 @@ def add_arguments(parser) -> None:
                         help="shift each rank's clock by a random offset in [-NS, NS] nanoseconds, as if every rank "
                              "had its own nsys session (rank 0 is the reference; offsets go to truth.json) (default: 0)")
     parser.add_argument("--warmup-factor", type=float, default=1.3, help="slow-down of the first (warm-up) epoch (default: 1.3)")
+    parser.add_argument("--truth-replicates", type=int, default=8,
+                        help="independent noisy runs behind truth.json's 'expected' values (default: 8; 0 to skip)")
     parser.add_argument("--seed", type=int, default=0, help="random seed; same seed, same files (default: 0)")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
 
@@ -105,6 +109,7 @@ def run(args) -> int:
         nccl_bandwidth_scale=args.nccl_bandwidth_scale, cpu_scale=args.cpu_scale, buckets=args.buckets,
         noise=noise, seed=args.seed,
         warmup_factor=args.warmup_factor, imbalance=args.imbalance, clock_offset_ns=args.clock_offset,
+        truth_replicates=args.truth_replicates,
         progress=not args.quiet,
     )
     print(f"wrote {len(sim.files)} exports and truth.json to {sim.outdir}")

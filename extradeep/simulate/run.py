@@ -46,7 +46,7 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
     """Simulate every point of the parameter grid and write its exports and truth.json."""
     params = dict(params or {"ranks": [2, 4, 6, 8, 10]})
     _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, train_steps, val_steps,
-           buckets, cpu_scale, nccl_bandwidth_scale)
+           buckets, cpu_scale, nccl_bandwidth_scale, truth_replicates)
     prefixes = {name: (prefixes or {}).get(name, {"ranks": "p", "batch": "b"}.get(name, name[0]))
                 for name in params}
     outdir = Path(outdir)
@@ -136,7 +136,7 @@ def _fmt(value) -> str:
 
 
 def _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, train_steps, val_steps,
-           buckets, cpu_scale, bandwidth) -> None:
+           buckets, cpu_scale, bandwidth, truth_replicates) -> None:
     problems = []
     if "ranks" not in params:
         problems.append("the parameter 'ranks' is required (it sets the number of files per point)")
@@ -150,9 +150,10 @@ def _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, tr
     for what, (value, allowed) in choices.items():
         if value not in allowed:
             problems.append(f"{what} must be one of {', '.join(allowed)}, not {value!r}")
-    if min(repetitions, epochs, train_steps, buckets or 1) < 1 or val_steps < 0 or min(cpu_scale, bandwidth) <= 0:
-        problems.append("repetitions, epochs, train steps and buckets must be >= 1, validation steps >= 0, "
-                        "scale factors > 0")
+    if min(repetitions, epochs, train_steps, buckets or 1) < 1 or val_steps < 0 or min(cpu_scale, bandwidth) <= 0 \
+            or truth_replicates < 0:
+        problems.append("repetitions, epochs, train steps and buckets must be >= 1, validation steps and truth "
+                        "replicates >= 0, scale factors > 0")
     if problems:
         raise InputError(None, "; ".join(problems))
 
