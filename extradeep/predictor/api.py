@@ -82,7 +82,7 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
             info = parse_name(p.name)
         except InputError:
             info = {}
-        rows.append({"path": p, **{k: v for k, v in info.items() if k not in ("app", "rank")}})
+        rows.append({"path": p, **{k: v for k, v in info.items() if k != "rank"}})
     runs = pd.DataFrame(rows)
     keys = [c for c in runs.columns if c != "path"]
     for k, v in (select or {}).items():
@@ -100,7 +100,7 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
             notes.append(f"{groups.ngroups} runs found; replaying {dict(zip(keys, first))} "
                          "(choose with select=/--run)")
             runs = groups.get_group(first if len(keys) > 1 else first[0])
-    point = {k: runs[k].iloc[0] for k in keys if k != "rep" and pd.notna(runs[k].iloc[0])}
+    point = {k: runs[k].iloc[0] for k in keys if k not in ("app", "rep") and pd.notna(runs[k].iloc[0])}
     return list(runs["path"]), point, notes
 
 

@@ -210,7 +210,9 @@ def _add_wakes(nodes: pd.DataFrame, trace: RunTrace, index: _QueueIndex):
     by_corr = {(s.rank, s.corr): s for s in syncs.itertuples(index=False)}
     cpu = nodes[(~nodes["is_gpu"]) & (nodes["kind"] == "runtime")]
     blocking = cpu["name"].str.startswith(BLOCKING_PREFIXES + BLOCKING_COPY_PREFIXES).to_numpy().copy()
-    blocking |= np.array([k in by_corr for k in zip(cpu["rank"], cpu["corr"])], dtype=bool)
+    # a sync row marks a blocking call, except for polls such as cudaEventQuery / cudaStreamQuery
+    polls = cpu["name"].str.contains("Query", regex=False).to_numpy()
+    blocking |= np.array([k in by_corr for k in zip(cpu["rank"], cpu["corr"])], dtype=bool) & ~polls
     end = nodes["end"].to_numpy()
     wakes, src, dst = [], [], []
     for i, call in cpu[blocking].iterrows():

@@ -48,3 +48,17 @@ def test_cli_ranks_with_experiment_shows_the_empirical_model(scaling_runs, capsy
     assert main(["predict", str(out), "--run", "ranks=3", "--ranks", "6", "--experiment", str(out / "experiment.db")]) == 0
     text = capsys.readouterr().out
     assert "pmnf.ranks=6" in text and "Empirical PMNF step-time model at ranks=6" in text
+
+
+def test_a_folder_with_several_runs_needs_or_takes_a_choice(scaling_runs):
+    from extradeep.errors import InputError
+    from extradeep.predictor import resolve_run
+
+    out, _ = scaling_runs
+    paths, point, notes = resolve_run(out)
+    assert len(paths) == 2 and point == {"ranks": 2} and "5 runs found" in notes[0]
+    paths, point, notes = resolve_run(out, {"ranks": 5})
+    assert len(paths) == 5 and {p.name for p in paths} == {f"cifar10.p5.r1.mpi{r}.sqlite" for r in range(5)}
+    assert notes == []
+    with pytest.raises(InputError, match="no exports match"):
+        resolve_run(out, {"ranks": 7})
