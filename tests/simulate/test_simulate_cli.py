@@ -8,6 +8,7 @@ import pytest
 
 from extradeep.cli import main
 from extradeep.simulate import write_nvtx_export
+from extradeep.simulate.schema import load_layout
 
 
 def test_cli_writes_exports_and_truth(tmp_path, capsys):
@@ -43,6 +44,10 @@ def test_nvtx_export_round_trip(tmp_path, ro):
                             " ORDER BY n.rowid").fetchall()
     assert rows == [(100, 900, 59, "epoch 0", 0, 1000, 1000), (150, None, 75, "Keras", 1, 1000, 1000),
                     (150, 300, 59, "step 1", 1, 1000, 1000), (400, None, 34, "tick", 0, 1001, 1000)]
+    with ro(path) as conn:
+        ddl = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall())
+    layout = load_layout("2026")
+    assert "NVTX_EVENTS" in ddl and all(sql == layout.tables[name] for name, sql in ddl.items())
     with pytest.raises(FileExistsError):
         write_nvtx_export(path, ranges)
     with pytest.raises(ValueError, match="ends before"):
