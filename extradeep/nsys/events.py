@@ -24,6 +24,7 @@ from extradeep.nsys.schema import (
 
 NULL_INT = np.iinfo(np.int64).min
 _NULL_SQL = "(-9223372036854775807 - 1)"
+UNNAMED_NVTX = "<unnamed NVTX event>"
 CHUNK_ROWS = 2_000_000  # bounds the size of the text that group_concat builds per query
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -132,10 +133,11 @@ def tid_of(global_tid: np.ndarray) -> np.ndarray:
 class StringTable:
     """StringIds of one export: resolves integer name ids to strings, vectorised."""
 
-    def __init__(self, ids: np.ndarray, values: np.ndarray):
+    def __init__(self, ids: np.ndarray, values: np.ndarray, notes: list[str] | None = None):
         order = np.argsort(ids, kind="stable")
         self.ids = ids[order]
         self.values = values[order]
+        self.notes = notes if notes is not None else []  # where unresolvable ids are reported
 
     def lookup(self, ids: np.ndarray) -> np.ndarray:
         """Strings for `ids` (object array); ids absent from StringIds give None."""
@@ -150,8 +152,12 @@ class StringTable:
         """Names for `ids` as a Categorical; unresolvable ids are named explicitly, never dropped."""
         uniq, codes = _factorize_ids(np.asarray(ids, dtype=np.int64))
         names = self.lookup(uniq)
-        for i in np.flatnonzero(names == None):  # noqa: E711 - elementwise comparison
+        unresolved = np.flatnonzero(names == None)  # noqa: E711 - elementwise comparison
+        for i in unresolved:
             names[i] = missing.format(uniq[i] if uniq[i] != NULL_INT else "NULL")
+        if len(unresolved):
+            n = int(np.isin(codes, unresolved).sum())
+            self.notes.append(f"{n} events name string ids missing from StringIds; they are named {missing.format('N')}")
         return _categorical(codes, names)
 
 
@@ -191,7 +197,7 @@ def strings(conn: ExportConnection) -> StringTable:
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     values = np.empty(len(rows), dtype=object)
     values[:] = [r[1] for r in rows]
-    table = StringTable(ids, values)
+    table = StringTable(ids, values, conn.warnings)
     conn._extradeep_strings = table
     return table
 
@@ -431,7 +437,9 @@ def _nvtx_names(conn, cols: dict[str, np.ndarray], where: str) -> pd.Categorical
             pos = np.searchsorted(cols["rowid"], rowids)  # rowids come back in scan (rowid) order
             names[pos] = [r[1] for r in rows]
     unnamed = names == None  # noqa: E711
-    names[unnamed] = "<unnamed NVTX event>"
+    if unnamed.any():
+        names[unnamed] = UNNAMED_NVTX
+        conn.warnings.append(f"{int(unnamed.sum())} NVTX events have neither text nor a known textId; named {UNNAMED_NVTX}")
     return _categorical(np.arange(len(names)), names)
 
 

@@ -129,7 +129,7 @@ def _read(conn, settings: ReaderSettings) -> pd.DataFrame:
     notes += conn.warnings
     out = pd.concat(parts, ignore_index=True)[OUTPUT_COLUMNS]
     out.attrs.update(
-        notes=notes,
+        notes=list(dict.fromkeys(notes)),  # the same note from two readers of one table, once
         convention=dict(table.convention),
         n_steps=table.steps.groupby("phase").size().to_dict(),
         not_counted=not_counted,
@@ -143,8 +143,9 @@ class LaunchTimes:
     correlationId); GPU work without one keeps its own start and is reported."""
 
     def __init__(self, runtime: pd.DataFrame):
-        key = _corr_key(runtime["pid"].to_numpy(), runtime["correlationId"].to_numpy())
-        self.key, self.start = key, runtime["start"].to_numpy()
+        valid = runtime["correlationId"].to_numpy() > 0  # 0 / NULL: no activity to correlate
+        key = _corr_key(runtime["pid"].to_numpy()[valid], runtime["correlationId"].to_numpy()[valid])
+        self.key, self.start = key, runtime["start"].to_numpy()[valid]
         if len(key) and not (key[1:] >= key[:-1]).all():  # usually already in correlationId order
             order = np.argsort(key, kind="stable")
             self.key, self.start = key[order], self.start[order]
@@ -157,7 +158,7 @@ class LaunchTimes:
             self.unmatched += len(own)
             return own
         pos = np.minimum(np.searchsorted(self.key, key), len(self.key) - 1)
-        found = self.key[pos] == key
+        found = (self.key[pos] == key) & (gpu["correlationId"].to_numpy() > 0)
         self.unmatched += int(np.count_nonzero(~found))
         return np.where(found, self.start[pos], own)
 

@@ -130,3 +130,16 @@ def test_non_utf8_names_are_escaped_and_reported(tmp_path, sim_ranges, altered_c
     b = dirty.sort_values(key).reset_index(drop=True)
     assert a[key].equals(b[key])
     assert (a["value"] - b["value"]).abs().max() == 0
+
+
+def test_names_missing_from_string_ids_are_named_and_reported(tmp_path, sim_ranges, altered_copy, sql):
+    src = sorted(sim_ranges.glob("*.sqlite"))[0]
+    name_id, name, n = sql(src, "SELECT k.shortName, s.value, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                                "JOIN StringIds s ON s.id = k.shortName GROUP BY k.shortName ORDER BY 3 DESC LIMIT 1")[0]
+    path = altered_copy(src, tmp_path, f"DELETE FROM StringIds WHERE id = {name_id}")
+    clean, dirty = read_export(src), read_export(path)
+    placeholder = f"<unknown name id {name_id}>"
+    assert placeholder in set(dirty["region"]) and name not in set(dirty["region"])
+    assert any(f"{n} events name string ids missing" in note for note in dirty.attrs["notes"])
+    moved = clean.loc[clean["region"] == name, "value"].sum()
+    assert dirty.loc[dirty["region"] == placeholder, "value"].sum() == pytest.approx(moved)

@@ -59,7 +59,7 @@ def test_nvtx_names_coalesce_text_and_text_id(export, sql, has_table):
                        "WHERE n.eventType NOT IN (33, 75, 76) ORDER BY n.rowid")
     assert len(df) == len(rows)
     assert df["start"].tolist() == [r[1] for r in rows]
-    assert df["name"].astype(str).tolist() == [r[0] if r[0] is not None else "<unnamed NVTX event>" for r in rows]
+    assert df["name"].astype(str).tolist() == [r[0] if r[0] is not None else events.UNNAMED_NVTX for r in rows]
 
 
 def test_memcpy_labels_and_bytes(export, sql, has_table):
