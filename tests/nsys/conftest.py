@@ -53,8 +53,10 @@ def sim_ranges(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def sim_marks_old(tmp_path_factory) -> Path:
-    """Extra-Deep start/end marks, nsys 2022.1 layout (EXPORT_META_DATA), registered strings (textId)."""
-    return _simulate(tmp_path_factory, "nsys_marks", marks="marks", layout="2022", nvtx_strings="textId")
+    """Extra-Deep start/end marks, nsys 2022.1 layout (EXPORT_META_DATA), registered strings (textId),
+    weak scaling."""
+    return _simulate(tmp_path_factory, "nsys_marks", marks="marks", layout="2022", nvtx_strings="textId",
+                     scaling="weak")
 
 
 @pytest.fixture(scope="session")
