@@ -143,3 +143,19 @@ def test_names_missing_from_string_ids_are_named_and_reported(tmp_path, sim_rang
     assert any(f"{n} events name string ids missing" in note for note in dirty.attrs["notes"])
     moved = clean.loc[clean["region"] == name, "value"].sum()
     assert dirty.loc[dirty["region"] == placeholder, "value"].sum() == pytest.approx(moved)
+
+
+def test_odd_characters_in_the_path(tmp_path, sim_ranges):
+    src = sorted(sim_ranges.glob("*.sqlite"))[0]
+    odd = tmp_path / "run #1 50% done?" / "rank 0 [a].sqlite"
+    odd.parent.mkdir()
+    odd.write_bytes(src.read_bytes())
+    assert read_export(odd).equals(read_export(src))
+
+
+def test_chunked_reads_stay_aligned(sim_ranges, monkeypatch):
+    """Tables read in many rowid chunks give exactly the single-chunk result."""
+    path = sorted(sim_ranges.glob("*.sqlite"))[0]
+    whole = read_export(path)
+    monkeypatch.setattr(events, "CHUNK_ROWS", 7)
+    assert read_export(path).equals(whole)
