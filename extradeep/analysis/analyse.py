@@ -37,6 +37,7 @@ class Analysis:
     dataset: Dataset | None = None
     notes: list[str] = field(default_factory=list)
     options: dict = field(default_factory=dict)
+    fixed: dict = field(default_factory=dict)          # parameters with one value (not modeled)
 
     @property
     def points(self) -> pd.DataFrame:
@@ -103,7 +104,7 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
                      f"{per_unit(dataset)}; the GPU-activity sum (paper Eq. 6) stands in for it")
     return Analysis(params, ranks, per_unit(dataset), mode, baseline, application, app_points, app_models,
                     regions, point_summary(regions, REGION_KEYS, params), region_models, dataset, notes,
-                    dict(options or {}))
+                    dict(options or {}), dict(fixed))
 
 
 def _measure(experiment: Experiment, dataset: Dataset | None, metrics):
@@ -175,7 +176,10 @@ def primary_quantity(analysis: Analysis) -> str:
     for quantity in (EPOCH_TIME, "gpu total"):
         if analysis.model(quantity) is not None:
             return quantity
-    raise InputError(None, "no model of the time per epoch/step could be made (see the notes above)")
+    rows = analysis.application_models
+    reasons = "; ".join(sorted(set(r for r in rows["reason"] if r))) or "no step marks and no GPU activity"
+    hint = " (--min-points N lowers the number of configurations a model needs)" if "need at least" in reasons else ""
+    raise InputError(None, f"no model of the time per {analysis.per} could be made: {reasons}{hint}")
 
 
 def subset_experiment(experiment: Experiment, keep: pd.DataFrame) -> Experiment:

@@ -66,7 +66,7 @@ def configuration_section(inputs: ReportInputs) -> str:
     rows = [[format_point(r, a.params)] for _, r in points.iterrows()]
     headers = ["configuration"]
     if a.dataset is not None:
-        n_t, n_v = a.dataset.steps_per_epoch(points, {})
+        n_t, n_v = a.dataset.steps_per_epoch(points, a.fixed)
         headers += ["training steps n_t", "validation steps n_v"]
         rows = [r + [int(t), int(v)] for r, t, v in zip(rows, n_t, n_v)]
     reps = a.application_points.groupby(a.params)["n_reps"].max() if not a.application_points.empty else None

@@ -25,6 +25,10 @@ def header(analysis: Analysis, n_exports: int | None = None) -> str:
         lines.append(f"Values per epoch: {ds.train_samples:,.0f} training + {ds.val_samples:,.0f} validation "
                      f"samples, batch {ds.batch_per_rank} per rank, G = {ds.gpus_param}, M = {ds.model_parallel}"
                      + (", data sets grow with G (weak scaling)" if ds.weak_scaling else ""))
+        n_t, n_v = ds.steps_per_epoch(points, analysis.fixed)
+        first, last = format_point(points.iloc[0], analysis.params), format_point(points.iloc[-1], analysis.params)
+        lines.append(f"Steps per epoch n_t = floor((D_t/(G/M))/B), n_v likewise: n_t = {n_t[0]}, n_v = {n_v[0]} at "
+                     f"{first} .. n_t = {n_t[-1]}, n_v = {n_v[-1]} at {last}")
     else:
         lines.append("Values per training step (give --train-samples and --batch-size for per-epoch values)")
     return "\n".join(lines) + "\n"
