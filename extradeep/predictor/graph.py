@@ -169,20 +169,21 @@ class _EventIndex:
     """CUDA event records per (rank, eventId), in call order, to find what a wait refers to."""
 
     def __init__(self, records: pd.DataFrame):
-        self.by_event = {}
-        if len(records):
-            for key, grp in records.sort_values("call_start", kind="stable").groupby(["rank", "event_id"]):
-                self.by_event[key] = (grp["call_start"].to_numpy(), grp["queue"].to_numpy())
+        records = records.sort_values("call_start", kind="stable")
+        self.call_start = records["call_start"].to_numpy()
+        self.queue = records["queue"].to_numpy()
+        self.by_event = records.groupby(["rank", "event_id"]).indices if len(records) else {}
 
     def recorded_op(self, index: _QueueIndex, rank, event_id, t: float) -> list[int]:
         """The GPU op an event marks: the last op launched on the record's stream before the record."""
-        found = self.by_event.get((rank, event_id))
-        if found is None:
+        rows = self.by_event.get((rank, event_id))
+        if rows is None:
             return []
-        k = np.searchsorted(found[0], t, side="right") - 1
+        k = np.searchsorted(self.call_start[rows], t, side="right") - 1
         if k < 0:
             return []
-        return index.last_before(rank, [found[1][k]], found[0][k])
+        row = rows[k]
+        return index.last_before(rank, [self.queue[row]], self.call_start[row])
 
 
 def _waited_ops(nodes, events: _EventIndex, index: _QueueIndex, call: pd.Series, sync) -> list[int]:

@@ -94,12 +94,18 @@ def kernel_sum_baseline(ops: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     """Per rank, step and GPU queue: the sum of GPU op times in the step (s). The baseline step
     time is the largest of these per step; it ignores every dependency and wait."""
     gpu = ops[ops["is_gpu"]]
-    rows = []
+    dur = (gpu["end"] - gpu["start"]).to_numpy() * 1e-9
     if steps.empty:
-        for (rank, queue), g in gpu.groupby(["rank", "queue"]):
-            rows.append((rank, -1, queue, float((g["end"] - g["start"]).sum()) * 1e-9))
-    for st in steps.itertuples(index=False):
-        g = gpu[(gpu["rank"] == st.rank) & (gpu["start"] >= st.start) & (gpu["start"] < st.end)]
-        for queue, q in g.groupby("queue"):
-            rows.append((st.rank, st.step_id, queue, float((q["end"] - q["start"]).sum()) * 1e-9))
-    return pd.DataFrame(rows, columns=["rank", "step_id", "queue", "kernel_time"])
+        step_id = np.full(len(gpu), -1)
+    else:
+        step_id = np.full(len(gpu), -2)
+        for rank, st in steps.sort_values("start").groupby("rank"):
+            mine = np.flatnonzero(gpu["rank"].to_numpy() == rank)
+            t = gpu["start"].to_numpy()[mine]
+            k = np.searchsorted(st["start"].to_numpy(), t, side="right") - 1
+            inside = (k >= 0) & (t < st["end"].to_numpy()[np.maximum(k, 0)])
+            step_id[mine[inside]] = st["step_id"].to_numpy()[k[inside]]
+    frame = pd.DataFrame({"rank": gpu["rank"].to_numpy(), "step_id": step_id, "queue": gpu["queue"].to_numpy(),
+                          "kernel_time": dur})
+    frame = frame[frame["step_id"] != -2]
+    return frame.groupby(["rank", "step_id", "queue"], as_index=False)["kernel_time"].sum()
