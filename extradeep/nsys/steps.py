@@ -87,14 +87,16 @@ def _ranges(nvtx: pd.DataFrame) -> pd.DataFrame:
     return nvtx[nvtx["eventType"].isin(NVTX_RANGE_TYPES).to_numpy()]
 
 
-def _number(names: pd.Series, pattern: re.Pattern) -> np.ndarray:
-    """The first capture group of `pattern` (or the last integer in the name), -1 when none."""
+def _number(names: pd.Series, pattern: re.Pattern | None) -> np.ndarray:
+    """The first capture group of `pattern` when it holds digits, else the last integer in the name;
+    -1 when there is none (the mark carries no number)."""
     out = np.full(len(names), -1, dtype=np.int64)
     for i, name in enumerate(names):
-        m = pattern.fullmatch(name)
-        group = m.group(1) if m and m.groups() else None
-        digits = group if group is not None else (re.findall(r"\d+", name) or [None])[-1]
-        out[i] = int(digits) if digits is not None and str(digits).isdigit() else -1
+        m = pattern.fullmatch(name) if pattern is not None else None
+        group = m.group(1) if m is not None and m.re.groups else None
+        digits = group if group and group.isdigit() else (re.findall(r"\d+", name) or [None])[-1]
+        if digits is not None:
+            out[i] = int(digits)
     return out
 
 
@@ -103,7 +105,7 @@ def _from_ranges(ranges: pd.DataFrame, mask: np.ndarray, how: str, pattern: re.P
     if picked.empty:
         return None
     names = picked["name"].astype(str)
-    number = _number(names, pattern or re.compile(r".*?(\d+)?\D*"))
+    number = _number(names, pattern)
     return _Found(how, picked["start"].to_numpy(), picked["end"].to_numpy(), number, picked.index.to_numpy())
 
 
@@ -181,15 +183,20 @@ def _profiler_steps(ranges: pd.DataFrame, kinds: np.ndarray, level: str) -> _Fou
     if found is None or level == "epoch":
         return None
     evals = _from_ranges(ranges, kinds == "eval", "eval", EVAL_RANGE)
-    in_eval = np.zeros(len(found.start), bool)
-    if evals is not None:
-        for s, e in zip(evals.start, evals.end):
-            in_eval |= (found.start >= s) & (found.start < e)
+    in_eval = np.zeros(len(found.start), bool) if evals is None else _inside(found.start, evals.start, evals.end)
     keep = in_eval if level == "val" else ~in_eval
     if not keep.any():
         return None
     found.how += " inside eval ranges" if level == "val" else ""
     return _Found(found.how, found.start[keep], found.end[keep], found.number[keep], found.rows[keep])
+
+
+def _inside(t: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Whether each time lies in any of the (possibly nested) intervals [start, end)."""
+    order = np.argsort(start, kind="stable")
+    start, reach = start[order], np.maximum.accumulate(end[order])
+    i = np.searchsorted(start, t, side="right") - 1
+    return (i >= 0) & (t < reach[np.maximum(i, 0)])
 
 
 def parse_pattern(pattern: str, domains: set[str]) -> tuple[re.Pattern, str | None]:
