@@ -112,5 +112,5 @@ def run(args) -> int:
         truth_replicates=args.truth_replicates,
         progress=not args.quiet,
     )
-    print(f"wrote {len(sim.files)} exports and truth.json to {sim.outdir}")
+    print(f"wrote {len(sim.files)} exports, truth.json and extradeep.toml to {sim.outdir}")
     return 0

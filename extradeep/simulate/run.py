@@ -105,7 +105,20 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
         print(file=sys.stderr)
     truth["points"] = points
     (outdir / "truth.json").write_text(json.dumps(truth, indent=1))
+    (outdir / "extradeep.toml").write_text(_reading_config(truth["dataset"], names))
     return Simulation(outdir, pd.DataFrame(rows), truth)
+
+
+def _reading_config(dataset: dict, names: list[str]) -> str:
+    """The settings `extradeep model OUTDIR` picks up, so the simulated run models whole epochs."""
+    batch = '"batch"' if "batch" in names else dataset["batch_per_rank"]
+    return (
+        "# Dataset of the simulated training (paper Eq. 2-3), read by `extradeep model` from this folder.\n"
+        f"train-samples = {dataset['train_samples']}\n"
+        f"val-samples = {dataset['val_samples']}\n"
+        f"batch-size = {batch}\n"
+        f"weak-scaling = {'true' if dataset['weak_scaling'] else 'false'}\n"
+    )
 
 
 def _per_instance(ops, names, batch, refs, point) -> tuple[np.ndarray, np.ndarray]:
