@@ -46,7 +46,7 @@ def inspect_export(path, settings=None, top: int = 10) -> dict:
             "counts_by_category": _category_counts(conn, nvtx, kernels),
             "kernels_by_device": _kernels_by_device(kernels),
         }
-        info["notes"] = list(conn.warnings)
+        info["notes"] = list(dict.fromkeys(conn.warnings))
         return info
     except InputError as exc:
         raise InputError(path, exc.problem) if exc.source is None else exc from None
@@ -150,6 +150,9 @@ def format_text(info: dict) -> str:
         lines.append("  most frequent NVTX ranges:")
         lines += [f"    {n:>8,}  {shorten(name, 100)}" for name, n in info["top_ranges"]]
     lines.append("  tables (rows):")
-    lines += [f"    {n:>10,}  {name}" for name, n in info["tables"].items()]
+    enums = [name for name in info["tables"] if name.startswith("ENUM_")]
+    lines += [f"    {n:>10,}  {name}" for name, n in info["tables"].items() if not name.startswith("ENUM_")]
+    if enums:
+        lines.append(f"    {len(enums):>10,}  ENUM_* lookup tables (listed with --json)")
     lines += [f"  note: {w}" for w in info["notes"]]
     return "\n".join(lines)
