@@ -192,7 +192,9 @@ def _waited_ops(nodes, events: _EventIndex, index: _QueueIndex, call: pd.Series,
     if sync is not None and sync["sync_type"] == 3:
         return index.last_before(rank, [sync["queue"]], t)
     if sync is not None and sync["sync_type"] == 1:
-        return events.recorded_op(index, rank, sync["event_id"], t)
+        recorded = events.recorded_op(index, rank, sync["event_id"], t)
+        if recorded:
+            return recorded  # else no record rows: fall back to every stream, pruned by the caller
     if call["name"].startswith(BLOCKING_COPY_PREFIXES):
         own = (nodes["rank"] == rank) & (nodes["corr"] == call["corr"]) & nodes["is_gpu"]
         return [int(i) for i in nodes.index[own]]
