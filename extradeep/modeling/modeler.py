@@ -155,16 +155,20 @@ def _batches(clean: pd.DataFrame, params, value):
     grouped = clean.groupby(["_g"] + params, sort=True)[value]
     agg = pd.DataFrame({"y": grouped.mean(), "count": grouped.count(),
                         "pure": grouped.var(ddof=0).fillna(0.0) * grouped.count()}).reset_index()
-    agg["_p"] = agg.groupby(params, sort=True).ngroup()
-    signature = agg.groupby("_g")["_p"].agg(tuple)
-    for sig, gids in signature.groupby(signature).groups.items():
-        part = agg[agg["_g"].isin(gids)].sort_values(["_g", "_p"])
-        n = len(sig)
-        X = part[params].to_numpy(float)[:n]
-        shape = (len(gids), n)
-        yield PointBatch(X=X, y=part["y"].to_numpy().reshape(shape),
+    gid = agg["_g"].to_numpy()
+    pid = agg.groupby(params, sort=True).ngroup().to_numpy()
+    groups, row_of = np.unique(gid, return_inverse=True)
+    present = np.zeros((len(groups), pid.max() + 1), dtype=bool)  # which points each group has
+    present[row_of, pid] = True
+    signatures, batch_of = np.unique(present, axis=0, return_inverse=True)
+    for b in range(len(signatures)):
+        members = np.flatnonzero(batch_of == b)
+        part = agg[np.isin(row_of, members)]  # already sorted by group, then point
+        n = int(signatures[b].sum())
+        shape = (len(members), n)
+        yield PointBatch(X=part[params].to_numpy(float)[:n], y=part["y"].to_numpy().reshape(shape),
                          count=part["count"].to_numpy(float).reshape(shape),
-                         pure_ss=part["pure"].to_numpy().reshape(shape)), np.asarray(sorted(gids))
+                         pure_ss=part["pure"].to_numpy().reshape(shape)), groups[members]
 
 
 def _shortage(X: np.ndarray, params, min_points: int) -> str:

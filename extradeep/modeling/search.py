@@ -19,6 +19,9 @@ from extradeep.modeling.batched import chunk_rows, fit_batched, fit_one_term, sm
 from extradeep.modeling.terms import Factor, Term, factor_values, term_growth_key
 
 
+NO_FACTOR = (Fraction(0), Fraction(0))  # a term's factor for a parameter it does not involve
+
+
 @dataclass
 class SearchOptions:
     """Search-space and selection settings shared by PMNFModeler and fit_models."""
@@ -351,7 +354,6 @@ def _search_forms(batch: PointBatch, rows, cols, per_param, opts: SearchOptions)
         terms = []
         for mono in form:
             used = {cols[a] for a in mono}
-            terms.append(tuple(factor_of[col] if col in used else (Fraction(0), Fraction(0))
-                               for col in range(batch.X.shape[1])))
+            terms.append(tuple(factor_of[col] if col in used else NO_FACTOR for col in range(batch.X.shape[1])))
         out.append(Choice(terms, float(s[r, c]) if ok[r, c] else float("nan")))
     return out
