@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from extradeep import __version__
-from extradeep.analysis.analyse import Analysis, primary_quantity
+from extradeep.analysis.analyse import Analysis, prediction_table, primary_quantity
 from extradeep.analysis.budget import BudgetResult
 from extradeep.analysis.cost import CostSettings, cost_of
 from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP, quantity_label
@@ -116,9 +116,7 @@ def epoch_section(inputs: ReportInputs) -> str:
 
 def scaling_section(inputs: ReportInputs) -> str:
     a = inputs.analysis
-    dense = plots._line(a, inputs.x_max, None, n=60)
-    from extradeep.analysis.analyse import prediction_table
-
+    dense = plots.line_grid(a, inputs.x_max, None, n=60)
     table = prediction_table(a, dense, None, inputs.level)
     fig = plots.scaling_figure(table, a.ranks_param, float(a.points[a.ranks_param].max()))
     quantity = primary_quantity(a)
@@ -136,7 +134,7 @@ def scaling_section(inputs: ReportInputs) -> str:
 def tradeoff_section(inputs: ReportInputs) -> str:
     result = inputs.budget
     if result is None:
-        return ""
+        return _tradeoff_without_limits(inputs)
     limits = result.limits
     fig = plots.tradeoff_figure(result.table, inputs.analysis.ranks_param, limits.max_time, limits.max_cost,
                                 result.cost_unit, limits.epochs)
@@ -156,6 +154,16 @@ def tradeoff_section(inputs: ReportInputs) -> str:
                              "valid at interval's upper end"], rows, numeric={2, 3, 4}))
     parts += [f'<p class="note">{html.escape(n)}</p>' for n in result.notes]
     return "".join(parts)
+
+
+def _tradeoff_without_limits(inputs: ReportInputs) -> str:
+    a = inputs.analysis
+    table = inputs.predictions[inputs.predictions["quantity"] == primary_quantity(a)]
+    table = table.assign(total_time=table["T"], total_cost=table["cost"])
+    fig = plots.tradeoff_figure(table, a.ranks_param, None, None, inputs.cost.unit)
+    return ("<h2>Time/cost trade-off</h2>" + _image(inputs, "tradeoff", fig, "time and cost per epoch")
+            + "<p>Per epoch, at the predicted configurations. Give --max-time and/or --max-cost (with "
+              "--epochs) to shade the configurations that meet a deadline or a budget.</p>")
 
 
 def breakdown_section(inputs: ReportInputs) -> str:

@@ -30,7 +30,8 @@ def _figure(width=6.4, height=3.8, ncols=1) -> tuple[Figure, list]:
     return fig, list(axes)
 
 
-def _line(analysis: Analysis, x_max: float, fixed: dict | None, n: int = 200) -> pd.DataFrame:
+def line_grid(analysis: Analysis, x_max: float, fixed: dict | None = None, n: int = 200) -> pd.DataFrame:
+    """Evenly spaced points along the ranks parameter, from the smallest modeled to ``x_max``."""
     x_min = float(analysis.points[analysis.ranks_param].min())
     values = np.linspace(x_min, max(x_max, x_min * 1.01), n)
     return point_grid(values, analysis.params, analysis.ranks_param, {**analysis.baseline, **(fixed or {})})
@@ -59,7 +60,7 @@ def model_panel(ax, analysis: Analysis, quantity: str, x_max: float, evaluation:
     x = analysis.ranks_param
     color = COLORS.get(quantity, "#222222")
     if model is not None:
-        line = _line(analysis, x_max, fixed)
+        line = line_grid(analysis, x_max, fixed)
         lo, hi = model.interval(_X(line, analysis.params), level=level)
         y = model.predict(_X(line, analysis.params))
         ax.fill_between(line[x], transform(line, lo), transform(line, hi), color=color, alpha=0.15,
@@ -155,23 +156,27 @@ def breakdown_figure(predictions: pd.DataFrame, x: str, per: str, measured_max: 
 
 def tradeoff_figure(table: pd.DataFrame, x: str, max_time: float | None, max_cost: float | None,
                     cost_label: str, epochs: float = 1.0) -> Figure:
-    """Time and cost vs ranks with the deadline, budget and overlap regions shaded (paper Fig. 4)."""
+    """Time and cost vs ranks with the deadline, budget and overlap regions shaded (paper Fig. 4);
+    without limits, the two curves only (``table`` then needs total_time and total_cost)."""
     fig, (ax,) = _figure(width=7.2, height=4.2)
     table = table.sort_values(x)
     xs = table[x].to_numpy(float)
-    ax.plot(xs, table["total_time"] / 3600, color=COLORS["computation"], lw=2, label="training time")
+    longest = float(np.nanmax(table["total_time"])) if len(table) else 0.0
+    scale, unit = (1.0, "seconds") if longest < 120 else (60.0, "minutes") if longest < 7200 else (3600.0, "hours")
+    ax.plot(xs, table["total_time"] / scale, color=COLORS["computation"], lw=2, label="training time")
     ax.set_xlabel(x)
-    ax.set_ylabel(f"hours for {epochs:g} epoch(s)", color=COLORS["computation"])
+    ax.set_ylabel(f"{unit} for {epochs:g} epoch(s)", color=COLORS["computation"])
     ax2 = ax.twinx()
     ax2.plot(xs, table["total_cost"], color=COLORS["communication"], lw=2, label="cost")
     ax2.set_ylabel(f"{cost_label} for {epochs:g} epoch(s)", color=COLORS["communication"])
     if max_time is not None:
-        ax.axhline(max_time / 3600, color=COLORS["computation"], ls="--", lw=1)
+        ax.axhline(max_time / scale, color=COLORS["computation"], ls="--", lw=1)
     if max_cost is not None:
         ax2.axhline(max_cost, color=COLORS["communication"], ls="--", lw=1)
-    _shade(ax, xs, table["time_ok"].to_numpy(bool), "//", COLORS["computation"], "meets the deadline")
-    _shade(ax, xs, table["cost_ok"].to_numpy(bool), "\\\\", COLORS["communication"], "meets the budget")
-    _shade(ax, xs, table["valid"].to_numpy(bool), None, "#55a868", "meets both", alpha=0.25)
+    if max_time is not None or max_cost is not None:
+        _shade(ax, xs, table["time_ok"].to_numpy(bool), "//", COLORS["computation"], "meets the deadline")
+        _shade(ax, xs, table["cost_ok"].to_numpy(bool), "\\\\", COLORS["communication"], "meets the budget")
+        _shade(ax, xs, table["valid"].to_numpy(bool), None, "#55a868", "meets both", alpha=0.25)
     handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
     fig.legend(handles=handles, fontsize=8, loc="outside lower center", ncols=len(handles))
     ax.grid(alpha=0.3)
