@@ -8,7 +8,9 @@ separate sessions (`collectives.clock_offsets`).
 
 from __future__ import annotations
 
+import os
 import re
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -135,17 +137,32 @@ def read_file(path: str | Path) -> dict:
             "pids": pids}
 
 
-def load_trace(paths) -> RunTrace:
-    """RunTrace of the exports of one run (one file per rank, or several processes per file)."""
+def _read_or_problem(path: Path):
+    try:
+        return read_file(path)
+    except InputError as exc:  # skip the file, go on, report at the end
+        return f"skipped {exc}"
+
+
+def _read_files(paths: list[Path], jobs: int | None) -> list:
+    """read_file of every path, in worker processes when there are several files and cores."""
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
+    if jobs == 1 or len(paths) < 4:
+        return [_read_or_problem(p) for p in paths]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(_read_or_problem, paths))
+
+
+def load_trace(paths, jobs: int | None = None) -> RunTrace:
+    """RunTrace of the exports of one run (one file per rank, or several processes per file);
+    `jobs` worker processes read the files (default: one per core)."""
     from extradeep.predictor.collectives import clock_offsets
 
-    paths = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
+    paths = sorted((Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)), key=_natural_key)
     ops, syncs, records, steps, ranges, files, problems = [], [], [], [], [], [], []
-    for path in sorted(paths, key=_natural_key):
-        try:
-            raw = read_file(path)
-        except InputError as exc:  # skip the file, go on, report at the end
-            problems.append(f"skipped {exc}")
+    for path, raw in zip(paths, _read_files(paths, jobs)):
+        if isinstance(raw, str):
+            problems.append(raw)
             continue
         problems += raw["notes"]
         for pid in raw["pids"]:
