@@ -18,11 +18,24 @@ def add_arguments(parser) -> None:
                         help="what to open: a profiles folder, a saved experiment or an Extra-P text file")
 
 
+def pyside_problem(pyside_version: str, python: tuple[int, int]) -> str | None:
+    """Why this PySide6 cannot run the GUI, or None. PySide6 6.12.0 drops a reference to True on every
+    Python Signal.emit; before Python 3.12 (no immortal objects) that crashes the app within minutes."""
+    if pyside_version.startswith("6.12.0") and tuple(python) < (3, 12):
+        return (f"PySide6 {pyside_version} crashes under Python {python[0]}.{python[1]} (a reference-counting "
+                "bug in Signal.emit); install another version: pip install 'PySide6>=6.6,!=6.12.0'")
+    return None
+
+
 def run(args) -> int:
     try:
-        import PySide6  # noqa: F401  (only to check that the extra is installed)
+        import PySide6
     except ImportError:
         print("extradeep gui needs PySide6: pip install 'extradeep[gui]'", file=sys.stderr)
+        return 2
+    problem = pyside_problem(PySide6.__version__, sys.version_info[:2])
+    if problem:
+        print(f"extradeep gui: {problem}", file=sys.stderr)
         return 2
     from pathlib import Path
 

@@ -24,3 +24,11 @@ def test_the_core_package_imports_without_the_gui():
     code = "import sys; sys.modules['PySide6'] = None; import extradeep.cli.gui, extradeep.cli; print('ok')"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_the_pyside_release_that_crashes_on_old_pythons_is_refused():
+    from extradeep.cli.gui import pyside_problem
+
+    assert "pip install" in pyside_problem("6.12.0", (3, 11))
+    assert pyside_problem("6.12.0", (3, 12)) is None
+    assert pyside_problem("6.11.3", (3, 11)) is None
