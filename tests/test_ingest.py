@@ -260,3 +260,19 @@ def test_single_epoch_note_reaches_the_user_once(tmp_path, capsys):
     assert capsys.readouterr().err.count("only one epoch") == 1
     steps = experiment.values.query("region == 'step' and metric == 'time'").set_index("phase")["n_steps"]
     assert steps.loc["train"].eq(2).all() and steps.loc["val"].eq(1).all()  # first step of each phase dropped
+
+
+def test_manifest_with_any_names_gives_the_same_experiment(small_run, tmp_path):
+    from extradeep.discover import parse_name
+
+    lines = ["path,nodes,rank,rep"]
+    for i, src in enumerate(sorted(small_run.glob("*.sqlite"))):
+        parsed = parse_name(src.name)
+        shutil.copy(src, tmp_path / f"capture_{i}.sqlite")
+        lines.append(f"capture_{i}.sqlite,{parsed['ranks']},{parsed['rank']},{parsed['rep']}")
+    (tmp_path / "runs.csv").write_text("\n".join(lines) + "\n")
+    by_name = load_experiment(small_run, use_cache=False, progress=False, jobs=1)
+    by_manifest = load_experiment(manifest=tmp_path / "runs.csv", aliases=["nodes=ranks"], use_cache=False,
+                                  progress=False, jobs=1)
+    assert by_manifest.params == ["ranks"] and not by_manifest.problems
+    pd.testing.assert_frame_equal(by_name.points, by_manifest.points)
