@@ -120,7 +120,10 @@ def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "dr
     trace = load_trace(paths)
     _progress(progress, f"building the dependency graph ({len(trace.ops)} ops)")
     graph = build_graph(trace, gpu_gaps=gpu_gaps)
-    plan = plan_replay(graph)
+    try:
+        plan = plan_replay(graph)
+    except ValueError as exc:  # e.g. collectives that do not match across ranks (a truncated rank)
+        raise InputError(run_dir, f"cannot replay the traces: {exc}") from None
     base = replay(graph, plan)
     steps = step_times(graph, base, trace)
     colls = collective_table(graph.nodes, _groups_of(graph))
