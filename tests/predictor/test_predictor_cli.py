@@ -46,3 +46,17 @@ def test_cli_on_the_real_two_gpu_export(real_nsys_dir, capsys):
     assert main(["predict", str(path), "--what-if", "comm.bandwidth=2"]) == 0
     assert "span" in capsys.readouterr().out
     assert sha256(path) == before
+
+
+def test_a_broken_file_in_the_run_is_skipped_with_a_note(ddp_run, tmp_path):
+    import shutil
+
+    from extradeep.predictor import predict
+
+    for p in sorted(ddp_run.glob("*.sqlite"))[:3]:
+        shutil.copy(p, tmp_path / p.name)
+    (tmp_path / "cifar10.p4.r1.mpi3.sqlite").write_bytes(b"SQLite format 3\x00" + b"\x00" * 10)
+    pred = predict(tmp_path)
+    assert len(pred.files) == 3
+    assert any(n.startswith("skipped") and "mpi3" in n for n in pred.notes)
+    assert pred.steps["error"].abs().max() <= 0.03
