@@ -236,3 +236,16 @@ def derived_models(analysis: Analysis) -> pd.DataFrame:
     table = scaling_table(analysis.application_models, analysis.points, analysis.params, ["quantity"],
                           analysis.baseline, analysis.scaling, analysis.ranks_param)
     return scaling_models(table, analysis.params, ["quantity"], analysis.options)
+
+
+def rebase(analysis: Analysis, fixed: dict) -> Analysis:
+    """The analysis with its baseline moved to the smallest ranks among the modeled points whose
+    other parameters equal ``fixed`` (so efficiency compares like with like); unchanged if none."""
+    others = [p for p in analysis.params if p != analysis.ranks_param and p in fixed]
+    if not others:
+        return analysis
+    points = analysis.points
+    same = points[(points[others].astype(float) == pd.Series({p: float(fixed[p]) for p in others})).all(axis=1)]
+    if same.empty:
+        return analysis
+    return replace(analysis, baseline=default_baseline(same, analysis.params, analysis.ranks_param))

@@ -58,7 +58,7 @@ def limits_from_args(args):
 
 def budget_from_args(args, analysis, limits):
     """The BudgetResult of ``limits`` (None gives None) over the candidates in ``args``."""
-    from extradeep.analysis.analyse import primary_quantity
+    from extradeep.analysis.analyse import primary_quantity, rebase
     from extradeep.analysis.budget import budget_search
     from extradeep.analysis.points import parse_fixed, parse_values, point_grid
     from extradeep.cli.model import cost_settings
@@ -75,6 +75,7 @@ def budget_from_args(args, analysis, limits):
             raise InputError("--max-ranks", f"{top:g} is below the smallest measured {ranks} ({smallest:g})")
         values = parse_values(f"{smallest}:{top}:{smallest}", "--max-ranks")
     fixed = {**analysis.baseline, **parse_fixed(args.at, analysis.params)}
+    analysis = rebase(analysis, fixed)
     grid = point_grid(values, analysis.params, ranks, fixed)
     cost = replace(cost_settings(args), ranks_param=ranks)
     model = analysis.model(primary_quantity(analysis))

@@ -131,7 +131,9 @@ def analysis_from_args(args):
 
 
 def prediction_grid(args, analysis):
-    """The points to predict at: --predict along the ranks parameter, others from --at or the baseline."""
+    """The points to predict at: --predict along the ranks parameter, others from --at or the
+    baseline; returns (analysis with its baseline at the same other parameters, grid)."""
+    from extradeep.analysis.analyse import rebase
     from extradeep.analysis.points import parse_fixed, parse_values, point_grid
 
     ranks = analysis.ranks_param
@@ -141,7 +143,7 @@ def prediction_grid(args, analysis):
         largest = float(analysis.points[ranks].max())
         values = [largest * 2, largest * 4, largest * 8]
     fixed = {**analysis.baseline, **parse_fixed(args.at, analysis.params)}
-    return point_grid(values, analysis.params, ranks, fixed)
+    return rebase(analysis, fixed), point_grid(values, analysis.params, ranks, fixed)
 
 
 def run(args) -> int:
@@ -157,7 +159,7 @@ def run(args) -> int:
         print(summary.notes_section(analysis.notes))
         _write_outputs(args, analysis, experiment, None, None, None, None)
         return 0
-    grid = prediction_grid(args, analysis)
+    analysis, grid = prediction_grid(args, analysis)
     predictions = prediction_table(analysis, grid, cost, args.level)
     target = grid.iloc[-1].to_dict()
     bottlenecks = bottleneck_table(analysis.region_models, target, analysis.params)

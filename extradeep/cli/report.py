@@ -56,7 +56,7 @@ def run(args) -> int:
     analysis, experiment, errors, eval_points = evaluation_from_args(args, required=False)
     if analysis.application_models.empty:
         raise InputError(None, "the report needs profiles with step marks (a plain measurement table has no epochs)")
-    grid = prediction_grid(args, analysis)
+    analysis, grid = prediction_grid(args, analysis)
     predictions = prediction_table(analysis, grid, cost, args.level)
     target = grid.iloc[-1].to_dict()
     x_max = float(grid[analysis.ranks_param].max())
