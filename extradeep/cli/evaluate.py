@@ -84,6 +84,7 @@ def run(args) -> int:
     from extradeep.analysis.evaluation import error_summary
     from extradeep.analysis.points import format_point
     from extradeep.analysis.analyse import primary_quantity
+    from extradeep.analysis.epoch import quantity_label
     from extradeep.report.text import format_pct, format_value, render_table
 
     analysis, _, errors, _ = evaluation_from_args(args, required=True)
@@ -93,9 +94,15 @@ def run(args) -> int:
     rows = [[format_point(r, params), r["role"], format_value(r["value"]), format_value(r["predicted"]),
              format_pct(r["error_pct"], 2), format_pct(r["spread_pct"], 2), "yes" if r["inside_interval"] else "no"]
             for _, r in main.iterrows()]
-    print(f"{quantity} per {analysis.per}: model accuracy (modeling points) and predictive power (evaluation points)")
+    print(f"{quantity_label(quantity, analysis.per)} per {analysis.per}: model accuracy (modeling points) and predictive power (evaluation points)")
     print(render_table(["configuration", "role", "measured", "model", "error", "repetition spread", "inside interval"],
                        rows, "llrrrrl"))
+    app = errors[(errors["model_type"] == "application") & (errors["role"] == "evaluation")].sort_values(["name", *params])
+    rows = [[quantity_label(r["name"], analysis.per), format_point(r, params), format_value(r["value"]),
+             format_value(r["predicted"]), format_pct(r["error_pct"], 2), "yes" if r["inside_interval"] else "no"]
+            for _, r in app.iterrows()]
+    print(f"\nEvery application model at the evaluation points (per {analysis.per})")
+    print(render_table(["quantity", "configuration", "measured", "model", "error", "inside interval"], rows, "llrrrl"))
     for by, title in (("category", "category"), ("kind", "region class")):
         summary = error_summary(errors[errors["model_type"] == "region"], params, by)
         summary = summary[summary["role"] == "evaluation"]
