@@ -7,7 +7,7 @@
     peak memory (ru_maxrss of the process and its workers, tracemalloc peak of the process), and the
     time to load the saved Experiment instead.
 
-Usage: python benchmarks/bench_ingest.py [--workdir DIR] [--big-steps N] [--files 500]
+Usage: python benchmarks/bench_ingest.py [--workdir DIR] [--big-rows 1000000] [--files 500]
 Each measurement runs in a fresh subprocess so peak-memory figures do not leak between them.
 """
 
@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 
 def best_of(fn, repeat: int = 3) -> tuple[float, float]:
     """(best wall time, best CPU time) of `repeat` calls; CPU time is the fairer figure on a busy machine."""
@@ -34,14 +36,33 @@ def best_of(fn, repeat: int = 3) -> tuple[float, float]:
     return min(wall), min(cpu)
 
 
-def make_big(workdir: Path, steps: int) -> Path:
-    """One rank, one repetition, many training steps: a single export with many kernel rows."""
+def kernel_rows(path: Path) -> int:
+    from extradeep.nsys.connect import open_readonly
+
+    conn = open_readonly(path)
+    try:
+        return conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def _simulate_one(out: Path, steps: int, progress: bool = False) -> Path:
     from extradeep.simulate import simulate
 
+    simulate(out, app="big", params={"ranks": [1]}, repetitions=1, epochs=2, train_steps=steps, val_steps=2,
+             noise=(0.02, 0.0, 0.0), progress=progress)
+    return next(out.glob("*.sqlite"))
+
+
+def make_big(workdir: Path, rows: int) -> Path:
+    """One rank, one repetition, as many training steps as give at least `rows` kernel rows
+    (kernels per step measured on two small probes, since the simulator's op mix may change)."""
     out = workdir / "big"
     if not out.exists():
-        simulate(out, app="big", params={"ranks": [1]}, repetitions=1, epochs=2, train_steps=steps, val_steps=2,
-                 noise=(0.02, 0.0, 0.0), progress=True)
+        small, large = (kernel_rows(_simulate_one(workdir / f"probe{n}", n)) for n in (10, 30))
+        per_step = (large - small) / (2 * 20)  # two epochs
+        steps = int(np.ceil((rows - small) / (2 * per_step))) + 10
+        _simulate_one(out, steps, progress=True)
     return next(out.glob("*.sqlite"))
 
 
@@ -60,8 +81,6 @@ def make_many(workdir: Path, n_files: int) -> Path:
 
 
 def floor_and_read(path: Path) -> dict:
-    import numpy as np
-
     from extradeep.nsys.connect import open_readonly
     from extradeep.nsys.read import read_export
 
@@ -71,9 +90,7 @@ def floor_and_read(path: Path) -> dict:
         np.array(rows, dtype=np.int64)
         conn.close()
 
-    conn = open_readonly(path)
-    n_kernels = conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
-    conn.close()
+    n_kernels = kernel_rows(path)
     (t_floor, c_floor), (t_read, c_read) = best_of(floor), best_of(lambda: read_export(path, None))
     return {"file": str(path), "bytes": path.stat().st_size, "kernel_rows": n_kernels,
             "floor_s": t_floor, "read_export_s": t_read, "ratio": t_read / t_floor,
@@ -118,7 +135,7 @@ def child(argv: list[str]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", help="where simulated exports are made (default: a temp dir)")
-    parser.add_argument("--big-steps", type=int, default=4000, help="training steps of the big export")
+    parser.add_argument("--big-rows", type=int, default=1_000_000, help="kernel rows wanted in the big export")
     parser.add_argument("--files", type=int, default=500, help="number of small exports")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -133,7 +150,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(args.workdir or tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        big = make_big(workdir, args.big_steps)
+        big = make_big(workdir, args.big_rows)
         a = child(["floor", str(big)])
         print(f"(a) {a['kernel_rows']:,} kernel rows, {a['bytes'] / 2**20:.0f} MiB: floor {a['floor_s']:.2f} s "
               f"({a['floor_cpu_s']:.2f} s CPU), read_export {a['read_export_s']:.2f} s ({a['read_export_cpu_s']:.2f} s CPU), "
