@@ -176,6 +176,9 @@ def primary_quantity(analysis: Analysis) -> str:
     for quantity in (EPOCH_TIME, "gpu total"):
         if analysis.model(quantity) is not None:
             return quantity
+    if analysis.per == "measurement":
+        raise InputError(None, "a plain measurement table (e.g. Extra-P text) has no time per epoch; "
+                               "this needs Nsight Systems exports")
     rows = analysis.application_models
     reasons = "; ".join(sorted(set(r for r in rows["reason"] if r))) or "no step marks and no GPU activity"
     hint = " (--min-points N lowers the number of configurations a model needs)" if "need at least" in reasons else ""
@@ -224,7 +227,7 @@ def analyse_table(table: pd.DataFrame, params: list[str], options: dict | None =
     ranks = ranks_parameter(params, ranks_param)
     empty = pd.DataFrame(columns=["quantity", *params, "value"])
     return Analysis(params, ranks, "measurement", scaling or "strong", default_baseline(table, params, ranks),
-                    empty.assign(rep=[]), empty, pd.DataFrame(columns=["quantity", "model"]),
+                    empty.assign(rep=[]), empty, pd.DataFrame(columns=["quantity", "model", "formula", "growth", "smape", "reason"]),
                     table, point_summary(table, REGION_KEYS, params), models,
                     notes=["plain measurement table: values are modeled as given (no epochs, no categories)"],
                     options=dict(options or {}))

@@ -152,6 +152,8 @@ def run(args) -> int:
     from extradeep.report import summary
 
     cost = cost_settings(args)
+    if args.save and is_extrap_text(args.profiles or []):
+        raise InputError("--save", "only experiments read from exports can be saved")
     analysis, experiment = analysis_from_args(args)
     if analysis.application_models.empty:
         print(summary.header(analysis))

@@ -29,8 +29,10 @@ def header(analysis: Analysis, n_exports: int | None = None) -> str:
         first, last = format_point(points.iloc[0], analysis.params), format_point(points.iloc[-1], analysis.params)
         lines.append(f"Steps per epoch n_t = floor((D_t/(G/M))/B), n_v likewise: n_t = {n_t[0]}, n_v = {n_v[0]} at "
                      f"{first} .. n_t = {n_t[-1]}, n_v = {n_v[-1]} at {last}")
-    else:
+    elif analysis.per == "step":
         lines.append("Values per training step (give --train-samples and --batch-size for per-epoch values)")
+    else:
+        lines.append("Values as measured (a plain measurement table)")
     return "\n".join(lines) + "\n"
 
 
