@@ -252,3 +252,16 @@ def rebase(analysis: Analysis, fixed: dict) -> Analysis:
     if same.empty:
         return analysis
     return replace(analysis, baseline=default_baseline(same, analysis.params, analysis.ranks_param))
+
+
+def extrapolation_notes(analysis: Analysis, grid: pd.DataFrame) -> list[str]:
+    """A warning when predictions reach far beyond the measured configurations."""
+    ranks = analysis.ranks_param
+    largest = float(analysis.points[ranks].max())
+    far = sorted(v for v in grid[ranks].unique() if v > 2 * largest)
+    if not far:
+        return []
+    return [f"predictions at {ranks} = {', '.join(f'{v:g}' for v in far)} extrapolate more than 2x beyond the "
+            f"largest measured configuration ({largest:g}); a change of regime there (e.g. communication no "
+            "longer hidden behind computation) is invisible to the models (docs/performance.md: about 20% "
+            "error at 4x on simulated DDP-like training)"]

@@ -147,7 +147,7 @@ def prediction_grid(args, analysis):
 
 
 def run(args) -> int:
-    from extradeep.analysis.analyse import derived_models, prediction_table
+    from extradeep.analysis.analyse import derived_models, extrapolation_notes, prediction_table
     from extradeep.analysis.bottlenecks import bottleneck_table
     from extradeep.report import summary
 
@@ -172,7 +172,7 @@ def run(args) -> int:
              summary.prediction_section(analysis, predictions, args.level, cost.unit),
              summary.derived_section(analysis, derived),
              summary.bottleneck_section(bottlenecks.head(args.top), target, analysis.params, analysis.per),
-             summary.notes_section(analysis.notes)]
+             summary.notes_section(analysis.notes + extrapolation_notes(analysis, grid))]
     print("\n".join(p for p in parts if p))
     _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, derived)
     return 0

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from extradeep import __version__
-from extradeep.analysis.analyse import Analysis, prediction_table, primary_quantity
+from extradeep.analysis.analyse import Analysis, extrapolation_notes, prediction_table, primary_quantity
 from extradeep.analysis.budget import BudgetResult
 from extradeep.analysis.cost import CostSettings, cost_of
 from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP, quantity_label
@@ -227,7 +227,8 @@ def methods_section(inputs: ReportInputs) -> str:
           "measurement. Speedup, efficiency and runtime change are computed by evaluating these models against "
           f"the baseline {html.escape(format_point(a.baseline, a.params))} ({a.scaling} scaling), never by refitting. "
           f"Cost: {html.escape(inputs.cost.describe())}.</p>")
-    notes = "".join(f'<p class="note">Note: {html.escape(n)}</p>' for n in a.notes)
+    notes = "".join(f'<p class="note">Note: {html.escape(n)}</p>'
+                    for n in a.notes + extrapolation_notes(a, inputs.predictions))
     return text + notes
 
 

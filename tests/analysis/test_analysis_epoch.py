@@ -89,3 +89,12 @@ def test_measured_points_of_held_out_configurations(synthetic):
     app, regions = measured_points(subset_experiment(experiment, keep), dataset)
     assert set(app["ranks"]) == {20} and set(regions["ranks"]) == {20}
     assert EPOCH_TIME in set(app["quantity"])
+
+
+def test_far_extrapolation_is_flagged(fitted):
+    from extradeep.analysis.analyse import extrapolation_notes
+
+    analysis, _, _ = fitted
+    assert extrapolation_notes(analysis, pd.DataFrame({"ranks": [12.0, 20.0]})) == []
+    notes = extrapolation_notes(analysis, pd.DataFrame({"ranks": [20.0, 40.0]}))
+    assert len(notes) == 1 and "ranks = 40 " in notes[0] and "(10)" in notes[0]
