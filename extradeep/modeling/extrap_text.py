@@ -71,31 +71,37 @@ def read_extrap_text(path) -> pd.DataFrame:
         else:
             if coord_id >= len(coords):
                 raise InputError(path, f"line {lineno}: more DATA lines than the {len(coords)} POINTS")
-            values = _numbers(path, lineno, rest)
-            if not values:
+            tokens = rest.split()
+            if not tokens:
                 raise InputError(path, f"line {lineno}: DATA line without values")
-            labels.append((region, metric, coord_id))
-            chunks.append(values)
+            labels.append((region, metric, coord_id, lineno))
+            chunks.append(tokens)
             coord_id += 1
     if not params or not chunks:
         raise InputError(path, "no PARAMETER or no DATA lines: not an Extra-P text input")
     if len(set(params)) != len(params):
         raise InputError(path, f"parameter names repeat: {' '.join(params)}")
-    return _frame(labels, chunks, coords, params)
+    return _frame(path, labels, chunks, coords, params)
 
 
-def _frame(labels, chunks, coords, params) -> pd.DataFrame:
-    """Tidy frame from DATA lines: one row per repetition value."""
+def _frame(path, labels, chunks, coords, params) -> pd.DataFrame:
+    """Tidy frame from DATA lines (token lists): one row per repetition value."""
+    try:  # one conversion for the whole file; find the culprit only when it fails
+        values = np.array([t for c in chunks for t in c], dtype=float)
+    except ValueError:
+        for (*_, lineno), tokens in zip(labels, chunks):
+            _numbers(path, lineno, " ".join(tokens))
+        raise
     counts = np.array([len(c) for c in chunks])
     line = np.repeat(np.arange(len(chunks)), counts)
     starts = np.cumsum(counts) - counts
-    lines = pd.DataFrame(labels, columns=["region", "metric", "_c"])
+    lines = pd.DataFrame(labels, columns=["region", "metric", "_c", "_line"]).drop(columns="_line")
     df = lines.iloc[line].reset_index(drop=True)
     point = np.asarray(coords, dtype=float)[df.pop("_c").to_numpy()]
     for k, name in enumerate(params):
         df[name] = point[:, k]
     df["rep"] = np.arange(len(line)) - starts[line]
-    df["value"] = np.fromiter((v for c in chunks for v in c), dtype=float, count=len(line))
+    df["value"] = values
     df.attrs["params"] = params
     return df
 
