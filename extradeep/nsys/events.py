@@ -90,6 +90,12 @@ def _tid(column: str) -> tuple[str, str]:
     return column, f'("{column}" & 16777215)'
 
 
+def _launch_key(column: str) -> tuple[str, str]:
+    """pid << 32 | correlationId: joins GPU work to the runtime call of the same process that
+    launched it (correlationIds repeat across processes); one column instead of two."""
+    return "correlationId", f'((("{column}" >> 24) & 16777215) << 32) | ("correlationId" & 4294967295)'
+
+
 def _table_columns(conn, table: str, spec: dict[str, tuple[str, str]], required: tuple[str, ...],
                    columns=None) -> dict[str, np.ndarray]:
     """Read the outputs of `spec` (output -> (source column, SQL expression)) from `table`, only
@@ -230,6 +236,7 @@ def _gpu_activity(conn, table: str, extra: dict[str, str], columns=None, times=(
         "end": _col(times[1]),
         **{c: _col(c) for c in ("deviceId", "streamId", "correlationId", "globalPid")},
         "pid": _pid("globalPid"),
+        "launchKey": _launch_key("globalPid"),
         **{name: _col(column) for name, column in extra.items()},
     }
     cols = _table_columns(conn, table, spec, required, columns)
@@ -252,8 +259,11 @@ _NO_NAMES = pd.Categorical([])
 
 
 def _chosen(standard: list[str], columns) -> list[str]:
-    """The standard columns restricted to `columns` (start and end always), in standard order."""
-    return standard if columns is None else [c for c in standard if c in columns or c in ("start", "end")]
+    """The standard columns restricted to `columns` (start and end always), in standard order, plus
+    `launchKey` when asked for (it is not in the default output)."""
+    if columns is None:
+        return standard
+    return [c for c in standard if c in columns or c in ("start", "end")] + [c for c in ("launchKey",) if c in columns]
 
 
 def kernels(conn: ExportConnection, names: str = "short", columns=None) -> pd.DataFrame:
@@ -317,6 +327,7 @@ def _cpu_calls(conn, table: str, name_column: str, extra: dict[str, str] | None 
         "globalTid": _col("globalTid"),
         "pid": _pid("globalTid"),
         "tid": _tid("globalTid"),
+        "launchKey": _launch_key("globalTid"),
         "nameId": _col(name_column),
         **{name: _col(column) for name, column in extra.items()},
     }
@@ -330,16 +341,16 @@ def runtime(conn: ExportConnection, columns=None) -> pd.DataFrame:
     return _cpu_calls(conn, RUNTIME_TABLE, "nameId", {"correlationId": "correlationId"}, columns)
 
 
-def osrt(conn: ExportConnection) -> pd.DataFrame:
+def osrt(conn: ExportConnection, columns=None) -> pd.DataFrame:
     """OS runtime calls (read, poll, pthread_*...): start, end, globalTid, pid, tid, name."""
-    return _cpu_calls(conn, OSRT_TABLE, "nameId")
+    return _cpu_calls(conn, OSRT_TABLE, "nameId", columns=columns)
 
 
-def library_events(conn: ExportConnection) -> pd.DataFrame:
+def library_events(conn: ExportConnection, columns=None) -> pd.DataFrame:
     """cuBLAS and cuDNN API events: start, end, globalTid, pid, tid, name, library ("cublas"/"cudnn")."""
     parts = []
     for library, table in LIBRARY_TABLES.items():
-        df = _cpu_calls(conn, table, "nameId")
+        df = _cpu_calls(conn, table, "nameId", columns=columns)
         parts.append(df.assign(library=library))
     return _concat(parts)
 
@@ -453,28 +464,28 @@ def _map_categorical(keys: np.ndarray, name_of) -> pd.Categorical:
 # MPI, synchronisation, CUDA events
 
 
-def mpi(conn: ExportConnection, nvtx_events: pd.DataFrame | None = None) -> pd.DataFrame:
+def mpi(conn: ExportConnection, nvtx_events: pd.DataFrame | None = None, columns=None) -> pd.DataFrame:
     """MPI calls: start, end, globalTid, pid, tid, name, bytes, source.
 
     Newer nsys (-t mpi) writes MPI_*_EVENTS tables (source "table"); older versions record MPI calls as
     NVTX ranges in a domain named like "MPI" (source "nvtx"). bytes is the message size where known.
     `nvtx_events`: the export's `nvtx(conn)` frame when the caller already has it (saves a re-read).
     """
-    parts = []
+    parts, chosen = [], _chosen(_CPU_COLUMNS, columns)
     for table in MPI_TABLES:
         if not schema_of(conn).has(table):
             continue
         name_col = "textId" if schema_of(conn).has_column(table, "textId") else "nameId"
-        df = _cpu_calls(conn, table, name_col, {"bytes": "size"})
+        df = _cpu_calls(conn, table, name_col, {"bytes": "size"}, columns)
         parts.append(df.assign(source="table"))
     ranges = nvtx(conn) if nvtx_events is None else nvtx_events
     in_mpi = ranges["eventType"].isin(NVTX_RANGE_TYPES) & per_category(ranges["domain"], cat.is_mpi_domain)
     if in_mpi.any():
-        from_nvtx = ranges.loc[in_mpi, _CPU_COLUMNS + ["name"]].assign(bytes=NULL_INT, source="nvtx")
+        from_nvtx = ranges.loc[in_mpi, chosen + ["name"]].assign(bytes=NULL_INT, source="nvtx")
         from_nvtx["name"] = from_nvtx["name"].cat.remove_unused_categories()
         parts.append(from_nvtx)
     if not parts:
-        return _frame(None, _CPU_COLUMNS + ["bytes"], _NO_NAMES).assign(source=pd.Series([], dtype=str))
+        return _frame(None, chosen + ["bytes"], _NO_NAMES).assign(source=pd.Series([], dtype=str))
     return _concat(parts)
 
 

@@ -30,7 +30,7 @@ __all__ = ["read_export", "ReaderSettings", "READER_VERSION", "OUTPUT_COLUMNS"]
 
 OUTPUT_COLUMNS = ["region", "kind", "category", "metric", "epoch", "phase", "step", "value"]
 NS = 1e-9
-LAUNCH_COLUMNS = ["pid", "correlationId"]  # besides start and end: what the launch join needs
+LAUNCH_COLUMNS = ["launchKey"]  # besides start, end and name: what the launch join needs
 
 
 @dataclass
@@ -118,16 +118,16 @@ def _read(conn, settings: ReaderSettings) -> pd.DataFrame:
         add(frame, kind, cat.MEMORY, launch.of(frame), with_bytes=True)
     notes += launch.notes()
     add(runtime, "cuda_api", cat.CUDA_API, runtime["start"].to_numpy())
-    osrt = events.osrt(conn)
+    osrt = events.osrt(conn, columns=[])
     add(osrt, "os", cat.OS, osrt["start"].to_numpy())
-    for library, frame in events.library_events(conn).groupby("library", sort=True):
+    for library, frame in events.library_events(conn, columns=[]).groupby("library", sort=True):
         add(frame, library, cat.LIBRARY, frame["start"].to_numpy())
-    mpi = events.mpi(conn, nvtx)
+    mpi = events.mpi(conn, nvtx, columns=["bytes"])
     add(mpi, "mpi", cat.COMMUNICATION, mpi["start"].to_numpy(), with_bytes=True)
     for kind, frame in _user_ranges(nvtx, table, notes).items():
         add(frame, kind, cat.NVTX, frame["start"].to_numpy())
     notes += conn.warnings
-    out = pd.concat(parts, ignore_index=True)[OUTPUT_COLUMNS]
+    out = pd.DataFrame({c: np.concatenate([part[c] for part in parts]) for c in OUTPUT_COLUMNS})
     out.attrs.update(
         notes=list(dict.fromkeys(notes)),  # the same note from two readers of one table, once
         convention=dict(table.convention),
@@ -143,22 +143,23 @@ class LaunchTimes:
     correlationId); GPU work without one keeps its own start and is reported."""
 
     def __init__(self, runtime: pd.DataFrame):
-        valid = runtime["correlationId"].to_numpy() > 0  # 0 / NULL: no activity to correlate
-        key = _corr_key(runtime["pid"].to_numpy()[valid], runtime["correlationId"].to_numpy()[valid])
-        self.key, self.start = key, runtime["start"].to_numpy()[valid]
+        key = runtime["launchKey"].to_numpy()
+        valid = _has_correlation(key)
+        key, start = key[valid], runtime["start"].to_numpy()[valid]
         if len(key) and not (key[1:] >= key[:-1]).all():  # usually already in correlationId order
             order = np.argsort(key, kind="stable")
-            self.key, self.start = key[order], self.start[order]
+            key, start = key[order], start[order]
+        self.key, self.start = key, start
         self.unmatched = 0
 
     def of(self, gpu: pd.DataFrame) -> np.ndarray:
-        key = _corr_key(gpu["pid"].to_numpy(), gpu["correlationId"].to_numpy())
+        key = gpu["launchKey"].to_numpy()
         own = gpu["start"].to_numpy()
         if len(self.key) == 0:
             self.unmatched += len(own)
             return own
         pos = np.minimum(np.searchsorted(self.key, key), len(self.key) - 1)
-        found = (self.key[pos] == key) & (gpu["correlationId"].to_numpy() > 0)
+        found = (self.key[pos] == key) & _has_correlation(key)
         self.unmatched += int(np.count_nonzero(~found))
         return np.where(found, self.start[pos], own)
 
@@ -171,8 +172,9 @@ class LaunchTimes:
         ]
 
 
-def _corr_key(pid: np.ndarray, correlation: np.ndarray) -> np.ndarray:
-    return (pid.astype(np.int64) << 32) | (correlation.astype(np.int64) & 0xFFFFFFFF)
+def _has_correlation(launch_key: np.ndarray) -> np.ndarray:
+    """correlationId 0 (or NULL) correlates nothing: such rows never join."""
+    return (launch_key != NULL_INT) & ((launch_key & 0xFFFFFFFF) != 0)
 
 
 def _durations(frame: pd.DataFrame) -> np.ndarray:
@@ -181,7 +183,7 @@ def _durations(frame: pd.DataFrame) -> np.ndarray:
 
 
 def _sums(names: pd.Categorical, kind: str, category, bucket: np.ndarray, buckets: Buckets,
-          duration: np.ndarray, size: np.ndarray | None) -> pd.DataFrame:
+          duration: np.ndarray, size: np.ndarray | None) -> dict[str, np.ndarray]:
     """Sum time, visits (and bytes) per (name, bucket) of events with bucket >= 0; long format.
     `category` is one string or an array with one category per name (kernels)."""
     keep = bucket >= 0
@@ -211,9 +213,18 @@ def _sums(names: pd.Categorical, kind: str, category, bucket: np.ndarray, bucket
         "phase": buckets.phase[b],
         "step": buckets.step[b],
     }
-    frames = [pd.DataFrame({**base, "metric": metric, "value": value}) for metric, value in metrics.items()]
-    out = pd.concat(frames, ignore_index=True)
-    return out[out["value"] != 0]
+    return _long(base, metrics)
+
+
+def _long(base: dict[str, np.ndarray], metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Columns in long format: `base` repeated once per metric, zero values left out."""
+    value = np.concatenate(list(metrics.values()))
+    keep = value != 0
+    out = {name: np.tile(column, len(metrics))[keep] for name, column in base.items()}
+    n = len(next(iter(base.values())))
+    out["metric"] = np.repeat(np.array(list(metrics), dtype=object), n)[keep]
+    out["value"] = value[keep]
+    return out
 
 
 def _dense_keys(key: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
@@ -223,22 +234,20 @@ def _dense_keys(key: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
     return np.unique(key, return_inverse=True)
 
 
-def _step_rows(table: StepTable) -> pd.DataFrame:
+def _step_rows(table: StepTable) -> dict[str, np.ndarray]:
     """Region "step": each kept step's NVTX duration (time) and one visit."""
     steps = table.steps
+    n = len(steps)
     base = {
-        "region": "step",
-        "kind": cat.STEP,
-        "category": cat.STEP,
+        "region": np.full(n, "step", dtype=object),
+        "kind": np.full(n, cat.STEP, dtype=object),
+        "category": np.full(n, cat.STEP, dtype=object),
         "epoch": steps["epoch"].to_numpy(np.int64),
         "phase": steps["phase"].to_numpy(object),
         "step": steps["step"].to_numpy(np.int64),
     }
     time = (steps["end"].to_numpy(np.int64) - steps["start"].to_numpy(np.int64)) * NS
-    return pd.concat(
-        [pd.DataFrame({**base, "metric": "time", "value": time}), pd.DataFrame({**base, "metric": "visits", "value": 1.0})],
-        ignore_index=True,
-    )
+    return _long(base, {"time": time, "visits": np.ones(n)})
 
 
 def _user_ranges(nvtx: pd.DataFrame, table: StepTable, notes: list[str]) -> dict[str, pd.DataFrame]:
