@@ -265,3 +265,11 @@ def extrapolation_notes(analysis: Analysis, grid: pd.DataFrame) -> list[str]:
             f"largest measured configuration ({largest:g}); a change of regime there (e.g. communication no "
             "longer hidden behind computation) is invisible to the models (docs/performance.md: about 20% "
             "error at 4x on simulated DDP-like training)"]
+
+
+def region_scaling(analysis: Analysis, grid: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """Speedup, efficiency and runtime change of every region's time model at ``grid`` (same
+    definitions and baseline as the application quantities)."""
+    models = analysis.region_models[analysis.region_models["metric"] == "time"]
+    return scaling_table(models, grid, analysis.params, ["region", "kind", "category"], analysis.baseline,
+                         analysis.scaling, analysis.ranks_param, level=level)

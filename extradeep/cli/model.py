@@ -147,7 +147,7 @@ def prediction_grid(args, analysis):
 
 
 def run(args) -> int:
-    from extradeep.analysis.analyse import derived_models, extrapolation_notes, prediction_table
+    from extradeep.analysis.analyse import derived_models, extrapolation_notes, prediction_table, region_scaling
     from extradeep.analysis.bottlenecks import bottleneck_table
     from extradeep.report import summary
 
@@ -159,7 +159,7 @@ def run(args) -> int:
         print(summary.header(analysis))
         print(summary.region_section(analysis.region_models, args.top))
         print(summary.notes_section(analysis.notes))
-        _write_outputs(args, analysis, experiment, None, None, None, None)
+        _write_outputs(args, analysis, experiment, None, None, None, None, None)
         return 0
     analysis, grid = prediction_grid(args, analysis)
     predictions = prediction_table(analysis, grid, cost, args.level)
@@ -174,15 +174,16 @@ def run(args) -> int:
              summary.bottleneck_section(bottlenecks.head(args.top), target, analysis.params, analysis.per),
              summary.notes_section(analysis.notes + extrapolation_notes(analysis, grid))]
     print("\n".join(p for p in parts if p))
-    _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, derived)
+    regions = region_scaling(analysis, grid, args.level) if args.json else None
+    _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, derived, regions)
     return 0
 
 
-def _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, derived) -> None:
+def _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, derived, regions) -> None:
     from extradeep.report.jsonout import save_models, write_json
 
     if args.json:
-        write_json(args.json, analysis, predictions, bottlenecks, cost, args.level, derived)
+        write_json(args.json, analysis, predictions, bottlenecks, cost, args.level, derived, regions)
         print(f"extradeep: wrote {args.json}", file=sys.stderr)
     if args.save:
         if experiment is None:

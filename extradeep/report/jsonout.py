@@ -43,7 +43,8 @@ def _measured(points: pd.DataFrame, params: list[str]) -> list[dict]:
 
 
 def models_document(analysis: Analysis, predictions: pd.DataFrame | None, bottlenecks: pd.DataFrame | None,
-                    cost, level: float, derived: pd.DataFrame | None = None) -> dict:
+                    cost, level: float, derived: pd.DataFrame | None = None,
+                    region_scaling: pd.DataFrame | None = None) -> dict:
     """Everything `model` computed, as one JSON-ready dict."""
     params = analysis.params
     app_points = analysis.application_points.groupby("quantity")
@@ -72,6 +73,7 @@ def models_document(analysis: Analysis, predictions: pd.DataFrame | None, bottle
         "points": [{p: float(r[p]) for p in params} for _, r in analysis.points.iterrows()],
         "application": application,
         "predictions": [] if predictions is None else _records(predictions, params),
+        "region_predictions": [] if region_scaling is None else _records(region_scaling, params),
         "bottlenecks": [] if bottlenecks is None else bottlenecks.to_dict("records"),
         "scaling_models": [] if derived is None else [
             {"quantity": r["quantity"], "derived": r["derived"], "model": _model_json(r["model"], r["reason"]),
@@ -90,8 +92,9 @@ def _records(predictions: pd.DataFrame, params: list[str]) -> list[dict]:
     return out
 
 
-def write_json(path, analysis: Analysis, predictions, bottlenecks, cost, level: float, derived=None) -> None:
-    document = models_document(analysis, predictions, bottlenecks, cost, level, derived)
+def write_json(path, analysis: Analysis, predictions, bottlenecks, cost, level: float, derived=None,
+               region_scaling=None) -> None:
+    document = models_document(analysis, predictions, bottlenecks, cost, level, derived, region_scaling)
     try:
         Path(path).write_text(json.dumps(document, indent=1, allow_nan=False), encoding="utf-8")
     except OSError as exc:
