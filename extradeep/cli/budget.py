@@ -113,7 +113,8 @@ def run(args) -> int:
     if result.failure:
         print(f"No configuration meets the limits: {result.failure}.")
         return 1
-    spans = "; ".join(f"{r['from']:g} .. {r['to']:g}" for _, r in result.intervals.iterrows())
+    spans = "; ".join(f"{r['from']:g}" if r["from"] == r["to"] else f"{r['from']:g} .. {r['to']:g}"
+                      for _, r in result.intervals.iterrows())
     print(f"Valid {analysis.ranks_param}: {spans}\n")
     best = [[r["criterion"], format_point(r, params), format_seconds(r["total_time"]), f"{r['total_cost']:.4g}",
              f"{r['efficiency']:.2f}", "yes" if r["valid_upper"] else "no"] for _, r in result.best.iterrows()]

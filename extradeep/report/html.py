@@ -69,14 +69,15 @@ def configuration_section(inputs: ReportInputs) -> str:
         n_t, n_v = a.dataset.steps_per_epoch(points, a.fixed)
         headers += ["training steps n_t", "validation steps n_v"]
         rows = [r + [int(t), int(v)] for r, t, v in zip(rows, n_t, n_v)]
-    reps = a.application_points.groupby(a.params)["n_reps"].max() if not a.application_points.empty else None
-    if reps is not None:
+    if not a.application_points.empty:
+        reps = a.application_points.groupby(a.params)["n_reps"].max()
         headers.append("repetitions")
-        rows = [r + [int(reps.iloc[i])] for i, r in enumerate(rows)]
+        rows = [r + [int(n)] for r, n in zip(rows, reps.to_numpy())]
     if inputs.provenance is not None and not inputs.provenance.empty and set(a.params) <= set(inputs.provenance):
         files = inputs.provenance.groupby(a.params).size()
+        keys = [tuple(r) if len(a.params) > 1 else r[0] for r in points[a.params].itertuples(index=False)]
         headers.append("exports")
-        rows = [r + [int(files.iloc[i]) if i < len(files) else ""] for i, r in enumerate(rows)]
+        rows = [r + [int(files.get(k, 0))] for r, k in zip(rows, keys)]
     ds = a.dataset
     dataset = ("<p>Dataset: no sizes given, so every value is <b>per training step</b>.</p>" if ds is None else
                f"<p>Dataset: {ds.train_samples:,.0f} training and {ds.val_samples:,.0f} validation samples, "
@@ -102,16 +103,17 @@ def epoch_section(inputs: ReportInputs) -> str:
                          QUANTITY_HELP[q]])
     quantity = primary_quantity(a)
     pred = inputs.predictions[inputs.predictions["quantity"] == quantity]
+    extra = [] if inputs.cost.unit == "core-hours" else ["cost"]
     prow = [[format_point(r, params), format_value(r["T"]), f"{format_value(r['T_lo'])} .. {format_value(r['T_hi'])}",
-             f"{r['cost']:.4g}", f"{r['core_hours']:.4g}", f"{r['gpu_hours']:.4g}"] for _, r in pred.iterrows()]
+             *[f"{r[c]:.4g}" for c in (*extra, "core_hours", "gpu_hours")]] for _, r in pred.iterrows()]
     return (f"<h2>Time and cost per {a.per}</h2>"
             + _image(inputs, "epoch", fig, f"{quantity} and cost per {a.per} vs {a.ranks_param}")
             + "<p>Points: median of the repetitions, bars: their range; line: model; band: "
               f"{inputs.level:.0%} prediction interval; dotted line: largest modeled configuration"
               + ("; red squares: evaluation points not used for modeling" if inputs.evaluation_points is not None else "")
             + ".</p>" + _table(["quantity", "model", "growth", "SMAPE", "what it is"], rows, numeric={3})
-            + _table(["configuration", quantity_label(quantity, a.per), f"{inputs.level:.0%} interval", inputs.cost.unit, "core-hours",
-                      "GPU-hours"], prow))
+            + _table(["configuration", quantity_label(quantity, a.per), f"{inputs.level:.0%} interval",
+                      *([inputs.cost.unit] if extra else []), "core-hours", "GPU-hours"], prow))
 
 
 def scaling_section(inputs: ReportInputs) -> str:
@@ -145,7 +147,8 @@ def tradeoff_section(inputs: ReportInputs) -> str:
     if result.failure:
         parts.append(f'<p class="fail">No configuration is valid: {html.escape(result.failure)}.</p>')
     else:
-        spans = "; ".join(f"{r['from']:g} to {r['to']:g}" for _, r in result.intervals.iterrows())
+        spans = "; ".join(f"{r['from']:g}" if r["from"] == r["to"] else f"{r['from']:g} to {r['to']:g}"
+                          for _, r in result.intervals.iterrows())
         parts.append(f"<p>Valid {inputs.analysis.ranks_param}: {html.escape(spans)}.</p>")
         rows = [[r["criterion"], format_point(r, inputs.analysis.params), format_seconds(r["total_time"]),
                  f"{r['total_cost']:.4g}", f"{r['efficiency']:.2f}", "yes" if r["valid_upper"] else "no"]
