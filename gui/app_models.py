@@ -8,7 +8,7 @@ like `extradeep model` does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -39,16 +39,28 @@ class AppModels:
 
 
 def fit_application_models(report, ws: Workspace, options: dict, n_eval: int) -> AppModels | None:
-    """Model the application quantities of the workspace; None when the input has none (Extra-P text)."""
-    if ws.app_steps is None or ws.app_steps.empty:
+    """Model the application quantities (extradeep.analysis.epoch.application_steps) of the open
+    experiment; None for inputs without one (Extra-P text)."""
+    exp = ws.experiment
+    if exp is None:
         return None
+    from extradeep.analysis.epoch import application_steps, step_values
+    from extradeep.experiment import EPOCH_CATEGORIES
+
     report(0, 1, "Modeling the application quantities")
-    fitted = fit_table(ws, ws.app_steps, "quantity", options, ws.cutoff(n_eval))
+    # Only the step time and the regions the category sums and idle time add up are needed.
+    needed = (exp.values["category"].isin(EPOCH_CATEGORIES) | (exp.values["kind"] == "step")).to_numpy()
+    keep = (exp.points["category"].isin(EPOCH_CATEGORIES) | (exp.points["kind"] == "step")).to_numpy()
+    app_steps = application_steps(step_values(replace(exp, values=exp.values[needed], points=exp.points[keep])),
+                                  ws.params)
+    if app_steps.empty:
+        return None
+    fitted = fit_table(ws, app_steps, "quantity", options, ws.cutoff(n_eval))
     models = {q: f["model"] for q, f in fitted.items() if f["model"] is not None}
-    values = epoch_values(ws.app_steps, "quantity", ws.params, ws.dataset, ws.fixed)
-    points = points_per_row(values, "quantity", ws.params)
+    values = epoch_values(app_steps, "quantity", ws.params, ws.dataset, ws.fixed)
     report(1, 1, "Application quantities modeled")
-    return AppModels(list(ws.params), ws.per, models, points, list(ws.notes))
+    return AppModels(list(ws.params), ws.per, models, points_per_row(values, "quantity", ws.params),
+                     list(ws.notes))
 
 
 def candidates(view, count: int = 400) -> np.ndarray:

@@ -20,8 +20,8 @@ from gui.options_panel import OptionsPanel
 from gui.param_panel import ParamPanel, View
 from gui.region_tree import RegionPanel
 from gui.tabs import make_tabs
-from gui.workers import TaskRunner, describe_error
-from gui.workspace import Workspace, apply_models, fit_region_models, open_source
+from gui.workers import TaskRunner, describe_error, warm_imports
+from gui.workspace import Workspace, apply_models, fit_region_models, open_source, rank_growth
 
 MAX_RECENT = 8
 OPEN_FILTERS = {
@@ -41,6 +41,8 @@ class MainWindow(QMainWindow):
         self.runner = TaskRunner(self)
         self.ws: Workspace | None = None
         self.app_models: AppModels | None = None
+        self._app_started = False
+        self._options: tuple[dict, int] = ({}, 0)
         self.last_error = ""
         self._error_box: QMessageBox | None = None
         self.regions = RegionPanel()
@@ -62,6 +64,7 @@ class MainWindow(QMainWindow):
         self.runner.progress.connect(self._progress)
         self.runner.failed.connect(lambda slot, msg: self.show_error(msg))
         self.runner.cancelled.connect(lambda slot: self.statusBar().showMessage(f"{slot}: cancelled", 5000))
+        self.runner.start("warm-up", warm_imports)
 
     # --- layout
     def _build_layout(self) -> None:
@@ -159,12 +162,18 @@ class MainWindow(QMainWindow):
             self.show_error(str(exc))
             return
         first = first_rows if first_rows is not None else self.regions.selected_rows()
-        n_eval = self.options.n_eval.value()
-        self.runner.start("application", fit_application_models, self.ws, options, n_eval,
-                          on_done=self._application_done)
-        self.runner.start("model", fit_region_models, self.ws, options, n_eval,
+        self._options = (options, self.options.n_eval.value())
+        self.app_models = None
+        self._app_started = False
+        self.runner.start("model", fit_region_models, self.ws, options, self._options[1],
                           self.regions.metric or "time", first,
                           on_partial=self._models_arrived, on_done=self._models_done)
+
+    def _start_application(self) -> None:
+        # Started after the first chunk, so the first plot does not wait for it.
+        self._app_started = True
+        self.runner.start("application", fit_application_models, self.ws, *self._options,
+                          on_done=self._application_done)
 
     def _application_done(self, app: AppModels | None) -> None:
         self.app_models = app
@@ -177,11 +186,16 @@ class MainWindow(QMainWindow):
         self.regions.model.models_changed()
         if set(changed) & set(self.regions.selected_rows()):
             self.refresh_current()
+        if not self._app_started:
+            self._start_application()
 
-    def _models_done(self, results: dict) -> None:
-        failed = sum(1 for r in results.values() if r["model"] is None)
-        self.statusBar().showMessage(f"Modeled {len(results) - failed} of {len(results)} regions"
+    def _models_done(self, count: int) -> None:
+        failed = sum(1 for m in self.ws.models.values() if m is None)
+        self.statusBar().showMessage(f"Modeled {count - failed} of {count} regions"
                                      + (f"; {failed} without a model (see the tooltips)" if failed else ""), 8000)
+        rank_growth(self.ws)
+        self.regions.model.models_changed()
+        self.regions.apply_sort(self.regions.sort_combo.currentText())
         for page in self.tab_pages:
             page.models_changed()
         self.refresh_current()

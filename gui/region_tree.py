@@ -1,25 +1,22 @@
 """The region tree on the left: regions grouped by category with model formula, growth, SMAPE and share.
 
-`RegionTreeModel` is a two-level item model over the workspace's region table for one metric (groups,
-then regions); `RegionFilterProxy` filters by name (keeping groups of matching regions) and sorts
-regions inside their group while groups keep their fixed order. `RegionPanel` wraps them with the
-filter box, the metric selector and the sort selector.
+`RegionTreeModel` is a two-level item model (groups, then regions) over the workspace's region table
+for one metric. It sorts and filters itself with NumPy over whole columns, so thousands of regions
+re-sort in milliseconds, where a QSortFilterProxyModel would call back into Python for every
+comparison. Groups keep their fixed order. `RegionPanel` adds the filter box and the metric and sort
+selectors.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-from PySide6.QtCore import (QAbstractItemModel, QItemSelection, QItemSelectionModel, QModelIndex,
-                            QSortFilterProxyModel, Qt, Signal)
+from PySide6.QtCore import QAbstractItemModel, QItemSelection, QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QLabel, QLineEdit, QTreeView,
                                QVBoxLayout, QWidget)
 
 from gui.workspace import GROUP_LABELS, GROUP_ORDER, Workspace
 
 COLUMNS = ["Region", "Model", "Growth", "SMAPE", "Share"]
-SORT_ROLE = Qt.UserRole + 1
 ROW_ROLE = Qt.UserRole + 2
 SORT_CHOICES = {  # label -> (column, order)
     "Growth (steepest first)": (2, Qt.DescendingOrder),
@@ -37,6 +34,16 @@ def format_smape(smape: float) -> str:
     return "" if not np.isfinite(smape) else f"{smape:.1f}%"
 
 
+def sort_keys(cols: dict, column: int) -> np.ndarray:
+    """Sortable key per row for a column; regions without a model sort last in the natural order."""
+    if column == 0:
+        return cols["lower"]
+    if column == 1:
+        return cols["formula"].astype(str)
+    values = {2: cols["growth_rank"], 3: cols["smape"], 4: cols["share"]}[column].astype(float)
+    return np.where(np.isfinite(values), values, np.inf if column == 3 else -1.0)
+
+
 class RegionTreeModel(QAbstractItemModel):
     """Groups (internal id 0) with region children (internal id = 1 + group number)."""
 
@@ -44,38 +51,69 @@ class RegionTreeModel(QAbstractItemModel):
         super().__init__(parent)
         self.ws: Workspace | None = None
         self.groups: list[str] = []
-        self.children: list[np.ndarray] = []
-        self.group_sign = 1  # the proxy flips it so groups keep their order in descending sorts
+        self.members: list[np.ndarray] = []   # all row ids per group for the metric
+        self.children: list[np.ndarray] = []  # shown row ids per group, filtered and sorted
+        self.filter_text = ""
+        self.sort_column, self.sort_order = 0, Qt.AscendingOrder
         self._cols: dict[str, np.ndarray] = {}
 
     def set_workspace(self, ws: Workspace | None, metric: str | None) -> None:
-        self.beginResetModel()
+        if ws is not self.ws:
+            self._cols = {}
         self.ws = ws
-        self.groups, self.children = [], []
+        self.groups, self.members = [], []
         if ws is not None and metric is not None:
             rows = ws.rows_for_metric(metric)
-            for group in GROUP_ORDER:
-                ids = rows.index[rows["group"].to_numpy() == group].to_numpy()
+            group = rows["group"].to_numpy()
+            for name in GROUP_ORDER:
+                ids = rows.index[group == name].to_numpy()
                 if len(ids):
-                    self.groups.append(group)
-                    self.children.append(ids)
+                    self.groups.append(name)
+                    self.members.append(ids)
         self._refresh_columns()
-        self.endResetModel()
+        self._rebuild()
 
     def models_changed(self) -> None:
-        """Formulas, growth or SMAPE changed: refresh the cached columns and repaint the rows."""
+        """Formulas, growth or SMAPE changed: refresh the cached columns and repaint (no re-sort)."""
         self._refresh_columns()
         for g, ids in enumerate(self.children):
-            parent = self.index(g, 0)
-            self.dataChanged.emit(self.index(0, 1, parent), self.index(len(ids) - 1, 3, parent))
+            if len(ids):
+                parent = self.index(g, 0)
+                self.dataChanged.emit(self.index(0, 1, parent), self.index(len(ids) - 1, 4, parent))
+
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text.strip().lower()
+        self._rebuild()
+
+    def sort(self, column: int, order=Qt.AscendingOrder) -> None:
+        self.sort_column, self.sort_order = column, order
+        self._rebuild()
 
     def _refresh_columns(self) -> None:
         if self.ws is None:
             self._cols = {}
             return
         r = self.ws.regions
+        lower = self._cols.get("lower")
         self._cols = {c: r[c].to_numpy() for c in ("region", "formula", "growth", "smape", "share",
                                                   "growth_rank", "reason", "kind")}
+        self._cols["lower"] = lower if lower is not None and len(lower) == len(r) else \
+            np.char.lower(r["region"].to_numpy().astype(str))
+
+    def _rebuild(self) -> None:
+        self.beginResetModel()
+        self.children = [self._arrange(ids) for ids in self.members]
+        self.endResetModel()
+
+    def _arrange(self, ids: np.ndarray) -> np.ndarray:
+        if self.filter_text:
+            ids = ids[np.char.find(self._cols["lower"][ids], self.filter_text) >= 0]
+        keys = sort_keys(self._cols, self.sort_column)[ids]
+        order = np.argsort(keys, kind="stable")
+        if self.sort_order == Qt.DescendingOrder:
+            # Reverse the order of distinct keys but keep equal keys in their original order.
+            order = np.argsort(_descending_rank(keys), kind="stable")
+        return ids[order]
 
     # --- structure
     def index(self, row, column, parent=QModelIndex()):
@@ -105,37 +143,31 @@ class RegionTreeModel(QAbstractItemModel):
             return COLUMNS[section]
         return None
 
-    def row_id(self, index: QModelIndex) -> int | None:
-        if not index.isValid() or index.internalId() == 0:
-            return None
-        return int(self.children[index.internalId() - 1][index.row()])
+    def position(self, row_id: int) -> QModelIndex:
+        """Index of a region's row, or an invalid index when the filter hides it."""
+        for g, ids in enumerate(self.children):
+            hit = np.flatnonzero(ids == row_id)
+            if len(hit):
+                return self.index(int(hit[0]), 0, self.index(g, 0))
+        return QModelIndex()
 
     # --- content
     def data(self, index, role=Qt.DisplayRole):
         if not index.isValid():
             return None
         if index.internalId() == 0:
-            return self._group_data(index, role)
+            if role == Qt.DisplayRole and index.column() == 0:
+                group = self.groups[index.row()]
+                return f"{GROUP_LABELS[group]} ({len(self.children[index.row()])})"
+            return None
         row = int(self.children[index.internalId() - 1][index.row()])
-        col = index.column()
         if role == Qt.DisplayRole:
-            return self._display(row, col)
-        if role == SORT_ROLE:
-            return self._sort_key(row, col)
+            return self._display(row, index.column())
         if role == ROW_ROLE:
             return row
         if role == Qt.ToolTipRole:
-            reason = self._cols["reason"][row]
-            text = f"{self._cols['region'][row]} [{self._cols['kind'][row]}]"
-            return f"{text}\n{self._cols['formula'][row] or reason}"
-        return None
-
-    def _group_data(self, index, role):
-        group = self.groups[index.row()]
-        if role == Qt.DisplayRole and index.column() == 0:
-            return f"{GROUP_LABELS[group]} ({len(self.children[index.row()])})"
-        if role == SORT_ROLE:
-            return self.group_sign * GROUP_ORDER.index(group)
+            c = self._cols
+            return f"{c['region'][row]} [{c['kind'][row]}]\n{c['formula'][row] or c['reason'][row]}"
         return None
 
     def _display(self, row: int, col: int):
@@ -150,39 +182,10 @@ class RegionTreeModel(QAbstractItemModel):
             return format_smape(c["smape"][row])
         return format_share(c["share"][row])
 
-    def _sort_key(self, row: int, col: int):
-        c = self._cols
-        if col == 0:
-            return str(c["region"][row]).lower()
-        if col == 1:
-            return c["formula"][row]
-        value = {2: c["growth_rank"], 3: c["smape"], 4: c["share"]}[col][row]
-        if not math.isfinite(value):  # unmodeled rows go last in the natural order of the column
-            return math.inf if col == 3 else -1.0
-        return float(value)
 
-
-class RegionFilterProxy(QSortFilterProxyModel):
-    """Case-insensitive name filter that keeps the groups of matching regions; groups never reorder."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.setRecursiveFilteringEnabled(True)
-        self.setFilterCaseSensitivity(Qt.CaseInsensitive)
-        self.setFilterKeyColumn(0)
-        self.setSortRole(SORT_ROLE)
-        self.setDynamicSortFilter(True)
-
-    def filterAcceptsRow(self, source_row, source_parent):
-        if not source_parent.isValid():  # groups show only through their matching children
-            return not self.filterRegularExpression().pattern()
-        return super().filterAcceptsRow(source_row, source_parent)
-
-    def sort(self, column, order=Qt.AscendingOrder):
-        source = self.sourceModel()
-        if source is not None:
-            source.group_sign = -1 if order == Qt.DescendingOrder else 1
-        super().sort(column, order)
+def _descending_rank(keys: np.ndarray) -> np.ndarray:
+    _, inverse = np.unique(keys, return_inverse=True)
+    return -inverse
 
 
 class RegionPanel(QWidget):
@@ -195,24 +198,24 @@ class RegionPanel(QWidget):
         super().__init__(parent)
         self.ws: Workspace | None = None
         self.model = RegionTreeModel(self)
-        self.proxy = RegionFilterProxy(self)
-        self.proxy.setSourceModel(self.model)
         self.filter_edit = QLineEdit(placeholderText="Filter regions…")
         self.filter_edit.setClearButtonEnabled(True)
         self.metric_combo = QComboBox()
         self.sort_combo = QComboBox()
         self.sort_combo.addItems(list(SORT_CHOICES))
         self.tree = QTreeView()
-        self.tree.setModel(self.proxy)
-        self.tree.setSortingEnabled(True)
+        self.tree.setModel(self.model)
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
         self.tree.setSelectionMode(QAbstractItemView.ExtendedSelection)
         self.tree.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.tree.header().setSortIndicatorShown(True)
+        self.tree.header().setSectionsClickable(True)
         self._layout()
         self.filter_edit.textChanged.connect(self.set_filter)
         self.metric_combo.currentTextChanged.connect(self._metric_changed)
         self.sort_combo.currentTextChanged.connect(self.apply_sort)
+        self.tree.header().sortIndicatorChanged.connect(self._header_sort)
         self.tree.selectionModel().selectionChanged.connect(self._emit_selection)
 
     def _layout(self):
@@ -239,33 +242,47 @@ class RegionPanel(QWidget):
             self.metric_combo.addItems(ws.metrics)
         self.metric_combo.blockSignals(False)
         self._reload()
+        for col, width in ((0, 230), (1, 230), (2, 130), (3, 55)):
+            self.tree.setColumnWidth(col, width)
 
     def _metric_changed(self, metric: str) -> None:
         self._reload()
         self.metric_changed.emit(metric)
 
     def _reload(self) -> None:
-        self.model.set_workspace(self.ws, self.metric)
-        self.tree.expandAll()
-        self.apply_sort(self.sort_combo.currentText())
-        for col, width in ((0, 230), (1, 230), (2, 130), (3, 55)):
-            self.tree.setColumnWidth(col, width)
+        column, order = SORT_CHOICES.get(self.sort_combo.currentText(), (0, Qt.AscendingOrder))
+        self.model.sort_column, self.model.sort_order = column, order
+        self._keeping_selection(lambda: self.model.set_workspace(self.ws, self.metric))
 
     def set_filter(self, text: str) -> None:
-        self.proxy.setFilterFixedString(text)
-        self.tree.expandAll()
+        self._keeping_selection(lambda: self.model.set_filter(text))
 
     def apply_sort(self, label: str) -> None:
         column, order = SORT_CHOICES.get(label, (0, Qt.AscendingOrder))
-        self.tree.sortByColumn(column, order)
+        header = self.tree.header()
+        header.blockSignals(True)
+        header.setSortIndicator(column, order)
+        header.blockSignals(False)
+        self._keeping_selection(lambda: self.model.sort(column, order))
+
+    def _header_sort(self, column: int, order) -> None:
+        self._keeping_selection(lambda: self.model.sort(column, order))
+
+    def _keeping_selection(self, change) -> None:
+        """Run a change that resets the model; keep the selected regions selected and groups open."""
+        selected = self.selected_rows()
+        blocker = self.tree.selectionModel().blockSignals(True)
+        change()
+        for g in range(self.model.rowCount()):
+            self.tree.expand(self.model.index(g, 0))
+        self.select_rows(selected, notify=False)
+        self.tree.selectionModel().blockSignals(blocker)
+        if set(selected) != set(self.selected_rows()):
+            self._emit_selection()
 
     def visible_rows(self) -> list[int]:
         """Row ids of the regions the filter shows, in displayed order."""
-        out = []
-        for g in range(self.proxy.rowCount()):
-            parent = self.proxy.index(g, 0)
-            out += [self.proxy.index(i, 0, parent).data(ROW_ROLE) for i in range(self.proxy.rowCount(parent))]
-        return out
+        return [int(r) for ids in self.model.children for r in ids]
 
     def selected_rows(self) -> list[int]:
         rows = []
@@ -275,18 +292,22 @@ class RegionPanel(QWidget):
                 rows.append(int(row))
         return rows
 
-    def select_rows(self, rows: list[int]) -> None:
-        """Select the given regions (those visible under the filter)."""
-        wanted = set(rows)
+    def select_rows(self, rows: list[int], notify: bool = True) -> None:
+        """Select the given regions (those the filter shows) and scroll to the first; `notify`: emit
+        selection_changed (through the selection model) when the selection changes."""
         selection = QItemSelection()
-        for g in range(self.proxy.rowCount()):
-            parent = self.proxy.index(g, 0)
-            for i in range(self.proxy.rowCount(parent)):
-                index = self.proxy.index(i, 0, parent)
-                if index.data(ROW_ROLE) in wanted:
-                    selection.select(index, index)
-        flags = QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows
-        self.tree.selectionModel().select(selection, flags)
+        first = None
+        for row in rows:
+            index = self.model.position(row)
+            if index.isValid():
+                selection.select(index, index)
+                first = first or index
+        model = self.tree.selectionModel()
+        blocker = model.blockSignals(not notify)
+        model.select(selection, QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
+        model.blockSignals(blocker)
+        if first is not None:
+            self.tree.scrollTo(first)
 
     def _emit_selection(self, *_):
         self.selection_changed.emit(self.selected_rows())

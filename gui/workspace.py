@@ -1,14 +1,17 @@
-"""What the GUI has open: the measured points and the region models, independent of Qt.
+"""What the GUI has open: the regions, their measured points and models, independent of Qt.
 
 `open_source` reads a profiles folder, a saved experiment or an Extra-P text file through extradeep's
-public API; `fit_region_models` models every region in chunks so the UI can show models as they come
-and Cancel stops between chunks. Each region (region, kind, category, metric) gets an integer row id;
-the points of a region are kept as NumPy arrays per row so a selection change draws without pandas.
+public API and lists the regions straight away. `fit_region_models` then works a chunk of regions at
+a time, exactly as `extradeep model` does (per-step values per phase, `fit_phase_models`, epoch models
+from the step counts), so the selected region is drawn first and Cancel stops between chunks. Each
+region (region, kind, category, metric) has an integer row id; its points are NumPy arrays per row so
+a selection change draws without pandas.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +33,8 @@ GROUP_LABELS = {
     "other": "Regions",
 }
 GROUP_ORDER = list(GROUP_LABELS)
-CHUNK = 200  # regions per modeling chunk: small enough for a responsive Cancel and early results
+CHUNK = 250  # regions per modeling chunk: small enough for a responsive Cancel and early results
+TOTAL_KIND = "total"  # category sums (extradeep.experiment.TOTAL) are application quantities, not regions
 
 
 def group_of(category: str, kind: str) -> str:
@@ -52,20 +56,24 @@ class RegionPoints:
 
 @dataclass
 class Workspace:
-    """An opened input: its parameters, one row per region and metric, their points and models."""
+    """An opened input: its parameters, one row per region and metric, their points and models.
+
+    `steps_for(rows)` gives the per-step values (row, phase, params, rep, value) of some regions, the
+    input of modeling; `points` and `models` fill in as chunks are modeled.
+    """
 
     source: Path
     source_kind: str  # "profiles", "experiment" or "extrap"
     params: list[str]
     regions: pd.DataFrame  # index = row id; KEY columns, group, share, formula, growth, smape, reason
-    points: dict[int, RegionPoints]
-    steps: pd.DataFrame  # row, phase, params, rep, value: per-step values the models are fitted to
+    param_grid: dict[str, np.ndarray]  # distinct measured values per parameter
+    steps_for: Callable[[list[int]], pd.DataFrame]
     experiment: object | None = None
     dataset: object | None = None  # extradeep.experiment.Dataset: models are per epoch when known
     fixed: dict = field(default_factory=dict)
-    app_steps: pd.DataFrame | None = None  # quantity, phase, params, rep, value (application quantities)
     per: str = "step"
     notes: list[str] = field(default_factory=list)
+    points: dict[int, RegionPoints] = field(default_factory=dict)
     models: dict[int, object] = field(default_factory=dict)
     growth_keys: dict[int, object] = field(default_factory=dict)
 
@@ -79,11 +87,10 @@ class Workspace:
 
     def cutoff(self, n_eval: int) -> float:
         """Largest value of the first parameter used for modeling when `n_eval` values are held out."""
-        return modeling_cutoff(self.param_values()[self.params[0]], n_eval)
+        return modeling_cutoff(self.param_grid[self.params[0]], n_eval)
 
     def param_values(self) -> dict[str, np.ndarray]:
-        """Distinct measured values per parameter, over all regions."""
-        return {name: np.unique(self.steps[name].to_numpy(float)) for name in self.params}
+        return self.param_grid
 
 
 def open_source(report, path: str | Path) -> Workspace:
@@ -124,46 +131,86 @@ def _params_of(table: pd.DataFrame) -> list[str]:
 
 
 def workspace_from_experiment(exp, path: Path, source_kind: str) -> Workspace:
-    """Per-step values per phase exactly as `extradeep model` models them (extradeep.analysis)."""
+    """List the experiment's regions now; their step values are made per chunk by `steps_for`."""
     from extradeep.analysis.analyse import per_unit
-    from extradeep.analysis.epoch import application_steps, dataset_notes, step_values
-    from extradeep.experiment import TOTAL
 
     params = list(exp.params)
-    steps = step_values(exp)
-    ws = workspace_from_steps(steps[steps["kind"] != TOTAL], params, path, source_kind, experiment=exp,
-                              dataset=exp.dataset, fixed=exp.fixed_params)
-    ws.app_steps = application_steps(steps, params)
-    ws.per = per_unit(exp.dataset)
-    ws.notes = dataset_notes(exp, exp.dataset, steps) + list(exp.problems)
-    return ws
+    if not params:
+        raise InputError(path, "the experiment has no modeled parameters")
+    # Regions measured in training or validation steps, as `extradeep model` models them (work between
+    # steps is reported by the reader but is not part of a step).
+    points = exp.points[(exp.points["kind"] != TOTAL_KIND) & exp.points["phase"].isin(["train", "val"])]
+    rows = _region_rows(points, path)
+    index = pd.MultiIndex.from_frame(rows[KEY])
+
+    def steps_for(wanted: list[int]) -> pd.DataFrame:
+        """Per-step values of some regions: extradeep.analysis.epoch.step_values of the sub-experiment."""
+        from extradeep.analysis.epoch import step_values
+
+        chosen = rows.loc[wanted]
+
+        def subset(frame):
+            return frame[frame["region"].isin(chosen["region"]) & frame["metric"].isin(chosen["metric"])]
+
+        steps = step_values(replace(exp, values=subset(exp.values), points=subset(exp.points)))
+        steps = steps.assign(row=_row_ids(index, steps))
+        steps = steps[np.isin(steps["row"].to_numpy(), wanted)]
+        return steps[["row", "phase", *params, "rep", "value"]]
+
+    train = points[points["phase"] == "train"] if (points["phase"] == "train").any() else points
+    rows["share"] = _shares(rows, train.assign(row=_row_ids(index, train)), params)
+    grid = {p: np.unique(exp.points[p].to_numpy(float)) for p in params}
+    notes = [] if exp.dataset is not None else ["no dataset sizes: values are per training step"]
+    return Workspace(path, source_kind, params, rows, grid, steps_for, exp, exp.dataset, exp.fixed_params,
+                     per_unit(exp.dataset), notes + list(exp.problems))
 
 
-def workspace_from_steps(steps: pd.DataFrame, params: list[str], path: Path, source_kind: str,
-                         experiment=None, dataset=None, fixed: dict | None = None) -> Workspace:
-    """Index a tidy per-step table (region keys, phase, params, rep, value) by region row."""
+def workspace_from_steps(steps: pd.DataFrame, params: list[str], path: Path, source_kind: str) -> Workspace:
+    """A workspace over a tidy per-step table (region keys, phase, params, rep, value), e.g. Extra-P text."""
     if not params:
         raise InputError(path, "no numeric parameter columns to model against")
-    if steps.empty:
-        raise InputError(path, "no measured values")
     steps = steps.copy()
     for col, default in (("kind", ""), ("category", "other"), ("metric", "time"), ("rep", 0),
                          ("phase", "train")):
         if col not in steps.columns:
             steps[col] = default
-    rows = steps[KEY].drop_duplicates().reset_index(drop=True)
-    rows["group"] = [group_of(c, k) for c, k in zip(rows["category"], rows["kind"])]
-    row_of = pd.Series(rows.index, index=pd.MultiIndex.from_frame(rows[KEY]))
-    steps["row"] = row_of.reindex(pd.MultiIndex.from_frame(steps[KEY])).to_numpy()
+    rows = _region_rows(steps, path)
+    steps["row"] = _row_ids(pd.MultiIndex.from_frame(rows[KEY]), steps)
     steps = steps[["row", "phase", *params, "rep", "value"]].sort_values(["row", *params]).reset_index(drop=True)
-    fixed = dict(fixed or {})
-    per_row = points_per_row(epoch_values(steps, "row", params, dataset, fixed), "row", params)
-    rows["share"] = _shares(rows, per_row)
-    rows["n_points"] = [len(per_row[r].value) if r in per_row else 0 for r in rows.index]
+    rows["share"] = _shares(rows, steps, params)
+    by_row = steps.groupby("row", sort=False).indices
+
+    def steps_for(wanted: list[int]) -> pd.DataFrame:
+        idx = [by_row[r] for r in wanted if r in by_row]
+        return steps.iloc[np.concatenate(idx)] if idx else steps.iloc[:0]
+
+    grid = {p: np.unique(steps[p].to_numpy(float)) for p in params}
+    return Workspace(path, source_kind, list(params), rows, grid, steps_for)
+
+
+def _region_rows(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+    if frame.empty:
+        raise InputError(path, "no measured values")
+    rows = frame[KEY].drop_duplicates().reset_index(drop=True)
+    rows["group"] = [group_of(c, k) for c, k in zip(rows["category"], rows["kind"])]
     for col, empty in (("formula", ""), ("growth", ""), ("growth_rank", np.nan), ("smape", np.nan),
-                       ("reason", "not modeled yet")):
+                       ("reason", "not modeled yet"), ("n_points", 0)):
         rows[col] = empty
-    return Workspace(path, source_kind, list(params), rows, per_row, steps, experiment, dataset, fixed)
+    return rows
+
+
+def _row_ids(index: pd.MultiIndex, frame: pd.DataFrame) -> np.ndarray:
+    """Row id of each line of `frame` in the region `index` (-1 for regions not in it)."""
+    return index.get_indexer(pd.MultiIndex.from_frame(frame[KEY]))
+
+
+def _shares(rows: pd.DataFrame, frame: pd.DataFrame, params: list[str]) -> np.ndarray:
+    """Share of each region in its group and metric at the largest measured point (median value)."""
+    last = frame.sort_values(params).groupby(["row", *params], sort=False)["value"].median()
+    last = last.groupby(level="row").last().reindex(rows.index).fillna(0.0).to_numpy()
+    totals = pd.Series(last).groupby([rows["group"].to_numpy(), rows["metric"].to_numpy()]).transform("sum")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(totals.to_numpy() > 0, last / totals.to_numpy(), np.nan)
 
 
 def epoch_values(steps: pd.DataFrame, key: str, params: list[str], dataset, fixed: dict) -> pd.DataFrame:
@@ -183,14 +230,6 @@ def points_per_row(values: pd.DataFrame, key: str, params: list[str]) -> dict:
     return {k: RegionPoints(X[i], v[i], lo[i], hi[i]) for k, i in points.groupby(key, sort=False).indices.items()}
 
 
-def _shares(rows: pd.DataFrame, per_row: dict[int, RegionPoints]) -> np.ndarray:
-    """Share of each region in its group and metric, at the largest measured point."""
-    last = np.array([per_row[r].value[-1] if r in per_row else 0.0 for r in rows.index])
-    totals = pd.Series(last).groupby([rows["group"].to_numpy(), rows["metric"].to_numpy()]).transform("sum")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(totals.to_numpy() > 0, last / totals.to_numpy(), np.nan)
-
-
 def modeling_cutoff(values: np.ndarray, n_eval: int) -> float:
     """Largest of `values` left when the `n_eval` largest distinct ones are held out (inf: none)."""
     firsts = np.unique(values)
@@ -200,26 +239,27 @@ def modeling_cutoff(values: np.ndarray, n_eval: int) -> float:
 
 
 def fit_region_models(report, ws: Workspace, options: dict, n_eval: int = 0, metric_first: str = "time",
-                      first_rows: list[int] | None = None) -> dict[int, dict]:
-    """Model every region as `extradeep model` does, a chunk at a time; partial results go to `report`.
+                      first_rows: list[int] | None = None) -> int:
+    """Model every region as `extradeep model` does, a chunk at a time; each chunk's points and
+    models go to `report` as partial results {"points": {row: RegionPoints}, "models": {row: fields}}.
 
-    Regions of `metric_first` (and `first_rows`) come first so the visible tree fills in first.
-    Returns {row: {"model", "formula", "growth", "growth_key", "smape", "reason"}}.
+    `first_rows` form a chunk of their own so they draw at once; then regions of `metric_first`.
+    Returns the number of regions modeled.
     """
-    order = _fit_order(ws.regions, metric_first, first_rows or [])
+    first = [r for r in (first_rows or []) if r in ws.regions.index]
+    rest = _fit_order(ws.regions, metric_first, first)
+    chunks = ([first] if first else []) + [rest[i:i + CHUNK] for i in range(0, len(rest), CHUNK)]
     cutoff = ws.cutoff(n_eval)
-    by_row = ws.steps.groupby("row", sort=False).indices
-    results: dict[int, dict] = {}
-    for start in range(0, len(order), CHUNK):
-        chunk = order[start:start + CHUNK]
-        idx = [by_row[r] for r in chunk if r in by_row]
-        table = ws.steps.iloc[np.concatenate(idx)] if idx else ws.steps.iloc[:0]
-        part = fit_table(ws, table, "row", options, cutoff)
-        for row in chunk:
-            part.setdefault(row, _model_fields({"reason": "no points"}))
-        results.update(part)
-        report(len(results), len(order), f"Modeling regions ({len(results)}/{len(order)})", partial=part)
-    return results
+    done = 0
+    for chunk in chunks:
+        steps = ws.steps_for(chunk)
+        values = epoch_values(steps, "row", ws.params, ws.dataset, ws.fixed)
+        fitted = fit_table(ws, steps, "row", options, cutoff)
+        models = {row: fitted.get(row) or _model_fields({"reason": "no points"}) for row in chunk}
+        done += len(chunk)
+        report(done, len(ws.regions), f"Modeling regions ({done}/{len(ws.regions)})",
+               partial={"points": points_per_row(values, "row", ws.params), "models": models})
+    return done
 
 
 def fit_table(ws: Workspace, steps: pd.DataFrame, key: str, options: dict, cutoff: float) -> dict:
@@ -234,12 +274,11 @@ def fit_table(ws: Workspace, steps: pd.DataFrame, key: str, options: dict, cutof
     return {r[key]: _model_fields(r) for r in fitted.to_dict("records")}
 
 
-def _fit_order(rows: pd.DataFrame, metric_first: str, first_rows: list[int]) -> list[int]:
+def _fit_order(rows: pd.DataFrame, metric_first: str, first: list[int]) -> list[int]:
     rank = np.where(rows["metric"].to_numpy() == metric_first, 1, 2)
     order = rows.index.to_numpy()[np.argsort(rank, kind="stable")].tolist()
-    first = [r for r in first_rows if r in rows.index]
     seen = set(first)
-    return first + [r for r in order if r not in seen]
+    return [r for r in order if r not in seen]
 
 
 def _model_fields(record: dict) -> dict:
@@ -251,29 +290,27 @@ def _model_fields(record: dict) -> dict:
             "growth_key": model.growth_key(), "smape": float(model.smape), "reason": ""}
 
 
-def apply_models(ws: Workspace, results: dict[int, dict]) -> list[int]:
-    """Store fitted models in the workspace; returns the rows that changed."""
+def apply_models(ws: Workspace, part: dict) -> list[int]:
+    """Store a chunk's points and models in the workspace; returns the rows that changed.
+    (Call `rank_growth` once all chunks are in: ranking after every chunk would be quadratic.)"""
+    ws.points.update(part["points"])
+    results = part["models"]
     rows = [r for r in results if r in ws.regions.index]
     if not rows:
         return []
     for col in ("formula", "growth", "smape", "reason"):
         ws.regions.loc[rows, col] = [results[r][col] for r in rows]
+    ws.regions.loc[rows, "n_points"] = [len(ws.points[r].value) if r in ws.points else 0 for r in rows]
     for r in rows:
         ws.models[r] = results[r]["model"]
-    _rank_growth(ws, {r: results[r]["growth_key"] for r in rows})
+        ws.growth_keys[r] = results[r]["growth_key"]
     return rows
 
 
-def _rank_growth(ws: Workspace, keys: dict[int, object]) -> None:
-    """Turn growth keys (comparable, maybe tuples) into one float column Qt can sort on."""
-    store = ws.growth_keys
-    store.update({r: k for r, k in keys.items() if k is not None})
-    for r, k in keys.items():
-        if k is None:
-            store.pop(r, None)
-    distinct = sorted(set(store.values()))
-    rank = {k: float(i) for i, k in enumerate(distinct)}
+def rank_growth(ws: Workspace) -> None:
+    """Turn growth keys (comparable, maybe tuples) into one float column to sort on (NaN: no model)."""
+    known = {r: k for r, k in ws.growth_keys.items() if k is not None}
+    rank = {k: float(i) for i, k in enumerate(sorted(set(known.values())))}
     ws.regions["growth_rank"] = np.nan
-    if store:
-        idx = list(store)
-        ws.regions.loc[idx, "growth_rank"] = [rank[store[r]] for r in idx]
+    if known:
+        ws.regions.loc[list(known), "growth_rank"] = [rank[k] for k in known.values()]

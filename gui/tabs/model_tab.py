@@ -48,6 +48,10 @@ class ModelTab(PlotTab):
         if not rows:
             self.show_message("Select one or more regions in the tree (Ctrl-click to overlay several).")
             return
+        rows = [r for r in rows if r in ws.points]
+        if not rows:
+            self.show_message("Modeling… (the selected regions are drawn as soon as theirs are done).")
+            return
         self.figure.clear()
         if self.heatmap.isChecked() and len(ws.params) > 1:
             self._draw_heatmap(view, rows[0])

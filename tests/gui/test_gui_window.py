@@ -8,6 +8,8 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")  # provides the qapp fixture
 
+from gui.region_tree import ROW_ROLE  # noqa: E402
+
 
 def canvas_pixels(tab) -> np.ndarray:
     tab.canvas.draw()
@@ -78,19 +80,20 @@ def test_filter_keeps_matching_regions_only(opened):
     assert sorted(window.regions.visible_rows()) == sorted(everything)
 
 
-def test_sort_by_share_orders_each_group(opened):
-    from gui.region_tree import ROW_ROLE
-
+def test_sort_by_share_orders_each_group_and_keeps_the_selection(opened):
     window = opened
-    window.regions.sort_combo.setCurrentText("Share (largest first)")
-    proxy = window.regions.proxy
-    for g in range(proxy.rowCount()):
-        parent = proxy.index(g, 0)
-        rows = [proxy.index(i, 0, parent).data(ROW_ROLE)
-                for i in range(proxy.rowCount(parent))]
+    regions = window.regions
+    picked = regions.visible_rows()[3]
+    regions.select_rows([picked])
+    regions.sort_combo.setCurrentText("Share (largest first)")
+    model = regions.model
+    for g, group in enumerate(model.groups):
+        rows = [model.index(i, 0, model.index(g, 0)).data(ROW_ROLE) for i in range(model.rowCount(model.index(g, 0)))]
+        assert sorted(rows) == sorted(model.members[g].tolist())  # nothing lost or duplicated
         shares = window.ws.regions.loc[rows, "share"].fillna(-1).to_numpy()
-        assert (np.diff(shares) <= 1e-12).all()
-    window.regions.sort_combo.setCurrentIndex(0)
+        assert (np.diff(shares) <= 0).all(), group
+    assert regions.selected_rows() == [picked]
+    regions.sort_combo.setCurrentIndex(0)
 
 
 def test_budget_sliders_change_the_valid_configurations(opened):
