@@ -18,7 +18,7 @@ is non-zero only when no file could be read."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help="Nsight Systems SQLite exports")
+    parser.add_argument("files", nargs="+", metavar="FILE", help="Nsight Systems SQLite exports, or directories of them (searched recursively)")
     parser.add_argument("--json", action="store_true", help="print one JSON document (files and problems) for scripts")
     parser.add_argument("--top", type=int, default=10, metavar="N", help="how many of the most frequent NVTX range names to list (default 10)")
     marks = parser.add_argument_group("step marks (as for model and report)")
@@ -36,8 +36,9 @@ def run(args: argparse.Namespace) -> int:
 
     keys = ("epoch_pattern", "train_step_pattern", "val_step_pattern", "warmup_epochs", "warmup_steps")
     settings = ReaderSettings.from_any({k: getattr(args, k, None) for k in keys})
+    paths = [p for given in args.files for p in _expand(given)]
     infos, problems = [], []
-    for path in args.files:
+    for path in paths:
         try:
             info = inspect_export(path, settings, top=args.top)
         except InputError as exc:
@@ -51,5 +52,13 @@ def run(args: argparse.Namespace) -> int:
         json.dump({"files": infos, "problems": problems}, sys.stdout, indent=2)
         print()
     if problems and infos:
-        print(f"extradeep: {len(problems)} of {len(args.files)} file(s) could not be read", file=sys.stderr)
+        print(f"extradeep: {len(problems)} of {len(paths)} file(s) could not be read", file=sys.stderr)
     return 0 if infos else 2
+
+
+def _expand(given: str) -> list[str]:
+    """A directory stands for the *.sqlite files below it; anything else is passed on as is."""
+    from pathlib import Path
+
+    path = Path(given)
+    return sorted(str(p) for p in path.rglob("*.sqlite")) if path.is_dir() else [given]

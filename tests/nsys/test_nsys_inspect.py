@@ -117,3 +117,9 @@ def test_cli_patterns_reach_the_reader(real, capsys, option):
     assert main(args) == 0
     steps = json.loads(capsys.readouterr().out)["files"][0]["steps"]
     assert steps["found"] and steps["train_steps"] == (302 if option == "--epoch-pattern" else 303)
+
+
+def test_cli_expands_directories(sim_ranges, capsys):
+    assert main(["inspect", "--json", str(sim_ranges)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [f["path"] for f in doc["files"]] == sorted(str(p) for p in sim_ranges.glob("*.sqlite"))
