@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from extradeep.cli.budget import add_budget_arguments
@@ -57,6 +58,7 @@ def run(args) -> int:
     if analysis.application_models.empty:
         raise InputError(None, "the report needs profiles with step marks (a plain measurement table has no epochs)")
     analysis, grid = prediction_grid(args, analysis)
+    cost = replace(cost, ranks_param=analysis.ranks_param)
     predictions = prediction_table(analysis, grid, cost, args.level)
     target = grid.iloc[-1].to_dict()
     x_max = float(grid[analysis.ranks_param].max())
