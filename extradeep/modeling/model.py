@@ -20,7 +20,8 @@ class Model:
     `point_errors` is the signed percentage error of the model at each modeling point (the paper's
     model accuracy). Prediction intervals are for one new measurement (one repetition) at a point:
     a t interval from the weighted residual variance of all repetitions plus the coefficient
-    uncertainty at that point (its leverage).
+    uncertainty at that point (its leverage), widened by the largest disagreement of the rival
+    hypotheses that fit the data about as well (the uncertainty of choosing the exponents).
     """
 
     params: list[str]
@@ -40,6 +41,7 @@ class Model:
     n_measurements: int = 0
     names: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    rivals: list[dict] = field(default_factory=list)  # {"terms", "coefficients"} that fit about as well
 
     # -- evaluation -------------------------------------------------------------------------
     def _points(self, X) -> tuple[np.ndarray, bool]:
@@ -73,6 +75,9 @@ class Model:
             half = stdtrit(self.dof, 0.5 + level / 2) * np.sqrt(self.sigma2 * (shape + leverage))
         else:
             half = np.full_like(pred, np.inf)
+        if self.rivals:  # add the rivals' largest disagreement like an independent error
+            others = np.stack([design_matrix(arr, r["terms"]) @ r["coefficients"] for r in self.rivals])
+            half = np.hypot(half, np.abs(others - pred).max(axis=0))
         lo, hi = pred - half, pred + half
         return (float(lo[0]), float(hi[0])) if scalar else (lo, hi)
 
@@ -110,7 +115,7 @@ class Model:
         """JSON-ready dict; floats keep full precision, exponents are exact fractions."""
         return {
             "params": list(self.params),
-            "terms": [[[str(i), str(j)] for i, j in term] for term in self.terms],
+            "terms": _terms_to_text(self.terms),
             "coefficients": [float(c) for c in self.coefficients],
             "cov_unscaled": np.asarray(self.cov_unscaled, float).tolist(),
             "sigma2": float(self.sigma2), "dof": int(self.dof), "weighting": self.weighting,
@@ -120,13 +125,25 @@ class Model:
             "point_errors": np.asarray(self.point_errors, float).tolist(),
             "n_measurements": int(self.n_measurements), "names": dict(self.names),
             "warnings": list(self.warnings),
+            "rivals": [{"terms": _terms_to_text(r["terms"]), "coefficients": [float(c) for c in r["coefficients"]]}
+                       for r in self.rivals],
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> Model:
         kw = dict(data)
-        kw["terms"] = [tuple((Fraction(i), Fraction(j)) for i, j in term) for term in data["terms"]]
+        kw["terms"] = _terms_from_text(data["terms"])
+        kw["rivals"] = [{"terms": _terms_from_text(r["terms"]), "coefficients": np.asarray(r["coefficients"], float)}
+                        for r in data.get("rivals", [])]
         for key in ("coefficients", "cov_unscaled", "point_errors"):
             kw[key] = np.asarray(data[key], dtype=float)
         kw["points"] = np.asarray(data["points"], dtype=float).reshape(-1, len(data["params"]))
         return cls(**kw)
+
+
+def _terms_to_text(terms: list[Term]) -> list:
+    return [[[str(i), str(j)] for i, j in term] for term in terms]
+
+
+def _terms_from_text(data: list) -> list[Term]:
+    return [tuple((Fraction(i), Fraction(j)) for i, j in term) for term in data]

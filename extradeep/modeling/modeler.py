@@ -14,7 +14,7 @@ from extradeep.modeling.model import Model
 from extradeep.modeling.search import (
     PointBatch, SearchOptions, line_indices, search_multi_parameter, search_single_parameter, weights,
 )
-from extradeep.modeling.terms import DEFAULT_I, DEFAULT_J, design_matrix, factor_pairs
+from extradeep.modeling.terms import DEFAULT_I, DEFAULT_J, factor_pairs, term_values
 
 # Measured in benchmarks/bench_modeling.py (see docs/performance.md).
 DEFAULT_TIE_TOLERANCE = 0.0
@@ -197,7 +197,7 @@ def _fit_batch(batch: PointBatch, gids, params, opts: SearchOptions, modeler: PM
         by_width.setdefault(len(ch.terms) + 1, []).append(r)
     for p, members in by_width.items():
         idx = np.array(members)
-        A = np.stack([design_matrix(batch.X, choices[r].terms) for r in members])
+        A = _designs(batch.X, [choices[r].terms for r in members])
         fit = fit_batched(A, batch.y[idx], batch.w[idx], want_r_inv=True)
         fit_stats = _fit_statistics(batch, idx, fit)
         # a constant that is zero up to rounding prints as 0, not as -7.7e-16
@@ -213,6 +213,32 @@ def _fit_batch(batch: PointBatch, gids, params, opts: SearchOptions, modeler: PM
                 smape=float(st["smape"]), cv_smape=choices[r].cv_smape, rss=float(st["rss"]),
                 ar2=float(st["ar2"]), points=X, point_errors=st["errors"], n_measurements=int(st["n_meas"]),
                 names=dict(modeler.names or {}), warnings=rows[g]["warnings"])
+    _fit_rivals(batch, choices, gids, rows)
+
+
+def _designs(X: np.ndarray, term_lists: list[list]) -> np.ndarray:
+    """Stacked design matrices (k, n, p) of equally long term lists; each distinct term evaluated once."""
+    column_of = {(): 0}
+    index = np.array([[column_of.setdefault(t, len(column_of)) for t in [(), *terms]] for terms in term_lists])
+    table = np.empty((len(column_of), len(X)))
+    for t, k in column_of.items():
+        table[k] = term_values(X, t) if t else 1.0
+    return table[index].transpose(0, 2, 1)
+
+
+def _fit_rivals(batch: PointBatch, choices, gids, rows) -> None:
+    """Coefficients of every region's rival hypotheses (see search.alternatives), batched by width."""
+    by_width: dict[int, list[tuple[int, list]]] = {}
+    for r, ch in enumerate(choices):
+        for terms in ch.rivals:
+            by_width.setdefault(len(terms) + 1, []).append((r, terms))
+    for pairs in by_width.values():
+        idx = np.array([r for r, _ in pairs])
+        A = _designs(batch.X, [terms for _, terms in pairs])
+        fit = fit_batched(A, batch.y[idx], batch.w[idx])
+        for (r, terms), coef, valid in zip(pairs, fit.coef, fit.valid):
+            if valid:
+                rows[gids[r]]["model"].rivals.append({"terms": terms, "coefficients": coef})
 
 
 def _fit_statistics(batch: PointBatch, idx: np.ndarray, fit) -> dict[str, np.ndarray]:

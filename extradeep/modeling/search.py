@@ -196,6 +196,30 @@ def _simplify(pick, winners, size, wss, noise, significance):
     return pick
 
 
+def alternatives(pick, ok, size, wss, noise, n_points: int, limit: int = 8) -> np.ndarray:
+    """(R, limit) hypotheses of the pick's size that fit about as well (-1 pads): the pick's rivals.
+
+    A rival's extra weighted squares are not significant at 5% against the repetitions' spread
+    (or, without repetitions, the pick's residual variance). Prediction intervals widen to cover
+    the rivals, so the uncertainty of choosing exponents shows where the data cannot settle it.
+    """
+    from scipy.special import fdtri
+
+    rows = np.arange(len(pick))
+    var, dof = noise
+    own_dof = n_points - size[pick] - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        own_var = wss[rows, pick] / np.maximum(own_dof, 1)
+        use_reps = (dof > 0) & (var > 0)
+        sigma2 = np.where(use_reps, var, own_var)
+        crit = fdtri(1, np.maximum(np.where(use_reps, dof, own_dof), 1), 0.95)
+        stat = (wss - wss[rows, pick][:, None]) / sigma2[:, None]
+    rival = ok & (size[None, :] == size[pick][:, None]) & (stat < crit[:, None]) & (sigma2 > 0)[:, None]
+    rival[rows, pick] = False
+    order = np.argsort(np.where(rival, wss, np.inf), axis=1, kind="stable")[:, :limit]
+    return np.where(np.take_along_axis(rival, order, axis=1), order, -1)
+
+
 def single_design(x: np.ndarray, factors: list[Factor], hyps: Hypotheses) -> dict[int, tuple]:
     """Design stacks grouped by column count: p -> (hypothesis indices, A (H, n, p))."""
     table = np.stack([factor_values(x, f) for f in factors]) if factors else np.empty((0, x.size))
@@ -290,13 +314,19 @@ class Choice:
 
     terms: list[Term]
     cv_smape: float
+    rivals: list[list[Term]] = field(default_factory=list)
 
 
 def search_single_parameter(batch: PointBatch, opts: SearchOptions) -> list[Choice]:
     hyps = single_hypotheses(opts.factors, opts.n_terms)
     s, wss, ok = score_single(batch.X[:, 0], batch.y, batch.w, hyps, opts)
     chosen = choose(s, ok, hyps.rank, opts, hyps.size, wss, batch.noise())
-    return [Choice([(opts.factors[f],) for f in hyps.members[c]], float(s[r, c])) for r, c in enumerate(chosen)]
+    rivals = alternatives(chosen, ok, hyps.size, wss, batch.noise(), len(batch.X))
+
+    def terms(h):
+        return [(opts.factors[f],) for f in hyps.members[h]]
+
+    return [Choice(terms(c), float(s[r, c]), [terms(a) for a in rivals[r] if a >= 0]) for r, c in enumerate(chosen)]
 
 
 def search_multi_parameter(batch: PointBatch, opts: SearchOptions) -> list[Choice]:
@@ -343,17 +373,22 @@ def _search_forms(batch: PointBatch, rows, cols, per_param, opts: SearchOptions)
         all_rank.append(len(form) * 10**6 + combos.sum(axis=1) * 10**3 + sum(len(mono) for mono in form))
         labels += [(form, ci) for ci in range(len(combos))]
     s, ok, rank = np.concatenate(all_s, 1), np.concatenate(all_ok, 1), np.concatenate(all_rank)
-    chosen = choose(s, ok, rank, opts, np.concatenate(all_size), np.concatenate(all_ss, 1), batch.noise(rows))
+    size, wss, noise = np.concatenate(all_size), np.concatenate(all_ss, 1), batch.noise(rows)
+    chosen = choose(s, ok, rank, opts, size, wss, noise)
+    rivals = alternatives(chosen, ok, size, wss, noise, len(batch.X), limit=4)
+
+    def terms(r, h):
+        form, ci = labels[h]
+        factor_of = {col: opts.factors[cand[a][r, ci] - 1] for a, col in enumerate(cols)}
+        return [tuple(factor_of[col] if col in {cols[a] for a in mono} else NO_FACTOR
+                      for col in range(batch.X.shape[1])) for mono in form]
+
     out = []
     for r, c in enumerate(chosen):
         if not ok[r].any():
             out.append(Choice([], float("nan")))
             continue
-        form, ci = labels[c]
-        factor_of = {col: opts.factors[cand[a][r, ci] - 1] for a, col in enumerate(cols)}
-        terms = []
-        for mono in form:
-            used = {cols[a] for a in mono}
-            terms.append(tuple(factor_of[col] if col in used else NO_FACTOR for col in range(batch.X.shape[1])))
-        out.append(Choice(terms, float(s[r, c]) if ok[r, c] else float("nan")))
+        found = [terms(r, a) for a in rivals[r] if a >= 0]
+        unique = [t for k, t in enumerate(found) if t not in found[:k] and t != terms(r, c)]
+        out.append(Choice(terms(r, c), float(s[r, c]), unique))
     return out

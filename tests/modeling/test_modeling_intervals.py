@@ -43,17 +43,31 @@ def draws():
     return truths, {reps: _fit(truths, reps, rng) for reps in (5, 1)}, rng
 
 
-@pytest.mark.parametrize("reps", [5, 1])
-@pytest.mark.parametrize("at", [16.0, 24.0, 48.0])
-def test_coverage_is_about_95_percent(draws, reps, at):
+def _coverage(draws, reps, at):
     truths, models, rng = draws
     hits = 0
     for truth, model in zip(truths, models[reps]):
         new = _value(truth, at) * (1 + NOISE * rng.standard_normal())
         lo, hi = model.interval(at)
         hits += lo <= new <= hi
-    test = binomtest(hits, len(truths), 0.95)
-    assert test.pvalue > 0.001, f"coverage {hits / len(truths):.3f} at p={at} with {reps} repetitions"
+    return hits, len(truths)
+
+
+@pytest.mark.parametrize("reps, at", [(5, 16.0), (5, 24.0), (5, 48.0), (1, 16.0), (1, 24.0), (1, 48.0)])
+def test_coverage_is_about_95_percent_in_the_modeling_range(draws, reps, at):
+    """Not below 95% beyond binomial noise, and not uselessly wide (leave-one-out variance is a
+    little conservative)."""
+    hits, n = _coverage(draws, reps, at)
+    assert binomtest(hits, n, 0.95, alternative="less").pvalue > 0.001, f"coverage {hits / n:.3f} at p={at}"
+    assert hits / n <= 0.985, f"coverage {hits / n:.3f} at p={at}: intervals too wide"
+
+
+@pytest.mark.parametrize("at", [128.0, 256.0])
+def test_coverage_when_extrapolating_2x_and_4x(draws, at):
+    """Rival hypotheses widen the interval where the exponents are uncertain: >= 90% at 4x
+    (without them it is about 67%; see docs/performance.md)."""
+    hits, n = _coverage(draws, 5, at)
+    assert 0.90 <= hits / n <= 0.985, f"coverage {hits / n:.3f} at p={at}"
 
 
 def test_interval_level_widens_and_contains_prediction(draws):
