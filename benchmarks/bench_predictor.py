@@ -84,7 +84,8 @@ def synthetic_trace(ranks: int, activities: int, steps: int, seed: int = 0) -> R
     steps_df["step_id"] = np.arange(len(steps_df))
     files = pd.DataFrame({"rank": range(ranks), "path": [f"r{r}" for r in range(ranks)], "pid": 0, "offset_ns": 0})
     ranges = pd.DataFrame(columns=["rank", "queue", "name", "start", "end"])
-    return RunTrace(ops, syncs, records, steps_df, ranges, files)
+    return RunTrace(ops=ops, syncs=syncs, records=records, steps=steps_df, ranges=ranges,
+                    os_calls=ranges.drop(columns="name"), files=files)
 
 
 def timed(label, fn):

@@ -122,7 +122,8 @@ def _print_report(pred, args, models, exp) -> None:
     b = pred.breakdown
     shares = {c: b[c].sum() / b["span"].sum() for c in CLASSES}
     print("\nCritical path, share of the step time: "
-          + ", ".join(f"{c} {100 * v:.1f}%" for c, v in shares.items()))
+          + ", ".join(f"{c} {100 * v:.1f}%" for c, v in shares.items())
+          + f" (idle includes {100 * b['os_wait'].sum() / b['span'].sum():.1f}% in OS calls, e.g. data loading)")
     path = pred.critical_path.assign(name=pred.critical_path["name"].astype(str).str.slice(0, 70))
     top = path.groupby(["class", "name"])["contribution"].sum().sort_values(ascending=False)
     print(f"top {args.top} ops on the critical path (s, summed over steps):")

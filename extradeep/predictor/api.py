@@ -257,7 +257,7 @@ def _launched_names(graph: OpGraph) -> dict:
 def _replay_scenario(graph, plan, scenario: WhatIf, comm, models, point, trace) -> ReplayResult:
     changes = scenario.changes
     pmnf = _pmnf_substitution(models, point) if any(c.key == "pmnf" for c in changes) else None
-    dur, gap = scale_durations(graph.nodes, graph.dur, graph.gap, changes, comm, pmnf)
+    dur, gap = scale_durations(graph.nodes, graph.dur, graph.gap, changes, comm, pmnf, graph.os_wait)
     fusion = [c.value for c in changes if c.key == "fusion"]
     if not fusion:
         return replay(graph, plan, dur=dur, gap=gap)

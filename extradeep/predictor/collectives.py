@@ -1,7 +1,7 @@
 """Collectives across ranks: matching, clock alignment, pure durations, alpha-beta fits, cost models.
 
-NCCL kernels of one collective run on every rank; they start when each rank gets there and end
-together. Matching pairs the k-th kernel of a name on a rank's j-th NCCL stream with the k-th of the
+NCCL kernels (and MPI collectives on CPU threads) of one collective run on every rank; they start
+when each rank gets there and end together. Matching pairs the k-th kernel of a name on a rank's j-th NCCL stream with the k-th of the
 same name on the j-th NCCL stream of every other rank (streams are numbered by first use, since ids
 differ between processes). The pure duration of a collective is its end minus the latest start
 over ranks: the time it takes once everyone has arrived, without the waiting for the slowest rank.
@@ -28,7 +28,7 @@ def collective_groups(ops: pd.DataFrame) -> pd.DataFrame:
     """
     codes, names = pd.factorize(ops["name"])
     nccl = np.array([is_nccl_kernel(str(n)) for n in names], dtype=bool)
-    mask = (ops["kind"] == "kernel").to_numpy() & nccl[codes]
+    mask = ((ops["kind"] == "kernel").to_numpy() & nccl[codes]) | (ops["kind"] == "mpi").to_numpy()
     if "role" in ops:
         mask &= ops["role"] == "op"
     k = ops[mask][["rank", "queue", "name", "start"]].sort_values(["rank", "start"], kind="stable")

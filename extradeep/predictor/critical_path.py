@@ -3,7 +3,8 @@
 Walking back from a sink (a step's end marker, or the last op) along the edge that bound each
 start gives the chain of ops and waits that set the time (dPRO section 4.3). Every second of the
 window is attributed: an op's duration to its class, the gap before it to CPU overhead (CPU
-threads) or idle (GPU queues), a launch latency to CPU overhead and any other lag to idle.
+threads, except time inside OS runtime calls such as a data loader's queue wait: idle) or idle
+(GPU queues), a launch latency to CPU overhead and any other lag to idle.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def node_classes(nodes: pd.DataFrame) -> np.ndarray:
     kind, category = nodes["kind"].to_numpy(), nodes["category"].to_numpy()
     out = np.full(len(nodes), "cpu_overhead", dtype=object)
     out[(kind == "kernel") & (category == "computation")] = "compute"
-    out[((kind == "kernel") & (category == "communication")) | (nodes["role"].to_numpy() == "sync")] = "communication"
+    out[(category == "communication") | (nodes["role"].to_numpy() == "sync")] = "communication"
     out[(kind == "memcpy") | (kind == "memset")] = "memory"
     return out
 
@@ -30,11 +31,13 @@ def node_classes(nodes: pd.DataFrame) -> np.ndarray:
 def critical_path(graph: OpGraph, result: ReplayResult, sink: int, lo: float) -> pd.DataFrame:
     """Ops on the critical path from time `lo` to the end of node `sink`, latest first.
 
-    Columns: node, rank, queue, name, class, start, end, contribution (s), wait_class, wait (s):
-    `contribution` is the op's own time inside the window, `wait` the gap/lag before it.
+    Columns: node, rank, queue, name, class, start, end, contribution (s), wait_class, wait, os_wait
+    (s): `contribution` is the op's own time inside the window, `wait` the gap/lag before it and
+    `os_wait` the part of that wait a CPU thread spent inside OS runtime calls.
     """
     classes = node_classes(graph.nodes)
     is_gpu = graph.nodes["is_gpu"].to_numpy()
+    os_wait = np.zeros(graph.n) if graph.os_wait is None else graph.os_wait
     launch = EDGE_KINDS.index("launch")
     rows, v = [], int(sink)
     while True:
@@ -44,7 +47,7 @@ def critical_path(graph: OpGraph, result: ReplayResult, sink: int, lo: float) ->
         prev_end = result.end[graph.src[edge]] if edge >= 0 else lo
         wait = max(s, lo) - max(prev_end, lo) if s > lo else 0.0
         wait_class = "cpu_overhead" if (edge >= 0 and graph.edge_kind[edge] == launch) or not is_gpu[v] else "idle"
-        rows.append((v, own, wait_class, wait))
+        rows.append((v, own, wait_class, wait, min(os_wait[v], max(wait, 0.0)) if not is_gpu[v] else 0.0))
         if edge < 0 or prev_end <= lo:
             break
         v = int(graph.src[edge])
@@ -54,14 +57,20 @@ def critical_path(graph: OpGraph, result: ReplayResult, sink: int, lo: float) ->
                          "name": n["name"].to_numpy()[ids], "class": classes[ids],
                          "start": result.start[ids], "end": result.end[ids],
                          "contribution": [r[1] for r in rows], "wait_class": [r[2] for r in rows],
-                         "wait": [r[3] for r in rows]})
+                         "wait": [r[3] for r in rows], "os_wait": [r[4] for r in rows]})
 
 
 def breakdown(path: pd.DataFrame) -> dict[str, float]:
-    """Seconds per class along a critical path (sums to the window length)."""
+    """Seconds per class along a critical path (the classes sum to the window length), plus
+    `os_wait`: how much of the idle time a CPU thread spent inside OS runtime calls."""
     out = dict.fromkeys(CLASSES, 0.0)
     for cls, val in path.groupby("class")["contribution"].sum().items():
         out[cls] += float(val)
     for cls, val in path.groupby("wait_class")["wait"].sum().items():
         out[cls] += float(val)
+    # time a CPU thread spent waiting inside OS calls (data loading, I/O) is idle, not overhead
+    moved = float(path["os_wait"].sum())
+    out["cpu_overhead"] -= moved
+    out["idle"] += moved
+    out["os_wait"] = moved  # the part of idle spent in OS calls (not a class of its own)
     return out

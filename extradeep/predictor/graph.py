@@ -51,6 +51,7 @@ class OpGraph:
     release: np.ndarray          # start of nodes without predecessors (s), -inf elsewhere
     coll_offset: np.ndarray      # collective members: own measured end minus the group's end (s)
     info: dict = field(default_factory=dict)
+    os_wait: np.ndarray | None = None  # part of each CPU gap spent inside OS runtime calls (s)
 
     @property
     def n(self) -> int:
@@ -73,6 +74,7 @@ def build_graph(trace: RunTrace, gpu_gaps: str = "drop") -> OpGraph:
     nodes, edges, coll_offset = _add_collectives(nodes, edges)
     graph = _finish(nodes, edges, coll_offset)
     graph = _infer_gpu_waits(graph)
+    graph.os_wait = _os_wait(graph, trace)
     if gpu_gaps == "drop":
         graph.gap[graph.nodes["is_gpu"].to_numpy() & (graph.nodes["role"].to_numpy() == "op")] = 0.0
     graph.info["gpu_gaps"] = gpu_gaps
@@ -387,7 +389,7 @@ def _infer_gpu_waits(graph: OpGraph) -> OpGraph:
     gap[fix] = np.maximum(start[fix] - ready[fix], 0.0)
     return OpGraph(nodes=nodes, src=e_src, dst=e_dst, lag=lag, edge_kind=edges["kind"].to_numpy(),
                    dur=graph.dur, gap=gap, release=graph.release, coll_offset=graph.coll_offset,
-                   info=graph.info)
+                   info=graph.info, os_wait=graph.os_wait)
 
 
 def _collective_ranks(graph: OpGraph) -> dict[int, set]:
@@ -398,3 +400,46 @@ def _collective_ranks(graph: OpGraph) -> dict[int, set]:
     for s, d in zip(graph.src[coll], graph.dst[coll]):
         out.setdefault(int(d), set()).add(rank[s])
     return out
+
+
+def _os_wait(graph: OpGraph, trace: RunTrace) -> np.ndarray:
+    """Seconds of each CPU node's gap spent inside OS runtime calls on its thread.
+
+    Those are waits (a data loader's queue, I/O, a barrier), not CPU overhead: the `cpu=F` what-if
+    leaves them alone and the critical path counts them as idle.
+    """
+    out = np.zeros(graph.n)
+    calls = trace.os_calls
+    if calls.empty:
+        return out
+    t0 = graph.info["t0_ns"]
+    nodes = graph.nodes
+    cpu = np.flatnonzero(~nodes["is_gpu"].to_numpy() & (graph.gap > 0))
+    frame = pd.DataFrame({"node": cpu, "rank": nodes["rank"].to_numpy()[cpu], "queue": nodes["queue"].to_numpy()[cpu]})
+    starts = nodes["start"].to_numpy()
+    for (rank, queue), grp in frame.groupby(["rank", "queue"]):
+        mine = calls[(calls["rank"] == rank) & (calls["queue"] == queue)]
+        if mine.empty:
+            continue
+        lo, hi = _union((mine["start"].to_numpy() - t0) * NS, (mine["end"].to_numpy() - t0) * NS)
+        ids = grp["node"].to_numpy()
+        out[ids] = _covered(lo, hi, starts[ids]) - _covered(lo, hi, starts[ids] - graph.gap[ids])
+    return out
+
+
+def _union(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge (possibly nested) intervals into disjoint sorted ones."""
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], np.maximum.accumulate(hi[order])
+    new = np.r_[True, lo[1:] > hi[:-1]]
+    starts = lo[new]
+    ends = hi[np.r_[np.flatnonzero(new)[1:] - 1, len(lo) - 1]]
+    return starts, ends
+
+
+def _covered(lo: np.ndarray, hi: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Total length of the disjoint intervals [lo, hi) before each time t."""
+    full = np.r_[0.0, np.cumsum(hi - lo)]
+    k = np.searchsorted(lo, t, side="right")
+    partial = np.where(k > 0, np.clip(t - lo[np.maximum(k - 1, 0)], 0, (hi - lo)[np.maximum(k - 1, 0)]), 0.0)
+    return full[np.maximum(k - 1, 0)] * (k > 0) + partial

@@ -25,6 +25,9 @@ from extradeep.nsys.schema import NVTX_RANGE_TYPES
 from extradeep.nsys.steps import find_steps
 
 OP_COLUMNS = ["rank", "queue", "is_gpu", "kind", "name", "category", "start", "end", "corr", "bytes"]
+# MPI calls every rank makes together; they are synchronised across ranks like NCCL collectives
+MPI_COLLECTIVE = re.compile(r"^P?MPI_I?(?:Barrier|Allreduce|Allgatherv?|Alltoallv?|Bcast|Reduce|Reduce_scatter"
+                            r"(?:_block)?|Gatherv?|Scatterv?|Scan|Exscan)$")
 
 
 @dataclass
@@ -36,6 +39,7 @@ class RunTrace:
     records: pd.DataFrame    # rank, queue, event_id, corr, call_start (CUDA event records)
     steps: pd.DataFrame      # rank, warmup, epoch, phase, step, start, end, queue, step_id
     ranges: pd.DataFrame     # rank, queue, name, start, end: NVTX ranges other than step marks
+    os_calls: pd.DataFrame   # rank, queue, start, end: OS runtime calls (waits, I/O) on CPU threads
     files: pd.DataFrame = field(default_factory=pd.DataFrame)  # rank, path, pid, offset_ns
     problems: list[str] = field(default_factory=list)           # skipped files, unusable marks
 
@@ -119,6 +123,21 @@ def _main_thread(runtime: pd.DataFrame, pid: int) -> int:
     return int(runtime["tid"].value_counts().idxmax()) if len(runtime) else int(pid)
 
 
+def _mpi_and_os(conn) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """MPI collectives as CPU ops (matched across ranks like NCCL kernels), and the waits a CPU
+    thread spends in other MPI and OS runtime calls (not CPU overhead)."""
+    mpi, osrt = events.mpi(conn), events.osrt(conn)
+    names = mpi["name"].astype(str)
+    coll = names.str.match(MPI_COLLECTIVE).to_numpy()
+    m = mpi[coll]
+    ops = pd.DataFrame({"pid": m["pid"], "queue": "cpu/t" + m["tid"].astype(str), "is_gpu": False, "kind": "mpi",
+                        "name": names[coll], "category": "communication", "start": m["start"], "end": m["end"],
+                        "corr": -1, "bytes": np.where(m["bytes"] == NULL_INT, 0, m["bytes"]).astype(float)})
+    waits = pd.concat([mpi[~coll], osrt], ignore_index=True)
+    return ops, pd.DataFrame({"pid": waits["pid"], "queue": "cpu/t" + waits["tid"].astype(str),
+                              "start": waits["start"], "end": waits["end"]})
+
+
 def read_file(path: str | Path) -> dict:
     """Raw frames of one export, keyed by process id (no rank numbers yet)."""
     conn = open_readonly(path)
@@ -129,11 +148,13 @@ def read_file(path: str | Path) -> dict:
         syncs, records = _syncs(conn, runtime)
         pids = sorted(set(gpu["pid"]) | set(runtime["pid"]))
         steps, ranges, notes = _steps(conn, path, pids, runtime)
+        mpi_ops, os_calls = _mpi_and_os(conn)
     finally:
         conn.close()
     gpu = gpu.rename(columns={"correlationId": "corr"})
     runtime = runtime.rename(columns={"correlationId": "corr"})
     return {"gpu": gpu, "runtime": runtime, "syncs": syncs, "records": records, "steps": steps, "ranges": ranges, "notes": notes,
+            "os_calls": os_calls, "mpi": mpi_ops,
             "pids": pids}
 
 
@@ -159,7 +180,7 @@ def load_trace(paths, jobs: int | None = None) -> RunTrace:
     from extradeep.predictor.collectives import clock_offsets
 
     paths = sorted((Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)), key=_natural_key)
-    ops, syncs, records, steps, ranges, files, problems = [], [], [], [], [], [], []
+    ops, syncs, records, steps, ranges, os_calls, files, problems = [], [], [], [], [], [], [], []
     for path, raw in zip(paths, _read_files(paths, jobs)):
         if isinstance(raw, str):
             problems.append(raw)
@@ -169,7 +190,8 @@ def load_trace(paths, jobs: int | None = None) -> RunTrace:
             rank = len(files)
             files.append({"rank": rank, "path": str(path), "pid": int(pid)})
             ops += _rank_ops(raw, pid, rank)
-            for key, out in (("syncs", syncs), ("records", records), ("steps", steps), ("ranges", ranges)):
+            for key, out in (("syncs", syncs), ("records", records), ("steps", steps), ("ranges", ranges),
+                             ("os_calls", os_calls)):
                 f = raw[key]
                 out.append(f[f["pid"] == pid].drop(columns=["pid"]).assign(rank=rank))
     if not ops:
@@ -187,6 +209,7 @@ def load_trace(paths, jobs: int | None = None) -> RunTrace:
     return RunTrace(ops=ops, syncs=_aligned(syncs, shift, ("call_start",)),
                     records=_aligned(records, shift, ("call_start",)),
                     steps=steps, ranges=_aligned(pd.concat(ranges, ignore_index=True), shift, ("start", "end")),
+                    os_calls=_aligned(pd.concat(os_calls, ignore_index=True), shift, ("start", "end")),
                     files=files, problems=problems)
 
 
@@ -212,7 +235,8 @@ def _rank_ops(raw: dict, pid: int, rank: int) -> list[pd.DataFrame]:
     gpu = g.assign(rank=rank, is_gpu=True, name=g["name"].fillna("?"))
     cpu = r.assign(rank=rank, is_gpu=False, kind="runtime", category="cuda_api", bytes=0.0,
                    name=r["name"].fillna("?"))
-    return [gpu[OP_COLUMNS], cpu[OP_COLUMNS]]
+    mpi = raw["mpi"][raw["mpi"]["pid"] == pid].assign(rank=rank)
+    return [gpu[OP_COLUMNS], cpu[OP_COLUMNS], mpi[OP_COLUMNS]]
 
 
 def _natural_key(path: Path):

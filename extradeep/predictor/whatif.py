@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
+from extradeep.nsys.categories import is_nccl_kernel
 from extradeep.predictor.collectives import collective_kind, model_time, rescale_collective
 
 CATEGORIES = ("computation", "communication", "memory", "cuda_api")
@@ -116,9 +117,11 @@ class CommContext:
 
 
 def scale_durations(nodes: pd.DataFrame, dur: np.ndarray, gap: np.ndarray, changes: list[Change],
-                    comm: CommContext, pmnf=None) -> tuple[np.ndarray, np.ndarray]:
-    """Durations and gaps after the duration-type changes (everything but fusion)."""
+                    comm: CommContext, pmnf=None, os_wait=None) -> tuple[np.ndarray, np.ndarray]:
+    """Durations and gaps after the duration-type changes (everything but fusion). `os_wait`: the
+    part of each gap spent in OS runtime calls, which `cpu=F` does not scale."""
     dur, gap = dur.copy(), gap.copy()
+    os_wait = np.zeros(len(gap)) if os_wait is None else np.minimum(os_wait, gap)
     names = nodes["name"].to_numpy()
     role, kind = nodes["role"].to_numpy(), nodes["kind"].to_numpy()
     category, is_gpu = nodes["category"].to_numpy(), nodes["is_gpu"].to_numpy()
@@ -134,7 +137,7 @@ def scale_durations(nodes: pd.DataFrame, dur: np.ndarray, gap: np.ndarray, chang
         elif c.key == "cpu":
             cpu = ~is_gpu & (role != "sync")
             dur[cpu] *= c.value
-            gap[cpu] *= c.value
+            gap[cpu] = os_wait[cpu] + (gap[cpu] - os_wait[cpu]) * c.value
         elif c.key == "pmnf" and pmnf is not None:
             dur, touched = pmnf(nodes, dur, c.target, c.value)
             modeled |= touched
@@ -173,7 +176,8 @@ def fuse_collectives(graph, k: int, alpha_of, step_of):
     from extradeep.predictor.graph import EDGE_KINDS, OpGraph
 
     nodes = graph.nodes
-    syncs = nodes.index[nodes["role"] == "sync"].to_numpy()
+    # GPU collectives only: tensor fusion merges NCCL calls, never MPI barriers of the host
+    syncs = nodes.index[(nodes["role"] == "sync") & nodes["name"].map(is_nccl_kernel)].to_numpy()
     frame = pd.DataFrame({"node": syncs, "name": nodes["name"].to_numpy()[syncs],
                           "step": step_of(syncs), "start": nodes["start"].to_numpy()[syncs]})
     frame = frame.sort_values("start", kind="stable")
@@ -197,4 +201,5 @@ def fuse_collectives(graph, k: int, alpha_of, step_of):
     edges = edges.sort_values(["dst", "src"], kind="stable").drop_duplicates(["src", "dst"])
     return OpGraph(nodes=nodes, src=edges["src"].to_numpy(), dst=edges["dst"].to_numpy(),
                    lag=edges["lag"].to_numpy(), edge_kind=edges["kind"].to_numpy(), dur=dur, gap=graph.gap,
-                   release=graph.release, coll_offset=graph.coll_offset, info=dict(graph.info))
+                   release=graph.release, coll_offset=graph.coll_offset, info=dict(graph.info),
+                   os_wait=graph.os_wait)

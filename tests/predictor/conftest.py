@@ -9,6 +9,15 @@ import pytest
 from extradeep.simulate import simulate
 
 DDP_RUN = dict(params={"ranks": [4]}, repetitions=1, epochs=2, train_steps=4, val_steps=1, ddp=True, seed=11)
+# what-if spec -> the simulator's knobs that regenerate the same run with that change (4 buckets by default)
+REGENERATED = {
+    "kernel:*gemm*=0.5": dict(kernel_scale={"*gemm*": 0.5}),
+    "comm.bandwidth=2": dict(nccl_bandwidth_scale=2.0),
+    "kernel:*gemm*=0.5; comm.bandwidth=2": dict(kernel_scale={"*gemm*": 0.5}, nccl_bandwidth_scale=2.0),
+    "cpu=0.5": dict(cpu_scale=0.5),
+    "fusion=2": dict(buckets=2),
+    "fusion=4": dict(buckets=1),
+}
 
 
 def sha256(path) -> str:
@@ -30,17 +39,13 @@ def ddp_run(tmp_path_factory):
 def ddp_prediction(ddp_run):
     from extradeep.predictor import predict
 
-    return predict(ddp_run, what_if=["kernel:*gemm*=0.5", "comm.bandwidth=2", "kernel:*gemm*=0.5; comm.bandwidth=2",
-                                     "fusion=2", "cpu=0.5"])
+    return predict(ddp_run, what_if=list(REGENERATED))
 
 
 @pytest.fixture(scope="session")
 def regenerated(tmp_path_factory):
     """The same run regenerated with the changes the what-ifs describe: the 'measured' truth."""
-    cases = {"kernel:*gemm*=0.5": dict(kernel_scale={"*gemm*": 0.5}),
-             "comm.bandwidth=2": dict(nccl_bandwidth_scale=2.0),
-             "kernel:*gemm*=0.5; comm.bandwidth=2": dict(kernel_scale={"*gemm*": 0.5}, nccl_bandwidth_scale=2.0)}
-    return {spec: _sim(tmp_path_factory, "regen", **kw) for spec, kw in cases.items()}
+    return {spec: _sim(tmp_path_factory, "regen", **kw) for spec, kw in REGENERATED.items()}
 
 
 @pytest.fixture(scope="session")

@@ -22,12 +22,14 @@ def test_collectives_match_across_all_ranks(ddp_trace):
     ops = ddp_trace.ops
     groups = collective_groups(ops)
     nccl = ops[(ops["kind"] == "kernel") & ops["name"].str.startswith("nccl")]
-    assert len(groups) == len(nccl)  # every NCCL kernel found its peers
+    mpi = ops[ops["kind"] == "mpi"]  # MPI_Barrier / MPI_Allreduce at epoch boundaries
+    assert len(mpi) > 0 and set(mpi["name"]) == {"MPI_Barrier", "MPI_Allreduce"}
+    assert len(groups) == len(nccl) + len(mpi)  # every NCCL kernel and MPI collective found its peers
     per_group = groups.groupby("group").agg(ranks=("rank", "nunique"), names=("name", "nunique"), n=("rank", "size"))
     assert (per_group["ranks"] == 4).all() and (per_group["names"] == 1).all() and (per_group["n"] == 4).all()
     # members of one collective end together (the simulator's collectives do), and start at different times
     ends = ops.loc[groups["node"], "end"].groupby(groups["group"].to_numpy()).agg(np.ptp)
-    assert (ends == 0).all()
+    assert (ends[groups.drop_duplicates("group").set_index("group")["name"].str.startswith("nccl")] == 0).all()
 
 
 def test_pure_duration_excludes_waiting(ddp_prediction):
@@ -82,3 +84,17 @@ def test_alpha_beta_fit_recovers_latency_and_bandwidth():
                                        ("ncclDevKernel_Broadcast_RING_LL", "broadcast")])
 def test_collective_kind_from_kernel_name(name, kind):
     assert collective_kind(name) == kind
+
+
+def test_separate_clocks_are_aligned_to_the_simulators_offsets(tmp_path):
+    from extradeep.predictor import predict
+    from extradeep.simulate import simulate
+
+    sim = simulate(tmp_path, params={"ranks": [4]}, repetitions=1, epochs=1, train_steps=2, val_steps=0,
+                   ddp=True, seed=4, clock_offset_ns=5e6)
+    truth = sim.truth["points"][0]["clock_offsets_ns"][0]
+    assert any(truth)
+    pred = predict(tmp_path)
+    assert pred.files.sort_values("rank")["offset_ns"].tolist() == pytest.approx(truth, abs=1000)
+    assert pred.steps["error"].abs().max() <= 0.03
+    assert any("clocks aligned" in n for n in pred.notes)

@@ -32,6 +32,9 @@ def test_critical_path_is_a_chain_in_time(ddp_prediction):
 def test_gpu_bound_ddp_steps_are_mostly_compute(ddp_prediction):
     b = ddp_prediction.breakdown
     assert (b["compute_share"] > 0.5).all()
+    # the data-loading wait (pthread_cond_wait on the main thread) is idle, not CPU overhead
+    train = b[b["step_id"].isin(ddp_prediction.steps.query("phase == 'train'")["step_id"])]
+    assert (train["os_wait"] > 0).all() and (train["os_wait"] <= train["idle"] + 1e-12).all()
     # the ops on the path that take time are kernels launched by the framework
     cp = ddp_prediction.critical_path
     assert cp.loc[cp["class"] == "compute", "contribution"].sum() > 0
@@ -45,7 +48,8 @@ def test_launch_bound_what_if_moves_time_to_cpu(ddp_prediction):
     sink = int(np.argmax(res.end))
     path = critical_path(g, res, sink, 0.0)
     shares = breakdown(path)
-    assert sum(shares.values()) == pytest.approx(res.end[sink], rel=1e-6)
+    assert sum(shares[c] for c in CLASSES) == pytest.approx(res.end[sink], rel=1e-6)
+    assert 0 <= shares["os_wait"] <= shares["idle"] + 1e-12
 
 
 def test_kernel_sum_baseline_underestimates_the_step_time(ddp_prediction):
