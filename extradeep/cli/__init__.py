@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from extradeep import __version__
@@ -71,3 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("extradeep: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # Output piped into `head` and the like: stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0

@@ -105,20 +105,25 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
         print(file=sys.stderr)
     truth["points"] = points
     (outdir / "truth.json").write_text(json.dumps(truth, indent=1))
-    (outdir / "extradeep.toml").write_text(_reading_config(truth["dataset"], names))
+    (outdir / "extradeep.toml").write_text(_reading_config(truth["dataset"], names, truth["prefixes"]))
     return Simulation(outdir, pd.DataFrame(rows), truth)
 
 
-def _reading_config(dataset: dict, names: list[str]) -> str:
-    """The settings `extradeep model OUTDIR` picks up, so the simulated run models whole epochs."""
+def _reading_config(dataset: dict, names: list[str], prefixes: dict) -> str:
+    """The settings `extradeep model OUTDIR` picks up, so the simulated run models whole epochs
+    and its file-name tokens (b64) map to the parameter names the truth uses (batch)."""
     batch = '"batch"' if "batch" in names else dataset["batch_per_rank"]
-    return (
-        "# Dataset of the simulated training (paper Eq. 2-3), read by `extradeep model` from this folder.\n"
-        f"train-samples = {dataset['train_samples']}\n"
-        f"val-samples = {dataset['val_samples']}\n"
-        f"batch-size = {batch}\n"
-        f"weak-scaling = {'true' if dataset['weak_scaling'] else 'false'}\n"
-    )
+    aliases = [f'"{prefixes[n]}={n}"' for n in names if prefixes[n] != n and (prefixes[n], n) != ("p", "ranks")]
+    lines = [
+        "# Dataset of the simulated training (paper Eq. 2-3), read by `extradeep model` from this folder.",
+        f"train-samples = {dataset['train_samples']}",
+        f"val-samples = {dataset['val_samples']}",
+        f"batch-size = {batch}",
+        f"weak-scaling = {'true' if dataset['weak_scaling'] else 'false'}",
+    ]
+    if aliases:
+        lines.append(f"alias = [{', '.join(aliases)}]")
+    return "\n".join(lines) + "\n"
 
 
 def _per_instance(ops, names, batch, refs, point) -> tuple[np.ndarray, np.ndarray]:
