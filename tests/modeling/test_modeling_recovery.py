@@ -102,3 +102,17 @@ def test_custom_exponent_sets_limit_the_search():
     model = PMNFModeler(exponents_i=[0, 1], exponents_j=[0, 1]).fit(P, y).model_
     assert all(f[0] <= 1 for term in model.terms for f in term)
     assert PMNFModeler(exponents_i=[0, 1, 2], exponents_j=[0]).fit(P, y).model_.terms == [((Fraction(2), Fraction(0)),)]
+
+
+def test_negligible_terms_are_rejected():
+    y = 100.0 + 1e-5 * P  # the term adds at most 6.4e-6 of the value: below the 0.05% threshold
+    model = PMNFModeler().fit(P, y).model_
+    assert model.terms == []
+    kept = PMNFModeler(min_term_contribution=0.0).fit(P, y).model_
+    assert kept.terms == [((Fraction(1), Fraction(0)),)]
+
+
+def test_nonnegative_option_controls_falling_terms():
+    y = 100.0 - 12.0 * np.log2(P)
+    assert PMNFModeler(nonnegative=True).fit(P, y).model_.terms == []
+    assert PMNFModeler(nonnegative=False).fit(P, y).model_.coefficients[1] == pytest.approx(-12.0)
