@@ -127,12 +127,9 @@ def _stall_meter(app, QTimer, QElapsedTimer) -> dict:
 
 
 def _wait(app, condition, timeout_s: float) -> None:
-    end = time.perf_counter() + timeout_s
-    while not condition():
-        if time.perf_counter() > end:
-            raise TimeoutError("the GUI did not get there in time")
-        app.processEvents()
-        time.sleep(0.002)
+    from gui.app import process_events_until
+
+    process_events_until(condition, timeout_s)
 
 
 def main() -> None:

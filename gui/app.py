@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -10,6 +11,18 @@ from PySide6.QtWidgets import QApplication
 
 from gui.main_window import MainWindow
 from gui.workers import describe_error
+
+
+def process_events_until(condition, timeout_s: float = 60.0, pause_s: float = 0.002) -> None:
+    """Run Qt's event loop until `condition()` holds (for scripts, tests and benchmarks driving the
+    window); raises TimeoutError after `timeout_s`."""
+    app = QApplication.instance()
+    end = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > end:
+            raise TimeoutError("the window did not get there in time")
+        app.processEvents()
+        time.sleep(pause_s)
 
 
 def install_excepthook(window: MainWindow) -> None:

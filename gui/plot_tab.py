@@ -17,19 +17,20 @@ from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
 from extradeep.errors import InputError
 
 EXPORT_SUFFIXES = (".png", ".svg", ".pdf")
-MARGINS = {"left": 0.1, "right": 0.97, "bottom": 0.1, "top": 0.93, "wspace": 0.3, "hspace": 0.45}
+MARGINS = {"left": 0.1, "right": 0.97, "bottom": 0.1, "top": 0.94, "wspace": 0.4, "hspace": 0.45}
 
 
 class PlotTab(QWidget):
     """A tab with controls (optional), a figure, and a message page for when there is nothing to show."""
 
     title = "Plot"
+    margins = MARGINS
 
     def __init__(self, parent=None):
         super().__init__(parent)
         # Fixed margins: a constrained layout costs ~50 ms per redraw, half a selection change's budget.
         self.figure = Figure(figsize=(7, 5))
-        self.figure.subplots_adjust(**MARGINS)
+        self.figure.subplots_adjust(**self.margins)
         self.canvas = FigureCanvasQTAgg(self.figure)
         self.toolbar = NavigationToolbar2QT(self.canvas, self)
         self.message = QLabel(wordWrap=True, alignment=Qt.AlignCenter)
@@ -53,6 +54,11 @@ class PlotTab(QWidget):
     @property
     def has_plot(self) -> bool:
         return self.stack.currentIndex() == 0
+
+    def clear_figure(self) -> None:
+        """An empty figure with this tab's margins (Figure.clear resets them)."""
+        self.figure.clear()
+        self.figure.subplots_adjust(**self.margins)
 
     def show_message(self, text: str) -> None:
         self.message.setText(text)

@@ -8,8 +8,10 @@ import numpy as np
 import pandas as pd
 from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
 
+from matplotlib.patches import Patch
+
 from gui.param_panel import View
-from gui.plot_tab import PlotTab
+from gui.plot_tab import MARGINS, PlotTab
 from gui.tabs.model_tab import short
 
 TOP_BARS = 15
@@ -27,6 +29,7 @@ class BottleneckTab(PlotTab):
     """Ranked table plus bars of each top region's predicted share of all GPU work at the target."""
 
     title = "Bottlenecks"
+    margins = {**MARGINS, "left": 0.42, "bottom": 0.14}
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -71,19 +74,19 @@ class BottleneckTab(PlotTab):
                     text = str(value)
                 self.table.setItem(i, j, QTableWidgetItem(text))
         self.table.resizeColumnsToContents()
+        for col in (1, 4):  # long kernel names and formulas: the tooltip-free cell shows the start
+            self.table.setColumnWidth(col, min(self.table.columnWidth(col), 320))
 
     def _draw(self, view: View, target: dict) -> None:
         top = self.ranking.head(TOP_BARS).iloc[::-1]
-        self.figure.clear()
+        self.clear_figure()
         ax = self.figure.add_subplot()
         colors = {c: f"C{i}" for i, c in enumerate(["computation", "communication", "memory"])}
         y = np.arange(len(top))
         ax.barh(y, 100 * top["share_of_total"], color=[colors.get(c, "C7") for c in top["category"]])
-        ax.set_yticks(y, [f"{short(r, 40)}  [{g}]" for r, g in zip(top["region"], top["growth"])], fontsize=8)
+        ax.set_yticks(y, [f"{short(r, 32)}  [{g}]" for r, g in zip(top["region"], top["growth"])], fontsize=7)
         ax.set_xlabel("predicted share of GPU time at the target [%]")
         where = ", ".join(f"{k} = {v:g}" for k, v in target.items())
         ax.set_title(f"Top regions by growth, then share at {where}", fontsize=10)
-        for cat, color in colors.items():
-            ax.barh([], [], color=color, label=cat)
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(handles=[Patch(color=c, label=k) for k, c in colors.items()], fontsize=8, loc="lower right")
         ax.grid(axis="x", alpha=0.3)

@@ -38,7 +38,7 @@ class BreakdownTab(PlotTab):
 
     def _draw(self, view: View, table: pd.DataFrame, x: np.ndarray) -> None:
         app = view.app
-        self.figure.clear()
+        self.clear_figure()
         ax = self.figure.add_subplot()
         parts = [q for q in BREAKDOWN if (table["quantity"] == q).any()]
         stack = [table.loc[table["quantity"] == q, "T"].to_numpy(float).clip(min=0) for q in parts]
@@ -60,4 +60,4 @@ class BreakdownTab(PlotTab):
                      fontsize=10)
         ax.set_xlim(x[0], x[-1])
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="upper left")
+        ax.legend(fontsize=8, loc="upper right")

@@ -128,7 +128,7 @@ class CostTab(PlotTab):
         self.deadline_label.setText(f"{format_value(deadline)} per {per}")
         self.budget_label.setText(f"{budget:.4g} {res.cost_unit} per {per}")
         x = table[view.x_param].to_numpy(float)
-        self.figure.clear()
+        self.clear_figure()
         ax_t, ax_c = self.figure.subplots(1, 2, sharex=True)
         for ax, col, limit, ok, label in ((ax_t, "T", deadline, "time_ok", f"{quantity} per {per} [s]"),
                                           (ax_c, "cost", budget, "cost_ok", f"{res.cost_unit} per {per}")):
@@ -161,7 +161,8 @@ class CostTab(PlotTab):
         for ax, col in ((ax_t, "T"), (ax_c, "total_cost")):
             ax.plot([row[view.x_param]], [row[col]], marker="*", ms=16, color="C1", mec="k", zorder=5,
                     label="best (efficiency)")
-        spans = "; ".join(f"{view.x_param} {r['from']:g}–{r['to']:g}" for _, r in res.intervals.iterrows())
+        spans = "; ".join(f"{view.x_param} {r['from']:g}" + (f"–{r['to']:g}" if r["to"] != r["from"] else "")
+                          for _, r in res.intervals.iterrows())
         self.answer.setText(
             f"<b>Best by efficiency: {format_point(row, view.ws.params)}</b> — "
             f"{format_value(row['T'])} and {row['total_cost']:.4g} {res.cost_unit} per "

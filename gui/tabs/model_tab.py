@@ -52,7 +52,7 @@ class ModelTab(PlotTab):
         if not rows:
             self.show_message("Modeling… (the selected regions are drawn as soon as theirs are done).")
             return
-        self.figure.clear()
+        self.clear_figure()
         if self.heatmap.isChecked() and len(ws.params) > 1:
             self._draw_heatmap(view, rows[0])
         else:
@@ -121,9 +121,14 @@ class ModelTab(PlotTab):
         grid = model_grid(view, xx.ravel())
         grid[:, ws.params.index(y_param)] = yy.ravel()
         z = np.asarray(model.predict(grid), float).reshape(xx.shape)
-        positive = np.isfinite(z).all() and (z > 0).all() and z.max() / z.min() > 20
-        mesh = ax.contourf(xx, yy, z, levels=20, cmap="viridis", norm=LogNorm() if positive else None)
-        self.figure.colorbar(mesh, ax=ax, label=unit_label(view))
+        # Log colours only when values span more than two decades; otherwise a linear scale reads better.
+        wide = np.isfinite(z).all() and (z > 0).all() and z.max() / z.min() > 100
+        levels = np.geomspace(z.min(), z.max(), 21) if wide else 20
+        mesh = ax.contourf(xx, yy, z, levels=levels, cmap="viridis", norm=LogNorm() if wide else None)
+        bar = self.figure.colorbar(mesh, ax=ax, label=unit_label(view))
+        if wide:  # a log colour bar spanning less than a few decades gets no labels by default
+            ticks = np.geomspace(z.min(), z.max(), 6)
+            bar.set_ticks(ticks, labels=[f"{t:.3g}" for t in ticks])
         pts = ws.points[row]
         ax.scatter(pts.X[:, view.x_index], pts.X[:, ws.params.index(y_param)], c="white", edgecolors="k",
                    s=30, label="measured points", zorder=3)

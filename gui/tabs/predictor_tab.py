@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QGridLayo
                                QPushButton, QSpinBox)
 
 from gui.param_panel import View
-from gui.plot_tab import PlotTab
+from gui.plot_tab import MARGINS, PlotTab
 
 CLASS_COLORS = {"compute": "#4c72b0", "communication": "#dd8452", "memory": "#55a868",
                 "cpu_overhead": "#b0b0b0", "idle": "#ffffff"}
@@ -61,6 +61,7 @@ class PredictorTab(PlotTab):
     """Run chooser, what-if controls, the replayed timeline and the step-time comparison."""
 
     title = "Predictor"
+    margins = {**MARGINS, "left": 0.22, "top": 0.92, "hspace": 0.35}
 
     def __init__(self, window, parent=None):
         super().__init__(parent)
@@ -160,7 +161,7 @@ class PredictorTab(PlotTab):
 
     def _draw(self) -> None:
         pred = self.prediction
-        self.figure.clear()
+        self.clear_figure()
         ax_t, ax_b = self.figure.subplots(2, 1, height_ratios=[3, 1.3])
         self._draw_timeline(ax_t, pred)
         self._draw_comparison(ax_b, pred)
@@ -194,12 +195,10 @@ class PredictorTab(PlotTab):
         ax.invert_yaxis()
         ax.set_xlim(0, (hi - lo) * ms)
         ax.set_xlabel("ms since the step started (replayed)")
-        ax.set_title("Replayed training step per rank and stream; critical path outlined in red", fontsize=10,
-                     pad=22)
         handles = [Patch(color=c, label=k) for k, c in CLASS_COLORS.items() if k != "idle"]
         handles.append(Patch(facecolor="none", edgecolor="#d62728", label="critical path"))
-        ax.legend(handles=handles, fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.06), ncols=5,
-                  frameon=False)
+        ax.legend(handles=handles, fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=5,
+                  frameon=False, title="Replayed training step per rank and stream", title_fontsize=9)
 
     def _draw_comparison(self, ax, pred) -> None:
         bars = self.comparison(pred)

@@ -77,7 +77,7 @@ class ScalingTab(PlotTab):
         self.show_plot()
 
     def _draw(self, view: View, table: pd.DataFrame) -> None:
-        self.figure.clear()
+        self.clear_figure()
         ax = self.figure.add_subplot()
         x_model = view.modeled_x_max()
         lo, hi = view.x_range()

@@ -10,7 +10,6 @@ pytest.importorskip("pytestqt")
 
 import json  # noqa: E402
 import os  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 SAMPLE_PROFILES = Path(__file__).resolve().parents[2] / "sample_profiles"
@@ -49,12 +48,9 @@ def gui_experiment(sample_truth, tmp_path_factory):
 
 
 def wait_until(app, condition, timeout_s: float = 60) -> None:
-    end = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > end:
-            raise TimeoutError("the window did not get there in time")
-        app.processEvents()
-        time.sleep(0.005)
+    from gui.app import process_events_until
+
+    process_events_until(condition, timeout_s)
 
 
 def open_and_wait(app, window, path, timeout_s: float = 60) -> None:
