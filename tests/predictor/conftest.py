@@ -8,7 +8,7 @@ import pytest
 
 from extradeep.simulate import simulate
 
-DDP_RUN = dict(params={"ranks": [4]}, repetitions=1, epochs=2, train_steps=4, val_steps=1, ddp=True, seed=11)
+DDP_RUN = dict(params={"ranks": [4]}, repetitions=1, epochs=2, train_steps=3, val_steps=1, ddp=True, seed=11)
 # what-if spec -> the simulator's knobs that regenerate the same run with that change (4 buckets by default)
 REGENERATED = {
     "kernel:*gemm*=0.5": dict(kernel_scale={"*gemm*": 0.5}),

@@ -19,14 +19,15 @@ def _median(summary, scenario, phase, column):
 @pytest.mark.parametrize("spec", list(REGENERATED))
 def test_what_if_matches_the_regenerated_run(ddp_prediction, regenerated, spec):
     truth = predict(regenerated[spec]).summary
-    for phase in ("train", "val"):
+    # Fewer buckets make the simulator draw its noise for other ops, which moves validation steps
+    # (no all-reduce there) by up to ~0.2 ms: fusion is judged on training steps, where it acts.
+    phases = ("train",) if spec.startswith("fusion") else ("train", "val")
+    for phase in phases:
         want = _median(truth, "measured durations", phase, "measured")
         got = _median(ddp_prediction.summary, spec, phase, "predicted")
         assert got == pytest.approx(want, rel=0.03), (phase, got, want)
         # the change itself must be right too: NCCL bandwidth moves a mostly hidden all-reduce,
         # so its effect is small and a 3 % tolerance alone would not notice a missing what-if
-        # With other bucket counts the simulator draws its noise for other ops, so the fusion
-        # truth moves by a few tens of microseconds even where nothing changes (validation).
         rel, eps = (0.2, 5e-5) if spec.startswith("fusion") else (0.1, 2e-5)
         before = _median(ddp_prediction.summary, "measured durations", phase, "measured")
         assert abs((got - before) - (want - before)) <= rel * abs(want - before) + eps, (phase, got, want, before)
@@ -36,6 +37,12 @@ def test_faster_gemm_changes_the_step_time_a_lot(ddp_prediction):
     s = ddp_prediction.summary
     base = _median(s, "measured durations", "train", "measured")
     assert _median(s, "kernel:*gemm*=0.5", "train", "predicted") < 0.8 * base
+
+
+def test_fusion_leaves_steps_without_collectives_alone(ddp_prediction):
+    s = ddp_prediction.summary
+    for spec in ("fusion=2", "fusion=4"):
+        assert _median(s, spec, "val", "predicted") == pytest.approx(_median(s, "measured durations", "val", "replayed"))
 
 
 def test_fusion_halves_the_collectives_and_keeps_a_valid_timeline(ddp_prediction):
