@@ -359,29 +359,34 @@ def _search_forms(batch: PointBatch, rows, cols, per_param, opts: SearchOptions)
     trend = trend_sign(batch.X, y)
     all_s, all_ss, all_ok, all_rank, all_size, labels = [], [], [], [], [], []
     for form in forms(len(cols)):
-        columns = [np.ones_like(values[0])] + [np.prod([values[a] for a in mono], axis=0) for mono in form]
-        A = np.stack(columns, axis=-1)  # (R, C, n, p)
+        used = sorted(set().union(*form)) if form else []
+        # combinations that differ only in parameters the form does not use are the same hypothesis
+        keep = np.unique(combos[:, used], axis=0, return_index=True)[1] if used else np.array([0])
+        columns = [np.ones_like(values[0][:, keep])] + [
+            np.prod([values[a][:, keep] for a in mono], axis=0) for mono in form]
+        A = np.stack(columns, axis=-1)  # (R, C', n, p)
         sign = np.stack([_monomial_sign(trend, [cols[a] for a in mono]) for mono in form], axis=-1) \
             if form else np.zeros((len(rows), 0))
         s, ss, ok = _score(A, y, w, opts, sign[:, None, :])
         all_s.append(s)
         all_ss.append(ss)
         all_size.append(np.full(s.shape[1], len(form)))
-        used = sorted(set().union(*form)) if form else []
-        all_ok.append(ok & np.all([cand_ok[a] for a in used], axis=0) if used else ok)
+        all_ok.append(ok & np.all([cand_ok[a][:, keep] for a in used], axis=0) if used else ok)
         # fewer terms first, then the candidates the lines preferred, then fewer factors per term
-        all_rank.append(len(form) * 10**6 + combos.sum(axis=1) * 10**3 + sum(len(mono) for mono in form))
-        labels += [(form, ci) for ci in range(len(combos))]
+        all_rank.append(len(form) * 10**6 + combos[keep].sum(axis=1) * 10**3 + sum(len(mono) for mono in form))
+        labels += [(form, ci) for ci in keep]
     s, ok, rank = np.concatenate(all_s, 1), np.concatenate(all_ok, 1), np.concatenate(all_rank)
     size, wss, noise = np.concatenate(all_size), np.concatenate(all_ss, 1), batch.noise(rows)
     chosen = choose(s, ok, rank, opts, size, wss, noise)
     rivals = alternatives(chosen, ok, size, wss, noise, len(batch.X), limit=4)
 
+    all_cols = range(batch.X.shape[1])
+
     def terms(r, h):
         form, ci = labels[h]
         factor_of = {col: opts.factors[cand[a][r, ci] - 1] for a, col in enumerate(cols)}
-        return [tuple(factor_of[col] if col in {cols[a] for a in mono} else NO_FACTOR
-                      for col in range(batch.X.shape[1])) for mono in form]
+        return [tuple(factor_of[col] if col in used else NO_FACTOR for col in all_cols)
+                for used in ({cols[a] for a in mono} for mono in form)]
 
     out = []
     for r, c in enumerate(chosen):

@@ -95,7 +95,7 @@ def design_matrix(X: np.ndarray, terms: list[Term]) -> np.ndarray:
 
 def term_growth_key(term: Term) -> tuple[float, float]:
     """Growth of one term when all parameters grow together: (total poly degree, total log degree)."""
-    return (sum(float(f[0]) for f in term), sum(float(f[1]) for f in term))
+    return (sum(i.numerator / i.denominator for i, _ in term), sum(j.numerator / j.denominator for _, j in term))
 
 
 def _exp_text(e: Fraction, decimal: bool) -> str:
