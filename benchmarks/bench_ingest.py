@@ -127,8 +127,8 @@ def load_saved(path: str) -> dict:
 
 
 def child(argv: list[str]) -> dict:
-    """Run one measurement in a fresh interpreter and return its JSON result."""
-    out = subprocess.run([sys.executable, __file__, "--child", *argv], check=True, capture_output=True, text=True)
+    """Run one step in a fresh interpreter (its progress on our stderr) and return its JSON result."""
+    out = subprocess.run([sys.executable, __file__, "--child", *argv], check=True, stdout=subprocess.PIPE, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -141,7 +141,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         kind, *rest = args.child
-        result = {"floor": lambda: floor_and_read(Path(rest[0])),
+        result = {"big": lambda: {"path": str(make_big(Path(rest[0]), int(rest[1])))},
+                  "many": lambda: {"path": str(make_many(Path(rest[0]), int(rest[1])))},
+                  "floor": lambda: floor_and_read(Path(rest[0])),
                   "batch": lambda: batch(Path(rest[0]), int(rest[1]), rest[2] if rest[2] != "-" else None,
                                          rest[3] if len(rest) > 3 else None),
                   "load": lambda: load_saved(rest[0])}[kind]()
@@ -150,18 +152,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(args.workdir or tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        big = make_big(workdir, args.big_rows)
-        a = child(["floor", str(big)])
+        # Data are made in child processes too: ru_maxrss survives fork+exec, so a big parent
+        # would inflate every child's peak-memory figure.
+        big = child(["big", str(workdir), str(args.big_rows)])["path"]
+        a = child(["floor", big])
         print(f"(a) {a['kernel_rows']:,} kernel rows, {a['bytes'] / 2**20:.0f} MiB: floor {a['floor_s']:.2f} s "
               f"({a['floor_cpu_s']:.2f} s CPU), read_export {a['read_export_s']:.2f} s ({a['read_export_cpu_s']:.2f} s CPU), "
               f"ratio {a['ratio']:.2f}x wall, {a['cpu_ratio']:.2f}x CPU (target <= 2x)")
-        many = make_many(workdir, args.files)
+        many = child(["many", str(workdir), str(args.files)])["path"]
         saved = str(workdir / "many_experiment.sqlite")
         cache = str(workdir / "cache")
         runs = ((1, "-", saved, "no cache"), (2, "-", None, "no cache"), (2, cache, None, "cold cache"),
                 (2, cache, None, "warm cache"))
         for jobs, cache_dir, save, label in runs:
-            b = child(["batch", str(many), str(jobs), cache_dir, *([save] if save else [])])
+            b = child(["batch", many, str(jobs), cache_dir, *([save] if save else [])])
             print(f"(b) {b['files']} files, jobs={jobs}, {label}: {b['wall_s']:.1f} s wall, {b['files_per_s']:.1f} files/s, "
                   f"{b['cpu_s']:.1f} s CPU (all processes), "
                   f"peak RSS {b['maxrss_self_mb']:.0f} MiB (workers {b['maxrss_workers_mb']:.0f} MiB), "
