@@ -34,7 +34,8 @@ def build_experiment(n_regions: int, workdir: Path) -> Path:
     exp = load_experiment([workdir / "profiles"], dataset=Dataset(**sim.truth["dataset"]), progress=False,
                           use_cache=False, jobs=1)
     have = exp.points["region"].nunique()
-    kernels = sorted(exp.points.loc[exp.points["kind"] == "kernel", "region"].unique())
+    stepped = exp.points[(exp.points["kind"] == "kernel") & exp.points["phase"].isin(["train", "val"])]
+    kernels = sorted(stepped["region"].unique())
     copies = int(np.ceil((n_regions - have) / len(kernels)))
     rng = np.random.default_rng(0)
     scale = {(k, c): rng.uniform(0.05, 2.0) for k in kernels for c in range(copies)}
@@ -52,7 +53,8 @@ def build_experiment(n_regions: int, workdir: Path) -> Path:
         return pd.concat(parts, ignore_index=True)
 
     exp.values, exp.points = clone(exp.values), clone(exp.points)
-    names = exp.points["region"].drop_duplicates()
+    in_steps = exp.points[exp.points["phase"].isin(["train", "val"]) & (exp.points["kind"] != "total")]
+    names = in_steps["region"].drop_duplicates()
     keep = set(names.iloc[:n_regions]) | {"step"}
     exp.values = exp.values[exp.values["region"].isin(keep)]
     exp.points = exp.points[exp.points["region"].isin(keep)]
@@ -103,10 +105,23 @@ def run(n_regions: int, experiment: Path | None = None) -> dict:
             window.regions.select_rows([int(row)])  # redraws synchronously
             redraws.append(time.perf_counter() - t)
             app.processEvents()
+        reference = _reference_draw_ms(model_tab)
         window.close()
-    return {"warm_up_s": warm_up, "regions": int(regions["region"].nunique()), "region_models": n_models, "first_plot_s": first_plot,
+    return {"reference_draw_ms": reference, "warm_up_s": warm_up, "regions": int(regions["region"].nunique()), "region_models": n_models, "first_plot_s": first_plot,
             "all_models_s": all_models, "redraw_median_ms": 1e3 * float(np.median(redraws)),
             "redraw_max_ms": 1e3 * float(np.max(redraws)), "longest_ui_stall_ms": stall["max_gap_ms"]}
+
+
+def _reference_draw_ms(tab) -> float:
+    """Machine speed reference: median time to draw one plain line plot on the same canvas."""
+    times = []
+    for _ in range(10):
+        t = time.perf_counter()
+        tab.clear_figure()
+        tab.figure.add_subplot().plot(np.arange(100), np.arange(100) ** 0.5)
+        tab.canvas.draw()
+        times.append(time.perf_counter() - t)
+    return 1e3 * float(np.median(times))
 
 
 def _stall_meter(app, QTimer, QElapsedTimer) -> dict:
@@ -144,6 +159,8 @@ def main() -> None:
     print(f"selection change redraw: median {result['redraw_median_ms']:.0f} ms, max "
           f"{result['redraw_max_ms']:.0f} ms (target < 100 ms)")
     print(f"longest UI-thread stall while reading and modeling: {result['longest_ui_stall_ms']:.0f} ms")
+    print(f"reference: one plain line plot draws in {result['reference_draw_ms']:.0f} ms on this machine now")
+    print(f"load average: {' '.join(f'{v:.1f}' for v in os.getloadavg())} on {os.cpu_count()} cores")
     print(f"all region models done (background): {result['all_models_s']:.1f} s")
 
 

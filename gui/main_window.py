@@ -163,6 +163,7 @@ class MainWindow(QMainWindow):
             return
         first = first_rows if first_rows is not None else self.regions.selected_rows()
         self._options = (options, self.options.n_eval.value())
+        self.runner.cancel("application")  # its models would belong to the old input or options
         self.app_models = None
         self._app_started = False
         self.runner.start("model", fit_region_models, self.ws, options, self._options[1],

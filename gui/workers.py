@@ -131,6 +131,12 @@ class TaskRunner(QObject):
             self.busy_changed.emit(True)
         return task
 
+    def cancel(self, slot: str) -> None:
+        """Cancel the slot's task; its result, if it still comes, is dropped."""
+        task = self._current.pop(slot, None)
+        if task is not None:
+            task.cancel()
+
     def cancel_all(self) -> None:
         for task in list(self._running):
             task.cancel()

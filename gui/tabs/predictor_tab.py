@@ -152,9 +152,13 @@ class PredictorTab(PlotTab):
         run, _ = self.runs[self.run_combo.currentText()]
         spec = self.what_if_spec()
         self.show_message("Replaying the traces…")
-        self.window.runner.start("predict", run_prediction, run, [spec] if spec else [], on_done=self._replayed)
+        source = self._source
+        self.window.runner.start("predict", run_prediction, run, [spec] if spec else [],
+                                 on_done=lambda prediction: self._replayed(prediction, source))
 
-    def _replayed(self, prediction) -> None:
+    def _replayed(self, prediction, source) -> None:
+        if source != self._source:  # another input was opened meanwhile
+            return
         self.prediction = prediction
         if self.window.tabs.currentWidget() is self:
             self._draw()

@@ -85,7 +85,8 @@ def test_bottleneck_ranking_puts_the_fastest_growing_region_first(opened):
     page(opened, "Model")
 
 
-def test_extrap_text_opens_with_region_models_and_no_cost_view(window, open_wait, tmp_path):
+def write_extrap(path):
+    """Two regions measured at six points, three repetitions: 3 + 0.5 p and 1 + 0.2 p log2 p (+-1%)."""
     import pandas as pd
 
     from extradeep.modeling import write_extrap_text
@@ -94,8 +95,12 @@ def test_extrap_text_opens_with_region_models_and_no_cost_view(window, open_wait
     rows = [{"region": name, "metric": "time", "p": x, "value": f(x) * (1 + 0.01 * k)}
             for name, f in (("sweep", lambda x: 3 + 0.5 * x), ("exchange", lambda x: 1 + 0.2 * x * np.log2(x)))
             for x in p for k in (-1, 0, 1)]
-    path = tmp_path / "app.txt"
     write_extrap_text(path, pd.DataFrame(rows), ["p"])
+    return path
+
+
+def test_extrap_text_opens_with_region_models_and_no_cost_view(window, open_wait, tmp_path):
+    path = write_extrap(tmp_path / "app.txt")
     open_wait(window, path)
     assert window.last_error == ""
     ws = window.ws
@@ -105,3 +110,15 @@ def test_extrap_text_opens_with_region_models_and_no_cost_view(window, open_wait
     cost = page(window, "Cost")
     assert not cost.has_plot and "Extra-P" in cost.message.text()
     assert page(window, "Predictor").has_plot is False
+
+
+def test_opening_another_input_while_modeling_shows_only_the_new_one(window, open_wait, gui_experiment,
+                                                                     tmp_path, settle):
+    window.open_path(gui_experiment)
+    settle(lambda: window.ws is not None)  # read; its regions are still being modeled
+    open_wait(window, write_extrap(tmp_path / "app.txt"))
+    settle(lambda: not window.runner.busy)
+    assert window.last_error == ""
+    assert set(window.ws.regions["region"]) == {"sweep", "exchange"}
+    assert window.app_models is None  # nothing of the experiment's application models is left
+    assert set(window.ws.models) == set(window.ws.regions.index)

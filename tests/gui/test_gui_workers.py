@@ -97,3 +97,13 @@ def test_an_error_in_the_result_handler_is_reported_not_raised(qtbot):
     runner.start("job", lambda report: 1, on_done=handler)
     _wait(qtbot, runner)
     assert errors == ["KeyError: 'missing'"]
+
+
+def test_cancelling_a_slot_drops_its_result(qtbot):
+    runner = TaskRunner()
+    gate, results = threading.Event(), []
+    runner.start("slot", lambda report: gate.wait(5) and "late", on_done=results.append)
+    runner.cancel("slot")
+    gate.set()
+    _wait(qtbot, runner)
+    assert results == []
