@@ -19,9 +19,9 @@ import pandas as pd
 
 from extradeep.errors import InputError
 from extradeep.nsys import events
-from extradeep.nsys.connect import open_readonly
+from extradeep.nsys.connect import open_readonly, query
 from extradeep.nsys.events import NULL_INT
-from extradeep.nsys.schema import NVTX_RANGE_TYPES
+from extradeep.nsys.schema import NVTX_RANGE_TYPES, schema_of
 from extradeep.nsys.steps import find_steps
 
 OP_COLUMNS = ["rank", "queue", "is_gpu", "kind", "name", "category", "start", "end", "corr", "bytes"]
@@ -138,6 +138,39 @@ def _mpi_and_os(conn) -> tuple[pd.DataFrame, pd.DataFrame]:
                               "start": waits["start"], "end": waits["end"]})
 
 
+def _nccl_sizes(conn) -> pd.DataFrame:
+    """NCCL's own NVTX ranges (ncclAllReduce, ...) that carry the message size as a plain uint64
+    payload: pid, tid, start, end, bytes. (Sizes inside NCCL's structured `binaryData` payloads
+    are not decoded.) Read here because `events.nvtx` does not return payload columns."""
+    cols = ["gtid", "start", "end", "bytes"]
+    if not schema_of(conn).has_column("NVTX_EVENTS", "uint64Value"):
+        return pd.DataFrame(columns=["pid", "tid", "start", "end", "bytes"])
+    rows = query(conn, 'SELECT globalTid, start, "end", uint64Value FROM NVTX_EVENTS '
+                       "WHERE uint64Value IS NOT NULL AND eventType IN (59, 60) AND \"end\" IS NOT NULL").fetchall()
+    f = pd.DataFrame(rows, columns=cols)
+    gtid = f["gtid"].to_numpy(dtype=np.int64)
+    return pd.DataFrame({"pid": (gtid >> 24) & 0xFFFFFF, "tid": gtid & 0xFFFFFF, "start": f["start"],
+                         "end": f["end"], "bytes": f["bytes"].astype(float)})
+
+
+def _attach_sizes(gpu: pd.DataFrame, runtime: pd.DataFrame, sizes: pd.DataFrame) -> pd.DataFrame:
+    """Bytes of each NCCL kernel from the sized NVTX range around the call that launched it."""
+    if sizes.empty or gpu.empty:
+        return gpu
+    nccl = gpu.index[gpu["name"].str.startswith("nccl") & (gpu["kind"] == "kernel")]
+    calls = runtime.drop_duplicates(["pid", "correlationId"]).set_index(["pid", "correlationId"])
+    key = pd.MultiIndex.from_arrays([gpu.loc[nccl, "pid"], gpu.loc[nccl, "correlationId"]])
+    t = calls["start"].reindex(key).to_numpy()
+    tid = calls["tid"].reindex(key).to_numpy()
+    gpu = gpu.copy()
+    for (pid, thread), rng in sizes.sort_values("start").groupby(["pid", "tid"]):
+        mine = np.flatnonzero((gpu.loc[nccl, "pid"].to_numpy() == pid) & (tid == thread))
+        k = np.searchsorted(rng["start"].to_numpy(), t[mine], side="right") - 1
+        ok = (k >= 0) & (t[mine] <= rng["end"].to_numpy()[np.maximum(k, 0)])
+        gpu.loc[nccl[mine[ok]], "bytes"] = rng["bytes"].to_numpy()[k[ok]]
+    return gpu
+
+
 def read_file(path: str | Path) -> dict:
     """Raw frames of one export, keyed by process id (no rank numbers yet)."""
     conn = open_readonly(path)
@@ -149,6 +182,7 @@ def read_file(path: str | Path) -> dict:
         pids = sorted(set(gpu["pid"]) | set(runtime["pid"]))
         steps, ranges, notes = _steps(conn, path, pids, runtime)
         mpi_ops, os_calls = _mpi_and_os(conn)
+        gpu = _attach_sizes(gpu, runtime, _nccl_sizes(conn))
     finally:
         conn.close()
     gpu = gpu.rename(columns={"correlationId": "corr"})

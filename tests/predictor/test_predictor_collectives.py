@@ -98,3 +98,13 @@ def test_separate_clocks_are_aligned_to_the_simulators_offsets(tmp_path):
     assert pred.files.sort_values("rank")["offset_ns"].tolist() == pytest.approx(truth, abs=1000)
     assert pred.steps["error"].abs().max() <= 0.03
     assert any("clocks aligned" in n for n in pred.notes)
+
+
+def test_message_sizes_come_from_nccls_nvtx_ranges(ddp_run, ddp_prediction):
+    import json
+
+    truth = json.loads((ddp_run / "truth.json").read_text())["nccl_model"]
+    c = ddp_prediction.collectives
+    allreduce = c[c["name"].str.contains("AllReduce")]
+    assert len(allreduce) > 0 and (allreduce["bytes"] == truth["bucket_bytes"]).all()
+    assert (c.loc[c["name"].str.startswith("nccl"), "bytes"] > 0).all()
