@@ -105,6 +105,7 @@ def fit_models(df: pd.DataFrame, params, value="value", by=("region", "metric"),
                options=None) -> pd.DataFrame:
     """One PMNF model per group of `df` (rows are measurements; equal points are repetitions).
 
+    `rep`: the repetition column, if any (rows at the same point are repetitions either way).
     `options`: a PMNFModeler or a dict of its arguments. Returns the `by` columns plus model,
     formula, smape, cv_smape, ar2, rss, growth, growth_key, n_points, reason (why no model) and
     warnings.
@@ -130,10 +131,14 @@ def fit_models(df: pd.DataFrame, params, value="value", by=("region", "metric"),
     for g in np.unique(groups[bad]):
         rows[g]["reason"] = "non-finite or non-numeric values (NaN/inf) are refused"
     small = (numeric[:, : len(params)] <= 1).any(axis=1) & ~bad
-    for g, count in zip(*np.unique(groups[small], return_counts=True)):
-        msg = f"dropped {count} measurement(s) with a parameter value <= 1 (log terms undefined there)"
-        rows[g]["warnings"].append(msg)
-        warnings.warn(f"{_label(keys, g)}: {msg}", stacklevel=2)
+    dropped = list(zip(*np.unique(groups[small], return_counts=True)))
+    for g, count in dropped:
+        rows[g]["warnings"].append(
+            f"dropped {count} measurement(s) with a parameter value <= 1 (log terms undefined there)")
+    if dropped:  # one warning for the whole table; each model keeps its own note
+        warnings.warn(f"dropped {int(small.sum())} measurement(s) with a parameter value <= 1 (log terms "
+                      f"undefined there) in {len(dropped)} group(s), e.g. {_label(keys, dropped[0][0])}",
+                      stacklevel=2)
     keep = ~np.isin(groups, [g for g, r in enumerate(rows) if r["reason"]]) & ~small
     clean = pd.DataFrame(numeric[keep], columns=params + [value]).assign(_g=groups[keep])
     for batch, gids in _batches(clean, params, value):
