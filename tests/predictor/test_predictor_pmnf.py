@@ -62,3 +62,17 @@ def test_a_folder_with_several_runs_needs_or_takes_a_choice(scaling_runs):
     assert notes == []
     with pytest.raises(InputError, match="no exports match"):
         resolve_run(out, {"ranks": 7})
+
+
+def test_ring_model_moves_all_reduce_to_the_measured_pure_time_at_more_ranks(scaling_runs):
+    import numpy as np
+
+    out, _ = scaling_runs
+    pred = predict(out, select={"ranks": 3}, what_if=["ranks=6"])
+    g, res = pred.graph, pred.results["ranks=6"]
+    syncs = g.nodes.index[(g.nodes["role"] == "sync") & g.nodes["name"].str.contains("AllReduce")]
+    got = np.median(res.end[syncs] - res.start[syncs])
+    at6 = predict(out, select={"ranks": 6}).collectives
+    want = at6.loc[at6["name"].str.contains("AllReduce"), "pure"].median()
+    at3 = pred.collectives.loc[pred.collectives["name"].str.contains("AllReduce"), "pure"].median()
+    assert got == pytest.approx(want, rel=0.05) and abs(want - at3) > 0.1 * at3
