@@ -112,6 +112,7 @@ def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "dr
     on its own. `models`: PMNF models (a `fit_models` table with columns region and model) for
     `pmnf.PARAM=V` changes; `point`: the run's parameter values (parsed from file names when absent).
     """
+    what_if = [what_if] if isinstance(what_if, (str, WhatIf)) else list(what_if)
     scenarios = [w if isinstance(w, WhatIf) else parse_what_if(w) for w in what_if]
     paths, parsed_point, notes = resolve_run(run_dir, select)
     point = dict(parsed_point if point is None else point)
