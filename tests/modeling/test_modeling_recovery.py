@@ -116,3 +116,12 @@ def test_nonnegative_option_controls_falling_terms():
     y = 100.0 - 12.0 * np.log2(P)
     assert PMNFModeler(nonnegative=True).fit(P, y).model_.terms == []
     assert PMNFModeler(nonnegative=False).fit(P, y).model_.coefficients[1] == pytest.approx(-12.0)
+
+
+def test_sparse_cross_design_is_enough_for_two_parameters():
+    """Extra-P's sparse measurements: one line per parameter (plus one point off the lines)."""
+    X = np.array([[p, 10.0] for p in P] + [[4.0, n] for n in N[1:]] + [[64.0, 160.0]])
+    half, one, log = (Fraction(1, 2), Fraction(0)), (Fraction(1), Fraction(0)), (Fraction(0), Fraction(1))
+    truths = [(3.0, [(0.1, (one, log))]), (3.0, [(0.2, (one, ZERO)), (2.0, (ZERO, half))])]
+    table = fit_models(_table(X, ["p", "n"], truths), ["p", "n"])
+    _check(table, truths, np.array([256.0, 640.0]))
