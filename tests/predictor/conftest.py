@@ -20,8 +20,19 @@ REGENERATED = {
 }
 
 
-def sha256(path) -> str:
+def _sha256(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="session")
+def sha256():
+    """Hash of a file's bytes, to check that inputs are left untouched."""
+    return _sha256
+
+
+def pytest_generate_tests(metafunc):
+    if "regen_spec" in metafunc.fixturenames:
+        metafunc.parametrize("regen_spec", list(REGENERATED))
 
 
 def _sim(tmp_path_factory, name: str, **changes):

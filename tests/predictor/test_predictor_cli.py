@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 
-from conftest import sha256
 from extradeep.cli import main
 
 
-def test_cli_prints_replay_breakdown_and_what_ifs(ddp_run, tmp_path, capsys):
+def test_cli_prints_replay_breakdown_and_what_ifs(ddp_run, tmp_path, capsys, sha256):
     before = {p: sha256(p) for p in ddp_run.glob("*.sqlite")}
     out = tmp_path / "p.json"
     rc = main(["predict", str(ddp_run), "--what-if", "kernel:*gemm*=0.5", "--ranks", "64", "--json", str(out), "--timeline", str(tmp_path / "t.csv"), "--plot", str(tmp_path / "p.png")])
@@ -40,7 +39,7 @@ def test_cli_on_a_file_that_is_not_sqlite(tmp_path, capsys):
     assert len(err) == 1 and "x.sqlite" in err[0] and "not an SQLite database" in err[0]
 
 
-def test_cli_on_the_real_two_gpu_export(real_nsys_dir, capsys):
+def test_cli_on_the_real_two_gpu_export(real_nsys_dir, capsys, sha256):
     path = real_nsys_dir / "GindaChen__nsys-ai__mfu_2gpu_before.sqlite"
     before = sha256(path)
     assert main(["predict", str(path), "--what-if", "comm.bandwidth=2"]) == 0
