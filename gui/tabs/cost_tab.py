@@ -144,7 +144,7 @@ class CostTab(PlotTab):
             ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
         self._mark_best(view, ax_t, ax_c)
-        ax_t.legend(fontsize=8, loc="best")
+        ax_t.legend(fontsize=8, loc="upper right")
         ax_t.set_title("Training time", fontsize=10)
         ax_c.set_title("Training cost", fontsize=10)
 
