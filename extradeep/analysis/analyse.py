@@ -96,8 +96,9 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
                      "the weak-scaling T(x1)/T(xk) (throughput per GPU); --scaling strong overrides")
     idle = application[application["quantity"] == "idle"]["value"]
     if len(idle) and not (idle > 0).any():
-        notes.append("summed GPU activity covers the whole measured step everywhere (streams overlap), "
-                     "so no idle time is visible")
+        notes.append("GPU activity covers the whole measured step everywhere, so no idle time is visible "
+                     "(an experiment saved before reader version 2 has no GPU busy time: idle is then step - summed "
+                     "GPU time, which overlapping streams push to 0; model the exports again)")
     baseline = default_baseline(app_points if not app_points.empty else regions, params, ranks)
     if EPOCH_TIME not in set(application["quantity"]):
         notes.append("no step marks were measured, so there is no measured time per "

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.experiment import NEED_DATASET, TOTAL, Dataset, Experiment
+from extradeep.nsys.read import BUSY_REGION
 
 EPOCH_TIME = "epoch time"
 GPU_KINDS = ("kernel", "memcpy", "memset")
@@ -31,7 +32,7 @@ QUANTITY_HELP = {
     "communication": "sum of NCCL kernels and MPI calls (Eq. 9)",
     "memory": "sum of memcpy and memset (Eq. 10)",
     "gpu total": "computation + communication + memory (paper Eq. 6)",
-    "idle": "step time not covered by GPU activity (a lower bound when streams overlap)",
+    "idle": "step time that no GPU activity (kernel, memcpy, memset on any stream) covers",
 }
 REGION_KEYS = ["region", "kind", "category", "metric"]
 
@@ -60,7 +61,7 @@ def application_steps(steps: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     time = steps[steps["metric"] == "time"]
     keys = ["phase", *params, "rep"]
     frames = []
-    step = time[time["kind"] == "step"]
+    step = time[(time["kind"] == "step") & (time["region"] == "step")]
     if not step.empty:
         frames.append(step[keys + ["value"]].assign(quantity=EPOCH_TIME))
     for name, rows in time[time["kind"] == TOTAL].groupby("region"):
@@ -74,9 +75,13 @@ def application_steps(steps: pd.DataFrame, params: list[str]) -> pd.DataFrame:
 
 
 def _idle(time: pd.DataFrame, step: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    # Only GPU work counts as busy; MPI calls are CPU time. Summing GPU activity over-counts busy
-    # time when streams overlap, so this idle time is a lower bound.
-    gpu = time[time["kind"].isin(GPU_KINDS) & time["category"].isin(BREAKDOWN)]
+    """Step time minus the union of GPU activity in the step (region "gpu busy" of the reader).
+
+    Only GPU work counts as busy; MPI calls are CPU time. Without the union (caches of an older
+    reader), the sum of GPU activity stands in; it over-counts overlapping streams, so that idle
+    time is a lower bound."""
+    union = time[time["region"] == BUSY_REGION]
+    gpu = union if not union.empty else time[time["kind"].isin(GPU_KINDS) & time["category"].isin(BREAKDOWN)]
     busy = gpu.groupby(keys)["value"].sum().rename("busy")
     frame = step[keys + ["value"]].join(busy, on=keys)
     frame["value"] = np.maximum(frame["value"] - frame["busy"].fillna(0.0), 0.0)

@@ -30,6 +30,7 @@ __all__ = ["read_export", "ReaderSettings", "READER_VERSION", "OUTPUT_COLUMNS"]
 
 OUTPUT_COLUMNS = ["region", "kind", "category", "metric", "epoch", "phase", "step", "value"]
 NS = 1e-9
+BUSY_REGION = "gpu busy"
 LAUNCH_COLUMNS = ["launchKey"]  # besides start, end and name: what the launch join needs
 
 
@@ -77,7 +78,8 @@ def read_export(path, settings=None) -> pd.DataFrame:
     """Per-step sums of one export: columns region, kind, category, metric, epoch, phase, step, value.
 
     Metrics: time (seconds), visits (count), bytes (memcpy, memset, MPI where known). Region "step"
-    (kind and category "step") carries the NVTX step durations. Only non-zero sums are listed (a
+    (kind and category "step") carries the NVTX step durations, region "gpu busy" (kind "busy",
+    category "step") the time in each step covered by any GPU activity. Only non-zero sums are listed (a
     region absent from a step is 0 there). `attrs` holds `notes` (one-line warnings), `convention`
     (which step marks matched), `n_steps` per phase and `not_counted` (events outside the measured
     epochs). Raises InputError naming the file for unusable input.
@@ -113,9 +115,12 @@ def _read(conn, settings: ReaderSettings) -> pd.DataFrame:
 
     kernels = events.kernels(conn, settings.kernel_names, columns=LAUNCH_COLUMNS)
     add(kernels, "kernel", cat.kernel_categories(kernels["name"].cat.categories), launch.of(kernels))
+    gpu = [kernels]
     for kind in ("memcpy", "memset"):
         frame = getattr(events, kind)(conn, columns=LAUNCH_COLUMNS + ["bytes"])
         add(frame, kind, cat.MEMORY, launch.of(frame), with_bytes=True)
+        gpu.append(frame)
+    parts.append(_busy_rows(table, gpu))
     notes += launch.notes()
     add(runtime, "cuda_api", cat.CUDA_API, runtime["start"].to_numpy())
     osrt = events.osrt(conn, columns=[])
@@ -248,6 +253,50 @@ def _step_rows(table: StepTable) -> dict[str, np.ndarray]:
     }
     time = (steps["end"].to_numpy(np.int64) - steps["start"].to_numpy(np.int64)) * NS
     return _long(base, {"time": time, "visits": np.ones(n)})
+
+
+def _busy_rows(table: StepTable, gpu: list[pd.DataFrame]) -> dict[str, np.ndarray]:
+    """Region "gpu busy" (kind "busy", category "step"): per step, the length of the union of all
+    GPU activity intervals (kernels, memcpy, memset on any stream), clipped to the step. Unlike a
+    sum of durations, overlapping streams count once, so step - busy is the time no GPU work covers."""
+    steps = table.steps
+    start = np.concatenate([f["start"].to_numpy(np.int64) for f in gpu])
+    end = np.concatenate([f["end"].to_numpy(np.int64) for f in gpu])
+    valid = (end != NULL_INT) & (end > start)
+    busy = covered_time(start[valid], end[valid], steps["start"].to_numpy(np.int64), steps["end"].to_numpy(np.int64))
+    base = {
+        "region": np.full(len(steps), BUSY_REGION, dtype=object),
+        "kind": np.full(len(steps), "busy", dtype=object),
+        "category": np.full(len(steps), cat.STEP, dtype=object),
+        "epoch": steps["epoch"].to_numpy(np.int64),
+        "phase": steps["phase"].to_numpy(object),
+        "step": steps["step"].to_numpy(np.int64),
+    }
+    return _long(base, {"time": busy * NS})
+
+
+def covered_time(start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Length of the union of the intervals [start, end) inside each window [lo, hi) (vectorised).
+
+    The intervals are merged once (sorted by start, running maximum of the ends); the covered time
+    before any t is then a cumulative sum plus the part of the merged interval that t falls in."""
+    if len(start) == 0:
+        return np.zeros(len(lo), dtype=np.float64)
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], np.maximum.accumulate(end[order])
+    # A new merged interval begins where an interval starts after every earlier one has ended.
+    first = np.concatenate(([True], start[1:] > end[:-1]))
+    m_start = start[first]
+    m_end = end[np.concatenate((np.flatnonzero(first)[1:] - 1, [len(start) - 1]))]
+    before = np.concatenate(([0], np.cumsum(m_end - m_start)[:-1])).astype(np.float64)
+
+    def covered_before(t):
+        i = np.searchsorted(m_start, t, side="right") - 1
+        j = np.maximum(i, 0)
+        inside = np.clip(t - m_start[j], 0, m_end[j] - m_start[j])
+        return np.where(i >= 0, before[j] + inside, 0.0)
+
+    return covered_before(hi) - covered_before(lo)
 
 
 def _user_ranges(nvtx: pd.DataFrame, table: StepTable, notes: list[str]) -> dict[str, pd.DataFrame]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from extradeep.errors import InputError
 
 # Bump when read_export's output changes for the same file and settings.
-READER_VERSION = "1"
+READER_VERSION = "2"  # 2: region "gpu busy" (union of GPU activity per step)
 
 
 @dataclass(frozen=True)
