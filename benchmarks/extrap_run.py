@@ -2,8 +2,9 @@
 
 Usage: /tmp/extrap-venv/bin/python benchmarks/extrap_run.py FILE.txt [--at JSON_POINTS]
 
-Prints {"seconds": modeling+reading time, "models": [{region, metric, formula, terms, predict}]}
-where terms is a list of {param_index: [i, j]} and predict the model at the --at points.
+Prints {"seconds": modeling+reading time, "models": [{region, metric, formula, terms, coefficients,
+predict}]} where terms is a list of {param_index: [i, j]}, coefficients the constant followed by
+each term's coefficient, and predict the model at the --at points.
 This script only imports Extra-P; it is never imported by extradeep.
 """
 
@@ -59,8 +60,9 @@ def main():
             predict = np.broadcast_to(values, (len(at),)).tolist()
         else:
             predict = []
+        coefficients = [float(function.constant_coefficient)] + [float(t.coefficient) for t in function.compound_terms]
         models.append({"region": callpath.name, "metric": metric.name, "formula": str(function),
-                       "terms": terms_of(function), "predict": predict})
+                       "terms": terms_of(function), "coefficients": coefficients, "predict": predict})
     result = {"seconds": seconds, "models": models}
     if args.rss:
         import resource

@@ -1,84 +1,109 @@
 """Agreement with Extra-P 4.2.5's chosen models on noise-free Extra-P text inputs.
 
-Extra-P runs from its own venv (never a dependency of extradeep) through
-benchmarks/extrap_run.py; set EXTRADEEP_EXTRAP_PYTHON or create /tmp/extrap-venv
-(python -m venv /tmp/extrap-venv && /tmp/extrap-venv/bin/pip install extrap==4.2.5).
+The answers of Extra-P 4.2.5 are recorded in data/extrap_4.2.5_noise_free.json by
+benchmarks/extrap_record.py (which runs Extra-P from its own venv), so the comparison runs
+everywhere. The same inputs are regenerated here (the fixture's sha256 proves they are the ones
+Extra-P saw). When an Extra-P venv exists (EXTRADEEP_EXTRAP_PYTHON or /tmp/extrap-venv), the
+slow live test also runs Extra-P itself.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import subprocess
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from extradeep.modeling import EXTRAP_PAIRS, model_extrap_text, write_extrap_text
-from extradeep.modeling.terms import factor_values
-
-pytestmark = pytest.mark.slow
+from extradeep.modeling import model_extrap_text
 
 REPO = Path(__file__).resolve().parents[2]
+FIXTURE = Path(__file__).resolve().parent / "data" / "extrap_4.2.5_noise_free.json"
 EXTRAP_PYTHON = Path(os.environ.get("EXTRADEEP_EXTRAP_PYTHON", "/tmp/extrap-venv/bin/python"))
-P = np.array([4.0, 8, 16, 32, 64])
-N = np.array([10.0, 20, 40, 80, 160])
 
 
-def _extrap(path: Path) -> list[dict]:
-    if not EXTRAP_PYTHON.exists():
-        pytest.skip(f"Extra-P 4.2.5 venv not found at {EXTRAP_PYTHON} (set EXTRADEEP_EXTRAP_PYTHON)")
-    out = subprocess.run([str(EXTRAP_PYTHON), str(REPO / "benchmarks" / "extrap_run.py"), str(path)],
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout)["models"]
+def _record_module():
+    spec = importlib.util.spec_from_file_location("extrap_record", REPO / "benchmarks" / "extrap_record.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _term_sets(terms: list[dict], n_params: int) -> list[frozenset]:
-    """Canonical model structure: the set of terms, each a tuple of (i, j) per parameter."""
-    out = set()
+@pytest.fixture(scope="module")
+def record():
+    return _record_module()
+
+
+@pytest.fixture(scope="module")
+def inputs(record, tmp_path_factory):
+    return record.make_inputs(tmp_path_factory.mktemp("extrap_inputs"))
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    return json.loads(FIXTURE.read_text())
+
+
+def _terms(terms: list[dict], n_params: int) -> list[tuple]:
+    """Terms as tuples of exact (i, j) per parameter ((0, 0) for a parameter a term does not use)."""
+    out = []
     for term in terms:
         full = [(Fraction(0), Fraction(0))] * n_params
         for p, (i, j) in term.items():
             full[int(p)] = (Fraction(i), Fraction(j))
-        out.add(tuple(full))
+        out.append(tuple(full))
     return out
 
 
-def _compare(path: Path, n_params: int):
-    ours = model_extrap_text(path).set_index("region")
-    theirs = _extrap(path)
-    assert len(theirs) == len(ours)
+def _ours_as_records(path: Path) -> dict[str, dict]:
+    table = model_extrap_text(path)
+    out = {}
+    for row in table.itertuples(index=False):
+        m = row.model
+        assert m is not None, (row.region, row.reason)
+        out[row.region] = {"terms": [{str(k): f for k, f in enumerate(t)} for t in m.terms],
+                           "coefficients": [float(c) for c in m.coefficients], "formula": m.formula()}
+    return out
+
+
+def _compare(theirs: list[dict], ours: dict[str, dict], n_params: int) -> None:
+    assert sorted(ours) == sorted(m["region"] for m in theirs)
+    mismatched = []
     for m in theirs:
-        mine = ours.loc[m["region"], "model"]
-        mine_terms = _term_sets([{str(k): f for k, f in enumerate(t)} for t in mine.terms], n_params)
-        assert mine_terms == _term_sets(m["terms"], n_params), (m["region"], m["formula"], mine.formula())
+        mine = ours[m["region"]]
+        want = dict(zip(_terms(m["terms"], n_params), m["coefficients"][1:]))
+        got = dict(zip(_terms(mine["terms"], n_params), mine["coefficients"][1:]))
+        if set(want) != set(got):
+            mismatched.append((m["region"], m["formula"], mine["formula"]))
+            continue
+        scale = max(abs(c) for c in m["coefficients"])
+        np.testing.assert_allclose(mine["coefficients"][0], m["coefficients"][0], rtol=1e-6, atol=1e-6 * scale,
+                                   err_msg=f"{m['region']}: constant of {mine['formula']} vs {m['formula']}")
+        for term, c in want.items():
+            np.testing.assert_allclose(got[term], c, rtol=1e-6,
+                                       err_msg=f"{m['region']}: {mine['formula']} vs {m['formula']}")
+    assert not mismatched, f"{len(mismatched)} model(s) differ from Extra-P's: {mismatched}"
 
 
-def test_single_parameter_agrees_on_every_default_pair(tmp_path):
-    frames = []
-    for k, f in enumerate(EXTRAP_PAIRS):
-        y = 20.0 + k + 30.0 * factor_values(P, f) / factor_values(np.array([64.0]), f)
-        frames.append(pd.DataFrame({"p": np.repeat(P, 2), "value": np.repeat(y, 2), "region": f"r{k}", "metric": "time"}))
-    frames.append(pd.DataFrame({"p": P, "value": 5.0, "region": "const", "metric": "time"}))
-    path = tmp_path / "one.txt"
-    write_extrap_text(path, pd.concat(frames), ["p"])
-    _compare(path, 1)
+def test_regenerated_inputs_are_the_recorded_ones(record, inputs, recorded):
+    assert recorded["extrap_version"] == "4.2.5"
+    for name, path in inputs.items():
+        assert record.sha256(path) == recorded["inputs"][name]["sha256"], name
 
 
-def test_two_parameters_agree(tmp_path):
-    X = np.array([[p, n] for p in P for n in N])
-    f = [(Fraction(1), Fraction(0)), (Fraction(1, 2), Fraction(0)), (Fraction(0), Fraction(1)),
-         (Fraction(2), Fraction(0)), (Fraction(1), Fraction(1))]
-    frames = []
-    for k in range(len(f)):
-        a, b = f[k], f[(k + 2) % len(f)]
-        fa, fb = factor_values(X[:, 0], a), factor_values(X[:, 1], b)
-        y = 10.0 + (fa * fb / (fa * fb).max() * 20 if k % 2 else fa / fa.max() * 20 + fb / fb.max() * 20)
-        frames.append(pd.DataFrame(X, columns=["p", "n"]).assign(value=y, region=f"r{k}", metric="time"))
-    path = tmp_path / "two.txt"
-    write_extrap_text(path, pd.concat(frames), ["p", "n"])
-    _compare(path, 2)
+@pytest.mark.parametrize("name, n_params", [("one", 1), ("two", 2)])
+def test_agrees_with_recorded_extrap_models(inputs, recorded, name, n_params):
+    theirs = recorded["inputs"][name]["models"]
+    assert len(theirs) == (43 if n_params == 1 else 44)  # every default pair, plus the extra regions
+    _compare(theirs, _ours_as_records(inputs[name]), n_params)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, n_params", [("one", 1), ("two", 2)])
+def test_agrees_with_live_extrap(record, inputs, name, n_params):
+    if not EXTRAP_PYTHON.exists():
+        pytest.skip(f"Extra-P 4.2.5 venv not found at {EXTRAP_PYTHON} (set EXTRADEEP_EXTRAP_PYTHON)")
+    _compare(record.run_extrap(EXTRAP_PYTHON, inputs[name]), _ours_as_records(inputs[name]), n_params)
