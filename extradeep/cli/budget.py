@@ -60,8 +60,8 @@ def budget_from_args(args, analysis, limits):
     """The BudgetResult of ``limits`` (None gives None) over the candidates in ``args``."""
     from extradeep.analysis.analyse import primary_quantity, rebase
     from extradeep.analysis.budget import budget_search
-    from extradeep.analysis.points import parse_fixed, parse_values, point_grid
-    from extradeep.cli.model import cost_settings
+    from extradeep.analysis.points import parse_values, point_grid
+    from extradeep.cli.model import cost_settings, fixed_values
 
     if limits is None:
         return None
@@ -74,7 +74,7 @@ def budget_from_args(args, analysis, limits):
         if top < smallest:
             raise InputError("--max-ranks", f"{top:g} is below the smallest measured {ranks} ({smallest:g})")
         values = parse_values(f"{smallest}:{top}:{smallest}", "--max-ranks")
-    fixed = {**analysis.baseline, **parse_fixed(args.at, analysis.params)}
+    fixed = {**analysis.baseline, **fixed_values(args, analysis)}
     analysis = rebase(analysis, fixed)
     grid = point_grid(values, analysis.params, ranks, fixed)
     cost = replace(cost_settings(args), ranks_param=ranks)
@@ -85,11 +85,11 @@ def budget_from_args(args, analysis, limits):
 
 def run(args) -> int:
     from extradeep.analysis.points import format_point, format_seconds
-    from extradeep.cli.model import analysis_from_args, cost_settings
+    from extradeep.cli.model import analysis_from_args, check_analysis_options
     from extradeep.report.text import render_table
 
+    check_analysis_options(args)
     limits = limits_from_args(args)
-    cost_settings(args)
     analysis, _ = analysis_from_args(args)
     if analysis.per != "epoch":
         print("extradeep: note: no dataset sizes given, so limits apply to one training step")

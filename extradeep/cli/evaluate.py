@@ -57,10 +57,7 @@ def evaluation_from_args(args, required: bool):
     use_directory_config(args)
     experiment = experiment_from_args(args)
     if args.eval_dir:
-        other = copy.copy(args)
-        other.profiles = [args.eval_dir]
-        other.manifest = None
-        full = experiment_from_args(other)
+        full = _evaluation_experiment(args, experiment)
         modeling = experiment
     else:
         ranks = args.ranks_param or ("ranks" if "ranks" in experiment.params else experiment.params[0])
@@ -80,6 +77,37 @@ def evaluation_from_args(args, required: bool):
     return analysis, experiment, pd.concat(errors, ignore_index=True), app_points
 
 
+def _evaluation_experiment(args, modeling):
+    """The experiment of --eval-dir, read with the modeling experiment's parameters and refused
+    when it is of another application or has other parameters."""
+    from extradeep.cli.common import experiment_from_args
+
+    other = copy.copy(args)
+    other.profiles = [args.eval_dir]
+    other.manifest = None
+    other.param = list(modeling.params)  # eval points may be a single configuration: nothing varies there
+    other.alias = None
+    full = experiment_from_args(other)
+    check_compatible(modeling, full, args.eval_dir)
+    return full
+
+
+def check_compatible(modeling, evaluation, source) -> None:
+    """One line naming what differs when the evaluation runs cannot be compared with the models."""
+    apps = modeling.settings.get("app"), evaluation.settings.get("app")
+    if apps[0] != apps[1]:
+        raise InputError(source, f"holds application {apps[1]!r}, the models are of {apps[0]!r}")
+    names = set(modeling.params) | set(modeling.fixed_params), set(evaluation.params) | set(evaluation.fixed_params)
+    if names[0] != names[1]:
+        raise InputError(source, f"has parameters {', '.join(sorted(names[1]))}; the modeling runs have "
+                         f"{', '.join(sorted(names[0]))}")
+    fixed = {k: v for k, v in modeling.fixed_params.items() if k not in modeling.params}
+    differ = [f"{k}={evaluation.fixed_params.get(k)!s} (modeling runs: {v})" for k, v in fixed.items()
+              if k in evaluation.fixed_params and float(evaluation.fixed_params[k]) != float(v)]
+    if differ:
+        raise InputError(source, f"differs in a parameter that is not modeled: {'; '.join(differ)}")
+
+
 def run(args) -> int:
     from extradeep.analysis.evaluation import error_summary
     from extradeep.analysis.points import format_point
@@ -87,6 +115,11 @@ def run(args) -> int:
     from extradeep.analysis.epoch import quantity_label
     from extradeep.report.text import format_pct, format_value, render_table
 
+    from extradeep.cli.model import check_analysis_options
+    from extradeep.cli.outputs import check_outputs
+
+    check_analysis_options(args)
+    check_outputs(args, {"--csv": args.csv})
     analysis, _, errors, _ = evaluation_from_args(args, required=True)
     params = analysis.params
     quantity = primary_quantity(analysis)

@@ -64,10 +64,10 @@ def modeler_options(args) -> dict:
     from extradeep.cli.common import resolve_options
 
     options = {"min_points": int(resolve_options(args)["min_points"])}
-    for flag, key in (("exponents_i", "exponents_i"), ("exponents_j", "exponents_j")):
+    for flag in ("exponents_i", "exponents_j"):
         text = getattr(args, flag, None)
         if text:
-            options[key] = tuple(part.strip() for part in text.split(",") if part.strip())
+            options[flag] = _exponents(text, "--" + flag.replace("_", "-"))
     if getattr(args, "terms", None) is not None:
         options["n_terms"] = args.terms
     if getattr(args, "nonnegative", None):
@@ -75,16 +75,87 @@ def modeler_options(args) -> dict:
     return options
 
 
+def _exponents(text: str, option: str) -> tuple[str, ...]:
+    """The parts of an exponent list, each checked to be a non-negative number or fraction."""
+    from extradeep.modeling.terms import as_fraction
+
+    parts = tuple(part.strip() for part in text.split(",") if part.strip())
+    for part in parts:
+        try:
+            value = as_fraction(part)
+        except (ValueError, ZeroDivisionError):
+            raise InputError(option, f"{part!r} is not a number or fraction like 1/2") from None
+        if value < 0:
+            raise InputError(option, f"{part!r} is negative; exponents must be >= 0")
+    return parts
+
+
 def cost_settings(args):
     """CostSettings from the options; a bad price or formula fails here, before any reading."""
     from extradeep.analysis.cost import CostSettings
-    from extradeep.analysis.expression import parse_expression
 
     if args.cost_formula is not None:
-        parse_expression(args.cost_formula, None)
+        _check_formula(args.cost_formula, _given_params(args))
     return CostSettings(cores_per_rank=args.cores_per_rank, gpus_per_rank=args.gpus_per_rank,
                         gpus_per_node=args.gpus_per_node, price_per_core_hour=args.price_per_core_hour,
                         price_per_gpu_hour=args.price_per_gpu_hour, formula=args.cost_formula)
+
+
+def _given_params(args) -> list[str] | None:
+    """The modeled parameters named by --param (aliases applied), or None when not given."""
+    from extradeep.discover import parse_aliases
+
+    if not getattr(args, "param", None):
+        return None
+    aliases = parse_aliases(getattr(args, "alias", None) or [])
+    return [aliases.get(p, p) for p in args.param]
+
+
+def _check_formula(text: str, params: list[str] | None) -> None:
+    """Parse the cost formula (known variables when --param says which) and try it on typical
+    values, so `T/0` fails before any reading rather than after it."""
+    from extradeep.analysis.cost import cost_variables
+    from extradeep.analysis.expression import parse_expression
+
+    expr = parse_expression(text, None if params is None else cost_variables(params))
+    values = {name: 3600.0 if name == "T" else 5.5 for name in expr.variables}
+    result = expr(**values)
+    if (result < 0).any():
+        raise InputError("--cost-formula", f"{text!r} gives a negative cost")
+
+
+def check_analysis_options(args) -> None:
+    """Validate the values of the analysis options before anything is read (one line each)."""
+    from extradeep.analysis.points import parse_values
+
+    if not 0 < args.level < 1:
+        raise InputError("--level", f"must be between 0 and 1, got {args.level}")
+    for option in ("top", "jobs", "min_points", "terms"):
+        value = getattr(args, option, None)
+        least = 0 if option == "top" else 1
+        if value is not None and value < least:
+            raise InputError(f"--{option.replace('_', '-')}", f"must be at least {least}, got {value}")
+    if args.predict:
+        parse_values(args.predict, "--predict")
+    fixed_values(args, None)
+    modeler_options(args)
+    cost_settings(args)
+
+
+def fixed_values(args, analysis) -> dict[str, float]:
+    """--at as {param: value}; checked against the modeled parameters (of ``analysis``, else of
+    --param when given) and refused for the ranks parameter, which --predict varies."""
+    from extradeep.analysis.analyse import ranks_parameter
+    from extradeep.analysis.points import parse_fixed
+
+    params = analysis.params if analysis is not None else _given_params(args)
+    if params is None:  # before reading and without --param: check the syntax only
+        return parse_fixed(args.at, [item.partition("=")[0].strip() for item in args.at or []])
+    fixed = parse_fixed(args.at, params)
+    ranks = analysis.ranks_param if analysis is not None else ranks_parameter(params, args.ranks_param)
+    if ranks in fixed:
+        raise InputError("--at", f"{ranks} is the parameter predictions vary; give its values with --predict")
+    return fixed
 
 
 def progress_line(message: str) -> None:
@@ -92,8 +163,9 @@ def progress_line(message: str) -> None:
 
 
 def is_extrap_text(profiles: list[str]) -> bool:
-    """One plain-text file (not SQLite) among PROFILES: an Extra-P text input."""
-    if len(profiles) != 1 or not Path(profiles[0]).is_file():
+    """One plain-text file (not SQLite) among PROFILES: an Extra-P text input. A name ending in
+    .sqlite goes to the export reader, which says when it is not an SQLite database."""
+    if len(profiles) != 1 or not Path(profiles[0]).is_file() or profiles[0].lower().endswith(".sqlite"):
         return False
     with open(profiles[0], "rb") as handle:
         return not handle.read(16).startswith(b"SQLite format 3")
@@ -116,8 +188,6 @@ def analysis_from_args(args):
     from extradeep.analysis.analyse import analyse, analyse_table
     from extradeep.cli.common import experiment_from_args
 
-    if not 0 < args.level < 1:
-        raise InputError("--level", f"must be between 0 and 1, got {args.level}")
     if is_extrap_text(args.profiles or []):
         from extradeep.modeling import read_extrap_text
 
@@ -134,7 +204,7 @@ def prediction_grid(args, analysis):
     """The points to predict at: --predict along the ranks parameter, others from --at or the
     baseline; returns (analysis with its baseline at the same other parameters, grid)."""
     from extradeep.analysis.analyse import rebase
-    from extradeep.analysis.points import parse_fixed, parse_values, point_grid
+    from extradeep.analysis.points import parse_values, point_grid
 
     ranks = analysis.ranks_param
     if args.predict:
@@ -142,7 +212,7 @@ def prediction_grid(args, analysis):
     else:
         largest = float(analysis.points[ranks].max())
         values = [largest * 2, largest * 4, largest * 8]
-    fixed = {**analysis.baseline, **parse_fixed(args.at, analysis.params)}
+    fixed = {**analysis.baseline, **fixed_values(args, analysis)}
     return rebase(analysis, fixed), point_grid(values, analysis.params, ranks, fixed)
 
 
@@ -151,6 +221,10 @@ def run(args) -> int:
     from extradeep.analysis.bottlenecks import bottleneck_table
     from extradeep.report import summary
 
+    from extradeep.cli.outputs import check_outputs
+
+    check_analysis_options(args)
+    check_outputs(args, {"--json": args.json}, save=args.save)
     cost = cost_settings(args)
     if args.save and is_extrap_text(args.profiles or []):
         raise InputError("--save", "only experiments read from exports can be saved")

@@ -44,7 +44,8 @@ def run(args) -> int:
     from extradeep.analysis.bottlenecks import bottleneck_table
     from extradeep.cli.budget import budget_from_args, limits_from_args
     from extradeep.cli.evaluate import evaluation_from_args
-    from extradeep.cli.model import cost_settings, prediction_grid
+    from extradeep.cli.model import check_analysis_options, cost_settings, prediction_grid
+    from extradeep.cli.outputs import check_outputs
     from extradeep.report.html import ReportInputs, build_html
     from extradeep.report.plots import save_figure
 
@@ -52,6 +53,8 @@ def run(args) -> int:
     unknown = sorted(set(formats) - {"png", "svg", "pdf"})
     if unknown:
         raise InputError("--plot-formats", f"unknown format(s) {', '.join(unknown)} (png, svg, pdf)")
+    check_analysis_options(args)
+    check_outputs(args, {"--output": args.output}, plots=args.plots)
     cost = cost_settings(args)
     limits = limits_from_args(args)
     analysis, experiment, errors, eval_points = evaluation_from_args(args, required=False)
