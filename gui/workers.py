@@ -16,6 +16,8 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from extradeep.errors import InputError
 
+UI_WAIT_S = 2.0  # longest pause of a worker for the UI to handle a partial result
+
 
 class Cancelled(Exception):
     """Raised inside a worker by `report` after the user pressed Cancel."""
@@ -55,6 +57,7 @@ class Task(QRunnable):
         self.args = args
         self.signals = _TaskSignals()
         self._cancel = threading.Event()
+        self.handled = threading.Event()  # set by the UI thread after it handled a partial result
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -63,13 +66,19 @@ class Task(QRunnable):
     def is_cancelled(self) -> bool:
         return self._cancel.is_set()
 
-    def report(self, done: int = 0, total: int = 0, message: str = "", partial: object = None) -> None:
-        """Progress (and optionally a partial result for the UI to show early); raises once cancelled."""
+    def report(self, done: int = 0, total: int = 0, message: str = "", partial: object = None,
+               wait_for_ui: bool = False) -> None:
+        """Progress, and optionally a partial result for the UI to show early; with `wait_for_ui`,
+        pause until the UI has handled it (so its first plot does not compete for the GIL).
+        Raises Cancelled once the user pressed Cancel."""
         if self._cancel.is_set():
             raise Cancelled()
-        if partial is not None:
-            self.signals.partial.emit(partial)
         self.signals.progress.emit(int(done), int(total), str(message))
+        if partial is not None:
+            self.handled.clear()
+            self.signals.partial.emit(partial)
+            if wait_for_ui:
+                self.handled.wait(UI_WAIT_S)
 
     def run(self) -> None:
         try:
@@ -122,8 +131,7 @@ class TaskRunner(QObject):
         sig = task.signals
         sig.progress.connect(lambda d, t, m, task=task: self._on_progress(slot, task, d, t, m))
         sig.done.connect(lambda result, task=task: self._finish(slot, task, on_done, result))
-        if on_partial is not None:
-            sig.partial.connect(lambda part, task=task: self._guarded(slot, task, on_partial, part))
+        sig.partial.connect(lambda part, task=task: self._guarded(slot, task, on_partial, part))
         sig.failed.connect(lambda msg, task=task: self._finish(slot, task, None, None, msg))
         sig.cancelled.connect(lambda task=task: self._finish(slot, task, None, None, cancelled=True))
         self.pool.start(task)
@@ -148,14 +156,15 @@ class TaskRunner(QObject):
         if self._current.get(slot) is task:
             self.progress.emit(done, total, message)
 
-    def _guarded(self, slot: str, task: Task, fn: Callable, value: object) -> None:
-        if self._current.get(slot) is not task:
-            return
+    def _guarded(self, slot: str, task: Task, fn: Callable | None, value: object) -> None:
         try:
-            fn(value)
+            if fn is not None and self._current.get(slot) is task:
+                fn(value)
         except Exception as exc:
             traceback.print_exc()
             self.failed.emit(slot, describe_error(exc))
+        finally:
+            task.handled.set()
 
     def _finish(self, slot, task, on_done, result, error: str | None = None, cancelled: bool = False):
         self._running.discard(task)

@@ -258,7 +258,8 @@ def fit_region_models(report, ws: Workspace, options: dict, n_eval: int = 0, met
         models = {row: fitted.get(row) or _model_fields({"reason": "no points"}) for row in chunk}
         done += len(chunk)
         report(done, len(ws.regions), f"Modeling regions ({done}/{len(ws.regions)})",
-               partial={"points": points_per_row(values, "row", ws.params), "models": models})
+               partial={"points": points_per_row(values, "row", ws.params), "models": models},
+               wait_for_ui=chunk is chunks[0])
     return done
 
 
