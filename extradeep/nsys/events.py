@@ -395,6 +395,8 @@ def nvtx_categories(conn: ExportConnection) -> dict[tuple[int, int], str]:
 
 
 _NVTX_COLUMNS = ["start", "end", "eventType", "rangeId", "globalTid", "pid", "tid", "domainId", "categoryId"]
+# integer payloads (NCCL's ranges carry the message size in uint64Value); NULL_INT where absent
+NVTX_PAYLOADS = ("uint64Value", "int64Value")
 
 
 def nvtx(conn: ExportConnection) -> pd.DataFrame:
@@ -402,11 +404,13 @@ def nvtx(conn: ExportConnection) -> pd.DataFrame:
 
     Columns: start, end, eventType, rangeId, globalTid, pid, tid, domainId, categoryId, name
     (`coalesce(text, StringIds[textId])`), domain (name, "" for the default domain) and category
-    (registered category name, "" when none). Domain/category registrations are resolved into
-    these columns, not returned as rows.
+    (registered category name, "" when none), then the integer payloads uint64Value and int64Value
+    (NULL_INT where the event has none or the export lacks the column). Domain/category
+    registrations are resolved into these columns, not returned as rows.
     """
     if not schema_of(conn).has(NVTX_TABLE):
-        return _frame(None, _NVTX_COLUMNS, _NO_NAMES).assign(domain=_NO_NAMES, category=_NO_NAMES)
+        empty = _frame(None, _NVTX_COLUMNS, _NO_NAMES).assign(domain=_NO_NAMES, category=_NO_NAMES)
+        return empty.assign(**{p: np.empty(0, np.int64) for p in NVTX_PAYLOADS})
     skip = (NVTX_CATEGORY, NVTX_DOMAIN_CREATE, NVTX_DOMAIN_DESTROY)
     where = f"eventType NOT IN {skip}"
     present = schema_of(conn).columns(NVTX_TABLE)
@@ -419,6 +423,8 @@ def nvtx(conn: ExportConnection) -> pd.DataFrame:
         "domainId": "ifnull(domainId, 0)" if "domainId" in present else "0",
         "categoryId": "ifnull(category, 0)" if "category" in present else "0",
         **{k: (v if v in present else "NULL") for k, v in optional.items()},
+        # a payload of another SQLite type is no integer payload: NULL, never an error for the caller
+        **{p: (f"CASE WHEN typeof({p}) = 'integer' THEN {p} END" if p in present else "NULL") for p in NVTX_PAYLOADS},
     }
     cols = int_columns(conn, NVTX_TABLE, exprs, where)
     ranges = np.isin(cols["eventType"], NVTX_RANGE_TYPES)
@@ -432,6 +438,8 @@ def nvtx(conn: ExportConnection) -> pd.DataFrame:
     df["category"] = _map_categorical(
         key, lambda k: registered.get((int(k) >> 32, int(k) & 0xFFFFFFFF), registered.get((0, int(k) & 0xFFFFFFFF), ""))
     )
+    for p in NVTX_PAYLOADS:
+        df[p] = cols[p]
     return df
 
 

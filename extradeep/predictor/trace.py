@@ -19,9 +19,9 @@ import pandas as pd
 
 from extradeep.errors import InputError
 from extradeep.nsys import events
-from extradeep.nsys.connect import open_readonly, query
+from extradeep.nsys.connect import open_readonly
 from extradeep.nsys.events import NULL_INT
-from extradeep.nsys.schema import NVTX_RANGE_TYPES, schema_of
+from extradeep.nsys.schema import NVTX_RANGE_TYPES
 from extradeep.nsys.steps import find_steps
 
 OP_COLUMNS = ["rank", "queue", "is_gpu", "kind", "name", "category", "start", "end", "corr", "bytes"]
@@ -82,13 +82,12 @@ def _syncs(conn, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return out[0], out[1]
 
 
-def _steps(conn, path, pids, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _steps(nv: pd.DataFrame, path, pids, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Kept NVTX steps per process (extradeep.nsys.steps), with the thread that marked them, and
     the other NVTX ranges (framework ops, for the T1-T3 overheads).
 
     An export without step marks gives no steps: the replay then compares whole-trace spans.
     """
-    nv = events.nvtx(conn)
     parts, others, notes = [], [], []
     for pid in pids:
         mine = nv[nv["pid"] == pid].reset_index(drop=True)
@@ -138,19 +137,14 @@ def _mpi_and_os(conn) -> tuple[pd.DataFrame, pd.DataFrame]:
                               "start": waits["start"], "end": waits["end"]})
 
 
-def _nccl_sizes(conn) -> pd.DataFrame:
+def _nccl_sizes(nv: pd.DataFrame) -> pd.DataFrame:
     """NCCL's own NVTX ranges (ncclAllReduce, ...) that carry the message size as a plain uint64
     payload: pid, tid, start, end, bytes. (Sizes inside NCCL's structured `binaryData` payloads
-    are not decoded.) Read here because `events.nvtx` does not return payload columns."""
-    cols = ["gtid", "start", "end", "bytes"]
-    if not schema_of(conn).has_column("NVTX_EVENTS", "uint64Value"):
-        return pd.DataFrame(columns=["pid", "tid", "start", "end", "bytes"])
-    rows = query(conn, 'SELECT globalTid, start, "end", uint64Value FROM NVTX_EVENTS '
-                       "WHERE uint64Value IS NOT NULL AND eventType IN (59, 60) AND \"end\" IS NOT NULL").fetchall()
-    f = pd.DataFrame(rows, columns=cols)
-    gtid = f["gtid"].to_numpy(dtype=np.int64)
-    return pd.DataFrame({"pid": (gtid >> 24) & 0xFFFFFF, "tid": gtid & 0xFFFFFF, "start": f["start"],
-                         "end": f["end"], "bytes": f["bytes"].astype(float)})
+    are not decoded.)"""
+    sized = nv[nv["eventType"].isin(NVTX_RANGE_TYPES).to_numpy() & (nv["end"] != NULL_INT).to_numpy()
+               & (nv["uint64Value"] != NULL_INT).to_numpy()]
+    return pd.DataFrame({"pid": sized["pid"], "tid": sized["tid"], "start": sized["start"], "end": sized["end"],
+                         "bytes": sized["uint64Value"].astype(float)})
 
 
 def _attach_sizes(gpu: pd.DataFrame, runtime: pd.DataFrame, sizes: pd.DataFrame) -> pd.DataFrame:
@@ -180,9 +174,10 @@ def read_file(path: str | Path) -> dict:
             raise InputError(path, "no CUDA activity (kernels, memcpy, memset or runtime calls) to replay")
         syncs, records = _syncs(conn, runtime)
         pids = sorted(set(gpu["pid"]) | set(runtime["pid"]))
-        steps, ranges, notes = _steps(conn, path, pids, runtime)
+        nv = events.nvtx(conn)
+        steps, ranges, notes = _steps(nv, path, pids, runtime)
         mpi_ops, os_calls = _mpi_and_os(conn)
-        gpu = _attach_sizes(gpu, runtime, _nccl_sizes(conn))
+        gpu = _attach_sizes(gpu, runtime, _nccl_sizes(nv))
     finally:
         conn.close()
     gpu = gpu.rename(columns={"correlationId": "corr"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import numpy as np
@@ -140,3 +141,30 @@ def test_mpi_from_tables_and_from_an_nvtx_domain(sim_ranges, sim_marks_old):
     assert len(new) and set(new["source"]) == {"table"} and (new["bytes"] >= 0).all()
     assert len(old) and set(old["source"]) == {"nvtx"}
     assert sorted(new["name"].astype(str)) == sorted(old["name"].astype(str))
+
+
+def test_nvtx_integer_payloads_match_sql(export, sql, has_table):
+    """uint64Value/int64Value per row as in the table; NULL_INT where the event (or the export) has none."""
+    df = events.nvtx(open_readonly(export))
+    assert {"uint64Value", "int64Value"} <= set(df.columns)
+    if not has_table(export, "NVTX_EVENTS"):
+        assert df.empty
+        return
+    present = {r[1] for r in sql(export, "PRAGMA table_info(NVTX_EVENTS)")}
+    for column in ("uint64Value", "int64Value"):
+        expr = column if column in present else "NULL"
+        rows = sql(export, f"SELECT {expr} FROM NVTX_EVENTS WHERE eventType NOT IN (33, 75, 76) ORDER BY rowid")
+        assert df[column].tolist() == [events.NULL_INT if r[0] is None else r[0] for r in rows]
+
+
+def test_nvtx_payload_carries_simulated_nccl_sizes(tmp_path):
+    """The simulator writes each NCCL range's message size into uint64Value: events.nvtx returns it."""
+    from extradeep.simulate import simulate
+
+    simulate(tmp_path, params={"ranks": [2]}, repetitions=1, epochs=1, train_steps=2, val_steps=1, ddp=True, seed=3)
+    bucket_bytes = json.loads((tmp_path / "truth.json").read_text())["nccl_model"]["bucket_bytes"]
+    df = events.nvtx(open_readonly(sorted(tmp_path.glob("*.sqlite"))[0]))
+    sizes = df.loc[df["name"].astype(str) == "ncclAllReduce", "uint64Value"]
+    assert len(sizes) > 0 and (sizes == bucket_bytes).all()
+    other = df.loc[~df["name"].astype(str).str.startswith("nccl"), "uint64Value"]
+    assert (other == events.NULL_INT).all()
