@@ -146,6 +146,8 @@ class ProfilePlan:
             raise InputError(None, "--ranks needs positive whole numbers, e.g. 2,4,6,8,10")
         if self.reps < 1:
             raise InputError(None, "--reps must be at least 1")
+        if self.gpus_per_node < 1:
+            raise InputError(None, f"--gpus-per-node must be at least 1, got {self.gpus_per_node}")
         if self.launcher not in LAUNCHERS:
             raise InputError(None, f"--launcher must be one of {', '.join(LAUNCHERS)}")
         for name, values in self.params.items():

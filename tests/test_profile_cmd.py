@@ -139,7 +139,8 @@ def test_a_run_without_reports_stops_the_script_with_a_hint(workdir):
     ("changes", "message"),
     [({"command": []}, "training command"), ({"ranks": [0, 2]}, "--ranks"), ({"params": {"p": ["2"]}}, "--param 'p'"),
      ({"params": {"b": ["big"]}}, "must be numbers"), ({"app": "my.app"}, "no dots"),
-     ({"command": ["python", "t.py", "{lr}"]}, "{lr}"), ({"launcher": "torchrun", "ranks": [6]}, "do not fill nodes")],
+     ({"command": ["python", "t.py", "{lr}"]}, "{lr}"), ({"launcher": "torchrun", "ranks": [6]}, "do not fill nodes"),
+     ({"launcher": "torchrun", "gpus_per_node": 0}, "--gpus-per-node must be at least 1")],
 )
 def test_bad_plans_are_one_line_input_errors(changes, message):
     with pytest.raises(InputError, match=message.replace("{", r"\{").replace("}", r"\}")):
