@@ -142,7 +142,7 @@ def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "dr
     sums = kernel_sum_baseline(trace.ops, trace.steps)
     launched = _launched_names(graph)
     return Prediction(steps=steps, summary=_summary(wsteps, sums), critical_path=paths_frame,
-                      breakdown=shares, overheads=overhead_table(trace.ops, trace.ranges, launched),
+                      breakdown=shares, overheads=overhead_table(trace.ops, trace.ranges, launched, trace.steps),
                       kernel_sums=sums, collectives=colls, what_if_steps=wsteps, files=trace.files,
                       notes=notes + trace_notes(trace, graph), graph=graph, results=results)
 

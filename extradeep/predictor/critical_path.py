@@ -40,15 +40,21 @@ def critical_path(graph: OpGraph, result: ReplayResult, sink: int, lo: float) ->
     os_wait = np.zeros(graph.n) if graph.os_wait is None else graph.os_wait
     launch = EDGE_KINDS.index("launch")
     rows, v = [], int(sink)
+    # `cursor` walks back from the sink's end: each op and wait gets only the time not yet
+    # attributed, so an op that overlaps its successor (measured starts can precede a
+    # predecessor's end by a few ns; lags are then negative) is not counted twice
+    cursor = float(result.end[v])
     while True:
-        s, e = result.start[v], result.end[v]
-        own = max(0.0, e - max(s, lo)) if e > lo else 0.0
+        top = min(float(result.end[v]), cursor)
+        own_from = max(min(float(result.start[v]), top), lo)
         edge = result.binding[v]
         prev_end = result.end[graph.src[edge]] if edge >= 0 else lo
-        wait = max(s, lo) - max(prev_end, lo) if s > lo else 0.0
+        wait_from = max(min(prev_end, own_from), lo)
+        wait = own_from - wait_from
         wait_class = "cpu_overhead" if (edge >= 0 and graph.edge_kind[edge] == launch) or not is_gpu[v] else "idle"
-        rows.append((v, own, wait_class, wait, min(os_wait[v], max(wait, 0.0)) if not is_gpu[v] else 0.0))
-        if edge < 0 or prev_end <= lo:
+        rows.append((v, top - own_from, wait_class, wait, min(os_wait[v], wait) if not is_gpu[v] else 0.0))
+        cursor = wait_from
+        if edge < 0 or cursor <= lo:
             break
         v = int(graph.src[edge])
     ids = np.array([r[0] for r in rows], dtype=np.int64)

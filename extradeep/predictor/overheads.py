@@ -3,7 +3,8 @@ sum-of-kernel-times baseline that ignores dependencies.
 
 With framework op ranges (NVTX ranges other than step marks, e.g. PyTorch's `aten::*`), per
 top-level op on a CPU thread:
-  T1 gap between two consecutive top-level ops (attributed to the later op),
+  T1 gap between two consecutive top-level ops of one step (attributed to the later op; a gap
+     across a step or epoch boundary is the loop's time between steps, not the op's overhead),
   T2 op start -> its first CUDA runtime call,
   T3 its last runtime call end -> op end,
   T4 duration of each CUDA runtime call (per API name),
@@ -46,11 +47,13 @@ def top_level(ranges: pd.DataFrame) -> pd.DataFrame:
     return r[(r["end"] > prev_max).to_numpy()]
 
 
-def overhead_table(ops: pd.DataFrame, ranges: pd.DataFrame, launched_name: dict) -> pd.DataFrame:
+def overhead_table(ops: pd.DataFrame, ranges: pd.DataFrame, launched_name: dict,
+                   steps: pd.DataFrame | None = None) -> pd.DataFrame:
     """T1-T5 statistics (seconds) per op or API name: type, name, count, mean, median, std, p95, total.
 
     `ops` are the trace's ops (ns), `ranges` its NVTX op ranges, `launched_name` maps a runtime
-    call's row label to the name of the GPU op it launched.
+    call's row label to the name of the GPU op it launched, `steps` the trace's step windows
+    (rank, start, end): T1 gaps count only between two ops of the same step when given.
     """
     calls = ops[(~ops["is_gpu"]) & (ops["kind"] == "runtime")].sort_values(["rank", "queue", "start"])
     ns = 1e-9
@@ -62,16 +65,30 @@ def overhead_table(ops: pd.DataFrame, ranges: pd.DataFrame, launched_name: dict)
         gap = (launches["start"] - launches["end"].shift())[same]
         parts.append(_stats("T5", [launched_name[i] for i in gap.index], gap * ns))
         return pd.concat(parts, ignore_index=True)
-    parts += _op_overheads(tops, launches, ns)
+    parts += _op_overheads(tops, launches, ns, steps)
     return pd.concat([p for p in parts if len(p)], ignore_index=True)
 
 
-def _op_overheads(tops: pd.DataFrame, launches: pd.DataFrame, ns: float) -> list[pd.DataFrame]:
+def _step_index(steps: pd.DataFrame | None, rank, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
+    """Index of the rank's step window holding each op (-1: none); None when the rank has no steps."""
+    if steps is None or steps.empty:
+        return None
+    st = steps[steps["rank"] == rank].sort_values("start")
+    if st.empty:
+        return None
+    k = np.searchsorted(st["start"].to_numpy(), starts, side="right") - 1
+    inside = (k >= 0) & (ends <= st["end"].to_numpy()[np.maximum(k, 0)])
+    return np.where(inside, k, -1)
+
+
+def _op_overheads(tops: pd.DataFrame, launches: pd.DataFrame, ns: float, steps=None) -> list[pd.DataFrame]:
     t1n, t1v, t2n, t2v, t3n, t3v, t5n, t5v = ([] for _ in range(8))
     for (rank, queue), ops in tops.groupby(["rank", "queue"], sort=False):
         starts, ends, names = ops["start"].to_numpy(), ops["end"].to_numpy(), ops["name"].to_numpy()
-        t1n += list(names[1:])
-        t1v += list((starts[1:] - ends[:-1]) * ns)
+        step = _step_index(steps, rank, starts, ends)
+        same = np.ones(max(len(ops) - 1, 0), dtype=bool) if step is None else (step[1:] == step[:-1]) & (step[1:] >= 0)
+        t1n += list(names[1:][same])
+        t1v += list(((starts[1:] - ends[:-1]) * ns)[same])
         mine = launches[(launches["rank"] == rank) & (launches["queue"] == queue)]
         cs, ce = mine["start"].to_numpy(), mine["end"].to_numpy()
         op = np.searchsorted(starts, cs, side="right") - 1
