@@ -78,6 +78,8 @@ def _pairs(items, what: str, convert) -> dict:
         name, sep, value = item.partition("=")
         if not sep or not name.strip() or not value.strip():
             raise InputError(None, f"{what} {item!r} must look like NAME=VALUE")
+        if name.strip() in out:
+            raise InputError(None, f"{what} {name.strip()} is given twice; give it once with every value")
         try:
             out[name.strip()] = convert(value.strip())
         except ValueError:

@@ -47,8 +47,10 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
     params = dict(params or {"ranks": [2, 4, 6, 8, 10]})
     _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, train_steps, val_steps,
            buckets, cpu_scale, nccl_bandwidth_scale, truth_replicates)
+    _check_values(batch, train_samples, val_samples, warmup_factor, kernel_scale)
     prefixes = {name: (prefixes or {}).get(name, {"ranks": "p", "batch": "b"}.get(name, name[0]))
                 for name in params}
+    _check_names(app, params, prefixes)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     names = list(params)
@@ -168,12 +170,44 @@ def _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, tr
     for what, (value, allowed) in choices.items():
         if value not in allowed:
             problems.append(f"{what} must be one of {', '.join(allowed)}, not {value!r}")
-    if min(repetitions, epochs, train_steps, buckets or 1) < 1 or val_steps < 0 or min(cpu_scale, bandwidth) <= 0 \
+    if min(repetitions, epochs, train_steps, 1 if buckets is None else buckets) < 1 or val_steps < 0 or min(cpu_scale, bandwidth) <= 0 \
             or truth_replicates < 0:
         problems.append("repetitions, epochs, train steps and buckets must be >= 1, validation steps and truth "
                         "replicates >= 0, scale factors > 0")
     if problems:
         raise InputError(None, "; ".join(problems))
+
+
+def _check_values(batch, train_samples, val_samples, warmup_factor, kernel_scale) -> None:
+    """Values that would make files extradeep rejects (negative durations) or a division by zero."""
+    if batch < 1 or train_samples < 1 or val_samples < 0:
+        raise InputError(None, "batch and train samples must be >= 1, validation samples >= 0")
+    if warmup_factor <= 0:
+        raise InputError(None, f"warmup factor must be > 0 (a slow-down factor), not {warmup_factor:g}")
+    bad = [f"{pattern}={factor:g}" for pattern, factor in (kernel_scale or {}).items() if not factor > 0]
+    if bad:
+        raise InputError(None, f"kernel scale {', '.join(bad)}: factors must be > 0 (durations stay positive)")
+
+
+def _check_names(app: str, params: dict, prefixes: dict) -> None:
+    """File names must parse back: app.<prefix><value>...r<rep>.mpi<rank>.sqlite."""
+    from extradeep.discover import DEFAULT_ALIASES, RESERVED
+    from extradeep.profile_cmd import APP, NAME
+
+    if not APP.match(app):
+        raise InputError(None, f"app {app!r}: use letters, digits, '_' or '-' (no dots: they separate file-name tokens)")
+    for name in params:
+        if not NAME.match(name) or name in RESERVED:
+            raise InputError(None, f"parameter {name!r}: use letters and '_' only, not {', '.join(RESERVED)}")
+    for name, prefix in prefixes.items():
+        clash = DEFAULT_ALIASES.get(prefix, name) != name
+        if not NAME.match(prefix) or clash:
+            raise InputError(None, f"prefix {name}={prefix}: use letters and '_', not r or mpi (repetition and rank "
+                                   "tokens), and p only for ranks")
+    taken = list(prefixes.values())
+    if len(set(taken)) < len(taken):
+        raise InputError(None, f"two parameters share a file-name prefix ({', '.join(f'{n}={p}' for n, p in prefixes.items())}); "
+                               "give --prefix NAME=LETTERS")
 
 
 def _truth_header(o: dict) -> dict:

@@ -28,11 +28,22 @@ def test_cli_writes_exports_and_truth(tmp_path, capsys):
     (["--param", "ranks"], "NAME=VALUE"),
     (["--param", "ranks=2", "--noise", "1,2"], "three non-negative numbers"),
     (["--param", "ranks=2.5"], "positive integers"),
+    (["--param", "ranks=2", "--batch", "0"], "batch and train samples must be >= 1"),
+    (["--param", "ranks=2", "--warmup-factor", "-1"], "warmup factor must be > 0"),
+    (["--param", "ranks=2", "--kernel-scale", "*gemm*=-1"], "kernel scale *gemm*=-1: factors must be > 0"),
+    (["--param", "ranks=2", "--prefix", "ranks=r"], "prefix ranks=r"),
+    (["--param", "ranks=2", "--param", "rate=1,2"], "prefix rate=r"),  # default prefix: the first letter
+    (["--param", "ranks=2", "--param", "bs=1", "--prefix", "bs=p"], "prefix bs=p"),
+    (["--param", "ranks=2", "--param", "bs=1", "--param", "bx=2"], "share a file-name prefix"),
+    (["--param", "ranks=2", "--app", "a.b"], "no dots"),
+    (["--param", "ranks=2", "--buckets", "0"], "buckets must be >= 1"),
+    (["--param", "ranks=2", "--param", "ranks=4"], "--param ranks is given twice"),
 ])
 def test_cli_user_errors_are_one_line(tmp_path, capsys, argv, problem):
     assert main(["simulate", str(tmp_path / "x"), "--quiet", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert problem in err and "\n" not in err and "Traceback" not in err
+    assert not (tmp_path / "x").exists()  # nothing written that extradeep would then reject
 
 
 def test_nvtx_export_round_trip(tmp_path, ro):
