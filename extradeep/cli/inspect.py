@@ -34,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
     from extradeep.nsys.inspect import format_text, inspect_export
     from extradeep.nsys.settings import ReaderSettings
 
+    if args.top < 0:
+        raise InputError("--top", f"must be at least 0, got {args.top}")
     keys = ("epoch_pattern", "train_step_pattern", "val_step_pattern", "warmup_epochs", "warmup_steps")
     settings = ReaderSettings.from_any({k: getattr(args, k, None) for k in keys})
     paths = [p for given in args.files for p in _expand(given)]
