@@ -31,6 +31,7 @@ def inspect_export(path, settings=None, top: int = 10) -> dict:
     try:
         meta = metadata(conn)
         tables = {t: row_count(conn, t) for t in sorted(schema_of(conn).tables)}
+        _refuse_saved_experiment(tables)
         nvtx = events.nvtx(conn)
         kernels = events.kernels(conn, settings.kernel_names, columns=["deviceId"])
         info = {
@@ -52,6 +53,14 @@ def inspect_export(path, settings=None, top: int = 10) -> dict:
         raise InputError(path, exc.problem) if exc.source is None else exc from None
     finally:
         conn.close()
+
+
+def _refuse_saved_experiment(tables: dict) -> None:
+    from extradeep.experiment import META_TABLE
+
+    if META_TABLE in tables:
+        raise InputError(None, "an experiment saved by extradeep, not an Nsight Systems export "
+                               "(read it with `extradeep model FILE` or `extradeep report FILE`)")
 
 
 def gpus(conn) -> list[dict]:

@@ -87,3 +87,11 @@ def test_eval_dir_of_incompatible_runs_is_refused(capsys, runs, eval_dirs, folde
     assert main(["evaluate", str(root / "runs"), "--eval-dir", str(eval_dirs / folder), *cache]) == 2
     err = capsys.readouterr().err
     assert message in err and "modeling" not in err.split(message)[-1], err
+
+
+def test_a_text_file_named_sqlite_is_reported_as_not_sqlite(capsys, tmp_path):
+    text = tmp_path / "text.sqlite"
+    text.write_text("hello world\n")
+    assert main(["model", str(text), "--cache-dir", str(tmp_path / "cache")]) == 2
+    err = capsys.readouterr().err
+    assert f"{text}: not an SQLite database" in err and "unknown field" not in err

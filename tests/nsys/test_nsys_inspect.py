@@ -123,3 +123,17 @@ def test_cli_expands_directories(sim_ranges, capsys):
     assert main(["inspect", "--json", str(sim_ranges)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [f["path"] for f in doc["files"]] == sorted(str(p) for p in sim_ranges.glob("*.sqlite"))
+
+
+def test_an_experiment_saved_by_extradeep_is_named_as_such(sim_ranges, tmp_path, capsys):
+    from extradeep.ingest import load_experiment
+
+    saved = tmp_path / "exp.sqlite"
+    load_experiment(sim_ranges, cache_dir=tmp_path / "cache", progress=False).save(saved)
+    good = sorted(sim_ranges.glob("*.sqlite"))[0]
+    assert main(["inspect", str(saved), str(good)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines()[0] == (f"extradeep: error: {saved}: an experiment saved by extradeep, not an "
+                                            "Nsight Systems export (read it with `extradeep model FILE` or "
+                                            "`extradeep report FILE`)")
+    assert "nsys version" in captured.out and str(saved) not in captured.out
