@@ -241,7 +241,7 @@ def run(args) -> int:
     bottlenecks = bottleneck_table(analysis.region_models, target, analysis.params)
     derived = derived_models(analysis)
     n_exports = len(experiment.provenance) if experiment is not None else None
-    parts = [summary.header(analysis, n_exports), summary.application_section(analysis),
+    parts = [summary.header(analysis, n_exports) + scaling_note(analysis), summary.application_section(analysis),
              summary.measured_section(analysis, args.level),
              summary.prediction_section(analysis, predictions, args.level, cost.unit),
              summary.derived_section(analysis, derived),
@@ -251,6 +251,16 @@ def run(args) -> int:
     regions = region_scaling(analysis, grid, args.level) if args.json else None
     _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, derived, regions)
     return 0
+
+
+def scaling_note(analysis) -> str:
+    """What speedup and efficiency mean when the values are per step under weak scaling (each rank
+    does the same work per step, so the step time itself is the weak-scaling measure)."""
+    if analysis.per != "step" or analysis.scaling != "weak":
+        return ""
+    ranks = analysis.ranks_param
+    return (f"per-step values, weak-scaling definitions: efficiency = T(baseline)/T; speedup = efficiency x "
+            f"{ranks}/{ranks}(baseline) (scaled speedup: the work grows with {ranks})\n")
 
 
 def _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, derived, regions) -> None:

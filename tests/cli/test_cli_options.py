@@ -95,3 +95,16 @@ def test_a_text_file_named_sqlite_is_reported_as_not_sqlite(capsys, tmp_path):
     assert main(["model", str(text), "--cache-dir", str(tmp_path / "cache")]) == 2
     err = capsys.readouterr().err
     assert f"{text}: not an SQLite database" in err and "unknown field" not in err
+
+
+def test_per_step_weak_scaling_says_what_speedup_means(capsys, runs, tmp_path):
+    root, cache = runs
+    empty = tmp_path / "empty.toml"  # no dataset sizes: values stay per step
+    empty.write_text("")
+    base = ["model", str(root / "runs"), *cache, "--config", str(empty), "--top", "0"]
+    assert main([*base, "--scaling", "weak"]) == 0
+    out = capsys.readouterr().out
+    assert "Values per training step" in out
+    assert "per-step values, weak-scaling definitions: efficiency = T(baseline)/T; speedup = efficiency x" in out
+    assert main([*base, "--scaling", "strong"]) == 0
+    assert "weak-scaling definitions" not in capsys.readouterr().out
