@@ -6,14 +6,15 @@ import argparse
 from dataclasses import replace
 
 from extradeep.cli.common import add_reading_arguments
-from extradeep.cli.model import add_analysis_arguments
+from extradeep.cli.model import CONFIG_NOTE, add_analysis_arguments
 from extradeep.errors import InputError
 
 MAX_ROWS = 15
 HELP = "find configurations that meet a deadline and/or budget, and the best by efficiency, cost, time (Q5)"
 DESCRIPTION = """Search configurations for ones whose predicted time and cost stay within your limits.
 
-The time-per-epoch model is evaluated at every candidate; cost follows --price-per-* or --cost-formula
+The time-per-epoch model is evaluated at every candidate; candidates vary only the ranks parameter
+(--ranks-param), other modeled parameters stay at the baseline or at --at values; cost follows --price-per-* or --cost-formula
 (default: core-hours). Limits are for --epochs epochs. Reports the valid interval(s), the best
 configuration by efficiency, by cost and by time, and when nothing is valid, which limit fails and
 by how much.
@@ -23,6 +24,7 @@ examples:
       --max-time 10h --epochs 90 --max-cost 5000 --max-ranks 256
   extradeep budget exp.sqlite --max-cost 300 --price-per-gpu-hour 2.5 --candidates 8:128:8
 """
+DESCRIPTION += CONFIG_NOTE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +39,7 @@ def add_budget_arguments(parser: argparse.ArgumentParser, required: bool) -> Non
     group.add_argument("--max-time", metavar="DURATION", help="deadline: 3600, 90min, 10h or 2d")
     group.add_argument("--max-cost", type=float, metavar="X", help="budget, in the cost unit (core-hours, or money with --price-per-*)")
     group.add_argument("--epochs", type=float, default=1.0, metavar="E", help="epochs the limits are for (default 1)")
-    group.add_argument("--candidates", metavar="LIST", help="ranks to consider: 8,16,32 or 8:256:8")
+    group.add_argument("--candidates", metavar="LIST", help="values of the ranks parameter to consider: 8,16,32 or 8:256:8 (other parameters: the baseline or --at)")
     group.add_argument("--max-ranks", type=float, metavar="N", help="consider multiples of the smallest measured ranks up to N (default: 8x the largest measured)")
     parser.set_defaults(_budget_required=required)
 
@@ -83,6 +85,22 @@ def budget_from_args(args, analysis, limits):
                          analysis.scaling, args.level)
 
 
+def _cost_limit(max_cost: float, unit: str) -> str:
+    """`cost <= 300 core-hours`, `cost <= 5 (money)`: the unit once, not `cost <= 5 cost (money)`."""
+    return f"cost <= {max_cost:g} {unit.removeprefix('cost ')}"
+
+
+def _varied_text(analysis, table) -> str:
+    """Which parameter the candidates vary, and where the others stay."""
+    from extradeep.analysis.points import format_point
+
+    others = [p for p in analysis.params if p != analysis.ranks_param]
+    text = f"Candidates vary {analysis.ranks_param}"
+    if others and not table.empty:
+        text += f" only; {format_point(table.iloc[0], others)} fixed (change with --at)"
+    return text
+
+
 def run(args) -> int:
     from extradeep.analysis.points import format_point, format_seconds
     from extradeep.cli.model import analysis_from_args, check_analysis_options
@@ -97,9 +115,10 @@ def run(args) -> int:
     params, unit = analysis.params, result.cost_unit
     limits = result.limits
     asked = [f"time <= {format_seconds(limits.max_time)}" if limits.max_time else "",
-             f"cost <= {limits.max_cost:g} {unit}" if limits.max_cost else ""]
+             _cost_limit(limits.max_cost, unit) if limits.max_cost else ""]
     print(f"Limits for {limits.epochs:g} {analysis.per}(s): {' and '.join(a for a in asked if a)}; "
-          f"{len(result.table)} candidates; {result.scaling} scaling\n")
+          f"{len(result.table)} candidates; {result.scaling} scaling")
+    print(_varied_text(analysis, result.table) + "\n")
     shown = result.table if args.all else result.table[result.table["valid"]]
     if len(shown) > MAX_ROWS and not args.all:
         print(f"{len(shown)} valid candidates (--all lists every candidate)\n")

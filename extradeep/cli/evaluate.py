@@ -7,7 +7,7 @@ import copy
 import sys
 
 from extradeep.cli.common import add_reading_arguments
-from extradeep.cli.model import add_analysis_arguments
+from extradeep.cli.model import CONFIG_NOTE, add_analysis_arguments
 from extradeep.errors import InputError
 
 HELP = "percentage error of every model at held-out measured points (paper Table 2, Fig. 5)"
@@ -22,6 +22,7 @@ examples:
   extradeep evaluate runs/ --param ranks --eval-points 32,64
   extradeep evaluate small_runs/ --eval-dir big_runs/ --csv errors.csv
 """
+DESCRIPTION += CONFIG_NOTE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

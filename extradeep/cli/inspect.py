@@ -1,4 +1,4 @@
-"""`extradeep inspect FILE...`: what an Nsight Systems export holds and which step marks it has."""
+"""`extradeep inspect PATH...`: what an Nsight Systems export holds and which step marks it has."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ is non-zero only when no file could be read."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help="Nsight Systems SQLite exports, or directories of them (searched recursively)")
+    parser.add_argument("files", nargs="+", metavar="PATH", help="Nsight Systems SQLite exports, or directories of them (searched recursively)")
     parser.add_argument("--json", action="store_true", help="print one JSON document (files and problems) for scripts")
     parser.add_argument("--top", type=int, default=10, metavar="N", help="how many of the most frequent NVTX range names to list (default 10)")
     marks = parser.add_argument_group("step marks (as for model and report)")

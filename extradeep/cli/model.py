@@ -23,9 +23,13 @@ examples:
       --predict 16,32,64 --price-per-gpu-hour 2.5 --json models.json --save exp.sqlite
   extradeep model measurements.txt          # an Extra-P text file
 
-A directory of exports may hold an extradeep.toml with any of the long options (for example
+"""
+CONFIG_NOTE = """
+settings: when PROFILES is one folder and --config is not given, the folder's extradeep.toml is
+read; like --config it may set PROFILES and the reading and dataset options (for example
 train-samples = 50000, val-samples = 10000, batch-size = 64); options given here win.
 """
+DESCRIPTION += CONFIG_NOTE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
     """Modeler, prediction, scaling and cost options shared by model, budget, evaluate and report."""
+    _exact_config_help(parser)
     mod = parser.add_argument_group("modeler")
     mod.add_argument("--exponents-i", metavar="LIST", help="polynomial exponents, e.g. 0,1/2,1,3/2,2 (default: Extra-P's set)")
     mod.add_argument("--exponents-j", metavar="LIST", help="logarithm exponents, e.g. 0,1,2 (default 0,1,2)")
@@ -58,6 +63,17 @@ def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
     cost.add_argument("--price-per-gpu-hour", type=float, metavar="X", help="price of one GPU-hour")
     cost.add_argument("--cost-formula", metavar="EXPR", help="custom cost, e.g. 'T/3600 * nodes * 12.5' (T in seconds; "
                       "variables: T, ranks, gpus, nodes, every parameter; + - * / ** min max ceil floor)")
+
+
+def _exact_config_help(parser: argparse.ArgumentParser) -> None:
+    """--config (added by add_reading_arguments) takes only the reading and dataset keys: say which."""
+    from extradeep.cli.common import DEFAULTS
+
+    keys = ", ".join(k.replace("_", "-") for k in DEFAULTS)
+    for action in parser._actions:
+        if action.dest == "config":
+            action.help = (f"TOML file with any of these keys: {keys} (the other options are command-line only; "
+                           f"command-line options win; default: {CONFIG_NAME} in the one PROFILES folder)")
 
 
 def modeler_options(args) -> dict:

@@ -10,7 +10,7 @@ from pathlib import Path
 from extradeep.cli.budget import add_budget_arguments
 from extradeep.cli.common import add_reading_arguments
 from extradeep.cli.evaluate import add_evaluation_arguments
-from extradeep.cli.model import add_analysis_arguments
+from extradeep.cli.model import CONFIG_NOTE, add_analysis_arguments
 from extradeep.errors import InputError
 
 HELP = "write the cost-per-epoch budgeting report (one self-contained HTML file)"
@@ -24,6 +24,7 @@ examples:
   extradeep report runs/ --param ranks --train-samples 50000 --batch-size 64 -o report.html
   extradeep report exp.sqlite --max-time 10h --epochs 90 --max-cost 4000 --plots figs/ -o report.html
 """
+DESCRIPTION += CONFIG_NOTE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
