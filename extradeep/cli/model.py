@@ -146,9 +146,12 @@ def check_analysis_options(args) -> None:
 
     if not 0 < args.level < 1:
         raise InputError("--level", f"must be between 0 and 1, got {args.level}")
+    from extradeep.cli.common import resolve_options
+
+    resolved = resolve_options(args)  # --jobs and --min-points may come from --config
     for option in ("top", "jobs", "min_points", "terms"):
-        value = getattr(args, option, None)
-        least = 0 if option == "top" else 1
+        value = resolved[option] if option in resolved else getattr(args, option, None)
+        least = {"top": 0, "min_points": 2}.get(option, 1)  # a model needs two points at least
         if value is not None and value < least:
             raise InputError(f"--{option.replace('_', '-')}", f"must be at least {least}, got {value}")
     if args.predict:

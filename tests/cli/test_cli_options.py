@@ -108,3 +108,12 @@ def test_per_step_weak_scaling_says_what_speedup_means(capsys, runs, tmp_path):
     assert "per-step values, weak-scaling definitions: efficiency = T(baseline)/T; speedup = efficiency x" in out
     assert main([*base, "--scaling", "strong"]) == 0
     assert "weak-scaling definitions" not in capsys.readouterr().out
+
+
+def test_jobs_from_a_config_file_are_checked_too(capsys, runs, tmp_path):
+    root, cache = runs
+    config = tmp_path / "c.toml"
+    config.write_text("jobs = 0\n")
+    assert main(["model", str(root / "runs"), *cache, "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "--jobs: must be at least 1, got 0" in err and "reading exports" not in err
