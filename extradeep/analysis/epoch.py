@@ -200,6 +200,10 @@ def model_from_dict(data: dict | None):
 
     if data is None:
         return None
+    if data.get("type") == "step composition":
+        from extradeep.analysis.overlap import StepComposition
+
+        return StepComposition.from_dict(data)
     if data.get("type") != "epoch":
         return Model.from_dict(data)
     return EpochModel(model_from_dict(data["train"]), model_from_dict(data["val"]), Dataset(**data["dataset"]),

@@ -1,0 +1,193 @@
+"""Step time as computation + exposed communication, so predictions can see overlap run out.
+
+Data-parallel training hides the gradient all-reduce behind the backward pass. While the
+communication C is shorter than that overlap window, the measured step time S barely grows; once C
+outgrows the window, every extra millisecond of C is exposed. A PMNF fitted to S over a range in
+which C is hidden cannot extrapolate that change. So the measured step is split into parts that
+extrapolate well (docs/analysis.md, "Time per step as a composition"):
+
+    S = B + C - O,   B = idle + computation + memory (the step without communication),
+                     O = computation + communication + memory - GPU busy (time with two or more
+                         streams busy: the hidden part of the work).
+
+B and C get PMNF models. The overlap O cannot be modeled from its past alone (it saturates), so
+three candidate step models compete by leave-one-out error on the measured points:
+
+* ``direct``: a PMNF of S (the paper's approach);
+* ``proportional``: O = f * C, the hidden share f of communication stays as measured;
+* ``saturated``: O = min(f * C, O_max), the overlap window is full at the largest measured overlap.
+
+The chosen candidate gives the prediction. The prediction interval is the direct fit's relative
+band around it, widened to reach all three candidates: inside the measured range they agree, beyond it
+the interval says how far apart the "overlap keeps pace" and "overlap is exhausted" regimes are,
+which the measured points cannot decide. Used for one parameter (the overlap window depends on the other parameters otherwise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from extradeep.modeling.batched import smape
+
+CANDIDATES = ("direct", "proportional", "saturated")
+
+
+@dataclass
+class StepComposition:
+    """Step-time model B(x) + C(x) - O(x) with the overlap rule chosen by leave-one-out error.
+
+    Same interface as :class:`extradeep.modeling.Model` (predict, interval, formula, growth).
+    ``cv_smapes`` holds each candidate's leave-one-out SMAPE (%), ``choice`` the one that predicts."""
+
+    direct: object
+    base: object
+    comm: object
+    share: float          # f: hidden share of communication at the measured points
+    window: float         # O_max: the largest measured overlap (s per step)
+    choice: str
+    cv_smapes: dict = field(default_factory=dict)
+    smape: float = float("nan")
+
+    def candidates(self, X) -> dict[str, np.ndarray]:
+        b, c = _arr(self.base.predict(X)), _arr(self.comm.predict(X))
+        return {"direct": _arr(self.direct.predict(X)), **self._composed(b, c)}
+
+    def _composed(self, b, c) -> dict[str, np.ndarray]:
+        hidden = self.share * np.maximum(c, 0.0)
+        return {"proportional": b + c - hidden, "saturated": b + c - np.minimum(hidden, self.window)}
+
+    def predict(self, X):
+        value = self.candidates(X)[self.choice]
+        return float(value[0]) if np.ndim(X) == 0 else value
+
+    def interval(self, X, level: float = 0.95):
+        # The direct fit's relative band (noise, exponent choice) around the prediction, widened
+        # to reach every candidate: beyond the measured range they show the regimes it cannot tell apart.
+        pred = self.candidates(X)
+        d_lo, d_hi = (_arr(v) for v in self.direct.interval(X, level=level))
+        chosen, values = pred[self.choice], np.stack(list(pred.values()))
+        scale = np.divide(chosen, pred["direct"], out=np.ones_like(chosen), where=pred["direct"] > 0)
+        lo = np.minimum(d_lo * scale, values.min(axis=0))
+        hi = np.maximum(d_hi * scale, values.max(axis=0))
+        return (float(lo[0]), float(hi[0])) if np.ndim(X) == 0 else (lo, hi)
+
+    def formula(self, names: dict | None = None, digits: int = 4) -> str:
+        """The chosen rule with B and C written out; C - min(f C, W) is shown as max((1-f) C, C - W)."""
+        if self.choice == "direct":
+            return self.direct.formula(names, digits)
+        base, comm = self.base.formula(names, digits), self.comm.formula(names, digits)
+        if self.choice == "proportional":
+            return f"{base} + {1 - self.share:.3g} * ({comm})"
+        return f"{base} + max({1 - self.share:.3g} * C, C - {self.window:.{digits}g}), C = {comm}"
+
+    def __str__(self) -> str:
+        return self.formula()
+
+    def growth(self, names: dict | None = None) -> str:
+        lead = self.direct if self.choice == "direct" else max((self.base, self.comm), key=lambda m: m.growth_key())
+        return lead.growth(names)
+
+    def growth_key(self):
+        lead = self.direct if self.choice == "direct" else max((self.base, self.comm), key=lambda m: m.growth_key())
+        return lead.growth_key()
+
+    @property
+    def cv_smape(self) -> float:
+        return float(self.cv_smapes.get(self.choice, np.nan))
+
+    def to_dict(self) -> dict:
+        return {"type": "step composition", "choice": self.choice, "share": float(self.share),
+                "window": float(self.window), "cv_smapes": {k: float(v) for k, v in self.cv_smapes.items()},
+                "smape": float(self.smape), "direct": self.direct.to_dict(), "base": self.base.to_dict(),
+                "comm": self.comm.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> StepComposition:
+        from extradeep.modeling import Model
+
+        return cls(Model.from_dict(data["direct"]), Model.from_dict(data["base"]), Model.from_dict(data["comm"]),
+                   float(data["share"]), float(data["window"]), data["choice"], dict(data["cv_smapes"]),
+                   float(data["smape"]))
+
+
+def _arr(value) -> np.ndarray:
+    return np.asarray(value, dtype=float).reshape(-1)
+
+
+def step_parts(app_steps: pd.DataFrame, params: list[str], phase: str = "train") -> pd.DataFrame:
+    """Per point and repetition of ``phase``: S (step), B (step without communication), C and O."""
+    frame = app_steps[app_steps["phase"] == phase]
+    wide = frame.pivot_table(index=[*params, "rep"], columns="quantity", values="value", aggfunc="first")
+    need = ["epoch time", "idle", "computation", "communication", "memory"]
+    if not set(need) <= set(wide.columns):
+        return pd.DataFrame(columns=[*params, "rep", "S", "B", "C", "O"])
+    wide = wide[need].fillna(0.0)
+    busy = wide["epoch time"] - wide["idle"]
+    out = pd.DataFrame({"S": wide["epoch time"], "B": wide["idle"] + wide["computation"] + wide["memory"],
+                        "C": wide["communication"]})
+    out["O"] = (wide["computation"] + wide["communication"] + wide["memory"] - busy).clip(lower=0.0)
+    return out.reset_index()
+
+
+def fit_step_composition(parts: pd.DataFrame, params: list[str], options: dict | None = None):
+    """A :class:`StepComposition` for the step parts of one phase, or None when it does not apply
+    (several parameters, no communication, fewer than 3 points or a component without a model)."""
+    points = parts[params].drop_duplicates()
+    if len(params) != 1 or parts.empty or not (parts["C"] > 0).any() or len(points) < 3:
+        return None
+    full = _fit_parts(parts, params, options, folds=None)
+    if full is None:
+        return None
+    n = len(points)
+    folds = _fit_parts(parts, params, {**(options or {}), "min_points": max(2, min(n - 1, _min_points(options)))},
+                       folds=points[params[0]].to_numpy(float))
+    medians = parts.groupby(params)[["S", "C", "O"]].median()
+    cv = {}
+    if folds is not None:
+        guesses, actual = {k: [] for k in CANDIDATES}, []
+        for x, fold in folds.items():
+            rest = medians.drop(index=x)
+            share, window = _overlap_rule(rest)
+            trial = StepComposition(fold["S"], fold["B"], fold["C"], share, window, "direct")
+            for name, value in trial.candidates(np.array([x])).items():
+                guesses[name].append(value[0])
+            actual.append(medians.loc[x, "S"])
+        cv = {k: float(smape(np.array(actual), np.array(v))) for k, v in guesses.items()}
+    share, window = _overlap_rule(medians)
+    choice = min(cv, key=cv.get) if cv else "direct"
+    model = StepComposition(full["S"], full["B"], full["C"], share, window, choice, cv)
+    xs = medians.index.to_numpy(float)
+    model.smape = float(smape(medians["S"].to_numpy(float), _arr(model.predict(xs))))
+    return model
+
+
+def _min_points(options: dict | None) -> int:
+    return int((options or {}).get("min_points", 5))
+
+
+def _overlap_rule(medians: pd.DataFrame) -> tuple[float, float]:
+    """(f, O_max): median hidden share of communication and the largest measured overlap."""
+    comm = medians["C"].to_numpy(float)
+    share = np.median(np.divide(medians["O"], comm, out=np.zeros(len(comm)), where=comm > 0))
+    return float(np.clip(share, 0.0, 1.0)), float(medians["O"].max())
+
+
+def _fit_parts(parts: pd.DataFrame, params: list[str], options: dict | None, folds):
+    """PMNF models of S, B and C: one set (``folds`` None), or one set per left-out point
+    ({point: {"S": model, ...}}) fitted in one batch. None when any model is missing."""
+    from extradeep.modeling import fit_models
+
+    long = parts.melt(id_vars=[*params, "rep"], value_vars=["S", "B", "C"], var_name="part")
+    if folds is None:
+        frames = [long.assign(fold=0.0)]
+    else:
+        frames = [long[long[params[0]] != x].assign(fold=x) for x in folds]
+    fitted = fit_models(pd.concat(frames, ignore_index=True), params, by=("fold", "part"), rep="rep",
+                        options=options)
+    if fitted["model"].isna().any():
+        return None
+    models = {fold: dict(zip(group["part"], group["model"])) for fold, group in fitted.groupby("fold")}
+    return models[0.0] if folds is None else models
