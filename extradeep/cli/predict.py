@@ -17,13 +17,24 @@ the measured one), the share of compute, communication, memory, CPU overhead and
 the critical path, the T1-T5 host overheads, the sum-of-kernel-times baseline, and the
 predicted step time of every what-if scenario.
 
-what-if items (join several with ';' inside one --what-if; each --what-if is one scenario):
+scenarios (each replayed on its own, next to the measured durations):
+  - each --what-if is ONE scenario; items joined with ';' inside one --what-if are applied
+    together in that scenario, e.g. --what-if 'kernel:*gemm*=0.5; comm.bandwidth=2'. A key (with
+    its pattern) may appear once per scenario: 'cpu=0.5; cpu=2' is refused.
+  - --ranks P adds the scenario 'ranks=P; comm.algorithm=ALG' (plus 'pmnf.ranks=P' with --experiment).
+  - --combine adds ONE more scenario with the items of all the others together; an item that
+    several give with the same value counts once, one key with two values is refused. Without
+    --combine no scenario is combined with another.
+
+what-if items:
   kernel:PATTERN=F  name:PATTERN=F  category:computation|communication|memory|cuda_api=F
   comm.bandwidth=F  comm.latency=F  comm.alpha=SECONDS  comm.algorithm=ring|tree
   ranks=P  fusion=K  cpu=F  pmnf.PARAM=V (needs --experiment)
+A kernel:/name: pattern that matches nothing in the run gets a warning.
 
 examples:
   extradeep predict runs/p4/ --what-if 'kernel:*gemm*=0.5' --what-if 'comm.bandwidth=2'
+  extradeep predict runs/p4/ --what-if 'kernel:*gemm*=0.5' --what-if 'comm.bandwidth=2' --combine
   extradeep predict runs/ --run ranks=4 --run rep=1 --ranks 64 --experiment exp.sqlite --json out.json
 """
 
@@ -31,10 +42,14 @@ examples:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="folder (or file) with the exports of one run")
     parser.add_argument("--what-if", action="append", default=[], metavar="SPEC",
-                        help="a what-if scenario, e.g. 'kernel:gemm*=0.5' or 'comm.bandwidth=2; cpu=0.5' (repeatable)")
+                        help="one what-if scenario, e.g. 'kernel:gemm*=0.5', or several items applied together "
+                             "joined with ';', e.g. 'comm.bandwidth=2; cpu=0.5' (repeatable: one scenario each)")
     parser.add_argument("--ranks", type=int, metavar="P",
-                        help="add a scenario at P ranks: collectives re-costed by the ring/tree model, and "
+                        help="add a scenario at P ranks (P >= 1): collectives re-costed by the ring/tree model, and "
                              "kernels from the PMNF models when --experiment is given")
+    parser.add_argument("--combine", action="store_true",
+                        help="also replay one scenario with the changes of all --what-if scenarios and --ranks "
+                             "together (each item once)")
     parser.add_argument("--algorithm", choices=("ring", "tree"), default="ring",
                         help="collective cost model for --ranks (default ring)")
     parser.add_argument("--run", action="append", default=[], metavar="PARAM=VALUE",
@@ -63,14 +78,35 @@ def _select(items: list[str]) -> dict:
     return out
 
 
-def _scenarios(args, has_models: bool) -> list[str]:
-    specs = list(args.what_if)
-    if args.ranks:
+def _scenarios(args, has_models: bool) -> list:
+    """The scenarios to replay: one per --what-if, the --ranks one, and the --combine one."""
+    from extradeep.predictor.whatif import change_key, combine_what_ifs, parse_what_if
+
+    scenarios = [parse_what_if(spec) for spec in args.what_if]
+    if args.ranks is not None:
         spec = f"ranks={args.ranks}; comm.algorithm={args.algorithm}"
-        specs.append(spec + (f"; pmnf.ranks={args.ranks}" if has_models else ""))
-    if len(specs) > 1:
-        specs.append("; ".join(specs))
-    return specs
+        scenarios.append(parse_what_if(spec + (f"; pmnf.ranks={args.ranks}" if has_models else "")))
+    if args.combine:
+        if len(scenarios) < 2:
+            raise InputError(None, "--combine needs at least two scenarios (--what-if or --ranks)")
+        scenarios.append(combine_what_ifs(scenarios))
+    unique = {}  # the same changes asked twice are replayed once
+    for w in scenarios:
+        unique.setdefault(frozenset((change_key(c), c.value) for c in w.changes), w)
+    return list(unique.values())
+
+
+def _check_arguments(args) -> None:
+    """Refuse bad numbers and unsafe output paths before anything is read."""
+    from extradeep.cli.outputs import check_outputs
+
+    if args.ranks is not None and args.ranks < 1:
+        raise InputError(None, f"--ranks must be a whole number >= 1 (got {args.ranks})")
+    if args.top < 1:
+        raise InputError(None, f"--top must be >= 1 (got {args.top})")
+    # everything predict reads (the exports in RUN_DIR, the experiment) counts as an input
+    read = argparse.Namespace(profiles=[args.run_dir] + ([args.experiment] if args.experiment else []))
+    check_outputs(read, {"--json": args.json, "--timeline": args.timeline, "--plot": args.plot})
 
 
 def _models(path):
@@ -87,6 +123,7 @@ def run(args) -> int:
 
     from extradeep.predictor import predict
 
+    _check_arguments(args)
     models, exp = None, None
     if args.experiment:
         exp, models = _models(args.experiment)
@@ -94,6 +131,8 @@ def run(args) -> int:
                    gpu_gaps="keep" if args.keep_gpu_gaps else "drop", models=models, progress=True)
     with pd.option_context("display.width", 160, "display.max_columns", 20, "display.max_colwidth", 60):
         _print_report(pred, args, models, exp)
+    for line in pred.warnings:
+        print(f"extradeep predict: warning: {line}", file=sys.stderr)
     if args.json:
         _write_json(pred, args.json)
     if args.timeline:
@@ -161,7 +200,7 @@ def _print_empirical(models, ranks: int) -> None:
 def _write_json(pred, path) -> None:
     tables = {name: getattr(pred, name) for name in ("summary", "steps", "breakdown", "critical_path", "overheads",
                                                      "kernel_sums", "collectives", "what_if_steps", "files")}
-    out = {"notes": pred.notes, **{k: json.loads(v.to_json(orient="records")) for k, v in tables.items()}}
+    out = {"notes": pred.notes, "warnings": pred.warnings, **{k: json.loads(v.to_json(orient="records")) for k, v in tables.items()}}
     try:
         with open(path, "w") as fh:
             json.dump(out, fh, indent=1)

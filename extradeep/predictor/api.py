@@ -45,6 +45,7 @@ class Prediction:
     what_if_steps: pd.DataFrame
     files: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # e.g. a what-if pattern that matches nothing
     graph: OpGraph | None = None
     results: dict = field(default_factory=dict)   # scenario label -> ReplayResult
 
@@ -84,7 +85,11 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
             info = {}
         rows.append({"path": p, **{k: v for k, v in info.items() if k != "rank"}})
     runs = pd.DataFrame(rows)
-    keys = [c for c in runs.columns if c != "path"]
+    # names without parameters (good.sqlite, rank0.sqlite) say nothing about runs: the folder is
+    # the run, and files that cannot be read are skipped later, one line each
+    has_params = (any(c not in ("path", "app", "rep") for c in runs.columns)
+                  or ("rep" in runs and runs["rep"].nunique() > 1))
+    keys = [c for c in runs.columns if c != "path"] if has_params else []
     for k, v in (select or {}).items():
         if k not in runs:
             raise InputError(run_dir, f"file names carry no parameter {k!r} to select by")
@@ -101,7 +106,7 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
                          "(choose with select=/--run)")
             runs = groups.get_group(first if len(keys) > 1 else first[0])
     point = {k: runs[k].iloc[0] for k in keys if k not in ("app", "rep") and pd.notna(runs[k].iloc[0])}
-    return list(runs["path"]), point, notes
+    return list(runs["path"]), point, problems + notes
 
 
 def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "drop", models=None,
@@ -109,11 +114,13 @@ def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "dr
     """Replay one run's traces, compare with the measured step times, and replay each what-if.
 
     `what_if`: spec strings or WhatIf objects (see `extradeep.predictor.whatif`); each is replayed
-    on its own. `models`: PMNF models (a `fit_models` table with columns region and model) for
+    on its own (items joined with ';' in one spec are one scenario; `combine_what_ifs` merges
+    several scenarios into one). `models`: PMNF models (a `fit_models` table with columns region and model) for
     `pmnf.PARAM=V` changes; `point`: the run's parameter values (parsed from file names when absent).
     """
     what_if = [what_if] if isinstance(what_if, (str, WhatIf)) else list(what_if)
     scenarios = [w if isinstance(w, WhatIf) else parse_what_if(w) for w in what_if]
+    scenarios = list({w.label: w for w in scenarios}.values())  # one replay per label
     paths, parsed_point, notes = resolve_run(run_dir, select)
     point = dict(parsed_point if point is None else point)
     _check_pmnf(scenarios, models, point)
@@ -121,6 +128,7 @@ def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "dr
     trace = load_trace(paths)
     _progress(progress, f"building the dependency graph ({len(trace.ops)} ops)")
     graph = build_graph(trace, gpu_gaps=gpu_gaps)
+    warnings = unmatched_patterns(scenarios, graph.nodes)
     try:
         plan = plan_replay(graph)
     except ValueError as exc:  # e.g. collectives that do not match across ranks (a truncated rank)
@@ -144,7 +152,24 @@ def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "dr
     return Prediction(steps=steps, summary=_summary(wsteps, sums), critical_path=paths_frame,
                       breakdown=shares, overheads=overhead_table(trace.ops, trace.ranges, launched, trace.steps),
                       kernel_sums=sums, collectives=colls, what_if_steps=wsteps, files=trace.files,
-                      notes=notes + trace_notes(trace, graph), graph=graph, results=results)
+                      notes=notes + trace_notes(trace, graph), warnings=warnings, graph=graph, results=results)
+
+
+def unmatched_patterns(scenarios: list[WhatIf], nodes: pd.DataFrame) -> list[str]:
+    """One line per kernel:/name: pattern that matches no op of the run (the change would do nothing)."""
+    from extradeep.predictor.whatif import change_key, name_mask
+
+    kernels = nodes.loc[nodes["kind"] == "kernel", "name"].drop_duplicates().to_numpy()
+    every = nodes["name"].drop_duplicates().to_numpy()
+    out = {}
+    for scenario in scenarios:
+        for c in scenario.changes:
+            pool = kernels if c.key == "kernel" else every if c.key == "name" else None
+            if pool is not None and change_key(c) not in out and not name_mask(pool, c.target).any():
+                what = "kernel" if c.key == "kernel" else "op"
+                out[change_key(c)] = (f"what-if {scenario.label!r}: pattern {c.target!r} matches no {what} "
+                                      "of this run, so it changes nothing")
+    return list(out.values())
 
 
 def _progress(on: bool, text: str) -> None:

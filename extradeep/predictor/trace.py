@@ -21,7 +21,7 @@ from extradeep.errors import InputError
 from extradeep.nsys import events
 from extradeep.nsys.connect import open_readonly
 from extradeep.nsys.events import NULL_INT
-from extradeep.nsys.schema import NVTX_RANGE_TYPES
+from extradeep.nsys.schema import NVTX_RANGE_TYPES, schema_of
 from extradeep.nsys.steps import find_steps
 
 OP_COLUMNS = ["rank", "queue", "is_gpu", "kind", "name", "category", "start", "end", "corr", "bytes"]
@@ -165,13 +165,22 @@ def _attach_sizes(gpu: pd.DataFrame, runtime: pd.DataFrame, sizes: pd.DataFrame)
     return gpu
 
 
+def _why_nothing_to_replay(conn) -> str:
+    from extradeep.experiment import META_TABLE
+
+    if schema_of(conn).has(META_TABLE):  # an easy mix-up: both are .sqlite files
+        return ("an extradeep experiment (saved by `extradeep model --save`), not an Nsight Systems export; "
+                "give it with --experiment and RUN_DIR as the run's exports")
+    return "no CUDA activity (kernels, memcpy, memset or runtime calls) to replay"
+
+
 def read_file(path: str | Path) -> dict:
     """Raw frames of one export, keyed by process id (no rank numbers yet)."""
     conn = open_readonly(path)
     try:
         gpu, runtime = _gpu_ops(conn), _runtime(conn)
         if gpu.empty and runtime.empty:
-            raise InputError(path, "no CUDA activity (kernels, memcpy, memset or runtime calls) to replay")
+            raise InputError(path, _why_nothing_to_replay(conn))
         syncs, records = _syncs(conn, runtime)
         pids = sorted(set(gpu["pid"]) | set(runtime["pid"]))
         nv = events.nvtx(conn)

@@ -1,6 +1,7 @@
 """What-if changes to a replay graph: parsed from short text specs, combinable, each re-replayed.
 
-Spec grammar (one change per item, items joined with ';'; no expression is ever evaluated):
+Spec grammar (one change per item; items joined with ';' form ONE scenario whose changes apply
+together; a key (with its pattern) may appear once per scenario; no expression is ever evaluated):
 
     kernel:PATTERN=F      scale GPU kernels whose name matches PATTERN (fnmatch, case-insensitive)
     name:PATTERN=F        scale any op (CPU call or GPU activity) by name
@@ -52,12 +53,52 @@ class WhatIf:
     changes: list[Change] = field(default_factory=list)
 
 
+def change_key(change: Change) -> str:
+    """What a change sets: `cpu`, `kernel:*gemm*` (patterns compared case-insensitively), `pmnf.ranks`."""
+    if change.key == "pmnf":
+        return f"pmnf.{change.target}"
+    return change.key if change.target is None else f"{change.key}:{change.target.lower()}"
+
+
 def parse_what_if(text: str) -> WhatIf:
-    """Parse one scenario spec such as `kernel:gemm*=0.5; comm.bandwidth=2` (InputError if invalid)."""
-    changes = [_parse_item(item, text) for item in text.split(";") if item.strip()]
+    """Parse one scenario spec such as `kernel:gemm*=0.5; comm.bandwidth=2` (InputError if invalid).
+
+    A key given twice in one scenario is refused: `cpu=0.5; cpu=2` or a pattern repeated would
+    otherwise compound (x0.5 twice) or silently let one value win."""
+    items = [item.strip() for item in text.split(";") if item.strip()]
+    changes = [_parse_item(item, text) for item in items]
     if not changes:
         raise InputError(None, f"what-if {text!r} is empty")
+    seen = {}
+    for item, change in zip(items, changes):
+        key = change_key(change)
+        if key in seen:
+            raise InputError(None, f"what-if {text!r}: {key} is given twice ({seen[key]!r}, {item!r}); "
+                             "give each key once per scenario")
+        seen[key] = item
     return WhatIf(label=text.strip(), changes=changes)
+
+
+def combine_what_ifs(scenarios: list[WhatIf]) -> WhatIf:
+    """One scenario with the changes of all `scenarios`: an item repeated with the same value is
+    kept once, a key given different values is an InputError (no change is applied twice)."""
+    merged: dict[str, tuple[str, Change]] = {}
+    for scenario in scenarios:
+        for item, change in zip(_items(scenario), scenario.changes):
+            key = change_key(change)
+            if key in merged and merged[key][1].value != change.value:
+                raise InputError(None, f"cannot combine the what-ifs: {key} has two values "
+                                 f"({merged[key][0]!r} and {item!r})")
+            merged.setdefault(key, (item, change))
+    return WhatIf(label="; ".join(item for item, _ in merged.values()), changes=[c for _, c in merged.values()])
+
+
+def _items(scenario: WhatIf) -> list[str]:
+    """Item texts of a scenario parsed from its label (one per change), or rebuilt from the changes."""
+    items = [item.strip() for item in scenario.label.split(";") if item.strip()]
+    if len(items) == len(scenario.changes):
+        return items
+    return [f"{change_key(c)}={c.value}" for c in scenario.changes]
 
 
 def _parse_item(item: str, text: str) -> Change:

@@ -76,3 +76,34 @@ def test_ring_model_moves_all_reduce_to_the_measured_pure_time_at_more_ranks(sca
     want = at6.loc[at6["name"].str.contains("AllReduce"), "pure"].median()
     at3 = pred.collectives.loc[pred.collectives["name"].str.contains("AllReduce"), "pure"].median()
     assert got == pytest.approx(want, rel=0.05) and abs(want - at3) > 0.1 * at3
+
+
+def test_cli_pmnf_what_if_with_ranks_is_applied_once(scaling_runs, tmp_path, capsys):
+    import json
+
+    from extradeep.cli import main
+
+    out, _ = scaling_runs
+    js = tmp_path / "p.json"
+    assert main(["predict", str(out), "--run", "ranks=3", "--ranks", "6", "--experiment", str(out / "experiment.db"),
+                 "--what-if", "pmnf.ranks=6", "--combine", "--json", str(js)]) == 0
+    text = capsys.readouterr().out
+    assert text.count("Empirical PMNF step-time model") == 1
+    rows = json.loads(js.read_text())["summary"]
+    train = {r["scenario"]: r["predicted"] for r in rows if r["phase"] == "train"}
+    # the combination equals the --ranks scenario (pmnf.ranks=6 is in both): no scenario moves
+    # the kernels to 6 ranks twice
+    assert set(train) == {"measured durations", "pmnf.ranks=6", "ranks=6; comm.algorithm=ring; pmnf.ranks=6"}
+    measured_at_6 = predict(out, select={"ranks": 6}).summary.set_index("phase").loc["train", "measured"]
+    assert max(train.values()) < 1.1 * measured_at_6
+
+
+def test_an_experiment_given_as_run_dir_is_named_as_such(scaling_runs, capsys, sha256):
+    from extradeep.cli import main
+
+    out, _ = scaling_runs
+    before = sha256(out / "experiment.db")
+    assert main(["predict", str(out / "experiment.db")]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert len(err) == 1 and "extradeep experiment" in err[0] and "not an Nsight Systems export" in err[0]
+    assert sha256(out / "experiment.db") == before

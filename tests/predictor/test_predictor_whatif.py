@@ -89,7 +89,8 @@ def test_valid_specs_parse(spec):
 @pytest.mark.parametrize("spec", [
     "", "gemm=0.5", "kernel=0.5", "kernel:gemm*=fast", "kernel:gemm*=-1", "comm.bandwidth=0", "ranks=2.5",
     "fusion=1", "category:gpu=2", "comm.algorithm=butterfly", "__import__('os').system('true')",
-    "kernel:x=1e999", "ranks:abc=4",
+    "kernel:x=1e999", "ranks:abc=4", "cpu=0.5; cpu=2", "kernel:*gemm*=0.5; kernel:*GEMM*=0.5",
+    "pmnf.ranks=16; ranks=16; pmnf.ranks=16", "comm.algorithm=ring; comm.algorithm=tree",
 ])
 def test_invalid_specs_are_one_line_input_errors(spec):
     with pytest.raises(InputError) as exc:
@@ -120,3 +121,18 @@ def test_waits_inferred_from_timing_give_the_same_what_if(ddp_run, regenerated):
     truth = predict(regenerated["kernel:*gemm*=0.5"]).summary.set_index("phase")["measured"]
     for phase in ("train", "val"):
         assert got[phase] == pytest.approx(truth[phase], rel=0.03)
+
+
+def test_combining_keeps_each_item_once_and_refuses_conflicts():
+    from extradeep.predictor.whatif import combine_what_ifs
+
+    both = combine_what_ifs([parse_what_if("pmnf.ranks=16"),
+                             parse_what_if("ranks=16; comm.algorithm=ring; pmnf.ranks=16")])
+    assert both.label == "pmnf.ranks=16; ranks=16; comm.algorithm=ring"
+    assert [c.key for c in both.changes].count("pmnf") == 1 and len(both.changes) == 3
+    assert combine_what_ifs([parse_what_if("kernel:*gemm*=0.5"), parse_what_if("kernel:*GEMM*=0.5")]).label \
+        == "kernel:*gemm*=0.5"
+    with pytest.raises(InputError, match="two values"):
+        combine_what_ifs([parse_what_if("cpu=0.5"), parse_what_if("cpu=2")])
+    # different patterns are different changes: both apply
+    assert len(combine_what_ifs([parse_what_if("kernel:*gemm*=0.5"), parse_what_if("kernel:*conv*=0.5")]).changes) == 2
