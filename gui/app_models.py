@@ -48,9 +48,11 @@ def fit_application_models(report, ws: Workspace, options: dict, n_eval: int) ->
     from extradeep.experiment import EPOCH_CATEGORIES
 
     report(0, 1, "Modeling the application quantities")
-    # Only the step time and the regions the category sums and idle time add up are needed.
-    needed = (exp.values["category"].isin(EPOCH_CATEGORIES) | (exp.values["kind"] == "step")).to_numpy()
-    keep = (exp.points["category"].isin(EPOCH_CATEGORIES) | (exp.points["kind"] == "step")).to_numpy()
+    # Only the step time (and the reader's GPU-busy union, both category "step") and the regions the
+    # category sums add up are needed.
+    wanted = (*EPOCH_CATEGORIES, "step")
+    needed = exp.values["category"].isin(wanted).to_numpy()
+    keep = exp.points["category"].isin(wanted).to_numpy()
     app_steps = application_steps(step_values(replace(exp, values=exp.values[needed], points=exp.points[keep])),
                                   ws.params)
     if app_steps.empty:

@@ -9,6 +9,7 @@ touches widgets.
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from collections.abc import Callable
 
@@ -17,6 +18,7 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 from extradeep.errors import InputError
 
 UI_WAIT_S = 2.0  # longest pause of a worker for the UI to handle a partial result
+RETIRE_S = 1.0  # finished tasks are dropped this long after their run() returned
 
 
 class Cancelled(Exception):
@@ -58,6 +60,7 @@ class Task(QRunnable):
         self.signals = _TaskSignals()
         self._cancel = threading.Event()
         self.handled = threading.Event()  # set by the UI thread after it handled a partial result
+        self.finished_at: float | None = None  # when run() returned (the pool thread is done with it)
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -81,6 +84,12 @@ class Task(QRunnable):
                 self.handled.wait(UI_WAIT_S)
 
     def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            self.finished_at = time.monotonic()
+
+    def _run(self) -> None:
         try:
             result = self.fn(self.report, *self.args)
         except Cancelled:
@@ -114,6 +123,9 @@ class TaskRunner(QObject):
         self.pool.setMaxThreadCount(max_threads)
         self._current: dict[str, Task] = {}
         self._running: set[Task] = set()
+        # Finished tasks are kept a little longer: their QRunnable and signals must outlive the pool
+        # thread's return from run(), which comes after the last signal the UI handled.
+        self._retired: list[Task] = []
 
     @property
     def busy(self) -> bool:
@@ -124,6 +136,8 @@ class TaskRunner(QObject):
         old = self._current.get(slot)
         if old is not None:
             old.cancel()
+        now = time.monotonic()
+        self._retired = [t for t in self._retired if t.finished_at is None or now - t.finished_at < RETIRE_S]
         task = Task(fn, *args)
         self._current[slot] = task
         was_busy = self.busy
@@ -168,6 +182,8 @@ class TaskRunner(QObject):
 
     def _finish(self, slot, task, on_done, result, error: str | None = None, cancelled: bool = False):
         self._running.discard(task)
+        task.fn, task.args = None, ()  # let go of workspaces early; the shell stays retired a while
+        self._retired.append(task)
         is_current = self._current.get(slot) is task
         if is_current:
             del self._current[slot]

@@ -21,7 +21,7 @@ from extradeep.errors import InputError
 
 KEY = ["region", "kind", "category", "metric"]
 GROUP_LABELS = {
-    "step": "Step (wall time)",
+    "step": "Step (wall time, GPU busy)",
     "computation": "Computation",
     "communication": "Communication",
     "memory": "Memory",

@@ -49,8 +49,10 @@ def test_models_are_the_ones_extradeep_model_makes(opened, gui_experiment):
     shown = ws.regions.set_index(["region", "kind", "category", "metric"])["formula"]
     assert len(shown) == len(expected)
     assert shown.reindex(expected.index).fillna("").tolist() == expected.fillna("").tolist()
-    epoch = window.app_models.model(window.app_models.time_quantity)
-    assert epoch.formula() == cli.model(window.app_models.time_quantity).formula()
+    quantities = set(cli.application_models["quantity"])
+    assert {"epoch time", "computation", "communication", "memory", "idle"} <= quantities
+    for quantity in quantities:
+        assert window.app_models.model(quantity).formula() == cli.model(quantity).formula(), quantity
 
 
 def test_selecting_a_region_changes_the_plot(opened):
