@@ -23,6 +23,8 @@ DEFAULT_NONNEGATIVE = "auto"
 # 59 pairs of I x J), every pair of I x J when the caller changes I or J.
 DEFAULT_PAIRS = None
 DEFAULT_CRITERION = "cv+reps"
+# "auto": search.SIGNIFICANCE_AUTO (stricter with repetitions than with one).
+DEFAULT_SIGNIFICANCE = "auto"
 RESULT_COLUMNS = ["model", "formula", "smape", "cv_smape", "ar2", "rss", "growth", "growth_key",
                   "n_points", "reason", "warnings"]
 
@@ -39,7 +41,7 @@ class PMNFModeler:
 
     def __init__(self, exponents_i=DEFAULT_I, exponents_j=DEFAULT_J, pairs=DEFAULT_PAIRS, n_terms=1,
                  nonnegative=DEFAULT_NONNEGATIVE, min_points=5, weighting="relative",
-                 tie_tolerance=DEFAULT_TIE_TOLERANCE, criterion=DEFAULT_CRITERION, significance=0.05,
+                 tie_tolerance=DEFAULT_TIE_TOLERANCE, criterion=DEFAULT_CRITERION, significance=DEFAULT_SIGNIFICANCE,
                  min_term_contribution=0.0005, top_k=3,
                  param_names=None, names=None):
         self.exponents_i = exponents_i
@@ -64,6 +66,9 @@ class PMNFModeler:
                               ("nonnegative", (True, False, "auto"))):
             if getattr(self, name) not in allowed:
                 raise InputError(None, f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
+        if self.significance != "auto" and not (isinstance(self.significance, (int, float))
+                                                  and 0 < self.significance < 1):
+            raise InputError(None, f"significance must be 'auto' or a level between 0 and 1, not {self.significance!r}")
         if self.min_points < 2:
             raise InputError(None, f"min_points must be at least 2, not {self.min_points}")
         try:

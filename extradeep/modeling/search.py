@@ -20,6 +20,10 @@ from extradeep.modeling.terms import Factor, Term, factor_values, term_growth_ke
 
 
 NO_FACTOR = (Fraction(0), Fraction(0))  # a term's factor for a parameter it does not involve
+# F-test levels for extra terms (with repetitions, with one), measured on sample_profiles and
+# benchmarks/bench_modeling.py (docs/performance.md): 0.05 with repetitions let constant kernels
+# with 1-2% scatter pass as growth; 0.01 with one repetition missed half of 20% growths at 2% noise.
+SIGNIFICANCE_AUTO = (0.01, 0.05)
 
 
 @dataclass
@@ -35,7 +39,7 @@ class SearchOptions:
     weighting: str = "relative"     # "relative": noise proportional to the value; "none": constant
     tie_tolerance: float = 0.0
     criterion: str = "cv"           # "cv": LOO SMAPE over all; "cv+reps": see `choose`
-    significance: float = 0.05
+    significance: object = "auto"   # a level in (0, 1), or "auto": see SIGNIFICANCE_AUTO
     min_term_contribution: float = 0.0005
     top_k: int = 3                  # single-parameter candidates per parameter for multi-parameter forms
     factors: list = field(default_factory=list)
@@ -121,7 +125,8 @@ def _sign_ok(coef: np.ndarray, sign, nonnegative) -> np.ndarray:
 
 
 def _score(A, y, w, opts: SearchOptions, sign=None):
-    """LOO SMAPE and admissibility for stacks A (H, n, p) or (R, H, n, p) against y, w (R, n).
+    """LOO SMAPE, weighted squares, weighted LOO squares (PRESS) and admissibility for stacks
+    A (H, n, p) or (R, H, n, p) against y, w (R, n).
 
     `sign` (R, 1, p - 1): the expected sign of each term for nonnegative="auto" (see `trend_sign`).
     """
@@ -129,6 +134,7 @@ def _score(A, y, w, opts: SearchOptions, sign=None):
     H, n, p = A.shape[-3:]
     out_s = np.empty((R, H))
     out_ss = np.empty((R, H))
+    out_press = np.empty((R, H))
     out_ok = np.empty((R, H), dtype=bool)
     for sl in chunk_rows(R, H * n * p * 4):
         Ac = A if A.ndim == 3 else A[sl]
@@ -143,24 +149,29 @@ def _score(A, y, w, opts: SearchOptions, sign=None):
             ok &= _sign_ok(fit.coef, None if sign is None else sign[sl], opts.nonnegative)
         out_s[sl] = smape(yc, fit.loo_pred)
         out_ss[sl] = np.einsum("...i,...i->...", wc, (yc - fit.fitted) ** 2)
+        out_press[sl] = np.einsum("...i,...i->...", wc, (yc - np.where(ok[..., None], fit.loo_pred, yc)) ** 2)
         out_ok[sl] = ok
-    return out_s, out_ss, out_ok
+    return out_s, out_ss, out_press, out_ok
 
 
-def choose(scores, ok, rank, opts: SearchOptions, size=None, wss=None, noise=None) -> np.ndarray:
+def choose(scores, ok, rank, opts: SearchOptions, size=None, wss=None, noise=None, press=None,
+           n_coef=None, n_points=0) -> np.ndarray:
     """Per row: the simplest admissible hypothesis whose LOO SMAPE is within the tie tolerance of the best.
 
     With criterion "cv+reps" only the maximum-likelihood (least weighted squares over all
     repetitions) hypothesis of each size competes on LOO SMAPE, and a hypothesis with fewer terms
-    replaces the pick when the extra terms do not reduce the squares significantly against the
-    repetitions' own spread (F-test at `significance`; `noise` = (variance, dof) per row).
+    replaces the pick when its extra terms do not explain significantly more than the noise (see
+    `_simplify`; `noise` = (variance, dof) per row from the repetitions, `press` (R, H) the
+    weighted leave-one-out squares over `n_points` point means, `n_coef` (H,) coefficients per
+    hypothesis).
     """
     rows = np.arange(ok.shape[0])
     winners = {}
     if opts.criterion == "cv+reps" and size is not None:
         keep = np.zeros_like(ok)
         for k in np.unique(size):
-            masked = np.where(ok & (size == k)[None, :], wss, np.inf)
+            of_size = ok & (size == k)[None, :]
+            masked = np.where(of_size, wss, np.inf)
             best = masked.argmin(axis=1)
             winners[k] = (best, np.isfinite(masked[rows, best]))
             keep[rows, best] = winners[k][1]
@@ -172,24 +183,41 @@ def choose(scores, ok, rank, opts: SearchOptions, size=None, wss=None, noise=Non
     near = ok & (s <= best * (1.0 + opts.tie_tolerance) + 1e-12)
     pick = np.where(near, rank[None, :], np.iinfo(np.int64).max).argmin(axis=1)
     if winners and noise is not None:
-        pick = _simplify(pick, winners, size, wss, noise, opts.significance)
+        n_coef = size + 1 if n_coef is None else n_coef
+        pick = _simplify(pick, winners, size, wss, noise, press, n_points - n_coef, n_points, opts.significance)
     return pick
 
 
-def _simplify(pick, winners, size, wss, noise, significance):
-    """Replace each pick by the smallest-size winner that an F-test cannot tell apart from it."""
+def _simplify(pick, winners, size, wss, noise, press, resid_dof, n_points, significance):
+    """Replace each pick by the smallest-size winner whose extra squares are within the noise.
+
+    The noise variance is the repetitions' spread, unless the pick's residuals scatter
+    significantly more than that (lack-of-fit F-test): then the points carry noise that all
+    repetitions of a point share (rank-to-rank or run-to-run variation the repetitions cannot
+    see) and the residual variance is the noise. With one repetition the noise is the pick's
+    leave-one-out squares per point. Extra terms must then pass an F-test at `significance`
+    ("auto": SIGNIFICANCE_AUTO, stricter with repetitions, where the in-sample squares of the best
+    of many shapes understate the noise; leave-one-out squares already include that).
+    """
     from scipy.special import fdtri  # scipy.special imports far faster than scipy.stats
 
     var, dof = noise
     rows = np.arange(len(pick))
+    own_dof = resid_dof[pick]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        level = 1 - np.where(dof > 0, *SIGNIFICANCE_AUTO) if significance == "auto" else 1 - significance
+        lack = wss[rows, pick] / own_dof
+        shared = (own_dof > 0) & (lack > var * fdtri(np.maximum(own_dof, 1), np.maximum(dof, 1), level))
+        sigma2 = np.where(dof > 0, np.where(shared, lack, var), press[rows, pick] / max(n_points, 1))
+        df2 = np.where((dof > 0) & ~shared, dof, own_dof)
     done = np.zeros(len(pick), dtype=bool)
     for k in sorted(winners):
         cand, valid = winners[k]
         extra = size[pick] - k
-        usable = valid & ~done & (extra > 0) & (dof > 0) & (var > 0)
+        usable = valid & ~done & (extra > 0) & (df2 > 0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            stat = (wss[rows, cand] - wss[rows, pick]) / np.maximum(extra, 1) / var
-            crit = fdtri(np.maximum(extra, 1), np.maximum(dof, 1), 1 - significance)
+            stat = (wss[rows, cand] - wss[rows, pick]) / np.maximum(extra, 1) / sigma2
+            crit = fdtri(np.maximum(extra, 1), np.maximum(df2, 1), level)
         accept = usable & (stat < crit)
         pick = np.where(accept, cand, pick)
         done |= accept
@@ -236,15 +264,16 @@ def single_design(x: np.ndarray, factors: list[Factor], hyps: Hypotheses) -> dic
 
 
 def score_single(x, y, w, hyps: Hypotheses, opts: SearchOptions):
-    """LOO SMAPE, weighted squares (R, H) and admissibility of every hypothesis on rows y (R, n)."""
+    """LOO SMAPE, weighted squares, weighted LOO squares (R, H) and admissibility of every hypothesis on rows y (R, n)."""
     H = len(hyps.members)
     scores = np.full((y.shape[0], H), np.inf)
     wss = np.full((y.shape[0], H), np.inf)
+    press = np.full((y.shape[0], H), np.inf)
     ok = np.zeros((y.shape[0], H), dtype=bool)
+    sign = trend_sign(x[:, None], y)[:, :, None]
     for idxs, A in single_design(x, opts.factors, hyps).values():
-        sign = trend_sign(x[:, None], y)[:, :, None]
-        scores[:, idxs], wss[:, idxs], ok[:, idxs] = _score(A, y, w, opts, sign)
-    return scores, wss, ok
+        scores[:, idxs], wss[:, idxs], press[:, idxs], ok[:, idxs] = _score(A, y, w, opts, sign)
+    return scores, wss, press, ok
 
 
 def line_indices(X: np.ndarray, col: int, min_points: int) -> np.ndarray | None:
@@ -272,11 +301,13 @@ def line_candidates(batch: PointBatch, col: int, hyps: Hypotheses, opts: SearchO
     n_lines, n_l = L.shape
     y = batch.y[:, L].reshape(R * n_lines, n_l)
     w = batch.w[:, L].reshape(R * n_lines, n_l)
-    s, wss, ok = score_single(batch.X[L[0], col], y, w, hyps, opts)
+    s, wss, press, ok = score_single(batch.X[L[0], col], y, w, hyps, opts)
     s = s.reshape(R, n_lines, -1).mean(axis=1)
     wss = wss.reshape(R, n_lines, -1).sum(axis=1)
+    press = press.reshape(R, n_lines, -1).sum(axis=1)
     ok = ok.reshape(R, n_lines, -1).mean(axis=1) >= 0.5
-    chosen = choose(s, ok, hyps.rank, opts, hyps.size * n_lines, wss, batch.noise())
+    chosen = choose(s, ok, hyps.rank, opts, hyps.size * n_lines, wss, batch.noise(), press,
+                    (hyps.size + 1) * n_lines, L.size)
     ranked = np.where(ok, s, np.inf)
     ranked[:, 0] = np.inf  # the constant hypothesis is never a multi-parameter factor
     ranked[np.arange(R), chosen] = -1.0
@@ -319,8 +350,8 @@ class Choice:
 
 def search_single_parameter(batch: PointBatch, opts: SearchOptions) -> list[Choice]:
     hyps = single_hypotheses(opts.factors, opts.n_terms)
-    s, wss, ok = score_single(batch.X[:, 0], batch.y, batch.w, hyps, opts)
-    chosen = choose(s, ok, hyps.rank, opts, hyps.size, wss, batch.noise())
+    s, wss, press, ok = score_single(batch.X[:, 0], batch.y, batch.w, hyps, opts)
+    chosen = choose(s, ok, hyps.rank, opts, hyps.size, wss, batch.noise(), press, n_points=len(batch.X))
     rivals = alternatives(chosen, ok, hyps.size, wss, batch.noise(), len(batch.X))
 
     def terms(h):
@@ -357,7 +388,7 @@ def _search_forms(batch: PointBatch, rows, cols, per_param, opts: SearchOptions)
     cand_ok = [per_param[c][2][rows][:, combos[:, a]] for a, c in enumerate(cols)]
     values = [tables[c][cand[a] - 1] for a, c in enumerate(cols)]  # hypothesis i>0 is factor i-1
     trend = trend_sign(batch.X, y)
-    all_s, all_ss, all_ok, all_rank, all_size, labels = [], [], [], [], [], []
+    all_s, all_ss, all_press, all_ok, all_rank, all_size, labels = [], [], [], [], [], [], []
     for form in forms(len(cols)):
         used = sorted(set().union(*form)) if form else []
         # combinations that differ only in parameters the form does not use are the same hypothesis
@@ -367,9 +398,10 @@ def _search_forms(batch: PointBatch, rows, cols, per_param, opts: SearchOptions)
         A = np.stack(columns, axis=-1)  # (R, C', n, p)
         sign = np.stack([_monomial_sign(trend, [cols[a] for a in mono]) for mono in form], axis=-1) \
             if form else np.zeros((len(rows), 0))
-        s, ss, ok = _score(A, y, w, opts, sign[:, None, :])
+        s, ss, press, ok = _score(A, y, w, opts, sign[:, None, :])
         all_s.append(s)
         all_ss.append(ss)
+        all_press.append(press)
         all_size.append(np.full(s.shape[1], len(form)))
         all_ok.append(ok & np.all([cand_ok[a][:, keep] for a in used], axis=0) if used else ok)
         # fewer terms first, then the candidates the lines preferred, then fewer factors per term
@@ -377,7 +409,7 @@ def _search_forms(batch: PointBatch, rows, cols, per_param, opts: SearchOptions)
         labels += [(form, ci) for ci in keep]
     s, ok, rank = np.concatenate(all_s, 1), np.concatenate(all_ok, 1), np.concatenate(all_rank)
     size, wss, noise = np.concatenate(all_size), np.concatenate(all_ss, 1), batch.noise(rows)
-    chosen = choose(s, ok, rank, opts, size, wss, noise)
+    chosen = choose(s, ok, rank, opts, size, wss, noise, np.concatenate(all_press, 1), n_points=len(batch.X))
     rivals = alternatives(chosen, ok, size, wss, noise, len(batch.X), limit=4)
 
     all_cols = range(batch.X.shape[1])
