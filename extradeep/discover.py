@@ -21,6 +21,8 @@ from extradeep.errors import InputError
 # Tokens map to names; the reserved names "rank" and "rep" say which token is which.
 DEFAULT_ALIASES = {"p": "ranks", "r": "rep", "mpi": "rank"}
 RESERVED = ("path", "app", "rank", "rep", "size", "mtime_ns", "sha256")
+# Columns of the per-step tables that parameters are joined to: no parameter may take these names.
+STEP_SUM_COLUMNS = ("file", "region", "kind", "category", "metric", "epoch", "phase", "step", "value")
 EXPORT_SUFFIX = ".sqlite"
 
 _NUMBER = r"\d+(?:\.\d+)?(?:[eE]-?\d+)?"
@@ -293,6 +295,9 @@ def validate_runs(runs: pd.DataFrame, problems: list[str]) -> tuple[pd.DataFrame
         raise InputError(None, "no usable exports found" + (": " + "; ".join(problems) if problems else ""))
     check_single_app(runs)
     params = param_columns(runs)
+    clash = sorted(set(params) & set(STEP_SUM_COLUMNS))
+    if clash:
+        raise InputError(None, f"parameter name(s) {', '.join(clash)} are reserved; rename them, e.g. --alias {clash[0]}=n_{clash[0]}")
     incomplete = runs[params].isna().any(axis=1) if params else pd.Series(False, index=runs.index)
     for _, row in runs[incomplete].iterrows():
         absent = ", ".join(k for k in params if pd.isna(row[k]))

@@ -3,8 +3,8 @@
 The per-file stage is `extradeep.nsys.read.read_export` (path in, small step-sum table out), so it
 can run in worker processes here and, later, on a cluster. Its results are cached per file, keyed by
 path, size, mtime, reader version and reader settings, in a cache directory (never beside the
-inputs unless asked). Bad files become one-line problems; only when nothing usable remains is an
-InputError raised.
+inputs unless asked). Bad files become one-line problems; an InputError is raised only when nothing
+usable remains or the batch cannot be aggregated as a whole.
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ def load_experiment(
     `paths`: files and/or directories (searched recursively), or None with `manifest`. `params`: the
     modeled parameter names (default: those that vary). `settings`: the reader settings passed to
     `read_export`. `progress`: None (a line on stderr), False (silent) or a callable
-    `(done, total, path)`. Raises InputError only when nothing usable remains.
+    `(done, total, path)`. Bad files are skipped and listed; InputError is raised only when nothing
+    usable remains or the batch is inconsistent (mixed apps, a varying parameter not modeled).
     """
     aliases = discover.parse_aliases(aliases) if not isinstance(aliases, dict) else aliases
     settings = ReaderSettings.from_any(settings)
@@ -127,10 +128,9 @@ def choose_params(runs: pd.DataFrame, params, aliases: dict) -> list[str]:
 def step_sum_table(runs: pd.DataFrame, frames: dict, params: list[str]) -> pd.DataFrame:
     """Concatenate the per-file step sums with the file id, rank, repetition and point columns."""
     parts = []
-    for file_id, run in enumerate(runs.itertuples(index=False)):
-        frame = frames[run.path]
-        extra = {"file": file_id, "rank": run.rank, "rep": run.rep, **{p: getattr(run, p) for p in params}}
-        parts.append(frame.assign(**extra))
+    for file_id, run in enumerate(runs.to_dict("records")):
+        extra = {"file": file_id, "rank": run["rank"], "rep": run["rep"], **{p: run[p] for p in params}}
+        parts.append(frames[run["path"]].assign(**extra))
     return pd.concat(parts, ignore_index=True)
 
 

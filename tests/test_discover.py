@@ -148,3 +148,11 @@ def test_nothing_usable_raises(tmp_path):
     with pytest.raises(InputError) as info:
         discover(tmp_path / "absent")
     assert "no usable exports" in str(info.value)
+
+
+def test_parameter_names_that_clash_with_table_columns_are_refused(tmp_path):
+    _touch(tmp_path / "app.p2.step100.r1.mpi0.sqlite")
+    with pytest.raises(InputError, match="reserved.*--alias step=n_step"):
+        discover(tmp_path)
+    runs, _ = discover(tmp_path, aliases=["step=steps"])
+    assert runs["steps"].tolist() == [100]
