@@ -228,7 +228,8 @@ def test_config_file_dataset_and_saved_experiment(small_run, tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "argv, fragment",
-    [(["--train-samples", "10"], "--batch-size"), (["--val-samples", "10"], "--train-samples"), ([], "PROFILES")],
+    [(["--train-samples", "10"], "--batch-size"), (["--val-samples", "10"], "--train-samples"), ([], "PROFILES"),
+     (["--train-samples", "-5", "--batch-size", "8"], "samples >= 0")],
 )
 def test_incomplete_options_are_user_errors(argv, fragment):
     with pytest.raises(InputError, match=fragment):

@@ -120,13 +120,24 @@ def dataset_from_options(options: dict, aliases: dict | None = None):
         return aliases.get(value, value) if isinstance(value, str) else value
 
     return Dataset(
-        train_samples=float(options["train_samples"]),
-        val_samples=float(options["val_samples"] or 0),
+        train_samples=_sample_count(options, "train_samples"),
+        val_samples=_sample_count(options, "val_samples"),
         batch_per_rank=param(options["batch_size"]),
         gpus_param=param(options["gpus_param"]),
         model_parallel=param(options["model_parallel"]),
         weak_scaling=bool(options["weak_scaling"]),
     )
+
+
+def _sample_count(options: dict, key: str) -> float:
+    value = options[key] or 0
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not number >= 0 or number == float("inf"):
+        raise InputError(None, f"--{key.replace('_', '-')} must be a number of samples >= 0, got {value!r}")
+    return number
 
 
 def reader_settings(options: dict):
