@@ -139,13 +139,17 @@ def test_bad_files_are_skipped_and_reported_one_line_each(small_run, tmp_path, c
     assert _hashes(run) == before
 
 
-def test_nothing_usable_raises_with_the_problems(tmp_path):
+def test_nothing_usable_raises_with_the_problems(tmp_path, capsys):
     (tmp_path / "a.p2.r1.mpi0.sqlite").write_bytes(b"")
     (tmp_path / "a.p2.r1.mpi1.sqlite").write_text("hello")
     with pytest.raises(InputError) as info:
         load_experiment(tmp_path, use_cache=False, progress=False, jobs=1)
     assert "no usable exports among 2 file(s)" in str(info.value) and "\n" not in str(info.value)
     assert len(info.value.problems) == 2 and any("a.p2.r1.mpi1.sqlite" in p for p in info.value.problems)
+    with pytest.raises(InputError) as info:
+        experiment_from_args(_parser().parse_args([str(tmp_path), "--no-cache", "--jobs", "1"]), progress=False)
+    warnings = capsys.readouterr().err.splitlines()
+    assert warnings == [f"extradeep: warning: {info.value.problems[1]}"]  # the first is in the error line
 
 
 def test_duplicate_content_and_mixed_apps(small_run, tmp_path):

@@ -187,11 +187,12 @@ def experiment_from_args(args: argparse.Namespace, progress=None):
 
 
 def _load_reporting(load, *args, **kwargs):
-    """Call `load`; when nothing usable remains, print every problem before the error line."""
+    """Call `load`; when nothing usable remains, print the problems that the error line (which
+    carries the first) does not."""
     try:
         return load(*args, **kwargs)
     except InputError as exc:
-        for problem in getattr(exc, "problems", []):
+        for problem in getattr(exc, "problems", [])[1:]:
             print(f"extradeep: warning: {problem}", file=sys.stderr)
         raise
 
