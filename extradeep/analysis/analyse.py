@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.analysis.epoch import (EPOCH_TIME, REGION_KEYS, EpochModel, application_steps, dataset_notes,
-                                      per_epoch, point_summary, step_values)
+                                      per_epoch, point_summary, samples_per_epoch, skipped_data_note, step_values)
 from extradeep.analysis.cost import CostSettings, cost_table
 from extradeep.analysis.overlap import fit_step_composition, step_parts
 from extradeep.analysis.scaling import default_baseline, scaling_models, scaling_table
@@ -228,10 +228,14 @@ def subset_experiment(experiment: Experiment, keep: pd.DataFrame) -> Experiment:
 def prediction_table(analysis: Analysis, grid: pd.DataFrame, cost: CostSettings | None = None,
                      level: float = 0.95) -> pd.DataFrame:
     """Every application quantity at every ``grid`` point: T with its prediction interval,
-    speedup, efficiency and runtime change vs the baseline, and (with ``cost``) core-hours,
-    GPU-hours and cost."""
+    speedup, efficiency and runtime change vs the baseline (per sample with a dataset), the
+    training samples an epoch processes and the share it leaves out, and (with ``cost``)
+    core-hours, GPU-hours and cost."""
     table = scaling_table(analysis.application_models, grid, analysis.params, ["quantity"], analysis.baseline,
-                          analysis.scaling, analysis.ranks_param, level=level)
+                          analysis.scaling, analysis.ranks_param, level=level, samples=sample_counter(analysis))
+    if analysis.dataset is not None and not table.empty:
+        counts = samples_per_epoch(analysis.dataset, table[analysis.params], analysis.fixed)
+        table["samples"], table["skipped_share"] = counts["samples"], counts["skipped_share"]
     if cost is not None and not table.empty:
         table = cost_table(table, replace(cost, ranks_param=analysis.ranks_param), analysis.params)
     return table
@@ -256,11 +260,21 @@ def analyse_table(table: pd.DataFrame, params: list[str], options: dict | None =
                     options=dict(options or {}))
 
 
+def sample_counter(analysis: Analysis):
+    """points -> training samples per epoch, so speedup and efficiency compare time per sample
+    (floor() in n_t must not pass for speedup); None without a dataset or when the scaling mode is
+    not the dataset's (then the textbook time ratios apply as asked)."""
+    dataset = analysis.dataset
+    if dataset is None or analysis.per != "epoch" or (analysis.scaling == "weak") != bool(dataset.weak_scaling):
+        return None
+    return lambda points: samples_per_epoch(dataset, points, analysis.fixed)["samples"].to_numpy(float)
+
+
 def derived_models(analysis: Analysis) -> pd.DataFrame:
     """Models of speedup, efficiency and runtime change of each application quantity (paper Eq.
     12), fitted to the values derived from the runtime models at the modeled points."""
     table = scaling_table(analysis.application_models, analysis.points, analysis.params, ["quantity"],
-                          analysis.baseline, analysis.scaling, analysis.ranks_param)
+                          analysis.baseline, analysis.scaling, analysis.ranks_param, samples=sample_counter(analysis))
     return scaling_models(table, analysis.params, ["quantity"], analysis.options)
 
 
@@ -278,13 +292,19 @@ def rebase(analysis: Analysis, fixed: dict) -> Analysis:
 
 
 def extrapolation_notes(analysis: Analysis, grid: pd.DataFrame) -> list[str]:
-    """A warning when predictions reach far beyond the measured configurations."""
+    """Warnings about predictions at ``grid``: epochs that skip part of the data (floor in n_t)
+    and predictions far beyond the measured configurations."""
+    notes = []
+    if analysis.dataset is not None and analysis.per == "epoch":
+        points = grid[analysis.params].drop_duplicates().reset_index(drop=True)
+        counts = pd.concat([points, samples_per_epoch(analysis.dataset, points, analysis.fixed)], axis=1)
+        notes += skipped_data_note(counts, analysis.params)
     ranks = analysis.ranks_param
     largest = float(analysis.points[ranks].max())
     far = sorted(v for v in grid[ranks].unique() if v > 2 * largest)
     if not far:
-        return []
-    return [f"predictions at {ranks} = {', '.join(f'{v:g}' for v in far)} extrapolate more than 2x beyond the "
+        return notes
+    return notes + [f"predictions at {ranks} = {', '.join(f'{v:g}' for v in far)} extrapolate more than 2x beyond the "
             f"largest measured configuration ({largest:g}); a change of regime there (e.g. communication no "
             "longer hidden behind computation) is not measured: the epoch-time interval spans the regimes "
             "the measured points allow, and the point prediction can be far off (docs/performance.md: "
@@ -295,5 +315,7 @@ def region_scaling(analysis: Analysis, grid: pd.DataFrame, level: float = 0.95) 
     """Speedup, efficiency and runtime change of every region's time model at ``grid`` (same
     definitions and baseline as the application quantities)."""
     models = analysis.region_models[analysis.region_models["metric"] == "time"]
+    # Epoch-time ratios here (not per sample as for the application quantities): the JSON contract
+    # of region_predictions says S = T(x1)/T(x); floor() in n_t can push these above 1.
     return scaling_table(models, grid, analysis.params, ["region", "kind", "category"], analysis.baseline,
                          analysis.scaling, analysis.ranks_param, level=level)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.analysis.cost import CostSettings, cost_table
+from extradeep.analysis.epoch import SKIP_WARN, samples_per_epoch, skipped_data_note
 from extradeep.analysis.points import format_point, format_seconds
 from extradeep.analysis.scaling import add_scaling_columns, design
 from extradeep.errors import InputError
@@ -64,11 +65,31 @@ def budget_search(epoch_model, candidates: pd.DataFrame, params: list[str], limi
     intervals = valid_intervals(table, params, along)
     best = best_configurations(table, params)
     failure = None if table["valid"].any() else explain_failure(table, limits, cost.unit, params)
-    notes = []
+    notes = _varied_note(candidates, params, along) + _skipped_notes(table, params)
     if table["valid"].any() and not table["valid_upper"].any():
         notes.append("every valid configuration fails a limit at the upper end of the "
                      f"{level:.0%} prediction interval: plan with a margin")
     return BudgetResult(table, intervals, best, limits, scaling, cost.unit, failure, notes)
+
+
+def _varied_note(candidates: pd.DataFrame, params: list[str], along: str) -> list[str]:
+    """Say which parameters the search holds fixed (a two-parameter model is searched along ranks)."""
+    held = [p for p in params if p != along and candidates[p].nunique() == 1]
+    if not held:
+        return []
+    return [f"the search varies {along} only; {format_point(candidates.iloc[0], held)} stays fixed "
+            "(give other values with --at)"]
+
+
+def _skipped_notes(table: pd.DataFrame, params: list[str]) -> list[str]:
+    if "skipped_share" not in table.columns:
+        return []
+    notes = skipped_data_note(table, params)
+    valid = table[table["valid"]]
+    if notes and (valid["skipped_share"] > SKIP_WARN).any() and (valid["skipped_share"] <= SKIP_WARN).any():
+        notes.append(f"the best configurations are picked among those that skip at most {SKIP_WARN:.0%} of the "
+                     "training samples per epoch (those listed above look faster and cheaper than the work they stand for)")
+    return notes
 
 
 def _candidate_table(model, candidates, params, baseline, limits, cost, scaling, level) -> pd.DataFrame:
@@ -79,6 +100,13 @@ def _candidate_table(model, candidates, params, baseline, limits, cost, scaling,
     lo, hi = model.interval(X, level=level)
     table["T_lo"], table["T_hi"] = np.asarray(lo, float).reshape(-1), np.asarray(hi, float).reshape(-1)
     table["T_base"] = float(np.asarray(model.predict(design(pd.DataFrame([baseline])[params], params))).reshape(-1)[0])
+    dataset = getattr(model, "dataset", None)  # an EpochModel knows its steps per epoch
+    if dataset is not None:
+        counts = samples_per_epoch(dataset, points, model.fixed)
+        table[list(counts.columns)] = counts
+        if (scaling == "weak") == bool(dataset.weak_scaling):  # compare time per sample (docs/analysis.md)
+            base = pd.DataFrame([baseline])[params].astype(float)
+            table["samples_base"] = float(samples_per_epoch(dataset, base, model.fixed)["samples"].iloc[0])
     table = add_scaling_columns(table, baseline, scaling, cost.ranks_param)
     table = cost_table(table, cost, params)
     table["total_time"] = table["T"] * limits.epochs
@@ -112,11 +140,15 @@ def valid_intervals(table: pd.DataFrame, params: list[str], along: str) -> pd.Da
 
 
 def best_configurations(table: pd.DataFrame, params: list[str]) -> pd.DataFrame:
-    """The valid configuration with the highest efficiency, the lowest cost and the shortest time."""
+    """The valid configuration with the highest efficiency, the lowest cost and the shortest time,
+    among those whose epochs skip at most SKIP_WARN of the data when there are any."""
     valid = table[table["valid"]]
     columns = ["criterion", *params, "T", "total_time", "total_cost", "efficiency", "speedup", "valid_upper"]
     if valid.empty:
         return pd.DataFrame(columns=columns)
+    if "skipped_share" in valid.columns and (valid["skipped_share"] <= SKIP_WARN).any():
+        # An epoch that leaves out data looks faster and cheaper than the work it stands for.
+        valid = valid[valid["skipped_share"] <= SKIP_WARN]
     picks = {
         # Ties go to the cheaper, then the faster configuration.
         "efficiency": valid.sort_values(["efficiency", "total_cost", "T"], ascending=[False, True, True]).iloc[0],

@@ -64,8 +64,12 @@ def default_baseline(points: pd.DataFrame, params: list[str], ranks_param: str) 
 
 
 def scaling_table(models: pd.DataFrame, grid: pd.DataFrame, params: list[str], keys: list[str],
-                  baseline: dict, mode: str = "strong", ranks_param: str = "ranks", level: float = 0.95) -> pd.DataFrame:
-    """Speedup, efficiency and runtime change of every model at every grid point vs ``baseline``."""
+                  baseline: dict, mode: str = "strong", ranks_param: str = "ranks", level: float = 0.95,
+                  samples=None) -> pd.DataFrame:
+    """Speedup, efficiency and runtime change of every model at every grid point vs ``baseline``.
+
+    ``samples``: optional function of a points frame -> samples processed per epoch; speedup and
+    efficiency then compare time per sample (see :func:`add_scaling_columns`)."""
     if mode not in SCALING_MODES:
         raise InputError("--scaling", f"must be one of {', '.join(SCALING_MODES)}, got {mode!r}")
     missing = [p for p in params if p not in baseline]
@@ -75,23 +79,39 @@ def scaling_table(models: pd.DataFrame, grid: pd.DataFrame, params: list[str], k
     table = predict_table(models, grid, params, keys, level)
     base_T = predict_table(models, base, params, keys)[[*keys, "T"]].rename(columns={"T": "T_base"})
     table = table.merge(base_T, on=keys, how="left")
+    if samples is not None and not table.empty:
+        table["samples"] = np.asarray(samples(table[params]), dtype=float)
+        table["samples_base"] = float(np.asarray(samples(base)).reshape(-1)[0])
     return add_scaling_columns(table, baseline, mode, ranks_param)
 
 
 def add_scaling_columns(table: pd.DataFrame, baseline: dict, mode: str, ranks_param: str,
                         time: str = "T", base: str = "T_base") -> pd.DataFrame:
-    """Add speedup, efficiency and runtime_change_pct to a table holding ``time`` and ``base``."""
+    """Add speedup, efficiency and runtime_change_pct to a table holding ``time`` and ``base``.
+
+    With columns ``samples`` and ``samples_base`` (samples processed per epoch), the ratio is one of
+    time per sample, (T1/N1)/(T/N): floor() in the steps per epoch (Eq. 2) makes some epochs skip
+    part of the data, which would otherwise pass for speedup (efficiency above 1 from rounding).
+    Without rounding it equals T1/T under strong scaling and T1/T * rk/r1 under weak scaling, so
+    in both modes speedup = that ratio and efficiency = ratio * r1/rk."""
     T = table[time].to_numpy(dtype=float)
     T1 = table[base].to_numpy(dtype=float)
     # A model that predicts a non-positive runtime has no meaningful ratio there.
     valid = (T > 0) & (T1 > 0)
     ratio = np.divide(T1, T, out=np.full_like(T, np.nan), where=valid)
+    per_sample = {"samples", "samples_base"} <= set(table.columns)
+    if per_sample:
+        N, N1 = table["samples"].to_numpy(dtype=float), table["samples_base"].to_numpy(dtype=float)
+        ratio = np.divide(ratio * N, N1, out=np.full_like(T, np.nan), where=valid & (N > 0) & (N1 > 0))
     if ranks_param in table.columns and ranks_param in baseline:
         resource = table[ranks_param].to_numpy(dtype=float) / float(baseline[ranks_param])
     else:
         resource = np.ones_like(T)
     out = table.copy()
-    if mode == "strong":
+    if per_sample:
+        out["speedup"] = ratio
+        out["efficiency"] = ratio / resource
+    elif mode == "strong":
         out["speedup"] = ratio
         out["efficiency"] = ratio / resource
     else:

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.analysis.analyse import Analysis, primary_quantity
-from extradeep.analysis.epoch import BREAKDOWN, EPOCH_TIME, QUANTITIES, quantity_label
+from extradeep.analysis.epoch import BREAKDOWN, EPOCH_TIME, QUANTITIES, SKIP_WARN, quantity_label
 from extradeep.analysis.points import format_point
 from extradeep.report.text import (format_interval, format_pct, format_value, points_text, render_table, section,
                                    shorten)
@@ -89,15 +89,26 @@ def prediction_section(analysis: Analysis, predictions: pd.DataFrame, level: flo
         row = [format_point(r, analysis.params), format_interval(r["T"], r["T_lo"], r["T_hi"]),
                f"{r['speedup']:.2f}", f"{r['efficiency']:.2f}", format_pct(r["runtime_change_pct"]),
                format_pct(idle * 100)]
+        if "samples" in main.columns:
+            row.append(samples_text(r))
         if cost_unit:
             row.append(f"{r['cost']:.4g}")
         rows.append(row)
     headers = ["point", f"{quantity_label(quantity, analysis.per)} [{level:.0%} interval]", "speedup", "efficiency", "runtime change", "idle share"]
+    if "samples" in main.columns:
+        headers.append("samples/epoch")
     if cost_unit:
         headers.append(f"{cost_unit}/{analysis.per}")
     title = (f"Predictions per {analysis.per} ({analysis.scaling} scaling; baseline "
              f"{format_point(analysis.baseline, analysis.params)})")
     return section(title, render_table(headers, rows))
+
+
+def samples_text(row) -> str:
+    """Training samples one epoch processes, with the share floor() in n_t leaves out when that is
+    more than SKIP_WARN (``!`` marks it)."""
+    text = f"{row['samples']:,.0f}"
+    return text + f" (! {row['skipped_share']:.1%} skipped)" if row["skipped_share"] > SKIP_WARN else text
 
 
 def derived_section(analysis: Analysis, derived: pd.DataFrame) -> str:
