@@ -175,3 +175,27 @@ def test_recent_files_are_remembered(opened, gui_experiment):
     again = MainWindow(settings=QSettings(opened.settings.fileName(), QSettings.IniFormat))
     assert [a.text() for a in again.recent_menu.actions()][0] == str(gui_experiment)
     again.deleteLater()
+
+
+def test_export_html_report_uses_the_report_command(opened, settle, tmp_path):
+    out = tmp_path / "report.html"
+    opened.export_report(out)
+    settle(lambda: not opened.runner.busy, 120)
+    assert opened.last_error == ""
+    html = out.read_text()
+    assert html.lstrip().lower().startswith("<!doctype html") and "</html>" in html
+    assert html.count("data:image/png;base64,") >= 3  # figures are embedded
+
+
+def test_uncaught_errors_in_callbacks_are_shown_not_fatal(window, monkeypatch):
+    import sys
+
+    from gui.app import install_excepthook
+
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # restored after the test
+    install_excepthook(window)
+    try:
+        raise ValueError("boom")
+    except ValueError as exc:
+        sys.excepthook(type(exc), exc, exc.__traceback__)
+    assert window.last_error == "ValueError: boom" and window.isVisible()
