@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from extradeep.analysis.cost import CostSettings, cost_table
+from extradeep.analysis.cost import CostSettings, amount_text, cost_table
 from extradeep.analysis.epoch import SKIP_WARN, samples_per_epoch, skipped_data_note
 from extradeep.analysis.points import format_point, format_seconds
 from extradeep.analysis.scaling import add_scaling_columns, design
@@ -163,7 +163,7 @@ def explain_failure(table: pd.DataFrame, limits: BudgetLimits, unit: str, params
     """Say which limit no candidate meets, and by how much the closest candidate misses it."""
     epochs = f"{limits.epochs:g} epoch{'s' if limits.epochs != 1 else ''}"
     checks = (("time", limits.max_time, "total_time", "fastest", "needs", format_seconds),
-              ("cost", limits.max_cost, "total_cost", "cheapest", "costs", lambda v: f"{v:.4g} {unit}"))
+              ("cost", limits.max_cost, "total_cost", "cheapest", "costs", lambda v: amount_text(v, unit)))
     problems = []
     for name, limit, column, closest, verb, show in checks:
         if limit is not None and not table[f"{name}_ok"].any():

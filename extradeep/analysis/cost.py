@@ -119,3 +119,8 @@ def cost_table(frame: pd.DataFrame, settings: CostSettings, params: list[str], t
         out["cost_lo"], out["cost_hi"] = np.minimum(lo, hi), np.maximum(lo, hi)
     out.attrs["cost_unit"] = settings.unit
     return out
+
+
+def amount_text(value: float, unit: str) -> str:
+    """A cost value with its unit label (see CostSettings.unit): ``5 (money)``, ``300 core-hours``."""
+    return f"{value:.4g} {unit.removeprefix('cost ')}"

@@ -12,7 +12,7 @@ import pandas as pd
 from extradeep import __version__
 from extradeep.analysis.analyse import Analysis, extrapolation_notes, prediction_table, primary_quantity
 from extradeep.analysis.budget import BudgetResult
-from extradeep.analysis.cost import CostSettings, cost_of
+from extradeep.analysis.cost import CostSettings, amount_text, cost_of
 from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP, quantity_label
 from extradeep.analysis.points import format_point, format_seconds
 from extradeep.report import plots
@@ -142,7 +142,7 @@ def tradeoff_section(inputs: ReportInputs) -> str:
                                 result.cost_unit, limits.epochs)
     parts = ["<h2>Time/cost trade-off</h2>", _image(inputs, "tradeoff", fig, "time and cost trade-off")]
     asked = [f"at most {format_seconds(limits.max_time)}" if limits.max_time else "",
-             f"at most {limits.max_cost:g} {result.cost_unit}" if limits.max_cost else ""]
+             f"at most {amount_text(limits.max_cost, result.cost_unit)}" if limits.max_cost else ""]
     parts.append(f"<p>Limits for {limits.epochs:g} epoch(s): {html.escape(' and '.join(a for a in asked if a))}.</p>")
     if result.failure:
         parts.append(f'<p class="fail">No configuration is valid: {html.escape(result.failure)}.</p>')
