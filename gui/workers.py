@@ -182,6 +182,7 @@ class TaskRunner(QObject):
 
     def _finish(self, slot, task, on_done, result, error: str | None = None, cancelled: bool = False):
         self._running.discard(task)
+        cancelled = cancelled or (task.is_cancelled and error is None)  # Cancel wins over a late result
         task.fn, task.args = None, ()  # let go of workspaces early; the shell stays retired a while
         self._retired.append(task)
         is_current = self._current.get(slot) is task

@@ -199,3 +199,14 @@ def test_uncaught_errors_in_callbacks_are_shown_not_fatal(window, monkeypatch):
     except ValueError as exc:
         sys.excepthook(type(exc), exc, exc.__traceback__)
     assert window.last_error == "ValueError: boom" and window.isVisible()
+
+
+def test_cancel_while_opening_leaves_the_window_as_it_was(window, gui_experiment, settle):
+    messages = []
+    window.runner.cancelled.connect(messages.append)
+    window.open_path(gui_experiment)
+    assert window.cancel_button.isVisible()
+    window.cancel_button.click()
+    settle(lambda: not window.runner.busy)
+    assert window.ws is None and window.last_error == ""
+    assert "load" in messages and not window.cancel_button.isVisible()
