@@ -135,14 +135,16 @@ class MainWindow(QMainWindow):
         self.ws = ws
         self.app_models = None
         self.remember_recent(ws.source)
-        self.source_label.setText(f"{ws.source.name}: {len(ws.regions)} region models, params "
-                                  f"{', '.join(ws.params)}")
+        self.source_label.setText(f"{ws.source.name}: {len(ws.regions)} region models per {ws.per}, "
+                                  f"params {', '.join(ws.params)}")
         self.setWindowTitle(f"extradeep: {ws.source.name}")
         self.params.set_workspace(ws)
         self.regions.show_workspace(ws)
         first = self._default_rows(ws)
         self.regions.select_rows(first)
-        self.statusBar().showMessage(f"Opened {ws.source}", 5000)
+        self.source_label.setToolTip("\n".join(ws.notes))
+        note = f" ({ws.notes[0]}{'; more in the tooltip here' if len(ws.notes) > 1 else ''})" if ws.notes else ""
+        self.statusBar().showMessage(f"Opened {ws.source}{note}", 10000)
         self.remodel(first_rows=first)
 
     def _default_rows(self, ws: Workspace) -> list[int]:
