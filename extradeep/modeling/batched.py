@@ -62,7 +62,7 @@ def fit_batched(A: np.ndarray, y: np.ndarray, w: np.ndarray, want_r_inv: bool = 
     hat = np.einsum("k...i,k...i->...i", Q, Q)
     denom = 1.0 - hat
     loo_ok = denom > LEVERAGE_TOL
-    valid &= loo_ok.all(axis=-1)
+    valid &= fold(np.logical_and, loo_ok)
     resid = y - fitted
     loo_pred = y - resid / np.where(loo_ok, denom, 1.0)
     r_inv = _upper_inverse(Rm) if want_r_inv else None
@@ -93,7 +93,7 @@ def fit_one_term(t: np.ndarray, y: np.ndarray, w: np.ndarray) -> BatchFit:
     hat = w * (1.0 / sw[..., None] + (t - tbar[..., None]) ** 2 / spread[..., None])
     denom = 1.0 - hat
     loo_ok = denom > LEVERAGE_TOL
-    valid &= loo_ok.all(axis=-1)
+    valid &= fold(np.logical_and, loo_ok)
     loo_pred = y - (y - fitted) / np.where(loo_ok, denom, 1.0)
     return BatchFit(coef=np.stack([const, slope], axis=-1), fitted=fitted, loo_pred=loo_pred, valid=valid)
 
@@ -115,10 +115,20 @@ def smape(actual: np.ndarray, predicted: np.ndarray, axis: int = -1) -> np.ndarr
     den = np.abs(actual) + np.abs(predicted)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
-    return 100.0 * ratio.mean(axis=axis)
+    return 100.0 / ratio.shape[axis] * fold(np.add, ratio, axis)
 
 
-def chunk_rows(n_rows: int, cells_per_row: int, budget: int = 4_000_000):
+def fold(ufunc, a: np.ndarray, axis: int = -1) -> np.ndarray:
+    """`ufunc.reduce(a, axis)` as a loop over that (short) axis: numpy reduces a short inner axis of
+    a large array several times slower than it combines whole slices (points are 5-25 long)."""
+    a = np.moveaxis(a, axis, -1)
+    out = a[..., 0].copy()
+    for k in range(1, a.shape[-1]):
+        ufunc(out, a[..., k], out=out)
+    return out
+
+
+def chunk_rows(n_rows: int, cells_per_row: int, budget: int = 200_000):
     """Slices over rows that keep each chunk below `budget` array cells."""
     step = max(1, budget // max(1, cells_per_row))
     for start in range(0, n_rows, step):

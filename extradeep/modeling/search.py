@@ -15,7 +15,7 @@ from itertools import combinations, product
 
 import numpy as np
 
-from extradeep.modeling.batched import chunk_rows, fit_batched, fit_one_term, smape
+from extradeep.modeling.batched import chunk_rows, fit_batched, fit_one_term, fold, smape
 from extradeep.modeling.terms import Factor, Term, factor_values, term_growth_key
 
 
@@ -56,6 +56,10 @@ class PointBatch:
     w: np.ndarray = None  # (R, n) least-squares weights (set by `weights`)
     v: np.ndarray = None  # (R, n) relative noise variance per repetition
     floor: np.ndarray = None  # (R,) smallest magnitude used for relative variances
+
+    def single_rows(self, rows=slice(None)) -> np.ndarray:
+        """Regions measured once at every point (no repetition spread to estimate the noise)."""
+        return (self.count[rows] <= 1).all(axis=1)
 
     def noise(self, rows=slice(None)) -> tuple[np.ndarray, np.ndarray]:
         """Pure-error variance per unit weight from the repetitions, and its degrees of freedom."""
@@ -124,9 +128,9 @@ def _sign_ok(coef: np.ndarray, sign, nonnegative) -> np.ndarray:
     return np.ones(terms.shape[:-1], dtype=bool)
 
 
-def _score(A, y, w, opts: SearchOptions, sign=None):
-    """LOO SMAPE, weighted squares, weighted LOO squares (PRESS) and admissibility for stacks
-    A (H, n, p) or (R, H, n, p) against y, w (R, n).
+def _score(A, y, w, opts: SearchOptions, sign=None, want_press=True):
+    """LOO SMAPE, weighted squares, weighted LOO squares (PRESS; NaN unless `want_press`) and
+    admissibility for stacks A (H, n, p) or (R, H, n, p) against y, w (R, n).
 
     `sign` (R, 1, p - 1): the expected sign of each term for nonnegative="auto" (see `trend_sign`).
     """
@@ -134,22 +138,24 @@ def _score(A, y, w, opts: SearchOptions, sign=None):
     H, n, p = A.shape[-3:]
     out_s = np.empty((R, H))
     out_ss = np.empty((R, H))
-    out_press = np.empty((R, H))
+    out_press = np.full((R, H), np.nan)
     out_ok = np.empty((R, H), dtype=bool)
     for sl in chunk_rows(R, H * n * p * 4):
         Ac = A if A.ndim == 3 else A[sl]
         yc, wc = y[sl][:, None, :], w[sl][:, None, :]
         fit = fit_one_term(Ac[..., 1], yc, wc) if p == 2 else fit_batched(Ac, yc, wc)
-        ok = fit.valid & np.isfinite(fit.loo_pred).all(axis=-1)
+        ok = fit.valid & fold(np.logical_and, np.isfinite(fit.loo_pred))
         if p > 1:
-            contrib = np.abs(fit.coef[..., None, 1:] * Ac[..., :, 1:])
+            # a term's largest share of the value: |c| * max |column / y| (fewer temporaries)
             with np.errstate(divide="ignore", invalid="ignore"):
-                share = (contrib / np.abs(yc)[..., None]).max(axis=-2)
+                reach = fold(np.maximum, np.abs(Ac[..., :, 1:]) / np.abs(yc)[..., None], -2)
+                share = np.abs(fit.coef[..., 1:]) * reach
             ok &= (share >= opts.min_term_contribution).all(axis=-1)
             ok &= _sign_ok(fit.coef, None if sign is None else sign[sl], opts.nonnegative)
         out_s[sl] = smape(yc, fit.loo_pred)
         out_ss[sl] = np.einsum("...i,...i->...", wc, (yc - fit.fitted) ** 2)
-        out_press[sl] = np.einsum("...i,...i->...", wc, (yc - np.where(ok[..., None], fit.loo_pred, yc)) ** 2)
+        if want_press:  # only needed without repetitions (see `_simplify`)
+            out_press[sl] = np.einsum("...i,...i->...", wc, (yc - np.where(ok[..., None], fit.loo_pred, yc)) ** 2)
         out_ok[sl] = ok
     return out_s, out_ss, out_press, out_ok
 
@@ -263,7 +269,7 @@ def single_design(x: np.ndarray, factors: list[Factor], hyps: Hypotheses) -> dic
     return out
 
 
-def score_single(x, y, w, hyps: Hypotheses, opts: SearchOptions):
+def score_single(x, y, w, hyps: Hypotheses, opts: SearchOptions, want_press=True):
     """LOO SMAPE, weighted squares, weighted LOO squares (R, H) and admissibility of every hypothesis on rows y (R, n)."""
     H = len(hyps.members)
     scores = np.full((y.shape[0], H), np.inf)
@@ -272,7 +278,7 @@ def score_single(x, y, w, hyps: Hypotheses, opts: SearchOptions):
     ok = np.zeros((y.shape[0], H), dtype=bool)
     sign = trend_sign(x[:, None], y)[:, :, None]
     for idxs, A in single_design(x, opts.factors, hyps).values():
-        scores[:, idxs], wss[:, idxs], press[:, idxs], ok[:, idxs] = _score(A, y, w, opts, sign)
+        scores[:, idxs], wss[:, idxs], press[:, idxs], ok[:, idxs] = _score(A, y, w, opts, sign, want_press)
     return scores, wss, press, ok
 
 
@@ -301,7 +307,7 @@ def line_candidates(batch: PointBatch, col: int, hyps: Hypotheses, opts: SearchO
     n_lines, n_l = L.shape
     y = batch.y[:, L].reshape(R * n_lines, n_l)
     w = batch.w[:, L].reshape(R * n_lines, n_l)
-    s, wss, press, ok = score_single(batch.X[L[0], col], y, w, hyps, opts)
+    s, wss, press, ok = score_single(batch.X[L[0], col], y, w, hyps, opts, batch.single_rows().any())
     s = s.reshape(R, n_lines, -1).mean(axis=1)
     wss = wss.reshape(R, n_lines, -1).sum(axis=1)
     press = press.reshape(R, n_lines, -1).sum(axis=1)
@@ -350,7 +356,7 @@ class Choice:
 
 def search_single_parameter(batch: PointBatch, opts: SearchOptions) -> list[Choice]:
     hyps = single_hypotheses(opts.factors, opts.n_terms)
-    s, wss, press, ok = score_single(batch.X[:, 0], batch.y, batch.w, hyps, opts)
+    s, wss, press, ok = score_single(batch.X[:, 0], batch.y, batch.w, hyps, opts, batch.single_rows().any())
     chosen = choose(s, ok, hyps.rank, opts, hyps.size, wss, batch.noise(), press, n_points=len(batch.X))
     rivals = alternatives(chosen, ok, hyps.size, wss, batch.noise(), len(batch.X))
 
@@ -398,7 +404,7 @@ def _search_forms(batch: PointBatch, rows, cols, per_param, opts: SearchOptions)
         A = np.stack(columns, axis=-1)  # (R, C', n, p)
         sign = np.stack([_monomial_sign(trend, [cols[a] for a in mono]) for mono in form], axis=-1) \
             if form else np.zeros((len(rows), 0))
-        s, ss, press, ok = _score(A, y, w, opts, sign[:, None, :])
+        s, ss, press, ok = _score(A, y, w, opts, sign[:, None, :], batch.single_rows(rows).any())
         all_s.append(s)
         all_ss.append(ss)
         all_press.append(press)
