@@ -8,10 +8,12 @@ import numpy as np
 import pandas as pd
 
 from extradeep.analysis.epoch import (EPOCH_TIME, REGION_KEYS, EpochModel, application_steps, dataset_notes,
-                                      per_epoch, point_summary, samples_per_epoch, skipped_data_note, step_values)
+                                      per_epoch, point_summary, quantity_label, samples_per_epoch, skipped_data_note,
+                                      step_values)
 from extradeep.analysis.cost import CostSettings, cost_table
+from extradeep.analysis.points import format_point
 from extradeep.analysis.overlap import fit_step_composition, step_parts
-from extradeep.analysis.scaling import default_baseline, scaling_models, scaling_table
+from extradeep.analysis.scaling import default_baseline, design, scaling_models, scaling_table
 from extradeep.errors import InputError
 from extradeep.experiment import TOTAL, Dataset, Experiment
 
@@ -101,6 +103,7 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
         notes.append("GPU activity covers the whole measured step everywhere, so no idle time is visible "
                      "(an experiment saved before reader version 2 has no GPU busy time: idle is then step - summed "
                      "GPU time, which overlapping streams push to 0; model the exports again)")
+    notes = reliability_notes(app_models, per_unit(dataset)) + notes
     baseline = default_baseline(app_points if not app_points.empty else regions, params, ranks)
     if EPOCH_TIME not in set(application["quantity"]):
         notes.append("no step marks were measured, so there is no measured time per "
@@ -189,6 +192,33 @@ def _combine(train, val, dataset, params, fixed):
     return EpochModel(train_model, val_model, dataset, params, fixed)
 
 
+UNRELIABLE_SMAPE = 10.0  # % error of a model at its own measured points beyond which predictions are not trusted
+UNRELIABLE_WIDTH = 0.25  # half-width of a prediction interval, relative to the prediction
+
+
+def reliability_notes(app_models: pd.DataFrame, per: str) -> list[str]:
+    """Warnings for application models that miss their own measured points by more than
+    UNRELIABLE_SMAPE: everything derived from them (speedup, efficiency, cost, budgets) inherits it."""
+    poor = app_models[app_models["model"].notna() & (app_models["smape"] > UNRELIABLE_SMAPE)]
+    if poor.empty:
+        return []
+    main = next((q for q in (EPOCH_TIME, "gpu total") if (app_models["quantity"] == q).any()), None)
+    notes, others = [], []
+    for row in poor.itertuples(index=False):
+        if row.quantity == main:
+            notes.append(f"WARNING: the {quantity_label(main, per)} model misses its own measured points by "
+                         f"{row.smape:.1f}% (SMAPE > {UNRELIABLE_SMAPE:g}%): its predictions and the speedup, "
+                         "efficiency, cost and budgets made from it are not reliable. Compare the model with the "
+                         "measured points; a parameter the model ignores, too few points or very noisy steps are "
+                         "the usual causes")
+        else:
+            others.append(f"{quantity_label(row.quantity, per)} ({row.smape:.1f}%)")
+    if others:
+        notes.append(f"WARNING: the models of {', '.join(others)} miss their measured points by more than "
+                     f"{UNRELIABLE_SMAPE:g}% (SMAPE): do not rely on their predictions")
+    return notes
+
+
 def _say(progress, message: str) -> None:
     if progress is not None:
         progress(message)
@@ -272,10 +302,21 @@ def sample_counter(analysis: Analysis):
 
 def derived_models(analysis: Analysis) -> pd.DataFrame:
     """Models of speedup, efficiency and runtime change of each application quantity (paper Eq.
-    12), fitted to the values derived from the runtime models at the modeled points."""
-    table = scaling_table(analysis.application_models, analysis.points, analysis.params, ["quantity"],
-                          analysis.baseline, analysis.scaling, analysis.ranks_param, samples=sample_counter(analysis))
-    return scaling_models(table, analysis.params, ["quantity"], analysis.options)
+    12) as functions of the ranks, fitted to the values the prediction tables use (same baseline,
+    same per-sample definition) at the modeled points whose other parameters equal the baseline's:
+    a ratio across batch sizes is not a scaling figure. Column ``at`` names those fixed values."""
+    ranks = analysis.ranks_param
+    others = [p for p in analysis.params if p != ranks]
+    points = analysis.points
+    if others:
+        same = (points[others].astype(float) == pd.Series({p: float(analysis.baseline[p]) for p in others})).all(axis=1)
+        points = points[same.to_numpy()]
+    table = scaling_table(analysis.application_models, points, analysis.params, ["quantity"],
+                          analysis.baseline, analysis.scaling, ranks, samples=sample_counter(analysis))
+    fitted = scaling_models(table, [ranks] if others else analysis.params, ["quantity"], analysis.options)
+    if not fitted.empty:
+        fitted["at"] = format_point(analysis.baseline, others) if others else ""
+    return fitted
 
 
 def rebase(analysis: Analysis, fixed: dict) -> Analysis:
@@ -299,6 +340,7 @@ def extrapolation_notes(analysis: Analysis, grid: pd.DataFrame) -> list[str]:
         points = grid[analysis.params].drop_duplicates().reset_index(drop=True)
         counts = pd.concat([points, samples_per_epoch(analysis.dataset, points, analysis.fixed)], axis=1)
         notes += skipped_data_note(counts, analysis.params)
+    notes += _wide_interval_note(analysis, grid)
     ranks = analysis.ranks_param
     largest = float(analysis.points[ranks].max())
     far = sorted(v for v in grid[ranks].unique() if v > 2 * largest)
@@ -309,6 +351,28 @@ def extrapolation_notes(analysis: Analysis, grid: pd.DataFrame) -> list[str]:
             "longer hidden behind computation) is not measured: the epoch-time interval spans the regimes "
             "the measured points allow, and the point prediction can be far off (docs/performance.md: "
             "7-20% error at 4x on simulated training)"]
+
+
+def _wide_interval_note(analysis: Analysis, grid: pd.DataFrame, level: float = 0.95) -> list[str]:
+    """A warning naming the grid points where the primary time's interval is wider than
+    +-UNRELIABLE_WIDTH of the prediction."""
+    try:
+        quantity = primary_quantity(analysis)
+    except InputError:
+        return []
+    model = analysis.model(quantity)
+    points = grid[analysis.params].drop_duplicates().reset_index(drop=True)
+    X = design(points, analysis.params)
+    T = np.asarray(model.predict(X), float).reshape(-1)
+    lo, hi = (np.asarray(v, float).reshape(-1) for v in model.interval(X, level=level))
+    width = np.divide(np.maximum(T - lo, hi - T), np.abs(T), out=np.full(len(T), np.inf), where=T != 0)
+    wide = width > UNRELIABLE_WIDTH
+    if not wide.any():
+        return []
+    shown = ", ".join(f"{format_point(points.iloc[i], analysis.params)} (+-{width[i]:.0%})"
+                      for i in np.flatnonzero(wide)[:6])
+    return [f"WARNING: the {level:.0%} interval of the {quantity_label(quantity, analysis.per)} is wider than "
+            f"+-{UNRELIABLE_WIDTH:.0%} of the prediction at {shown}: treat these predictions as rough"]
 
 
 def region_scaling(analysis: Analysis, grid: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:

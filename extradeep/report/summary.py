@@ -115,11 +115,14 @@ def derived_section(analysis: Analysis, derived: pd.DataFrame) -> str:
     """Models of speedup and efficiency of the primary quantity (paper Eq. 12)."""
     quantity = primary_quantity(analysis)
     rows = [[r["derived"].replace("_pct", " %").replace("_", " "), r["formula"] or f"(no model: {r['reason']})",
-             r["growth"]] for _, r in derived[derived["quantity"] == quantity].iterrows()]
+             r["growth"], format_pct(r["smape"], 2)] for _, r in derived[derived["quantity"] == quantity].iterrows()]
     if not rows:
         return ""
-    title = f"Models of the {analysis.scaling}-scaling speedup and efficiency of {quantity_label(quantity, analysis.per)} (paper Eq. 12)"
-    return section(title, render_table(["quantity", "model", "growth"], rows, "lll"))
+    at = derived["at"].iloc[0] if "at" in derived.columns else ""
+    title = (f"Models of the {analysis.scaling}-scaling speedup and efficiency of {quantity_label(quantity, analysis.per)} "
+             f"(paper Eq. 12; fitted to the values of the table above at the measured {analysis.ranks_param}"
+             + (f", {at}" if at else "") + ")")
+    return section(title, render_table(["quantity", "model", "growth", "SMAPE"], rows, "llll"))
 
 
 def bottleneck_section(table: pd.DataFrame, target: dict, params: list[str], per: str) -> str:
