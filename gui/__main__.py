@@ -1,5 +1,5 @@
 import sys
 
-from gui.app import main
+from extradeep.cli import main
 
-sys.exit(main(sys.argv[1:]))
+sys.exit(main(["gui", *sys.argv[1:]]))

@@ -39,16 +39,15 @@ def install_excepthook(window: MainWindow) -> None:
     sys.excepthook = hook
 
 
-def main(argv: list[str] | None = None, path: str | Path | None = None) -> int:
-    """Open the window (and `path` if given) and run the event loop; returns the exit status."""
+def main(path: str | Path | None = None) -> int:
+    """Open the window (and `path` if given) and run the event loop; returns the exit status.
+    Start it with `extradeep gui` (or `python -m gui`), which checks the PySide6 install first."""
     app = QApplication.instance() or QApplication(["extradeep"])
     app.setApplicationName("extradeep")
     app.setOrganizationName("extradeep")
     window = MainWindow()
     install_excepthook(window)
     window.show()
-    if path is None and argv:
-        path = argv[0]
     if path is not None:
         window.open_path(path)
     return app.exec()
