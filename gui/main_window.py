@@ -180,7 +180,7 @@ class MainWindow(QMainWindow):
 
     def _application_done(self, app: AppModels | None) -> None:
         self.app_models = app
-        self.refresh_current()
+        self.refresh_current(because="app")
 
     def _models_arrived(self, part: dict) -> None:
         if self.ws is None:
@@ -201,7 +201,7 @@ class MainWindow(QMainWindow):
         self.regions.apply_sort(self.regions.sort_combo.currentText())
         for page in self.tab_pages:
             page.models_changed()
-        self.refresh_current()
+        self.refresh_current(because="models")
 
     # --- drawing
     def current_view(self) -> View:
@@ -211,9 +211,10 @@ class MainWindow(QMainWindow):
             self.params.fill(view)
         return view
 
-    def refresh_current(self) -> None:
+    def refresh_current(self, because: str | None = None) -> None:
+        """Redraw the shown tab (only if it depends on `because`, when given)."""
         page = self.tabs.currentWidget()
-        if self.ws is None or page is None:
+        if self.ws is None or page is None or (because is not None and because not in page.redraw_on):
             return
         try:
             page.refresh(self.current_view())

@@ -25,6 +25,9 @@ class PlotTab(QWidget):
 
     title = "Plot"
     margins = MARGINS
+    # What makes the tab redraw when it is shown: "models" (all region models done), "app" (the
+    # application models arrived). Redraws while modeling runs compete with it for the GIL.
+    redraw_on = frozenset({"models", "app"})
 
     def __init__(self, parent=None):
         super().__init__(parent)

@@ -28,6 +28,7 @@ class ModelTab(PlotTab):
     """Measured vs modeled values of the selected regions along the x parameter."""
 
     title = "Model"
+    redraw_on = frozenset()  # the selected regions redraw when their own chunk arrives
 
     def __init__(self, parent=None):
         super().__init__(parent)

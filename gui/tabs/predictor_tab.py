@@ -61,6 +61,7 @@ class PredictorTab(PlotTab):
     """Run chooser, what-if controls, the replayed timeline and the step-time comparison."""
 
     title = "Predictor"
+    redraw_on = frozenset({"app"})
     margins = {**MARGINS, "left": 0.22, "top": 0.92, "hspace": 0.35}
 
     def __init__(self, window, parent=None):
