@@ -21,10 +21,16 @@ from extradeep.report.text import format_pct, format_value
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 h1{font-size:1.6em} h2{font-size:1.25em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.8em}
-table{border-collapse:collapse;margin:.6em 0;font-size:.9em} td,th{border:1px solid #ddd;padding:.25em .6em}
-th{background:#f4f4f4;text-align:left} td.num{text-align:right;font-variant-numeric:tabular-nums}
+table{border-collapse:collapse;margin:.6em 0;font-size:.9em;max-width:100%}
+td,th{border:1px solid #ddd;padding:.25em .6em;vertical-align:top;overflow-wrap:break-word}
+td.wrap{overflow-wrap:anywhere;min-width:12em}
+th{background:#f4f4f4;text-align:left} td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.formula{font-family:ui-monospace,monospace;font-size:.85em;overflow-wrap:anywhere;min-width:16em}
 code{background:#f4f4f4;padding:0 .2em} img{max-width:100%} .note{color:#7a4b00} .fail{color:#b00020}
+@media print{body{max-width:none;margin:0;padding:0;font-size:10pt} table{font-size:8pt;width:100%}
+tr,img{break-inside:avoid} h2{break-after:avoid}}
 """
+CLIP = 70  # characters of a name or formula shown in a table cell; the full text is in its title
 
 
 @dataclass
@@ -45,13 +51,24 @@ class ReportInputs:
     figures: dict = field(default_factory=dict)   # name -> Figure, filled while building
 
 
-def _table(headers: list[str], rows: list[list], numeric: set[int] | None = None) -> str:
+def _table(headers: list[str], rows: list[list], numeric: set[int] | None = None, clip: set[int] = frozenset(),
+           formula: set[int] = frozenset()) -> str:
+    """An HTML table; columns in ``clip`` show at most CLIP characters (the full text in a tooltip),
+    columns in ``formula`` are set in a monospace font. Long cells wrap (CSS) rather than widen the page."""
     numeric = numeric if numeric is not None else set(range(1, len(headers)))
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
-    body = "".join(
-        "<tr>" + "".join(f"<td{' class=num' if i in numeric else ''}>{html.escape(str(c))}</td>" for i, c in enumerate(r))
-        + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(_cell(str(c), i in numeric, i in clip, i in formula) for i, c in enumerate(r))
+                   + "</tr>" for r in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _cell(text: str, numeric: bool, clip: bool, formula: bool) -> str:
+    classes = " ".join(c for c, on in (("num", numeric), ("wrap", clip and not formula), ("formula", formula)) if on)
+    attrs = f' class="{classes}"' if classes else ""
+    if clip and len(text) > CLIP:
+        attrs += f' title="{html.escape(text)}"'
+        text = text[:CLIP - 1] + "\u2026"
+    return f"<td{attrs}>{html.escape(text)}</td>"
 
 
 def _image(inputs: ReportInputs, name: str, fig, alt: str) -> str:
@@ -111,7 +128,7 @@ def epoch_section(inputs: ReportInputs) -> str:
             + "<p>Points: median of the repetitions, bars: their range; line: model; band: "
               f"{inputs.level:.0%} prediction interval; dotted line: largest modeled configuration"
               + ("; red squares: evaluation points not used for modeling" if inputs.evaluation_points is not None else "")
-            + ".</p>" + _table(["quantity", "model", "growth", "SMAPE", "what it is"], rows, numeric={3})
+            + ".</p>" + _table(["quantity", "model", "growth", "SMAPE", "what it is"], rows, numeric={3}, formula={1})
             + _table(["configuration", quantity_label(quantity, a.per), f"{inputs.level:.0%} interval",
                       *([inputs.cost.unit] if extra else []), "core-hours", "GPU-hours"], prow))
 
@@ -192,7 +209,7 @@ def bottleneck_section(inputs: ReportInputs, top: int = 10) -> str:
     return ("<h2>Top bottlenecks</h2>" + _image(inputs, "bottlenecks", fig, "top regions")
             + f"<p>Ranked by asymptotic growth of the runtime model, then by predicted time at {target}.</p>"
             + _table(["#", "region", "category", "growth", "model", f"at {target}", "share of category"], rows,
-                     numeric={0, 5, 6}))
+                     numeric={0, 5, 6}, clip={1, 4}, formula={4}))
 
 
 def evaluation_section(inputs: ReportInputs) -> str:
@@ -224,12 +241,18 @@ def methods_section(inputs: ReportInputs) -> str:
         "summed per step (paper Eq. 1); the median is taken over the steps of a rank, then over ranks, then over "
         "repetitions; the range over repetitions gives the error bars. The time per epoch is the measured NVTX step "
         "duration (so it includes GPU idle time and overlap); computation, communication and memory are sums of "
-        "the per-region medians of their categories (Eq. 6-10). " + per_epoch
+        "the per-region medians of their categories (Eq. 6-10); idle is the step time that the union of all GPU "
+        "activity intervals does not cover. " + per_epoch
         + "Models are Extra-P performance model normal forms chosen by leave-one-out cross-validated SMAPE "
           f"(modeler options: {html.escape(opts)}); prediction intervals are {inputs.level:.0%} intervals for one new "
-          "measurement. Speedup, efficiency and runtime change are computed by evaluating these models against "
-          f"the baseline {html.escape(format_point(a.baseline, a.params))} ({a.scaling} scaling), never by refitting. "
-          f"Cost: {html.escape(inputs.cost.describe())}.</p>")
+          "measurement. The training step time is also modeled as the step without communication plus the "
+          "communication minus its hidden part (proportional to it, or capped at the largest measured overlap); "
+          "leave-one-out picks among these and the direct model, and the epoch-time interval spans all of them. "
+          "Speedup, efficiency and runtime change are computed by evaluating these models against "
+          f"the baseline {html.escape(format_point(a.baseline, a.params))} ({a.scaling} scaling), never by refitting"
+          + ("; speedup and efficiency compare time per training sample, because floor() in n_t makes some "
+             "epochs process fewer samples" if a.per == "epoch" else "")
+          + f". Cost: {html.escape(inputs.cost.describe())}.</p>")
     notes = "".join(f'<p class="note">Note: {html.escape(n)}</p>'
                     for n in a.notes + extrapolation_notes(a, inputs.predictions))
     return text + notes
