@@ -24,6 +24,7 @@ NO_FACTOR = (Fraction(0), Fraction(0))  # a term's factor for a parameter it doe
 # benchmarks/bench_modeling.py (docs/performance.md): 0.05 with repetitions let constant kernels
 # with 1-2% scatter pass as growth; 0.01 with one repetition missed half of 20% growths at 2% noise.
 SIGNIFICANCE_AUTO = (0.01, 0.05)
+LACK_OF_FIT_LEVEL = 0.95  # the usual 5% test: shared scatter must be noticed, not proven
 
 
 @dataclass
@@ -213,7 +214,7 @@ def _simplify(pick, winners, size, wss, noise, press, resid_dof, n_points, signi
     with np.errstate(divide="ignore", invalid="ignore"):
         level = 1 - np.where(dof > 0, *SIGNIFICANCE_AUTO) if significance == "auto" else 1 - significance
         lack = wss[rows, pick] / own_dof
-        shared = (own_dof > 0) & (lack > var * fdtri(np.maximum(own_dof, 1), np.maximum(dof, 1), level))
+        shared = (own_dof > 0) & (lack > var * fdtri(np.maximum(own_dof, 1), np.maximum(dof, 1), LACK_OF_FIT_LEVEL))
         sigma2 = np.where(dof > 0, np.where(shared, lack, var), press[rows, pick] / max(n_points, 1))
         df2 = np.where((dof > 0) & ~shared, dof, own_dof)
     done = np.zeros(len(pick), dtype=bool)

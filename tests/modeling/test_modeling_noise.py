@@ -38,7 +38,7 @@ def constant_share(df: pd.DataFrame, **options) -> float:
 
 
 @pytest.mark.parametrize("reps, shared, rep_noise, at_least", [
-    (2, 0.01, 0.01, 0.88),  # 2 repetitions that miss the per-point scatter (measured 93%; 83% before)
+    (2, 0.01, 0.01, 0.90),  # 2 repetitions that miss the per-point scatter (measured 94%; 83% before)
     (1, 0.0, 0.02, 0.92),   # one repetition: noise from leave-one-out residuals (96%; 71% before)
     (5, 0.0, 0.05, 0.97),   # the benchmark's design (99.7%; 96% before)
 ])
@@ -47,7 +47,7 @@ def test_constant_truth_stays_constant(reps, shared, rep_noise, at_least):
 
 
 @pytest.mark.parametrize("reps, shared, rep_noise, at_least", [
-    (2, 0.01, 0.01, 0.95),  # measured 98%
+    (2, 0.01, 0.01, 0.93),  # measured 96% (100% before, when constants got growth too)
     (1, 0.0, 0.02, 0.70),   # measured 81%: one repetition of 5 points has little evidence
 ])
 def test_growth_of_20_percent_is_found(reps, shared, rep_noise, at_least):
