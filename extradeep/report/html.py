@@ -16,6 +16,7 @@ from extradeep.analysis.cost import CostSettings, amount_text, cost_of
 from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP, quantity_label
 from extradeep.analysis.points import format_point, format_seconds
 from extradeep.report import plots
+from extradeep.report.summary import samples_text
 from extradeep.report.text import format_pct, format_value
 
 STYLE = """
@@ -121,8 +122,10 @@ def epoch_section(inputs: ReportInputs) -> str:
     quantity = primary_quantity(a)
     pred = inputs.predictions[inputs.predictions["quantity"] == quantity]
     extra = [] if inputs.cost.unit == "core-hours" else ["cost"]
+    samples = "samples" in pred.columns
     prow = [[format_point(r, params), format_value(r["T"]), f"{format_value(r['T_lo'])} .. {format_value(r['T_hi'])}",
-             *[f"{r[c]:.4g}" for c in (*extra, "core_hours", "gpu_hours")]] for _, r in pred.iterrows()]
+             *[f"{r[c]:.4g}" for c in (*extra, "core_hours", "gpu_hours")], *([samples_text(r)] if samples else [])]
+            for _, r in pred.iterrows()]
     return (f"<h2>Time and cost per {a.per}</h2>"
             + _image(inputs, "epoch", fig, f"{quantity} and cost per {a.per} vs {a.ranks_param}")
             + "<p>Points: median of the repetitions, bars: their range; line: model; band: "
@@ -130,7 +133,8 @@ def epoch_section(inputs: ReportInputs) -> str:
               + ("; red squares: evaluation points not used for modeling" if inputs.evaluation_points is not None else "")
             + ".</p>" + _table(["quantity", "model", "growth", "SMAPE", "what it is"], rows, numeric={3}, formula={1})
             + _table(["configuration", quantity_label(quantity, a.per), f"{inputs.level:.0%} interval",
-                      *([inputs.cost.unit] if extra else []), "core-hours", "GPU-hours"], prow))
+                      *([inputs.cost.unit] if extra else []), "core-hours", "GPU-hours",
+                      *(["training samples per epoch"] if samples else [])], prow))
 
 
 def scaling_section(inputs: ReportInputs) -> str:

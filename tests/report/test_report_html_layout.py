@@ -28,3 +28,14 @@ def test_long_region_names_are_clipped_with_the_full_name_in_a_title(small_analy
     # no cell shows more than the clip length in the bottleneck table's name and formula columns
     assert all(len(html.unescape(t)) <= CLIP for a_, t in cells if "wrap" in a_)
     assert "overflow-wrap:anywhere" in page and "@media print" in page
+
+
+def test_prediction_table_shows_samples_per_epoch_and_flags_skipped_data(small_analysis):
+    a = small_analysis
+    grid = pd.DataFrame({"ranks": [16.0, 112.0]})
+    page = build_html(ReportInputs(a, prediction_table(a, grid, CostSettings()), pd.DataFrame(), CostSettings(),
+                                   x_max=112.0))
+    assert "training samples per epoch" in page
+    assert "49,152" in page  # 48 steps x 16 ranks x 64
+    assert "43,008 (! 14.0% skipped)" in page  # 6 steps x 112 x 64 of 50,000
+    assert "ranks=112 (43,008 of 50,000, 14.0% left out)" in page  # the note
