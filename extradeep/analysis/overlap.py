@@ -124,7 +124,7 @@ def step_parts(app_steps: pd.DataFrame, params: list[str], phase: str = "train")
     need = ["epoch time", "idle", "computation", "communication", "memory"]
     if not set(need) <= set(wide.columns):
         return pd.DataFrame(columns=[*params, "rep", "S", "B", "C", "O"])
-    wide = wide[need].fillna(0.0)
+    wide = wide[need].dropna(subset=["epoch time"]).fillna(0.0)  # a part never measured is 0, a step is not
     busy = wide["epoch time"] - wide["idle"]
     out = pd.DataFrame({"S": wide["epoch time"], "B": wide["idle"] + wide["computation"] + wide["memory"],
                         "C": wide["communication"]})
