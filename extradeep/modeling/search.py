@@ -427,12 +427,16 @@ def _search_forms(batch: PointBatch, rows, cols, per_param, opts: SearchOptions)
         return [tuple(factor_of[col] if col in used else NO_FACTOR for col in all_cols)
                 for used in ({cols[a] for a in mono} for mono in form)]
 
+    def key(r, h):  # hypotheses with equal keys have equal terms (cheaper than comparing Fractions)
+        form, ci = labels[h]
+        return form, tuple(int(cand[a][r, ci]) for a in range(len(cols)) if any(a in mono for mono in form))
+
     out = []
     for r, c in enumerate(chosen):
         if not ok[r].any():
             out.append(Choice([], float("nan")))
             continue
-        found = [terms(r, a) for a in rivals[r] if a >= 0]
-        unique = [t for k, t in enumerate(found) if t not in found[:k] and t != terms(r, c)]
+        seen = {key(r, c)}
+        unique = [terms(r, a) for a in rivals[r] if a >= 0 and not (key(r, a) in seen or seen.add(key(r, a)))]
         out.append(Choice(terms(r, c), float(s[r, c]), unique))
     return out
