@@ -8,7 +8,7 @@ like `extradeep model` does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -23,11 +23,9 @@ BREAKDOWN = ("computation", "communication", "memory", "idle")
 class AppModels:
     """Models and measured points of the application quantities; `per` is "epoch" or "step"."""
 
-    params: list[str]
     per: str
     models: dict[str, object]
     points: dict[str, RegionPoints]
-    notes: list[str] = field(default_factory=list)
 
     def model(self, quantity: str):
         return self.models.get(quantity)
@@ -61,14 +59,13 @@ def fit_application_models(report, ws: Workspace, options: dict, n_eval: int) ->
     models = {q: f["model"] for q, f in fitted.items() if f["model"] is not None}
     values = epoch_values(app_steps, "quantity", ws.params, ws.dataset, ws.fixed)
     report(1, 1, "Application quantities modeled")
-    return AppModels(list(ws.params), ws.per, models, points_per_row(values, "quantity", ws.params),
-                     list(ws.notes))
+    return AppModels(ws.per, models, points_per_row(values, "quantity", ws.params))
 
 
 def candidates(view, count: int = 400) -> np.ndarray:
     """x values to evaluate along the x parameter: every integer when it is integral, else a geometric grid."""
     lo, hi = view.x_range()
-    measured = view.ws.param_values()[view.x_param]
+    measured = view.ws.param_grid[view.x_param]
     if np.allclose(measured, np.round(measured)) and hi - lo <= 4096:
         return np.arange(np.ceil(lo), np.floor(hi) + 1)
     return np.geomspace(lo, hi, count) if lo > 0 else np.linspace(lo, hi, count)

@@ -46,12 +46,12 @@ class View:
         return points.X[:, 0] <= self.ws.cutoff(self.n_eval)
 
     def x_range(self) -> tuple[float, float]:
-        values = self.ws.param_values()[self.x_param]
+        values = self.ws.param_grid[self.x_param]
         return float(values.min()), float(max(self.x_max, values.max()))
 
     def modeled_x_max(self) -> float:
         """Largest x used for modeling (beyond it is extrapolation)."""
-        values = self.ws.param_values()[self.x_param]
+        values = self.ws.param_grid[self.x_param]
         cutoff = self.ws.cutoff(self.n_eval)
         return float(cutoff) if self.x_index == 0 and np.isfinite(cutoff) else float(values.max())
 
@@ -60,7 +60,7 @@ def model_grid(view: View, x: np.ndarray) -> np.ndarray:
     """(n, m) parameter matrix: x along the x parameter, others at their fixed values."""
     ws = view.ws
     grid = np.empty((len(x), len(ws.params)))
-    values = ws.param_values()
+    values = ws.param_grid
     for i, name in enumerate(ws.params):
         grid[:, i] = x if name == view.x_param else view.fixed.get(name, values[name][0])
     return grid
@@ -109,7 +109,7 @@ class ParamPanel(QWidget):
     def _reset_x_max(self) -> None:
         if self.ws is None or not self.x_combo.currentText():
             return
-        values = self.ws.param_values()[self.x_combo.currentText()]
+        values = self.ws.param_grid[self.x_combo.currentText()]
         self.x_max.setValue(float(values.max()) * 4 if values.min() > 0 else float(values.max()) * 2)
 
     def _x_changed(self, *_):
@@ -125,7 +125,7 @@ class ParamPanel(QWidget):
         self.sliders = {}
         if self.ws is None:
             return
-        for name, values in self.ws.param_values().items():
+        for name, values in self.ws.param_grid.items():
             if name == self.x_combo.currentText():
                 continue
             slider = QSlider(Qt.Horizontal, minimum=0, maximum=max(len(values) - 1, 0))

@@ -89,9 +89,6 @@ class Workspace:
         """Largest value of the first parameter used for modeling when `n_eval` values are held out."""
         return modeling_cutoff(self.param_grid[self.params[0]], n_eval)
 
-    def param_values(self) -> dict[str, np.ndarray]:
-        return self.param_grid
-
 
 def open_source(report, path: str | Path) -> Workspace:
     """Read any supported input; raises InputError with one line when it is not one."""

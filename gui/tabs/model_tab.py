@@ -121,7 +121,7 @@ class ModelTab(PlotTab):
         if model is None:
             ax.text(0.5, 0.5, "no model for this region", ha="center", transform=ax.transAxes)
             return
-        values = ws.param_values()
+        values = ws.param_grid
         lo_x, hi_x = view.x_range()
         ys = values[y_param]
         x = np.linspace(lo_x, hi_x, 60)

@@ -38,7 +38,7 @@ def scaling_frame(view: View, mode: str) -> pd.DataFrame:
         models.append(ws.models[r])
     table = pd.DataFrame({"series": names, "model": models})
     grid = frame_of(view, candidates(view))
-    baseline = {p: float(ws.param_values()[p].min()) if p == view.x_param else view.fixed[p] for p in ws.params}
+    baseline = {p: float(ws.param_grid[p].min()) if p == view.x_param else view.fixed[p] for p in ws.params}
     return scaling_table(table, grid, ws.params, ["series"], baseline, mode, ranks_param(ws.params))
 
 
