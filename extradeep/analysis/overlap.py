@@ -64,15 +64,37 @@ class StepComposition:
         return float(value[0]) if np.ndim(X) == 0 else value
 
     def interval(self, X, level: float = 0.95):
-        # The direct fit's relative band (noise, exponent choice) around the prediction, widened
-        # to reach every candidate: beyond the measured range they show the regimes it cannot tell apart.
+        # The direct fit's relative band (noise, exponent choice) around the prediction, widened to
+        # reach every candidate, also with the communication at the ends of its own interval beyond
+        # the measured range: there the rules show regimes the points cannot tell apart.
         pred = self.candidates(X)
         d_lo, d_hi = (_arr(v) for v in self.direct.interval(X, level=level))
-        chosen, values = pred[self.choice], np.stack(list(pred.values()))
+        chosen = pred[self.choice]
         scale = np.divide(chosen, pred["direct"], out=np.ones_like(chosen), where=pred["direct"] > 0)
+        b = _arr(self.base.predict(X))
+        c_lo, c_hi = self._comm_reach(X, level)
+        values = np.stack([*pred.values(), *self._composed(b, c_lo).values(), *self._composed(b, c_hi).values()])
         lo = np.minimum(d_lo * scale, values.min(axis=0))
         hi = np.maximum(d_hi * scale, values.max(axis=0))
         return (float(lo[0]), float(hi[0])) if np.ndim(X) == 0 else (lo, hi)
+
+    def _comm_reach(self, X, level: float) -> tuple[np.ndarray, np.ndarray]:
+        """C scaled by how much its relative interval has grown since the largest measured point:
+        1 inside the measured range, so the band there stays that of the measured step time."""
+        def relative(x):
+            c = _arr(self.comm.predict(x))
+            lo, hi = (_arr(v) for v in self.comm.interval(x, level=level))
+            safe = np.where(c > 0, c, 1.0)
+            return np.where(c > 0, lo / safe, 1.0), np.where(c > 0, hi / safe, 1.0)
+
+        reach = np.array([float(np.max(self.comm.points))])
+        edge_lo, edge_hi = relative(reach)
+        at_lo, at_hi = relative(X)
+        c = _arr(self.comm.predict(X))
+        beyond = _arr(X) > reach[0]
+        grow_hi = np.where(beyond, np.maximum(at_hi / edge_hi, 1.0), 1.0)
+        grow_lo = np.where(beyond, np.clip(at_lo / np.where(edge_lo > 0, edge_lo, 1.0), 0.0, 1.0), 1.0)
+        return c * grow_lo, c * grow_hi
 
     def formula(self, names: dict | None = None, digits: int = 4) -> str:
         """The chosen rule with B and C written out; C - min(f C, W) is shown as max((1-f) C, C - W)."""
