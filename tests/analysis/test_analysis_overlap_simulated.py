@@ -1,5 +1,7 @@
-"""Epoch-time predictions 4x beyond the modeled ranks on simulator data with known truth (slow
-network: the gradient all-reduce outgrows the backward pass, so the exposed share grows)."""
+"""Epoch-time predictions 4x beyond the modeled ranks on simulator data with known truth: the
+gradient all-reduce is hidden behind the backward pass in proportion up to 10 ranks and outgrows it
+between 20 and 40, which no measured point shows. Before the step composition the interval at 40
+was [1.01, 1.27] s around a truth of 1.45 s."""
 
 import json
 
@@ -21,29 +23,29 @@ def expected_epoch(point) -> float:
 
 
 @pytest.fixture(scope="module")
-def slow_network(tmp_path_factory):
+def default_network(tmp_path_factory):
     from extradeep.ingest import load_experiment
     from extradeep.simulate import simulate
 
     root = tmp_path_factory.mktemp("overlap_sim")
     simulate(root / "model", params={"ranks": [2, 4, 6, 8, 10]}, repetitions=1, train_steps=3, val_steps=1,
-             nccl_bandwidth_scale=0.25, seed=1)
+             seed=1)
     simulate(root / "eval", params={"ranks": [40]}, repetitions=1, train_steps=2, val_steps=1,
-             nccl_bandwidth_scale=0.25, seed=2)
+             seed=2)
     experiment = load_experiment([root / "model"], params=["ranks"], cache_dir=root / "cache", progress=False)
     truth = json.loads((root / "eval" / "truth.json").read_text())["points"][0]
     return analyse(experiment, DATASET), expected_epoch(truth)
 
 
-def test_interval_at_4x_contains_the_truth_and_the_step_is_composed(slow_network):
-    analysis, truth = slow_network
+def test_interval_at_4x_contains_the_truth_and_the_step_is_composed(default_network):
+    analysis, truth = default_network
     model = analysis.model(EPOCH_TIME)
     assert type(model.train).__name__ == "StepComposition"
     row = prediction_table(analysis, pd.DataFrame({"ranks": [40.0]}))
     row = row[row["quantity"] == EPOCH_TIME].iloc[0]
     assert row["T_lo"] <= truth <= row["T_hi"]
     error = abs(row["T"] - truth) / truth
-    assert error < 0.25, error  # docs/performance.md: 15% in the benchmark case; the regime is not measured
+    assert error < 0.30, error  # docs/performance.md: 21% here; the exposed regime is not measured
     # the interval is not wider than needed inside the measured range
     lo, hi = model.interval(np.array([6.0]))
     assert (hi - lo) / model.predict(np.array([6.0])) < 0.15
