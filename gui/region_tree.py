@@ -50,9 +50,11 @@ class RegionTreeModel(QAbstractItemModel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.ws: Workspace | None = None
-        self.groups: list[str] = []
-        self.members: list[np.ndarray] = []   # all row ids per group for the metric
-        self.children: list[np.ndarray] = []  # shown row ids per group, filtered and sorted
+        self.all_groups: list[str] = []
+        self.all_members: list[np.ndarray] = []  # all row ids per group for the metric
+        self.groups: list[str] = []              # the groups shown (all but those the filter empties)
+        self.members: list[np.ndarray] = []      # all row ids of each shown group
+        self.children: list[np.ndarray] = []     # shown row ids per shown group, filtered and sorted
         self.filter_text = ""
         self.sort_column, self.sort_order = 0, Qt.AscendingOrder
         self._cols: dict[str, np.ndarray] = {}
@@ -61,15 +63,15 @@ class RegionTreeModel(QAbstractItemModel):
         if ws is not self.ws:
             self._cols = {}
         self.ws = ws
-        self.groups, self.members = [], []
+        self.all_groups, self.all_members = [], []
         if ws is not None and metric is not None:
             rows = ws.rows_for_metric(metric)
             group = rows["group"].to_numpy()
             for name in GROUP_ORDER:
                 ids = rows.index[group == name].to_numpy()
                 if len(ids):
-                    self.groups.append(name)
-                    self.members.append(ids)
+                    self.all_groups.append(name)
+                    self.all_members.append(ids)
         self._refresh_columns()
         self._rebuild()
 
@@ -102,7 +104,12 @@ class RegionTreeModel(QAbstractItemModel):
 
     def _rebuild(self) -> None:
         self.beginResetModel()
-        self.children = [self._arrange(ids) for ids in self.members]
+        arranged = [(g, m, self._arrange(m)) for g, m in zip(self.all_groups, self.all_members)]
+        # While filtering, groups without a match are hidden.
+        shown = [a for a in arranged if len(a[2]) or not self.filter_text]
+        self.groups = [a[0] for a in shown]
+        self.members = [a[1] for a in shown]
+        self.children = [a[2] for a in shown]
         self.endResetModel()
 
     def _arrange(self, ids: np.ndarray) -> np.ndarray:

@@ -62,12 +62,8 @@ class ModelTab(PlotTab):
 
     def _draw_lines(self, view: View, rows: list[int]) -> None:
         ws = view.ws
-        if self.figure.axes == [self.ax]:
-            self.ax.cla()  # reusing the axes is cheaper than a new figure on every selection
-        else:
-            self.clear_figure()
-            self.ax = self.figure.add_subplot()
-        ax = self.ax
+        self.clear_figure()
+        ax = self.ax = self.figure.add_subplot()
         lo_x, hi_x = view.x_range()
         x_model = view.modeled_x_max()
         if hi_x > x_model:

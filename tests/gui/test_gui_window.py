@@ -66,6 +66,11 @@ def test_selecting_a_region_changes_the_plot(opened):
     assert window.regions.selected_rows() == [other]
     assert ws.regions.at[other, "region"][:20] in tab.ax.get_title()
     assert not np.array_equal(before, canvas_pixels(tab))
+    # The y axis fits the new region, not the one shown before.
+    x = np.linspace(*tab.ax.get_xlim(), 50)
+    _, band_hi = ws.models[other].interval(x, level=0.95)
+    top = max(ws.points[other].hi.max(), np.max(band_hi))
+    assert top <= tab.ax.get_ylim()[1] <= 1.2 * top
 
 
 def test_filter_keeps_matching_regions_only(opened):
@@ -78,6 +83,8 @@ def test_filter_keeps_matching_regions_only(opened):
     assert names.str.lower().str.contains("nccl").all()
     expected = window.ws.rows_for_metric(window.regions.metric)
     assert len(kept) == expected["region"].str.lower().str.contains("nccl").sum()
+    shown_groups = set(window.regions.model.groups)
+    assert shown_groups == set(window.ws.regions.loc[kept, "group"])  # no empty groups while filtering
     window.regions.filter_edit.clear()
     assert sorted(window.regions.visible_rows()) == sorted(everything)
 
