@@ -187,7 +187,9 @@ def fit_step_composition(parts: pd.DataFrame, params: list[str], options: dict |
 
 
 def _min_points(options: dict | None) -> int:
-    return int((options or {}).get("min_points", 5))
+    from extradeep.modeling import PMNFModeler
+
+    return int(PMNFModeler(**(options or {})).min_points)
 
 
 def _overlap_rule(medians: pd.DataFrame) -> tuple[float, float]:
