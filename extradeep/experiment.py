@@ -31,12 +31,17 @@ NEED_DATASET = (
 )
 
 
+LAST_BATCH = ("drop", "keep")
+
+
 @dataclass(frozen=True)
 class Dataset:
     """The training set sizes that turn per-step values into per-epoch values (paper Eq. 2-3).
 
     `batch_per_rank`, `gpus_param` and `model_parallel` are numbers or names of parameters (a modeled
     one, or one fixed across the experiment). With `weak_scaling`, both data sets grow with G.
+    `last_batch` says what happens to a last partial batch: "drop" (paper Eq. 2, floor) or "keep"
+    (ceil, like PyTorch's DataLoader/DistributedSampler with drop_last=False).
     """
 
     train_samples: float
@@ -45,19 +50,58 @@ class Dataset:
     gpus_param: float | str = "ranks"
     model_parallel: float | str = 1
     weak_scaling: bool = False
+    last_batch: str = "drop"
+
+    def __post_init__(self):
+        _check_count(self.train_samples, "--train-samples", least=0, inclusive=False)
+        _check_count(self.val_samples, "--val-samples", least=0, inclusive=True)
+        for value, option in ((self.batch_per_rank, "--batch-size"), (self.gpus_param, "--gpus-param"),
+                              (self.model_parallel, "--model-parallel")):
+            if not isinstance(value, str):
+                _check_count(value, option, least=0, inclusive=False)
+        if self.last_batch not in LAST_BATCH:
+            raise InputError("--last-batch", f"must be one of {', '.join(LAST_BATCH)}, got {self.last_batch!r}")
 
     def steps_per_epoch(self, points: pd.DataFrame, fixed: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(n_t, n_v) for each row of `points`: n = floor((D / (G/M)) / B)."""
-        gpus = _resolve(self.gpus_param, "G (--gpus-param)", points, fixed)
-        batch = _resolve(self.batch_per_rank, "B (--batch-size)", points, fixed)
-        model = _resolve(self.model_parallel, "M (--model-parallel)", points, fixed)
+        """(n_t, n_v) for each row of `points`: n = floor((D / (G/M)) / B), or ceil with last_batch "keep"."""
+        gpus, batch, model = self._degrees(points, fixed)
         grow = gpus if self.weak_scaling else 1.0
         data_parallel = gpus / model
+        whole = np.ceil if self.last_batch == "keep" else np.floor
 
         def n(samples):
-            return np.floor((samples * grow / data_parallel) / batch).astype(np.int64)
+            return whole((samples * grow / data_parallel) / batch).astype(np.int64)
 
         return n(float(self.train_samples)), n(float(self.val_samples))
+
+    def samples_per_epoch(self, points: pd.DataFrame, fixed: dict | None = None) -> pd.DataFrame:
+        """Per row of `points`: `n_t`, `samples` (training samples one epoch processes on all ranks,
+        n_t * G/M * B; with "keep" the last batch counts in full, as padded samplers repeat data),
+        `train_samples` (the training set, x G under weak scaling) and `skipped_share` (share of the
+        set that floor() in Eq. 2 leaves out; 0 with "keep")."""
+        gpus, batch, model = self._degrees(points, fixed)
+        n_t, _ = self.steps_per_epoch(points, fixed)
+        processed = n_t * (gpus / model) * batch
+        size = float(self.train_samples) * (gpus if self.weak_scaling else 1.0)
+        skipped = np.divide(size - processed, size, out=np.zeros(len(points)), where=np.full(len(points), size > 0))
+        return pd.DataFrame({"n_t": n_t, "samples": processed, "train_samples": size,
+                             "skipped_share": np.clip(skipped, 0.0, 1.0)}, index=points.index)
+
+    def _degrees(self, points, fixed):
+        return (_resolve(self.gpus_param, "G (--gpus-param)", points, fixed),
+                _resolve(self.batch_per_rank, "B (--batch-size)", points, fixed),
+                _resolve(self.model_parallel, "M (--model-parallel)", points, fixed))
+
+
+def _check_count(value, option: str, least: float, inclusive: bool) -> None:
+    """One line naming the option when a size or degree is not a finite number above `least`."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not np.isfinite(number) or number < least or (number == least and not inclusive):
+        bound = f">= {least:g}" if inclusive else f"> {least:g}"
+        raise InputError(option, f"must be a number {bound}, got {value!r}")
 
 
 def _resolve(spec, what: str, points: pd.DataFrame, fixed: dict | None) -> np.ndarray:
@@ -94,7 +138,7 @@ class Experiment:
     @property
     def dataset(self) -> Dataset | None:
         stored = self.settings.get("dataset")
-        return Dataset(**stored) if stored else None
+        return Dataset(**stored) if stored else None  # files saved before last_batch existed: "drop"
 
     @property
     def fixed_params(self) -> dict:

@@ -55,8 +55,44 @@ def test_batch_and_gpus_may_be_parameters_or_fixed_values():
     assert n_t.tolist() == [50, 25]
     with pytest.raises(InputError, match="no parameter named 'nodes'"):
         Dataset(1000, 0, 10, gpus_param="nodes").steps_per_epoch(pd.DataFrame({"ranks": [2]}))
-    with pytest.raises(InputError, match="positive"):
+    with pytest.raises(InputError, match="--batch-size: must be a number > 0"):
         Dataset(1000, 0, 0).steps_per_epoch(pd.DataFrame({"ranks": [2]}))
+    with pytest.raises(InputError, match="positive"):  # a parameter that takes the value 0 somewhere
+        Dataset(1000, 0, "batch").steps_per_epoch(pd.DataFrame({"ranks": [2], "batch": [0]}))
+
+
+@pytest.mark.parametrize("kwargs, option", [
+    ({"train_samples": -5}, "--train-samples"), ({"train_samples": 0}, "--train-samples"),
+    ({"train_samples": float("nan")}, "--train-samples"), ({"train_samples": 10, "val_samples": -1}, "--val-samples"),
+    ({"train_samples": 10, "batch_per_rank": -64}, "--batch-size"), ({"train_samples": 10, "gpus_param": 0}, "--gpus-param"),
+    ({"train_samples": 10, "model_parallel": float("inf")}, "--model-parallel"),
+    ({"train_samples": 10, "last_batch": "pad"}, "--last-batch"),
+])
+def test_dataset_refuses_sizes_that_are_not_positive(kwargs, option):
+    with pytest.raises(InputError) as info:
+        Dataset(**kwargs)
+    assert str(info.value).startswith(option + ":") and "\n" not in str(info.value)
+
+
+def test_last_batch_keep_rounds_up_and_drop_follows_eq_2():
+    points = pd.DataFrame({"ranks": [1, 2, 4, 8]})
+    drop = Dataset(1000, 100, 64)
+    keep = Dataset(1000, 100, 64, last_batch="keep")
+    assert drop.steps_per_epoch(points)[0].tolist() == [math.floor(1000 / r / 64) for r in (1, 2, 4, 8)]
+    assert keep.steps_per_epoch(points)[0].tolist() == [math.ceil(1000 / r / 64) for r in (1, 2, 4, 8)]
+    assert keep.steps_per_epoch(points)[1].tolist() == [math.ceil(100 / r / 64) for r in (1, 2, 4, 8)]
+
+
+def test_samples_per_epoch_shows_what_floor_leaves_out():
+    points = pd.DataFrame({"ranks": [2, 8]})
+    counts = Dataset(1000, 0, 64).samples_per_epoch(points)
+    assert counts["n_t"].tolist() == [7, 1]
+    assert counts["samples"].tolist() == [7 * 2 * 64, 1 * 8 * 64]
+    assert counts["skipped_share"].tolist() == pytest.approx([(1000 - 896) / 1000, (1000 - 512) / 1000])
+    kept = Dataset(1000, 0, 64, last_batch="keep").samples_per_epoch(points)
+    assert (kept["samples"] >= 1000).all() and (kept["skipped_share"] == 0).all()
+    weak = Dataset(1000, 0, 64, weak_scaling=True).samples_per_epoch(points)
+    assert weak["train_samples"].tolist() == [2000, 8000]
 
 
 def test_epoch_table_is_n_t_train_plus_n_v_val(experiment):
@@ -109,6 +145,18 @@ def test_save_load_round_trip_and_plain_sql(experiment, tmp_path):
         sha = conn.execute("SELECT sha256 FROM provenance").fetchone()[0]
     assert n == len(experiment.points.query("region == 'gemm'")) and sha == "ab" * 32
     experiment.save(path)  # overwriting an earlier experiment is fine
+
+
+def test_last_batch_is_saved_and_old_files_load_as_drop(experiment, tmp_path):
+    from dataclasses import asdict, replace
+
+    keep = replace(experiment, settings={**experiment.settings, "dataset": asdict(Dataset(1000, 100, 8, last_batch="keep"))})
+    keep.save(tmp_path / "keep.sqlite")
+    assert Experiment.load(tmp_path / "keep.sqlite").dataset.last_batch == "keep"
+    old = asdict(Dataset(1000, 100, 8))
+    del old["last_batch"]  # as saved before the field existed
+    replace(experiment, settings={**experiment.settings, "dataset": old}).save(tmp_path / "old.sqlite")
+    assert Experiment.load(tmp_path / "old.sqlite").dataset.last_batch == "drop"
 
 
 def test_save_refuses_to_overwrite_other_files(experiment, tmp_path):

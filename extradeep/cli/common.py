@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from extradeep.errors import InputError
 
@@ -35,7 +36,11 @@ DEFAULTS = {
     "gpus_param": "ranks",
     "model_parallel": 1,
     "weak_scaling": False,
+    "last_batch": "drop",
 }
+CONFIG_NAME = "extradeep.toml"  # read from the one PROFILES folder when --config is not given
+POSITIVE_INT_OPTIONS = ("jobs", "min_points")
+
 
 
 def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,7 +64,9 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument("--jobs", type=int, metavar="N", help="files read in parallel (default: number of CPUs)")
     read.add_argument("--cache-dir", metavar="DIR", help="cache of per-file results (default $XDG_CACHE_HOME/extradeep or ~/.cache/extradeep)")
     read.add_argument("--no-cache", action="store_true", default=None, help="read every export again and cache nothing")
-    read.add_argument("--config", metavar="FILE", help="TOML file with any of these options (command-line options win)")
+    read.add_argument("--config", metavar="FILE", help=(
+        f"TOML file with any of these keys: {', '.join(k.replace('_', '-') for k in DEFAULTS)} (other options "
+        f"are command-line only; command-line options win; default: {CONFIG_NAME} in the one PROFILES folder)"))
     data = parser.add_argument_group("dataset (turns per-step values into per-epoch values, paper Eq. 2-4)")
     data.add_argument("--train-samples", type=float, metavar="D_T", help="samples in the training set")
     data.add_argument("--val-samples", type=float, metavar="D_V", help="samples in the validation set (default 0)")
@@ -67,16 +74,37 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--gpus-param", metavar="G", help="data-parallel degree G: a parameter name or a number (default: ranks)")
     data.add_argument("--model-parallel", metavar="M", help="model-parallel degree M: a number or a parameter name (default 1)")
     data.add_argument("--weak-scaling", action="store_true", default=None, help="the data sets grow with G (weak scaling)")
+    data.add_argument("--last-batch", choices=["drop", "keep"], help="a last partial batch per epoch is dropped "
+                      "(default, paper Eq. 2: floor) or kept (ceil; PyTorch drop_last=False)")
 
 
 def resolve_options(args: argparse.Namespace) -> dict:
-    """Command line over config file over defaults, as one dict of DEFAULTS keys."""
+    """Command line over config file over defaults, as one dict of DEFAULTS keys. Without --config,
+    the `extradeep.toml` in the one PROFILES folder is the config file (said once on stderr)."""
+    use_directory_config(args)
     config = read_config(args.config) if getattr(args, "config", None) else {}
     options = {}
     for key, default in DEFAULTS.items():
         given = getattr(args, key, None)
         options[key] = given if given not in (None, []) else config.get(key, default)
+    for key in POSITIVE_INT_OPTIONS:
+        value = options[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            # checked here, not by argparse, so every command says it in one "extradeep: error:" line
+            raise InputError(f"--{key.replace('_', '-')}", f"must be at least 1, got {value!r}")
     return options
+
+
+def use_directory_config(args) -> None:
+    """Without --config, take the settings file `extradeep.toml` that sits in the one PROFILES
+    directory (so a folder of exports can carry its dataset sizes)."""
+    profiles = getattr(args, "profiles", None) or []
+    if getattr(args, "config", None) or len(profiles) != 1:
+        return
+    config = Path(profiles[0]) / CONFIG_NAME
+    if config.is_file():
+        args.config = str(config)
+        print(f"extradeep: using settings from {config}", file=sys.stderr)
 
 
 def read_config(path) -> dict:
@@ -119,25 +147,16 @@ def dataset_from_options(options: dict, aliases: dict | None = None):
         value = number_or_name(value)
         return aliases.get(value, value) if isinstance(value, str) else value
 
+    # Dataset checks every value: sizes and degrees > 0 (--val-samples >= 0), one line naming the option
     return Dataset(
-        train_samples=_sample_count(options, "train_samples"),
-        val_samples=_sample_count(options, "val_samples"),
+        train_samples=number_or_name(options["train_samples"]),
+        val_samples=number_or_name(options["val_samples"] or 0),
         batch_per_rank=param(options["batch_size"]),
         gpus_param=param(options["gpus_param"]),
         model_parallel=param(options["model_parallel"]),
         weak_scaling=bool(options["weak_scaling"]),
+        last_batch=str(options["last_batch"]),
     )
-
-
-def _sample_count(options: dict, key: str) -> float:
-    value = options[key] or 0
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = float("nan")
-    if not number >= 0 or number == float("inf"):
-        raise InputError(None, f"--{key.replace('_', '-')} must be a number of samples >= 0, got {value!r}")
-    return number
 
 
 def reader_settings(options: dict):
@@ -165,8 +184,8 @@ def experiment_from_args(args: argparse.Namespace, progress=None):
         if dataset is not None:
             experiment.settings["dataset"] = dataset_dict(dataset)
         _check_params(experiment, options["param"], aliases, profiles[0])
-        if getattr(args, "min_points", None) is not None:
-            experiment.set_min_points(args.min_points)
+        if options["min_points"] != DEFAULTS["min_points"] or getattr(args, "min_points", None) is not None:
+            experiment.set_min_points(options["min_points"])
     else:
         experiment = _load_reporting(
             load_experiment,

@@ -6,10 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from extradeep.cli.common import add_reading_arguments
+from extradeep.cli.common import add_reading_arguments, use_directory_config  # noqa: F401 (cli/evaluate imports it from here)
 from extradeep.errors import InputError
 
-CONFIG_NAME = "extradeep.toml"
 HELP = "model time per epoch, its breakdown and every kernel from profiles (Q1-Q4)"
 DESCRIPTION = """Model how training scales, from Nsight Systems exports of a few small runs.
 
@@ -43,7 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
     """Modeler, prediction, scaling and cost options shared by model, budget, evaluate and report."""
-    _exact_config_help(parser)
     mod = parser.add_argument_group("modeler")
     mod.add_argument("--exponents-i", metavar="LIST", help="polynomial exponents, e.g. 0,1/2,1,3/2,2 (default: Extra-P's set)")
     mod.add_argument("--exponents-j", metavar="LIST", help="logarithm exponents, e.g. 0,1,2 (default 0,1,2)")
@@ -63,17 +61,6 @@ def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
     cost.add_argument("--price-per-gpu-hour", type=float, metavar="X", help="price of one GPU-hour")
     cost.add_argument("--cost-formula", metavar="EXPR", help="custom cost, e.g. 'T/3600 * nodes * 12.5' (T in seconds; "
                       "variables: T, ranks, gpus, nodes, every parameter; + - * / ** min max ceil floor)")
-
-
-def _exact_config_help(parser: argparse.ArgumentParser) -> None:
-    """--config (added by add_reading_arguments) takes only the reading and dataset keys: say which."""
-    from extradeep.cli.common import DEFAULTS
-
-    keys = ", ".join(k.replace("_", "-") for k in DEFAULTS)
-    for action in parser._actions:
-        if action.dest == "config":
-            action.help = (f"TOML file with any of these keys: {keys} (the other options are command-line only; "
-                           f"command-line options win; default: {CONFIG_NAME} in the one PROFILES folder)")
 
 
 def modeler_options(args) -> dict:
@@ -190,18 +177,6 @@ def is_extrap_text(profiles: list[str]) -> bool:
         return not handle.read(16).startswith(b"SQLite format 3")
 
 
-def use_directory_config(args) -> None:
-    """Without --config, take the settings file `extradeep.toml` that sits in the one PROFILES
-    directory (so a folder of exports can carry its dataset sizes)."""
-    profiles = args.profiles or []
-    if getattr(args, "config", None) or len(profiles) != 1:
-        return
-    config = Path(profiles[0]) / CONFIG_NAME
-    if config.is_file():
-        args.config = str(config)
-        print(f"extradeep: using settings from {config}", file=sys.stderr)
-
-
 def analysis_from_args(args):
     """(Analysis, Experiment or None) from PROFILES and the options; progress on stderr."""
     from extradeep.analysis.analyse import analyse, analyse_table
@@ -212,7 +187,6 @@ def analysis_from_args(args):
 
         table = read_extrap_text(args.profiles[0])
         return analyse_table(table, table.attrs["params"], modeler_options(args), args.scaling, args.ranks_param), None
-    use_directory_config(args)
     experiment = experiment_from_args(args)
     analysis = analyse(experiment, options=modeler_options(args), scaling=args.scaling,
                        ranks_param=args.ranks_param, progress=progress_line)
