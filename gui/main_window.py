@@ -41,6 +41,7 @@ class MainWindow(QMainWindow):
         self.runner = TaskRunner(self)
         self.ws: Workspace | None = None
         self.app_models: AppModels | None = None
+        self.dataset = None  # extradeep.experiment.Dataset chosen in the GUI, if any
         self._app_started = False
         self._options: tuple[dict, int] = ({}, 0)
         self.last_error = ""
@@ -99,6 +100,7 @@ class MainWindow(QMainWindow):
         self._action(menu, "Open Extra-P &text…", lambda: self._ask_open_file("extrap"))
         self.recent_menu = menu.addMenu("Open &recent")
         self._fill_recent_menu()
+        self._action(menu, "&Dataset sizes (values per epoch)…", self.ask_dataset)
         menu.addSeparator()
         self._action(menu, "Export &plot (PNG, SVG, PDF)…", self.ask_export_plot)
         self._action(menu, "Export model &table (CSV)…", self.ask_export_csv)
@@ -129,7 +131,20 @@ class MainWindow(QMainWindow):
         """Read an input in the background; the window switches to it once it is read."""
         path = Path(path)
         self.statusBar().showMessage(f"Opening {path}…")
-        self.runner.start("load", open_source, path, on_done=self._loaded)
+        self.runner.start("load", open_source, path, self.dataset, on_done=self._loaded)
+
+    def ask_dataset(self) -> None:
+        from gui.dataset_dialog import DatasetDialog
+
+        dialog = DatasetDialog(self.dataset, self)
+        if dialog.exec():
+            self.set_dataset(dialog.dataset())
+
+    def set_dataset(self, dataset) -> None:
+        """Use these dataset sizes (an extradeep.experiment.Dataset) from now on; reopen the input."""
+        self.dataset = dataset
+        if self.ws is not None and self.ws.source_kind != "extrap":
+            self.open_path(self.ws.source)
 
     def _loaded(self, ws: Workspace) -> None:
         self.ws = ws

@@ -90,8 +90,9 @@ class Workspace:
         return modeling_cutoff(self.param_grid[self.params[0]], n_eval)
 
 
-def open_source(report, path: str | Path) -> Workspace:
-    """Read any supported input; raises InputError with one line when it is not one."""
+def open_source(report, path: str | Path, dataset=None) -> Workspace:
+    """Read any supported input; raises InputError with one line when it is not one. `dataset`
+    (extradeep.experiment.Dataset) makes values per epoch, as the CLI's dataset options do."""
     path = Path(path)
     if not path.exists():
         raise InputError(path, "no such file or folder")
@@ -99,7 +100,7 @@ def open_source(report, path: str | Path) -> Workspace:
         from extradeep.ingest import load_experiment
 
         report(0, 0, f"Reading profiles in {path.name}")
-        exp = load_experiment([path], progress=_ingest_progress(report))
+        exp = load_experiment([path], dataset=dataset, progress=_ingest_progress(report))
         return workspace_from_experiment(exp, path, "profiles")
     if path.suffix.lower() == ".txt":
         from extradeep.modeling.extrap_text import read_extrap_text
@@ -112,6 +113,10 @@ def open_source(report, path: str | Path) -> Workspace:
 
     report(0, 0, f"Opening experiment {path.name}")
     exp = Experiment.load(path)
+    if dataset is not None:
+        from extradeep.experiment import dataset_dict
+
+        exp.settings["dataset"] = dataset_dict(dataset)
     return workspace_from_experiment(exp, path, "experiment")
 
 

@@ -217,3 +217,30 @@ def test_cancel_while_opening_leaves_the_window_as_it_was(window, gui_experiment
     settle(lambda: not window.runner.busy)
     assert window.ws is None and window.last_error == ""
     assert "load" in messages and not window.cancel_button.isVisible()
+
+
+def test_dataset_sizes_turn_a_profiles_folder_per_epoch(window, open_wait, sample_profiles, sample_truth,
+                                                        gui_experiment, settle):
+    from extradeep.experiment import Dataset
+
+    open_wait(window, sample_profiles)  # cached by gui_experiment
+    assert window.ws.per == "step"
+    step_row = region_row(window.ws, "step")
+    per_step = window.ws.points[step_row].value.copy()
+    data = sample_truth["dataset"]
+    window.set_dataset(Dataset(**data))
+    settle(lambda: window.runner.busy)
+    settle(lambda: not window.runner.busy)
+    ws = window.ws
+    assert ws.per == "epoch" and window.last_error == ""
+    ranks = ws.points[step_row].X[:, 0]
+    n_t = np.floor(data["train_samples"] / ranks / data["batch_per_rank"])
+    assert np.all(ws.points[step_row].value > per_step * n_t * 0.999)  # train steps x n_t, plus validation
+
+
+def test_dataset_dialog_round_trips_the_sizes(qapp):
+    from extradeep.experiment import Dataset
+    from gui.dataset_dialog import DatasetDialog
+
+    given = Dataset(train_samples=1_281_167, val_samples=50_000, batch_per_rank=256, weak_scaling=True)
+    assert DatasetDialog(given).dataset() == given
