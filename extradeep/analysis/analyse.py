@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 
 from extradeep.analysis.epoch import (EPOCH_TIME, REGION_KEYS, EpochModel, application_steps, dataset_notes,
-                                      per_epoch, point_summary, quantity_label, samples_per_epoch, skipped_data_note,
-                                      step_values)
+                                      per_epoch, point_summary, quantity_label, skipped_data_note, step_values,
+                                      work_samples)
 from extradeep.analysis.cost import CostSettings, cost_table
 from extradeep.analysis.points import format_point
 from extradeep.analysis.overlap import fit_step_composition, step_parts
@@ -264,7 +264,7 @@ def prediction_table(analysis: Analysis, grid: pd.DataFrame, cost: CostSettings 
     table = scaling_table(analysis.application_models, grid, analysis.params, ["quantity"], analysis.baseline,
                           analysis.scaling, analysis.ranks_param, level=level, samples=sample_counter(analysis))
     if analysis.dataset is not None and not table.empty:
-        counts = samples_per_epoch(analysis.dataset, table[analysis.params], analysis.fixed)
+        counts = analysis.dataset.samples_per_epoch(table[analysis.params], analysis.fixed)
         table["samples"], table["skipped_share"] = counts["samples"], counts["skipped_share"]
     if cost is not None and not table.empty:
         table = cost_table(table, replace(cost, ranks_param=analysis.ranks_param), analysis.params)
@@ -297,7 +297,7 @@ def sample_counter(analysis: Analysis):
     dataset = analysis.dataset
     if dataset is None or analysis.per != "epoch" or (analysis.scaling == "weak") != bool(dataset.weak_scaling):
         return None
-    return lambda points: samples_per_epoch(dataset, points, analysis.fixed)["samples"].to_numpy(float)
+    return lambda points: work_samples(dataset, points, analysis.fixed)
 
 
 def derived_models(analysis: Analysis) -> pd.DataFrame:
@@ -338,7 +338,7 @@ def extrapolation_notes(analysis: Analysis, grid: pd.DataFrame) -> list[str]:
     notes = []
     if analysis.dataset is not None and analysis.per == "epoch":
         points = grid[analysis.params].drop_duplicates().reset_index(drop=True)
-        counts = pd.concat([points, samples_per_epoch(analysis.dataset, points, analysis.fixed)], axis=1)
+        counts = pd.concat([points, analysis.dataset.samples_per_epoch(points, analysis.fixed)], axis=1)
         notes += skipped_data_note(counts, analysis.params)
     notes += _wide_interval_note(analysis, grid)
     ranks = analysis.ranks_param

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.analysis.cost import CostSettings, amount_text, cost_table
-from extradeep.analysis.epoch import SKIP_WARN, samples_per_epoch, skipped_data_note
+from extradeep.analysis.epoch import SKIP_WARN, skipped_data_note, work_samples
 from extradeep.analysis.points import format_point, format_seconds
 from extradeep.analysis.scaling import add_scaling_columns, design
 from extradeep.errors import InputError
@@ -102,11 +102,12 @@ def _candidate_table(model, candidates, params, baseline, limits, cost, scaling,
     table["T_base"] = float(np.asarray(model.predict(design(pd.DataFrame([baseline])[params], params))).reshape(-1)[0])
     dataset = getattr(model, "dataset", None)  # an EpochModel knows its steps per epoch
     if dataset is not None:
-        counts = samples_per_epoch(dataset, points, model.fixed)
+        counts = dataset.samples_per_epoch(points, model.fixed)
         table[list(counts.columns)] = counts
         if (scaling == "weak") == bool(dataset.weak_scaling):  # compare time per sample (docs/analysis.md)
             base = pd.DataFrame([baseline])[params].astype(float)
-            table["samples_base"] = float(samples_per_epoch(dataset, base, model.fixed)["samples"].iloc[0])
+            table["samples"] = work_samples(dataset, points, model.fixed)
+            table["samples_base"] = float(work_samples(dataset, base, model.fixed)[0])
     table = add_scaling_columns(table, baseline, scaling, cost.ranks_param)
     table = cost_table(table, cost, params)
     table["total_time"] = table["T"] * limits.epochs

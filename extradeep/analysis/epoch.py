@@ -130,25 +130,16 @@ def dataset_notes(experiment: Experiment, dataset: Dataset | None, steps: pd.Dat
 SKIP_WARN = 0.03  # share of the training set an epoch may leave out (floor in n_t) before a warning
 
 
-def samples_per_epoch(dataset: Dataset, points: pd.DataFrame, fixed: dict | None = None) -> pd.DataFrame:
-    """Per point: n_t, the training samples one epoch processes (n_t * G/M * B, all ranks), the
-    training set size (x G under weak scaling) and the share that floor() in Eq. 2 leaves out."""
-    from extradeep.experiment import _resolve
-
-    n_t, _ = dataset.steps_per_epoch(points, fixed)
-    gpus = _resolve(dataset.gpus_param, "G (--gpus-param)", points, fixed)
-    batch = _resolve(dataset.batch_per_rank, "B (--batch-size)", points, fixed)
-    model = _resolve(dataset.model_parallel, "M (--model-parallel)", points, fixed)
-    processed = n_t * (gpus / model) * batch
-    size = float(dataset.train_samples) * (gpus if dataset.weak_scaling else 1.0)
-    skipped = np.divide(size - processed, size, out=np.zeros(len(points)), where=size > 0)
-    return pd.DataFrame({"n_t": n_t, "samples": processed, "train_samples": size,
-                         "skipped_share": np.clip(skipped, 0.0, 1.0)}, index=points.index)
+def work_samples(dataset: Dataset, points: pd.DataFrame, fixed: dict | None = None) -> np.ndarray:
+    """Training samples one epoch really trains on: those processed (floor leaves some out), at
+    most the data set (with last batch "keep", padding repeats samples: wasted work, not more data)."""
+    counts = dataset.samples_per_epoch(points, fixed)
+    return np.minimum(counts["samples"], counts["train_samples"]).to_numpy(float)
 
 
 def skipped_data_note(table: pd.DataFrame, params: list[str], limit: float = SKIP_WARN) -> list[str]:
     """A warning naming the configurations whose epochs leave out more than ``limit`` of the data
-    (``table`` has the params and samples_per_epoch's columns)."""
+    (``table`` has the params and Dataset.samples_per_epoch's columns)."""
     from extradeep.analysis.points import format_point
 
     bad = table[table["skipped_share"] > limit].sort_values("skipped_share", ascending=False, kind="stable")
@@ -160,8 +151,9 @@ def skipped_data_note(table: pd.DataFrame, params: list[str], limit: float = SKI
     return [f"floor() in the steps per epoch (Eq. 2) makes {len(bad)} configuration(s) skip more than {limit:.0%} "
             f"of the training samples per epoch, so their epoch time looks shorter than the work it stands "
             f"for (the worst first): {shown}{more}. "
-            "Speedup and efficiency compare time per sample; pick a batch size or rank count that divides "
-            "the data set, or keep the last partial batch"]
+            "Speedup and efficiency compare time per sample. Pick a batch size or rank count that divides "
+            "the data set; if the training keeps the last partial batch (drop_last=False), say "
+            "--last-batch keep"]
 
 
 @dataclass

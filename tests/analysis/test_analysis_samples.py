@@ -8,7 +8,7 @@ import pytest
 
 from extradeep.analysis.budget import BudgetLimits, budget_search
 from extradeep.analysis.cost import CostSettings
-from extradeep.analysis.epoch import EpochModel, samples_per_epoch
+from extradeep.analysis.epoch import EpochModel, work_samples
 from extradeep.experiment import Dataset
 
 DATASET = Dataset(train_samples=50_000, val_samples=0, batch_per_rank=64)
@@ -20,13 +20,14 @@ def steps_model(law):
     return EpochModel(law(lambda p: STEP + 0 * p), None, DATASET, ["ranks"], {})
 
 
-def test_samples_per_epoch_counts_whole_batches():
-    counts = samples_per_epoch(DATASET, RANKS, {})
+def test_work_samples_count_whole_batches_and_never_the_padding():
     p = RANKS["ranks"].to_numpy()
     expected = np.floor(50_000 / p / 64) * p * 64  # independent: whole batches of 64 on every rank
-    np.testing.assert_array_equal(counts["samples"], expected)
-    np.testing.assert_allclose(counts["skipped_share"], 1 - expected / 50_000)
-    assert counts.set_index(RANKS["ranks"]).loc[112.0, "samples"] == 43_008
+    np.testing.assert_array_equal(work_samples(DATASET, RANKS), expected)
+    assert work_samples(DATASET, RANKS)[list(p).index(112.0)] == 43_008
+    # keeping the last partial batch pads it: the epoch trains on the whole data set, not more
+    keep = Dataset(train_samples=50_000, val_samples=0, batch_per_rank=64, last_batch="keep")
+    np.testing.assert_array_equal(work_samples(keep, RANKS), 50_000)
 
 
 def test_efficiency_per_sample_cannot_exceed_one_from_rounding(law):
