@@ -90,17 +90,6 @@ def _cost_limit(max_cost: float, unit: str) -> str:
     return f"cost <= {max_cost:g} {unit.removeprefix('cost ')}"
 
 
-def _varied_text(analysis, table) -> str:
-    """Which parameter the candidates vary, and where the others stay."""
-    from extradeep.analysis.points import format_point
-
-    others = [p for p in analysis.params if p != analysis.ranks_param]
-    text = f"Candidates vary {analysis.ranks_param}"
-    if others and not table.empty:
-        text += f" only; {format_point(table.iloc[0], others)} fixed (change with --at)"
-    return text
-
-
 def run(args) -> int:
     from extradeep.analysis.points import format_point, format_seconds
     from extradeep.cli.model import analysis_from_args, check_analysis_options
@@ -118,16 +107,20 @@ def run(args) -> int:
              _cost_limit(limits.max_cost, unit) if limits.max_cost else ""]
     print(f"Limits for {limits.epochs:g} {analysis.per}(s): {' and '.join(a for a in asked if a)}; "
           f"{len(result.table)} candidates; {result.scaling} scaling")
-    print(_varied_text(analysis, result.table) + "\n")
+    print()
     shown = result.table if args.all else result.table[result.table["valid"]]
     if len(shown) > MAX_ROWS and not args.all:
         print(f"{len(shown)} valid candidates (--all lists every candidate)\n")
     elif not shown.empty:
+        samples = "samples" in shown and "skipped_share" in shown
         rows = [[format_point(r, params), format_seconds(r["T"]), format_seconds(r["total_time"]),
                  f"{r['total_cost']:.4g}", f"{r['efficiency']:.2f}", "yes" if r["valid"] else "no",
-                 "yes" if r["valid_upper"] else "no"] for _, r in shown.iterrows()]
+                 "yes" if r["valid_upper"] else "no"]
+                + ([f"{r['samples']:,.0f}", f"{r['skipped_share']:.1%}"] if samples else [])
+                for _, r in shown.iterrows()]
         print(render_table(["configuration", f"time/{analysis.per}", "total time", f"total {unit}", "efficiency",
-                            "valid", "valid at upper bound"], rows))
+                            "valid", "valid at upper bound"] + (["samples/epoch", "skipped"] if samples else []),
+                           rows))
         print()
     if result.failure:
         print(f"No configuration meets the limits: {result.failure}.")

@@ -40,4 +40,5 @@ def test_budget_with_two_parameters_says_what_is_fixed_and_names_the_unit_once(c
     out = capsys.readouterr().out
     assert code == 0, out
     assert "cost <= 5 (money);" in out and "cost (money) cost" not in out
-    assert "Candidates vary ranks only; batch=64 fixed (change with --at)" in out
+    assert "the search varies ranks only; batch=64 stays fixed (give other values with --at)" in out
+    assert out.count("varies ranks only") == 1

@@ -3,7 +3,7 @@
 Modeling points: ranks 2-10 (2 repetitions); evaluation points 20 (2x) and 40 (4x) from a second
 simulation. The truth is the simulator's noise-free expected epoch time (truth.json).
 Measured figures (benchmarks/bench_analysis.py, docs/performance.md): at 2x the error against the
-truth is about 1.4%, within the measurement noise; at 4x it is about 20% because the gradient
+truth is about 1.4%, within the measurement noise; at 4x it is 15-21% because the gradient
 all-reduce, hidden behind the backward pass up to 10 ranks, becomes exposed beyond them, a change
 of regime that no model of the measured range can see.
 """
