@@ -125,30 +125,50 @@ def runs_from_names(paths, aliases: dict | None = None) -> tuple[pd.DataFrame, l
 
 
 def read_manifest(manifest, aliases: dict | None = None) -> pd.DataFrame:
-    """Runs table from a CSV or TOML manifest (path, parameter values, rank, rep); paths are relative to it."""
+    """Runs table of the usable rows of a CSV or TOML manifest (see `manifest_runs`)."""
+    return manifest_runs(manifest, aliases)[0]
+
+
+def manifest_runs(manifest, aliases: dict | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """(runs table, problems) from a CSV or TOML manifest (path, parameter values, rank, rep; paths
+    relative to it). A bad row is skipped with one line naming the manifest, its row and the
+    problem; InputError only when no row is usable."""
     manifest = Path(manifest)
     if not manifest.is_file():
         raise InputError(manifest, "manifest not found")
     if manifest.suffix.lower() == ".toml":
-        records = _toml_records(manifest)
+        records, unit, first = _toml_records(manifest), "run", 1
     else:
         with open(manifest, newline="", encoding="utf-8") as fh:
-            records = list(csv.DictReader(fh))
+            records, unit, first = list(csv.DictReader(fh)), "line", 2  # line 1 is the header
     if not records:
         raise InputError(manifest, "manifest lists no runs")
     aliases = DEFAULT_ALIASES if aliases is None else aliases
-    rows = []
-    for number, record in enumerate(records, start=1):
-        where = f"{manifest} (run {number})"
-        record = {aliases.get(str(k).strip(), str(k).strip()): v for k, v in record.items()}
-        if not record.get("path"):
-            raise InputError(where, "every run needs a path")
-        path = Path(str(record.pop("path")).strip())
-        row = {"path": str((manifest.parent / path).resolve()), "app": str(record.pop("app", "") or "")}
-        for key, value in record.items():
-            row[key] = _manifest_value(where, key, value)
-        rows.append(_check_rank_rep(row, where))
-    return _with_stat(rows)
+    rows, problems = [], []
+    for number, record in enumerate(records, start=first):
+        where = f"{manifest} ({unit} {number})"
+        try:
+            rows.append(_manifest_row(manifest, record, aliases, where))
+        except InputError as exc:
+            problems.append(f"{where}: {exc.problem}; skipped")
+    if not rows:
+        error = InputError(manifest, f"no usable run among {len(records)}; first problem: {problems[0]}")
+        error.problems = problems
+        raise error
+    return _with_stat(rows), problems
+
+
+def _manifest_row(manifest: Path, record: dict, aliases: dict, where: str) -> dict:
+    if None in record:  # csv.DictReader puts surplus cells under the key None
+        raise InputError(where, f"more cells than the header has columns: {record[None]!r}")
+    record = {aliases.get(str(k).strip(), str(k).strip()): v for k, v in record.items()}
+    if not record.get("path"):
+        raise InputError(where, "every run needs a path")
+    path = Path(str(record.pop("path")).strip())
+    row = {"path": str((manifest.parent / path).resolve()), "app": str(record.pop("app", "") or "")}
+    for key, value in record.items():
+        row[key] = _manifest_value(where, key, value)
+    return _check_rank_rep(row, where)
 
 
 def read_toml(path) -> dict:
@@ -179,6 +199,8 @@ def _toml_records(manifest: Path) -> list[dict]:
 
 
 def _manifest_value(where, key, value):
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise InputError(where, f"no value for {key!r}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     text = str(value).strip()
@@ -262,7 +284,8 @@ def missing_ranks(runs: pd.DataFrame, ranks_param: str = "ranks") -> list[str]:
 
 
 def _point_label(row, keys) -> str:
-    return f"{row['app']} " + " ".join(f"{k}={_fmt(row[k])}" for k in keys)
+    """`app ranks=4 rep=1`; without an app name (manifests may leave it out) just the values."""
+    return " ".join([str(row["app"])] * bool(row["app"]) + [f"{k}={_fmt(row[k])}" for k in keys])
 
 
 def _fmt(value) -> str:
@@ -276,7 +299,7 @@ def discover(paths=None, aliases=None, manifest=None, ranks_param: str = "ranks"
     """
     aliases = parse_aliases(aliases) if isinstance(aliases, (list, tuple)) else aliases
     if manifest is not None:
-        runs, problems = read_manifest(manifest, aliases), []
+        runs, problems = manifest_runs(manifest, aliases)
     else:
         runs, problems = runs_from_names(paths, aliases)
     runs, problems = validate_runs(runs, problems)

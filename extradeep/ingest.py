@@ -63,7 +63,7 @@ def load_experiment(
     aliases = discover.parse_aliases(aliases) if not isinstance(aliases, dict) else aliases
     settings = ReaderSettings.from_any(settings)
     if manifest is not None:
-        runs, problems = discover.read_manifest(manifest, aliases), []
+        runs, problems = discover.manifest_runs(manifest, aliases)
     else:
         runs, problems = discover.runs_from_names(paths, aliases)
     runs, problems = discover.validate_runs(runs, problems)
@@ -86,7 +86,7 @@ def load_experiment(
     step_sums = step_sum_table(runs, frames, params)
     values, points = aggregate(step_sums, params, min_points)
     fixed = {p: _plain(runs[p].iloc[0]) for p in discover.param_columns(runs) if p not in params}
-    notes = reader_notes([frames[path] for path in runs["path"]])
+    notes = reader_notes({path: frames[path] for path in runs["path"]})
     provenance = runs[["path", "size", "sha256", "app", "rank", "rep", *discover.param_columns(runs)]]
     experiment_settings = {
         "reader": settings.to_dict(),
@@ -101,10 +101,21 @@ def load_experiment(
     return Experiment(params, values, points, provenance.reset_index(drop=True), experiment_settings, problems)
 
 
-def reader_notes(frames: list[pd.DataFrame]) -> list[str]:
-    """The reader's notes, each once, with how many files said it."""
-    counts = Counter(note for frame in frames for note in dict.fromkeys(frame.attrs.get("notes", [])))
-    return [note if n == 1 else f"{note} (in {n} files)" for note, n in sorted(counts.items())]
+def reader_notes(frames: dict[str, pd.DataFrame], shown: int = 3) -> list[str]:
+    """The reader's notes (path -> step-sum frame), each once, naming the file(s) that said it:
+    "note (in a.sqlite)" or "note (in N files: a.sqlite, b.sqlite, c.sqlite, ...)"."""
+    said: dict[str, list[str]] = {}
+    for path, frame in frames.items():
+        for note in dict.fromkeys(frame.attrs.get("notes", [])):
+            said.setdefault(note, []).append(str(path))
+    out = []
+    for note, paths in sorted(said.items()):
+        if len(paths) == 1:
+            out.append(f"{note} (in {paths[0]})")
+        else:
+            names = ", ".join(Path(p).name for p in paths[:shown]) + (", ..." if len(paths) > shown else "")
+            out.append(f"{note} (in {len(paths)} files: {names})")
+    return out
 
 
 def choose_params(runs: pd.DataFrame, params, aliases: dict) -> list[str]:

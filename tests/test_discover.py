@@ -156,3 +156,31 @@ def test_parameter_names_that_clash_with_table_columns_are_refused(tmp_path):
         discover(tmp_path)
     runs, _ = discover(tmp_path, aliases=["step=steps"])
     assert runs["steps"].tolist() == [100]
+
+
+def test_bad_manifest_rows_are_skipped_with_their_line_and_the_rest_is_used(tmp_path):
+    from extradeep.discover import manifest_runs
+
+    for name in ("a.sqlite", "b.sqlite", "c.sqlite", "d.sqlite"):
+        _touch(tmp_path / name)
+    (tmp_path / "m.csv").write_text("path,ranks,rank\na.sqlite,2,0\nb.sqlite,abc,0\nc.sqlite,2\nd.sqlite,2,1\n")
+    runs, problems = manifest_runs(tmp_path / "m.csv")
+    assert runs["path"].tolist() == [str(tmp_path / "a.sqlite"), str(tmp_path / "d.sqlite")]
+    assert problems == [f"{tmp_path / 'm.csv'} (line 3): value of 'ranks' is not a number: 'abc'; skipped",
+                        f"{tmp_path / 'm.csv'} (line 4): no value for 'rank'; skipped"]
+    found, listed = discover(manifest=tmp_path / "m.csv")
+    assert len(found) == 2 and listed[:2] == problems
+
+
+def test_toml_manifest_rows_are_numbered_by_run(tmp_path):
+    from extradeep.discover import manifest_runs
+
+    _touch(tmp_path / "x.sqlite")
+    (tmp_path / "m.toml").write_text('[[run]]\npath = "x.sqlite"\nranks = 2\n[[run]]\npath = "y.sqlite"\nranks = "abc"\n')
+    runs, problems = manifest_runs(tmp_path / "m.toml")
+    assert len(runs) == 1 and problems[0].startswith(f"{tmp_path / 'm.toml'} (run 2): value of 'ranks'")
+
+
+def test_point_label_without_an_app_has_no_blank(tmp_path):
+    runs = pd.DataFrame({"path": ["a"], "app": [""], "ranks": [4], "rank": [0], "rep": [1]})
+    assert missing_ranks(runs) == ["ranks=4 rep=1: 1 of 4 rank files (missing mpi1, mpi2, mpi3); using the ranks present"]

@@ -126,6 +126,8 @@ def test_bad_files_are_skipped_and_reported_one_line_each(small_run, tmp_path, c
     args = _parser().parse_args([str(run), "--no-cache", "--jobs", "1"])
     experiment = experiment_from_args(args, progress=False)
     err = capsys.readouterr().err.splitlines()
+    if (run / "extradeep.toml").exists():  # the simulator's settings file beside the exports is read
+        assert err.pop(0) == f"extradeep: using settings from {run / 'extradeep.toml'}"
     problems = experiment.problems
     assert all("\n" not in p for p in problems)
     expect = {"toy.p3.r1.mpi2.sqlite": "truncated", "toy.p4.r1.mpi3.sqlite": "empty",
@@ -233,7 +235,8 @@ def test_config_file_dataset_and_saved_experiment(small_run, tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, fragment",
     [(["--train-samples", "10"], "--batch-size"), (["--val-samples", "10"], "--train-samples"), ([], "PROFILES"),
-     (["--train-samples", "-5", "--batch-size", "8"], "samples >= 0")],
+     (["--train-samples", "-5", "--batch-size", "8"], "--train-samples: must be a number > 0"),
+     (["--train-samples", "0", "--batch-size", "8"], "--train-samples: must be a number > 0")],
 )
 def test_incomplete_options_are_user_errors(argv, fragment):
     with pytest.raises(InputError, match=fragment):
@@ -261,10 +264,24 @@ def test_single_epoch_note_reaches_the_user_once(tmp_path, capsys):
     args = _parser().parse_args([str(tmp_path), "--no-cache", "--jobs", "1"])
     experiment = experiment_from_args(args, progress=False)
     notes = experiment.settings["notes"]
-    assert len(notes) == 1 and "only one epoch" in notes[0] and "(in 3 files)" in notes[0]
+    names = sorted(p.name for p in tmp_path.glob("*.sqlite"))
+    assert len(notes) == 1 and "only one epoch" in notes[0]
+    assert notes[0].endswith(f"(in 3 files: {', '.join(names)})")  # the note names the files
     assert capsys.readouterr().err.count("only one epoch") == 1
     steps = experiment.values.query("region == 'step' and metric == 'time'").set_index("phase")["n_steps"]
     assert steps.loc["train"].eq(2).all() and steps.loc["val"].eq(1).all()  # first step of each phase dropped
+
+
+def test_a_note_of_one_file_names_that_file(tmp_path):
+    from extradeep.ingest import reader_notes
+
+    frames = {}
+    for i in range(5):
+        frames[str(tmp_path / f"f{i}.sqlite")] = pd.DataFrame().assign()
+        frames[str(tmp_path / f"f{i}.sqlite")].attrs["notes"] = ["2 NVTX ranges have no end"] if i else ["odd names"]
+    notes = reader_notes(frames)
+    assert f"odd names (in {tmp_path / 'f0.sqlite'})" in notes
+    assert "2 NVTX ranges have no end (in 4 files: f1.sqlite, f2.sqlite, f3.sqlite, ...)" in notes
 
 
 def test_manifest_with_any_names_gives_the_same_experiment(small_run, tmp_path):
