@@ -31,6 +31,7 @@ from extradeep.experiment import Dataset, Experiment, dataset_dict
 from extradeep.nsys.settings import READER_VERSION, ReaderSettings
 
 CACHE_FORMAT = 1
+CACHE_MAX_MB = 2048  # default cap of the cache; env EXTRADEEP_CACHE_MAX_MB overrides it
 
 
 def default_cache_dir() -> Path:
@@ -147,6 +148,7 @@ def step_sum_table(runs: pd.DataFrame, frames: dict, params: list[str]) -> pd.Da
 
 def read_all(runs: pd.DataFrame, settings: ReaderSettings, *, jobs=None, cache_dir=None, progress=None) -> list[dict]:
     """Read every run: cached results first, the rest in `jobs` worker processes (1: in this process)."""
+    limit = cache_limit_bytes() if cache_dir is not None else None  # a bad setting fails before reading
     tasks = [(row.path, row.size, row.mtime_ns) for row in runs.itertuples(index=False)]
     keys = [cache_key(*task, settings) for task in tasks]
     results: list[dict | None] = [None] * len(tasks)
@@ -175,6 +177,8 @@ def read_all(runs: pd.DataFrame, settings: ReaderSettings, *, jobs=None, cache_d
                 _store(cache_dir, keys[i], results[i])
                 bar.update(tasks[i][0])
     bar.close()
+    if cache_dir is not None:
+        prune_cache(cache_dir, limit)
     return results
 
 
@@ -222,11 +226,55 @@ def _cache_file(cache_dir: Path, key: str) -> Path:
 
 def read_cache(cache_dir: Path, key: str) -> dict | None:
     """A cached per-file result, or None (missing or unreadable entries are simply re-read)."""
+    path = _cache_file(cache_dir, key)
     try:
-        with open(_cache_file(cache_dir, key), "rb") as fh:
-            return pickle.load(fh)
+        with open(path, "rb") as fh:
+            result = pickle.load(fh)
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
         return None
+    try:
+        os.utime(path)  # mtime = last use: eviction drops the least recently used entries
+    except OSError:
+        pass
+    return result
+
+
+def cache_limit_bytes() -> int:
+    """The cache's cap: EXTRADEEP_CACHE_MAX_MB (MiB) or CACHE_MAX_MB; a bad value is refused."""
+    text = os.environ.get("EXTRADEEP_CACHE_MAX_MB", str(CACHE_MAX_MB))
+    try:
+        megabytes = float(text)
+    except ValueError:
+        megabytes = float("nan")
+    if not megabytes >= 0:
+        raise InputError("EXTRADEEP_CACHE_MAX_MB", f"must be a number of MiB >= 0, got {text!r}")
+    return int(megabytes * 2**20)
+
+
+def prune_cache(cache_dir, max_bytes: int | None = None) -> int:
+    """Delete the least recently used cache entries until the cache holds at most `max_bytes`
+    (default `cache_limit_bytes()`); returns how many were deleted. Only extradeep's own entry files
+    (steps/xx/<sha256>.pkl) are touched."""
+    limit = cache_limit_bytes() if max_bytes is None else max_bytes
+    entries = []
+    for path in (Path(cache_dir) / "steps").glob("??/*.pkl"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        entries.append((stat.st_mtime_ns, stat.st_size, path))
+    total = sum(size for _, size, _ in entries)
+    removed = 0
+    for _, size, path in sorted(entries, key=lambda e: e[0]):
+        if total <= limit:
+            break
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        total -= size
+        removed += 1
+    return removed
 
 
 def _store(cache_dir, key: str, result: dict) -> None:

@@ -189,6 +189,28 @@ def test_cache_hit_does_not_reread_and_changes_invalidate(small_run, tmp_path, m
     assert sorted(os.listdir(run)) == listing  # nothing written beside the inputs
 
 
+def test_cache_is_capped_and_evicts_the_least_recently_used(small_run, tmp_path, monkeypatch):
+    from extradeep.ingest import prune_cache
+
+    cache = tmp_path / "cache"
+    load_experiment(small_run, cache_dir=cache, jobs=1, progress=False)
+    entries = sorted((cache / "steps").glob("??/*.pkl"))
+    sizes = {p: p.stat().st_size for p in entries}
+    assert len(entries) == 9
+    for age, path in enumerate(entries):  # entries[0] used longest ago
+        os.utime(path, ns=(10**18 + age * 10**9,) * 2)
+    keep = sum(sizes[p] for p in entries[-3:])
+    assert prune_cache(cache, keep) == 6
+    assert sorted((cache / "steps").glob("??/*.pkl")) == entries[-3:]
+    monkeypatch.setenv("EXTRADEEP_CACHE_MAX_MB", str(2 * max(sizes.values()) / 2**20))
+    load_experiment(small_run, cache_dir=cache, jobs=1, progress=False)  # a batch prunes after reading
+    left = list((cache / "steps").glob("??/*.pkl"))
+    assert 1 <= len(left) <= 2 and sum(p.stat().st_size for p in left) <= 2 * max(sizes.values())
+    monkeypatch.setenv("EXTRADEEP_CACHE_MAX_MB", "lots")
+    with pytest.raises(InputError, match="EXTRADEEP_CACHE_MAX_MB: must be a number"):
+        load_experiment(small_run, cache_dir=cache, jobs=1, progress=False)
+
+
 def test_parallel_reading_equals_serial(small_run):
     serial = load_experiment(small_run, jobs=1, use_cache=False, progress=False)
     parallel = load_experiment(small_run, jobs=2, use_cache=False, progress=False)
