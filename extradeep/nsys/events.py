@@ -43,25 +43,32 @@ MPI_TABLES = ("MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS", "MPI_START_WAIT_EVENTS
 # Columnar fetching
 
 
-def int_columns(conn: ExportConnection, table: str, columns: dict[str, str], where: str = "") -> dict[str, np.ndarray]:
+def int_columns(conn: ExportConnection, table: str, columns: dict[str, str], where: str = "",
+                aggregates: dict[str, str] | None = None) -> dict[str, np.ndarray]:
     """Integer columns of `table` as aligned int64 arrays (output name -> SQL expression).
 
     SQLite renders each column as one comma-separated text (group_concat, rows in scan order for all
     aggregates of the same SELECT) that NumPy parses in C: several times faster than building a
-    Python tuple per row. NULLs become NULL_INT.
+    Python tuple per row. NULLs become NULL_INT. `aggregates` (output name -> SQL aggregate such as
+    `min(x)`) are computed in the same scan; each comes back as an array with one value per chunk.
     """
-    out: dict[str, list[np.ndarray]] = {name: [] for name in columns}
-    bounds = query(conn, f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
-    if bounds[0] is None:
-        return {name: np.empty(0, np.int64) for name in columns}
-    aggregates = ", ".join(f"group_concat(ifnull({expr}, {_NULL_SQL}))" for expr in columns.values())
+    aggregates = aggregates or {}
+    out: dict[str, list] = {name: [] for name in [*columns, *aggregates]}
+    # two queries: SQLite answers a lone min(rowid) or max(rowid) from the b-tree, both at once by a scan
+    low = query(conn, f'SELECT min(rowid) FROM "{table}"').fetchone()[0]
+    if low is None:
+        return {name: np.empty(0, np.int64) for name in out}
+    high = query(conn, f'SELECT max(rowid) FROM "{table}"').fetchone()[0]
+    selected = [f"group_concat(ifnull({expr}, {_NULL_SQL}))" for expr in columns.values()] + list(aggregates.values())
     condition = f"({where}) AND " if where else ""
-    sql = f'SELECT count(*), {aggregates} FROM "{table}" WHERE {condition}rowid >= ? AND rowid < ?'
-    for lo in range(bounds[0], bounds[1] + 1, CHUNK_ROWS):
+    sql = f'SELECT count(*), {", ".join(selected)} FROM "{table}" WHERE {condition}rowid >= ? AND rowid < ?'
+    for lo in range(low, high + 1, CHUNK_ROWS):
         row = fetch_all(conn, sql, (lo, lo + CHUNK_ROWS))[0]
         n = row[0]
         for name, text in zip(columns, row[1:]):
             out[name].append(_parse_ints(conn, table, columns[name], text, n))
+        for name, value in zip(aggregates, row[1 + len(columns):]):
+            out[name].append(np.array([NULL_INT if value is None else value], dtype=np.int64))
     return {name: parts[0] if len(parts) == 1 else np.concatenate(parts) for name, parts in out.items()}
 
 
@@ -92,8 +99,9 @@ def _tid(column: str) -> tuple[str, str]:
 
 def _launch_key(column: str) -> tuple[str, str]:
     """pid << 32 | correlationId: joins GPU work to the runtime call of the same process that
-    launched it (correlationIds repeat across processes); one column instead of two."""
-    return "correlationId", f'((("{column}" >> 24) & 16777215) << 32) | ("correlationId" & 4294967295)'
+    launched it (correlationIds repeat across processes); one column instead of two. `column`
+    (globalTid or globalPid) holds the pid; `_table_columns` builds the key in NumPy."""
+    return "correlationId", column
 
 
 def _table_columns(conn, table: str, spec: dict[str, tuple[str, str]], required: tuple[str, ...],
@@ -110,9 +118,34 @@ def _table_columns(conn, table: str, spec: dict[str, tuple[str, str]], required:
         if unknown:
             raise ValueError(f"unknown column(s) {sorted(unknown)}; choose from {list(spec)}")
         spec = {k: v for k, v in spec.items() if k in columns or k in ("start", "end", "nameId")}
-    data = int_columns(conn, table, {name: expr for name, (col, expr) in spec.items() if col in present})
+    pid_column = spec.pop("launchKey", (None, None))[1]
+    wants_key = pid_column is not None and "correlationId" in present
+    exprs = {name: expr for name, (col, expr) in spec.items() if col in present}
+    if wants_key:
+        exprs.setdefault("correlationId", '"correlationId"')
+    pid_expr = _pid(pid_column)[1] if wants_key and pid_column in present else None
+    # the raw column's range: when min and max share the bits above the tid, so do all rows between
+    ranges = {"id_min": f'min("{pid_column}")', "id_max": f'max("{pid_column}")', "id_n": f'count("{pid_column}")'}
+    data = int_columns(conn, table, exprs, aggregates=ranges if pid_expr else None)
     n = len(next(iter(data.values()))) if data else 0
-    return {name: data.get(name, np.full(n, NULL_INT, np.int64)) for name in spec}
+    out = {name: data[name] if name in data else np.full(n, NULL_INT, np.int64) for name in spec}
+    if pid_column is not None:
+        out["launchKey"] = _key_of(conn, table, data, pid_expr, n) if wants_key else np.full(n, NULL_INT, np.int64)
+    return out
+
+
+def _key_of(conn, table: str, data: dict[str, np.ndarray], pid_expr: str | None, n: int) -> np.ndarray:
+    """pid << 32 | correlationId per row (NULL_INT where either is NULL). Usually one process wrote
+    the table: then its pid, known from min = max in the same scan, saves reading a pid per row."""
+    corr = data["correlationId"]
+    if pid_expr is None:
+        pid = np.full(n, NULL_INT, np.int64)
+    elif data["id_n"].sum() == n and data["id_min"].min() >> 24 == data["id_max"].max() >> 24:
+        pid = np.full(n, pid_of(data["id_min"][0]), np.int64)
+    else:
+        pid = int_columns(conn, table, {"pid": pid_expr})["pid"]
+    key = (pid << 32) | (corr & 0xFFFFFFFF)
+    return np.where((pid == NULL_INT) | (corr == NULL_INT), NULL_INT, key)
 
 
 def check_durations(conn, table: str, start: np.ndarray, end: np.ndarray) -> None:
@@ -450,16 +483,29 @@ def _nvtx_names(conn, cols: dict[str, np.ndarray], where: str) -> pd.Categorical
     if has_id.any():
         names[has_id] = strings(conn).lookup(cols["textId"][has_id])
     if schema_of(conn).has_column(NVTX_TABLE, "text"):
-        rows = fetch_all(conn, f"SELECT rowid, text FROM {NVTX_TABLE} WHERE text IS NOT NULL AND {where}")
-        if rows:
-            rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        rowids, texts = _nvtx_texts(conn, where)
+        if len(rowids):
             pos = np.searchsorted(cols["rowid"], rowids)  # rowids come back in scan (rowid) order
-            names[pos] = [r[1] for r in rows]
+            names[pos] = texts
     unnamed = names == None  # noqa: E711
     if unnamed.any():
         names[unnamed] = UNNAMED_NVTX
         conn.warnings.append(f"{int(unnamed.sum())} NVTX events have neither text nor a known textId; named {UNNAMED_NVTX}")
     return _categorical(np.arange(len(names)), names)
+
+
+def _nvtx_texts(conn, where: str) -> tuple[np.ndarray, list[str]]:
+    """(rowids, texts) of the NVTX rows with a text: one string joined by the unit separator and
+    split in C, unless a text holds that character (then row tuples)."""
+    sql = f"FROM {NVTX_TABLE} WHERE text IS NOT NULL AND {where}"
+    n, ids, joined = fetch_all(conn, f"SELECT count(*), group_concat(rowid), group_concat(text, char(31)) {sql}")[0]
+    if not n:
+        return np.empty(0, np.int64), []
+    texts = str(joined).split("\x1f")
+    if len(texts) == n:
+        return _parse_ints(conn, NVTX_TABLE, "rowid", ids, n), texts
+    rows = fetch_all(conn, f"SELECT rowid, text {sql}")
+    return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)), [r[1] for r in rows]
 
 
 def _map_categorical(keys: np.ndarray, name_of) -> pd.Categorical:
