@@ -12,6 +12,7 @@ from extradeep.analysis.epoch import (EPOCH_TIME, REGION_KEYS, EpochModel, appli
                                       work_samples)
 from extradeep.analysis.cost import CostSettings, cost_table
 from extradeep.analysis.points import format_point
+from extradeep.analysis.communication import pure_times
 from extradeep.analysis.overlap import fit_step_composition, step_parts
 from extradeep.analysis.scaling import default_baseline, design, scaling_models, scaling_table
 from extradeep.errors import InputError
@@ -89,7 +90,8 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     fixed = experiment.fixed_params
     _say(progress, "modeling the application quantities")
     app_models = fit_phase_models(app_steps, ["quantity"], params, dataset, fixed, options)
-    app_models = compose_step_time(app_models, app_steps, params, dataset, fixed, options)
+    app_models = compose_step_time(app_models, app_steps, params, dataset, fixed, options,
+                                   pure_times(experiment.values, params))
     _say(progress, f"modeling {len(regions[REGION_KEYS].drop_duplicates())} region metrics")
     region_models = fit_phase_models(region_steps, REGION_KEYS, params, dataset, fixed, options)
     app_points = point_summary(application, ["quantity"], params)
@@ -162,13 +164,15 @@ def fit_phase_models(steps: pd.DataFrame, keys: list[str], params: list[str], da
 
 
 def compose_step_time(app_models: pd.DataFrame, app_steps: pd.DataFrame, params: list[str],
-                      dataset: Dataset | None, fixed: dict, options: dict | None) -> pd.DataFrame:
+                      dataset: Dataset | None, fixed: dict, options: dict | None,
+                      pure: pd.DataFrame | None = None) -> pd.DataFrame:
     """The epoch-time model with its training step as computation + exposed communication
-    (:mod:`extradeep.analysis.overlap`), when that applies; the models unchanged otherwise."""
+    (:mod:`extradeep.analysis.overlap`), when that applies; the models unchanged otherwise.
+    ``pure``: pure collective durations (:func:`extradeep.analysis.communication.pure_times`)."""
     rows = app_models["quantity"] == EPOCH_TIME
     if not rows.any() or app_models.loc[rows, "model"].iloc[0] is None:
         return app_models
-    train = fit_step_composition(step_parts(app_steps, params), params, options)
+    train = fit_step_composition(step_parts(app_steps, params), params, options, pure)
     if train is None:
         return app_models
     current = app_models.loc[rows, "model"].iloc[0]

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from extradeep.analysis.communication import as_vector, communication_sum, load_comm_model, pure_long
 from extradeep.modeling.batched import smape
 
 CANDIDATES = ("direct", "proportional", "saturated")
@@ -52,8 +53,8 @@ class StepComposition:
     smape: float = float("nan")
 
     def candidates(self, X) -> dict[str, np.ndarray]:
-        b, c = _arr(self.base.predict(X)), _arr(self.comm.predict(X))
-        return {"direct": _arr(self.direct.predict(X)), **self._composed(b, c)}
+        b, c = as_vector(self.base.predict(X)), as_vector(self.comm.predict(X))
+        return {"direct": as_vector(self.direct.predict(X)), **self._composed(b, c)}
 
     def _composed(self, b, c) -> dict[str, np.ndarray]:
         hidden = self.share * np.maximum(c, 0.0)
@@ -68,10 +69,10 @@ class StepComposition:
         # reach every candidate, also with the communication at the ends of its own interval beyond
         # the measured range: there the rules show regimes the points cannot tell apart.
         pred = self.candidates(X)
-        d_lo, d_hi = (_arr(v) for v in self.direct.interval(X, level=level))
+        d_lo, d_hi = (as_vector(v) for v in self.direct.interval(X, level=level))
         chosen = pred[self.choice]
         scale = np.divide(chosen, pred["direct"], out=np.ones_like(chosen), where=pred["direct"] > 0)
-        b = _arr(self.base.predict(X))
+        b = as_vector(self.base.predict(X))
         c_lo, c_hi = self._comm_reach(X, level)
         values = np.stack([*pred.values(), *self._composed(b, c_lo).values(), *self._composed(b, c_hi).values()])
         lo = np.minimum(d_lo * scale, values.min(axis=0))
@@ -82,16 +83,16 @@ class StepComposition:
         """C scaled by how much its relative interval has grown since the largest measured point:
         1 inside the measured range, so the band there stays that of the measured step time."""
         def relative(x):
-            c = _arr(self.comm.predict(x))
-            lo, hi = (_arr(v) for v in self.comm.interval(x, level=level))
+            c = as_vector(self.comm.predict(x))
+            lo, hi = (as_vector(v) for v in self.comm.interval(x, level=level))
             safe = np.where(c > 0, c, 1.0)
             return np.where(c > 0, lo / safe, 1.0), np.where(c > 0, hi / safe, 1.0)
 
         reach = np.array([float(np.max(self.comm.points))])
         edge_lo, edge_hi = relative(reach)
         at_lo, at_hi = relative(X)
-        c = _arr(self.comm.predict(X))
-        beyond = _arr(X) > reach[0]
+        c = as_vector(self.comm.predict(X))
+        beyond = as_vector(X) > reach[0]
         grow_hi = np.where(beyond, np.maximum(at_hi / edge_hi, 1.0), 1.0)
         grow_lo = np.where(beyond, np.clip(at_lo / np.where(edge_lo > 0, edge_lo, 1.0), 0.0, 1.0), 1.0)
         return c * grow_lo, c * grow_hi
@@ -130,13 +131,9 @@ class StepComposition:
     def from_dict(cls, data: dict) -> StepComposition:
         from extradeep.modeling import Model
 
-        return cls(Model.from_dict(data["direct"]), Model.from_dict(data["base"]), Model.from_dict(data["comm"]),
+        return cls(Model.from_dict(data["direct"]), Model.from_dict(data["base"]), load_comm_model(data["comm"]),
                    float(data["share"]), float(data["window"]), data["choice"], dict(data["cv_smapes"]),
                    float(data["smape"]))
-
-
-def _arr(value) -> np.ndarray:
-    return np.asarray(value, dtype=float).reshape(-1)
 
 
 def step_parts(app_steps: pd.DataFrame, params: list[str], phase: str = "train") -> pd.DataFrame:
@@ -154,18 +151,24 @@ def step_parts(app_steps: pd.DataFrame, params: list[str], phase: str = "train")
     return out.reset_index()
 
 
-def fit_step_composition(parts: pd.DataFrame, params: list[str], options: dict | None = None):
+def fit_step_composition(parts: pd.DataFrame, params: list[str], options: dict | None = None,
+                         pure: pd.DataFrame | None = None):
     """A :class:`StepComposition` for the step parts of one phase, or None when it does not apply
-    (several parameters, no communication, fewer than 3 points or a component without a model)."""
+    (several parameters, no communication, fewer than 3 points or a component without a model).
+
+    ``pure``: per collective, point and repetition the pure duration per step
+    (:func:`extradeep.analysis.communication.pure_times`); with it C is the sum of per-collective
+    models plus the wait for the slowest rank, otherwise one PMNF of the category sum."""
     points = parts[params].drop_duplicates()
     if len(params) != 1 or parts.empty or not (parts["C"] > 0).any() or len(points) < 3:
         return None
-    full = _fit_parts(parts, params, options, folds=None)
+    extra = pure_long(pure if pure is not None else pd.DataFrame(), parts, params)
+    full = _fit_parts(parts, params, options, folds=None, extra=extra, pure=pure)
     if full is None:
         return None
     n = len(points)
     folds = _fit_parts(parts, params, {**(options or {}), "min_points": max(2, min(n - 1, _min_points(options)))},
-                       folds=points[params[0]].to_numpy(float))
+                       folds=points[params[0]].to_numpy(float), extra=extra, pure=pure)
     medians = parts.groupby(params)[["S", "C", "O"]].median()
     cv = {}
     if folds is not None:
@@ -182,7 +185,7 @@ def fit_step_composition(parts: pd.DataFrame, params: list[str], options: dict |
     choice = min(cv, key=cv.get) if cv else "direct"
     model = StepComposition(full["S"], full["B"], full["C"], share, window, choice, cv)
     xs = medians.index.to_numpy(float)
-    model.smape = float(smape(medians["S"].to_numpy(float), _arr(model.predict(xs))))
+    model.smape = float(smape(medians["S"].to_numpy(float), as_vector(model.predict(xs))))
     return model
 
 
@@ -199,19 +202,29 @@ def _overlap_rule(medians: pd.DataFrame) -> tuple[float, float]:
     return float(np.clip(share, 0.0, 1.0)), float(medians["O"].max())
 
 
-def _fit_parts(parts: pd.DataFrame, params: list[str], options: dict | None, folds):
+def _fit_parts(parts: pd.DataFrame, params: list[str], options: dict | None, folds, extra: pd.DataFrame,
+               pure: pd.DataFrame | None):
     """PMNF models of S, B and C: one set (``folds`` None), or one set per left-out point
-    ({point: {"S": model, ...}}) fitted in one batch. None when any model is missing."""
+    ({point: {"S": model, ...}}) fitted in one batch. None when any model is missing. With pure
+    collective durations (``extra`` rows) C is their :class:`CommunicationSum`."""
     from extradeep.modeling import fit_models
 
     long = parts.melt(id_vars=[*params, "rep"], value_vars=["S", "B", "C"], var_name="part")
+    if not extra.empty:
+        long = pd.concat([long, extra], ignore_index=True)
     if folds is None:
         frames = [long.assign(fold=0.0)]
     else:
         frames = [long[long[params[0]] != x].assign(fold=x) for x in folds]
     fitted = fit_models(pd.concat(frames, ignore_index=True), params, by=("fold", "part"), rep="rep",
                         options=options)
-    if fitted["model"].isna().any():
+    if fitted.loc[fitted["part"].isin(["S", "B", "C"]), "model"].isna().any():
         return None
-    models = {fold: dict(zip(group["part"], group["model"])) for fold, group in fitted.groupby("fold")}
+    models = {fold: _with_comm_sum(dict(zip(group["part"], group["model"])), parts, pure, params)
+              for fold, group in fitted.groupby("fold")}
     return models[0.0] if folds is None else models
+
+
+def _with_comm_sum(models: dict, parts: pd.DataFrame, pure, params: list[str]) -> dict:
+    comm = communication_sum(models, parts, pure, params) if pure is not None else None
+    return {"S": models["S"], "B": models["B"], "C": comm if comm is not None else models["C"]}
