@@ -101,7 +101,8 @@ def _check_count(value, option: str, least: float, inclusive: bool) -> None:
         number = float("nan")
     if isinstance(value, bool) or not np.isfinite(number) or number < least or (number == least and not inclusive):
         bound = f">= {least:g}" if inclusive else f"> {least:g}"
-        raise InputError(option, f"must be a number {bound}, got {value!r}")
+        shown = f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else repr(value)
+        raise InputError(option, f"must be a number {bound}, got {shown}")
 
 
 def _resolve(spec, what: str, points: pd.DataFrame, fixed: dict | None) -> np.ndarray:
