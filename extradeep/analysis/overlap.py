@@ -182,11 +182,30 @@ def fit_step_composition(parts: pd.DataFrame, params: list[str], options: dict |
             actual.append(medians.loc[x, "S"])
         cv = {k: float(smape(np.array(actual), np.array(v))) for k, v in guesses.items()}
     share, window = _overlap_rule(medians)
-    choice = min(cv, key=cv.get) if cv else "direct"
+    choice = _choose(cv, _repetition_noise(parts, params))
     model = StepComposition(full["S"], full["B"], full["C"], share, window, choice, cv)
     xs = medians.index.to_numpy(float)
     model.smape = float(smape(medians["S"].to_numpy(float), as_vector(model.predict(xs))))
     return model
+
+
+def _choose(cv: dict, noise: float) -> str:
+    """The candidate that predicts. ``proportional`` assumes nothing beyond the measured points (the
+    overlap keeps its share); ``direct`` (a PMNF of S, blind to communication coming out of hiding)
+    and ``saturated`` (a full overlap window) replace it only when their leave-one-out error is lower
+    by more than ``noise``: smaller differences are not evidence."""
+    if not cv:
+        return "direct"
+    better = [k for k in ("direct", "saturated") if cv[k] < cv["proportional"] - noise]
+    return min(better, key=cv.get) if better else "proportional"
+
+
+def _repetition_noise(parts: pd.DataFrame, params: list[str]) -> float:
+    """Standard error (%) of a leave-one-out SMAPE from repetition noise: the median over points of
+    the repetitions' half-range of S (relative), over the square root of the number of points.
+    0 with one repetition."""
+    spread = parts.groupby(params)["S"].agg(lambda s: (s.max() - s.min()) / 2 / s.median() if s.median() > 0 else 0.0)
+    return float(100 * spread.median() / np.sqrt(len(spread))) if len(spread) else 0.0
 
 
 def _min_points(options: dict | None) -> int:
