@@ -46,7 +46,7 @@ def evaluation_from_args(args, required: bool):
     from extradeep.analysis.evaluation import prediction_errors
     from extradeep.analysis.points import parse_values
     from extradeep.cli.common import experiment_from_args
-    from extradeep.cli.model import analysis_from_args, modeler_options, progress_line, use_directory_config
+    from extradeep.cli.model import analysis_from_args, modeler_options, progress_line
 
     if args.eval_points and args.eval_dir:
         raise InputError(None, "give --eval-points or --eval-dir, not both")
@@ -55,7 +55,6 @@ def evaluation_from_args(args, required: bool):
             raise InputError(None, "give --eval-points (held-out measured configurations) or --eval-dir")
         analysis, experiment = analysis_from_args(args)
         return analysis, experiment, None, None
-    use_directory_config(args)
     experiment = experiment_from_args(args)
     if args.eval_dir:
         full = _evaluation_experiment(args, experiment)

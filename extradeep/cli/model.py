@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from extradeep.cli.common import add_reading_arguments, use_directory_config  # noqa: F401 (cli/evaluate imports it from here)
+from extradeep.cli.common import add_reading_arguments
 from extradeep.errors import InputError
 
 HELP = "model time per epoch, its breakdown and every kernel from profiles (Q1-Q4)"
