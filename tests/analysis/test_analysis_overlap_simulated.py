@@ -1,7 +1,8 @@
-"""Epoch-time predictions 4x beyond the modeled ranks on simulator data with known truth: the
-gradient all-reduce is hidden behind the backward pass in proportion up to 10 ranks and outgrows it
-between 20 and 40, which no measured point shows. Before the step composition the interval at 40
-was [1.01, 1.27] s around a truth of 1.45 s."""
+"""Epoch-time predictions 2x and 4x beyond the modeled ranks (2-10, 2 repetitions) on simulator
+data with known truth, for three networks. The gradient all-reduce (p log2 p) is hidden behind the
+backward pass in proportion while it is short; on the slow network the overlap window fills inside
+the measured range, on the default one between 20 and 40 ranks, which no measured point shows.
+Figures: docs/performance.md, "Epoch predictions beyond the measured range"."""
 
 import json
 
@@ -10,10 +11,12 @@ import pandas as pd
 import pytest
 
 from extradeep.analysis.analyse import analyse, prediction_table
+from extradeep.analysis.communication import CommunicationSum
 from extradeep.analysis.epoch import EPOCH_TIME
 from extradeep.experiment import Dataset
 
 DATASET = Dataset(train_samples=50_000, val_samples=10_000, batch_per_rank=64)
+NETWORKS = {"default": 1.0, "fast": 16.0, "slow": 0.25}
 
 
 def expected_epoch(point) -> float:
@@ -22,30 +25,47 @@ def expected_epoch(point) -> float:
     return point["n_t"] * step["train"] + point["n_v"] * step.get("val", 0.0)
 
 
-@pytest.fixture(scope="module")
-def default_network(tmp_path_factory):
+@pytest.fixture(scope="module", params=list(NETWORKS))
+def network(request, tmp_path_factory):
     from extradeep.ingest import load_experiment
     from extradeep.simulate import simulate
 
-    root = tmp_path_factory.mktemp("overlap_sim")
-    simulate(root / "model", params={"ranks": [2, 4, 6, 8, 10]}, repetitions=1, train_steps=3, val_steps=1,
-             seed=1)
-    simulate(root / "eval", params={"ranks": [40]}, repetitions=1, train_steps=2, val_steps=1,
-             seed=2)
+    root = tmp_path_factory.mktemp(f"overlap_{request.param}")
+    scale = NETWORKS[request.param]
+    simulate(root / "model", params={"ranks": [2, 4, 6, 8, 10]}, repetitions=2, train_steps=3, val_steps=1,
+             seed=1, nccl_bandwidth_scale=scale)
+    simulate(root / "eval", params={"ranks": [20, 40]}, repetitions=1, train_steps=2, val_steps=1,
+             seed=2, nccl_bandwidth_scale=scale)
     experiment = load_experiment([root / "model"], params=["ranks"], cache_dir=root / "cache", progress=False)
-    truth = json.loads((root / "eval" / "truth.json").read_text())["points"][0]
-    return analyse(experiment, DATASET), expected_epoch(truth)
+    truth = {p["params"]["ranks"]: expected_epoch(p)
+             for p in json.loads((root / "eval" / "truth.json").read_text())["points"]}
+    return request.param, analyse(experiment, DATASET), truth
 
 
-def test_interval_at_4x_contains_the_truth_and_the_step_is_composed(default_network):
-    analysis, truth = default_network
+def test_predictions_beyond_the_range_against_the_truth(network):
+    name, analysis, truth = network
     model = analysis.model(EPOCH_TIME)
     assert type(model.train).__name__ == "StepComposition"
-    row = prediction_table(analysis, pd.DataFrame({"ranks": [40.0]}))
-    row = row[row["quantity"] == EPOCH_TIME].iloc[0]
-    assert row["T_lo"] <= truth <= row["T_hi"]
-    error = abs(row["T"] - truth) / truth
-    assert error < 0.30, error  # docs/performance.md: 21% here; the exposed regime is not measured
-    # the interval is not wider than needed inside the measured range
+    assert isinstance(model.train.comm, CommunicationSum)  # per collective, waits apart
+    table = prediction_table(analysis, pd.DataFrame({"ranks": [20.0, 40.0]}))
+    table = table[table["quantity"] == EPOCH_TIME].set_index("ranks")
+    errors = {}
+    for ranks in (20, 40):
+        row = table.loc[float(ranks)]
+        assert row["T_lo"] <= truth[ranks] <= row["T_hi"], (name, ranks)
+        errors[ranks] = abs(row["T"] - truth[ranks]) / truth[ranks]
+    print(f"\n{name} network: {errors[20]:.1%} at 2x, {errors[40]:.1%} at 4x from the truth")
+    assert errors[20] < 0.03, errors
+    if name == "default":
+        # The overlap window (~11 ms of backward compute) fills between 20 and 40 ranks; the
+        # measured range only shows the all-reduce hidden in proportion. docs: about 14% here.
+        assert errors[40] < 0.18, errors
+    else:
+        assert errors[40] < 0.04, errors  # measurement noise is up to 2%
+
+
+def test_the_interval_stays_narrow_inside_the_measured_range(network):
+    _, analysis, _ = network
+    model = analysis.model(EPOCH_TIME)
     lo, hi = model.interval(np.array([6.0]))
     assert (hi - lo) / model.predict(np.array([6.0])) < 0.15
