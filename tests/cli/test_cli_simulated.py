@@ -3,9 +3,9 @@
 Modeling points: ranks 2-10 (2 repetitions); evaluation points 20 (2x) and 40 (4x) from a second
 simulation. The truth is the simulator's noise-free expected epoch time (truth.json).
 Measured figures (benchmarks/bench_analysis.py, docs/performance.md): at 2x the error against the
-truth is about 1.4%, within the measurement noise; at 4x it is 15-21% because the gradient
-all-reduce, hidden behind the backward pass up to 10 ranks, becomes exposed beyond them, a change
-of regime that no model of the measured range can see.
+truth is about 1%, within the measurement noise; at 4x about 13%: the gradient all-reduce, hidden
+behind the backward pass in proportion up to 10 ranks, fills the overlap window between 20 and 40
+ranks, which no measured point shows (the communication itself is extrapolated within ~2%).
 """
 
 import json
@@ -52,7 +52,9 @@ def test_four_times_beyond_the_range_the_error_is_reported_honestly(errors):
     row = errors.loc[40]
     error = abs(row["predicted"] - row["truth"]) / row["truth"]
     print(f"\n4x beyond the modeling range: {error:.1%} from the truth, {row['error_pct']:.1f}% from the measurement")
-    # Regression guard on the figure in the module docstring (about 20%): exposed communication.
-    assert error < 0.3
-    # When the measurement is outside the prediction interval, the tool says so.
-    assert bool(row["inside_interval"]) == (row["lo"] <= row["value"] <= row["hi"])
+    # Regression guard on the figure in the module docstring (about 13%; 20% before communication
+    # was modeled per collective): the overlap window is not measured.
+    assert error < 0.18
+    # The interval reaches the exposed regime: the truth and the measurement are inside it.
+    assert row["lo"] <= row["truth"] <= row["hi"]
+    assert bool(row["inside_interval"]) == (row["lo"] <= row["value"] <= row["hi"]) and row["inside_interval"]
