@@ -138,6 +138,8 @@ def _key_of(conn, table: str, data: dict[str, np.ndarray], pid_expr: str | None,
     """pid << 32 | correlationId per row (NULL_INT where either is NULL). Usually one process wrote
     the table: then its pid, known from min = max in the same scan, saves reading a pid per row."""
     corr = data["correlationId"]
+    if n == 0:  # an empty table: min/max of nothing
+        return np.empty(0, np.int64)
     if pid_expr is None:
         pid = np.full(n, NULL_INT, np.int64)
     elif data["id_n"].sum() == n and data["id_min"].min() >> 24 == data["id_max"].max() >> 24:

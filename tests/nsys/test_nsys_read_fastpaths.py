@@ -61,3 +61,12 @@ def test_nvtx_texts_holding_the_separator_are_read_whole(tmp_path, sim_ranges, a
         want = sql(export, "SELECT text FROM NVTX_EVENTS WHERE text IS NOT NULL AND eventType NOT IN (33, 75, 76) ORDER BY rowid")
         assert sorted(frame["name"].astype(str)) == sorted(t for (t,) in want)
     assert any("\x1f" in t for t in frame["name"].astype(str))
+
+
+def test_launch_keys_of_an_empty_table_are_empty(tmp_path, sim_ranges, altered_copy):
+    # min/max over no rows once raised inside the reader (the real 2-GPU export has such tables)
+    src = sorted(sim_ranges.glob("*.sqlite"))[0]
+    path = altered_copy(src, tmp_path, f"DELETE FROM {events.KERNEL_TABLE}")
+    with open_readonly(path) as conn:
+        keys = events.kernels(conn, columns=["launchKey"])["launchKey"]
+    assert len(keys) == 0
