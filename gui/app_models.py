@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.analysis.epoch import EPOCH_TIME
-from gui.workspace import RegionPoints, Workspace, epoch_values, fit_table, points_per_row
+from gui.workspace import RegionPoints, Workspace, epoch_values, points_per_row
 
 BREAKDOWN = ("computation", "communication", "memory", "idle")
 
@@ -55,11 +55,26 @@ def fit_application_models(report, ws: Workspace, options: dict, n_eval: int) ->
                                   ws.params)
     if app_steps.empty:
         return None
-    fitted = fit_table(ws, app_steps, "quantity", options, ws.cutoff(n_eval))
-    models = {q: f["model"] for q, f in fitted.items() if f["model"] is not None}
+    models = _application_models(ws, exp, app_steps, options, ws.cutoff(n_eval))
     values = epoch_values(app_steps, "quantity", ws.params, ws.dataset, ws.fixed)
     report(1, 1, "Application quantities modeled")
     return AppModels(ws.per, models, points_per_row(values, "quantity", ws.params))
+
+
+def _application_models(ws: Workspace, exp, app_steps: pd.DataFrame, options: dict, cutoff: float) -> dict:
+    """The application models exactly as `extradeep model` makes them (per-phase step models, the
+    training step composed of computation and exposed communication), from points up to `cutoff`."""
+    from extradeep.analysis.analyse import compose_step_time, fit_phase_models
+    from extradeep.analysis.communication import pure_times
+
+    first = ws.params[0]
+    steps = app_steps[app_steps[first].to_numpy(float) <= cutoff]
+    if steps.empty:
+        return {}
+    values = exp.values[exp.values[first].to_numpy(float) <= cutoff]
+    fitted = fit_phase_models(steps, ["quantity"], ws.params, ws.dataset, ws.fixed, options)
+    fitted = compose_step_time(fitted, steps, ws.params, ws.dataset, ws.fixed, options, pure_times(values, ws.params))
+    return {r["quantity"]: r["model"] for r in fitted.to_dict("records") if r["model"] is not None}
 
 
 def candidates(view, count: int = 400) -> np.ndarray:
