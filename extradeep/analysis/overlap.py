@@ -10,14 +10,16 @@ extrapolate well (docs/analysis.md, "Time per step as a composition"):
                      O = computation + communication + memory - GPU busy (time with two or more
                          streams busy: the hidden part of the work).
 
-B and C get PMNF models. The overlap O cannot be modeled from its past alone (it saturates), so
-three candidate step models compete by leave-one-out error on the measured points:
+B gets a PMNF model, C one per collective plus the wait for the slowest rank
+(:mod:`extradeep.analysis.communication`). The overlap O cannot be modeled from its past alone (it
+saturates), so three candidate step models compete by leave-one-out error on the measured points:
 
 * ``direct``: a PMNF of S (the paper's approach);
 * ``proportional``: O = f * C, the hidden share f of communication stays as measured;
 * ``saturated``: O = min(f * C, O_max), the overlap window is full at the largest measured overlap.
 
-The chosen candidate gives the prediction. The prediction interval is the direct fit's relative
+``proportional`` predicts unless another candidate's leave-one-out error is lower by more than the
+repetition noise. The prediction interval is the direct fit's relative
 band around it, widened to reach all three candidates: inside the measured range they agree, beyond it
 the interval says how far apart the "overlap keeps pace" and "overlap is exhausted" regimes are,
 which the measured points cannot decide. Used for one parameter (the overlap window depends on the other parameters otherwise).
