@@ -354,7 +354,7 @@ def extrapolation_notes(analysis: Analysis, grid: pd.DataFrame) -> list[str]:
             f"largest measured configuration ({largest:g}); a change of regime there (e.g. communication no "
             "longer hidden behind computation) is not measured: the epoch-time interval spans the regimes "
             "the measured points allow, and the point prediction can be far off (docs/performance.md: "
-            "7-20% error at 4x on simulated training)"]
+            "1-14% error at 4x on simulated training, the truth inside the interval)"]
 
 
 def _wide_interval_note(analysis: Analysis, grid: pd.DataFrame, level: float = 0.95) -> list[str]:
