@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 HELP = "write simulated Nsight Systems SQLite exports of distributed training, with truth.json"
 DESCRIPTION = """\
 Simulate data-parallel training (2 epochs of N training and M validation steps by default) and
@@ -91,6 +93,17 @@ def _numbers(text: str) -> list:
     return [int(v) if float(v).is_integer() else float(v) for v in text.split(",") if v.strip()]
 
 
+def _check_outdir(outdir: Path) -> None:
+    """Refuse a folder that holds exports the simulator did not write: it would overwrite them."""
+    from extradeep.errors import InputError
+
+    if outdir.exists() and not outdir.is_dir():
+        raise InputError(outdir, "exists and is not a folder")
+    if outdir.is_dir() and not (outdir / "truth.json").exists() and any(outdir.glob("*.sqlite")):
+        raise InputError(outdir, "already holds .sqlite files that extradeep did not simulate; "
+                         "choose an empty or new folder")
+
+
 def run(args) -> int:
     from extradeep.errors import InputError
     from extradeep.simulate import simulate
@@ -102,6 +115,7 @@ def run(args) -> int:
         raise InputError(None, f"--noise {args.noise!r} must be three numbers like 0.02,0.01,0.01") from None
     if len(noise) != 3 or min(noise) < 0:
         raise InputError(None, f"--noise {args.noise!r} must be three non-negative numbers")
+    _check_outdir(Path(args.outdir))
     sim = simulate(
         args.outdir, app=args.app, params=params, prefixes=_pairs(args.prefix, "--prefix", str),
         repetitions=args.repetitions, epochs=args.epochs, train_steps=args.train_steps,

@@ -63,3 +63,15 @@ def test_nvtx_export_round_trip(tmp_path, ro):
         write_nvtx_export(path, ranges)
     with pytest.raises(ValueError, match="ends before"):
         write_nvtx_export(tmp_path / "bad.sqlite", [("x", None, 10, 5, 1)])
+
+
+def test_a_folder_of_foreign_exports_is_not_overwritten(tmp_path, capsys):
+    from extradeep.cli import main
+
+    outdir = tmp_path / "profiles"
+    outdir.mkdir()
+    foreign = outdir / "cifar10.p2.r1.mpi0.sqlite"
+    foreign.write_bytes(b"a user's export")
+    assert main(["simulate", str(outdir), "--param", "ranks=2", "--repetitions", "1", "--quiet"]) == 2
+    assert "did not simulate" in capsys.readouterr().err
+    assert foreign.read_bytes() == b"a user's export"
