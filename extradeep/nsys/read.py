@@ -11,6 +11,7 @@ warm-up, teardown) are not counted. Bucketing is vectorised with np.searchsorted
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,11 +96,10 @@ def read_export(path, settings=None) -> pd.DataFrame:
 
 
 def _read(conn, settings: ReaderSettings) -> pd.DataFrame:
-    nvtx = events.nvtx(conn)
-    table = find_steps(nvtx, settings, conn.path)
+    tables = _read_tables(conn, settings)
+    nvtx, table, runtime, kernels = tables["nvtx"], tables["steps"], tables["runtime"], tables["kernels"]
     buckets = Buckets.from_steps(table)
     notes = list(table.warnings)
-    runtime = events.runtime(conn, columns=LAUNCH_COLUMNS)
     launch = LaunchTimes(runtime)
     parts = [_step_rows(table)]
     not_counted = 0
@@ -113,25 +113,24 @@ def _read(conn, settings: ReaderSettings) -> pd.DataFrame:
         size = frame["bytes"].to_numpy() if with_bytes else None
         parts.append(_sums(frame["name"].array, kind, category, b, buckets, _durations(frame), size))
 
-    kernels = events.kernels(conn, settings.kernel_names, columns=LAUNCH_COLUMNS)
     add(kernels, "kernel", cat.kernel_categories(kernels["name"].cat.categories), launch.of(kernels))
     gpu = [kernels]
     for kind in ("memcpy", "memset"):
-        frame = getattr(events, kind)(conn, columns=LAUNCH_COLUMNS + ["bytes"])
+        frame = tables[kind]
         add(frame, kind, cat.MEMORY, launch.of(frame), with_bytes=True)
         gpu.append(frame)
     parts.append(_busy_rows(table, gpu))
     notes += launch.notes()
     add(runtime, "cuda_api", cat.CUDA_API, runtime["start"].to_numpy())
-    osrt = events.osrt(conn, columns=[])
+    osrt = tables["osrt"]
     add(osrt, "os", cat.OS, osrt["start"].to_numpy())
-    for library, frame in events.library_events(conn, columns=[]).groupby("library", sort=True):
+    for library, frame in tables["library"].groupby("library", sort=True):
         add(frame, library, cat.LIBRARY, frame["start"].to_numpy())
-    mpi = events.mpi(conn, nvtx, columns=["bytes"])
+    mpi = tables["mpi"]
     add(mpi, "mpi", cat.COMMUNICATION, mpi["start"].to_numpy(), with_bytes=True)
     for kind, frame in _user_ranges(nvtx, table, notes).items():
         add(frame, kind, cat.NVTX, frame["start"].to_numpy())
-    notes += conn.warnings
+    notes += tables["warnings"]
     out = pd.DataFrame({c: np.concatenate([part[c] for part in parts]) for c in OUTPUT_COLUMNS})
     out.attrs.update(
         notes=list(dict.fromkeys(notes)),  # the same note from two readers of one table, once
@@ -141,6 +140,33 @@ def _read(conn, settings: ReaderSettings) -> pd.DataFrame:
         reader_version=READER_VERSION,
     )
     return out
+
+
+def _read_tables(conn, settings: ReaderSettings) -> dict:
+    """Every table the per-step sums need. The two largest (kernels and the CUDA runtime calls that
+    launched them) are read on their own read-only connections meanwhile: SQLite releases the GIL
+    while it scans, so one big export's read uses the other cores."""
+    sides = [open_readonly(conn.path) for _ in range(2)]
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            runtime = pool.submit(events.runtime, sides[0], columns=LAUNCH_COLUMNS)
+            kernels = pool.submit(events.kernels, sides[1], settings.kernel_names, columns=LAUNCH_COLUMNS)
+            nvtx = events.nvtx(conn)
+            tables = {
+                "nvtx": nvtx,
+                "steps": find_steps(nvtx, settings, conn.path),
+                **{kind: getattr(events, kind)(conn, columns=LAUNCH_COLUMNS + ["bytes"]) for kind in ("memcpy", "memset")},
+                "osrt": events.osrt(conn, columns=[]),
+                "library": events.library_events(conn, columns=[]),
+                "mpi": events.mpi(conn, nvtx, columns=["bytes"]),
+                "runtime": runtime.result(),
+                "kernels": kernels.result(),
+            }
+        tables["warnings"] = conn.warnings + [w for side in sides for w in side.warnings]
+    finally:
+        for side in sides:
+            side.close()
+    return tables
 
 
 class LaunchTimes:
