@@ -39,13 +39,25 @@ class AppModels:
 def fit_application_models(report, ws: Workspace, options: dict, n_eval: int) -> AppModels | None:
     """Model the application quantities (extradeep.analysis.epoch.application_steps) of the open
     experiment; None for inputs without one (Extra-P text)."""
-    exp = ws.experiment
-    if exp is None:
+    if ws.experiment is None:
         return None
+    report(0, 1, "Modeling the application quantities")
+    if ws.reopen is not None:
+        from gui.modeling_process import run_remote
+
+        app = run_remote(ws, application_models, options, n_eval)
+    else:
+        app = application_models(ws, options, n_eval)
+    report(1, 1, "Application quantities modeled")
+    return app
+
+
+def application_models(ws: Workspace, options: dict, n_eval: int) -> AppModels | None:
+    """The application quantities' models and points (the work of `fit_application_models`)."""
+    exp = ws.experiment
     from extradeep.analysis.epoch import application_steps, step_values
     from extradeep.experiment import EPOCH_CATEGORIES
 
-    report(0, 1, "Modeling the application quantities")
     # Only the step time (and the reader's GPU-busy union, both category "step") and the regions the
     # category sums add up are needed.
     wanted = (*EPOCH_CATEGORIES, "step")
@@ -57,7 +69,6 @@ def fit_application_models(report, ws: Workspace, options: dict, n_eval: int) ->
         return None
     models = _application_models(ws, exp, app_steps, options, ws.cutoff(n_eval))
     values = epoch_values(app_steps, "quantity", ws.params, ws.dataset, ws.fixed)
-    report(1, 1, "Application quantities modeled")
     return AppModels(ws.per, models, points_per_row(values, "quantity", ws.params))
 
 

@@ -7,9 +7,10 @@ Errors from workers or bad files end up in `last_error`, the status bar and a no
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QFileDialog, QGroupBox, QLabel, QMainWindow, QMessageBox, QProgressBar,
                                QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget)
@@ -20,7 +21,8 @@ from gui.options_panel import OptionsPanel
 from gui.param_panel import ParamPanel, View
 from gui.region_tree import RegionPanel
 from gui.tabs import make_tabs
-from gui.workers import TaskRunner, describe_error, warm_imports
+from gui.modeling_process import warm_imports
+from gui.workers import TaskRunner, describe_error
 from gui.workspace import Workspace, apply_models, fit_region_models, open_source, rank_growth
 
 MAX_RECENT = 8
@@ -183,8 +185,10 @@ class MainWindow(QMainWindow):
         self.runner.cancel("application")  # its models would belong to the old input or options
         self.app_models = None
         self._app_started = False
+        ui_settled = threading.Event()
+        QTimer.singleShot(0, ui_settled.set)  # set once the UI has handled what is pending now
         self.runner.start("model", fit_region_models, self.ws, options, self._options[1],
-                          self.regions.metric or "time", first,
+                          self.regions.metric or "time", first, ui_settled,
                           on_partial=self._models_arrived, on_done=self._models_done)
 
     def _start_application(self) -> None:

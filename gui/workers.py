@@ -25,15 +25,6 @@ class Cancelled(Exception):
     """Raised inside a worker by `report` after the user pressed Cancel."""
 
 
-def warm_imports(report) -> None:
-    """Import the modeling and analysis stack (SciPy among it) before the user needs it: the first
-    import takes about a second, which would otherwise delay the first plot."""
-    import extradeep.analysis.analyse  # noqa: F401
-    import extradeep.analysis.epoch  # noqa: F401
-    import extradeep.modeling  # noqa: F401
-    import scipy.special  # noqa: F401
-
-
 def describe_error(exc: BaseException) -> str:
     """One line for the user: InputError text as is, anything else with its type name."""
     if isinstance(exc, InputError):

@@ -10,6 +10,7 @@ a selection change draws without pandas.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,6 +35,7 @@ GROUP_LABELS = {
 }
 GROUP_ORDER = list(GROUP_LABELS)
 CHUNK = 250  # regions per modeling chunk: small enough for a responsive Cancel and early results
+UI_SETTLE_S = 1.0  # longest wait for the UI to lay out a new input before the first chunk
 TOTAL_KIND = "total"  # category sums (extradeep.experiment.TOTAL) are application quantities, not regions
 
 
@@ -76,6 +78,7 @@ class Workspace:
     points: dict[int, RegionPoints] = field(default_factory=dict)
     models: dict[int, object] = field(default_factory=dict)
     growth_keys: dict[int, object] = field(default_factory=dict)
+    reopen: tuple | None = None  # (path, dataset, token of this opening) that `open_source` opens it again from, in the modeling process
 
     @property
     def metrics(self) -> list[str]:
@@ -93,7 +96,12 @@ class Workspace:
 def open_source(report, path: str | Path, dataset=None) -> Workspace:
     """Read any supported input; raises InputError with one line when it is not one. `dataset`
     (extradeep.experiment.Dataset) makes values per epoch, as the CLI's dataset options do."""
-    path = Path(path)
+    ws = _open_source(report, Path(path), dataset)
+    ws.reopen = (Path(path), dataset, uuid.uuid4().hex)  # a new token: the file may have changed since
+    return ws
+
+
+def _open_source(report, path: Path, dataset) -> Workspace:
     if not path.exists():
         raise InputError(path, "no such file or folder")
     if path.is_dir():
@@ -241,28 +249,44 @@ def modeling_cutoff(values: np.ndarray, n_eval: int) -> float:
 
 
 def fit_region_models(report, ws: Workspace, options: dict, n_eval: int = 0, metric_first: str = "time",
-                      first_rows: list[int] | None = None) -> int:
+                      first_rows: list[int] | None = None, ui_settled=None) -> int:
     """Model every region as `extradeep model` does, a chunk at a time; each chunk's points and
     models go to `report` as partial results {"points": {row: RegionPoints}, "models": {row: fields}}.
 
     `first_rows` form a chunk of their own so they draw at once; then regions of `metric_first`.
+    That chunk is modeled here, after `ui_settled` (a threading.Event) is set, if given: its pandas
+    work would otherwise make the UI thread wait for the GIL while it lays out a new region tree.
     Returns the number of regions modeled.
     """
+    if ui_settled is not None:
+        ui_settled.wait(UI_SETTLE_S)
     first = [r for r in (first_rows or []) if r in ws.regions.index]
     rest = _fit_order(ws.regions, metric_first, first)
     chunks = ([first] if first else []) + [rest[i:i + CHUNK] for i in range(0, len(rest), CHUNK)]
     cutoff = ws.cutoff(n_eval)
     done = 0
     for chunk in chunks:
-        steps = ws.steps_for(chunk)
-        values = epoch_values(steps, "row", ws.params, ws.dataset, ws.fixed)
-        fitted = fit_table(ws, steps, "row", options, cutoff)
-        models = {row: fitted.get(row) or _model_fields({"reason": "no points"}) for row in chunk}
+        # The first chunk, a few selected regions, is modeled here at once: it does not wait for the
+        # modeling process to finish opening the input, and it is too small to stall the UI.
+        if ws.reopen is not None and not (first and chunk is chunks[0]):
+            from gui.modeling_process import run_remote
+
+            part = run_remote(ws, model_chunk, chunk, options, cutoff)
+        else:
+            part = model_chunk(ws, chunk, options, cutoff)
         done += len(chunk)
-        report(done, len(ws.regions), f"Modeling regions ({done}/{len(ws.regions)})",
-               partial={"points": points_per_row(values, "row", ws.params), "models": models},
+        report(done, len(ws.regions), f"Modeling regions ({done}/{len(ws.regions)})", partial=part,
                wait_for_ui=chunk is chunks[0])
     return done
+
+
+def model_chunk(ws: Workspace, chunk: list[int], options: dict, cutoff: float) -> dict:
+    """Points and models of some regions: {"points": {row: RegionPoints}, "models": {row: fields}}."""
+    steps = ws.steps_for(chunk)
+    values = epoch_values(steps, "row", ws.params, ws.dataset, ws.fixed)
+    fitted = fit_table(ws, steps, "row", options, cutoff)
+    models = {row: fitted.get(row) or _model_fields({"reason": "no points"}) for row in chunk}
+    return {"points": points_per_row(values, "row", ws.params), "models": models}
 
 
 def fit_table(ws: Workspace, steps: pd.DataFrame, key: str, options: dict, cutoff: float) -> dict:

@@ -1,0 +1,79 @@
+"""Modeling in a worker process, so the UI thread never waits for the GIL.
+
+Modeling is long stretches of pandas and NumPy that hold the GIL; in a thread of the GUI's process
+they stalled the UI for up to a second and more. Here one spawned process (never forked: the GUI
+process has a QApplication) opens the same input with the same `open_source` and keeps it, and the
+GUI's worker threads send it one chunk of regions at a time and wait for the result without holding
+the GIL. Results come back pickled, so the models are the very objects the thread would have made.
+Cancel stays between chunks: the worker thread stops sending and drops what still arrives.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from extradeep.errors import InputError
+
+_pool: ProcessPoolExecutor | None = None
+_opened: dict = {}  # in the worker process: the workspace of the GUI's latest opening (its token)
+
+
+def pool() -> ProcessPoolExecutor:
+    """The one modeling process, started on first use (its imports take a second or two)."""
+    global _pool
+    if _pool is None:
+        _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                    initializer=_warm)
+    return _pool
+
+
+def warm_imports(report) -> None:
+    """Import the modeling and analysis stack (SciPy among it) before the user needs it, here and in
+    the modeling process: the first import takes about a second, which would delay the first plot."""
+    import extradeep.analysis.analyse  # noqa: F401
+    import extradeep.analysis.epoch  # noqa: F401
+    import extradeep.modeling  # noqa: F401
+    import scipy.special  # noqa: F401
+
+    if multiprocessing.parent_process() is None:
+        pool().submit(_ready).result()
+
+
+def run_remote(ws, fn, *args):
+    """`fn(workspace, *args)` in the process, on the input `ws` was opened from (`fn` must be a
+    module-level function); the calling thread waits without holding the GIL."""
+    failed, result = pool().submit(_call, fn, ws.reopen, *args).result()
+    if failed:
+        raise InputError(*result)
+    return result
+
+
+def _call(fn, reopen: tuple, *args) -> tuple[bool, object]:
+    # InputError does not survive pickling (its constructor takes two arguments): send its parts.
+    try:
+        return False, fn(_workspace(*reopen), *args)
+    except InputError as exc:
+        return True, (exc.source, exc.problem)
+
+
+def _workspace(path: Path, dataset, token: str):
+    from gui.workspace import open_source
+
+    if _opened.get("token") != token:
+        _opened.clear()
+        _opened.update(token=token, ws=open_source(_no_report, path, dataset))
+    return _opened["ws"]
+
+
+def _no_report(*args, **kwargs) -> None:
+    pass
+
+
+def _warm() -> None:
+    warm_imports(_no_report)
+
+
+def _ready() -> bool:
+    return True
