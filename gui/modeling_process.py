@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from extradeep.errors import InputError
@@ -44,7 +45,12 @@ def warm_imports(report) -> None:
 def run_remote(ws, fn, *args):
     """`fn(workspace, *args)` in the process, on the input `ws` was opened from (`fn` must be a
     module-level function); the calling thread waits without holding the GIL."""
-    failed, result = pool().submit(_call, fn, ws.reopen, *args).result()
+    global _pool
+    try:
+        failed, result = pool().submit(_call, fn, ws.reopen, *args).result()
+    except BrokenProcessPool:
+        _pool = None  # the process died (e.g. out of memory): the next call starts a new one
+        raise
     if failed:
         raise InputError(*result)
     return result

@@ -67,3 +67,22 @@ def test_a_new_opening_is_read_again_in_the_process(gui_experiment, tmp_path):
     second.reopen = (path, None, "the second opening")
     with pytest.raises(InputError):
         run_remote(second, model_chunk, [0], {}, np.inf)
+
+
+def test_after_the_process_dies_the_next_call_starts_a_new_one(gui_experiment):
+    import multiprocessing
+    import os
+    import signal
+    from concurrent.futures.process import BrokenProcessPool
+
+    from gui.modeling_process import pool, run_remote
+    from gui.workspace import model_chunk
+
+    ws = _open(gui_experiment)
+    pool().submit(int).result()  # started
+    for child in multiprocessing.active_children():  # only the modeling process is a child here
+        os.kill(child.pid, signal.SIGKILL)
+    with pytest.raises(BrokenProcessPool):
+        run_remote(ws, model_chunk, [0], {}, np.inf)
+    part = run_remote(ws, model_chunk, [0], {}, np.inf)
+    assert 0 in part["models"]
