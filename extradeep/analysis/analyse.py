@@ -298,10 +298,15 @@ def sample_counter(analysis: Analysis):
     """points -> training samples per epoch, so speedup and efficiency compare time per sample
     (floor() in n_t must not pass for speedup); None without a dataset or when the scaling mode is
     not the dataset's (then the textbook time ratios apply as asked)."""
-    dataset = analysis.dataset
-    if dataset is None or analysis.per != "epoch" or (analysis.scaling == "weak") != bool(dataset.weak_scaling):
+    return samples_per_epoch_function(analysis.dataset, analysis.per, analysis.scaling, analysis.fixed)
+
+
+def samples_per_epoch_function(dataset: Dataset | None, per: str, scaling: str, fixed: dict):
+    """points -> training samples per epoch, for scaling tables (:func:`sample_counter`); None when
+    values are per step or the scaling mode is not the dataset's."""
+    if dataset is None or per != "epoch" or (scaling == "weak") != bool(dataset.weak_scaling):
         return None
-    return lambda points: work_samples(dataset, points, analysis.fixed)
+    return lambda points: work_samples(dataset, points, fixed)
 
 
 def derived_models(analysis: Analysis) -> pd.DataFrame:
@@ -383,7 +388,6 @@ def region_scaling(analysis: Analysis, grid: pd.DataFrame, level: float = 0.95) 
     """Speedup, efficiency and runtime change of every region's time model at ``grid`` (same
     definitions and baseline as the application quantities)."""
     models = analysis.region_models[analysis.region_models["metric"] == "time"]
-    # Epoch-time ratios here (not per sample as for the application quantities): the JSON contract
-    # of region_predictions says S = T(x1)/T(x); floor() in n_t can push these above 1.
+    # Per sample, as for the application quantities: floor() in n_t must not pass for speedup.
     return scaling_table(models, grid, analysis.params, ["region", "kind", "category"], analysis.baseline,
-                         analysis.scaling, analysis.ranks_param, level=level)
+                         analysis.scaling, analysis.ranks_param, level=level, samples=sample_counter(analysis))

@@ -56,7 +56,7 @@ class BreakdownTab(PlotTab):
             ax.text(x_model, ax.get_ylim()[1] * 0.98, " extrapolation →", va="top", fontsize=8, color="0.3")
         ax.set_xlabel(view.x_param)
         ax.set_ylabel(f"seconds per {app.per}")
-        ax.set_title(f"Where the time per {app.per} goes (idle: a lower bound when streams overlap)",
+        ax.set_title(f"Where the time per {app.per} goes (GPU activity summed; idle: no GPU activity)",
                      fontsize=10)
         ax.set_xlim(x[0], x[-1])
         ax.grid(alpha=0.3)

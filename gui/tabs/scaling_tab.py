@@ -24,6 +24,7 @@ def ranks_param(params: list[str]) -> str:
 
 def scaling_frame(view: View, mode: str) -> pd.DataFrame:
     """scaling_table over the x grid for the application step series and the selected regions."""
+    from extradeep.analysis.analyse import samples_per_epoch_function
     from extradeep.analysis.scaling import scaling_table
 
     ws = view.ws
@@ -39,7 +40,8 @@ def scaling_frame(view: View, mode: str) -> pd.DataFrame:
     table = pd.DataFrame({"series": names, "model": models})
     grid = frame_of(view, candidates(view))
     baseline = {p: float(ws.param_grid[p].min()) if p == view.x_param else view.fixed[p] for p in ws.params}
-    return scaling_table(table, grid, ws.params, ["series"], baseline, mode, ranks_param(ws.params))
+    samples = samples_per_epoch_function(ws.dataset, ws.per, mode, ws.fixed)
+    return scaling_table(table, grid, ws.params, ["series"], baseline, mode, ranks_param(ws.params), samples=samples)
 
 
 class ScalingTab(PlotTab):

@@ -48,6 +48,7 @@ def test_predictor_tab_replays_a_simulator_run_and_answers_a_what_if(opened, set
 
 
 def test_speedup_efficiency_and_breakdown_are_drawn_from_the_models(opened):
+    from extradeep.analysis.analyse import samples_per_epoch_function
     from extradeep.analysis.scaling import scaling_table
 
     opened.regions.select_rows([])
@@ -60,8 +61,11 @@ def test_speedup_efficiency_and_breakdown_are_drawn_from_the_models(opened):
         model = app.model(app.time_quantity)
         import pandas as pd
 
+        ws = opened.ws
+        # per sample, as the CLI: floor() in the steps per epoch must not pass for speedup
+        samples = samples_per_epoch_function(ws.dataset, ws.per, "strong", ws.fixed)
         table = scaling_table(pd.DataFrame({"q": ["t"], "model": [model]}), pd.DataFrame({"ranks": x}),
-                              ["ranks"], ["q"], {"ranks": float(x[0])})
+                              ["ranks"], ["q"], {"ranks": float(x[0])}, samples=samples)
         assert np.allclose(y, table[title.lower()], rtol=1e-9)
     tab = page(opened, "Breakdown")
     assert tab.has_plot, tab.message.text()
