@@ -75,16 +75,14 @@ def application_models(ws: Workspace, options: dict, n_eval: int) -> AppModels |
 def _application_models(ws: Workspace, exp, app_steps: pd.DataFrame, options: dict, cutoff: float) -> dict:
     """The application models exactly as `extradeep model` makes them (per-phase step models, the
     training step composed of computation and exposed communication), from points up to `cutoff`."""
-    from extradeep.analysis.analyse import compose_step_time, fit_phase_models
-    from extradeep.analysis.communication import pure_times
+    from extradeep.analysis import analyse
 
     first = ws.params[0]
     steps = app_steps[app_steps[first].to_numpy(float) <= cutoff]
     if steps.empty:
         return {}
     values = exp.values[exp.values[first].to_numpy(float) <= cutoff]
-    fitted = fit_phase_models(steps, ["quantity"], ws.params, ws.dataset, ws.fixed, options)
-    fitted = compose_step_time(fitted, steps, ws.params, ws.dataset, ws.fixed, options, pure_times(values, ws.params))
+    fitted = analyse.fit_application_models(steps, values, ws.params, ws.dataset, ws.fixed, options)
     return {r["quantity"]: r["model"] for r in fitted.to_dict("records") if r["model"] is not None}
 
 

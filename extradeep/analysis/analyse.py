@@ -89,9 +89,7 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     app_steps, region_steps, application, regions, notes = _measure(experiment, dataset, metrics)
     fixed = experiment.fixed_params
     _say(progress, "modeling the application quantities")
-    app_models = fit_phase_models(app_steps, ["quantity"], params, dataset, fixed, options)
-    app_models = compose_step_time(app_models, app_steps, params, dataset, fixed, options,
-                                   pure_times(experiment.values, params))
+    app_models = fit_application_models(app_steps, experiment.values, params, dataset, fixed, options)
     _say(progress, f"modeling {len(regions[REGION_KEYS].drop_duplicates())} region metrics")
     region_models = fit_phase_models(region_steps, REGION_KEYS, params, dataset, fixed, options)
     app_points = point_summary(application, ["quantity"], params)
@@ -161,6 +159,15 @@ def fit_phase_models(steps: pd.DataFrame, keys: list[str], params: list[str], da
                      "smape": np.nan if model is None else float(getattr(model, "smape", np.nan)),
                      "reason": "" if model is not None else reasons})
     return pd.DataFrame(rows, columns=columns)
+
+
+def fit_application_models(app_steps: pd.DataFrame, values: pd.DataFrame, params: list[str],
+                           dataset: Dataset | None, fixed: dict, options: dict | None) -> pd.DataFrame:
+    """The application models of :func:`analyse`: per-phase step models of every quantity, the
+    training step time composed of computation and exposed communication. ``values``: the
+    Experiment's per-repetition values (their rank spreads give the pure collective durations)."""
+    models = fit_phase_models(app_steps, ["quantity"], params, dataset, fixed, options)
+    return compose_step_time(models, app_steps, params, dataset, fixed, options, pure_times(values, params))
 
 
 def compose_step_time(app_models: pd.DataFrame, app_steps: pd.DataFrame, params: list[str],
