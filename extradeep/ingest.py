@@ -52,6 +52,7 @@ def load_experiment(
     cache_dir=None,
     use_cache: bool = True,
     progress=None,
+    replay: bool = True,
 ) -> Experiment:
     """Read and aggregate exports into an Experiment whose `.problems` lists every skipped input.
 
@@ -60,6 +61,8 @@ def load_experiment(
     `read_export`. `progress`: None (a line on stderr), False (silent) or a callable
     `(done, total, path)`. Bad files are skipped and listed; InputError is raised only when nothing
     usable remains or the batch is inconsistent (mixed apps, a varying parameter not modeled).
+    `replay`: replay the traces of the largest run to measure how much communication its step can
+    hide (`settings["exposure"]`, see :func:`traced_exposure`).
     """
     aliases = discover.parse_aliases(aliases) if not isinstance(aliases, dict) else aliases
     settings = ReaderSettings.from_any(settings)
@@ -99,7 +102,41 @@ def load_experiment(
         "app": str(runs["app"].iloc[0]),
         "notes": notes,
     }
+    if replay:
+        exposure, note = traced_exposure(runs, params, cache, progress)
+        experiment_settings["exposure"] = exposure
+        notes += [note] if note else []
     return Experiment(params, values, points, provenance.reset_index(drop=True), experiment_settings, problems)
+
+
+def traced_exposure(runs: pd.DataFrame, params: list[str], cache_dir, progress=None) -> tuple[dict | None, str | None]:
+    """(curve, note): the exposure curve (:mod:`extradeep.predictor.exposure`) of the run at the
+    largest point (the repetition with the most ranks), as {"point", "rep", "k", "hidden"}; None and
+    a note saying why when it cannot be replayed. Cached like the per-file results."""
+    from extradeep.predictor.exposure import exposure_curve
+
+    files = runs.groupby([*params, "rep"], sort=True).size().reset_index(name="ranks_read")
+    top = files[(files[params] == files[params].iloc[-1]).all(axis=1)]
+    run = top.sort_values(["ranks_read", "rep"], ascending=[False, True]).iloc[0]
+    chosen = runs[(runs[params] == run[params]).all(axis=1) & (runs["rep"] == run["rep"])]
+    point = {p: _plain(run[p]) for p in params}
+    where = ", ".join(f"{k}={v}" for k, v in point.items()) + f", repetition {_plain(run['rep'])}"
+    keys = [cache_key(r.path, r.size, r.mtime_ns, ReaderSettings()) for r in chosen.itertuples(index=False)]
+    key = hashlib.sha256(json.dumps(["exposure", predictor_version(), sorted(keys)]).encode()).hexdigest()
+    cached = read_cache(cache_dir, key) if cache_dir is not None else None
+    if cached is None:
+        if progress is None:
+            print(f"replaying {len(chosen)} export(s) of {where} to see how much communication a step hides",
+                  file=sys.stderr)
+        try:
+            curve = exposure_curve(list(chosen["path"]))
+            cached = {"problem": None, "curve": None if curve.empty else curve[["k", "hidden"]].to_dict("list")}
+        except Exception as exc:  # the replay only refines the step model: a failure must not stop modeling
+            return None, f"the traces of {where} could not be replayed ({type(exc).__name__}: {exc})"
+        _store(cache_dir, key, cached)
+    if cached["curve"] is None:
+        return None, None
+    return {"point": point, "rep": _plain(run["rep"]), **cached["curve"]}, None
 
 
 def reader_notes(frames: dict[str, pd.DataFrame], shown: int = 3) -> list[str]:
@@ -211,6 +248,14 @@ def reader_version() -> str:
     for source in sorted((Path(extradeep.__file__).parent / "nsys").glob("*.py")):
         digest.update(source.read_bytes())
     return f"{extradeep.__version__}+{digest.hexdigest()[:12]}"
+
+
+def predictor_version() -> str:
+    """Like :func:`reader_version`, for the trace replay's sources."""
+    digest = hashlib.sha256(reader_version().encode())
+    for source in sorted((Path(extradeep.__file__).parent / "predictor").glob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def cache_key(path: str, size: int, mtime_ns: int, settings: ReaderSettings) -> str:

@@ -193,7 +193,7 @@ def test_cache_is_capped_and_evicts_the_least_recently_used(small_run, tmp_path,
     from extradeep.ingest import prune_cache
 
     cache = tmp_path / "cache"
-    load_experiment(small_run, cache_dir=cache, jobs=1, progress=False)
+    load_experiment(small_run, cache_dir=cache, jobs=1, progress=False, replay=False)  # one entry per file
     entries = sorted((cache / "steps").glob("??/*.pkl"))
     sizes = {p: p.stat().st_size for p in entries}
     assert len(entries) == 9
@@ -203,7 +203,7 @@ def test_cache_is_capped_and_evicts_the_least_recently_used(small_run, tmp_path,
     assert prune_cache(cache, keep) == 6
     assert sorted((cache / "steps").glob("??/*.pkl")) == entries[-3:]
     monkeypatch.setenv("EXTRADEEP_CACHE_MAX_MB", str(2 * max(sizes.values()) / 2**20))
-    load_experiment(small_run, cache_dir=cache, jobs=1, progress=False)  # a batch prunes after reading
+    load_experiment(small_run, cache_dir=cache, jobs=1, progress=False, replay=False)  # a batch prunes after reading
     left = list((cache / "steps").glob("??/*.pkl"))
     assert 1 <= len(left) <= 2 and sum(p.stat().st_size for p in left) <= 2 * max(sizes.values())
     monkeypatch.setenv("EXTRADEEP_CACHE_MAX_MB", "lots")

@@ -13,7 +13,7 @@ from extradeep.analysis.epoch import (EPOCH_TIME, REGION_KEYS, EpochModel, appli
 from extradeep.analysis.cost import CostSettings, cost_table
 from extradeep.analysis.points import format_point
 from extradeep.analysis.communication import pure_times
-from extradeep.analysis.overlap import fit_step_composition, step_parts
+from extradeep.analysis.overlap import Exposure, fit_step_composition, step_parts
 from extradeep.analysis.scaling import default_baseline, design, scaling_models, scaling_table
 from extradeep.errors import InputError
 from extradeep.experiment import TOTAL, Dataset, Experiment
@@ -89,7 +89,8 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     app_steps, region_steps, application, regions, notes = _measure(experiment, dataset, metrics)
     fixed = experiment.fixed_params
     _say(progress, "modeling the application quantities")
-    app_models = fit_application_models(app_steps, experiment.values, params, dataset, fixed, options)
+    exposure = Exposure.from_experiment(experiment)
+    app_models = fit_application_models(app_steps, experiment.values, params, dataset, fixed, options, exposure)
     _say(progress, f"modeling {len(regions[REGION_KEYS].drop_duplicates())} region metrics")
     region_models = fit_phase_models(region_steps, REGION_KEYS, params, dataset, fixed, options)
     app_points = point_summary(application, ["quantity"], params)
@@ -162,24 +163,27 @@ def fit_phase_models(steps: pd.DataFrame, keys: list[str], params: list[str], da
 
 
 def fit_application_models(app_steps: pd.DataFrame, values: pd.DataFrame, params: list[str],
-                           dataset: Dataset | None, fixed: dict, options: dict | None) -> pd.DataFrame:
+                           dataset: Dataset | None, fixed: dict, options: dict | None,
+                           exposure: Exposure | None = None) -> pd.DataFrame:
     """The application models of :func:`analyse`: per-phase step models of every quantity, the
     training step time composed of computation and exposed communication. ``values``: the
-    Experiment's per-repetition values (their rank spreads give the pure collective durations)."""
+    Experiment's per-repetition values (their rank spreads give the pure collective durations);
+    ``exposure``: a traced run's exposure curve (``Exposure.from_experiment``)."""
     models = fit_phase_models(app_steps, ["quantity"], params, dataset, fixed, options)
-    return compose_step_time(models, app_steps, params, dataset, fixed, options, pure_times(values, params))
+    return compose_step_time(models, app_steps, params, dataset, fixed, options, pure_times(values, params),
+                             exposure)
 
 
 def compose_step_time(app_models: pd.DataFrame, app_steps: pd.DataFrame, params: list[str],
                       dataset: Dataset | None, fixed: dict, options: dict | None,
-                      pure: pd.DataFrame | None = None) -> pd.DataFrame:
+                      pure: pd.DataFrame | None = None, exposure: Exposure | None = None) -> pd.DataFrame:
     """The epoch-time model with its training step as computation + exposed communication
     (:mod:`extradeep.analysis.overlap`), when that applies; the models unchanged otherwise.
     ``pure``: pure collective durations (:func:`extradeep.analysis.communication.pure_times`)."""
     rows = app_models["quantity"] == EPOCH_TIME
     if not rows.any() or app_models.loc[rows, "model"].iloc[0] is None:
         return app_models
-    train = fit_step_composition(step_parts(app_steps, params), params, options, pure)
+    train = fit_step_composition(step_parts(app_steps, params), params, options, pure, exposure)
     if train is None:
         return app_models
     current = app_models.loc[rows, "model"].iloc[0]

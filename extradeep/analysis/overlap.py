@@ -12,22 +12,29 @@ extrapolate well (docs/analysis.md, "Time per step as a composition"):
 
 B gets a PMNF model, C one per collective plus the wait for the slowest rank
 (:mod:`extradeep.analysis.communication`). The overlap O cannot be modeled from its past alone (it
-saturates), so three candidate step models compete by leave-one-out error on the measured points:
+saturates), so candidate step models compete by leave-one-out error on the measured points:
 
 * ``direct``: a PMNF of S (the paper's approach);
 * ``proportional``: O = f * C, the hidden share f of communication stays as measured;
-* ``saturated``: O = min(f * C, O_max), the overlap window is full at the largest measured overlap.
+* ``saturated``: O = min(f * C, O_max), the overlap window is full at the largest measured overlap;
+* ``replayed`` (when ingest replayed a run): O = f_ref * C * r(k), f_ref the hidden share at the
+  traced point and r the exposure curve of its trace (:mod:`extradeep.predictor.exposure`):
+  replaying it with the collectives k times longer shows how the hidden share falls once the
+  overlap window fills. k is the pure communication relative to the traced point, over B relative
+  to it (the window scales with the computation).
 
-``proportional`` predicts unless another candidate's leave-one-out error is lower by more than the
-repetition noise. The prediction interval is the direct fit's relative
-band around it, widened to reach all three candidates: inside the measured range they agree, beyond it
-the interval says how far apart the "overlap keeps pace" and "overlap is exhausted" regimes are,
-which the measured points cannot decide. Used for one parameter (the overlap window depends on the other parameters otherwise).
+``replayed`` (when a curve was measured, else ``proportional``) predicts unless another candidate's
+leave-one-out error is clearly lower (:func:`_choose`). The interval of ``replayed`` adds B's and C's
+own intervals and its leave-one-out error. The interval of the other rules is the direct fit's
+relative band around the prediction, widened to reach all rules: inside the measured range they
+agree, beyond it the interval says how far apart the "overlap keeps pace" and "overlap is
+exhausted" regimes are, which the measured points cannot decide. Used for one parameter (the
+overlap window depends on the other parameters otherwise).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -35,7 +42,51 @@ import pandas as pd
 from extradeep.analysis.communication import as_vector, communication_sum, load_comm_model, pure_long
 from extradeep.modeling.batched import smape
 
-CANDIDATES = ("direct", "proportional", "saturated")
+
+@dataclass
+class Exposure:
+    """The exposure curve of one traced run at parameter value ``x_ref``: the share of the pure
+    communication the step hides (``hidden``) when it is ``k`` times as long as traced, and the
+    hidden share of the measured communication there (``share``, set by the fit)."""
+
+    x_ref: float
+    k: np.ndarray
+    hidden: np.ndarray
+    share: float = float("nan")
+
+    def relative(self, k) -> np.ndarray:
+        """hidden(k) / hidden(1): how the hidden share changes from the traced point. Beyond the
+        largest k the window is full, so the hidden amount (k * hidden) stays as it was there."""
+        k = np.maximum(as_vector(k), 0.0)
+        last = self.k[-1]
+        inside = np.interp(np.minimum(k, last), self.k, self.hidden)
+        share = np.where(k > last, self.hidden[-1] * last / np.where(k > last, k, 1.0), inside)
+        at_one = float(np.interp(1.0, self.k, self.hidden))
+        return share / at_one if at_one > 0 else np.ones_like(k)
+
+    def to_dict(self) -> dict:
+        return {"x_ref": float(self.x_ref), "k": [float(v) for v in self.k], "hidden": [float(v) for v in self.hidden],
+                "share": float(self.share)}
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> Exposure | None:
+        if not data:
+            return None
+        return cls(float(data["x_ref"]), np.asarray(data["k"], float), np.asarray(data["hidden"], float),
+                   float(data.get("share", np.nan)))
+
+    @classmethod
+    def from_experiment(cls, experiment, upto: float = np.inf) -> Exposure | None:
+        """The curve an Experiment keeps (``settings["exposure"]``, written by ingest), for a model of
+        its one parameter from the points up to ``upto``; None without a curve, or when the traced
+        run is not among those points (a held-out point must not inform the model)."""
+        data, params = experiment.settings.get("exposure"), experiment.params
+        if not data or len(params) != 1 or params[0] not in data.get("point", {}):
+            return None
+        x_ref = float(data["point"][params[0]])
+        if x_ref > upto or x_ref not in set(experiment.points[params[0]].astype(float)):
+            return None
+        return cls(x_ref, np.asarray(data["k"], float), np.asarray(data["hidden"], float))
 
 
 @dataclass
@@ -53,33 +104,66 @@ class StepComposition:
     choice: str
     cv_smapes: dict = field(default_factory=dict)
     smape: float = float("nan")
+    exposure: Exposure | None = None
 
     def candidates(self, X) -> dict[str, np.ndarray]:
         b, c = as_vector(self.base.predict(X)), as_vector(self.comm.predict(X))
-        return {"direct": as_vector(self.direct.predict(X)), **self._composed(b, c)}
+        return {"direct": as_vector(self.direct.predict(X)), **self._composed(X, b, c)}
 
-    def _composed(self, b, c) -> dict[str, np.ndarray]:
+    def _composed(self, X, b, c) -> dict[str, np.ndarray]:
         hidden = self.share * np.maximum(c, 0.0)
-        return {"proportional": b + c - hidden, "saturated": b + c - np.minimum(hidden, self.window)}
+        out = {"proportional": b + c - hidden, "saturated": b + c - np.minimum(hidden, self.window)}
+        if self.exposure is not None:
+            share = self.exposure.share if np.isfinite(self.exposure.share) else self.share
+            relative = self.exposure.relative(self._growth_since_trace(X, b))
+            out["replayed"] = b + c - share * np.maximum(c, 0.0) * relative
+        return out
+
+    def _growth_since_trace(self, X, b) -> np.ndarray:
+        """k: pure communication relative to the traced point, over B relative to it."""
+        ref = np.array([self.exposure.x_ref])
+        wait = getattr(self.comm, "wait", 0.0)
+        pure, pure_ref = as_vector(self.comm.predict(X)) - wait, as_vector(self.comm.predict(ref)) - wait
+        b_ref = as_vector(self.base.predict(ref))
+        if pure_ref[0] <= 0 or b_ref[0] <= 0:
+            return np.ones_like(b)
+        return (np.maximum(pure, 0.0) / pure_ref) / np.maximum(b / b_ref, 1e-12)
 
     def predict(self, X):
         value = self.candidates(X)[self.choice]
         return float(value[0]) if np.ndim(X) == 0 else value
 
     def interval(self, X, level: float = 0.95):
-        # The direct fit's relative band (noise, exponent choice) around the prediction, widened to
-        # reach every candidate, also with the communication at the ends of its own interval beyond
-        # the measured range: there the rules show regimes the points cannot tell apart.
+        lo, hi = self._parts_band(X, level) if self.choice == "replayed" else self._rules_band(X, level)
+        return (float(lo[0]), float(hi[0])) if np.ndim(X) == 0 else (lo, hi)
+
+    def _rules_band(self, X, level: float) -> tuple[np.ndarray, np.ndarray]:
+        """The direct fit's relative band (noise, exponent choice) around the prediction, widened to
+        reach every candidate, also with the communication at the ends of its own interval beyond
+        the measured range: there the rules show regimes the points cannot tell apart."""
         pred = self.candidates(X)
         d_lo, d_hi = (as_vector(v) for v in self.direct.interval(X, level=level))
         chosen = pred[self.choice]
         scale = np.divide(chosen, pred["direct"], out=np.ones_like(chosen), where=pred["direct"] > 0)
         b = as_vector(self.base.predict(X))
-        c_lo, c_hi = self._comm_reach(X, level)
-        values = np.stack([*pred.values(), *self._composed(b, c_lo).values(), *self._composed(b, c_hi).values()])
-        lo = np.minimum(d_lo * scale, values.min(axis=0))
-        hi = np.maximum(d_hi * scale, values.max(axis=0))
-        return (float(lo[0]), float(hi[0])) if np.ndim(X) == 0 else (lo, hi)
+        ends = [self._composed(X, b, c) for c in self._comm_reach(X, level)]
+        values = np.stack([*pred.values(), *(v for end in ends for v in end.values())])
+        return np.minimum(d_lo * scale, values.min(axis=0)), np.maximum(d_hi * scale, values.max(axis=0))
+
+    def _parts_band(self, X, level: float) -> tuple[np.ndarray, np.ndarray]:
+        """The replayed rule at the ends of B's and C's own intervals, plus the rule's own
+        leave-one-out error (all added, not pooled: their errors may share a cause, and the steps
+        of more ranks wait for the slowest of more, which no part's model sees). The traced window
+        decides between the overlap regimes, so the rival rules do not widen it; the direct fit of
+        S, blind to that window, does not either."""
+        b = as_vector(self.base.predict(X))
+        b_lo, b_hi = (as_vector(v) for v in self.base.interval(X, level=level))
+        c_lo, c_hi = (as_vector(v) for v in self.comm.interval(X, level=level))
+        ends = np.stack([self._composed(X, b, c)["replayed"] for c in (c_lo, c_hi)])
+        chosen = self.candidates(X)["replayed"]
+        rule = chosen * np.nan_to_num(self.cv_smape, nan=0.0) / 100
+        return (np.minimum(ends.min(axis=0), chosen) - (b - b_lo) - rule,
+                np.maximum(ends.max(axis=0), chosen) + (b_hi - b) + rule)
 
     def _comm_reach(self, X, level: float) -> tuple[np.ndarray, np.ndarray]:
         """C scaled by how much its relative interval has grown since the largest measured point:
@@ -106,6 +190,9 @@ class StepComposition:
         base, comm = self.base.formula(names, digits), self.comm.formula(names, digits)
         if self.choice == "proportional":
             return f"{base} + {1 - self.share:.3g} * ({comm})"
+        if self.choice == "replayed":
+            return (f"{base} + C - {self.exposure.share:.3g} * C * r(k), C = {comm}, r(k): hidden share of "
+                    f"communication k times as long as at {self.exposure.x_ref:g}, replayed from its trace")
         return f"{base} + max({1 - self.share:.3g} * C, C - {self.window:.{digits}g}), C = {comm}"
 
     def __str__(self) -> str:
@@ -127,7 +214,7 @@ class StepComposition:
         return {"type": "step composition", "choice": self.choice, "share": float(self.share),
                 "window": float(self.window), "cv_smapes": {k: float(v) for k, v in self.cv_smapes.items()},
                 "smape": float(self.smape), "direct": self.direct.to_dict(), "base": self.base.to_dict(),
-                "comm": self.comm.to_dict()}
+                "comm": self.comm.to_dict(), "exposure": None if self.exposure is None else self.exposure.to_dict()}
 
     @classmethod
     def from_dict(cls, data: dict) -> StepComposition:
@@ -135,7 +222,7 @@ class StepComposition:
 
         return cls(Model.from_dict(data["direct"]), Model.from_dict(data["base"]), load_comm_model(data["comm"]),
                    float(data["share"]), float(data["window"]), data["choice"], dict(data["cv_smapes"]),
-                   float(data["smape"]))
+                   float(data["smape"]), Exposure.from_dict(data.get("exposure")))
 
 
 def step_parts(app_steps: pd.DataFrame, params: list[str], phase: str = "train") -> pd.DataFrame:
@@ -154,13 +241,14 @@ def step_parts(app_steps: pd.DataFrame, params: list[str], phase: str = "train")
 
 
 def fit_step_composition(parts: pd.DataFrame, params: list[str], options: dict | None = None,
-                         pure: pd.DataFrame | None = None):
+                         pure: pd.DataFrame | None = None, exposure: Exposure | None = None):
     """A :class:`StepComposition` for the step parts of one phase, or None when it does not apply
     (several parameters, no communication, fewer than 3 points or a component without a model).
 
     ``pure``: per collective, point and repetition the pure duration per step
     (:func:`extradeep.analysis.communication.pure_times`); with it C is the sum of per-collective
-    models plus the wait for the slowest rank, otherwise one PMNF of the category sum."""
+    models plus the wait for the slowest rank, otherwise one PMNF of the category sum. ``exposure``:
+    the exposure curve of a traced run, which adds the ``replayed`` candidate."""
     points = parts[params].drop_duplicates()
     if len(params) != 1 or parts.empty or not (parts["C"] > 0).any() or len(points) < 3:
         return None
@@ -172,32 +260,47 @@ def fit_step_composition(parts: pd.DataFrame, params: list[str], options: dict |
     folds = _fit_parts(parts, params, {**(options or {}), "min_points": max(2, min(n - 1, _min_points(options)))},
                        folds=points[params[0]].to_numpy(float), extra=extra, pure=pure)
     medians = parts.groupby(params)[["S", "C", "O"]].median()
+    if exposure is not None:
+        # anchored at the traced point: its measured hidden share is where the curve starts
+        ref = medians.loc[exposure.x_ref] if exposure.x_ref in medians.index else None
+        share_ref = float(ref["O"] / ref["C"]) if ref is not None and ref["C"] > 0 else np.nan
+        exposure = replace(exposure, share=float(np.clip(share_ref, 0.0, 1.0)))
     cv = {}
     if folds is not None:
-        guesses, actual = {k: [] for k in CANDIDATES}, []
+        guesses, actual = {}, []
         for x, fold in folds.items():
             rest = medians.drop(index=x)
             share, window = _overlap_rule(rest)
-            trial = StepComposition(fold["S"], fold["B"], fold["C"], share, window, "direct")
+            trial = StepComposition(fold["S"], fold["B"], fold["C"], share, window, "direct", exposure=exposure)
             for name, value in trial.candidates(np.array([x])).items():
-                guesses[name].append(value[0])
+                guesses.setdefault(name, []).append(value[0])
             actual.append(medians.loc[x, "S"])
         cv = {k: float(smape(np.array(actual), np.array(v))) for k, v in guesses.items()}
     share, window = _overlap_rule(medians)
     choice = _choose(cv, _repetition_noise(parts, params))
-    model = StepComposition(full["S"], full["B"], full["C"], share, window, choice, cv)
+    model = StepComposition(full["S"], full["B"], full["C"], share, window, choice, cv, exposure=exposure)
     xs = medians.index.to_numpy(float)
     model.smape = float(smape(medians["S"].to_numpy(float), as_vector(model.predict(xs))))
     return model
 
 
 def _choose(cv: dict, noise: float) -> str:
-    """The candidate that predicts. ``proportional`` assumes nothing beyond the measured points (the
-    overlap keeps its share); ``direct`` (a PMNF of S, blind to communication coming out of hiding)
-    and ``saturated`` (a full overlap window) replace it only when their leave-one-out error is lower
-    by more than ``noise``: smaller differences are not evidence."""
+    """The candidate that predicts, by leave-one-out SMAPE (``cv``) and the repetition ``noise`` of
+    that error (NaN with one repetition).
+
+    ``replayed`` knows where the traced run's overlap window ends, which no leave-one-out test over
+    the measured points can check: another rule replaces it only when it beats it by more than the
+    noise and by half its error. Without a trace, ``proportional`` (the overlap keeps its measured
+    share) stands unless ``direct`` (a PMNF of S) or ``saturated`` (a window full at the largest
+    measured overlap) is lower by more than the noise; with one repetition the lowest error decides."""
     if not cv:
         return "direct"
+    if "replayed" in cv:
+        margin = max(np.nan_to_num(noise), cv["replayed"] / 2)
+        better = [k for k in cv if cv[k] < cv["replayed"] - margin]
+        return min(better, key=cv.get) if better else "replayed"
+    if np.isnan(noise):
+        return min(cv, key=cv.get)
     better = [k for k in ("direct", "saturated") if cv[k] < cv["proportional"] - noise]
     return min(better, key=cv.get) if better else "proportional"
 
@@ -205,7 +308,9 @@ def _choose(cv: dict, noise: float) -> str:
 def _repetition_noise(parts: pd.DataFrame, params: list[str]) -> float:
     """Standard error (%) of a leave-one-out SMAPE from repetition noise: the median over points of
     the repetitions' half-range of S (relative), over the square root of the number of points.
-    0 with one repetition."""
+    NaN (unknown) with one repetition per point."""
+    if parts.groupby(params)["rep"].nunique().max() < 2:
+        return float("nan")
     spread = parts.groupby(params)["S"].agg(lambda s: (s.max() - s.min()) / 2 / s.median() if s.median() > 0 else 0.0)
     return float(100 * spread.median() / np.sqrt(len(spread))) if len(spread) else 0.0
 

@@ -30,6 +30,7 @@ DEFAULTS = {
     "jobs": None,
     "cache_dir": None,
     "no_cache": False,
+    "no_replay": False,
     "train_samples": None,
     "val_samples": None,
     "batch_size": None,
@@ -64,6 +65,9 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument("--jobs", type=int, metavar="N", help="files read in parallel (default: number of CPUs)")
     read.add_argument("--cache-dir", metavar="DIR", help="cache of per-file results (default $XDG_CACHE_HOME/extradeep or ~/.cache/extradeep)")
     read.add_argument("--no-cache", action="store_true", default=None, help="read every export again and cache nothing")
+    read.add_argument("--no-replay", action="store_true", default=None, help=(
+        "do not replay the largest run's traces to learn how much communication a step can hide "
+        "(the step-time model then assumes the measured share; saves time with very large exports)"))
     read.add_argument("--config", metavar="FILE", help=(
         f"TOML file with any of these keys: {', '.join(k.replace('_', '-') for k in DEFAULTS)} (other options "
         f"are command-line only; command-line options win; default: {CONFIG_NAME} in the one PROFILES folder)"))
@@ -200,6 +204,7 @@ def experiment_from_args(args: argparse.Namespace, progress=None):
             cache_dir=options["cache_dir"],
             use_cache=not options["no_cache"],
             progress=progress,
+            replay=not options["no_replay"],
         )
     report_problems(experiment, sys.stderr)
     return experiment
