@@ -13,6 +13,7 @@ from gui.plot_tab import PlotTab
 
 MAX_OVERLAY = 8
 N_GRID = 160
+TICKS_AHEAD = 16  # more than the auto locator puts on either axis of this figure
 UNITS = {"time": "time per {per} [s]", "visits": "visits per {per}", "bytes": "bytes per {per}"}
 
 
@@ -37,7 +38,7 @@ class ModelTab(PlotTab):
         self.heatmap.toggled.connect(lambda *_: self.refresh(self.view) if self.view else None)
         self.controls_box.addWidget(self.heatmap)
         self.view: View | None = None
-        self.ax = self.figure.add_subplot()
+        self._new_line_axes()
 
     def refresh(self, view: View) -> None:
         self.view = view
@@ -55,15 +56,37 @@ class ModelTab(PlotTab):
             return
         if self.heatmap.isChecked() and len(ws.params) > 1:
             self.clear_figure()
+            self._line_axes = False
             self._draw_heatmap(view, rows[0])
         else:
             self._draw_lines(view, rows)
         self.show_plot()
 
+    def _new_line_axes(self) -> None:
+        self.ax = self.figure.add_subplot()
+        self.ax.grid(alpha=0.3)
+        # Ticks are made on an axis' first draw (about 1 ms each): made here, the first plot of an
+        # input does not pay for them in the UI pass that draws it.
+        for axis in (self.ax.xaxis, self.ax.yaxis):
+            axis.get_major_ticks(TICKS_AHEAD)
+        self._line_axes = True  # self.ax holds the line plot (not the heatmap and its colour bar)
+
+    def _empty_line_axes(self):
+        """The line plot's axes without the last selection's artists. Kept rather than re-created:
+        a new Axes and its ticks cost about 25 ms of a redraw."""
+        if not self._line_axes:
+            self.clear_figure()
+            self._new_line_axes()
+        ax = self.ax
+        for artist in [*ax.lines, *ax.collections, *ax.patches]:
+            artist.remove()
+        ax.containers.clear()
+        ax.relim()  # no artists left: empty data limits, as on a new Axes
+        return ax
+
     def _draw_lines(self, view: View, rows: list[int]) -> None:
         ws = view.ws
-        self.clear_figure()
-        ax = self.ax = self.figure.add_subplot()
+        ax = self._empty_line_axes()
         lo_x, hi_x = view.x_range()
         x_model = view.modeled_x_max()
         if hi_x > x_model:
@@ -91,7 +114,6 @@ class ModelTab(PlotTab):
         title = short(ws.regions.at[rows[0], "region"], 70) if len(rows) == 1 else f"{len(rows)} regions"
         ax.set_title(title + (f"  ({fixed})" if fixed else ""), fontsize=10)
         ax.set_xlim(lo_x - 0.02 * (hi_x - lo_x), hi_x)
-        ax.grid(alpha=0.3)
         # A fixed corner away from the curves: loc="best" costs tens of milliseconds per redraw.
         ax.legend(fontsize=8, loc="upper left" if rising and all(rising) else "upper right")
 

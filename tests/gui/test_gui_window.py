@@ -73,6 +73,29 @@ def test_selecting_a_region_changes_the_plot(opened):
     assert top <= tab.ax.get_ylim()[1] <= 1.2 * top
 
 
+def test_a_redraw_on_the_kept_axes_looks_like_a_fresh_plot(opened):
+    """The Model tab keeps its axes between selections and only replaces the artists: after an overlay
+    of three regions, one region looks exactly as it does on a new tab."""
+    from gui.tabs.model_tab import ModelTab
+
+    window = opened
+    window.tabs.setCurrentIndex(0)
+    tab = window.tab_pages[0]
+    kernels = window.ws.rows_for_metric("time").query("kind == 'kernel'")["share"].sort_values().index
+    shown = [int(r) for r in kernels[-3:]]
+    window.regions.select_rows(shown)
+    assert len(tab.ax.get_legend().get_texts()) > 3
+    window.regions.select_rows([shown[0]])
+    fresh = ModelTab()
+    fresh.figure.set_size_inches(tab.figure.get_size_inches())
+    fresh.refresh(window.current_view())
+    try:
+        assert np.array_equal(canvas_pixels(tab), canvas_pixels(fresh))
+        assert tab.ax.get_ylim() == fresh.ax.get_ylim()
+    finally:
+        fresh.deleteLater()
+
+
 def test_filter_keeps_matching_regions_only(opened):
     window = opened
     everything = window.regions.visible_rows()
