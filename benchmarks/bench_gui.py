@@ -3,7 +3,8 @@
 Builds the experiment from a small simulator run whose kernel regions are cloned (renamed, scaled)
 up to 5,000 regions, saves it, then opens it in the real window offscreen and times
   * open -> first model plot drawn (target < 2 s),
-  * a selection change -> redrawn (target < 100 ms), median and max over 30 selections,
+  * a selection change -> the figure drawn again (target < 100 ms) and painted on screen, median and
+    max over 30 selections,
   * the longest stall of the UI thread while reading and modeling run (a 10 ms timer's largest gap),
   * all region models done (background, for the record).
 Run: QT_QPA_PLATFORM=offscreen python benchmarks/bench_gui.py [--regions 5000] [--experiment exp.sqlite]
@@ -82,11 +83,13 @@ def run(n_regions: int, experiment: Path | None = None) -> dict:
         warm_up = time.perf_counter() - t0
         stall = _stall_meter(app, QTimer, QElapsedTimer)
         model_tab = window.tab_pages[0]
+        draws, paints = _draw_and_paint_times(model_tab.canvas)
 
         def first_plot_drawn():
             ws = window.ws
             rows = window.regions.selected_rows()
-            return ws is not None and rows and ws.models.get(rows[0]) is not None and model_tab.has_plot
+            return (ws is not None and rows and ws.models.get(rows[0]) is not None and model_tab.has_plot
+                    and draws and draws[-1] > start)
 
         start = time.perf_counter()
         window.open_path(path)
@@ -99,17 +102,36 @@ def run(n_regions: int, experiment: Path | None = None) -> dict:
         n_models = len(regions)
         time_rows = regions.index[(regions["metric"] == "time") & (regions["kind"] == "kernel")].to_numpy()
         picks = np.random.default_rng(1).choice(time_rows, size=30, replace=False)
-        redraws = []
+        redraws, shown = [], []
         for row in picks:
+            done = len(draws)
             t = time.perf_counter()
-            window.regions.select_rows([int(row)])  # redraws synchronously
-            redraws.append(time.perf_counter() - t)
-            app.processEvents()
+            window.regions.select_rows([int(row)])
+            _wait(app, lambda: len(draws) > done and paints[-1] > draws[-1], 10, pause_s=0)
+            redraws.append(draws[-1] - t)
+            shown.append(paints[-1] - t)
+            idle = time.perf_counter() + 0.05  # the next click comes after the window is idle again
+            _wait(app, lambda: time.perf_counter() > idle, 10)
         reference = _reference_draw_ms(model_tab)
         window.close()
     return {"reference_draw_ms": reference, "warm_up_s": warm_up, "regions": int(regions["region"].nunique()), "region_models": n_models, "first_plot_s": first_plot,
             "all_models_s": all_models, "redraw_median_ms": 1e3 * float(np.median(redraws)),
-            "redraw_max_ms": 1e3 * float(np.max(redraws)), "longest_ui_stall_ms": stall["max_gap_ms"]}
+            "redraw_max_ms": 1e3 * float(np.max(redraws)), "shown_median_ms": 1e3 * float(np.median(shown)),
+            "shown_max_ms": 1e3 * float(np.max(shown)), "longest_ui_stall_ms": stall["max_gap_ms"]}
+
+
+def _draw_and_paint_times(canvas) -> tuple[list, list]:
+    """Times at which the figure finished drawing (Agg) and at which Qt painted the canvas."""
+    draws, paints = [], []
+    canvas.mpl_connect("draw_event", lambda event: draws.append(time.perf_counter()))
+    paint = canvas.paintEvent
+
+    def paint_event(event):
+        paint(event)
+        paints.append(time.perf_counter())
+
+    canvas.paintEvent = paint_event
+    return draws, paints
 
 
 def _reference_draw_ms(tab) -> float:
@@ -141,10 +163,10 @@ def _stall_meter(app, QTimer, QElapsedTimer) -> dict:
     return state
 
 
-def _wait(app, condition, timeout_s: float) -> None:
+def _wait(app, condition, timeout_s: float, pause_s: float = 0.002) -> None:
     from gui.app import process_events_until
 
-    process_events_until(condition, timeout_s)
+    process_events_until(condition, timeout_s, pause_s)
 
 
 def main() -> None:
@@ -157,7 +179,8 @@ def main() -> None:
     print(f"regions: {result['regions']} ({result['region_models']} region/metric models)")
     print(f"open saved experiment -> first model plot: {result['first_plot_s']:.2f} s (target < 2 s)")
     print(f"selection change redraw: median {result['redraw_median_ms']:.0f} ms, max "
-          f"{result['redraw_max_ms']:.0f} ms (target < 100 ms)")
+          f"{result['redraw_max_ms']:.0f} ms (target < 100 ms); on screen (painted): median "
+          f"{result['shown_median_ms']:.0f} ms, max {result['shown_max_ms']:.0f} ms")
     print(f"longest UI-thread stall while reading and modeling: {result['longest_ui_stall_ms']:.0f} ms")
     print(f"reference: one plain line plot draws in {result['reference_draw_ms']:.0f} ms on this machine now")
     print(f"load average: {' '.join(f'{v:.1f}' for v in os.getloadavg())} on {os.cpu_count()} cores")

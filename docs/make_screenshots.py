@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -54,8 +55,8 @@ def open_in(window, app, path) -> None:
 
 
 def shoot(window, app, name: str) -> None:
-    for _ in range(5):
-        app.processEvents()
+    settled = time.monotonic() + 0.2  # the tabs draw on a short timer (gui.plot_tab.DRAW_DELAY_MS)
+    wait(app, lambda: time.monotonic() > settled)
     window.grab().save(str(IMG / f"{name}.png"))
     print(f"docs/img/{name}.png")
 

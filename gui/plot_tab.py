@@ -11,12 +11,17 @@ from pathlib import Path
 
 from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg, NavigationToolbar2QT
 from matplotlib.figure import Figure
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
 
 from extradeep.errors import InputError
 
 EXPORT_SUFFIXES = (".png", ".svg", ".pdf")
+# A figure is drawn on a timer this long after the pass that changed it, not in that pass: the work
+# before (building the artists, the region tree, a selection) and the draw then block the UI one
+# after the other instead of together. A posted event (0 ms, or matplotlib's draw_idle alone) ran in
+# the same pass of Qt's event loop and the first plot of an input blocked it for 130-250 ms.
+DRAW_DELAY_MS = 1
 MARGINS = {"left": 0.1, "right": 0.97, "bottom": 0.1, "top": 0.94, "wspace": 0.4, "hspace": 0.45}
 
 
@@ -31,6 +36,7 @@ class PlotTab(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        self._plot_wanted = False
         # Fixed margins: a constrained layout costs ~50 ms per redraw, half a selection change's budget.
         self.figure = Figure(figsize=(7, 5))
         self.figure.subplots_adjust(**self.margins)
@@ -56,7 +62,8 @@ class PlotTab(QWidget):
 
     @property
     def has_plot(self) -> bool:
-        return self.stack.currentIndex() == 0
+        """The tab shows a plot (or will, once its deferred draw runs)."""
+        return self._plot_wanted
 
     def clear_figure(self) -> None:
         """An empty figure with this tab's margins (Figure.clear resets them)."""
@@ -64,12 +71,21 @@ class PlotTab(QWidget):
         self.figure.subplots_adjust(**self.margins)
 
     def show_message(self, text: str) -> None:
+        self._plot_wanted = False
         self.message.setText(text)
         self.stack.setCurrentIndex(1)
 
     def show_plot(self) -> None:
+        """Show the figure, drawn once in a pass of the event loop of its own (see `DRAW_DELAY_MS`)."""
+        self._plot_wanted = True
+        QTimer.singleShot(DRAW_DELAY_MS, self, self._show_drawn)  # skipped if the tab is gone
+
+    def _show_drawn(self) -> None:
+        if not self._plot_wanted:  # a message replaced the plot meanwhile
+            return
+        # Showing the page resizes the canvas, which asks for a draw itself: draw_idle makes it one.
         self.stack.setCurrentIndex(0)
-        self.canvas.draw()
+        self.canvas.draw_idle()
 
     def export(self, path: str | Path) -> Path:
         path = Path(path)
