@@ -61,8 +61,8 @@ def load_experiment(
     `read_export`. `progress`: None (a line on stderr), False (silent) or a callable
     `(done, total, path)`. Bad files are skipped and listed; InputError is raised only when nothing
     usable remains or the batch is inconsistent (mixed apps, a varying parameter not modeled).
-    `replay`: replay the traces of the largest run to measure how much communication its step can
-    hide (`settings["exposure"]`, see :func:`traced_exposure`).
+    `replay`: replay the traces of the runs at the largest points to measure how much communication
+    their steps can hide (`settings["exposure"]`, see :func:`traced_exposures`).
     """
     aliases = discover.parse_aliases(aliases) if not isinstance(aliases, dict) else aliases
     settings = ReaderSettings.from_any(settings)
@@ -103,24 +103,37 @@ def load_experiment(
         "notes": notes,
     }
     if replay:
-        exposure, note = traced_exposure(runs, params, cache, progress)
-        experiment_settings["exposure"] = exposure
-        notes += [note] if note else []
+        experiment_settings["exposure"], replay_notes = traced_exposures(runs, params, cache, progress)
+        notes += replay_notes
     return Experiment(params, values, points, provenance.reset_index(drop=True), experiment_settings, problems)
 
 
-def traced_exposure(runs: pd.DataFrame, params: list[str], cache_dir, progress=None) -> tuple[dict | None, str | None]:
-    """(curve, note): the exposure curve (:mod:`extradeep.predictor.exposure`) of the run at the
-    largest point (the repetition with the most ranks), as {"point", "rep", "k", "hidden"}; None and
-    a note saying why when it cannot be replayed. Cached like the per-file results."""
+TRACED_POINTS = 3  # the largest points get an exposure curve: evaluation often holds out the top one or two
+
+
+def traced_exposures(runs: pd.DataFrame, params: list[str], cache_dir, progress=None) -> tuple[list[dict], list[str]]:
+    """(curves, notes): the exposure curves (:mod:`extradeep.predictor.exposure`) of the runs at the
+    TRACED_POINTS largest points (at each, the repetition with the most ranks), each as
+    {"point", "rep", "k", "hidden"}; a note for each run that cannot be replayed. Cached like the
+    per-file results."""
+    files = runs.groupby([*params, "rep"], sort=True).size().reset_index(name="ranks_read")
+    points = files[params].drop_duplicates().tail(TRACED_POINTS)
+    curves, notes = [], []
+    for values in points.itertuples(index=False):
+        at = files[(files[params] == list(values)).all(axis=1)]
+        run = at.sort_values(["ranks_read", "rep"], ascending=[False, True]).iloc[0]
+        chosen = runs[(runs[params] == run[params]).all(axis=1) & (runs["rep"] == run["rep"])]
+        curve, note = _traced_exposure(chosen, {p: _plain(run[p]) for p in params}, _plain(run["rep"]),
+                                       cache_dir, progress)
+        curves += [curve] if curve else []
+        notes += [note] if note else []
+    return curves, notes
+
+
+def _traced_exposure(chosen: pd.DataFrame, point: dict, rep, cache_dir, progress) -> tuple[dict | None, str | None]:
     from extradeep.predictor.exposure import exposure_curve
 
-    files = runs.groupby([*params, "rep"], sort=True).size().reset_index(name="ranks_read")
-    top = files[(files[params] == files[params].iloc[-1]).all(axis=1)]
-    run = top.sort_values(["ranks_read", "rep"], ascending=[False, True]).iloc[0]
-    chosen = runs[(runs[params] == run[params]).all(axis=1) & (runs["rep"] == run["rep"])]
-    point = {p: _plain(run[p]) for p in params}
-    where = ", ".join(f"{k}={v}" for k, v in point.items()) + f", repetition {_plain(run['rep'])}"
+    where = ", ".join(f"{k}={v}" for k, v in point.items()) + f", repetition {rep}"
     keys = [cache_key(r.path, r.size, r.mtime_ns, ReaderSettings()) for r in chosen.itertuples(index=False)]
     key = hashlib.sha256(json.dumps(["exposure", predictor_version(), sorted(keys)]).encode()).hexdigest()
     cached = read_cache(cache_dir, key) if cache_dir is not None else None
@@ -134,9 +147,7 @@ def traced_exposure(runs: pd.DataFrame, params: list[str], cache_dir, progress=N
         except Exception as exc:  # the replay only refines the step model: a failure must not stop modeling
             return None, f"the traces of {where} could not be replayed ({type(exc).__name__}: {exc})"
         _store(cache_dir, key, cached)
-    if cached["curve"] is None:
-        return None, None
-    return {"point": point, "rep": _plain(run["rep"]), **cached["curve"]}, None
+    return (None if cached["curve"] is None else {"point": point, "rep": rep, **cached["curve"]}), None
 
 
 def reader_notes(frames: dict[str, pd.DataFrame], shown: int = 3) -> list[str]:

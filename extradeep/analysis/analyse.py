@@ -366,11 +366,18 @@ def extrapolation_notes(analysis: Analysis, grid: pd.DataFrame) -> list[str]:
     far = sorted(v for v in grid[ranks].unique() if v > 2 * largest)
     if not far:
         return notes
-    return notes + [f"predictions at {ranks} = {', '.join(f'{v:g}' for v in far)} extrapolate more than 2x beyond the "
-            f"largest measured configuration ({largest:g}); a change of regime there (e.g. communication no "
-            "longer hidden behind computation) is not measured: the epoch-time interval spans the regimes "
-            "the measured points allow, and the point prediction can be far off (docs/performance.md: "
-            "1-14% error at 4x on simulated training, the truth inside the interval)"]
+    head = (f"predictions at {ranks} = {', '.join(f'{v:g}' for v in far)} extrapolate more than 2x beyond the "
+            f"largest measured configuration ({largest:g}); ")
+    model = analysis.model(EPOCH_TIME)
+    step = getattr(model, "train", model)  # per epoch, or the step model itself without a dataset
+    if getattr(step, "choice", None) == "replayed":
+        return notes + [head + "the step time takes the communication it can hide from the replayed trace at "
+                        f"{step.exposure.x_ref:g}, but waits for the slowest of more ranks are not measured "
+                        "(docs/performance.md: up to 2.3% error at 4x on simulated training)"]
+    return notes + [head + "a change of regime there (e.g. communication no longer hidden behind computation) "
+                    "is not measured: the epoch-time interval spans the regimes the measured points allow, and "
+                    "the point prediction can be far off (docs/performance.md: 1-14% error at 4x on simulated "
+                    "training without the replayed trace, the truth inside the interval)"]
 
 
 def _wide_interval_note(analysis: Analysis, grid: pd.DataFrame, level: float = 0.95) -> list[str]:

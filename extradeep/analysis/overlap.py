@@ -77,16 +77,19 @@ class Exposure:
 
     @classmethod
     def from_experiment(cls, experiment, upto: float = np.inf) -> Exposure | None:
-        """The curve an Experiment keeps (``settings["exposure"]``, written by ingest), for a model of
-        its one parameter from the points up to ``upto``; None without a curve, or when the traced
-        run is not among those points (a held-out point must not inform the model)."""
-        data, params = experiment.settings.get("exposure"), experiment.params
-        if not data or len(params) != 1 or params[0] not in data.get("point", {}):
+        """The curve an Experiment keeps (``settings["exposure"]``, written by ingest) of its largest
+        point up to ``upto``, for a model of its one parameter; None without one. A curve of a point
+        the experiment does not model (held out for evaluation) is never used."""
+        params = experiment.params
+        if len(params) != 1:
             return None
-        x_ref = float(data["point"][params[0]])
-        if x_ref > upto or x_ref not in set(experiment.points[params[0]].astype(float)):
+        modeled = set(experiment.points[params[0]].astype(float))
+        usable = [c for c in experiment.settings.get("exposure") or () if params[0] in c.get("point", {})
+                  and float(c["point"][params[0]]) <= upto and float(c["point"][params[0]]) in modeled]
+        if not usable:
             return None
-        return cls(x_ref, np.asarray(data["k"], float), np.asarray(data["hidden"], float))
+        data = max(usable, key=lambda c: float(c["point"][params[0]]))
+        return cls(float(data["point"][params[0]]), np.asarray(data["k"], float), np.asarray(data["hidden"], float))
 
 
 @dataclass
@@ -191,8 +194,7 @@ class StepComposition:
         if self.choice == "proportional":
             return f"{base} + {1 - self.share:.3g} * ({comm})"
         if self.choice == "replayed":
-            return (f"{base} + C - {self.exposure.share:.3g} * C * r(k), C = {comm}, r(k): hidden share of "
-                    f"communication k times as long as at {self.exposure.x_ref:g}, replayed from its trace")
+            return f"{base} + C - {self.exposure.share:.3g} * C * r(k), C = {comm}, r replayed at {self.exposure.x_ref:g}"
         return f"{base} + max({1 - self.share:.3g} * C, C - {self.window:.{digits}g}), C = {comm}"
 
     def __str__(self) -> str:

@@ -66,7 +66,7 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument("--cache-dir", metavar="DIR", help="cache of per-file results (default $XDG_CACHE_HOME/extradeep or ~/.cache/extradeep)")
     read.add_argument("--no-cache", action="store_true", default=None, help="read every export again and cache nothing")
     read.add_argument("--no-replay", action="store_true", default=None, help=(
-        "do not replay the largest run's traces to learn how much communication a step can hide "
+        "do not replay the largest runs' traces to learn how much communication a step can hide "
         "(the step-time model then assumes the measured share; saves time with very large exports)"))
     read.add_argument("--config", metavar="FILE", help=(
         f"TOML file with any of these keys: {', '.join(k.replace('_', '-') for k in DEFAULTS)} (other options "

@@ -11,6 +11,7 @@ import pandas as pd
 
 from extradeep import __version__
 from extradeep.analysis.analyse import Analysis, extrapolation_notes, prediction_table, primary_quantity
+from extradeep.analysis.epoch import EPOCH_TIME
 from extradeep.analysis.budget import BudgetResult
 from extradeep.analysis.cost import CostSettings, amount_text, cost_of
 from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP, quantity_label
@@ -250,8 +251,10 @@ def methods_section(inputs: ReportInputs) -> str:
         + "Models are Extra-P performance model normal forms chosen by leave-one-out cross-validated SMAPE "
           f"(modeler options: {html.escape(opts)}); prediction intervals are {inputs.level:.0%} intervals for one new "
           "measurement. The training step time is also modeled as the step without communication plus the "
-          "communication minus its hidden part (proportional to it, or capped at the largest measured overlap); "
-          "leave-one-out picks among these and the direct model, and the epoch-time interval spans all of them. "
+          "communication minus its hidden part: proportional to it, capped at the largest measured overlap, or "
+          "falling as the replayed trace of the largest modeled run shows once the communication outgrows the computation "
+          "that hides it. The replayed rule predicts unless leave-one-out clearly prefers another (then the "
+          "epoch-time interval spans all rules); " + _step_rule(a) + " "
           "Speedup, efficiency and runtime change are computed by evaluating these models against "
           f"the baseline {html.escape(format_point(a.baseline, a.params))} ({a.scaling} scaling), never by refitting"
           + ("; speedup and efficiency compare time per training sample, because floor() in n_t makes some "
@@ -260,6 +263,17 @@ def methods_section(inputs: ReportInputs) -> str:
     notes = "".join(f'<p class="note">Note: {html.escape(n)}</p>'
                     for n in a.notes + extrapolation_notes(a, inputs.predictions))
     return text + notes
+
+
+def _step_rule(a) -> str:
+    model = a.model(EPOCH_TIME)
+    step = getattr(model, "train", model)  # per epoch, or the step model itself without a dataset
+    choice = getattr(step, "choice", None)
+    if choice is None:
+        return "here the direct model of the step time is used."
+    if choice == "replayed":
+        return f"here the replayed rule (trace at {step.exposure.x_ref:g}) predicts."
+    return f"here the {choice} rule predicts."
 
 
 def build_html(inputs: ReportInputs) -> str:

@@ -1,6 +1,6 @@
 """The exposure curve (extradeep.predictor.exposure) against regenerated truth: replaying one run
 with its collectives k times longer must give the step time of the same run simulated with a
-network that makes them k times longer, and ingest keeps the curve of the largest run."""
+network that makes them k times longer, and ingest keeps the curves of the largest runs."""
 
 import numpy as np
 import pytest
@@ -69,29 +69,32 @@ def _must_not_run(paths):
     raise AssertionError("replayed again although the curve is cached")
 
 
-def test_ingest_keeps_the_curve_of_the_largest_run(tmp_path, monkeypatch):
+def test_ingest_keeps_the_curves_of_the_largest_runs(tmp_path, monkeypatch):
     from extradeep.analysis.analyse import subset_experiment
     from extradeep.experiment import Experiment
 
     folder = tmp_path / "run"
-    simulate(folder, params={"ranks": [2, 4, 6]}, repetitions=2, epochs=2, train_steps=2, val_steps=1, seed=4)
+    simulate(folder, params={"ranks": [2, 3, 4, 6]}, repetitions=2, epochs=2, train_steps=2, val_steps=1, seed=4)
     experiment = load_experiment(folder, ["ranks"], cache_dir=tmp_path / "cache", progress=False)
-    data = experiment.settings["exposure"]
-    assert data["point"] == {"ranks": 6} and data["rep"] == 1 and len(data["k"]) == len(data["hidden"])
+    curves = experiment.settings["exposure"]
+    assert [c["point"] for c in curves] == [{"ranks": 3}, {"ranks": 4}, {"ranks": 6}]
+    assert all(c["rep"] == 1 and len(c["k"]) == len(c["hidden"]) for c in curves)
     exposure = Exposure.from_experiment(experiment)
     assert exposure.x_ref == 6.0 and exposure.relative(1.0)[0] == pytest.approx(1.0)
+    # a model of the points without the largest uses the next curve, never a held-out point's
+    points = experiment.points[["ranks"]].drop_duplicates()
+    assert Exposure.from_experiment(subset_experiment(experiment, points[points["ranks"] < 6])).x_ref == 4.0
+    assert Exposure.from_experiment(experiment, upto=5).x_ref == 4.0
+    assert Exposure.from_experiment(subset_experiment(experiment, points[points["ranks"] < 3])) is None
     # cached: a second load does not replay again
     import extradeep.predictor.exposure as exposure_module
 
     monkeypatch.setattr(exposure_module, "exposure_curve", _must_not_run)
     again = load_experiment(folder, ["ranks"], cache_dir=tmp_path / "cache", progress=False)
-    assert again.settings["exposure"] == data
+    assert again.settings["exposure"] == curves
     saved = tmp_path / "exp.sqlite"
     experiment.save(saved)
-    assert Experiment.load(saved).settings["exposure"] == data
-    # a model of the points without the traced one must not use its trace
-    points = experiment.points[["ranks"]].drop_duplicates()
-    assert Exposure.from_experiment(subset_experiment(experiment, points[points["ranks"] < 6])) is None
+    assert Experiment.load(saved).settings["exposure"] == curves
     assert "exposure" not in load_experiment(folder, ["ranks"], use_cache=False, progress=False,
                                              replay=False).settings
 
@@ -106,5 +109,6 @@ def test_a_run_that_cannot_be_replayed_is_a_note_not_an_error(tmp_path, monkeypa
 
     monkeypatch.setattr(exposure_module, "exposure_curve", broken)
     experiment = load_experiment(tmp_path, ["ranks"], use_cache=False, progress=False)
-    assert experiment.settings["exposure"] is None
-    assert any("could not be replayed (ValueError: collectives do not match" in n for n in experiment.settings["notes"])
+    assert experiment.settings["exposure"] == []
+    failed = [n for n in experiment.settings["notes"] if "could not be replayed (ValueError: collectives do not" in n]
+    assert len(failed) == 2 and "ranks=3, repetition 1" in failed[1]
