@@ -103,7 +103,7 @@ def load_experiment(
         "notes": notes,
     }
     if replay:
-        experiment_settings["exposure"], replay_notes = traced_exposures(runs, params, cache, progress)
+        experiment_settings["exposure"], replay_notes = traced_exposures(runs, params, settings, cache, progress)
         notes += replay_notes
     return Experiment(params, values, points, provenance.reset_index(drop=True), experiment_settings, problems)
 
@@ -111,11 +111,12 @@ def load_experiment(
 TRACED_POINTS = 3  # the largest points get an exposure curve: evaluation often holds out the top one or two
 
 
-def traced_exposures(runs: pd.DataFrame, params: list[str], cache_dir, progress=None) -> tuple[list[dict], list[str]]:
+def traced_exposures(runs: pd.DataFrame, params: list[str], settings: ReaderSettings, cache_dir,
+                     progress=None) -> tuple[list[dict], list[str]]:
     """(curves, notes): the exposure curves (:mod:`extradeep.predictor.exposure`) of the runs at the
     TRACED_POINTS largest points (at each, the repetition with the most ranks), each as
-    {"point", "rep", "k", "hidden"}; a note for each run that cannot be replayed. Cached like the
-    per-file results."""
+    {"point", "rep", "k", "hidden"}; a note for each run that cannot be replayed. The steps are found
+    with the reader's `settings`. Cached like the per-file results."""
     files = runs.groupby([*params, "rep"], sort=True).size().reset_index(name="ranks_read")
     points = files[params].drop_duplicates().tail(TRACED_POINTS)
     curves, notes = [], []
@@ -124,17 +125,18 @@ def traced_exposures(runs: pd.DataFrame, params: list[str], cache_dir, progress=
         run = at.sort_values(["ranks_read", "rep"], ascending=[False, True]).iloc[0]
         chosen = runs[(runs[params] == run[params]).all(axis=1) & (runs["rep"] == run["rep"])]
         curve, note = _traced_exposure(chosen, {p: _plain(run[p]) for p in params}, _plain(run["rep"]),
-                                       cache_dir, progress)
+                                       settings, cache_dir, progress)
         curves += [curve] if curve else []
         notes += [note] if note else []
     return curves, notes
 
 
-def _traced_exposure(chosen: pd.DataFrame, point: dict, rep, cache_dir, progress) -> tuple[dict | None, str | None]:
+def _traced_exposure(chosen: pd.DataFrame, point: dict, rep, settings: ReaderSettings, cache_dir,
+                     progress) -> tuple[dict | None, str | None]:
     from extradeep.predictor.exposure import exposure_curve
 
     where = ", ".join(f"{k}={v}" for k, v in point.items()) + f", repetition {rep}"
-    keys = [cache_key(r.path, r.size, r.mtime_ns, ReaderSettings()) for r in chosen.itertuples(index=False)]
+    keys = [cache_key(r.path, r.size, r.mtime_ns, settings) for r in chosen.itertuples(index=False)]
     key = hashlib.sha256(json.dumps(["exposure", predictor_version(), sorted(keys)]).encode()).hexdigest()
     cached = read_cache(cache_dir, key) if cache_dir is not None else None
     if cached is None:
@@ -142,7 +144,7 @@ def _traced_exposure(chosen: pd.DataFrame, point: dict, rep, cache_dir, progress
             print(f"replaying {len(chosen)} export(s) of {where} to see how much communication a step hides",
                   file=sys.stderr)
         try:
-            curve = exposure_curve(list(chosen["path"]))
+            curve = exposure_curve(list(chosen["path"]), settings=settings)
             cached = {"problem": None, "curve": None if curve.empty else curve[["k", "hidden"]].to_dict("list")}
         except Exception as exc:  # the replay only refines the step model: a failure must not stop modeling
             return None, f"the traces of {where} could not be replayed ({type(exc).__name__}: {exc})"

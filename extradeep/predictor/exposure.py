@@ -25,18 +25,19 @@ FACTORS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 
            12.0, 16.0, 24.0, 32.0, 48.0, 64.0, 96.0, 128.0)
 
 
-def exposure_curve(paths, factors=FACTORS, phase: str = "train") -> pd.DataFrame:
+def exposure_curve(paths, factors=FACTORS, phase: str = "train", settings=None) -> pd.DataFrame:
     """Replay one run (its per-rank exports ``paths``) with all pure collective durations scaled
     by each factor k: columns k, step (median over steady-state ``phase`` steps of the slowest
     rank's replayed step time, s) and hidden (share of the scaled pure communication the step
     hides). Empty when the run has no collectives or no step marks of ``phase`` (any phase
-    when it has none of ``phase``). Raises InputError or ValueError when the run cannot be replayed."""
+    when it has none of ``phase``). ``settings``: the reader's step conventions (as for ingest).
+    Raises InputError or ValueError when the run cannot be replayed."""
     from extradeep.predictor.api import step_times
     from extradeep.predictor.graph import build_graph
     from extradeep.predictor.replay import plan_replay, replay
     from extradeep.predictor.trace import load_trace
 
-    trace = load_trace(paths, jobs=1)
+    trace = load_trace(paths, jobs=1, settings=settings)
     graph = build_graph(trace)
     collective = (graph.nodes["role"] == "sync").to_numpy()
     if not collective.any() or trace.steps.empty:

@@ -82,7 +82,7 @@ def _syncs(conn, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return out[0], out[1]
 
 
-def _steps(nv: pd.DataFrame, path, pids, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _steps(nv: pd.DataFrame, path, pids, runtime: pd.DataFrame, settings=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Kept NVTX steps per process (extradeep.nsys.steps), with the thread that marked them, and
     the other NVTX ranges (framework ops, for the T1-T3 overheads).
 
@@ -93,7 +93,7 @@ def _steps(nv: pd.DataFrame, path, pids, runtime: pd.DataFrame) -> tuple[pd.Data
         mine = nv[nv["pid"] == pid].reset_index(drop=True)
         is_range = mine["eventType"].isin(NVTX_RANGE_TYPES).to_numpy() & (mine["end"] != NULL_INT).to_numpy()
         try:
-            table = find_steps(mine, source=path)
+            table = find_steps(mine, settings, source=path)
         except InputError as exc:
             table = None
             if not exc.problem.startswith(("no step marks", "no NVTX ranges")):
@@ -174,8 +174,9 @@ def _why_nothing_to_replay(conn) -> str:
     return "no CUDA activity (kernels, memcpy, memset or runtime calls) to replay"
 
 
-def read_file(path: str | Path) -> dict:
-    """Raw frames of one export, keyed by process id (no rank numbers yet)."""
+def read_file(path: str | Path, settings=None) -> dict:
+    """Raw frames of one export, keyed by process id (no rank numbers yet); `settings`: the
+    reader's step conventions (`extradeep.nsys.settings.ReaderSettings`, dict or None)."""
     conn = open_readonly(path)
     try:
         gpu, runtime = _gpu_ops(conn), _runtime(conn)
@@ -184,7 +185,7 @@ def read_file(path: str | Path) -> dict:
         syncs, records = _syncs(conn, runtime)
         pids = sorted(set(gpu["pid"]) | set(runtime["pid"]))
         nv = events.nvtx(conn)
-        steps, ranges, notes = _steps(nv, path, pids, runtime)
+        steps, ranges, notes = _steps(nv, path, pids, runtime, settings)
         mpi_ops, os_calls = _mpi_and_os(conn)
         gpu = _attach_sizes(gpu, runtime, _nccl_sizes(nv))
     finally:
@@ -196,30 +197,31 @@ def read_file(path: str | Path) -> dict:
             "pids": pids}
 
 
-def _read_or_problem(path: Path):
+def _read_or_problem(path: Path, settings=None):
     try:
-        return read_file(path)
+        return read_file(path, settings)
     except InputError as exc:  # skip the file, go on, report at the end
         return f"skipped {exc}"
 
 
-def _read_files(paths: list[Path], jobs: int | None) -> list:
+def _read_files(paths: list[Path], jobs: int | None, settings=None) -> list:
     """read_file of every path, in worker processes when there are several files and cores."""
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
     if jobs == 1 or len(paths) < 4:
-        return [_read_or_problem(p) for p in paths]
+        return [_read_or_problem(p, settings) for p in paths]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(_read_or_problem, paths))
+        return list(pool.map(_read_or_problem, paths, [settings] * len(paths)))
 
 
-def load_trace(paths, jobs: int | None = None) -> RunTrace:
+def load_trace(paths, jobs: int | None = None, settings=None) -> RunTrace:
     """RunTrace of the exports of one run (one file per rank, or several processes per file);
-    `jobs` worker processes read the files (default: one per core)."""
+    `jobs` worker processes read the files (default: one per core); `settings`: the step
+    conventions (`extradeep.nsys.settings.ReaderSettings`, dict or None for the defaults)."""
     from extradeep.predictor.collectives import clock_offsets
 
     paths = sorted((Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)), key=_natural_key)
     ops, syncs, records, steps, ranges, os_calls, files, problems = [], [], [], [], [], [], [], []
-    for path, raw in zip(paths, _read_files(paths, jobs)):
+    for path, raw in zip(paths, _read_files(paths, jobs, settings)):
         if isinstance(raw, str):
             problems.append(raw)
             continue

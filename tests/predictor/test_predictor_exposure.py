@@ -49,6 +49,14 @@ def test_the_curve_at_k_1_is_the_measured_step_and_the_hidden_share_falls(traced
     assert (np.diff(beyond) <= 1e-3).all() and beyond[-1] < 0.5 * beyond[0]  # the window fills
 
 
+def test_the_reader_step_conventions_decide_which_steps_are_replayed(traced):
+    folder, _ = traced
+    paths = sorted(folder.glob("*.sqlite"))
+    nowhere = {"train_step_pattern": r"no step (\d+)", "val_step_pattern": r"no step (\d+)"}
+    assert exposure_curve(paths, factors=(0.0, 1.0, 2.0), settings=nowhere).empty
+    assert len(exposure_curve(paths, factors=(0.0, 1.0, 2.0))) == 3
+
+
 @pytest.mark.parametrize("bandwidth", [0.5, 0.25])
 def test_replayed_longer_collectives_match_a_slower_network(traced, tmp_path_factory, bandwidth):
     folder, experiment = traced
@@ -65,7 +73,7 @@ def test_replayed_longer_collectives_match_a_slower_network(traced, tmp_path_fac
     assert abs(predicted - _train_step(slower)) < abs(kept - _train_step(slower))
 
 
-def _must_not_run(paths):
+def _must_not_run(paths, settings=None):
     raise AssertionError("replayed again although the curve is cached")
 
 
@@ -104,7 +112,7 @@ def test_a_run_that_cannot_be_replayed_is_a_note_not_an_error(tmp_path, monkeypa
 
     simulate(tmp_path, params={"ranks": [2, 3]}, repetitions=1, epochs=2, train_steps=2, val_steps=1, seed=4)
 
-    def broken(paths):
+    def broken(paths, settings=None):
         raise ValueError("collectives do not match across ranks")
 
     monkeypatch.setattr(exposure_module, "exposure_curve", broken)
