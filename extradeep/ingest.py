@@ -257,16 +257,18 @@ def read_one(path: str, settings: ReaderSettings) -> dict:
 def reader_version() -> str:
     """extradeep's version plus a digest of the reader's sources, so any reader change invalidates
     cached results (developers edit the reader without bumping versions)."""
-    digest = hashlib.sha256(f"{extradeep.__version__} {READER_VERSION}".encode())
-    for source in sorted((Path(extradeep.__file__).parent / "nsys").glob("*.py")):
-        digest.update(source.read_bytes())
-    return f"{extradeep.__version__}+{digest.hexdigest()[:12]}"
+    return f"{extradeep.__version__}+{_sources_digest(f'{extradeep.__version__} {READER_VERSION}', 'nsys')}"
 
 
+@functools.lru_cache(maxsize=1)
 def predictor_version() -> str:
     """Like :func:`reader_version`, for the trace replay's sources."""
-    digest = hashlib.sha256(reader_version().encode())
-    for source in sorted((Path(extradeep.__file__).parent / "predictor").glob("*.py")):
+    return _sources_digest(reader_version(), "predictor")
+
+
+def _sources_digest(seed: str, package: str) -> str:
+    digest = hashlib.sha256(seed.encode())
+    for source in sorted((Path(extradeep.__file__).parent / package).glob("*.py")):
         digest.update(source.read_bytes())
     return digest.hexdigest()[:12]
 

@@ -368,8 +368,7 @@ def extrapolation_notes(analysis: Analysis, grid: pd.DataFrame) -> list[str]:
         return notes
     head = (f"predictions at {ranks} = {', '.join(f'{v:g}' for v in far)} extrapolate more than 2x beyond the "
             f"largest measured configuration ({largest:g}); ")
-    model = analysis.model(EPOCH_TIME)
-    step = getattr(model, "train", model)  # per epoch, or the step model itself without a dataset
+    step = step_time_model(analysis)
     if getattr(step, "choice", None) == "replayed":
         return notes + [head + "the step time takes the communication it can hide from the replayed trace at "
                         f"{step.exposure.x_ref:g}, but waits for the slowest of more ranks are not measured "
@@ -378,6 +377,13 @@ def extrapolation_notes(analysis: Analysis, grid: pd.DataFrame) -> list[str]:
                     "is not measured: the epoch-time interval spans the regimes the measured points allow, and "
                     "the point prediction can be far off (docs/performance.md: 1-14% error at 4x on simulated "
                     "training without the replayed trace, the truth inside the interval)"]
+
+
+def step_time_model(analysis: Analysis):
+    """The training-step model inside the epoch-time model (the model itself without a dataset);
+    a StepComposition has a ``choice`` of overlap rule."""
+    model = analysis.model(EPOCH_TIME)
+    return getattr(model, "train", model)
 
 
 def _wide_interval_note(analysis: Analysis, grid: pd.DataFrame, level: float = 0.95) -> list[str]:

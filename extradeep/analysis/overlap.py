@@ -89,7 +89,7 @@ class Exposure:
         if not usable:
             return None
         data = max(usable, key=lambda c: float(c["point"][params[0]]))
-        return cls(float(data["point"][params[0]]), np.asarray(data["k"], float), np.asarray(data["hidden"], float))
+        return cls.from_dict({**data, "x_ref": data["point"][params[0]]})
 
 
 @dataclass
@@ -161,9 +161,10 @@ class StepComposition:
         S, blind to that window, does not either."""
         b = as_vector(self.base.predict(X))
         b_lo, b_hi = (as_vector(v) for v in self.base.interval(X, level=level))
+        c = as_vector(self.comm.predict(X))
         c_lo, c_hi = (as_vector(v) for v in self.comm.interval(X, level=level))
-        ends = np.stack([self._composed(X, b, c)["replayed"] for c in (c_lo, c_hi)])
-        chosen = self.candidates(X)["replayed"]
+        chosen, *ends = (self._composed(X, b, end)["replayed"] for end in (c, c_lo, c_hi))
+        ends = np.stack(ends)
         rule = chosen * np.nan_to_num(self.cv_smape, nan=0.0) / 100
         return (np.minimum(ends.min(axis=0), chosen) - (b - b_lo) - rule,
                 np.maximum(ends.max(axis=0), chosen) + (b_hi - b) + rule)

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from extradeep import __version__
-from extradeep.analysis.analyse import Analysis, extrapolation_notes, prediction_table, primary_quantity
-from extradeep.analysis.epoch import EPOCH_TIME
+from extradeep.analysis.analyse import (Analysis, extrapolation_notes, prediction_table, primary_quantity,
+                                        step_time_model)
 from extradeep.analysis.budget import BudgetResult
 from extradeep.analysis.cost import CostSettings, amount_text, cost_of
 from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP, quantity_label
@@ -266,8 +266,7 @@ def methods_section(inputs: ReportInputs) -> str:
 
 
 def _step_rule(a) -> str:
-    model = a.model(EPOCH_TIME)
-    step = getattr(model, "train", model)  # per epoch, or the step model itself without a dataset
+    step = step_time_model(a)
     choice = getattr(step, "choice", None)
     if choice is None:
         return "here the direct model of the step time is used."
