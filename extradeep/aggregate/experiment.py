@@ -200,8 +200,13 @@ class Experiment:
         saved = store.read_experiment(path)
         points = saved.tables["measurements"]
         points["modelable"] = points["modelable"].astype(bool)
-        return cls(json.loads(saved.meta["params"]), saved.tables["measurements_by_rep"], points,
-                   saved.tables["provenance"], saved.settings, saved.problems)
+        experiment = cls(json.loads(saved.meta["params"]), saved.tables["measurements_by_rep"], points,
+                         saved.tables["provenance"], saved.settings, saved.problems)
+        try:
+            experiment.dataset  # noqa: B018 - built here so that a bad stored dataset fails on load
+        except (TypeError, ValueError, InputError) as exc:
+            raise InputError(path, f"{store.DAMAGED}: setting 'dataset' is unusable ({exc})") from None
+        return experiment
 
     def parameter_table(self) -> pd.DataFrame:
         rows = [{"name": p, "modeled": True, "values": json.dumps(sorted(self.points[p].unique().tolist()))} for p in self.params]

@@ -74,6 +74,19 @@ def ranks_parameter(params: list[str], preferred: str | None = None) -> str:
     return "ranks" if "ranks" in params else params[0]
 
 
+def require_parameters(experiment: Experiment) -> None:
+    """Refuse, in one line that says what would help, an experiment where no parameter varies."""
+    if experiment.params:
+        return
+    fixed = experiment.fixed_params
+    if fixed:
+        where = ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in fixed.items())
+        raise InputError(None, f"every export is of one configuration ({where}); models need measurements at "
+                         "several values of a parameter (5 by default, --min-points): profile more scales")
+    raise InputError(None, "no parameter varies across the exports: their names carry no values (like "
+                     "app.p4.r1.mpi0.sqlite) and no --manifest gives them, so there is nothing to model")
+
+
 def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dict | None = None,
             scaling: str | None = None, ranks_param: str | None = None, metrics=("time", "visits", "bytes"),
             progress=None) -> Analysis:
@@ -83,9 +96,8 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     "strong" or "weak" (default: the dataset's weak_scaling flag).
     """
     dataset = dataset or experiment.dataset
+    require_parameters(experiment)
     params = list(experiment.params)
-    if not params:
-        raise InputError(None, "the experiment has no modeled parameters (give --param)")
     app_steps, region_steps, application, regions, notes = _measure(experiment, dataset, metrics)
     fixed = experiment.fixed_params
     _say(progress, "modeling the application quantities")

@@ -42,7 +42,7 @@ def evaluation_from_args(args, required: bool):
     """(Analysis, Experiment, errors DataFrame or None, evaluation points or None) from ``args``."""
     import pandas as pd
 
-    from extradeep.analysis.analyse import analyse, measured_points, subset_experiment
+    from extradeep.analysis.analyse import analyse, measured_points, require_parameters, subset_experiment
     from extradeep.analysis.evaluation import prediction_errors
     from extradeep.analysis.points import parse_values
     from extradeep.cli.common import experiment_from_args
@@ -56,6 +56,7 @@ def evaluation_from_args(args, required: bool):
         analysis, experiment = analysis_from_args(args)
         return analysis, experiment, None, None
     experiment = experiment_from_args(args)
+    require_parameters(experiment)
     if args.eval_dir:
         full = _evaluation_experiment(args, experiment)
         modeling = experiment

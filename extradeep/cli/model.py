@@ -173,8 +173,11 @@ def is_extrap_text(profiles: list[str]) -> bool:
     .sqlite goes to the export reader, which says when it is not an SQLite database."""
     if len(profiles) != 1 or not Path(profiles[0]).is_file() or profiles[0].lower().endswith(".sqlite"):
         return False
-    with open(profiles[0], "rb") as handle:
-        return not handle.read(16).startswith(b"SQLite format 3")
+    try:
+        with open(profiles[0], "rb") as handle:
+            return not handle.read(16).startswith(b"SQLite format 3")
+    except OSError:
+        return False  # the export reader says, in one line, that it cannot be read
 
 
 def analysis_from_args(args):
@@ -265,6 +268,9 @@ def _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, d
     if args.save:
         if experiment is None:
             raise InputError("--save", "only experiments read from profiles can be saved")
-        experiment.save(args.save)
-        save_models(args.save, analysis)
+        from extradeep.io.store import atomic_path
+
+        with atomic_path(args.save) as tmp:  # the experiment and its models appear together or not at all
+            experiment.save(tmp)
+            save_models(tmp, analysis)
         print(f"extradeep: saved the experiment and models to {args.save}", file=sys.stderr)

@@ -17,6 +17,7 @@ import pandas as pd
 from extradeep.errors import InputError
 from extradeep.io import discover
 from extradeep.io.cache import cache_key, cache_limit_bytes, prune_cache, read_cache, store_cache
+from extradeep.io.nsys.connect import unreadable
 from extradeep.io.nsys.settings import ReaderSettings
 
 
@@ -70,7 +71,9 @@ def read_one(path: str, settings: ReaderSettings) -> dict:
         result["frame"] = frame
     except InputError as exc:
         result["problem"] = str(exc) if exc.source else f"{path}: {exc.problem}"
-    except (sqlite3.Error, OSError, UnicodeError, ValueError) as exc:
+    except OSError as exc:
+        result["problem"] = f"{path}: {unreadable(exc)}"
+    except (sqlite3.Error, UnicodeError, ValueError) as exc:
         result["problem"] = f"{path}: cannot read ({type(exc).__name__}: {exc})"
     return result
 

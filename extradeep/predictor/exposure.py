@@ -100,7 +100,8 @@ def add_exposure_curves(experiment, *, cache_dir=None, use_cache: bool = True, p
         at = files[(files[params] == list(values)).all(axis=1)]
         run = at.sort_values(["ranks_read", "rep"], ascending=[False, True]).iloc[0]
         chosen = runs[(runs[params] == run[params]).all(axis=1) & (runs["rep"] == run["rep"])]
-        where = ", ".join(f"{k}={_plain(run[k])}" for k in params) + f", repetition {_plain(run['rep'])}"
+        where = ", ".join(f"{k}={_plain(run[k])}" for k in params) or "the one configuration"
+        where += f", repetition {_plain(run['rep'])}"
         curve, note = _traced_exposure(chosen, where, settings, cache, progress)
         if curve:
             curves.append({"point": {p: _plain(run[p]) for p in params}, "rep": _plain(run["rep"]), **curve})
