@@ -38,8 +38,13 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--top", f"must be at least 0, got {args.top}")
     keys = ("epoch_pattern", "train_step_pattern", "val_step_pattern", "warmup_epochs", "warmup_steps")
     settings = ReaderSettings.from_any({k: getattr(args, k, None) for k in keys})
-    paths = [p for given in args.files for p in _expand(given)]
-    infos, problems = [], []
+    infos, problems, paths = [], [], []
+    for given in args.files:
+        found = _expand(given)
+        if not found:
+            problems.append(f"{given}: no .sqlite exports in this folder (nor below it)")
+            print(f"extradeep: error: {problems[-1]}", file=sys.stderr)
+        paths += found
     for path in paths:
         try:
             info = inspect_export(path, settings, top=args.top)

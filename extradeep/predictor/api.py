@@ -15,6 +15,7 @@ from extradeep.predictor.critical_path import CLASSES, breakdown, critical_path,
 from extradeep.predictor.graph import OpGraph, build_graph
 from extradeep.predictor.overheads import kernel_sum_baseline, overhead_table
 from extradeep.predictor.replay import ReplayResult, displayed_end, plan_replay, replay
+from extradeep.predictor.run_identity import check_one_run
 from extradeep.predictor.trace import RunTrace, load_trace
 from extradeep.predictor.whatif import (CommContext, DEFAULT_STEP_LATENCY, WhatIf, fuse_collectives,
                                         parse_what_if, scale_durations)
@@ -106,6 +107,7 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
                          "(choose with select=/--run)")
             runs = groups.get_group(first if len(keys) > 1 else first[0])
     point = {k: runs[k].iloc[0] for k in keys if k not in ("app", "rep") and pd.notna(runs[k].iloc[0])}
+    check_one_run(list(runs["path"]), run_dir)
     return list(runs["path"]), point, problems + notes
 
 

@@ -21,7 +21,7 @@ from extradeep.errors import InputError
 from extradeep.io.nsys import events
 from extradeep.io.nsys.connect import open_readonly
 from extradeep.io.nsys.events import NULL_INT
-from extradeep.io.nsys.schema import NVTX_RANGE_TYPES, schema_of
+from extradeep.io.nsys.schema import NVTX_RANGE_TYPES, require_nsys_export, schema_of
 from extradeep.io.nsys.steps import find_steps
 
 OP_COLUMNS = ["rank", "queue", "is_gpu", "kind", "name", "category", "start", "end", "corr", "bytes"]
@@ -165,13 +165,14 @@ def _attach_sizes(gpu: pd.DataFrame, runtime: pd.DataFrame, sizes: pd.DataFrame)
     return gpu
 
 
-def _why_nothing_to_replay(conn) -> str:
-    from extradeep.io.store import META_TABLE
-
-    if schema_of(conn).has(META_TABLE):  # an easy mix-up: both are .sqlite files
-        return ("an extradeep experiment (saved by `extradeep model --save`), not an Nsight Systems export; "
-                "give it with --experiment and RUN_DIR as the run's exports")
-    return "no CUDA activity (kernels, memcpy, memset or runtime calls) to replay"
+def _rank_pids(gpu: pd.DataFrame, runtime: pd.DataFrame) -> tuple[list, list]:
+    """(ranks, helpers): a rank is a process with GPU work (kernels, copies, sets); a process with
+    runtime calls only is a helper, unless no process has GPU work (then the callers are replayed)."""
+    working = sorted(set(gpu["pid"]))
+    calling = sorted(set(runtime["pid"]))
+    if not working:
+        return calling, []
+    return working, [p for p in calling if p not in set(working)]
 
 
 def read_file(path: str | Path, settings=None) -> dict:
@@ -179,13 +180,27 @@ def read_file(path: str | Path, settings=None) -> dict:
     reader's step conventions (`extradeep.io.nsys.settings.ReaderSettings`, dict or None)."""
     conn = open_readonly(path)
     try:
+        try:
+            require_nsys_export(conn)
+        except InputError as exc:
+            saved = "saved by extradeep" in exc.problem
+            raise InputError(path, "an extradeep experiment (saved by `extradeep model --save`), not an Nsight "
+                             "Systems export; give it with --experiment and RUN_DIR as the run's exports"
+                             if saved else exc.problem) from None
         gpu, runtime = _gpu_ops(conn), _runtime(conn)
         if gpu.empty and runtime.empty:
-            raise InputError(path, _why_nothing_to_replay(conn))
+            raise InputError(path, "no CUDA activity (kernels, memcpy, memset or runtime calls) to replay")
+        pids, helpers = _rank_pids(gpu, runtime)
+        if helpers:  # e.g. a launcher or data-loader process that made a few CUDA calls
+            notes = [f"{Path(path).name}: {len(helpers)} process(es) without GPU work (pid "
+                     f"{', '.join(map(str, helpers[:5]))}) are not ranks; their runtime calls are left out"]
+            runtime = runtime[runtime["pid"].isin(pids)]
+        else:
+            notes = []
         syncs, records = _syncs(conn, runtime)
-        pids = sorted(set(gpu["pid"]) | set(runtime["pid"]))
         nv = events.nvtx(conn)
-        steps, ranges, notes = _steps(nv, path, pids, runtime, settings)
+        steps, ranges, step_notes = _steps(nv, path, pids, runtime, settings)
+        notes += step_notes
         mpi_ops, os_calls = _mpi_and_os(conn)
         gpu = _attach_sizes(gpu, runtime, _nccl_sizes(nv))
     finally:

@@ -14,7 +14,7 @@ from extradeep.errors import InputError
 from extradeep.io.nsys import categories as cat
 from extradeep.io.nsys import events
 from extradeep.io.nsys.connect import fetch_all, open_readonly
-from extradeep.io.nsys.schema import NVTX_MARK, NVTX_RANGE_TYPES, metadata, row_count, schema_of
+from extradeep.io.nsys.schema import NVTX_MARK, NVTX_RANGE_TYPES, metadata, require_nsys_export, row_count, schema_of
 from extradeep.io.nsys.settings import ReaderSettings
 from extradeep.io.nsys.steps import find_steps, shorten
 
@@ -29,9 +29,9 @@ def inspect_export(path, settings=None, top: int = 10) -> dict:
     settings = ReaderSettings.from_any(settings)
     conn = open_readonly(path)
     try:
+        require_nsys_export(conn)
         meta = metadata(conn)
         tables = {t: row_count(conn, t) for t in sorted(schema_of(conn).tables)}
-        _refuse_saved_experiment(tables)
         nvtx = events.nvtx(conn)
         kernels = events.kernels(conn, settings.kernel_names, columns=["deviceId"])
         info = {
@@ -53,14 +53,6 @@ def inspect_export(path, settings=None, top: int = 10) -> dict:
         raise InputError(path, exc.problem) if exc.source is None else exc from None
     finally:
         conn.close()
-
-
-def _refuse_saved_experiment(tables: dict) -> None:
-    from extradeep.io.store import META_TABLE
-
-    if META_TABLE in tables:
-        raise InputError(None, "an experiment saved by extradeep, not an Nsight Systems export "
-                               "(read it with `extradeep model FILE` or `extradeep report FILE`)")
 
 
 def gpus(conn) -> list[dict]:

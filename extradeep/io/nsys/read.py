@@ -23,7 +23,7 @@ from extradeep.io.nsys import categories as cat
 from extradeep.io.nsys import events
 from extradeep.io.nsys.connect import open_readonly
 from extradeep.io.nsys.events import NULL_INT, per_category
-from extradeep.io.nsys.schema import NVTX_RANGE_TYPES
+from extradeep.io.nsys.schema import NVTX_RANGE_TYPES, require_nsys_export
 from extradeep.io.nsys.settings import READER_VERSION, ReaderSettings
 from extradeep.io.nsys.steps import StepTable, find_steps
 
@@ -96,6 +96,7 @@ def read_export(path, settings=None) -> pd.DataFrame:
 
 
 def _read(conn, settings: ReaderSettings) -> pd.DataFrame:
+    require_nsys_export(conn)
     tables = _read_tables(conn, settings)
     nvtx, table, runtime, kernels = tables["nvtx"], tables["steps"], tables["runtime"], tables["kernels"]
     buckets = Buckets.from_steps(table)
