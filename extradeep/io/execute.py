@@ -16,7 +16,7 @@ import pandas as pd
 
 from extradeep.errors import InputError
 from extradeep.io import discover
-from extradeep.io.cache import cache_key, cache_limit_bytes, prune_cache, read_cache, store_cache
+from extradeep.io.cache import cache_key, cache_limit_bytes, cache_problem, prune_cache, read_cache, store_cache
 from extradeep.io.nsys.connect import unreadable
 from extradeep.io.nsys.settings import ReaderSettings
 
@@ -24,6 +24,9 @@ from extradeep.io.nsys.settings import ReaderSettings
 def read_all(runs: pd.DataFrame, settings: ReaderSettings, *, jobs=None, cache_dir=None, progress=None) -> list[dict]:
     """Read every run: cached results first, the rest in `jobs` worker processes (1: in this process)."""
     limit = cache_limit_bytes() if cache_dir is not None else None  # a bad setting fails before reading
+    if cache_dir is not None and (problem := cache_problem(cache_dir)):
+        # said once: a silently disabled cache makes every later run slow for no visible reason
+        print(f"extradeep: note: {problem}; nothing is cached (give --cache-dir DIR, or --no-cache)", file=sys.stderr)
     tasks = [(row.path, row.size, row.mtime_ns) for row in runs.itertuples(index=False)]
     keys = [cache_key(*task, settings) for task in tasks]
     results: list[dict | None] = [None] * len(tasks)

@@ -140,6 +140,7 @@ def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "dr
     colls = collective_table(graph.nodes, _groups_of(graph))
     comm = CommContext(alpha={k: v.alpha for k, v in fit_alpha_beta(colls).items() if v.sized},
                        ranks=int(trace.files["rank"].nunique()))
+    warnings += extrapolation_warnings(scenarios, comm.ranks)
     results, wsteps = {BASELINE: base}, [steps.assign(scenario=BASELINE, predicted=steps["replayed"])]
     for i, scenario in enumerate(scenarios):
         _progress(progress, f"what-if {i + 1}/{len(scenarios)}: {scenario.label}")
@@ -155,6 +156,24 @@ def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "dr
                       breakdown=shares, overheads=overhead_table(trace.ops, trace.ranges, launched, trace.steps),
                       kernel_sums=sums, collectives=colls, what_if_steps=wsteps, files=trace.files,
                       notes=notes + trace_notes(trace, graph), warnings=warnings, graph=graph, results=results)
+
+
+# beyond this many times the measured ranks, only the collective cost model speaks for the replay
+EXTRAPOLATION_FACTOR = 4
+
+
+def extrapolation_warnings(scenarios: list[WhatIf], measured: int) -> list[str]:
+    """One line per `ranks=P` scenario far beyond the measured run: the replay keeps every rank's
+    measured compute and re-costs only the collectives, so waits for stragglers, network contention
+    and memory at that scale are not in the answer."""
+    out = []
+    for scenario in scenarios:
+        for c in scenario.changes:
+            if c.key == "ranks" and float(c.value) > EXTRAPOLATION_FACTOR * measured:
+                out.append(f"what-if {scenario.label!r}: {float(c.value):g} ranks is {float(c.value) / measured:,.0f}x "
+                           f"the {measured} rank(s) measured; only the collectives are re-costed (ring/tree model), "
+                           "so stragglers, contention and memory limits at that scale are not predicted")
+    return out
 
 
 def unmatched_patterns(scenarios: list[WhatIf], nodes: pd.DataFrame) -> list[str]:
