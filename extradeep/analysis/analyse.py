@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from extradeep.analysis.epoch import (EPOCH_TIME, REGION_KEYS, EpochModel, application_steps, dataset_notes,
+from extradeep.analysis.epoch import (BREAKDOWN, EPOCH_TIME, REGION_KEYS, EpochModel, application_steps, dataset_notes,
                                       per_epoch, point_summary, quantity_label, skipped_data_note, step_values,
                                       work_samples)
 from extradeep.analysis.cost import CostSettings, cost_table
@@ -116,7 +116,7 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
         notes.append("GPU activity covers the whole measured step everywhere, so no idle time is visible "
                      "(an experiment saved before reader version 2 has no GPU busy time: idle is then step - summed "
                      "GPU time, which overlapping streams push to 0; model the exports again)")
-    notes = reliability_notes(app_models, per_unit(dataset)) + notes
+    notes = reliability_notes(app_models, per_unit(dataset)) + notes + contradiction_notes(app_points, params)
     baseline = default_baseline(app_points if not app_points.empty else regions, params, ranks)
     if EPOCH_TIME not in set(application["quantity"]):
         notes.append("no step marks were measured, so there is no measured time per "
@@ -124,6 +124,39 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     return Analysis(params, ranks, per_unit(dataset), mode, baseline, application, app_points, app_models,
                     regions, point_summary(regions, REGION_KEYS, params), region_models, dataset, notes,
                     dict(options or {}), dict(fixed))
+
+
+# a part may exceed its whole by rounding and noise, not by more; all parts plus idle may exceed it by
+# the communication that overlapped computation (DDP hides much of it), but not by a quarter
+PART_TOLERANCE = 1.02
+PARTS_TOLERANCE = 1.25
+
+
+def contradiction_notes(app_points: pd.DataFrame, params: list[str]) -> list[str]:
+    """Say where measured parts exceed their whole (computation longer than the epoch, or the parts
+    plus idle longer than it), and why, instead of printing the numbers silently: the parts are sums
+    of kernel times, which count kernels that ran at the same time (several streams, or several GPUs
+    of one process) once each, while idle is measured against the union of GPU activity."""
+    if app_points.empty or EPOCH_TIME not in set(app_points["quantity"]):
+        return []
+    wide = app_points.pivot_table(index=params, columns="quantity", values="value")
+    parts = [c for c in BREAKDOWN if c in wide.columns]
+    if not parts:
+        return []
+    total = wide[EPOCH_TIME]
+    summed = wide[parts].sum(axis=1) + (wide["idle"] if "idle" in wide.columns else 0.0)
+    largest = wide[parts].max(axis=1)
+    bad = ((largest > PART_TOLERANCE * total) | (summed > PARTS_TOLERANCE * total)) & (total > 0)
+    if not bad.any():
+        return []
+    key = bad[bad].index[0]
+    point = ", ".join(f"{p}={v:g}" for p, v in zip(params, key if isinstance(key, tuple) else (key,)))
+    which = wide.loc[key, parts].idxmax()
+    over = "is longer than" if largest[key] > PART_TOLERANCE * total[key] else "plus the other parts and idle exceed"
+    return [f"at {int(bad.sum())} measured point(s), e.g. {point}, {which} ({wide.loc[key, which]:.4g} s) {over} "
+            f"the {EPOCH_TIME} ({total[key]:.4g} s): the parts are sums of kernel times and count kernels that ran "
+            "at the same time (on several streams, or several GPUs of one process) once each, while idle is the "
+            f"time no GPU work ran; read the parts as GPU time, not as shares of the {EPOCH_TIME}"]
 
 
 def _measure(experiment: Experiment, dataset: Dataset | None, metrics):

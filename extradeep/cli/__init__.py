@@ -110,3 +110,9 @@ def _main(parser, argv) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        # the last guard: a file system refusal that no earlier check caught is still one line naming
+        # the file, never a traceback (the checks before the work should make this rare)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"extradeep: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2

@@ -69,13 +69,14 @@ def check_output_dir(option: str, path) -> None:
     target = _resolved(path)
     if target.exists() and not target.is_dir():
         raise InputError(option, f"{path} exists and is not a directory; refusing to write into it")
-    check_writable(option, path, target)
+    check_writable(option, path, target, may_create=True)
 
 
-def check_writable(option: str | None, path, folder: Path) -> None:
+def check_writable(option: str | None, path, folder: Path, may_create: bool = False) -> None:
     """Refuse, before any work, an output whose folder cannot be written: `folder` itself, or the
     nearest folder above it that exists (where the missing ones would be created). Tried by creating
-    a temporary file there, which is what counts (permissions, read-only mounts, root)."""
+    a temporary file there, which is what counts (permissions, read-only mounts, root).
+    ``may_create``: the command creates `folder` (and missing parents), so it need not exist yet."""
     import os
     import tempfile
 
@@ -83,7 +84,7 @@ def check_writable(option: str | None, path, folder: Path) -> None:
     existing = next((f for f in (folder, *folder.parents) if f.exists()), None)
     if existing is None or not existing.is_dir():
         raise InputError(None, f"{where}{path}: {existing} is not a folder; cannot write there")
-    if existing != folder and option is not None and option != "--plots":
+    if existing != folder and not may_create:
         raise InputError(None, f"{where}{path}: folder {folder} does not exist; create it first")
     try:
         handle, name = tempfile.mkstemp(prefix=".extradeep-write-check-", dir=existing)

@@ -104,7 +104,7 @@ def _check_outdir(outdir: Path) -> None:
                          "choose an empty or new folder")
     from extradeep.cli.outputs import check_writable
 
-    check_writable(None, outdir, outdir.resolve())
+    check_writable(None, outdir, outdir.resolve(), may_create=True)
 
 
 def run(args) -> int:
