@@ -77,7 +77,7 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
 
     paths, problems = find_exports(run_dir)
     if not paths:
-        raise InputError(run_dir, "; ".join(problems) or "no .sqlite exports found")
+        raise InputError(None, "; ".join(problems)) if problems else InputError(run_dir, "no .sqlite exports found")
     rows = []
     for p in paths:
         try:
