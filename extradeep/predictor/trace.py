@@ -21,7 +21,7 @@ from extradeep.errors import InputError
 from extradeep.io.nsys import events
 from extradeep.io.nsys.connect import open_readonly
 from extradeep.io.nsys.events import NULL_INT
-from extradeep.io.nsys.schema import NVTX_RANGE_TYPES, require_nsys_export, schema_of
+from extradeep.io.nsys.schema import NVTX_RANGE_TYPES, require_nsys_export
 from extradeep.io.nsys.steps import find_steps
 
 OP_COLUMNS = ["rank", "queue", "is_gpu", "kind", "name", "category", "start", "end", "corr", "bytes"]
@@ -192,8 +192,9 @@ def read_file(path: str | Path, settings=None) -> dict:
             raise InputError(path, "no CUDA activity (kernels, memcpy, memset or runtime calls) to replay")
         pids, helpers = _rank_pids(gpu, runtime)
         if helpers:  # e.g. a launcher or data-loader process that made a few CUDA calls
-            notes = [f"{Path(path).name}: {len(helpers)} process(es) without GPU work (pid "
-                     f"{', '.join(map(str, helpers[:5]))}) are not ranks; their runtime calls are left out"]
+            pid_list = ", ".join(map(str, helpers[:5]))
+            notes = [(f"{Path(path).name}: {len(helpers)} process(es) without GPU work (pid {pid_list}) are not "
+                      "ranks; their runtime calls are left out")]
             runtime = runtime[runtime["pid"].isin(pids)]
         else:
             notes = []

@@ -30,7 +30,7 @@ from extradeep.cli import main
 from extradeep.modeling import write_extrap_text
 from extradeep.simulate import simulate
 
-SMALL = dict(repetitions=1, train_steps=2, val_steps=1, truth_replicates=0, progress=False)
+SMALL = {"repetitions": 1, "train_steps": 2, "val_steps": 1, "truth_replicates": 0, "progress": False}
 REPO = Path(__file__).resolve().parents[2]
 UNWRITABLE = "/proc"  # no file can be created there, even by root
 
@@ -284,7 +284,7 @@ def test_save_into_a_read_only_folder_is_refused_first(world, tmp_path, capsys):
 def test_gui_without_a_display_says_so_instead_of_aborting(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     proc = subprocess.run([sys.executable, "-m", "extradeep", "gui"], env=env, cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, check=False)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)  # not -6 (SIGABRT)
     assert "QT_QPA_PLATFORM=offscreen" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
