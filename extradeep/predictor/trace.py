@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -180,36 +181,41 @@ def read_file(path: str | Path, settings=None) -> dict:
     reader's step conventions (`extradeep.io.nsys.settings.ReaderSettings`, dict or None)."""
     conn = open_readonly(path)
     try:
-        try:
-            require_nsys_export(conn)
-        except InputError as exc:
-            saved = "saved by extradeep" in exc.problem
-            raise InputError(path, "an extradeep experiment (saved by `extradeep model --save`), not an Nsight "
-                             "Systems export; give it with --experiment and RUN_DIR as the run's exports"
-                             if saved else exc.problem) from None
-        gpu, runtime = _gpu_ops(conn), _runtime(conn)
-        if gpu.empty and runtime.empty:
-            raise InputError(path, "no CUDA activity (kernels, memcpy, memset or runtime calls) to replay")
-        pids, helpers = _rank_pids(gpu, runtime)
-        if helpers:  # e.g. a launcher or data-loader process that made a few CUDA calls
-            pid_list = ", ".join(map(str, helpers[:5]))
-            notes = [(f"{Path(path).name}: {len(helpers)} process(es) without GPU work (pid {pid_list}) are not "
-                      "ranks; their runtime calls are left out")]
-            runtime = runtime[runtime["pid"].isin(pids)]
-        else:
-            notes = []
-        syncs, records = _syncs(conn, runtime)
-        nv = events.nvtx(conn)
-        steps, ranges, step_notes = _steps(nv, path, pids, runtime, settings)
-        notes += step_notes
-        mpi_ops, os_calls = _mpi_and_os(conn)
-        gpu = _attach_sizes(gpu, runtime, _nccl_sizes(nv))
+        return _raw_frames(conn, path, settings)
+    except InputError as exc:
+        raise (InputError(path, exc.problem) if exc.source is None else exc) from None
+    except (sqlite3.Error, UnicodeError) as exc:  # damage that the per-query checks did not see
+        raise InputError(path, f"cannot read the export ({exc}); is the file truncated or damaged?") from None
     finally:
         conn.close()
-    gpu = gpu.rename(columns={"correlationId": "corr"})
-    runtime = runtime.rename(columns={"correlationId": "corr"})
-    return {"gpu": gpu, "runtime": runtime, "syncs": syncs, "records": records, "steps": steps, "ranges": ranges, "notes": notes,
-            "os_calls": os_calls, "mpi": mpi_ops,
+
+
+def _raw_frames(conn, path, settings) -> dict:
+    try:
+        require_nsys_export(conn)
+    except InputError as exc:
+        saved = "saved by extradeep" in exc.problem
+        raise InputError(path, "an extradeep experiment (saved by `extradeep model --save`), not an Nsight "
+                         "Systems export; give it with --experiment and RUN_DIR as the run's exports"
+                         if saved else exc.problem) from None
+    gpu, runtime = _gpu_ops(conn), _runtime(conn)
+    if gpu.empty and runtime.empty:
+        raise InputError(path, "no CUDA activity (kernels, memcpy, memset or runtime calls) to replay")
+    pids, helpers = _rank_pids(gpu, runtime)
+    notes = []
+    if helpers:  # e.g. a launcher or data-loader process that made a few CUDA calls
+        pid_list = ", ".join(map(str, helpers[:5]))
+        notes.append(f"{Path(path).name}: {len(helpers)} process(es) without GPU work (pid {pid_list}) are not "
+                     "ranks; their runtime calls are left out")
+        runtime = runtime[runtime["pid"].isin(pids)]
+    syncs, records = _syncs(conn, runtime)
+    nv = events.nvtx(conn)
+    steps, ranges, step_notes = _steps(nv, path, pids, runtime, settings)
+    mpi_ops, os_calls = _mpi_and_os(conn)
+    gpu = _attach_sizes(gpu, runtime, _nccl_sizes(nv))
+    return {"gpu": gpu.rename(columns={"correlationId": "corr"}),
+            "runtime": runtime.rename(columns={"correlationId": "corr"}), "syncs": syncs, "records": records,
+            "steps": steps, "ranges": ranges, "notes": notes + step_notes, "os_calls": os_calls, "mpi": mpi_ops,
             "pids": pids}
 
 

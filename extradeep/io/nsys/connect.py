@@ -75,7 +75,7 @@ def open_readonly(path: str | Path) -> ExportConnection:
     try:
         conn.execute("PRAGMA query_only = 1")
         conn.execute("SELECT name FROM sqlite_master").fetchall()
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged schema page may not even decode
         conn.close()
         raise InputError(path, f"not a readable SQLite database ({exc})") from None
     return conn

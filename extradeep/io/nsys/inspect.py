@@ -6,6 +6,7 @@ Every count is a count of rows in the export, classified as `read_export` classi
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -51,6 +52,8 @@ def inspect_export(path, settings=None, top: int = 10) -> dict:
         return info
     except InputError as exc:
         raise InputError(path, exc.problem) if exc.source is None else exc from None
+    except (sqlite3.Error, UnicodeError) as exc:  # damage that the per-query checks did not see
+        raise InputError(path, f"cannot read the export ({exc}); is the file truncated or damaged?") from None
     finally:
         conn.close()
 

@@ -11,6 +11,7 @@ warm-up, teardown) are not counted. Bucketing is vectorised with np.searchsorted
 
 from __future__ import annotations
 
+import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,6 +92,8 @@ def read_export(path, settings=None) -> pd.DataFrame:
         return _read(conn, settings)
     except InputError as exc:
         raise InputError(path, exc.problem) if exc.source is None else exc from None
+    except (sqlite3.Error, UnicodeError) as exc:  # damage that the per-query checks did not see
+        raise InputError(path, f"cannot read the export ({exc}); is the file truncated or damaged?") from None
     finally:
         conn.close()
 

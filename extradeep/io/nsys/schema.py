@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from extradeep.errors import InputError
-from extradeep.io.nsys.connect import ExportConnection, query
+from extradeep.io.nsys.connect import ExportConnection, fetch_all, query
 
 # NVTX event types (ENUM_NSYS_EVENT_TYPE); stable ids across every version seen.
 NVTX_CATEGORY = 33
@@ -61,7 +61,7 @@ def metadata(conn: ExportConnection) -> dict[str, str]:
     table = schema_of(conn).first_table(*METADATA_TABLES)
     if table is None:
         return {}
-    return {str(k): str(v) for k, v in query(conn, f'SELECT name, value FROM "{table}"').fetchall()}
+    return {str(k): str(v) for k, v in fetch_all(conn, f'SELECT name, value FROM "{table}"')}
 
 
 def nsys_version(conn: ExportConnection) -> str | None:
