@@ -9,7 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extradeep.errors import InputError
-from extradeep.modeling import PMNFModeler, fit_models, read_extrap_text, write_extrap_text
+from extradeep.modeling import (
+    PMNFModeler,
+    fit_models,
+    read_extrap_text,
+    write_extrap_text,
+)
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 NUMBER = st.one_of(st.integers(-5, 70).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr),

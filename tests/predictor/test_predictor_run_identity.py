@@ -26,8 +26,8 @@ def runs(tmp_path_factory):
 
 def test_unrelated_exports_in_one_folder_are_refused_with_one_line(runs, tmp_path):
     # names without parameters: only the exports themselves can tell that these are two runs
-    shutil.copy(sorted((runs / "new").glob("*.sqlite"))[0], tmp_path / "a.sqlite")
-    shutil.copy(sorted((runs / "old").glob("*.sqlite"))[0], tmp_path / "b.sqlite")
+    shutil.copy(min((runs / "new").glob("*.sqlite")), tmp_path / "a.sqlite")
+    shutil.copy(min((runs / "old").glob("*.sqlite")), tmp_path / "b.sqlite")
     with pytest.raises(InputError, match="not one run .*Nsight Systems version"):
         predict(tmp_path)
 
@@ -43,7 +43,7 @@ def test_a_process_without_gpu_work_is_not_a_rank(runs, tmp_path):
     """A helper process (launcher, data loader) that made two runtime calls: the simulated rank's
     first two runtime calls, repeated under another process id."""
     target = tmp_path / "one.sqlite"
-    shutil.copy(sorted((runs / "new").glob("*.sqlite"))[0], target)
+    shutil.copy(min((runs / "new").glob("*.sqlite")), target)
     with sqlite3.connect(target) as conn:
         columns = [r[1] for r in conn.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_RUNTIME)")]
         rows = conn.execute("SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY start LIMIT 2").fetchall()

@@ -26,7 +26,7 @@ def export_bytes() -> bytes:
     folder = Path(tempfile.mkdtemp(prefix="extradeep-hypothesis-"))
     simulate(folder, params={"ranks": [2]}, repetitions=1, train_steps=2, val_steps=1, truth_replicates=0,
              progress=False)
-    return sorted(folder.glob("*.sqlite"))[0].read_bytes()
+    return min(folder.glob("*.sqlite")).read_bytes()
 
 
 def damage(data: bytes, cut: float | None, patches: list[tuple[float, bytes]]) -> bytes:
