@@ -52,6 +52,9 @@ def world(tmp_path_factory):
     export = (root / "runs" / "cifar10.p3.r1.mpi0.sqlite").read_bytes()
     (root / "truncated.sqlite").write_bytes(export[: len(export) // 3])
     _extrap_from_one(root / "two_from_one.txt")
+    p = np.array([0.0, 2, 4, 8, 16, 32])  # a value of 0 cannot be modeled: a warning, one line
+    write_extrap_text(root / "with_zero.txt", pd.DataFrame({"p": p, "value": 1 + p, "region": "r", "metric": "time"}),
+                      ["p"])
     out = root / "out"
     out.mkdir()
     cache = ["--cache-dir", str(root / "cache")]
@@ -161,6 +164,8 @@ CASES = {
     "inspect-saved-experiment": (["inspect", "{root}/exp.sqlite"], 2, "saved by extradeep", None),
     "inspect-truncated-export": (["inspect", "{root}/truncated.sqlite"], 2, "truncated", None),
     "model-empty-folder": (["model", "{root}/empty"], 2, "no *.sqlite exports", None),
+    "model-warning-is-one-line": (["model", "{root}/with_zero.txt"], 0,
+                                  "extradeep: warning: dropped 1 measurement(s) with a parameter value <= 0", None),
     "model-extrap-garbage": (["model", "{root}/garbage.txt"], 2, "garbage.txt", None),
     "model-negative-predict": (["model", "{root}/runs", "--predict", "-4,0"], 2, "must be a positive number", None),
     "budget-negative-candidates": (["budget", "{root}/exp.sqlite", "--max-time", "1h", "--candidates", "-4,8"], 2,
