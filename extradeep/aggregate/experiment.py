@@ -15,12 +15,11 @@ import numpy as np
 import pandas as pd
 
 from extradeep.aggregate.medians import REGION_KEYS, point_counts
+from extradeep.columns import EPOCH_CATEGORIES, TOTAL  # noqa: F401 (re-exported)
 from extradeep.errors import InputError
 from extradeep.io import store
 
 
-EPOCH_CATEGORIES = ("computation", "communication", "memory")
-TOTAL = "total"  # region/category name of Eq. 6: computation + communication + memory
 NEED_DATASET = (
     "epoch values need the dataset sizes (training and validation samples, batch size per rank); "
     "per-step values are shown instead"

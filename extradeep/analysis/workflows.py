@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from extradeep.analysis.analyse import Analysis, analyse, measured_points, primary_quantity, rebase, subset_experiment
+from extradeep.analysis.core import Analysis, analyse, measured_points, primary_quantity, rebase, subset_experiment
 from extradeep.analysis.budget import BudgetLimits, BudgetResult, budget_search
 from extradeep.analysis.cost import CostSettings
 from extradeep.analysis.evaluation import prediction_errors

@@ -94,7 +94,7 @@ def check_compatible(modeling, evaluation, source) -> None:
 def run(args) -> int:
     from extradeep.analysis.evaluation import error_summary
     from extradeep.analysis.points import format_point
-    from extradeep.analysis.analyse import primary_quantity
+    from extradeep.analysis.core import primary_quantity
     from extradeep.analysis.epoch import quantity_label
     from extradeep.report.text import format_pct, format_value, render_table
 

@@ -153,7 +153,7 @@ def check_analysis_options(args) -> None:
 def fixed_values(args, analysis) -> dict[str, float]:
     """--at as {param: value}; checked against the modeled parameters (of ``analysis``, else of
     --param when given) and refused for the ranks parameter, which --predict varies."""
-    from extradeep.analysis.analyse import ranks_parameter
+    from extradeep.analysis.core import ranks_parameter
     from extradeep.analysis.points import parse_fixed
 
     params = analysis.params if analysis is not None else _given_params(args)
@@ -181,7 +181,7 @@ def is_extrap_text(profiles: list[str]) -> bool:
 
 def analysis_from_args(args):
     """(Analysis, Experiment or None) from PROFILES and the options; progress on stderr."""
-    from extradeep.analysis.analyse import analyse, analyse_table
+    from extradeep.analysis.core import analyse, analyse_table
     from extradeep.cli.common import experiment_from_args
 
     if is_extrap_text(args.profiles or []):
@@ -206,7 +206,7 @@ def prediction_grid(args, analysis):
 
 
 def run(args) -> int:
-    from extradeep.analysis.analyse import derived_models, extrapolation_notes, prediction_table, region_scaling
+    from extradeep.analysis.core import derived_models, extrapolation_notes, prediction_table, region_scaling
     from extradeep.analysis.bottlenecks import bottleneck_table
     from extradeep.report import summary
 

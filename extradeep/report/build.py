@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from extradeep.analysis.analyse import Analysis, prediction_table, rebase
+from extradeep.analysis.core import Analysis, prediction_table, rebase
 from extradeep.analysis.bottlenecks import bottleneck_table
 from extradeep.analysis.budget import BudgetLimits
 from extradeep.analysis.cost import CostSettings
