@@ -30,7 +30,7 @@ class BudgetLimits:
 
     def __post_init__(self):
         if self.max_time is None and self.max_cost is None:
-            raise InputError("budget", "give --max-time and/or --max-cost")
+            raise InputError(None, "give a time limit (max_time) and/or a cost limit (max_cost)", field="max_time")
         for name in ("max_time", "max_cost", "epochs"):
             value = getattr(self, name)
             if value is not None and not (np.isfinite(value) and value > 0):
