@@ -29,6 +29,8 @@ from extradeep.aggregate import aggregate
 from extradeep.errors import InputError
 from extradeep.experiment import Dataset, Experiment, dataset_dict
 from extradeep.nsys.settings import READER_VERSION, ReaderSettings
+from extradeep.nsys.layout import cluster_layout, read_placement
+from extradeep.system import load_system
 
 CACHE_FORMAT = 1
 CACHE_MAX_MB = 2048  # default cap of the cache; env EXTRADEEP_CACHE_MAX_MB overrides it
@@ -53,6 +55,7 @@ def load_experiment(
     use_cache: bool = True,
     progress=None,
     replay: bool = True,
+    system=None,
 ) -> Experiment:
     """Read and aggregate exports into an Experiment whose `.problems` lists every skipped input.
 
@@ -63,6 +66,8 @@ def load_experiment(
     usable remains or the batch is inconsistent (mixed apps, a varying parameter not modeled).
     `replay`: replay the traces of the runs at the largest points to measure how much communication
     their steps can hide (`settings["exposure"]`, see :func:`traced_exposures`).
+    `system`: a preset name, TOML file or :class:`extradeep.system.System` that overrides or
+    completes the cluster layout read from the exports (`settings["layout"]`, `settings["system"]`).
     """
     aliases = discover.parse_aliases(aliases) if not isinstance(aliases, dict) else aliases
     settings = ReaderSettings.from_any(settings)
@@ -102,10 +107,18 @@ def load_experiment(
         "app": str(runs["app"].iloc[0]),
         "notes": notes,
     }
+    experiment_settings["layout"] = read_layout(runs, params)
+    experiment_settings["system"] = None if system is None else load_system(system).to_dict()
     if replay:
         experiment_settings["exposure"], replay_notes = traced_exposures(runs, params, settings, cache, progress)
         notes += replay_notes
     return Experiment(params, values, points, provenance.reset_index(drop=True), experiment_settings, problems)
+
+
+def read_layout(runs: pd.DataFrame, params: list[str]) -> dict:
+    """The cluster layout of the batch (:func:`extradeep.nsys.layout.cluster_layout`)."""
+    placements = pd.DataFrame([read_placement(path) for path in runs["path"]], index=runs.index)
+    return cluster_layout(pd.concat([runs[["path", "rank", "rep", *params]], placements], axis=1), params)
 
 
 TRACED_POINTS = 3  # the largest points get an exposure curve: evaluation often holds out the top one or two

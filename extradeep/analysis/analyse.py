@@ -12,7 +12,7 @@ from extradeep.analysis.epoch import (EPOCH_TIME, REGION_KEYS, EpochModel, appli
                                       work_samples)
 from extradeep.analysis.cost import CostSettings, cost_table
 from extradeep.analysis.points import format_point
-from extradeep.analysis.communication import pure_times
+from extradeep.analysis.communication import Topology, pure_times
 from extradeep.analysis.overlap import Exposure, fit_step_composition, step_parts
 from extradeep.analysis.scaling import default_baseline, design, scaling_models, scaling_table
 from extradeep.errors import InputError
@@ -90,7 +90,10 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     fixed = experiment.fixed_params
     _say(progress, "modeling the application quantities")
     exposure = Exposure.from_experiment(experiment)
-    app_models = fit_application_models(app_steps, experiment.values, params, dataset, fixed, options, exposure)
+    topology = Topology.from_settings(experiment.settings, experiment.points[params[0]].unique()) \
+        if len(params) == 1 else None
+    app_models = fit_application_models(app_steps, experiment.values, params, dataset, fixed, options, exposure,
+                                        topology)
     _say(progress, f"modeling {len(regions[REGION_KEYS].drop_duplicates())} region metrics")
     region_models = fit_phase_models(region_steps, REGION_KEYS, params, dataset, fixed, options)
     app_points = point_summary(application, ["quantity"], params)
@@ -164,26 +167,27 @@ def fit_phase_models(steps: pd.DataFrame, keys: list[str], params: list[str], da
 
 def fit_application_models(app_steps: pd.DataFrame, values: pd.DataFrame, params: list[str],
                            dataset: Dataset | None, fixed: dict, options: dict | None,
-                           exposure: Exposure | None = None) -> pd.DataFrame:
+                           exposure: Exposure | None = None, topology: Topology | None = None) -> pd.DataFrame:
     """The application models of :func:`analyse`: per-phase step models of every quantity, the
     training step time composed of computation and exposed communication. ``values``: the
     Experiment's per-repetition values (their rank spreads give the pure collective durations);
     ``exposure``: a traced run's exposure curve (``Exposure.from_experiment``)."""
     models = fit_phase_models(app_steps, ["quantity"], params, dataset, fixed, options)
     return compose_step_time(models, app_steps, params, dataset, fixed, options, pure_times(values, params),
-                             exposure)
+                             exposure, topology)
 
 
 def compose_step_time(app_models: pd.DataFrame, app_steps: pd.DataFrame, params: list[str],
                       dataset: Dataset | None, fixed: dict, options: dict | None,
-                      pure: pd.DataFrame | None = None, exposure: Exposure | None = None) -> pd.DataFrame:
+                      pure: pd.DataFrame | None = None, exposure: Exposure | None = None,
+                      topology: Topology | None = None) -> pd.DataFrame:
     """The epoch-time model with its training step as computation + exposed communication
     (:mod:`extradeep.analysis.overlap`), when that applies; the models unchanged otherwise.
     ``pure``: pure collective durations (:func:`extradeep.analysis.communication.pure_times`)."""
     rows = app_models["quantity"] == EPOCH_TIME
     if not rows.any() or app_models.loc[rows, "model"].iloc[0] is None:
         return app_models
-    train = fit_step_composition(step_parts(app_steps, params), params, options, pure, exposure)
+    train = fit_step_composition(step_parts(app_steps, params), params, options, pure, exposure, topology)
     if train is None:
         return app_models
     current = app_models.loc[rows, "model"].iloc[0]
