@@ -31,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from extradeep.errors import InputError
-    from extradeep.nsys.inspect import format_text, inspect_export
-    from extradeep.nsys.settings import ReaderSettings
+    from extradeep.io.nsys.inspect import format_text, inspect_export
+    from extradeep.io.nsys.settings import ReaderSettings
 
     if args.top < 0:
         raise InputError("--top", f"must be at least 0, got {args.top}")
