@@ -12,7 +12,7 @@ from extradeep.analysis.epoch import (EPOCH_TIME, REGION_KEYS, EpochModel, appli
                                       work_samples)
 from extradeep.analysis.cost import CostSettings, cost_table
 from extradeep.analysis.points import format_point
-from extradeep.analysis.communication import Topology, pure_times
+from extradeep.analysis.communication import Topology, layout_notes, pure_times
 from extradeep.analysis.overlap import Exposure, fit_step_composition, step_parts
 from extradeep.analysis.scaling import default_baseline, design, scaling_models, scaling_table
 from extradeep.errors import InputError
@@ -108,6 +108,7 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
                      "(an experiment saved before reader version 2 has no GPU busy time: idle is then step - summed "
                      "GPU time, which overlapping streams push to 0; model the exports again)")
     notes = reliability_notes(app_models, per_unit(dataset)) + notes
+    notes += layout_notes(experiment.settings, topology, _step_comm(app_models))
     baseline = default_baseline(app_points if not app_points.empty else regions, params, ranks)
     if EPOCH_TIME not in set(application["quantity"]):
         notes.append("no step marks were measured, so there is no measured time per "
@@ -198,6 +199,14 @@ def compose_step_time(app_models: pd.DataFrame, app_steps: pd.DataFrame, params:
     out.at[index, "formula"], out.at[index, "growth"] = model.formula(), model.growth()
     out.at[index, "smape"] = float(model.smape)
     return out
+
+
+def _step_comm(app_models: pd.DataFrame):
+    """The communication model inside the composed training-step model, if there is one."""
+    rows = app_models[app_models["quantity"] == EPOCH_TIME]
+    model = rows["model"].iloc[0] if len(rows) else None
+    train = getattr(model, "train", model)
+    return getattr(train, "comm", None)
 
 
 def _combine(train, val, dataset, params, fixed):

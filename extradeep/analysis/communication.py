@@ -230,3 +230,20 @@ def straggler_wait(ranks: np.ndarray, wait: np.ndarray) -> tuple[float, float, s
         return float(coef[0]), float(coef[1]), (f"slowest of p: {coef[1]:.3g} s x E[max of p] (leave-one-out error "
                                                 f"{np.mean(err_max):.3g} s vs {np.mean(err_const):.3g} s constant)")
     return constant, 0.0, f"constant (leave-one-out error {np.mean(err_const):.3g} s vs {np.mean(err_max):.3g} s)"
+
+
+def layout_notes(settings: dict, topology: Topology | None, comm=None) -> list[str]:
+    """What the user must know about the cluster layout: where it came from, a warning when every
+    measured point lies inside one node and no system file says what the network costs, and which
+    model each collective got (``comm``: the fitted :class:`CommunicationSum`) and why."""
+    from extradeep.io.nsys.layout import layout_text
+
+    notes = layout_text(settings.get("layout"), settings.get("system"))
+    if topology is not None and topology.one_node and not (topology.system and topology.system.has_links):
+        notes.append(f"WARNING: every measured point lies inside one node ({topology.gpus_per_node} GPUs per node); "
+                     f"predictions beyond {topology.gpus_per_node} ranks cross the network, which these measurements "
+                     "cannot know: they are unsupported, and their intervals allow a network up to "
+                     "20x slower than the node's links. Give --system FILE (or a preset) to predict from its links")
+    for region, why in (getattr(comm, "choices", None) or {}).items():
+        notes.append(f"communication model of {region}: {why}")
+    return notes

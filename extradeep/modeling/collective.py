@@ -23,6 +23,10 @@ from scipy.optimize import nnls
 from extradeep.system import ALGORITHMS, System, cost_features
 
 INTRA, INTER = [0, 1], [2, 3]
+# Without network data, how much slower than the node's links the network may be (latency, inverse
+# bandwidth per GPU): NVSwitch's ~230 GB/s against 12.5 GB/s per GPU when 8 GPUs share one NIC each
+# of 100 Gb/s is 18x. The upper end of an unsupported prediction's interval assumes this.
+UNKNOWN_NETWORK = np.array([3.0, 20.0])
 
 
 @dataclass
@@ -60,6 +64,10 @@ class CollectiveModel:
         rel = np.nan_to_num(self.cv_smape, nan=0.0) / 100 * (2.0 if level >= 0.95 else 1.0)
         lo = np.maximum(np.minimum(spread.min(axis=0), pred) * (1 - rel), 0.0)
         hi = np.maximum(spread.max(axis=0), pred) * (1 + rel)
+        if self.inter_source == "none":  # beyond the node nothing is known: allow a slow network
+            slow = self.coef.copy()
+            slow[INTER] = self.coef[INTRA] * UNKNOWN_NETWORK
+            hi = np.maximum(hi, feats @ slow * (1 + rel))
         return (float(lo[0]), float(hi[0])) if np.ndim(X) == 0 else (lo, hi)
 
     @property
