@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from extradeep.errors import InputError
+from extradeep.io.nsys.layout import read_placement
 from extradeep.io.nsys import categories as cat
 from extradeep.io.nsys import events
 from extradeep.io.nsys.connect import fetch_all, open_readonly
@@ -46,6 +47,7 @@ def inspect_export(path, settings=None, top: int = 10) -> dict:
             "steps": _steps(nvtx, settings, path),
             "counts_by_category": _category_counts(conn, nvtx, kernels),
             "kernels_by_device": _kernels_by_device(kernels),
+            "placement": read_placement(path),
         }
         info["notes"] = list(dict.fromkeys(conn.warnings))
         return info
@@ -138,6 +140,13 @@ def format_text(info: dict) -> str:
                  + (f", schema {info['schema_version']}" if info["schema_version"] else ""))
     gpu_text = ", ".join(f"{g['id']}: {g['name']}" for g in info["gpus"]) or "none recorded"
     lines.append(f"  GPUs: {gpu_text}")
+    place = info.get("placement") or {}
+    if place.get("host"):
+        lines.append(f"  node: host {place['host']}, {place['node_gpus'] or '?'} GPU(s) on the node, this rank on device "
+                     f"{place['device'] if place['device'] is not None else '?'}"
+                     + (f" (UUID {place['uuid']})" if place.get("uuid") else ""))
+    else:
+        lines.append("  node: no host name recorded, so the cluster layout cannot be read from this export")
     steps = info["steps"]
     if steps["found"]:
         lines.append(
