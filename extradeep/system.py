@@ -18,11 +18,11 @@ boundaries", explains the model built on it.
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
+import tomllib
 
 from extradeep.errors import InputError
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from extradeep.io import discover
+from extradeep.aggregate.experiment import Dataset, Experiment, dataset_dict
 from extradeep.aggregate.medians import aggregate
 from extradeep.errors import InputError
-from extradeep.aggregate.experiment import Dataset, Experiment, dataset_dict
+from extradeep.io import discover
 from extradeep.io.cache import default_cache_dir, reader_version
 from extradeep.io.execute import read_all
 from extradeep.io.nsys.layout import cluster_layout, read_placement

@@ -7,16 +7,31 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from extradeep.analysis.epoch import (EPOCH_TIME, REGION_KEYS, EpochModel, application_steps, dataset_notes,
-                                      per_epoch, point_summary, quantity_label, skipped_data_note, step_values,
-                                      work_samples)
-from extradeep.analysis.cost import CostSettings, cost_table
-from extradeep.analysis.points import format_point
-from extradeep.analysis.communication import Topology, layout_notes, pure_times
-from extradeep.analysis.overlap import Exposure, fit_step_composition, step_parts
-from extradeep.analysis.scaling import default_baseline, design, scaling_models, scaling_table
-from extradeep.errors import InputError
 from extradeep.aggregate.experiment import TOTAL, Dataset, Experiment
+from extradeep.analysis.communication import Topology, layout_notes, pure_times
+from extradeep.analysis.cost import CostSettings, cost_table
+from extradeep.analysis.epoch import (
+    EPOCH_TIME,
+    REGION_KEYS,
+    EpochModel,
+    application_steps,
+    dataset_notes,
+    per_epoch,
+    point_summary,
+    quantity_label,
+    skipped_data_note,
+    step_values,
+    work_samples,
+)
+from extradeep.analysis.overlap import Exposure, fit_step_composition, step_parts
+from extradeep.analysis.points import format_point
+from extradeep.analysis.scaling import (
+    default_baseline,
+    design,
+    scaling_models,
+    scaling_table,
+)
+from extradeep.errors import InputError
 
 
 @dataclass

@@ -39,7 +39,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from extradeep.analysis.communication import as_vector, communication_sum, load_comm_model, pure_long
+from extradeep.analysis.communication import (
+    as_vector,
+    communication_sum,
+    load_comm_model,
+    pure_long,
+)
 from extradeep.modeling.batched import smape
 
 

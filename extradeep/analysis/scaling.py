@@ -38,7 +38,7 @@ def predict_table(models: pd.DataFrame, grid: pd.DataFrame, params: list[str], k
     X = design(grid, params)
     frames = []
     for row in models.itertuples(index=False):
-        model = getattr(row, "model")
+        model = row.model
         if model is None:
             continue
         frame = grid[params].reset_index(drop=True).copy()
@@ -109,10 +109,7 @@ def add_scaling_columns(table: pd.DataFrame, baseline: dict, mode: str, ranks_pa
     else:
         resource = np.ones_like(T)
     out = table.copy()
-    if per_sample:
-        out["speedup"] = ratio
-        out["efficiency"] = ratio / resource
-    elif mode == "strong":
+    if per_sample or mode == "strong":
         out["speedup"] = ratio
         out["efficiency"] = ratio / resource
     else:

@@ -13,8 +13,16 @@ import pandas as pd
 
 from extradeep.errors import InputError
 from extradeep.simulate import truth as truth_mod
-from extradeep.simulate.catalogue import (NCCL_ALPHA, NCCL_BANDWIDTH, NCCL_LAUNCH, PARAM_BYTES, apply_scales,
-                                          default_catalogue, evaluate, resolve_terms)
+from extradeep.simulate.catalogue import (
+    NCCL_ALPHA,
+    NCCL_BANDWIDTH,
+    NCCL_LAUNCH,
+    PARAM_BYTES,
+    apply_scales,
+    default_catalogue,
+    evaluate,
+    resolve_terms,
+)
 from extradeep.simulate.engine import Engine
 from extradeep.simulate.program import MARKS, LoopConfig, TrainingProgram
 from extradeep.simulate.schema import LAYOUTS, load_layout
@@ -239,8 +247,8 @@ def _check_values(batch, train_samples, val_samples, warmup_factor, kernel_scale
 
 def _check_names(app: str, params: dict, prefixes: dict) -> None:
     """File names must parse back: app.<prefix><value>...r<rep>.mpi<rank>.sqlite."""
-    from extradeep.io.discover import DEFAULT_ALIASES, RESERVED
     from extradeep.capture.profile_cmd import APP, NAME
+    from extradeep.io.discover import DEFAULT_ALIASES, RESERVED
 
     if not APP.match(app):
         raise InputError(None, f"app {app!r}: use letters, digits, '_' or '-' (no dots: they separate file-name tokens)")

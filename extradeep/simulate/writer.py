@@ -231,7 +231,7 @@ def _write_gpu(w, cols: RunColumns, table: str, kind: str, rank: int, gpid: int)
 def write_nvtx(w, strings, nvtx, r, main, mode, offset: float = 0.0) -> None:
     """nvtx rows: [text, start, end, eventType, category, domainId, globalTid, uint64Value]; start/end
     may be per-rank arrays; globalTid None means the main thread."""
-    pick = lambda v: (v[r] if isinstance(v, np.ndarray) else v) + offset  # noqa: E731
+    pick = lambda v: (v[r] if isinstance(v, np.ndarray) else v) + offset
     end = [None if row[2] is None else int(round(pick(row[2]))) for row in nvtx]
     texts = [row[0] for row in nvtx]
     by_id = mode == "textId"

@@ -12,7 +12,7 @@ from extradeep.analysis.analyse import analyse
 from extradeep.pipeline import load_experiment
 from extradeep.simulate import simulate
 
-SMALL = dict(repetitions=2, epochs=2, train_steps=4, val_steps=1, truth_replicates=4)
+SMALL = {"repetitions": 2, "epochs": 2, "train_steps": 4, "val_steps": 1, "truth_replicates": 4}
 
 
 def _errors(model, truth):

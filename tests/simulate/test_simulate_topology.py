@@ -6,9 +6,9 @@ import sqlite3
 import numpy as np
 import pytest
 
+from extradeep.errors import InputError
 from extradeep.simulate import simulate
 from extradeep.system import PRESETS, collective_time, cost_features, load_system
-from extradeep.errors import InputError
 
 
 @pytest.fixture(scope="module")

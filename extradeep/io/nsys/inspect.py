@@ -11,11 +11,17 @@ from pathlib import Path
 import pandas as pd
 
 from extradeep.errors import InputError
-from extradeep.io.nsys.layout import read_placement
 from extradeep.io.nsys import categories as cat
 from extradeep.io.nsys import events
 from extradeep.io.nsys.connect import fetch_all, open_readonly
-from extradeep.io.nsys.schema import NVTX_MARK, NVTX_RANGE_TYPES, metadata, row_count, schema_of
+from extradeep.io.nsys.layout import read_placement
+from extradeep.io.nsys.schema import (
+    NVTX_MARK,
+    NVTX_RANGE_TYPES,
+    metadata,
+    row_count,
+    schema_of,
+)
 from extradeep.io.nsys.settings import ReaderSettings
 from extradeep.io.nsys.steps import find_steps, shorten
 
@@ -100,7 +106,7 @@ def _steps(nvtx: pd.DataFrame, settings: ReaderSettings, path) -> dict:
         "measured_epochs": int(kept["epoch"].nunique()),
         "train_steps": int((kept["phase"] == "train").sum()),
         "val_steps": int((kept["phase"] == "val").sum()),
-        "warmup_steps": int(len(table.warmup)),
+        "warmup_steps": len(table.warmup),
         "warnings": list(table.warnings),
     }
 
