@@ -182,6 +182,8 @@ def communication_sum(models: dict, parts: pd.DataFrame, pure: pd.DataFrame, par
     wait = (comm - total).dropna().groupby(level=params).median()
     if not len(wait):
         return CommunicationSum(kernels, 0.0, 0.0, choices)
+    if topology is None:  # no layout: the constant wait as before (docs/analysis.md, Limits)
+        return CommunicationSum(kernels, float(max(np.median(wait), 0.0)), 0.0, choices)
     constant, straggler, why = straggler_wait(wait.index.get_level_values(0).to_numpy(float), wait.to_numpy(float))
     choices["wait"] = why
     return CommunicationSum(kernels, constant, straggler, choices)
