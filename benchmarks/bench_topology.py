@@ -34,7 +34,10 @@ try:
 except ImportError:  # before the layout refactor
     from extradeep.ingest import load_experiment
     from extradeep.experiment import Dataset
-from extradeep.analysis.analyse import analyse
+try:
+    from extradeep.analysis.core import analyse
+except ImportError:  # before the analysis package's rename
+    from extradeep.analysis.analyse import analyse
 out, system = sys.argv[1], (sys.argv[2] or None)
 truth = json.load(open(out + "/truth.json"))
 data = Dataset(50000, 10000, 64, weak_scaling=truth["scaling"] == "weak")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from extradeep.aggregate.experiment import Dataset
-from extradeep.analysis.analyse import analyse
+from extradeep.analysis.core import analyse
 from extradeep.pipeline import load_experiment
 from extradeep.simulate import simulate
 
