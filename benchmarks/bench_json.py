@@ -52,7 +52,7 @@ def json_step(path: Path) -> dict:
     """Seconds to build and write the JSON document alone, with orjson and with the standard library."""
     import json
 
-    from extradeep.analysis.analyse import analyse_table
+    from extradeep.analysis.core import analyse_table
     from extradeep.modeling import read_extrap_text
     from extradeep.report import jsonout
 

@@ -15,6 +15,7 @@ import sys
 import warnings
 
 from extradeep import __version__
+from extradeep.cli.flags import flag_error
 from extradeep.errors import InputError
 
 # Order is the order shown by --help.
@@ -100,7 +101,7 @@ def _main(parser, argv) -> int:
     try:
         return int(args._run(args) or 0)
     except InputError as exc:
-        print(f"extradeep: error: {exc}", file=sys.stderr)
+        print(f"extradeep: error: {flag_error(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("extradeep: interrupted", file=sys.stderr)

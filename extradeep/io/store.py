@@ -9,6 +9,7 @@ what they mean is :class:`extradeep.aggregate.experiment.Experiment`'s business.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import tempfile
@@ -40,6 +41,7 @@ class SavedExperiment:
     tables: dict
     settings: dict
     problems: list
+    models: dict | None = None   # {"models": DataFrame, "meta": dict} when models were saved
 
 
 def write_experiment(path, meta: dict, tables: dict, settings: dict, problems: list) -> None:
@@ -98,6 +100,10 @@ def read_experiment(path) -> SavedExperiment:
             tables = {name: pd.read_sql(f"SELECT * FROM [{name}]", conn) for name in TABLES}
             settings = dict(conn.execute("SELECT key, value FROM settings").fetchall())
             problems = [row[0] for row in conn.execute("SELECT problem FROM problems")]
+            models = None
+            if {"models", "models_meta"} <= present:
+                models = {"models": pd.read_sql("SELECT * FROM models", conn),
+                          "meta": dict(conn.execute("SELECT key, value FROM models_meta").fetchall())}
         except (sqlite3.Error, pd.errors.DatabaseError) as exc:
             raise InputError(path, f"{DAMAGED}: {exc}") from None
     params = _json(path, meta.get("params"), "the parameter list (extradeep_meta 'params')")
@@ -108,7 +114,9 @@ def read_experiment(path) -> SavedExperiment:
         if lacking:
             raise InputError(path, f"{DAMAGED}: table {name} lacks column(s) {', '.join(lacking)}")
     settings = {k: _json(path, v, f"setting {k!r}") for k, v in settings.items()}
-    return SavedExperiment(meta, tables, settings, problems)
+    if models is not None:
+        models["meta"] = {k: _json(path, v, f"models_meta {k!r}") for k, v in models["meta"].items()}
+    return SavedExperiment(meta, tables, settings, problems, models)
 
 
 def _json(path, text, what: str):
@@ -139,3 +147,16 @@ def _sql_type(column: pd.Series):
     if pd.api.types.is_bool_dtype(column) or pd.api.types.is_integer_dtype(column):
         return int
     return float if pd.api.types.is_float_dtype(column) else str
+
+
+def json_safe(value):
+    """JSON-safe values: NaN/inf become None, numpy scalars plain Python, dict keys strings."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

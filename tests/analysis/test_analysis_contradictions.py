@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from extradeep import load_experiment
-from extradeep.analysis.analyse import analyse, contradiction_notes
+from extradeep.analysis.core import analyse, contradiction_notes
 from extradeep.simulate import simulate
 
 SMALL = {"repetitions": 1, "train_steps": 2, "val_steps": 1, "truth_replicates": 0, "progress": False}

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from extradeep.analysis.analyse import analyse_table
+from extradeep.analysis.core import analyse_table
 from extradeep.modeling import read_extrap_text, write_extrap_text
 from extradeep.report import jsonout
 
