@@ -46,6 +46,14 @@ POSITIVE_INT_OPTIONS = ("jobs", "min_points")
 
 
 
+def add_pattern_arguments(group) -> None:
+    """--epoch-pattern, --train-step-pattern, --val-step-pattern (searched for in names: re.search)."""
+    for flag, what in (("--epoch-pattern", "epochs"), ("--train-step-pattern", "training steps"),
+                       ("--val-step-pattern", "validation steps")):
+        group.add_argument(flag, metavar="REGEX", help=f"regular expression searched for in the NVTX range names "
+                           f"of {what} (^...$ for whole names; optionally DOMAIN:REGEX)")
+
+
 def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     """Add PROFILES and the reading, caching and dataset options to a subcommand's parser."""
     parser.add_argument(
@@ -57,9 +65,7 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument("--param", action="append", metavar="NAME", help="modeled parameter (repeatable; default: every parameter that varies)")
     read.add_argument("--alias", action="append", metavar="TOK=NAME", help="file-name token for a parameter name (repeatable; p=ranks, r=rep, mpi=rank are built in)")
     read.add_argument("--manifest", metavar="FILE", help="CSV or TOML list of exports with path, parameter values, rank and rep, for any file naming")
-    read.add_argument("--epoch-pattern", metavar="REGEX", help="regular expression searched for in NVTX range names of epochs (^...$ for whole names; optionally DOMAIN:REGEX)")
-    read.add_argument("--train-step-pattern", metavar="REGEX", help="regular expression searched for in NVTX range names of training steps (^...$ for whole names; optionally DOMAIN:REGEX)")
-    read.add_argument("--val-step-pattern", metavar="REGEX", help="regular expression searched for in NVTX range names of validation steps (^...$ for whole names; optionally DOMAIN:REGEX)")
+    add_pattern_arguments(read)
     read.add_argument("--warmup-epochs", type=int, metavar="N", help="leading epochs excluded as warm-up (default 1)")
     read.add_argument("--warmup-steps", type=int, metavar="N", help="with a single epoch, its first N steps per phase are excluded instead (default 1)")
     read.add_argument("--kernel-names", choices=["short", "demangled"], help="name kernels by short (default) or demangled name")

@@ -18,13 +18,13 @@ is non-zero only when no file could be read."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from extradeep.cli.common import add_pattern_arguments
+
     parser.add_argument("files", nargs="+", metavar="PATH", help="Nsight Systems SQLite exports, or directories of them (searched recursively)")
     parser.add_argument("--json", action="store_true", help="print one JSON document (files and problems) for scripts")
     parser.add_argument("--top", type=int, default=10, metavar="N", help="how many of the most frequent NVTX range names to list (default 10)")
     marks = parser.add_argument_group("step marks (as for model and report)")
-    marks.add_argument("--epoch-pattern", metavar="REGEX", help="regular expression searched for in NVTX range names of epochs (^...$ for whole names; optionally DOMAIN:REGEX)")
-    marks.add_argument("--train-step-pattern", metavar="REGEX", help="regular expression searched for in NVTX range names of training steps (^...$ for whole names; optionally DOMAIN:REGEX)")
-    marks.add_argument("--val-step-pattern", metavar="REGEX", help="regular expression searched for in NVTX range names of validation steps (^...$ for whole names; optionally DOMAIN:REGEX)")
+    add_pattern_arguments(marks)
     marks.add_argument("--warmup-epochs", type=int, metavar="N", help="leading epochs excluded as warm-up (default 1)")
     marks.add_argument("--warmup-steps", type=int, metavar="N", help="with a single epoch, its first N steps per phase are excluded instead (default 1)")
 

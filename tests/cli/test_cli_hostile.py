@@ -154,7 +154,8 @@ CASES = {
     "predict-unrelated-exports": (["predict", "{root}/mixed"], 2, "not one run", None),
     # 10: a step pattern that matches nothing
     "model-pattern-matches-nothing": (["model", "{root}/runs", "--train-step-pattern", "trian_step",
-                                       "--val-step-pattern", "^nothing$", *NO_CACHE], 2, "closest names: 'train step", None),
+                                       "--val-step-pattern", "^nothing$", *NO_CACHE], 2,
+                                      "closest names: 'train step", None),
     "inspect-pattern-matches-nothing": (["inspect", "{root}/single", "--train-step-pattern", "^iteration$"], 0,
                                         "matched no NVTX range name; closest names", None),
     # 11 and 12: inspect and other messages
