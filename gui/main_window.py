@@ -47,7 +47,6 @@ class MainWindow(QMainWindow):
         self.runner = TaskRunner(self)
         self.ws: Workspace | None = None
         self.app_models: AppModels | None = None
-        self.dataset = None  # extradeep.aggregate.experiment.Dataset chosen in the GUI, if any
         self._app_started = False
         self._options: tuple[dict, int] = ({}, 0)
         self.last_error = ""
@@ -133,24 +132,28 @@ class MainWindow(QMainWindow):
         if path:
             self.open_path(path)
 
-    def open_path(self, path: str | Path) -> None:
-        """Read an input in the background; the window switches to it once it is read."""
-        path = Path(path)
+    def open_path(self, path: str | Path, dataset=None) -> None:
+        """Read an input in the background, as `extradeep model PATH` reads it (a folder with the
+        settings of its extradeep.toml); `dataset` (an extradeep.Dataset) replaces its dataset sizes.
+        The window switches to it once it is read."""
+        path = Path(path).resolve()
         self.statusBar().showMessage(f"Opening {path}…")
-        self.runner.start("load", open_source, path, self.dataset, on_done=self._loaded)
+        self.runner.start("load", open_source, path, dataset, on_done=self._loaded)
 
     def ask_dataset(self) -> None:
         from extradeep.gui.dataset_dialog import DatasetDialog
 
-        dialog = DatasetDialog(self.dataset, self)
+        if self.ws is None or self.ws.source_kind == "extrap":
+            self.show_error("Dataset sizes apply to profiles and saved experiments: open one first.")
+            return
+        dialog = DatasetDialog(self.ws.dataset, self)
         if dialog.exec():
             self.set_dataset(dialog.dataset())
 
     def set_dataset(self, dataset) -> None:
-        """Use these dataset sizes (an extradeep.aggregate.experiment.Dataset) from now on; reopen the input."""
-        self.dataset = dataset
+        """Reopen the open input with these dataset sizes (an extradeep.Dataset), so values are per epoch."""
         if self.ws is not None and self.ws.source_kind != "extrap":
-            self.open_path(self.ws.source)
+            self.open_path(self.ws.source, dataset)
 
     def _loaded(self, ws: Workspace) -> None:
         gc.unfreeze()  # what belonged to the input open before may now be collected
@@ -162,6 +165,8 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"extradeep: {ws.source.name}")
         self.params.set_workspace(ws)
         self.regions.show_workspace(ws)
+        if ws.min_points is not None:  # the folder's own setting, as `extradeep model` uses it
+            self.options.set_min_points(ws.min_points)
         first = self._default_rows(ws)
         self.regions.select_rows(first)
         self.source_label.setToolTip("\n".join(ws.notes))

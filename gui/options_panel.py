@@ -122,6 +122,12 @@ class OptionsPanel(QWidget):
         self.error.clear()
         self.changed.emit()
 
+    def set_min_points(self, value: int) -> None:
+        """Set the minimum number of points without re-modeling (the caller models next)."""
+        self.min_points.blockSignals(True)
+        self.min_points.setValue(value)
+        self.min_points.blockSignals(False)
+
     def options(self) -> dict:
         """Keyword arguments for the PMNF modeler; raises InputError for unparsable exponents."""
         return {

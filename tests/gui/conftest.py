@@ -110,3 +110,12 @@ def settle(qapp):
 @pytest.fixture
 def sample_profiles(sample_truth):
     return SAMPLE_PROFILES
+
+
+@pytest.fixture(scope="session")
+def bare_profiles(sample_truth, tmp_path_factory):
+    """sample_profiles/'s exports without its extradeep.toml (links, so the read cache still applies)."""
+    folder = tmp_path_factory.mktemp("bare_profiles")
+    for export in SAMPLE_PROFILES.glob("*.sqlite"):
+        (folder / export.name).symlink_to(export)
+    return folder

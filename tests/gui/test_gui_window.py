@@ -242,11 +242,11 @@ def test_cancel_while_opening_leaves_the_window_as_it_was(window, gui_experiment
     assert "load" in messages and not window.cancel_button.isVisible()
 
 
-def test_dataset_sizes_turn_a_profiles_folder_per_epoch(window, open_wait, sample_profiles, sample_truth,
+def test_dataset_sizes_turn_a_profiles_folder_per_epoch(window, open_wait, bare_profiles, sample_truth,
                                                         gui_experiment, settle):
     from extradeep.aggregate.experiment import Dataset
 
-    open_wait(window, sample_profiles)  # cached by gui_experiment
+    open_wait(window, bare_profiles)  # no extradeep.toml; cached by gui_experiment
     assert window.ws.per == "step"
     step_row = region_row(window.ws, "step")
     per_step = window.ws.points[step_row].value.copy()
