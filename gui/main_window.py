@@ -20,6 +20,7 @@ from extradeep.errors import InputError
 from extradeep.gui.app_models import AppModels, fit_application_models
 from extradeep.gui.options_panel import OptionsPanel
 from extradeep.gui.param_panel import ParamPanel, View
+from extradeep.gui.problems_panel import ProblemsDock
 from extradeep.gui.region_tree import RegionPanel
 from extradeep.gui.tabs import make_tabs
 from extradeep.gui.modeling_process import warm_imports
@@ -54,6 +55,9 @@ class MainWindow(QMainWindow):
         self.regions = RegionPanel()
         self.params = ParamPanel()
         self.options = OptionsPanel()
+        self.problems = ProblemsDock(self)
+        self.addDockWidget(Qt.BottomDockWidgetArea, self.problems)
+        self.problems.hide()
         self.tabs = QTabWidget()
         self.tab_pages = make_tabs(self)
         for page in self.tab_pages:
@@ -94,6 +98,7 @@ class MainWindow(QMainWindow):
         self.cancel_button.clicked.connect(self.runner.cancel_all)
         self.source_label = QLabel()
         bar = self.statusBar()
+        bar.addPermanentWidget(self.problems.button)
         bar.addPermanentWidget(self.source_label)
         bar.addPermanentWidget(self.progress)
         bar.addPermanentWidget(self.cancel_button)
@@ -170,6 +175,7 @@ class MainWindow(QMainWindow):
         first = self._default_rows(ws)
         self.regions.select_rows(first)
         self.source_label.setToolTip("\n".join(ws.notes))
+        self.problems.set_problems(ws.problems)
         note = f" ({ws.notes[0]}{'; more in the tooltip here' if len(ws.notes) > 1 else ''})" if ws.notes else ""
         self.statusBar().showMessage(f"Opened {ws.source}{note}", 10000)
         self.remodel(first_rows=first)

@@ -76,6 +76,7 @@ class Workspace:
     fixed: dict = field(default_factory=dict)
     per: str = "step"
     notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # skipped files and other input problems, one line each
     points: dict[int, RegionPoints] = field(default_factory=dict)
     models: dict[int, object] = field(default_factory=dict)
     growth_keys: dict[int, object] = field(default_factory=dict)
@@ -191,8 +192,9 @@ def workspace_from_experiment(exp, path: Path, source_kind: str) -> Workspace:
     rows["share"] = _shares(rows, train.assign(row=_row_ids(index, train)), params)
     grid = {p: np.unique(exp.points[p].to_numpy(float)) for p in params}
     notes = [] if exp.dataset is not None else ["no dataset sizes: values are per training step"]
+    notes += list(exp.settings.get("notes", []))
     return Workspace(path, source_kind, params, rows, grid, steps_for, exp, exp.dataset, exp.fixed_params,
-                     per_unit(exp.dataset), notes + list(exp.problems))
+                     per_unit(exp.dataset), notes, list(exp.problems))
 
 
 def workspace_from_steps(steps: pd.DataFrame, params: list[str], path: Path, source_kind: str) -> Workspace:

@@ -65,10 +65,7 @@ def resolve_options(args: argparse.Namespace) -> dict:
     on stderr)."""
     use_directory_config(args)
     config = read_config(args.config) if getattr(args, "config", None) else {}
-    try:
-        return merge_options({key: getattr(args, key, None) for key in DEFAULTS}, config)
-    except InputError as exc:
-        raise _as_flags(exc) from None
+    return merge_options({key: getattr(args, key, None) for key in DEFAULTS}, config)
 
 
 def use_directory_config(args) -> None:
@@ -83,14 +80,6 @@ def use_directory_config(args) -> None:
         print(f"extradeep: using settings from {config}", file=sys.stderr)
 
 
-def _as_flags(exc: InputError) -> InputError:
-    """The library's error, naming an option (`train-samples`), as a line naming its flag."""
-    source = exc.source
-    if source is not None and source.replace("-", "_") in DEFAULTS:
-        source = f"--{source}"
-    return InputError(source, exc.problem)
-
-
 def experiment_from_args(args: argparse.Namespace, progress=None):
     """Experiment from parsed arguments; prints each skipped input and a summary on stderr."""
     from extradeep.aggregate.experiment import Experiment, dataset_dict
@@ -98,10 +87,7 @@ def experiment_from_args(args: argparse.Namespace, progress=None):
     from extradeep.pipeline import load_arguments, load_experiment
 
     options = resolve_options(args)
-    try:
-        arguments = load_arguments(options)
-    except InputError as exc:
-        raise _as_flags(exc) from None
+    arguments = load_arguments(options)
     aliases, dataset = arguments["aliases"], arguments["dataset"]
     profiles = list(options["profiles"])
     if not profiles and not options["manifest"]:
