@@ -35,23 +35,22 @@ def load_experiment(paths=None, params=None, settings=None, *, aliases=None, man
 
 def dataset_from_options(options: dict, aliases: dict | None = None) -> Dataset | None:
     """The Dataset of resolved options (extradeep.io.config keys) when train-samples is given, else
-    None (then only per-step values exist). Errors name the options as the CLI spells them, like
-    Dataset's own checks."""
+    None (then only per-step values exist). Errors carry the Dataset field they are about."""
     from extradeep.io.config import number_or_name
 
     if options["train_samples"] is None:
         if options["val_samples"] is not None:
-            raise InputError(None, "--val-samples needs --train-samples and --batch-size")
+            raise InputError(None, field="train_samples", problem="is needed with val_samples (and batch_per_rank)")
         return None
     if options["batch_size"] is None:
-        raise InputError(None, "--train-samples needs --batch-size (the batch size per rank)")
+        raise InputError(None, field="batch_per_rank", problem="the batch size per rank is needed with train_samples")
     aliases = aliases or {}
 
     def param(value):
         value = number_or_name(value)
         return aliases.get(value, value) if isinstance(value, str) else value
 
-    # Dataset checks every value: sizes and degrees > 0 (--val-samples >= 0), one line naming the option
+    # Dataset checks every value: sizes and degrees > 0 (val_samples >= 0), one line naming the field
     return Dataset(
         train_samples=number_or_name(options["train_samples"]),
         val_samples=number_or_name(options["val_samples"] or 0),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from extradeep.cli.flags import flag_error
 from extradeep.errors import InputError
 from extradeep.io.config import (
     CONFIG_NAME,
@@ -65,7 +66,10 @@ def resolve_options(args: argparse.Namespace) -> dict:
     on stderr)."""
     use_directory_config(args)
     config = read_config(args.config) if getattr(args, "config", None) else {}
-    return merge_options({key: getattr(args, key, None) for key in DEFAULTS}, config)
+    try:
+        return merge_options({key: getattr(args, key, None) for key in DEFAULTS}, config)
+    except InputError as exc:
+        raise flag_error(exc) from None
 
 
 def use_directory_config(args) -> None:
@@ -87,7 +91,10 @@ def experiment_from_args(args: argparse.Namespace, progress=None):
     from extradeep.pipeline import load_arguments, load_experiment
 
     options = resolve_options(args)
-    arguments = load_arguments(options)
+    try:
+        arguments = load_arguments(options)
+    except InputError as exc:  # the library names its fields; here they are flags
+        raise flag_error(exc) from None
     aliases, dataset = arguments["aliases"], arguments["dataset"]
     profiles = list(options["profiles"])
     if not profiles and not options["manifest"]:

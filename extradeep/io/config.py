@@ -83,7 +83,7 @@ def merge_options(given: dict, config: dict) -> dict:
     for key in POSITIVE_INT_OPTIONS:
         value = options[key]
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise InputError(f"--{key.replace('_', '-')}", f"must be at least 1, got {value!r}")
+            raise InputError(None, field=key, problem=f"must be at least 1, got {value!r}")
     return options
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from extradeep import __version__
-from extradeep.analysis.analyse import Analysis
+from extradeep.analysis.core import Analysis
 from extradeep.analysis.epoch import QUANTITY_HELP, REGION_KEYS
 from extradeep.errors import InputError
 

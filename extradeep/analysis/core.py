@@ -69,7 +69,7 @@ def ranks_parameter(params: list[str], preferred: str | None = None) -> str:
     """The parameter that counts ranks (resources): ``preferred``, else "ranks", else the first."""
     if preferred:
         if preferred not in params:
-            raise InputError("--ranks-param", f"{preferred!r} is not a parameter ({', '.join(params)})")
+            raise InputError(None, field="ranks_param", problem=f"{preferred!r} is not a parameter ({', '.join(params)})")
         return preferred
     return "ranks" if "ranks" in params else params[0]
 
