@@ -8,6 +8,7 @@ Errors from workers or bad files end up in `last_error`, the status bar and a no
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from pathlib import Path
 
@@ -35,6 +36,16 @@ OPEN_FILTERS = {
 # The selected region is modeled this long after the tree changed, when Qt has laid it out and
 # painted it (with 0 ms, both wanted the GIL at once: 30 ms more stall, measured).
 UI_SETTLE_MS = 100
+
+
+def checked_output(path: str | Path) -> Path:
+    """`path` when a file can be written there, else InputError: checked before any long work."""
+    path = Path(path).resolve()
+    if not path.parent.is_dir():
+        raise InputError(path, "its folder does not exist")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise InputError(path, "cannot write here (permission denied)")
+    return path
 
 
 class MainWindow(QMainWindow):
@@ -343,7 +354,7 @@ class MainWindow(QMainWindow):
     def export_report(self, path: str | Path) -> None:
         """Write the budgeting report in the background, with the modeler options and the Cost tab's
         cores per rank, deadline and budget."""
-        from extradeep.gui.report_export import report_argv, write_report
+        from extradeep.gui.report_export import ReportRequest, write_report
 
         if self.ws is None:
             self.show_error("Nothing is open to export.")
@@ -351,11 +362,11 @@ class MainWindow(QMainWindow):
         cost = next(p for p in self.tab_pages if p.title == "Cost")
         limits = cost.limits() if cost.result is not None else (None, None)
         try:
-            argv = report_argv(self.ws, Path(path), self.options.options(), cost.cores.value(), *limits)
+            request = ReportRequest(checked_output(path), self.options.options(), cost.cores.value(), *limits)
         except InputError as exc:
             self.show_error(str(exc))
             return
-        self.runner.start("report", write_report, argv,
+        self.runner.start("report", write_report, self.ws, request,
                           on_done=lambda out: self.statusBar().showMessage(f"Saved {out}", 5000))
 
     def closeEvent(self, event) -> None:

@@ -68,12 +68,12 @@ def _call(fn, reopen: tuple, *args) -> tuple[bool, object]:
         return True, (exc.source, exc.problem)
 
 
-def _workspace(path: Path, dataset, token: str):
-    from extradeep.gui.workspace import open_source
-
+def _workspace(opener, path: Path, dataset, token: str):
+    # `opener` (extradeep.gui.workspace.open_source) comes pickled by reference with each call: this
+    # module needs no import of the workspace module, which imports this one.
     if _opened.get("token") != token:
         _opened.clear()
-        _opened.update(token=token, ws=open_source(_no_report, path, dataset))
+        _opened.update(token=token, ws=opener(_no_report, path, dataset))
     return _opened["ws"]
 
 

@@ -81,7 +81,7 @@ class Workspace:
     models: dict[int, object] = field(default_factory=dict)
     growth_keys: dict[int, object] = field(default_factory=dict)
     min_points: int | None = None  # the input's own setting (a folder's extradeep.toml), if any
-    reopen: tuple | None = None  # (path, dataset, token of this opening) that `open_source` opens it again from, in the modeling process
+    reopen: tuple | None = None  # (open_source, path, dataset, token of this opening): how the modeling process opens it again
 
     @property
     def metrics(self) -> list[str]:
@@ -100,7 +100,7 @@ def open_source(report, path: str | Path, dataset=None) -> Workspace:
     """Read any supported input; raises InputError with one line when it is not one. `dataset`
     (extradeep.aggregate.experiment.Dataset) makes values per epoch, as the CLI's dataset options do."""
     ws = _open_source(report, Path(path), dataset)
-    ws.reopen = (Path(path), dataset, uuid.uuid4().hex)  # a new token: the file may have changed since
+    ws.reopen = (open_source, Path(path), dataset, uuid.uuid4().hex)  # a new token: the file may have changed since
     return ws
 
 

@@ -207,7 +207,7 @@ def test_recent_files_are_remembered(opened, gui_experiment):
     again.deleteLater()
 
 
-def test_export_html_report_uses_the_report_command(opened, settle, tmp_path):
+def test_export_html_report_uses_the_library_build_report(opened, settle, tmp_path):
     out = tmp_path / "report.html"
     opened.export_report(out)
     settle(lambda: not opened.runner.busy, 120)
