@@ -89,11 +89,14 @@ def _application_models(ws: Workspace, exp, app_steps: pd.DataFrame, options: di
 
 
 def candidates(view, count: int = 400) -> np.ndarray:
-    """x values to evaluate along the x parameter: every integer when it is integral, else a geometric grid."""
+    """x values to evaluate along the x parameter: whole numbers when it takes whole values (every one
+    over a short range, else a geometric selection of them), else a geometric grid."""
     lo, hi = view.x_range()
     measured = view.ws.param_grid[view.x_param]
-    if np.allclose(measured, np.round(measured)) and hi - lo <= 4096:
-        return np.arange(np.ceil(lo), np.floor(hi) + 1)
+    if np.allclose(measured, np.round(measured)):
+        if hi - lo <= 4096:
+            return np.arange(np.ceil(lo), np.floor(hi) + 1)
+        return np.unique(np.round(np.geomspace(max(lo, 1.0), hi, count)))
     return np.geomspace(lo, hi, count) if lo > 0 else np.linspace(lo, hi, count)
 
 
