@@ -31,6 +31,13 @@ class AppModels:
         return self.models.get(quantity)
 
     @property
+    def time_label(self) -> str:
+        """How the time the answers use is named: "epoch time" per epoch, "step time" per step."""
+        from extradeep.analysis.epoch import quantity_label
+
+        return quantity_label(self.time_quantity or "", self.per)
+
+    @property
     def time_quantity(self) -> str | None:
         """The time the answers use: measured epoch time, else the GPU-activity sum."""
         return next((q for q in (EPOCH_TIME, "gpu total") if self.models.get(q) is not None), None)

@@ -38,6 +38,21 @@ OPEN_FILTERS = {
 UI_SETTLE_MS = 100
 
 
+# CSV columns of the model table: (workspace column, header); units in the headers
+CSV_COLUMNS = (("region", "region"), ("kind", "kind"), ("category", "category"), ("metric", "metric"),
+               ("formula", "formula"), ("growth", "growth"), ("smape", "smape_percent"),
+               ("share", "share_of_group_fraction"), ("n_points", "n_points"), ("reason", "reason"))
+
+
+def model_table(ws: Workspace):
+    """The region models as a table for export: SMAPE in percent, the share as a fraction (0-1) of its
+    group at the largest measured point, and the unit of the formula's values."""
+    table = ws.regions[[c for c, _ in CSV_COLUMNS]].rename(columns=dict(CSV_COLUMNS))
+    units = {"time": "s", "visits": "count", "bytes": "bytes"}
+    table.insert(5, "unit", [f"{units.get(m, m)} per {ws.per}" for m in table["metric"]])
+    return table
+
+
 def checked_output(path: str | Path) -> Path:
     """`path` when a file can be written there, else InputError: checked before any long work."""
     path = Path(path).resolve()
@@ -62,6 +77,7 @@ class MainWindow(QMainWindow):
         self._app_started = False
         self._options: tuple[dict, int] = ({}, 0)
         self.last_error = ""
+        self._progress_message = ""
         self._error_box: QMessageBox | None = None
         self.regions = RegionPanel()
         self.params = ParamPanel()
@@ -121,13 +137,26 @@ class MainWindow(QMainWindow):
         self._action(menu, "Open Extra-P &text…", lambda: self._ask_open_file("extrap"))
         self.recent_menu = menu.addMenu("Open &recent")
         self._fill_recent_menu()
-        self._action(menu, "&Dataset sizes (values per epoch)…", self.ask_dataset)
+        # Actions on the open input: disabled while nothing is open (see _loaded).
+        self.input_actions = [self._action(menu, "&Dataset sizes (values per epoch)…", self.ask_dataset)]
         menu.addSeparator()
-        self._action(menu, "Export &plot (PNG, SVG, PDF)…", self.ask_export_plot)
-        self._action(menu, "Export model &table (CSV)…", self.ask_export_csv)
-        self._action(menu, "Export &HTML report…", self.ask_export_report)
+        self.input_actions += [
+            self._action(menu, "Export &plot (PNG, SVG, PDF)…", self.ask_export_plot),
+            self._action(menu, "Export model &table (CSV)…", self.ask_export_csv),
+            self._action(menu, "Export &HTML report…", self.ask_export_report),
+        ]
+        for action in self.input_actions:
+            action.setEnabled(False)
         menu.addSeparator()
         self._action(menu, "&Quit", self.close, QKeySequence.Quit)
+        view = self.menuBar().addMenu("&View")
+        # Window-wide, so they work wherever the focus is (QTabWidget's own only work inside it).
+        self._action(view, "&Next tab", lambda: self._step_tab(1), QKeySequence("Ctrl+Tab"))
+        self._action(view, "&Previous tab", lambda: self._step_tab(-1), QKeySequence("Ctrl+Shift+Tab"))
+        view.addAction(self.problems.toggleViewAction())
+
+    def _step_tab(self, step: int) -> None:
+        self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
 
     def _action(self, menu, text, slot, shortcut=None) -> QAction:
         action = QAction(text, self)
@@ -187,6 +216,8 @@ class MainWindow(QMainWindow):
         self.regions.select_rows(first)
         self.source_label.setToolTip("\n".join(ws.notes))
         self.problems.set_problems(ws.problems)
+        for action in self.input_actions:
+            action.setEnabled(True)
         note = f" ({ws.notes[0]}{'; more in the tooltip here' if len(ws.notes) > 1 else ''})" if ws.notes else ""
         self.statusBar().showMessage(f"Opened {ws.source}{note}", 10000)
         self.remodel(first_rows=first)
@@ -275,11 +306,14 @@ class MainWindow(QMainWindow):
     def _busy(self, busy: bool) -> None:
         self.progress.setVisible(busy)
         self.cancel_button.setVisible(busy)
+        if not busy and self.statusBar().currentMessage() == self._progress_message:
+            self.statusBar().clearMessage()  # the work it described is done
 
     def _progress(self, done: int, total: int, message: str) -> None:
         self.progress.setMaximum(max(total, 0))
         self.progress.setValue(min(done, total) if total else 0)
         if message:
+            self._progress_message = message
             self.statusBar().showMessage(message)
 
     def show_error(self, message: str, dialog: bool = True) -> None:
@@ -336,10 +370,8 @@ class MainWindow(QMainWindow):
         if self.ws is None:
             self.show_error("Nothing is open to export.")
             return None
-        columns = ["region", "kind", "category", "metric", "formula", "growth", "smape", "share", "n_points",
-                   "reason"]
         try:
-            self.ws.regions[columns].to_csv(path, index=False)
+            model_table(self.ws).to_csv(path, index=False)
         except OSError as exc:
             self.show_error(describe_error(exc))
             return None
