@@ -10,7 +10,8 @@ from __future__ import annotations
 REGION, KIND, CATEGORY, METRIC, PHASE, EPOCH, STEP, VALUE = (
     "region", "kind", "category", "metric", "phase", "epoch", "step", "value")
 STEP_SUM_COLUMNS = [REGION, KIND, CATEGORY, METRIC, EPOCH, PHASE, STEP, VALUE]
-REGION_KEYS = [REGION, KIND, CATEGORY, METRIC, PHASE]   # what identifies a modeled series
+REGION_ID = [REGION, KIND, CATEGORY, METRIC]            # one region's metric (an analysis models both phases)
+REGION_KEYS = [*REGION_ID, PHASE]                        # one measured series, per phase (aggregation)
 REP, RANK = "rep", "rank"                               # repetition and rank of a file
 
 # metrics

@@ -14,22 +14,34 @@ from extradeep.predictor.exposure import add_exposure_curves
 
 def load_experiment(paths=None, params=None, settings=None, *, aliases=None, manifest=None,
                     dataset: Dataset | None = None, min_points: int = 5, jobs: int | None = None,
-                    cache_dir=None, use_cache: bool = True, progress=None, replay: bool = True) -> Experiment:
+                    cache_dir=None, use_cache: bool = True, progress=None, replay: bool = True,
+                    system=None) -> Experiment:
     """Read profiles into an Experiment (:func:`extradeep.aggregate.ingest.read_experiment`; its
     `.problems` lists every skipped input), then, with `replay`, replay the traces of the runs at
     the largest points (:func:`extradeep.predictor.exposure.add_exposure_curves`) so the step model
     knows how much communication a step can hide. A saved experiment (`.sqlite` written by
-    `Experiment.save`) is loaded as it was saved, without reading or replaying anything."""
+    `Experiment.save`) is loaded as it was saved, without reading or replaying anything. `system`
+    (a preset name, TOML file or :class:`extradeep.system.System`) overrides or completes the
+    cluster layout read from the exports (`settings["system"]`; also on a saved experiment)."""
     from extradeep.io.store import is_saved_experiment
 
     single = paths if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") else None
     if single is not None and manifest is None and is_saved_experiment(single):
-        return Experiment.load(single)
+        return with_system(Experiment.load(single), system)
     experiment = read_experiment(paths, params, settings, aliases=aliases, manifest=manifest, dataset=dataset,
                                  min_points=min_points, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache,
                                  progress=progress)
     if replay:
         add_exposure_curves(experiment, cache_dir=cache_dir, use_cache=use_cache, progress=progress)
+    return with_system(experiment, system)
+
+
+def with_system(experiment: Experiment, system) -> Experiment:
+    """The experiment with a system description (settings["system"]) when one is given."""
+    if system is not None:
+        from extradeep.system import load_system
+
+        experiment.settings["system"] = load_system(system).to_dict()
     return experiment
 
 
@@ -72,4 +84,15 @@ def load_arguments(options: dict) -> dict:
     return {"params": options["param"] or None, "settings": reader_settings(options), "aliases": aliases,
             "manifest": options["manifest"], "dataset": dataset_from_options(options, aliases),
             "min_points": int(options["min_points"]), "jobs": options["jobs"], "cache_dir": options["cache_dir"],
-            "use_cache": not options["no_cache"], "replay": not options["no_replay"]}
+            "use_cache": not options["no_cache"], "replay": not options["no_replay"],
+            "system": _system(options["system"])}
+
+
+def _system(spec):
+    """The cluster description of a `system` option (a preset name or TOML file), loaded now so a bad
+    file fails before the long read."""
+    if not spec:
+        return None
+    from extradeep.system import load_system
+
+    return load_system(spec)

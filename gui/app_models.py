@@ -62,8 +62,8 @@ def fit_application_models(report, ws: Workspace, options: dict, n_eval: int) ->
 def application_models(ws: Workspace, options: dict, n_eval: int) -> AppModels | None:
     """The application quantities' models and points (the work of `fit_application_models`)."""
     exp = ws.experiment
-    from extradeep.analysis.epoch import application_steps, step_values
     from extradeep.aggregate.experiment import EPOCH_CATEGORIES
+    from extradeep.analysis.epoch import application_steps, step_values
 
     # Only the step time (and the reader's GPU-busy union, both category "step") and the regions the
     # category sums add up are needed.

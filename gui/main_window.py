@@ -14,17 +14,28 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QFileDialog, QGroupBox, QLabel, QMainWindow, QMessageBox, QProgressBar,
-                               QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QGroupBox,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from extradeep.errors import InputError
 from extradeep.gui.app_models import AppModels, fit_application_models
+from extradeep.gui.modeling_process import warm_imports
 from extradeep.gui.options_panel import OptionsPanel
 from extradeep.gui.param_panel import ParamPanel, View
 from extradeep.gui.problems_panel import ProblemsDock
 from extradeep.gui.region_tree import RegionPanel
 from extradeep.gui.tabs import make_tabs
-from extradeep.gui.modeling_process import warm_imports
 from extradeep.gui.workers import TaskRunner, describe_error
 from extradeep.gui.workspace import Workspace, apply_models, fit_region_models, open_source, rank_growth
 

@@ -36,10 +36,11 @@ def pool() -> ProcessPoolExecutor:
 def warm_imports(report) -> None:
     """Import the modeling and analysis stack (SciPy among it) before the user needs it, here and in
     the modeling process: the first import takes about a second, which would delay the first plot."""
+    import scipy.special  # noqa: F401
+
     import extradeep.analysis.core  # noqa: F401
     import extradeep.analysis.epoch  # noqa: F401
     import extradeep.modeling  # noqa: F401
-    import scipy.special  # noqa: F401
 
     if multiprocessing.parent_process() is None:
         gc.freeze()  # the imported modules stay: full collections need not scan them (about 90 ms each)

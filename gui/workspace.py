@@ -81,7 +81,8 @@ class Workspace:
     models: dict[int, object] = field(default_factory=dict)
     growth_keys: dict[int, object] = field(default_factory=dict)
     min_points: int | None = None  # the input's own setting (a folder's extradeep.toml), if any
-    reopen: tuple | None = None  # (open_source, path, dataset, token of this opening): how the modeling process opens it again
+    # (open_source, path, dataset, token of this opening): how the modeling process opens it again
+    reopen: tuple | None = None
 
     @property
     def metrics(self) -> list[str]:

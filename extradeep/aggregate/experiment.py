@@ -130,6 +130,8 @@ class Experiment:
     provenance: pd.DataFrame
     settings: dict = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    # models read back from a saved file ({"models", "meta"}); analyse reuses them when they fit
+    saved_models: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def dataset(self) -> Dataset | None:
@@ -187,11 +189,12 @@ class Experiment:
         phases = set(self.points["phase"])
         return [] if "train" in phases else ["no training steps were measured"]
 
-    def save(self, path) -> None:
-        """Write one SQLite file (overwriting an earlier extradeep experiment, never anything else)."""
+    def save(self, path, extra_tables: dict | None = None) -> None:
+        """Write one SQLite file (overwriting an earlier extradeep experiment, never anything else);
+        `extra_tables` (name -> DataFrame) are written with it, such as the fitted models."""
         tables = {"measurements": self.points, "measurements_by_rep": self.values,
                   "regions": region_table(self.points), "parameters": self.parameter_table(),
-                  "provenance": self.provenance}
+                  "provenance": self.provenance, **(extra_tables or {})}
         store.write_experiment(path, {"params": json.dumps(self.params)}, tables, self.settings, self.problems)
 
     @classmethod
@@ -199,8 +202,10 @@ class Experiment:
         saved = store.read_experiment(path)
         points = saved.tables["measurements"]
         points["modelable"] = points["modelable"].astype(bool)
-        return cls(json.loads(saved.meta["params"]), saved.tables["measurements_by_rep"], points,
-                   saved.tables["provenance"], saved.settings, saved.problems)
+        experiment = cls(json.loads(saved.meta["params"]), saved.tables["measurements_by_rep"], points,
+                         saved.tables["provenance"], saved.settings, saved.problems)
+        experiment.saved_models = saved.models
+        return experiment
 
     def parameter_table(self) -> pd.DataFrame:
         rows = [{"name": p, "modeled": True, "values": json.dumps(sorted(self.points[p].unique().tolist()))} for p in self.params]

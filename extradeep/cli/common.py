@@ -46,6 +46,10 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument("--no-replay", action="store_true", default=None, help=(
         "do not replay the largest runs' traces to learn how much communication a step can hide "
         "(the step-time model then assumes the measured share; saves time with very large exports)"))
+    read.add_argument("--system", metavar="PRESET|FILE", help=(
+        "the cluster: a preset (dgx-8-nvswitch, 4gpu-1nic-per-gpu, 4gpu-1nic) or a TOML file with gpus-per-node, "
+        "intra-bandwidth, intra-latency, inter-bandwidth (per NIC), inter-latency, nics-per-node; overrides or "
+        "completes the layout read from the exports, and lets predictions leave the nodes that were measured"))
     read.add_argument("--config", metavar="FILE", help=(
         f"TOML file with any of these keys: {', '.join(k.replace('_', '-') for k in DEFAULTS)} (other options "
         f"are command-line only; command-line options win; default: {CONFIG_NAME} in the one PROFILES folder)"))
@@ -95,7 +99,7 @@ def experiment_from_args(args: argparse.Namespace, progress=None):
         arguments = load_arguments(options)
     except InputError as exc:  # the library names its fields; here they are flags
         raise flag_error(exc) from None
-    aliases, dataset = arguments["aliases"], arguments["dataset"]
+    aliases, dataset, system = arguments["aliases"], arguments["dataset"], arguments["system"]
     profiles = list(options["profiles"])
     if not profiles and not options["manifest"]:
         raise InputError(None, "give PROFILES (exports or directories) or --manifest")
@@ -106,6 +110,8 @@ def experiment_from_args(args: argparse.Namespace, progress=None):
         _check_params(experiment, options["param"], aliases, profiles[0])
         if options["min_points"] != DEFAULTS["min_points"] or getattr(args, "min_points", None) is not None:
             experiment.set_min_points(options["min_points"])
+        if system is not None:
+            experiment.settings["system"] = system.to_dict()
     else:
         experiment = _load_reporting(load_experiment, profiles or None, progress=progress, **arguments)
     report_problems(experiment, sys.stderr)

@@ -47,6 +47,7 @@ def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
     mod.add_argument("--exponents-j", metavar="LIST", help="logarithm exponents, e.g. 0,1,2 (default 0,1,2)")
     mod.add_argument("--terms", type=int, metavar="N", help="terms per parameter besides the constant (1-3, default 1)")
     mod.add_argument("--nonnegative", action="store_true", default=None, help="only non-negative coefficients")
+    mod.add_argument("--refit", action="store_true", help="fit the models again even where a saved experiment has them")
     ana = parser.add_argument_group("analysis")
     ana.add_argument("--predict", metavar="LIST", help="predict at these values of the ranks parameter: 16,32,64 or 8:64:8 (default: 2x, 4x, 8x the largest measured)")
     ana.add_argument("--at", action="append", metavar="PARAM=VALUE", help="value of another parameter for predictions (repeatable; default: the baseline's)")
@@ -191,7 +192,7 @@ def analysis_from_args(args):
         return analyse_table(table, table.attrs["params"], modeler_options(args), args.scaling, args.ranks_param), None
     experiment = experiment_from_args(args)
     analysis = analyse(experiment, options=modeler_options(args), scaling=args.scaling,
-                       ranks_param=args.ranks_param, progress=progress_line)
+                       ranks_param=args.ranks_param, progress=progress_line, refit=args.refit)
     return analysis, experiment
 
 
@@ -260,7 +261,8 @@ def scaling_note(analysis) -> str:
 
 
 def _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, derived, regions) -> None:
-    from extradeep.report.jsonout import save_models, write_json
+    from extradeep.analysis.saved import models_tables
+    from extradeep.report.jsonout import write_json
 
     if args.json:
         write_json(args.json, analysis, predictions, bottlenecks, cost, args.level, derived, regions)
@@ -268,6 +270,5 @@ def _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, d
     if args.save:
         if experiment is None:
             raise InputError("--save", "only experiments read from profiles can be saved")
-        experiment.save(args.save)
-        save_models(args.save, analysis)
+        experiment.save(args.save, extra_tables=models_tables(analysis))
         print(f"extradeep: saved the experiment and models to {args.save}", file=sys.stderr)

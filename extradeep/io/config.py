@@ -30,6 +30,7 @@ DEFAULTS = {
     "cache_dir": None,
     "no_cache": False,
     "no_replay": False,
+    "system": None,
     "train_samples": None,
     "val_samples": None,
     "batch_size": None,

@@ -266,7 +266,8 @@ def check_single_app(runs: pd.DataFrame) -> None:
     counts = runs["app"].value_counts()
     if len(counts) > 1:
         listed = ", ".join(f"{app!r} ({n} files)" for app, n in counts.items())
-        raise InputError(None, f"the inputs mix applications: {listed}; give one application's exports at a time (or name the runs in a manifest file)")
+        raise InputError(None, f"the inputs mix applications: {listed}; give one application's exports at a time "
+                         "(or name the runs in a manifest file)")
 
 
 def drop_duplicates(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:

@@ -38,8 +38,8 @@ def sample_truth():
 def gui_experiment(sample_truth, tmp_path_factory):
     """sample_profiles/ read (into the session's cache, so the GUI reopens it fast) and saved as one
     experiment file with its dataset sizes."""
-    from extradeep.aggregate.experiment import Dataset
     from extradeep import load_experiment
+    from extradeep.aggregate.experiment import Dataset
 
     exp = load_experiment([SAMPLE_PROFILES], dataset=Dataset(**sample_truth["dataset"]), progress=False)
     path = tmp_path_factory.mktemp("gui_exp") / "exp.sqlite"

@@ -39,8 +39,8 @@ def test_open_sample_profiles_models_every_region(window, open_wait, sample_prof
 
 def test_models_are_the_ones_extradeep_model_makes(opened, gui_experiment):
     """Chunked background modeling gives exactly the CLI's models (extradeep.analysis.core)."""
-    from extradeep.analysis.core import analyse
     from extradeep.aggregate.experiment import Experiment
+    from extradeep.analysis.core import analyse
 
     window = opened
     cli = analyse(Experiment.load(gui_experiment), options=window.options.options())

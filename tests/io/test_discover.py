@@ -1,6 +1,7 @@
 import pandas as pd
 import pytest
 
+from extradeep.errors import InputError
 from extradeep.io.discover import (
     discover,
     drop_conflicts,
@@ -10,7 +11,6 @@ from extradeep.io.discover import (
     read_manifest,
     runs_from_names,
 )
-from extradeep.errors import InputError
 
 
 @pytest.mark.parametrize(
