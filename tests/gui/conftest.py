@@ -119,3 +119,16 @@ def bare_profiles(sample_truth, tmp_path_factory):
     for export in SAMPLE_PROFILES.glob("*.sqlite"):
         (folder / export.name).symlink_to(export)
     return folder
+
+
+def show_page(window, title):
+    """Make the tab titled `title` the current one and return it."""
+    page = next(p for p in window.tab_pages if p.title == title)
+    window.tabs.setCurrentWidget(page)
+    return page
+
+
+@pytest.fixture
+def show_tab():
+    """show_tab(window, title): switch to that tab and return its page."""
+    return show_page

@@ -10,13 +10,8 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
 
-def tab(window, title):
-    page = next(p for p in window.tab_pages if p.title == title)
-    window.tabs.setCurrentWidget(page)
-    return page
 
-
-def test_the_x_range_ends_where_the_model_means_something(opened, sample_truth, settle):
+def test_the_x_range_ends_where_the_model_means_something(opened, sample_truth, settle, show_tab):
     from extradeep.gui.app_models import candidates
 
     window, spin = opened, opened.params.x_max
@@ -30,24 +25,24 @@ def test_the_x_range_ends_where_the_model_means_something(opened, sample_truth, 
         view = window.current_view()
         x = candidates(view)
         assert x[-1] == last and np.array_equal(x, np.round(x))  # whole ranks only
-        cost = tab(window, "Cost")
+        cost = show_tab(window, "Cost")
         settle(lambda: cost.result is not None)
         assert (cost.result.table["T"] > 0).all()  # no 0 s epochs
         assert "-100%" not in cost.answer.text()
-        bottlenecks = tab(window, "Bottlenecks")
+        bottlenecks = show_tab(window, "Bottlenecks")
         assert bottlenecks.has_plot and bottlenecks.table.rowCount() > 0
     finally:
         spin.setValue(before)
-        tab(window, "Model")
+        show_tab(window, "Model")
 
 
-def test_the_breakdown_adds_up_to_the_modeled_epoch_time(opened, settle):
+def test_the_breakdown_adds_up_to_the_modeled_epoch_time(opened, settle, show_tab):
     """The stacked categories minus the hatched overlap (plus any unexplained gap) are the epoch-time
     model at every x, and the overlap the stack would hide is really there in this data."""
     from extradeep.gui.app_models import BREAKDOWN, EPOCH_TIME
     from extradeep.gui.tabs.breakdown_tab import OVERLAP, UNEXPLAINED
 
-    page = tab(opened, "Breakdown")
+    page = show_tab(opened, "Breakdown")
     try:
         settle(lambda: page.has_plot)
         parts = page.parts
@@ -58,7 +53,7 @@ def test_the_breakdown_adds_up_to_the_modeled_epoch_time(opened, settle):
         labels = [t.get_text() for t in page.figure.axes[0].get_legend().get_texts()]
         assert any(label.startswith("overlap") for label in labels)
     finally:
-        tab(opened, "Model")
+        show_tab(opened, "Model")
 
 
 def test_wording_and_state_say_what_is_true(window, open_wait, gui_experiment, tmp_path, monkeypatch):
