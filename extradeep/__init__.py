@@ -9,7 +9,8 @@ The whole pipeline in a few names (see docs/notebook.md)::
     xd.build_report(analysis, "report.html")                                  # the HTML budgeting report
     prediction = xd.predict("one_run/", what_if=["comm.bandwidth=2"])         # trace replay and what-ifs
 
-Names are imported on first use, so `import extradeep` stays cheap and never needs PySide6.
+Names are imported on first use, so `import extradeep` stays cheap and never needs PySide6. No name
+here is also a subpackage's (importing `extradeep.simulate` would shadow a function of that name).
 """
 
 from __future__ import annotations
@@ -56,8 +57,6 @@ _EXPORTS = {
     # trace-based predictor
     "predict": "extradeep.predictor.api",
     "Prediction": "extradeep.predictor.api",
-    # synthetic data with known truth
-    "simulate": "extradeep.simulate.run",
     # errors
     "InputError": "extradeep.errors",
 }
