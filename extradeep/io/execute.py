@@ -43,7 +43,7 @@ def read_all(runs: pd.DataFrame, settings: ReaderSettings, *, jobs=None, cache_d
             store_cache(cache_dir, keys[i], results[i])
             bar.update(tasks[i][0])
     else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=pool_context()) as pool:
             futures = {pool.submit(read_one, tasks[i][0], settings): i for i in todo}
             for future in as_completed(futures):
                 i = futures[future]
@@ -58,6 +58,18 @@ def read_all(runs: pd.DataFrame, settings: ReaderSettings, *, jobs=None, cache_d
     if cache_dir is not None:
         prune_cache(cache_dir, limit)
     return results
+
+
+def pool_context():
+    """The multiprocessing context for worker pools: fork from the main thread (fast), forkserver from
+    any other thread (a GUI worker): a child forked while another thread holds a lock (Qt, malloc,
+    logging) can wait for that lock forever, which hung a predictor run started from the GUI."""
+    import multiprocessing
+    import threading
+
+    if threading.current_thread() is threading.main_thread() or sys.platform != "linux":
+        return None  # the platform's default
+    return multiprocessing.get_context("forkserver")
 
 
 def read_one(path: str, settings: ReaderSettings) -> dict:

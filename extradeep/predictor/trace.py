@@ -231,7 +231,9 @@ def _read_files(paths: list[Path], jobs: int | None, settings=None) -> list:
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
     if jobs == 1 or len(paths) < 4:
         return [_read_or_problem(p, settings) for p in paths]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    from extradeep.io.execute import pool_context
+
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=pool_context()) as pool:
         return list(pool.map(_read_or_problem, paths, [settings] * len(paths)))
 
 
