@@ -44,6 +44,8 @@ _EXPORTS = {
     "BudgetLimits": "extradeep.analysis.budget",
     "budget_search": "extradeep.analysis.budget",
     "prediction_errors": "extradeep.analysis.evaluation",
+    "MeasurementAdvisor": "extradeep.analysis.advisor",
+    "plan_measurements": "extradeep.analysis.advisor",
     # reports
     "build_report": "extradeep.report.build",
     # trace-based predictor
