@@ -117,7 +117,9 @@ class MeasurementAdvisor:
             raise InputError("plan", f"the experiment has no {self.quantity!r} values to model")
         self.app_ = str(experiment.settings.get("app") or "app")
         self.fixed_ = experiment.fixed_params
-        self.quantity_ = quantity_label(self.quantity, "epoch" if experiment.dataset is not None else "step")
+        # Per training step, as analyse() models epochs (n_t x step model): the step counts are
+        # exact, so the relative interval of the step time is that of the epoch time.
+        self.quantity_ = quantity_label(self.quantity, "step")
         frame = values.rename(columns={ranks: "ranks"})[["ranks", "rep", "value"]]
         return frame, experiment.settings.get("layout")
 

@@ -135,8 +135,9 @@ def measured_points(experiment: Experiment, dataset: Dataset | None, metrics=("t
 
 
 def measured_values(experiment: Experiment, dataset: Dataset | None = None) -> pd.DataFrame:
-    """Application quantities per repetition (quantity, params, rep, value), as :func:`analyse` models them."""
-    return _measure(experiment, dataset or experiment.dataset, ("time",))[2]
+    """Application quantities per repetition (quantity, params, rep, value): per epoch with a
+    dataset, per training step without one (None: per step, whatever the experiment's dataset)."""
+    return _measure(experiment, dataset, ("time",))[2]
 
 
 def fit_phase_models(steps: pd.DataFrame, keys: list[str], params: list[str], dataset: Dataset | None,

@@ -20,6 +20,7 @@ COMMANDS = (
     "model",
     "evaluate",
     "budget",
+    "plan",
     "report",
     "inspect",
     "predict",
