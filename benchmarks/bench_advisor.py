@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from extradeep.simulate.campaign import Scenario, compare  # noqa: E402
+from extradeep.simulate.campaign import Scenario, compare
 
 SCENARIOS = [
     Scenario("compute-bound", kernel_scale={"*gemm*": 2.0}, bandwidth_scale=8.0, seed=1),

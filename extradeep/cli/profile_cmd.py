@@ -101,10 +101,10 @@ def _run_plan(args, command) -> int:
 def _job_options(args) -> dict:
     from extradeep.capture.frameworks.sampling import Sampling
 
-    return dict(launcher=args.launcher, trace=args.trace, cuda_profiler=args.cuda_profiler, outdir=args.outdir,
-                gpus_per_node=args.gpus_per_node, mpi_impl=args.mpi_impl, rank_variable=args.rank_var,
-                launcher_args=args.launcher_arg,
-                sampling=Sampling(args.train_steps, args.val_steps, args.epochs, args.sampling, args.cuda_profiler))
+    return {"launcher": args.launcher, "trace": args.trace, "cuda_profiler": args.cuda_profiler,
+            "outdir": args.outdir, "gpus_per_node": args.gpus_per_node, "mpi_impl": args.mpi_impl,
+            "rank_variable": args.rank_var, "launcher_args": args.launcher_arg,
+            "sampling": Sampling(args.train_steps, args.val_steps, args.epochs, args.sampling, args.cuda_profiler)}
 
 
 def _print(args, plan) -> int:

@@ -41,8 +41,8 @@ def plan_text(plan: pd.DataFrame, current: pd.DataFrame) -> str:
         lines.append("nothing to propose (the budget is spent or every candidate is measured)")
     else:
         total = plan["gpu_hours"].sum()
-        lines += [f"proposed runs ({int(plan['reps'].sum())} runs, {total:.3g} GPU-hours, cost in "
-                  f"{attrs.get('cost_unit', 'core-hours')}):",
+        unit = attrs.get("cost_unit", "core-hours")
+        lines += [f"proposed runs ({int(plan['reps'].sum())} runs, {total:.3g} GPU-hours, cost in {unit}):",
                   render_table(HEADERS, _rows(plan), align="rrrrlrrrr")]
         reasons = list(dict.fromkeys(plan["reason"]))
         lines += [f"  why: {reason}" for reason in reasons]
