@@ -77,7 +77,8 @@ class SimulatedProfiler:
             seed = [self.scenario.seed, int(ranks), int(rep)]
             self._simulate(outdir, int(ranks), int(np.random.SeedSequence(seed).generate_state(1)[0]),
                            truth_replicates=0)
-            experiment = load_experiment(outdir, params=["ranks"], progress=False, use_cache=False, replay=False)
+            experiment = load_experiment(outdir, params=["ranks"], progress=False, use_cache=False, replay=False,
+                                         jobs=1)
             values = measured_values(experiment)
             self._cache[key] = float(values.loc[values["quantity"] == "epoch time", "value"].iloc[0])
             shutil.rmtree(outdir, ignore_errors=True)
