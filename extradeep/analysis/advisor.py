@@ -170,7 +170,8 @@ class MeasurementAdvisor:
         plan = pd.DataFrame(rows, columns=PLAN_COLUMNS)
         plan.attrs.update(app=self.app_, fixed=dict(self.fixed_), quantity=self.quantity_, notes=list(self.notes_),
                           targets=self.targets_.astype(int).tolist(), cost_unit=self.cost_.unit,
-                          gpus_per_node=self.gpus_per_node_, level=self.level)
+                          gpus_per_node=self.gpus_per_node_, level=self.level, current=self.current_.copy(),
+                          formula=None if self.model_ is None else self.model_.formula())
         return plan
 
     def run_cost(self, ranks) -> tuple[np.ndarray, np.ndarray]:

@@ -64,3 +64,18 @@ def run(args) -> int:
         print(f"extradeep: plan written to {path}; next: extradeep profile-cmd --plan {path} -- COMMAND",
               file=sys.stderr)
     return 0
+
+
+def plan_for_report(args, experiment, cost):
+    """The plan for `report --plan-target` (None without it): 3 next runs within --max-ranks
+    (default: twice the largest measured ranks)."""
+    if not getattr(args, "plan_target", None) or experiment is None:
+        return None
+    from extradeep.analysis.advisor import MeasurementAdvisor
+    from extradeep.analysis.points import parse_values
+
+    measured = experiment.points[cost.ranks_param].max()
+    max_ranks = int(args.max_ranks or 2 * measured)
+    advisor = MeasurementAdvisor(parse_values(args.plan_target, "--plan-target"), max_ranks, args.gpus_per_node,
+                                 cost=cost, level=args.level)
+    return advisor.fit(experiment).propose(3)

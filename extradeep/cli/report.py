@@ -38,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--plot-formats", default="png,svg", metavar="LIST", help="formats for --plots (default png,svg)")
     out.add_argument("--title", default="Cost per epoch: budgeting report", help="report title")
     out.add_argument("--top", type=int, default=10, metavar="N", help="regions in the bottleneck table (default 10)")
+    out.add_argument("--plan-target", metavar="N,N", help="add 'What to profile next': the 3 runs (within --max-ranks) "
+                     "that shrink the 95%% interval at these ranks the most per GPU-hour")
 
 
 def run(args) -> int:
@@ -47,6 +49,7 @@ def run(args) -> int:
     from extradeep.cli.evaluate import evaluation_from_args
     from extradeep.cli.model import check_analysis_options, cost_settings, prediction_grid
     from extradeep.cli.outputs import check_outputs
+    from extradeep.cli.plan import plan_for_report
     from extradeep.report.html import ReportInputs, build_html
     from extradeep.report.plots import save_figure
 
@@ -73,7 +76,8 @@ def run(args) -> int:
         bottlenecks=bottleneck_table(analysis.region_models, target, analysis.params),
         cost=cost, x_max=x_max, level=args.level,
         provenance=None if experiment is None else experiment.provenance,
-        budget=budget_from_args(args, analysis, limits), errors=errors, evaluation_points=eval_points, title=args.title)
+        budget=budget_from_args(args, analysis, limits), errors=errors, evaluation_points=eval_points, title=args.title,
+        plan=plan_for_report(args, experiment, cost))
     text = build_html(inputs)
     try:
         Path(args.output).write_text(text, encoding="utf-8")

@@ -51,7 +51,8 @@ def plan_text(plan: pd.DataFrame, current: pd.DataFrame) -> str:
 
 
 def plan_section(plan: pd.DataFrame | None, current: pd.DataFrame | None = None, model_formula: str | None = None) -> str:
-    """HTML section "What to profile next": the model and its interval at the targets, then the plan.
+    """HTML section "What to profile next": the model and its interval at the targets, then the plan
+    (``MeasurementAdvisor.propose()``, whose attrs carry the current interval and the formula).
 
     Self-contained (its own table markup) so report assembly only has to append it; empty string
     without a plan.
@@ -59,6 +60,8 @@ def plan_section(plan: pd.DataFrame | None, current: pd.DataFrame | None = None,
     if plan is None:
         return ""
     attrs = plan.attrs
+    current = attrs.get("current") if current is None else current
+    model_formula = model_formula or attrs.get("formula")
     quantity, level = attrs.get("quantity", "time"), attrs.get("level", 0.95)
     parts = ["<h2>What to profile next</h2>"]
     if model_formula:

@@ -10,7 +10,12 @@ import extradeep as xd
 from extradeep.analysis.advisor import MeasurementAdvisor, candidate_ranks
 from extradeep.analysis.analyse import measured_values
 from extradeep.analysis.cost import CostSettings
-from extradeep.analysis.hypothetical import PointData, check_consistent, interval_width, updated_model
+from extradeep.analysis.hypothetical import (
+    PointData,
+    check_consistent,
+    interval_width,
+    updated_model,
+)
 from extradeep.errors import InputError
 
 
@@ -120,3 +125,16 @@ def test_bad_settings_are_one_line_errors(kwargs, option):
     with pytest.raises(InputError) as err:
         MeasurementAdvisor(**settings).fit()
     assert option in str(err.value)
+
+
+def test_report_section_and_text_show_the_plan_beside_the_model(fitted):
+    from extradeep.report.plan import plan_section, plan_text
+
+    plan = fitted.propose(2)
+    page = plan_section(plan)
+    assert "What to profile next" in page and fitted.model_.formula() in page
+    for ranks in plan["ranks"]:
+        assert f'<td class="num">{ranks}</td>' in page
+    text = plan_text(plan, fitted.current_)
+    assert "step time at 40 ranks" in text and "proposed runs" in text
+    assert plan_section(None) == ""
