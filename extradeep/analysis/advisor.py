@@ -103,7 +103,7 @@ class MeasurementAdvisor:
             raise InputError("initial_share", f"must be in (0, 1], got {self.initial_share!r}")
 
     def _from_experiment(self, experiment):
-        from extradeep.analysis.analyse import measured_values
+        from extradeep.analysis.core import measured_values
         from extradeep.analysis.epoch import quantity_label
 
         params = list(experiment.params)

@@ -34,7 +34,7 @@ class BudgetLimits:
         for name in ("max_time", "max_cost", "epochs"):
             value = getattr(self, name)
             if value is not None and not (np.isfinite(value) and value > 0):
-                raise InputError(f"--{name.replace('_', '-')}", f"must be a positive number, got {value!r}")
+                raise InputError(None, f"must be a positive number, got {value!r}", field=name)
 
 
 @dataclass

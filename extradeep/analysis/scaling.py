@@ -71,7 +71,7 @@ def scaling_table(models: pd.DataFrame, grid: pd.DataFrame, params: list[str], k
     ``samples``: optional function of a points frame -> samples processed per epoch; speedup and
     efficiency then compare time per sample (see :func:`add_scaling_columns`)."""
     if mode not in SCALING_MODES:
-        raise InputError("--scaling", f"must be one of {', '.join(SCALING_MODES)}, got {mode!r}")
+        raise InputError(None, field="scaling", problem=f"must be one of {', '.join(SCALING_MODES)}, got {mode!r}")
     missing = [p for p in params if p not in baseline]
     if missing:
         raise InputError("baseline", f"gives no value for {', '.join(missing)}")

@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from extradeep.cli.flags import flag_error
 from extradeep.errors import InputError
 
 # key: (default, type) of every option that a config file may also set
@@ -151,7 +152,14 @@ def dataset_from_options(options: dict, aliases: dict | None = None):
         value = number_or_name(value)
         return aliases.get(value, value) if isinstance(value, str) else value
 
-    # Dataset checks every value: sizes and degrees > 0 (--val-samples >= 0), one line naming the option
+    # Dataset checks every value: sizes and degrees > 0 (val_samples >= 0), one line naming the field
+    try:
+        return _dataset(Dataset, options, param)
+    except InputError as exc:
+        raise flag_error(exc) from None
+
+
+def _dataset(Dataset, options, param):
     return Dataset(
         train_samples=number_or_name(options["train_samples"]),
         val_samples=number_or_name(options["val_samples"] or 0),

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from extradeep.analysis.analyse import Analysis, primary_quantity
+from extradeep.analysis.core import Analysis, primary_quantity
 from extradeep.analysis.epoch import BREAKDOWN, EPOCH_TIME
 from extradeep.analysis.points import point_grid
 

@@ -70,7 +70,7 @@ class SimulatedProfiler:
     def measure(self, ranks: int, rep: int) -> float:
         key = (int(ranks), int(rep))
         if key not in self._cache:
-            from extradeep.analysis.analyse import measured_values
+            from extradeep.analysis.core import measured_values
             from extradeep.pipeline import load_experiment
 
             outdir = self.workdir / f"p{ranks}.r{rep}"

@@ -8,7 +8,7 @@ import pytest
 
 import extradeep as xd
 from extradeep.analysis.advisor import MeasurementAdvisor, candidate_ranks
-from extradeep.analysis.analyse import measured_values
+from extradeep.analysis.core import measured_values
 from extradeep.analysis.cost import CostSettings
 from extradeep.analysis.hypothetical import (
     PointData,

@@ -14,6 +14,7 @@ from extradeep.analysis.cost import CostSettings, cost_table
 from extradeep.analysis.points import format_point
 from extradeep.analysis.communication import pure_times
 from extradeep.analysis.overlap import Exposure, fit_step_composition, step_parts
+from extradeep.analysis.saved import reusable_models
 from extradeep.analysis.scaling import default_baseline, design, scaling_models, scaling_table
 from extradeep.errors import InputError
 from extradeep.aggregate.experiment import TOTAL, Dataset, Experiment
@@ -69,18 +70,19 @@ def ranks_parameter(params: list[str], preferred: str | None = None) -> str:
     """The parameter that counts ranks (resources): ``preferred``, else "ranks", else the first."""
     if preferred:
         if preferred not in params:
-            raise InputError("--ranks-param", f"{preferred!r} is not a parameter ({', '.join(params)})")
+            raise InputError(None, field="ranks_param", problem=f"{preferred!r} is not a parameter ({', '.join(params)})")
         return preferred
     return "ranks" if "ranks" in params else params[0]
 
 
 def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dict | None = None,
             scaling: str | None = None, ranks_param: str | None = None, metrics=("time", "visits", "bytes"),
-            progress=None) -> Analysis:
+            progress=None, refit: bool = False) -> Analysis:
     """Fit application and region models of ``experiment`` (per epoch when a dataset is known).
 
     ``options`` go to the modeler (exponents, terms, nonnegative, min_points); ``scaling`` is
-    "strong" or "weak" (default: the dataset's weak_scaling flag).
+    "strong" or "weak" (default: the dataset's weak_scaling flag). Models saved with the experiment
+    are reused when they were fitted with the same options and dataset, unless ``refit``.
     """
     dataset = dataset or experiment.dataset
     params = list(experiment.params)
@@ -88,11 +90,14 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
         raise InputError(None, "the experiment has no modeled parameters (give --param)")
     app_steps, region_steps, application, regions, notes = _measure(experiment, dataset, metrics)
     fixed = experiment.fixed_params
-    _say(progress, "modeling the application quantities")
-    exposure = Exposure.from_experiment(experiment)
-    app_models = fit_application_models(app_steps, experiment.values, params, dataset, fixed, options, exposure)
-    _say(progress, f"modeling {len(regions[REGION_KEYS].drop_duplicates())} region metrics")
-    region_models = fit_phase_models(region_steps, REGION_KEYS, params, dataset, fixed, options)
+    saved = None if refit else reusable_models(experiment.saved_models, dataset, options)
+    if saved is not None:
+        _say(progress, "using the models saved with the experiment")
+        app_models, region_models = saved
+    else:
+        if experiment.saved_models and not refit:
+            notes.append("the saved models were fitted with other modeler options or dataset sizes, so they were refitted")
+        app_models, region_models = _fit(experiment, app_steps, region_steps, regions, dataset, options, progress)
     app_points = point_summary(application, ["quantity"], params)
     ranks = ranks_parameter(params, ranks_param)
     mode = scaling or default_scaling(dataset)
@@ -112,6 +117,15 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     return Analysis(params, ranks, per_unit(dataset), mode, baseline, application, app_points, app_models,
                     regions, point_summary(regions, REGION_KEYS, params), region_models, dataset, notes,
                     dict(options or {}), dict(fixed))
+
+
+def _fit(experiment, app_steps, region_steps, regions, dataset, options, progress):
+    params, fixed = list(experiment.params), experiment.fixed_params
+    _say(progress, "modeling the application quantities")
+    exposure = Exposure.from_experiment(experiment)
+    app_models = fit_application_models(app_steps, experiment.values, params, dataset, fixed, options, exposure)
+    _say(progress, f"modeling {len(regions[REGION_KEYS].drop_duplicates())} region metrics")
+    return app_models, fit_phase_models(region_steps, REGION_KEYS, params, dataset, fixed, options)
 
 
 def _measure(experiment: Experiment, dataset: Dataset | None, metrics):
