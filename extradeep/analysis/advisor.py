@@ -134,10 +134,24 @@ class MeasurementAdvisor:
         self.notes_.append("node size unknown (give --gpus-per-node): node boundaries are not considered")
         return None
 
+    def modeled(self) -> pd.DataFrame:
+        """The measurements the time model uses: beyond a crossed node boundary only, once there are
+        `min_points` configurations there (the targets live in that communication regime)."""
+        data = self.measurements_[self.measurements_["ranks"] > 1]
+        rpn = self.ranks_per_node_
+        if self._crosses_boundary():
+            beyond = data[data["ranks"] > rpn]
+            if beyond["ranks"].nunique() >= self.min_points:
+                return beyond
+        return data
+
     def _fit_model(self):
         from extradeep.modeling.modeler import PMNFModeler
 
-        data = self.measurements_[self.measurements_["ranks"] > 1]
+        data = self.modeled()
+        if self._crosses_boundary() and data["ranks"].min() > self.ranks_per_node_:
+            self.notes_.append(f"the model uses the {data['ranks'].nunique()} configurations beyond the node "
+                               f"boundary ({self.ranks_per_node_} ranks), where the targets are")
         if data["ranks"].nunique() < self.min_points:
             self.notes_.append(f"{data['ranks'].nunique()} configurations measured, a model needs "
                                f"{self.min_points}: the plan completes the initial set first")
@@ -255,9 +269,10 @@ class MeasurementAdvisor:
 
     def _next(self, k: int) -> list[dict]:
         """Greedy: each step takes the run that shrinks the interval at the targets most per cost."""
-        m = self.measurements_[self.measurements_["ranks"] > 1]
+        m = self.modeled()
         data = PointData.from_values(m["ranks"], m["value"])
-        next_rep = {int(x): int(m.loc[m["ranks"] == x, "rep"].max()) + 1 for x in data.x}
+        every = self.measurements_
+        next_rep = {int(x): int(every.loc[every["ranks"] == x, "rep"].max()) + 1 for x in every["ranks"].unique()}
         model, rows = self.model_, []
         width = self._width(model)
         spent = 0.0
@@ -292,7 +307,7 @@ class MeasurementAdvisor:
 
     def _options(self, data: PointData) -> list[tuple[int, int, str, str]]:
         """Candidate runs: (ranks, repetitions, action, reason); with a node rule to meet, only those."""
-        measured = {int(x) for x in data.x}
+        measured = {int(x) for x in data.x} | set(self.measurements_["ranks"].astype(int))
         rpn = self.ranks_per_node_
         if self._crosses_boundary() and max(self.candidates_) > rpn:
             for name, side in (("below", lambda c: c <= rpn), ("beyond", lambda c: c > rpn)):
