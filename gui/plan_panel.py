@@ -6,8 +6,6 @@ runs as markers, and the plan as a table that can be saved for `extradeep profil
 from __future__ import annotations
 
 import numpy as np
-from extradeep.gui.param_panel import View
-from extradeep.gui.plot_tab import PlotTab
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
@@ -18,6 +16,9 @@ from PySide6.QtWidgets import (
     QTableWidget,
     QTableWidgetItem,
 )
+
+from extradeep.gui.param_panel import View
+from extradeep.gui.plot_tab import PlotTab
 
 COLUMNS = ["ranks", "reps", "first_rep", "nodes", "action", "gpu_hours", "interval_after_pct", "shrink_pct"]
 

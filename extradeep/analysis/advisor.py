@@ -93,9 +93,11 @@ class MeasurementAdvisor:
             if not ok or value < low or (low == 0 and value <= 0) or (whole and value % 1):
                 kind = "a whole number" if whole else "a number"
                 raise InputError(option, f"must be {kind} >= {low}{' (> 0)' if low == 0 else ''}, got {value!r}")
-        if self.budget_gpu_hours is not None and not (np.isfinite(self.budget_gpu_hours) and self.budget_gpu_hours > 0):
+        budget = self.budget_gpu_hours
+        if budget is not None and not (np.isfinite(budget) and budget > 0):
             raise InputError("--budget", f"must be a positive number of GPU-hours, got {self.budget_gpu_hours!r}")
-        if self.gpus_per_node is not None and not (float(self.gpus_per_node) >= 1 and float(self.gpus_per_node) % 1 == 0):
+        per_node = self.gpus_per_node
+        if per_node is not None and not (float(per_node) >= 1 and float(per_node) % 1 == 0):
             raise InputError("--gpus-per-node", f"must be a whole number >= 1, got {self.gpus_per_node!r}")
         if not 0 < self.level < 1:
             raise InputError("--level", f"must be between 0 and 1, got {self.level!r}")
@@ -229,8 +231,8 @@ class MeasurementAdvisor:
                                             f"(candidates: {', '.join(map(str, self.candidates_))})")
         need = float(self.run_cost(cheapest)[0].sum())
         raise InputError("--budget", f"{self.budget_gpu_hours:g} GPU-hours cannot pay for {self.min_points} "
-                                     f"configurations: the cheapest set ({', '.join(map(str, cheapest))}, one run each) "
-                                     f"needs {need / self.initial_share:.3g} GPU-hours "
+                                     f"configurations: the cheapest set ({', '.join(map(str, cheapest))}, "
+                                     f"one run each) needs {need / self.initial_share:.3g} GPU-hours "
                                      f"({self.initial_share:.0%} of the budget goes to the initial set)")
 
     def _spread(self, top: int) -> list[int] | None:

@@ -65,7 +65,8 @@ def read_plan(path) -> PlannedRuns:
     names = [c for c in rows[0] if c and c not in REQUIRED and c not in EXPLANATION]
     for name in names:
         if not NAME.match(name) or name in RESERVED_NAMES:
-            raise InputError(path, f"parameter column {name!r}: use letters and '_' only, not {', '.join(RESERVED_NAMES)}")
+            taken = ", ".join(RESERVED_NAMES)
+            raise InputError(path, f"parameter column {name!r}: use letters and '_' only, not {taken}")
     planned = PlannedRuns(app="")
     for line, row in enumerate(rows, start=2):
         try:

@@ -28,7 +28,8 @@ def _current_lines(current: pd.DataFrame, quantity: str, level: float) -> list[s
     for r in current.itertuples(index=False):
         if np.isfinite(r.predicted):
             lines.append(f"{quantity} at {int(r.ranks)} ranks: {format_value(r.predicted)} "
-                         f"[{format_value(max(r.lo, 0.0))}, {format_value(r.hi)}] ({level:.0%} interval +-{r.interval_pct:.1f}%)")
+                         f"[{format_value(max(r.lo, 0.0))}, {format_value(r.hi)}] "
+                         f"({level:.0%} interval +-{r.interval_pct:.1f}%)")
     return lines
 
 
@@ -50,7 +51,8 @@ def plan_text(plan: pd.DataFrame, current: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def plan_section(plan: pd.DataFrame | None, current: pd.DataFrame | None = None, model_formula: str | None = None) -> str:
+def plan_section(plan: pd.DataFrame | None, current: pd.DataFrame | None = None,
+                 model_formula: str | None = None) -> str:
     """HTML section "What to profile next": the model and its interval at the targets, then the plan
     (``MeasurementAdvisor.propose()``, whose attrs carry the current interval and the formula).
 

@@ -7,8 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from extradeep.simulate.campaign import (Scenario, SimulatedProfiler, _gp_hyperparameters, _gp_posterior_variance,
-                                         compare, gp_next)
+from extradeep.simulate.campaign import (
+    Scenario,
+    SimulatedProfiler,
+    _gp_hyperparameters,
+    _gp_posterior_variance,
+    compare,
+    gp_next,
+)
 
 
 def test_gp_strategy_picks_the_least_known_candidate_per_cost():
