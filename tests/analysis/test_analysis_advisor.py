@@ -17,12 +17,13 @@ from extradeep.analysis.hypothetical import (
     updated_model,
 )
 from extradeep.errors import InputError
+from extradeep.simulate import simulate
 
 
 @pytest.fixture(scope="module")
 def experiment(tmp_path_factory):
     out = tmp_path_factory.mktemp("advisor_sim")
-    xd.simulate(out, params={"ranks": [2, 4, 6, 8, 10]}, repetitions=2, truth_replicates=0, seed=5)
+    simulate(out, params={"ranks": [2, 4, 6, 8, 10]}, repetitions=2, truth_replicates=0, seed=5)
     return xd.load_experiment(out, params=["ranks"], progress=False, use_cache=False, replay=False, jobs=1)
 
 
@@ -94,7 +95,7 @@ def test_the_proposed_run_really_narrows_the_interval(fitted, experiment, tmp_pa
     """Measure the first proposal with the simulator and refit: the interval at the target narrows."""
     first = fitted.propose(1).iloc[0]
     out = tmp_path / "next"
-    xd.simulate(out, params={"ranks": [int(first.ranks)]}, repetitions=int(first.reps), truth_replicates=0, seed=6)
+    simulate(out, params={"ranks": [int(first.ranks)]}, repetitions=int(first.reps), truth_replicates=0, seed=6)
     extra = measured_values(xd.load_experiment(out, params=["ranks"], progress=False, use_cache=False,
                                                replay=False, jobs=1))
     extra = extra[extra["quantity"] == "epoch time"].assign(rep=lambda f: f["rep"] + int(first.first_rep) - 1)
