@@ -15,7 +15,7 @@ from extradeep.analysis.core import Analysis, prediction_table, rebase
 from extradeep.analysis.bottlenecks import bottleneck_table
 from extradeep.analysis.budget import BudgetLimits
 from extradeep.analysis.cost import CostSettings
-from extradeep.analysis.workflows import plan_budget, prediction_grid
+from extradeep.analysis.workflows import DEFAULT_FACTORS, plan_budget, prediction_grid
 from extradeep.errors import InputError
 from extradeep.report.html import ReportInputs, build_html
 from extradeep.report.plots import save_figure
@@ -37,7 +37,8 @@ def build_report(analysis: Analysis, output=None, *, grid=None, cost: CostSettin
     to `max_ranks`, as `extradeep budget` does; `errors` and `evaluation_points`: a held-out
     evaluation (:func:`~extradeep.analysis.workflows.evaluate`); `experiment`: for the provenance
     table; `plan`: a ``MeasurementAdvisor.propose()`` table shown as "What to profile next".
-    Returns {"html", "path", "figures" (name -> Figure), "saved" (figure files)}."""
+    Returns {"html", "path", "figures" (name -> Figure), "saved" (figure files), "predictions",
+    "budget" (the BudgetResult or None)}."""
     formats = [f.strip().lower() for f in plot_formats]
     unknown = sorted(set(formats) - set(PLOT_FORMATS))
     if unknown:
@@ -48,7 +49,7 @@ def build_report(analysis: Analysis, output=None, *, grid=None, cost: CostSettin
     budget = None if limits is None else plan_budget(analysis, limits, candidates=candidates, max_ranks=max_ranks,
                                                      fixed=fixed, cost=cost, level=level)
     if grid is None:
-        analysis, grid = prediction_grid(analysis, None, fixed)
+        analysis, grid = prediction_grid(analysis, default_predictions(analysis, max_ranks), fixed)
     else:  # rebase to the grid's values of the other parameters, so efficiency compares like with like
         analysis = rebase(analysis, {p: grid[p].iloc[0] for p in analysis.params if p != analysis.ranks_param})
     cost = replace(cost or CostSettings(), ranks_param=analysis.ranks_param)
@@ -67,7 +68,18 @@ def build_report(analysis: Analysis, output=None, *, grid=None, cost: CostSettin
         write_text_atomic(output, text)
     saved = [p for name, fig in inputs.figures.items() for p in save_figure(fig, plots_dir, name, formats)] \
         if plots_dir else []
-    return {"html": text, "path": None if output is None else Path(output), "figures": inputs.figures, "saved": saved}
+    return {"html": text, "path": None if output is None else Path(output), "figures": inputs.figures, "saved": saved,
+            "predictions": predictions, "budget": budget}
+
+
+def default_predictions(analysis: Analysis, max_ranks: float | None) -> list[float] | None:
+    """The default prediction points (None: 2x, 4x, 8x the largest measured), kept within the
+    largest allocation the user allows, so the report predicts nothing the budget may not use."""
+    if max_ranks is None:
+        return None
+    largest = float(analysis.points[analysis.ranks_param].max())
+    values = [largest * f for f in DEFAULT_FACTORS if largest * f < max_ranks] + [float(max_ranks)]
+    return sorted({v for v in values if v > largest}) or [float(max_ranks)]
 
 
 def write_text_atomic(path, text: str) -> None:

@@ -79,8 +79,9 @@ def test_upper_bound_validity_is_reported(law):
 
 
 def test_bad_limits_and_empty_candidates():
-    with pytest.raises(InputError, match="--max-time and/or --max-cost"):
+    with pytest.raises(InputError, match="max_time.*and/or a cost limit") as info:
         BudgetLimits()
+    assert info.value.field == "max_time"  # the CLI asks for --max-time and/or --max-cost before this
     with pytest.raises(InputError, match="positive"):
         BudgetLimits(max_time=-1)
     with pytest.raises(InputError, match="candidate"):
