@@ -75,7 +75,8 @@ class MeasurementAdvisor:
             data, layout = self._from_experiment(data)
         self.gpus_per_node_ = self._node_size(layout)
         per_node = self.gpus_per_node_ / self.cost_.gpus_per_rank if self.gpus_per_node_ else None
-        self.ranks_per_node_ = max(int(per_node), 1) if per_node else None
+        # one rank per node: every run with 2+ ranks uses the network, so there is no boundary to cross
+        self.ranks_per_node_ = int(per_node) if per_node and per_node >= 2 else None
         self.candidates_ = candidate_ranks(self.max_ranks, self.ranks_per_node_, self.candidates)
         self.measurements_ = None if data is None else _clean(data)
         self.model_ = self._fit_model() if self.measurements_ is not None else None
@@ -123,13 +124,14 @@ class MeasurementAdvisor:
         # exact, so the relative interval of the step time is that of the epoch time.
         self.quantity_ = quantity_label(self.quantity, "step")
         frame = values.rename(columns={ranks: "ranks"})[["ranks", "rep", "value"]]
-        return frame, experiment.settings.get("layout")
+        # the cluster layout read from the exports or given with --system (settings["system"])
+        return frame, experiment.settings.get("system") or experiment.settings.get("layout")
 
     def _node_size(self, layout) -> int | None:
         if self.gpus_per_node is not None:
             return int(self.gpus_per_node)
         if isinstance(layout, dict) and layout.get("gpus_per_node"):
-            self.notes_.append(f"node size {int(layout['gpus_per_node'])} GPUs from the experiment's detected layout")
+            self.notes_.append(f"node size {int(layout['gpus_per_node'])} GPUs from the experiment's system layout")
             return int(layout["gpus_per_node"])
         if self.cost_.gpus_per_node:
             return int(self.cost_.gpus_per_node)

@@ -111,11 +111,13 @@ def test_budget_limits_the_follow_up(experiment):
 
 
 def test_layout_in_the_experiment_gives_the_node_size(experiment):
-    experiment.settings["layout"] = {"gpus_per_node": 4}
+    from extradeep.system import System
+
+    experiment.settings["system"] = System(gpus_per_node=4).to_dict()
     try:
         advisor = MeasurementAdvisor(40, 16).fit(experiment)
     finally:
-        del experiment.settings["layout"]
+        del experiment.settings["system"]
     assert advisor.gpus_per_node_ == 4 and any("layout" in n for n in advisor.notes_)
 
 
