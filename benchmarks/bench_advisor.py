@@ -25,6 +25,7 @@ SCENARIOS = [
     Scenario("communication-bound", bandwidth_scale=0.25, seed=2),
     Scenario("node boundary (emulated at 8 ranks)", boundary=8, bandwidth_scale=2.0, beyond_bandwidth_scale=0.5,
              seed=3),
+    Scenario("node boundary (simulated topology dgx-8-nvswitch)", topology="dgx-8-nvswitch", seed=4),
 ]
 
 

@@ -14,8 +14,9 @@ interval of the step-time model at the target is narrower than a goal. Three str
 All three start from the same cheap set (the default grid) and aim at 4x its largest configuration,
 within an allocation of `max_ranks`.
 
-The simulator has no network topology, so a node boundary is emulated: runs with more ranks
-than `boundary` use `beyond_bandwidth_scale` for the NCCL bandwidth (a slower inter-node link).
+A node boundary is either simulated (`topology`: the simulator's cluster presets, collectives over
+NVLink within a node and the network across nodes) or emulated: runs with more ranks than
+`boundary` use `beyond_bandwidth_scale` for the NCCL bandwidth (a slower inter-node link).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class Scenario:
     bandwidth_scale: float = 1.0
     boundary: int | None = None            # emulated node boundary: slower network beyond it
     beyond_bandwidth_scale: float = 1.0
+    topology: str | None = None            # a simulator topology preset (real node boundaries), e.g. dgx-8-nvswitch
     seed: int = 0
 
     @property
@@ -69,7 +71,8 @@ class SimulatedProfiler:
         beyond = s.boundary is not None and ranks > s.boundary
         return simulate(outdir, params={"ranks": [ranks]}, repetitions=1, train_steps=4, val_steps=1, seed=seed,
                         kernel_scale=s.kernel_scale or None,
-                        nccl_bandwidth_scale=s.beyond_bandwidth_scale if beyond else s.bandwidth_scale, **kw)
+                        nccl_bandwidth_scale=s.beyond_bandwidth_scale if beyond else s.bandwidth_scale,
+                        topology=s.topology, **kw)
 
     def measure(self, ranks: int, rep: int) -> float:
         key = (int(ranks), int(rep))
