@@ -235,12 +235,12 @@ def read_all(runs: pd.DataFrame, settings: ReaderSettings, *, jobs=None, cache_d
 def read_one(path: str, settings: ReaderSettings) -> dict:
     """The per-file stage: sha256 and step sums of one export, or a one-line problem. Never raises
     for a bad file, so one broken export cannot stop a batch."""
-    from extradeep.nsys import read as nsys_read
+    from extradeep.io.read import read_profile
 
     result = {"path": path, "sha256": None, "frame": None, "problem": None}
     try:
         result["sha256"] = discover.file_sha256(path)
-        frame = nsys_read.read_export(path, settings)
+        frame = read_profile(path, settings)
         if frame.empty:
             raise InputError(path, "no measurements inside the step marks")
         result["frame"] = frame
@@ -257,7 +257,7 @@ def read_one(path: str, settings: ReaderSettings) -> dict:
 def reader_version() -> str:
     """extradeep's version plus a digest of the reader's sources, so any reader change invalidates
     cached results (developers edit the reader without bumping versions)."""
-    return f"{extradeep.__version__}+{_sources_digest(f'{extradeep.__version__} {READER_VERSION}', 'nsys')}"
+    return f"{extradeep.__version__}+{_sources_digest(f'{extradeep.__version__} {READER_VERSION}', 'nsys', 'io')}"
 
 
 @functools.lru_cache(maxsize=1)
@@ -266,10 +266,11 @@ def predictor_version() -> str:
     return _sources_digest(reader_version(), "predictor")
 
 
-def _sources_digest(seed: str, package: str) -> str:
+def _sources_digest(seed: str, *packages: str) -> str:
     digest = hashlib.sha256(seed.encode())
-    for source in sorted((Path(extradeep.__file__).parent / package).glob("*.py")):
-        digest.update(source.read_bytes())
+    for package in packages:
+        for source in sorted((Path(extradeep.__file__).parent / package).rglob("*.py")):
+            digest.update(source.read_bytes())
     return digest.hexdigest()[:12]
 
 

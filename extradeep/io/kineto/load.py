@@ -116,6 +116,22 @@ def is_kineto_name(path) -> bool:
     return str(path).lower().endswith(SUFFIXES)
 
 
+TRACE_KEYS = (b'"traceEvents"', b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"')
+
+
+def looks_like_trace(path, head_bytes: int = 4096) -> bool:
+    """Whether the first bytes (decompressed) hold a key of a Kineto trace (True when unreadable)."""
+    try:
+        with open(path, "rb") as raw:
+            magic = raw.read(2)
+            raw.seek(0)
+            fh = gzip.GzipFile(fileobj=raw) if magic == b"\x1f\x8b" else raw
+            head = fh.read(head_bytes)
+    except (OSError, EOFError, zlib.error):
+        return True  # named like a trace but damaged: the reader says what is wrong, one line
+    return any(key in head for key in TRACE_KEYS) or head.lstrip().startswith(b"[")
+
+
 def read_bytes(path) -> bytes:
     """The file's JSON text, decompressed once when it is gzip (by content, not by name)."""
     path = Path(path)
