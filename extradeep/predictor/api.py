@@ -76,7 +76,7 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
 
     paths, problems = find_exports(run_dir)
     if not paths:
-        raise InputError(run_dir, "; ".join(problems) or "no .sqlite exports found")
+        raise InputError(run_dir, "; ".join(problems) or "no profiles (.sqlite exports or Kineto .json[.gz] traces) found")
     rows = []
     for p in paths:
         try:
