@@ -21,8 +21,8 @@ import pandas as pd
 from extradeep.analysis.analyse import analyse, measured_points, prediction_table
 from extradeep.analysis.bottlenecks import bottleneck_table
 from extradeep.analysis.cost import CostSettings
-from extradeep.experiment import Dataset
-from extradeep.ingest import load_experiment
+from extradeep.aggregate.experiment import Dataset
+from extradeep import load_experiment
 from extradeep.report.html import ReportInputs, build_html
 from extradeep.simulate import simulate
 

@@ -26,8 +26,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 def build_experiment(n_regions: int, workdir: Path) -> Path:
     """A saved experiment with `n_regions` regions: simulator kernels cloned with scaled values."""
-    from extradeep.experiment import Dataset
-    from extradeep.ingest import load_experiment
+    from extradeep.aggregate.experiment import Dataset
+    from extradeep import load_experiment
     from extradeep.simulate import simulate
 
     sim = simulate(workdir / "profiles", params={"ranks": [2, 3, 4, 5, 6]}, repetitions=2, train_steps=3,
@@ -68,7 +68,7 @@ def run(n_regions: int, experiment: Path | None = None) -> dict:
     from PySide6.QtCore import QElapsedTimer, QSettings, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from gui.main_window import MainWindow
+    from extradeep.gui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(["bench"])
     with tempfile.TemporaryDirectory() as tmp:
@@ -167,7 +167,7 @@ def _stall_meter(app, QTimer, QElapsedTimer) -> dict:
 
 
 def _wait(app, condition, timeout_s: float, pause_s: float = 0.002) -> None:
-    from gui.app import process_events_until
+    from extradeep.gui.app import process_events_until
 
     process_events_until(condition, timeout_s, pause_s)
 

@@ -37,7 +37,7 @@ def best_of(fn, repeat: int = 3) -> tuple[float, float]:
 
 
 def kernel_rows(path: Path) -> int:
-    from extradeep.nsys.connect import open_readonly
+    from extradeep.io.nsys.connect import open_readonly
 
     conn = open_readonly(path)
     try:
@@ -81,8 +81,8 @@ def make_many(workdir: Path, n_files: int) -> Path:
 
 
 def floor_and_read(path: Path) -> dict:
-    from extradeep.nsys.connect import open_readonly
-    from extradeep.nsys.read import read_export
+    from extradeep.io.nsys.connect import open_readonly
+    from extradeep.io.nsys.read import read_export
 
     def floor():
         conn = open_readonly(path)
@@ -100,7 +100,7 @@ def floor_and_read(path: Path) -> dict:
 def batch(directory: Path, jobs: int, cache_dir: str | None, save: str | None) -> dict:
     import tracemalloc
 
-    from extradeep.ingest import load_experiment
+    from extradeep import load_experiment
 
     tracemalloc.start()
     start = time.perf_counter()
@@ -121,7 +121,7 @@ def batch(directory: Path, jobs: int, cache_dir: str | None, save: str | None) -
 
 
 def load_saved(path: str) -> dict:
-    from extradeep.experiment import Experiment
+    from extradeep.aggregate.experiment import Experiment
 
     return {"load_saved_s": best_of(lambda: Experiment.load(path))[0]}
 

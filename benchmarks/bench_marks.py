@@ -19,7 +19,7 @@ import time
 import timeit
 from pathlib import Path
 
-from extradeep import marks
+from extradeep.capture import marks
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -47,7 +47,7 @@ def marks_section(calls: int, label: str) -> None:
 
 
 def sampler_section(calls: int) -> None:
-    from extradeep.frameworks.torch import StepSampler
+    from extradeep.capture.frameworks.torch import StepSampler
 
     def helper_loop():
         sampler = StepSampler(train_steps=calls, epochs=1)
@@ -65,7 +65,7 @@ def sampler_section(calls: int) -> None:
 
 
 def instrument_section() -> None:
-    from extradeep.instrument import instrument
+    from extradeep.capture.instrument import instrument
 
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()

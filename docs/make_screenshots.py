@@ -24,8 +24,8 @@ SAMPLE = Path(__file__).resolve().parent.parent / "sample_profiles"
 
 
 def saved_experiment(profiles: Path, truth: dict, out: Path) -> Path:
-    from extradeep.experiment import Dataset
-    from extradeep.ingest import load_experiment
+    from extradeep.aggregate.experiment import Dataset
+    from extradeep import load_experiment
 
     exp = load_experiment([profiles], dataset=Dataset(**truth["dataset"]), progress=False)
     exp.save(out)
@@ -41,7 +41,7 @@ def two_parameter_run(outdir: Path) -> Path:
 
 
 def wait(app, condition, timeout_s: float = 120) -> None:
-    from gui.app import process_events_until
+    from extradeep.gui.app import process_events_until
 
     process_events_until(condition, timeout_s)
 
@@ -71,7 +71,7 @@ def main() -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from gui.main_window import MainWindow
+    from extradeep.gui.main_window import MainWindow
 
     IMG.mkdir(parents=True, exist_ok=True)
     app = QApplication.instance() or QApplication(["extradeep"])

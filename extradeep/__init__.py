@@ -1,7 +1,71 @@
-"""extradeep: performance models of distributed deep-learning training from a few Nsight Systems profiles.
+"""extradeep: performance models of distributed deep-learning training from a few cheap profiles.
 
-The public API lives in the submodules; the names re-exported here are the stable entry points that
-the CLI and the GUI use.
+The whole pipeline in a few names (see docs/notebook.md)::
+
+    import extradeep as xd
+    experiment = xd.load_experiment("sample_profiles/", params=["ranks"])   # read + aggregate (+ replay)
+    analysis = xd.analyse(experiment)                                         # PMNF models, step composition
+    table = xd.prediction_table(analysis, xd.point_grid([32, 64], ["ranks"], "ranks", {}))
+    xd.build_report(analysis, "report.html")                                  # the HTML budgeting report
+    prediction = xd.predict("one_run/", what_if=["comm.bandwidth=2"])         # trace replay and what-ifs
+
+Names are imported on first use, so `import extradeep` stays cheap and never needs PySide6.
 """
 
+from __future__ import annotations
+
+import importlib
+
 __version__ = "0.1.0"
+
+# public name -> module that defines it (one place; `__all__` is derived from it)
+_EXPORTS = {
+    # profiles in
+    "load_experiment": "extradeep.pipeline",
+    "read_experiment": "extradeep.aggregate.ingest",
+    "add_exposure_curves": "extradeep.predictor.exposure",
+    "read_export": "extradeep.io.nsys.read",
+    "inspect_export": "extradeep.io.nsys.inspect",
+    "ReaderSettings": "extradeep.io.nsys.settings",
+    "Experiment": "extradeep.aggregate.experiment",
+    "Dataset": "extradeep.aggregate.experiment",
+    # models
+    "fit_models": "extradeep.modeling.modeler",
+    "PMNFModeler": "extradeep.modeling.modeler",
+    "Model": "extradeep.modeling.model",
+    "read_extrap_text": "extradeep.modeling.extrap_text",
+    # answers
+    "analyse": "extradeep.analysis.analyse",
+    "Analysis": "extradeep.analysis.analyse",
+    "prediction_table": "extradeep.analysis.analyse",
+    "point_grid": "extradeep.analysis.points",
+    "CostSettings": "extradeep.analysis.cost",
+    "bottleneck_table": "extradeep.analysis.bottlenecks",
+    "BudgetLimits": "extradeep.analysis.budget",
+    "budget_search": "extradeep.analysis.budget",
+    "prediction_errors": "extradeep.analysis.evaluation",
+    # reports
+    "build_report": "extradeep.report.build",
+    # trace-based predictor
+    "predict": "extradeep.predictor.api",
+    "Prediction": "extradeep.predictor.api",
+    # synthetic data with known truth
+    "simulate": "extradeep.simulate.run",
+    # errors
+    "InputError": "extradeep.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'extradeep' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

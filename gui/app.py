@@ -9,8 +9,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
 
-from gui.main_window import MainWindow
-from gui.workers import describe_error
+from extradeep.gui.main_window import MainWindow
+from extradeep.gui.workers import describe_error
 
 
 def process_events_until(condition, timeout_s: float = 60.0, pause_s: float = 0.002) -> None:

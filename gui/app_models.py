@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.analysis.epoch import EPOCH_TIME
-from gui.workspace import RegionPoints, Workspace, epoch_values, points_per_row
+from extradeep.gui.workspace import RegionPoints, Workspace, epoch_values, points_per_row
 
 BREAKDOWN = ("computation", "communication", "memory", "idle")
 
@@ -43,7 +43,7 @@ def fit_application_models(report, ws: Workspace, options: dict, n_eval: int) ->
         return None
     report(0, 1, "Modeling the application quantities")
     if ws.reopen is not None:
-        from gui.modeling_process import run_remote
+        from extradeep.gui.modeling_process import run_remote
 
         app = run_remote(ws, application_models, options, n_eval)
     else:
@@ -56,7 +56,7 @@ def application_models(ws: Workspace, options: dict, n_eval: int) -> AppModels |
     """The application quantities' models and points (the work of `fit_application_models`)."""
     exp = ws.experiment
     from extradeep.analysis.epoch import application_steps, step_values
-    from extradeep.experiment import EPOCH_CATEGORIES
+    from extradeep.aggregate.experiment import EPOCH_CATEGORIES
 
     # Only the step time (and the reader's GPU-busy union, both category "step") and the regions the
     # category sums add up are needed.

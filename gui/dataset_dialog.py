@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QCheckBox, QDialog, QDialogButtonBox, QFormLayout, QSpinBox
 
-from extradeep.experiment import Dataset
+from extradeep.aggregate.experiment import Dataset
 
 MAX_SAMPLES = 2_000_000_000
 

@@ -17,14 +17,14 @@ from PySide6.QtWidgets import (QFileDialog, QGroupBox, QLabel, QMainWindow, QMes
                                QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget)
 
 from extradeep.errors import InputError
-from gui.app_models import AppModels, fit_application_models
-from gui.options_panel import OptionsPanel
-from gui.param_panel import ParamPanel, View
-from gui.region_tree import RegionPanel
-from gui.tabs import make_tabs
-from gui.modeling_process import warm_imports
-from gui.workers import TaskRunner, describe_error
-from gui.workspace import Workspace, apply_models, fit_region_models, open_source, rank_growth
+from extradeep.gui.app_models import AppModels, fit_application_models
+from extradeep.gui.options_panel import OptionsPanel
+from extradeep.gui.param_panel import ParamPanel, View
+from extradeep.gui.region_tree import RegionPanel
+from extradeep.gui.tabs import make_tabs
+from extradeep.gui.modeling_process import warm_imports
+from extradeep.gui.workers import TaskRunner, describe_error
+from extradeep.gui.workspace import Workspace, apply_models, fit_region_models, open_source, rank_growth
 
 MAX_RECENT = 8
 OPEN_FILTERS = {
@@ -47,7 +47,7 @@ class MainWindow(QMainWindow):
         self.runner = TaskRunner(self)
         self.ws: Workspace | None = None
         self.app_models: AppModels | None = None
-        self.dataset = None  # extradeep.experiment.Dataset chosen in the GUI, if any
+        self.dataset = None  # extradeep.aggregate.experiment.Dataset chosen in the GUI, if any
         self._app_started = False
         self._options: tuple[dict, int] = ({}, 0)
         self.last_error = ""
@@ -140,14 +140,14 @@ class MainWindow(QMainWindow):
         self.runner.start("load", open_source, path, self.dataset, on_done=self._loaded)
 
     def ask_dataset(self) -> None:
-        from gui.dataset_dialog import DatasetDialog
+        from extradeep.gui.dataset_dialog import DatasetDialog
 
         dialog = DatasetDialog(self.dataset, self)
         if dialog.exec():
             self.set_dataset(dialog.dataset())
 
     def set_dataset(self, dataset) -> None:
-        """Use these dataset sizes (an extradeep.experiment.Dataset) from now on; reopen the input."""
+        """Use these dataset sizes (an extradeep.aggregate.experiment.Dataset) from now on; reopen the input."""
         self.dataset = dataset
         if self.ws is not None and self.ws.source_kind != "extrap":
             self.open_path(self.ws.source)
@@ -332,7 +332,7 @@ class MainWindow(QMainWindow):
     def export_report(self, path: str | Path) -> None:
         """Write the budgeting report in the background, with the modeler options and the Cost tab's
         cores per rank, deadline and budget."""
-        from gui.report_export import report_argv, write_report
+        from extradeep.gui.report_export import report_argv, write_report
 
         if self.ws is None:
             self.show_error("Nothing is open to export.")

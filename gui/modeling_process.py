@@ -69,7 +69,7 @@ def _call(fn, reopen: tuple, *args) -> tuple[bool, object]:
 
 
 def _workspace(path: Path, dataset, token: str):
-    from gui.workspace import open_source
+    from extradeep.gui.workspace import open_source
 
     if _opened.get("token") != token:
         _opened.clear()

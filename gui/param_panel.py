@@ -13,7 +13,7 @@ import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QFormLayout, QHBoxLayout, QLabel, QSlider, QWidget
 
-from gui.workspace import RegionPoints, Workspace
+from extradeep.gui.workspace import RegionPoints, Workspace
 
 
 @dataclass

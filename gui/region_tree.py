@@ -14,7 +14,7 @@ from PySide6.QtCore import QAbstractItemModel, QItemSelection, QItemSelectionMod
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QLabel, QLineEdit, QTreeView,
                                QVBoxLayout, QWidget)
 
-from gui.workspace import GROUP_LABELS, GROUP_ORDER, Workspace
+from extradeep.gui.workspace import GROUP_LABELS, GROUP_ORDER, Workspace
 
 COLUMNS = ["Region", "Model", "Growth", "SMAPE", "Share"]
 ROW_ROLE = Qt.UserRole + 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gui.workspace import Workspace
+from extradeep.gui.workspace import Workspace
 
 
 def report_argv(ws: Workspace, out: Path, options: dict, cores_per_rank: float = 1.0,

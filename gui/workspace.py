@@ -36,7 +36,7 @@ GROUP_LABELS = {
 GROUP_ORDER = list(GROUP_LABELS)
 CHUNK = 250  # regions per modeling chunk: small enough for a responsive Cancel and early results
 UI_SETTLE_S = 1.0  # longest wait for the UI to lay out a new input before the first chunk
-TOTAL_KIND = "total"  # category sums (extradeep.experiment.TOTAL) are application quantities, not regions
+TOTAL_KIND = "total"  # category sums (extradeep.aggregate.experiment.TOTAL) are application quantities, not regions
 
 
 def group_of(category: str, kind: str) -> str:
@@ -71,7 +71,7 @@ class Workspace:
     param_grid: dict[str, np.ndarray]  # distinct measured values per parameter
     steps_for: Callable[[list[int]], pd.DataFrame]
     experiment: object | None = None
-    dataset: object | None = None  # extradeep.experiment.Dataset: models are per epoch when known
+    dataset: object | None = None  # extradeep.aggregate.experiment.Dataset: models are per epoch when known
     fixed: dict = field(default_factory=dict)
     per: str = "step"
     notes: list[str] = field(default_factory=list)
@@ -95,7 +95,7 @@ class Workspace:
 
 def open_source(report, path: str | Path, dataset=None) -> Workspace:
     """Read any supported input; raises InputError with one line when it is not one. `dataset`
-    (extradeep.experiment.Dataset) makes values per epoch, as the CLI's dataset options do."""
+    (extradeep.aggregate.experiment.Dataset) makes values per epoch, as the CLI's dataset options do."""
     ws = _open_source(report, Path(path), dataset)
     ws.reopen = (Path(path), dataset, uuid.uuid4().hex)  # a new token: the file may have changed since
     return ws
@@ -105,7 +105,7 @@ def _open_source(report, path: Path, dataset) -> Workspace:
     if not path.exists():
         raise InputError(path, "no such file or folder")
     if path.is_dir():
-        from extradeep.ingest import load_experiment
+        from extradeep import load_experiment
 
         report(0, 0, f"Reading profiles in {path.name}")
         exp = load_experiment([path], dataset=dataset, progress=_ingest_progress(report))
@@ -117,12 +117,12 @@ def _open_source(report, path: Path, dataset) -> Workspace:
         table = read_extrap_text(path)
         params = list(table.attrs.get("params") or _params_of(table))
         return workspace_from_steps(table.assign(phase="train"), params, path, "extrap")
-    from extradeep.experiment import Experiment
+    from extradeep.aggregate.experiment import Experiment
 
     report(0, 0, f"Opening experiment {path.name}")
     exp = Experiment.load(path)
     if dataset is not None:
-        from extradeep.experiment import dataset_dict
+        from extradeep.aggregate.experiment import dataset_dict
 
         exp.settings["dataset"] = dataset_dict(dataset)
     return workspace_from_experiment(exp, path, "experiment")
@@ -269,7 +269,7 @@ def fit_region_models(report, ws: Workspace, options: dict, n_eval: int = 0, met
         # The first chunk, a few selected regions, is modeled here at once: it does not wait for the
         # modeling process to finish opening the input, and it is too small to stall the UI.
         if ws.reopen is not None and not (first and chunk is chunks[0]):
-            from gui.modeling_process import run_remote
+            from extradeep.gui.modeling_process import run_remote
 
             part = run_remote(ws, model_chunk, chunk, options, cutoff)
         else:

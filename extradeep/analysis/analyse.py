@@ -16,7 +16,7 @@ from extradeep.analysis.communication import pure_times
 from extradeep.analysis.overlap import Exposure, fit_step_composition, step_parts
 from extradeep.analysis.scaling import default_baseline, design, scaling_models, scaling_table
 from extradeep.errors import InputError
-from extradeep.experiment import TOTAL, Dataset, Experiment
+from extradeep.aggregate.experiment import TOTAL, Dataset, Experiment
 
 
 @dataclass

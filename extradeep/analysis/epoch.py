@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from extradeep.experiment import NEED_DATASET, TOTAL, Dataset, Experiment
-from extradeep.nsys.read import BUSY_REGION
+from extradeep.aggregate.experiment import NEED_DATASET, TOTAL, Dataset, Experiment
+from extradeep.io.nsys.read import BUSY_REGION
 
 EPOCH_TIME = "epoch time"
 GPU_KINDS = ("kernel", "memcpy", "memset")

@@ -112,7 +112,7 @@ def use_directory_config(args) -> None:
 
 
 def read_config(path) -> dict:
-    from extradeep.discover import read_toml
+    from extradeep.io.discover import read_toml
 
     data = read_toml(path)
     config = {str(k).replace("-", "_"): v for k, v in data.items()}
@@ -137,7 +137,7 @@ def number_or_name(value):
 
 def dataset_from_options(options: dict, aliases: dict | None = None):
     """A Dataset when --train-samples is given, else None (then only per-step values exist)."""
-    from extradeep.experiment import Dataset
+    from extradeep.aggregate.experiment import Dataset
 
     if options["train_samples"] is None:
         if options["val_samples"] is not None:
@@ -165,7 +165,7 @@ def dataset_from_options(options: dict, aliases: dict | None = None):
 
 def reader_settings(options: dict):
     """The ReaderSettings passed to `read_export` (step patterns, warm-up, kernel names)."""
-    from extradeep.nsys.settings import ReaderSettings
+    from extradeep.io.nsys.settings import ReaderSettings
 
     keys = ("epoch_pattern", "train_step_pattern", "val_step_pattern", "warmup_epochs", "warmup_steps", "kernel_names")
     return ReaderSettings.from_any({k: options[k] for k in keys})
@@ -173,9 +173,10 @@ def reader_settings(options: dict):
 
 def experiment_from_args(args: argparse.Namespace, progress=None):
     """Experiment from parsed arguments; prints each skipped input and a summary on stderr."""
-    from extradeep.discover import parse_aliases
-    from extradeep.experiment import Experiment, dataset_dict, is_saved_experiment
-    from extradeep.ingest import load_experiment
+    from extradeep.io.discover import parse_aliases
+    from extradeep.aggregate.experiment import Experiment, dataset_dict
+    from extradeep.io.store import is_saved_experiment
+    from extradeep import load_experiment
 
     options = resolve_options(args)
     aliases = parse_aliases(options["alias"])

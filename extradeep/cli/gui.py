@@ -41,6 +41,6 @@ def run(args) -> int:
 
     if args.path is not None and not Path(args.path).exists():
         raise InputError(args.path, "no such file or folder")
-    from gui.app import main
+    from extradeep.gui.app import main
 
     return main(path=args.path)

@@ -35,9 +35,9 @@ def run(args: argparse.Namespace) -> int:
     from extradeep.errors import InputError
     from extradeep.io.kineto.inspect import format_text as format_trace
     from extradeep.io.kineto.inspect import inspect_trace
+    from extradeep.io.nsys.inspect import format_text, inspect_export
+    from extradeep.io.nsys.settings import ReaderSettings
     from extradeep.io.read import KINETO, profile_format
-    from extradeep.nsys.inspect import format_text, inspect_export
-    from extradeep.nsys.settings import ReaderSettings
 
     if args.top < 0:
         raise InputError("--top", f"must be at least 0, got {args.top}")
@@ -72,6 +72,6 @@ def _expand(given: str) -> list[str]:
     passed on as is."""
     from pathlib import Path
 
-    from extradeep.discover import find_exports
+    from extradeep.io.discover import find_exports
 
     return [str(p) for p in find_exports(given)[0]] if Path(given).is_dir() else [given]

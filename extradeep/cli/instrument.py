@@ -8,7 +8,7 @@ HELP = "copy a Python project with an NVTX range around every user-defined funct
 DESCRIPTION = """\
 Write instrumented copies of SRC (a script, a package or a directory) and of the local modules it
 imports, recursively, to DIR at the same relative paths. Every module-level function and method gets
-the NVTX range decorator @_extradeep_marks.range("module.Class.function") (extradeep.marks), so
+the NVTX range decorator @_extradeep_marks.range("module.Class.function") (extradeep.capture.marks), so
 Nsight Systems shows the time of the code you wrote next to kernels and CUDA calls. Sources are never modified; running it again (even on its
 own output) changes nothing more. Third-party code (site-packages, virtual environments, build
 directories) is not followed; generated files are copied unchanged. Marks cost nothing unless the
@@ -31,7 +31,7 @@ def run(args) -> int:
     from extradeep.errors import InputError
 
     try:
-        from extradeep.instrument import instrument
+        from extradeep.capture.instrument import instrument
     except ModuleNotFoundError as exc:
         if exc.name != "libcst":
             raise

@@ -106,7 +106,7 @@ def cost_settings(args):
 
 def _given_params(args) -> list[str] | None:
     """The modeled parameters named by --param (aliases applied), or None when not given."""
-    from extradeep.discover import parse_aliases
+    from extradeep.io.discover import parse_aliases
 
     if not getattr(args, "param", None):
         return None

@@ -16,7 +16,7 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 def input_paths(args) -> set[Path]:
     """Resolved paths of everything a reading command reads: PROFILES (and the exports found under
     them), --manifest (and the exports it lists), --config, --eval-dir and a folder's extradeep.toml."""
-    from extradeep.discover import find_exports, read_manifest
+    from extradeep.io.discover import find_exports, read_manifest
 
     given = [*(getattr(args, "profiles", None) or []), getattr(args, "eval_dir", None)]
     given = [Path(p) for p in given if p]
@@ -50,7 +50,7 @@ def is_sqlite(path) -> bool:
 def check_output_path(option: str, path, inputs: set[Path], experiment_ok: bool = False) -> None:
     """Refuse, with one line, an output ``path`` that would destroy an input or a database.
     ``experiment_ok``: an earlier extradeep experiment may be replaced (for --save)."""
-    from extradeep.experiment import is_saved_experiment
+    from extradeep.io.store import is_saved_experiment
 
     target = _resolved(path)
     if target in inputs:

@@ -110,7 +110,7 @@ def _check_arguments(args) -> None:
 
 
 def _models(path):
-    from extradeep.experiment import Experiment
+    from extradeep.aggregate.experiment import Experiment
     from extradeep.modeling import fit_models
 
     exp = Experiment.load(path)

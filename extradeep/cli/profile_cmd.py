@@ -56,8 +56,8 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from extradeep.errors import InputError
-    from extradeep.frameworks.sampling import Sampling
-    from extradeep.profile_cmd import ProfilePlan, parse_list
+    from extradeep.capture.frameworks.sampling import Sampling
+    from extradeep.capture.profile_cmd import ProfilePlan, parse_list
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     params = {}

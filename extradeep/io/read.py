@@ -62,7 +62,7 @@ def profile_format(path) -> str:
 
 
 def read_profile(path, settings=None) -> pd.DataFrame:
-    """Per-step sums of one profile (see `extradeep.nsys.read.read_export` for the frame), with
+    """Per-step sums of one profile (see `extradeep.io.nsys.read.read_export` for the frame), with
     `attrs["format"]` saying which reader read it."""
     fmt = profile_format(path)
     if fmt == KINETO:
@@ -70,7 +70,7 @@ def read_profile(path, settings=None) -> pd.DataFrame:
 
         frame = read_trace(path, settings)
     else:
-        from extradeep.nsys.read import read_export
+        from extradeep.io.nsys.read import read_export
 
         frame = read_export(path, settings)
     frame.attrs["format"] = fmt

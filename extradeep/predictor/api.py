@@ -72,7 +72,7 @@ def replay_timeline(graph: OpGraph, result: ReplayResult) -> pd.DataFrame:
 def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, list[str]]:
     """The export files of one run in `run_dir` (a folder, a file or a list of files), its
     parameter values parsed from Extra-Deep file names, and notes on what was chosen."""
-    from extradeep.discover import find_exports, parse_name
+    from extradeep.io.discover import find_exports, parse_name
 
     paths, problems = find_exports(run_dir)
     if not paths:

@@ -17,6 +17,12 @@ says the window fills.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -68,3 +74,69 @@ def curve_frame(k: np.ndarray, step: np.ndarray) -> pd.DataFrame:
         hidden = np.where(k > 0, 1.0 - exposed / np.where(k > 0, k * slope, 1.0), np.nan)
         hidden = pd.Series(hidden).bfill().fillna(1.0).to_numpy()  # k = 0 hides what the smallest k hides
     return pd.DataFrame({"k": k, "step": step, "hidden": np.clip(hidden, 0.0, 1.0)})
+
+
+# --- the pipeline step: exposure curves for an Experiment's largest points ----------------------
+
+TRACED_POINTS = 3  # the largest points get an exposure curve: evaluation often holds out the top one or two
+
+
+def add_exposure_curves(experiment, *, cache_dir=None, use_cache: bool = True, progress=None):
+    """The pipeline step after aggregation: replay the runs at the TRACED_POINTS largest points of
+    `experiment` (at each, the repetition with the most ranks) and keep their exposure curves in
+    `experiment.settings["exposure"]` as {"point", "rep", "k", "hidden"}; a run that cannot be replayed
+    becomes a note in `settings["notes"]`. Curves are cached like the per-file results. Returns the
+    experiment (changed in place)."""
+    from extradeep.io.cache import default_cache_dir
+    from extradeep.io.nsys.settings import ReaderSettings
+
+    cache = None if not use_cache else Path(cache_dir) if cache_dir else default_cache_dir()
+    runs, params = experiment.provenance, list(experiment.params)
+    settings = ReaderSettings.from_any(experiment.settings.get("reader"))
+    files = runs.groupby([*params, "rep"], sort=True).size().reset_index(name="ranks_read")
+    points = files[params].drop_duplicates().tail(TRACED_POINTS)
+    curves, notes = [], []
+    for values in points.itertuples(index=False):
+        at = files[(files[params] == list(values)).all(axis=1)]
+        run = at.sort_values(["ranks_read", "rep"], ascending=[False, True]).iloc[0]
+        chosen = runs[(runs[params] == run[params]).all(axis=1) & (runs["rep"] == run["rep"])]
+        where = ", ".join(f"{k}={_plain(run[k])}" for k in params) + f", repetition {_plain(run['rep'])}"
+        curve, note = _traced_exposure(chosen, where, settings, cache, progress)
+        if curve:
+            curves.append({"point": {p: _plain(run[p]) for p in params}, "rep": _plain(run["rep"]), **curve})
+        notes += [note] if note else []
+    experiment.settings["exposure"] = curves
+    experiment.settings["notes"] = list(experiment.settings.get("notes", [])) + notes
+    return experiment
+
+
+def _traced_exposure(chosen: pd.DataFrame, where: str, settings, cache_dir, progress) -> tuple[dict | None, str | None]:
+    from extradeep.io.cache import read_cache, reader_version, store_cache
+
+    key = hashlib.sha256(json.dumps(["exposure", predictor_version(), reader_version(), settings.key(),
+                                     sorted(map(str, chosen["sha256"]))]).encode()).hexdigest()
+    cached = read_cache(cache_dir, key) if cache_dir is not None else None
+    if cached is None:
+        if progress is None:
+            print(f"replaying {len(chosen)} export(s) of {where} to see how much communication a step hides",
+                  file=sys.stderr)
+        try:
+            curve = exposure_curve(list(chosen["path"]), settings=settings)
+            cached = {"problem": None, "curve": None if curve.empty else curve[["k", "hidden"]].to_dict("list")}
+        except Exception as exc:  # the replay only refines the step model: a failure must not stop modeling
+            return None, f"the traces of {where} could not be replayed ({type(exc).__name__}: {exc})"
+        store_cache(cache_dir, key, cached)
+    return cached["curve"], None
+
+
+@functools.lru_cache(maxsize=1)
+def predictor_version() -> str:
+    """A digest of the replay's sources on top of the reader's version, so a predictor change
+    invalidates cached curves."""
+    from extradeep.io.cache import reader_version, sources_digest
+
+    return sources_digest(reader_version(), "predictor")
+
+
+def _plain(value):
+    return value.item() if hasattr(value, "item") else value

@@ -15,7 +15,7 @@ import pandas as pd
 from extradeep.errors import InputError
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import NO_INT, KinetoTrace, load
-from extradeep.nsys import categories as cat
+from extradeep.io.nsys import categories as cat
 
 MPI_DTYPES = {"pid": np.int64, "queue": object, "is_gpu": bool, "kind": object, "name": object,
               "category": object, "start": np.int64, "end": np.int64, "corr": np.int64, "bytes": float}

@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
+from extradeep.io.nsys import events
+from extradeep.io.nsys.connect import open_readonly
+from extradeep.io.nsys.events import NULL_INT
+from extradeep.io.nsys.schema import NVTX_RANGE_TYPES, schema_of
+from extradeep.io.nsys.steps import find_steps
 from extradeep.io.read import KINETO, profile_format
-from extradeep.nsys import events
-from extradeep.nsys.connect import open_readonly
-from extradeep.nsys.events import NULL_INT
-from extradeep.nsys.schema import NVTX_RANGE_TYPES, schema_of
-from extradeep.nsys.steps import find_steps
 from extradeep.predictor.kineto_trace import read_trace_file
 
 OP_COLUMNS = ["rank", "queue", "is_gpu", "kind", "name", "category", "start", "end", "corr", "bytes"]
@@ -85,7 +85,7 @@ def _syncs(conn, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _steps(nv: pd.DataFrame, path, pids, runtime: pd.DataFrame, settings=None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Kept NVTX steps per process (extradeep.nsys.steps), with the thread that marked them, and
+    """Kept NVTX steps per process (extradeep.io.nsys.steps), with the thread that marked them, and
     the other NVTX ranges (framework ops, for the T1-T3 overheads).
 
     An export without step marks gives no steps: the replay then compares whole-trace spans.
@@ -168,7 +168,7 @@ def _attach_sizes(gpu: pd.DataFrame, runtime: pd.DataFrame, sizes: pd.DataFrame)
 
 
 def _why_nothing_to_replay(conn) -> str:
-    from extradeep.experiment import META_TABLE
+    from extradeep.io.store import META_TABLE
 
     if schema_of(conn).has(META_TABLE):  # an easy mix-up: both are .sqlite files
         return ("an extradeep experiment (saved by `extradeep model --save`), not an Nsight Systems export; "
@@ -178,7 +178,7 @@ def _why_nothing_to_replay(conn) -> str:
 
 def read_file(path: str | Path, settings=None) -> dict:
     """Raw frames of one export, keyed by process id (no rank numbers yet); `settings`: the
-    reader's step conventions (`extradeep.nsys.settings.ReaderSettings`, dict or None). Kineto
+    reader's step conventions (`extradeep.io.nsys.settings.ReaderSettings`, dict or None). Kineto
     traces (by content) give the same frames (`extradeep.predictor.kineto_trace`)."""
     if profile_format(path) == KINETO:
         return read_trace_file(path, settings, _steps)
@@ -221,7 +221,7 @@ def _read_files(paths: list[Path], jobs: int | None, settings=None) -> list:
 def load_trace(paths, jobs: int | None = None, settings=None) -> RunTrace:
     """RunTrace of the exports of one run (one file per rank, or several processes per file);
     `jobs` worker processes read the files (default: one per core); `settings`: the step
-    conventions (`extradeep.nsys.settings.ReaderSettings`, dict or None for the defaults)."""
+    conventions (`extradeep.io.nsys.settings.ReaderSettings`, dict or None for the defaults)."""
     from extradeep.predictor.collectives import clock_offsets
 
     paths = sorted((Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)), key=_natural_key)

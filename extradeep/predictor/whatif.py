@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
-from extradeep.nsys.categories import is_nccl_kernel
+from extradeep.io.nsys.categories import is_nccl_kernel
 from extradeep.predictor.collectives import collective_kind, model_time, rescale_collective
 
 CATEGORIES = ("computation", "communication", "memory", "cuda_api")

@@ -191,8 +191,8 @@ def _check_values(batch, train_samples, val_samples, warmup_factor, kernel_scale
 
 def _check_names(app: str, params: dict, prefixes: dict) -> None:
     """File names must parse back: app.<prefix><value>...r<rep>.mpi<rank>.sqlite."""
-    from extradeep.discover import DEFAULT_ALIASES, RESERVED
-    from extradeep.profile_cmd import APP, NAME
+    from extradeep.io.discover import DEFAULT_ALIASES, RESERVED
+    from extradeep.capture.profile_cmd import APP, NAME
 
     if not APP.match(app):
         raise InputError(None, f"app {app!r}: use letters, digits, '_' or '-' (no dots: they separate file-name tokens)")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 
 def make_tabs(window) -> list:
-    from gui.tabs.bottleneck_tab import BottleneckTab
-    from gui.tabs.breakdown_tab import BreakdownTab
-    from gui.tabs.cost_tab import CostTab
-    from gui.tabs.model_tab import ModelTab
-    from gui.tabs.predictor_tab import PredictorTab
-    from gui.tabs.scaling_tab import ScalingTab
+    from extradeep.gui.tabs.bottleneck_tab import BottleneckTab
+    from extradeep.gui.tabs.breakdown_tab import BreakdownTab
+    from extradeep.gui.tabs.cost_tab import CostTab
+    from extradeep.gui.tabs.model_tab import ModelTab
+    from extradeep.gui.tabs.predictor_tab import PredictorTab
+    from extradeep.gui.tabs.scaling_tab import ScalingTab
 
     return [ModelTab(), ScalingTab("speedup"), ScalingTab("efficiency"), CostTab(), BreakdownTab(),
             BottleneckTab(), PredictorTab(window)]

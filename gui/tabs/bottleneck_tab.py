@@ -10,9 +10,9 @@ from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
 
 from matplotlib.patches import Patch
 
-from gui.param_panel import View
-from gui.plot_tab import MARGINS, PlotTab
-from gui.tabs.model_tab import short
+from extradeep.gui.param_panel import View
+from extradeep.gui.plot_tab import MARGINS, PlotTab
+from extradeep.gui.tabs.model_tab import short
 
 TOP_BARS = 15
 TABLE_ROWS = 200

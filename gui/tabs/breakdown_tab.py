@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from gui.app_models import BREAKDOWN, EPOCH_TIME, candidates, frame_of
-from gui.param_panel import View
-from gui.plot_tab import PlotTab
+from extradeep.gui.app_models import BREAKDOWN, EPOCH_TIME, candidates, frame_of
+from extradeep.gui.param_panel import View
+from extradeep.gui.plot_tab import PlotTab
 
 COLORS = {"computation": "#4c72b0", "communication": "#dd8452", "memory": "#55a868", "idle": "#c7c7c7"}
 

@@ -11,10 +11,10 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QGridLayout, QLabel, QSlider
 
-from gui.app_models import candidates, frame_of
-from gui.param_panel import View
-from gui.plot_tab import PlotTab
-from gui.tabs.scaling_tab import ranks_param
+from extradeep.gui.app_models import candidates, frame_of
+from extradeep.gui.param_panel import View
+from extradeep.gui.plot_tab import PlotTab
+from extradeep.gui.tabs.scaling_tab import ranks_param
 
 SLIDER_STEPS = 1000
 

@@ -8,8 +8,8 @@ import numpy as np
 from matplotlib.colors import LogNorm
 from PySide6.QtWidgets import QCheckBox
 
-from gui.param_panel import View, model_grid
-from gui.plot_tab import PlotTab
+from extradeep.gui.param_panel import View, model_grid
+from extradeep.gui.plot_tab import PlotTab
 
 MAX_OVERLAY = 8
 N_GRID = 160

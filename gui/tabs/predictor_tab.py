@@ -13,8 +13,8 @@ from matplotlib.patches import Patch
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QGridLayout, QLabel, QLineEdit,
                                QPushButton, QSpinBox)
 
-from gui.param_panel import View
-from gui.plot_tab import MARGINS, PlotTab
+from extradeep.gui.param_panel import View
+from extradeep.gui.plot_tab import MARGINS, PlotTab
 
 CLASS_COLORS = {"compute": "#4c72b0", "communication": "#dd8452", "memory": "#55a868",
                 "cpu_overhead": "#b0b0b0", "idle": "#ffffff"}
@@ -239,7 +239,7 @@ class PredictorTab(PlotTab):
     def empirical_step_time(self) -> tuple[str, float] | None:
         """(label, seconds) of the empirical training-step model at the run's point (ranks as in the
         what-if), or None without one."""
-        from gui.app_models import EPOCH_TIME
+        from extradeep.gui.app_models import EPOCH_TIME
 
         app = self.view.app if self.view is not None else None
         model = app.model(EPOCH_TIME) if app is not None else None

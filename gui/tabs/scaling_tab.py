@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
 
-from gui.app_models import candidates, frame_of
-from gui.param_panel import View
-from gui.plot_tab import PlotTab
-from gui.tabs.model_tab import MAX_OVERLAY, short
+from extradeep.gui.app_models import candidates, frame_of
+from extradeep.gui.param_panel import View
+from extradeep.gui.plot_tab import PlotTab
+from extradeep.gui.tabs.model_tab import MAX_OVERLAY, short
 
 TITLES = {"speedup": "Speedup", "efficiency": "Efficiency"}
 

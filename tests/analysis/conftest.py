@@ -72,8 +72,8 @@ def synthetic_step_sums(ranks_list, reps=2, noise=0.01, seed=0):
 
 
 def synthetic_experiment(ranks_list, dataset=None, **kw):
-    from extradeep.aggregate import aggregate
-    from extradeep.experiment import Experiment, dataset_dict
+    from extradeep.aggregate.medians import aggregate
+    from extradeep.aggregate.experiment import Experiment, dataset_dict
 
     values, points = aggregate(synthetic_step_sums(ranks_list, **kw), ["ranks"], min_points=5)
     provenance = pd.DataFrame({"path": [f"/x/app.p{p}.r1.mpi0.sqlite" for p in ranks_list], "ranks": ranks_list})
@@ -84,7 +84,7 @@ def synthetic_experiment(ranks_list, dataset=None, **kw):
 @pytest.fixture(scope="session")
 def synthetic():
     """(experiment factory, per-step truth function, dataset) of the synthetic application."""
-    from extradeep.experiment import Dataset
+    from extradeep.aggregate.experiment import Dataset
 
     dataset = Dataset(train_samples=51200, val_samples=10240, batch_per_rank=64)
     return synthetic_experiment, truth_step, dataset

@@ -6,7 +6,7 @@ import pytest
 
 from extradeep.analysis.analyse import analyse, measured_points, prediction_table, subset_experiment
 from extradeep.analysis.epoch import EPOCH_TIME, EpochModel, model_from_dict
-from extradeep.experiment import NEED_DATASET
+from extradeep.aggregate.experiment import NEED_DATASET
 
 MODELING = [2, 4, 6, 8, 10]
 

@@ -9,7 +9,7 @@ from extradeep.analysis.analyse import measured_points
 
 @pytest.fixture(scope="module")
 def ddp_points(tmp_path_factory):
-    from extradeep.ingest import load_experiment
+    from extradeep import load_experiment
     from extradeep.simulate import simulate
 
     out = tmp_path_factory.mktemp("idle_ddp")

@@ -13,7 +13,7 @@ import pytest
 from extradeep.analysis.analyse import analyse, prediction_table
 from extradeep.analysis.communication import CommunicationSum
 from extradeep.analysis.epoch import EPOCH_TIME
-from extradeep.experiment import Dataset
+from extradeep.aggregate.experiment import Dataset
 
 DATASET = Dataset(train_samples=50_000, val_samples=10_000, batch_per_rank=64)
 NETWORKS = {"default": 1.0, "fast": 16.0, "slow": 0.25}
@@ -27,7 +27,7 @@ def expected_epoch(point) -> float:
 
 @pytest.fixture(scope="module", params=list(NETWORKS))
 def network(request, tmp_path_factory):
-    from extradeep.ingest import load_experiment
+    from extradeep import load_experiment
     from extradeep.simulate import simulate
 
     root = tmp_path_factory.mktemp(f"overlap_{request.param}")

@@ -9,7 +9,7 @@ import pytest
 from extradeep.analysis.budget import BudgetLimits, budget_search
 from extradeep.analysis.cost import CostSettings
 from extradeep.analysis.epoch import EpochModel, work_samples
-from extradeep.experiment import Dataset
+from extradeep.aggregate.experiment import Dataset
 
 DATASET = Dataset(train_samples=50_000, val_samples=0, batch_per_rank=64)
 RANKS = pd.DataFrame({"ranks": np.arange(2, 129, 2, dtype=float)})

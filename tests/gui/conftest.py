@@ -38,8 +38,8 @@ def sample_truth():
 def gui_experiment(sample_truth, tmp_path_factory):
     """sample_profiles/ read (into the session's cache, so the GUI reopens it fast) and saved as one
     experiment file with its dataset sizes."""
-    from extradeep.experiment import Dataset
-    from extradeep.ingest import load_experiment
+    from extradeep.aggregate.experiment import Dataset
+    from extradeep import load_experiment
 
     exp = load_experiment([SAMPLE_PROFILES], dataset=Dataset(**sample_truth["dataset"]), progress=False)
     path = tmp_path_factory.mktemp("gui_exp") / "exp.sqlite"
@@ -48,7 +48,7 @@ def gui_experiment(sample_truth, tmp_path_factory):
 
 
 def wait_until(app, condition, timeout_s: float = 60) -> None:
-    from gui.app import process_events_until
+    from extradeep.gui.app import process_events_until
 
     process_events_until(condition, timeout_s)
 
@@ -63,7 +63,7 @@ def open_and_wait(app, window, path, timeout_s: float = 60) -> None:
 def new_window(settings_path):
     from PySide6.QtCore import QSettings
 
-    from gui.main_window import MainWindow
+    from extradeep.gui.main_window import MainWindow
 
     win = MainWindow(settings=QSettings(str(settings_path), QSettings.IniFormat))
     win.show()

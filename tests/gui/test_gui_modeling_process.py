@@ -9,14 +9,14 @@ from extradeep.errors import InputError
 
 
 def _open(path):
-    from gui.workspace import open_source
+    from extradeep.gui.workspace import open_source
 
     return open_source(lambda *a, **k: None, path)
 
 
 def test_a_chunk_modeled_in_the_process_equals_one_modeled_here(gui_experiment):
-    from gui.modeling_process import run_remote
-    from gui.workspace import model_chunk
+    from extradeep.gui.modeling_process import run_remote
+    from extradeep.gui.workspace import model_chunk
 
     ws = _open(gui_experiment)
     rows = ws.regions.index[:12].tolist()
@@ -40,8 +40,8 @@ def test_a_chunk_modeled_in_the_process_equals_one_modeled_here(gui_experiment):
 
 
 def test_an_input_error_in_the_process_arrives_as_one_line(gui_experiment, tmp_path):
-    from gui.modeling_process import run_remote
-    from gui.workspace import model_chunk
+    from extradeep.gui.modeling_process import run_remote
+    from extradeep.gui.workspace import model_chunk
 
     ws = _open(gui_experiment)
     broken = tmp_path / "broken.sqlite"
@@ -55,8 +55,8 @@ def test_a_new_opening_is_read_again_in_the_process(gui_experiment, tmp_path):
     """Reopening after the file changed must not model the old contents."""
     import shutil
 
-    from gui.modeling_process import run_remote
-    from gui.workspace import model_chunk
+    from extradeep.gui.modeling_process import run_remote
+    from extradeep.gui.workspace import model_chunk
 
     path = tmp_path / "exp.sqlite"
     shutil.copy(gui_experiment, path)
@@ -75,8 +75,8 @@ def test_after_the_process_dies_the_next_call_starts_a_new_one(gui_experiment):
     import signal
     from concurrent.futures.process import BrokenProcessPool
 
-    from gui.modeling_process import pool, run_remote
-    from gui.workspace import model_chunk
+    from extradeep.gui.modeling_process import pool, run_remote
+    from extradeep.gui.workspace import model_chunk
 
     ws = _open(gui_experiment)
     pool().submit(int).result()  # started

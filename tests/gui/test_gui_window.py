@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")  # provides the qapp fixture
 
-from gui.region_tree import ROW_ROLE  # noqa: E402
+from extradeep.gui.region_tree import ROW_ROLE  # noqa: E402
 
 
 def canvas_pixels(tab) -> np.ndarray:
@@ -40,7 +40,7 @@ def test_open_sample_profiles_models_every_region(window, open_wait, sample_prof
 def test_models_are_the_ones_extradeep_model_makes(opened, gui_experiment):
     """Chunked background modeling gives exactly the CLI's models (extradeep.analysis.analyse)."""
     from extradeep.analysis.analyse import analyse
-    from extradeep.experiment import Experiment
+    from extradeep.aggregate.experiment import Experiment
 
     window = opened
     cli = analyse(Experiment.load(gui_experiment), options=window.options.options())
@@ -76,7 +76,7 @@ def test_selecting_a_region_changes_the_plot(opened):
 def test_a_redraw_on_the_kept_axes_looks_like_a_fresh_plot(opened):
     """The Model tab keeps its axes between selections and only replaces the artists: after an overlay
     of three regions, one region looks exactly as it does on a new tab."""
-    from gui.tabs.model_tab import ModelTab
+    from extradeep.gui.tabs.model_tab import ModelTab
 
     window = opened
     window.tabs.setCurrentIndex(0)
@@ -199,7 +199,7 @@ def test_missing_path_and_bad_export_are_errors_not_crashes(window, open_wait, t
 def test_recent_files_are_remembered(opened, gui_experiment):
     from PySide6.QtCore import QSettings
 
-    from gui.main_window import MainWindow
+    from extradeep.gui.main_window import MainWindow
 
     assert opened.recent_paths()[0] == str(gui_experiment)
     again = MainWindow(settings=QSettings(opened.settings.fileName(), QSettings.IniFormat))
@@ -220,7 +220,7 @@ def test_export_html_report_uses_the_report_command(opened, settle, tmp_path):
 def test_uncaught_errors_in_callbacks_are_shown_not_fatal(window, monkeypatch):
     import sys
 
-    from gui.app import install_excepthook
+    from extradeep.gui.app import install_excepthook
 
     monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # restored after the test
     install_excepthook(window)
@@ -244,7 +244,7 @@ def test_cancel_while_opening_leaves_the_window_as_it_was(window, gui_experiment
 
 def test_dataset_sizes_turn_a_profiles_folder_per_epoch(window, open_wait, sample_profiles, sample_truth,
                                                         gui_experiment, settle):
-    from extradeep.experiment import Dataset
+    from extradeep.aggregate.experiment import Dataset
 
     open_wait(window, sample_profiles)  # cached by gui_experiment
     assert window.ws.per == "step"
@@ -262,8 +262,8 @@ def test_dataset_sizes_turn_a_profiles_folder_per_epoch(window, open_wait, sampl
 
 
 def test_dataset_dialog_round_trips_the_sizes(qapp):
-    from extradeep.experiment import Dataset
-    from gui.dataset_dialog import DatasetDialog
+    from extradeep.aggregate.experiment import Dataset
+    from extradeep.gui.dataset_dialog import DatasetDialog
 
     given = Dataset(train_samples=1_281_167, val_samples=50_000, batch_per_rank=256, weak_scaling=True)
     assert DatasetDialog(given).dataset() == given

@@ -8,7 +8,7 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
 from extradeep.errors import InputError  # noqa: E402
-from gui.workers import TaskRunner  # noqa: E402
+from extradeep.gui.workers import TaskRunner  # noqa: E402
 
 
 def _wait(qtbot, runner):

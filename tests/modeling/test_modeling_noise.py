@@ -65,7 +65,7 @@ def test_sample_profiles_growth_classes_match_truth():
     """Every kernel whose true per-step time is constant gets a constant model, every growing one a
     growing model (which growth exactly is harder: see docs/performance.md)."""
     from extradeep.analysis.epoch import step_values
-    from extradeep.ingest import load_experiment
+    from extradeep import load_experiment
 
     experiment = load_experiment([REPO / "sample_profiles"], params=["ranks"], progress=False, use_cache=False)
     steps = step_values(experiment, ("time",))

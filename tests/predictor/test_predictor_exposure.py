@@ -7,8 +7,8 @@ import pytest
 
 from extradeep.analysis.communication import pure_times
 from extradeep.analysis.overlap import Exposure
-from extradeep.discover import file_sha256
-from extradeep.ingest import load_experiment
+from extradeep.io.discover import file_sha256
+from extradeep import load_experiment
 from extradeep.predictor.exposure import exposure_curve
 from extradeep.simulate import simulate
 
@@ -79,7 +79,7 @@ def _must_not_run(paths, settings=None):
 
 def test_ingest_keeps_the_curves_of_the_largest_runs(tmp_path, monkeypatch):
     from extradeep.analysis.analyse import subset_experiment
-    from extradeep.experiment import Experiment
+    from extradeep.aggregate.experiment import Experiment
 
     folder = tmp_path / "run"
     simulate(folder, params={"ranks": [2, 3, 4, 6]}, repetitions=2, epochs=2, train_steps=2, val_steps=1, seed=4)

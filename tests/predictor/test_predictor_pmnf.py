@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from extradeep.ingest import load_experiment
+from extradeep import load_experiment
 from extradeep.modeling import fit_models
 from extradeep.predictor import predict
 from extradeep.simulate import simulate

@@ -6,8 +6,8 @@ import pytest
 @pytest.fixture(scope="session")
 def small_analysis(tmp_path_factory):
     from extradeep.analysis.analyse import analyse
-    from extradeep.experiment import Dataset
-    from extradeep.ingest import load_experiment
+    from extradeep.aggregate.experiment import Dataset
+    from extradeep import load_experiment
     from extradeep.simulate import simulate
 
     root = tmp_path_factory.mktemp("report-sim")

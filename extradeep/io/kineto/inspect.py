@@ -2,7 +2,7 @@
 extradeep category, step marks, the most frequent CPU ranges.
 
 `inspect_trace(path, settings)` returns a JSON-ready dict with the keys of
-`extradeep.nsys.inspect.inspect_export` that apply (path, size, gpus, steps, counts_by_category,
+`extradeep.io.nsys.inspect.inspect_export` that apply (path, size, gpus, steps, counts_by_category,
 kernels_by_device, top_ranges, notes) plus format, platform, rank, world_size, backend,
 schema_version, trace_categories (events per `cat` as written in the file, flows as
 `flow:<cat>`), nccl_kernels and devices (deviceProperties).
@@ -15,10 +15,10 @@ from pathlib import Path
 from extradeep.errors import InputError
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import load
-from extradeep.nsys import categories as cat
-from extradeep.nsys.inspect import _kernels_by_device, _steps, _top_ranges
-from extradeep.nsys.settings import ReaderSettings
-from extradeep.nsys.steps import shorten
+from extradeep.io.nsys import categories as cat
+from extradeep.io.nsys.inspect import _kernels_by_device, _steps, _top_ranges
+from extradeep.io.nsys.settings import ReaderSettings
+from extradeep.io.nsys.steps import shorten
 
 
 def inspect_trace(path, settings=None, top: int = 10) -> dict:

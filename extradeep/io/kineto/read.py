@@ -15,16 +15,16 @@ import pandas as pd
 from extradeep.errors import InputError
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import KinetoTrace, load
-from extradeep.nsys.read import step_sums, user_ranges
-from extradeep.nsys.settings import ReaderSettings
-from extradeep.nsys.steps import find_steps
+from extradeep.io.nsys.read import step_sums, user_ranges
+from extradeep.io.nsys.settings import ReaderSettings
+from extradeep.io.nsys.steps import find_steps
 
 __all__ = ["read_trace", "trace_tables"]
 
 
 def read_trace(path, settings=None) -> pd.DataFrame:
     """Per-step sums of one Kineto trace: columns region, kind, category, metric, epoch, phase, step,
-    value, as `extradeep.nsys.read.read_export`. Raises InputError naming the file when unusable."""
+    value, as `extradeep.io.nsys.read.read_export`. Raises InputError naming the file when unusable."""
     settings = ReaderSettings.from_any(settings)
     trace = load(path)
     try:

@@ -1,5 +1,5 @@
 """A Kineto trace in the shape of the nsys layer's tables, so the per-step sums and the step finder
-(`extradeep.nsys.read.step_sums`, `extradeep.nsys.steps.find_steps`) serve both formats unchanged.
+(`extradeep.io.nsys.read.step_sums`, `extradeep.io.nsys.steps.find_steps`) serve both formats unchanged.
 
 CPU ranges (cpu_op, user_annotation) play the part of NVTX ranges: `ProfilerStep#N`, extradeep's
 marks written through `torch.profiler.record_function` ("epoch 0", "train_step 3") and user
@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from extradeep.io.kineto.load import KinetoTrace
-from extradeep.nsys import categories as cat
-from extradeep.nsys.events import NULL_INT
-from extradeep.nsys.schema import NVTX_PUSHPOP
+from extradeep.io.nsys import categories as cat
+from extradeep.io.nsys.events import NULL_INT
+from extradeep.io.nsys.schema import NVTX_PUSHPOP
 
 CPU_OP_DOMAIN = "cpu_op"
 CPU_OP_KIND = "cpu_op"
@@ -70,7 +70,7 @@ def launch_key(corr: np.ndarray) -> np.ndarray:
 
 
 def gpu_tables(trace: KinetoTrace, kernel_names: str = "short") -> dict[str, pd.DataFrame]:
-    """kernels, memcpy and memset frames as `extradeep.nsys.events` returns them (start, end,
+    """kernels, memcpy and memset frames as `extradeep.io.nsys.events` returns them (start, end,
     launchKey, name, bytes; kernels also category)."""
     gpu = trace.gpu
     out = {}

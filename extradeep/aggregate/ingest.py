@@ -1,0 +1,136 @@
+"""Exports in, Experiment out: discover, read every file (cached, in parallel), check, aggregate.
+
+Nothing here replays traces: the exposure replay is its own pipeline step
+(:func:`extradeep.predictor.exposure.add_exposure_curves`, called by :func:`extradeep.load_experiment`).
+
+The per-file stage is `extradeep.io.nsys.read.read_export` (path in, small step-sum table out), so it
+can run in worker processes here and, later, on a cluster. Its results are cached per file, keyed by
+path, size, mtime, reader version and reader settings, in a cache directory (never beside the
+inputs unless asked). Bad files become one-line problems; an InputError is raised only when nothing
+usable remains or the batch cannot be aggregated as a whole.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from extradeep.io import discover
+from extradeep.aggregate.medians import aggregate
+from extradeep.errors import InputError
+from extradeep.aggregate.experiment import Dataset, Experiment, dataset_dict
+from extradeep.io.cache import default_cache_dir, reader_version
+from extradeep.io.execute import read_all
+from extradeep.io.nsys.settings import ReaderSettings
+
+
+def read_experiment(
+    paths=None,
+    params=None,
+    settings=None,
+    *,
+    aliases=None,
+    manifest=None,
+    dataset: Dataset | None = None,
+    min_points: int = 5,
+    jobs: int | None = None,
+    cache_dir=None,
+    use_cache: bool = True,
+    progress=None,
+) -> Experiment:
+    """Read and aggregate exports into an Experiment whose `.problems` lists every skipped input.
+
+    `paths`: files and/or directories (searched recursively), or None with `manifest`. `params`: the
+    modeled parameter names (default: those that vary). `settings`: the reader settings passed to
+    `read_export`. `progress`: None (a line on stderr), False (silent) or a callable
+    `(done, total, path)`. Bad files are skipped and listed; InputError is raised only when nothing
+    usable remains or the batch is inconsistent (mixed apps, a varying parameter not modeled).
+"""
+    aliases = discover.parse_aliases(aliases) if not isinstance(aliases, dict) else aliases
+    settings = ReaderSettings.from_any(settings)
+    if manifest is not None:
+        runs, problems = discover.manifest_runs(manifest, aliases)
+    else:
+        runs, problems = discover.runs_from_names(paths, aliases)
+    runs, problems = discover.validate_runs(runs, problems)
+    params = choose_params(runs, params, aliases)
+
+    cache = None if not use_cache else Path(cache_dir) if cache_dir else default_cache_dir()
+    results = read_all(runs, settings, jobs=jobs, cache_dir=cache, progress=progress)
+    runs["sha256"] = [r["sha256"] for r in results]
+    failed = [r["problem"] is not None for r in results]
+    problems += [r["problem"] for r in results if r["problem"]]
+    frames = {path: r["frame"] for path, r in zip(runs["path"], results) if r["problem"] is None}
+    runs = runs[[not f for f in failed]].reset_index(drop=True)
+    if runs.empty:
+        error = InputError(None, f"no usable exports among {len(failed)} file(s); first problem: {problems[0]}")
+        error.problems = problems
+        raise error
+    runs, duplicates = discover.drop_duplicates(runs)
+    problems += duplicates + discover.missing_ranks(runs)
+
+    step_sums = step_sum_table(runs, frames, params)
+    values, points = aggregate(step_sums, params, min_points)
+    fixed = {p: _plain(runs[p].iloc[0]) for p in discover.param_columns(runs) if p not in params}
+    notes = reader_notes({path: frames[path] for path in runs["path"]})
+    provenance = runs[["path", "size", "sha256", "app", "rank", "rep", *discover.param_columns(runs)]]
+    experiment_settings = {
+        "reader": settings.to_dict(),
+        "reader_version": reader_version(),
+        "aliases": aliases,
+        "dataset": dataset_dict(dataset),
+        "min_points": int(min_points),
+        "fixed_params": fixed,
+        "app": str(runs["app"].iloc[0]),
+        "notes": notes,
+    }
+    return Experiment(params, values, points, provenance.reset_index(drop=True), experiment_settings, problems)
+
+
+def reader_notes(frames: dict[str, pd.DataFrame], shown: int = 3) -> list[str]:
+    """The reader's notes (path -> step-sum frame), each once, naming the file(s) that said it:
+    "note (in a.sqlite)" or "note (in N files: a.sqlite, b.sqlite, c.sqlite, ...)"."""
+    said: dict[str, list[str]] = {}
+    for path, frame in frames.items():
+        for note in dict.fromkeys(frame.attrs.get("notes", [])):
+            said.setdefault(note, []).append(str(path))
+    out = []
+    for note, paths in sorted(said.items()):
+        if len(paths) == 1:
+            out.append(f"{note} (in {paths[0]})")
+        else:
+            names = ", ".join(Path(p).name for p in paths[:shown]) + (", ..." if len(paths) > shown else "")
+            out.append(f"{note} (in {len(paths)} files: {names})")
+    return out
+
+
+def choose_params(runs: pd.DataFrame, params, aliases: dict) -> list[str]:
+    """The modeled parameters: the given ones (through aliases) or those that vary. Refuses a varying
+    parameter that is not modeled, because its points would be merged silently."""
+    available = discover.param_columns(runs)
+    varying = [p for p in available if runs[p].nunique() > 1]
+    if not params:
+        return varying
+    chosen = [aliases.get(p, p) for p in params]
+    unknown = [p for p in chosen if p not in available]
+    if unknown:
+        raise InputError(None, f"no parameter {', '.join(map(repr, unknown))} in the inputs; they have: {', '.join(available) or 'none'}")
+    unmodeled = [p for p in varying if p not in chosen]
+    if unmodeled:
+        detail = "; ".join(f"{p} takes {sorted(runs[p].unique().tolist())}" for p in unmodeled)
+        raise InputError(None, f"parameter(s) vary but are not modeled ({detail}); add --param or select files")
+    return chosen
+
+
+def step_sum_table(runs: pd.DataFrame, frames: dict, params: list[str]) -> pd.DataFrame:
+    """Concatenate the per-file step sums with the file id, rank, repetition and point columns."""
+    parts = []
+    for file_id, run in enumerate(runs.to_dict("records")):
+        extra = {"file": file_id, "rank": run["rank"], "rep": run["rep"], **{p: run[p] for p in params}}
+        parts.append(frames[run["path"]].assign(**extra))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _plain(value):
+    return value.item() if hasattr(value, "item") else value

@@ -1,0 +1,121 @@
+"""The per-file result cache: small step-sum tables keyed by file identity, reader version and settings.
+
+Entries are pickles under `<cache>/steps/xx/<sha256>.pkl`, written atomically (temporary file, then
+rename), so concurrent readers and writers never see half an entry; an unreadable entry is a miss and
+is simply recomputed. Their mtime is their last use, so pruning drops the least recently used.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import pickle
+from pathlib import Path
+
+import extradeep
+from extradeep.errors import InputError
+from extradeep.io.nsys.settings import READER_VERSION
+
+CACHE_FORMAT = 1
+CACHE_MAX_MB = 2048  # default cap of the cache; env EXTRADEEP_CACHE_MAX_MB overrides it
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "extradeep"
+
+
+@functools.lru_cache(maxsize=1)
+def reader_version() -> str:
+    """extradeep's version plus a digest of the reader's sources, so any reader change invalidates
+    cached results (developers edit the reader without bumping versions)."""
+    return f"{extradeep.__version__}+{sources_digest(f'{extradeep.__version__} {READER_VERSION}', 'io/nsys', 'io/kineto')}"
+
+
+def sources_digest(seed: str, *packages: str) -> str:
+    digest = hashlib.sha256(seed.encode())
+    sources = [s for package in packages for s in sorted((Path(extradeep.__file__).parent / package).glob("*.py"))]
+    for source in sources:
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def cache_key(path: str, size: int, mtime_ns: int, settings: ReaderSettings) -> str:
+    blob = json.dumps(
+        [CACHE_FORMAT, str(Path(path).resolve()), int(size), int(mtime_ns), reader_version(), settings.key()]
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _cache_file(cache_dir: Path, key: str) -> Path:
+    return Path(cache_dir) / "steps" / key[:2] / f"{key}.pkl"
+
+
+def read_cache(cache_dir: Path, key: str) -> dict | None:
+    """A cached per-file result, or None (missing or unreadable entries are simply re-read)."""
+    path = _cache_file(cache_dir, key)
+    try:
+        with open(path, "rb") as fh:
+            result = pickle.load(fh)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        return None
+    try:
+        os.utime(path)  # mtime = last use: eviction drops the least recently used entries
+    except OSError:
+        pass
+    return result
+
+
+def cache_limit_bytes() -> int:
+    """The cache's cap: EXTRADEEP_CACHE_MAX_MB (MiB) or CACHE_MAX_MB; a bad value is refused."""
+    text = os.environ.get("EXTRADEEP_CACHE_MAX_MB", str(CACHE_MAX_MB))
+    try:
+        megabytes = float(text)
+    except ValueError:
+        megabytes = float("nan")
+    if not megabytes >= 0:
+        raise InputError("EXTRADEEP_CACHE_MAX_MB", f"must be a number of MiB >= 0, got {text!r}")
+    return int(megabytes * 2**20)
+
+
+def prune_cache(cache_dir, max_bytes: int | None = None) -> int:
+    """Delete the least recently used cache entries until the cache holds at most `max_bytes`
+    (default `cache_limit_bytes()`); returns how many were deleted. Only extradeep's own entry files
+    (steps/xx/<sha256>.pkl) are touched."""
+    limit = cache_limit_bytes() if max_bytes is None else max_bytes
+    entries = []
+    for path in (Path(cache_dir) / "steps").glob("??/*.pkl"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        entries.append((stat.st_mtime_ns, stat.st_size, path))
+    total = sum(size for _, size, _ in entries)
+    removed = 0
+    for _, size, path in sorted(entries, key=lambda e: e[0]):
+        if total <= limit:
+            break
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        total -= size
+        removed += 1
+    return removed
+
+
+def store_cache(cache_dir, key: str, result: dict) -> None:
+    # Failures are not cached: the user may fix the file or the reader may learn to read it.
+    if cache_dir is None or result["problem"] is not None:
+        return
+    target = _cache_file(cache_dir, key)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, target)
+    except OSError:
+        pass  # a read-only or full cache only costs speed

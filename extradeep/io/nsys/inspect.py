@@ -1,0 +1,167 @@
+"""What is inside one export: version, tables, GPUs, NVTX domains and names, step marks, event counts.
+
+`inspect_export(path, settings)` returns a plain dict (JSON-ready) that `extradeep inspect` prints.
+Every count is a count of rows in the export, classified as `read_export` classifies them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from extradeep.errors import InputError
+from extradeep.io.nsys import categories as cat
+from extradeep.io.nsys import events
+from extradeep.io.nsys.connect import fetch_all, open_readonly
+from extradeep.io.nsys.schema import NVTX_MARK, NVTX_RANGE_TYPES, metadata, row_count, schema_of
+from extradeep.io.nsys.settings import ReaderSettings
+from extradeep.io.nsys.steps import find_steps, shorten
+
+
+def inspect_export(path, settings=None, top: int = 10) -> dict:
+    """Summary of one export as a dict; InputError (naming the file) when it cannot be read at all.
+
+    Keys: path, size, nsys_version, schema_version, tables (name -> rows), gpus, nvtx_domains
+    (name -> events), top_ranges ([name, count]), steps (convention, epochs, train/val/warm-up
+    steps, warnings; or problem), counts_by_category, kernels_by_device, notes.
+    """
+    settings = ReaderSettings.from_any(settings)
+    conn = open_readonly(path)
+    try:
+        meta = metadata(conn)
+        tables = {t: row_count(conn, t) for t in sorted(schema_of(conn).tables)}
+        _refuse_saved_experiment(tables)
+        nvtx = events.nvtx(conn)
+        kernels = events.kernels(conn, settings.kernel_names, columns=["deviceId"])
+        info = {
+            "path": str(path),
+            "size": Path(path).stat().st_size,
+            "nsys_version": meta.get("EXPORT_PRODUCT_VERSION"),
+            "schema_version": meta.get("EXPORT_SCHEMA_VERSION"),
+            "tables": tables,
+            "gpus": gpus(conn),
+            "nvtx_domains": _domain_counts(nvtx),
+            "top_ranges": _top_ranges(nvtx, top),
+            "steps": _steps(nvtx, settings, path),
+            "counts_by_category": _category_counts(conn, nvtx, kernels),
+            "kernels_by_device": _kernels_by_device(kernels),
+        }
+        info["notes"] = list(dict.fromkeys(conn.warnings))
+        return info
+    except InputError as exc:
+        raise InputError(path, exc.problem) if exc.source is None else exc from None
+    finally:
+        conn.close()
+
+
+def _refuse_saved_experiment(tables: dict) -> None:
+    from extradeep.io.store import META_TABLE
+
+    if META_TABLE in tables:
+        raise InputError(None, "an experiment saved by extradeep, not an Nsight Systems export "
+                               "(read it with `extradeep model FILE` or `extradeep report FILE`)")
+
+
+def gpus(conn) -> list[dict]:
+    """GPUs listed in TARGET_INFO_GPU (id or, before 2021.2, deviceId) or TARGET_INFO_CUDA_GPU."""
+    sch = schema_of(conn)
+    table = sch.first_table("TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU")
+    if table is None:
+        return []
+    id_col = "id" if sch.has_column(table, "id") else "deviceId"
+    rows = fetch_all(conn, f'SELECT "{id_col}", name FROM "{table}" ORDER BY "{id_col}"')
+    return [{"id": int(i) if i is not None else None, "name": str(n)} for i, n in rows]
+
+
+def _domain_counts(nvtx: pd.DataFrame) -> dict[str, int]:
+    counts = nvtx["domain"].astype(str).replace("", "(default)").value_counts()
+    return {str(k): int(v) for k, v in counts.items()}
+
+
+def _top_ranges(nvtx: pd.DataFrame, top: int) -> list[list]:
+    ranges = nvtx[nvtx["eventType"].isin(NVTX_RANGE_TYPES).to_numpy()]
+    counts = ranges["name"].value_counts().head(top)
+    return [[str(name), int(n)] for name, n in counts.items() if n > 0]
+
+
+def _steps(nvtx: pd.DataFrame, settings: ReaderSettings, path) -> dict:
+    try:
+        table = find_steps(nvtx, settings, path)
+    except InputError as exc:
+        return {"found": False, "problem": exc.problem}
+    kept = table.steps
+    return {
+        "found": True,
+        "convention": table.convention,
+        "epochs": len(set(kept["epoch"]) | set(table.warmup["epoch"])),
+        "measured_epochs": int(kept["epoch"].nunique()),
+        "train_steps": int((kept["phase"] == "train").sum()),
+        "val_steps": int((kept["phase"] == "val").sum()),
+        "warmup_steps": int(len(table.warmup)),
+        "warnings": list(table.warnings),
+    }
+
+
+def _category_counts(conn, nvtx: pd.DataFrame, kernels: pd.DataFrame) -> dict[str, int]:
+    """Events per category, classified as read_export classifies them (MPI ranges are communication)."""
+    nccl = kernels["category"].astype(str).to_numpy() == cat.COMMUNICATION
+    mpi = events.mpi(conn, nvtx)
+    user_nvtx = nvtx["eventType"].isin((*NVTX_RANGE_TYPES, NVTX_MARK)).to_numpy().copy()
+    user_nvtx &= ~events.per_category(nvtx["domain"], cat.is_mpi_domain)
+    counts = {
+        cat.COMPUTATION: int((~nccl).sum()),
+        cat.COMMUNICATION: int(nccl.sum()) + len(mpi),
+        cat.MEMORY: row_count(conn, events.MEMCPY_TABLE) + row_count(conn, events.MEMSET_TABLE),
+        cat.CUDA_API: row_count(conn, events.RUNTIME_TABLE),
+        cat.NVTX: int(user_nvtx.sum()),
+        cat.OS: row_count(conn, events.OSRT_TABLE),
+        cat.LIBRARY: sum(row_count(conn, t) for t in events.LIBRARY_TABLES.values()),
+    }
+    return counts
+
+
+def _kernels_by_device(kernels: pd.DataFrame) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    if kernels.empty:
+        return out
+    grouped = kernels.groupby(["deviceId", "category"], observed=True).size()
+    for (device, category), n in grouped.items():
+        out.setdefault(str(int(device)), {})[str(category)] = int(n)
+    return out
+
+
+def format_text(info: dict) -> str:
+    """Human-readable summary of `inspect_export`'s dict."""
+    lines = [f"{info['path']}  ({info['size']:,} bytes)"]
+    lines.append(f"  nsys version: {info['nsys_version'] or 'not recorded (export older than 2022.1)'}"
+                 + (f", schema {info['schema_version']}" if info["schema_version"] else ""))
+    gpu_text = ", ".join(f"{g['id']}: {g['name']}" for g in info["gpus"]) or "none recorded"
+    lines.append(f"  GPUs: {gpu_text}")
+    steps = info["steps"]
+    if steps["found"]:
+        lines.append(
+            f"  steps: {steps['epochs']} epoch(s), {steps['measured_epochs']} measured; "
+            f"{steps['train_steps']} training and {steps['val_steps']} validation steps measured, "
+            f"{steps['warmup_steps']} warm-up step(s) excluded"
+        )
+        lines += [f"    {level}: {how}" for level, how in steps["convention"].items()]
+        lines += [f"    note: {w}" for w in steps["warnings"]]
+    else:
+        lines.append(f"  steps: none found: {steps['problem']}")
+    counts = ", ".join(f"{k} {v:,}" for k, v in info["counts_by_category"].items() if v)
+    lines.append(f"  events by category: {counts or 'none'}")
+    for device, by_cat in info["kernels_by_device"].items():
+        lines.append(f"  kernels on device {device}: " + ", ".join(f"{k} {v:,}" for k, v in by_cat.items()))
+    domains = ", ".join(f"{k} ({v:,})" for k, v in info["nvtx_domains"].items())
+    lines.append(f"  NVTX domains: {domains or 'none'}")
+    if info["top_ranges"]:
+        lines.append("  most frequent NVTX ranges:")
+        lines += [f"    {n:>8,}  {shorten(name, 100)}" for name, n in info["top_ranges"]]
+    lines.append("  tables (rows):")
+    enums = [name for name in info["tables"] if name.startswith("ENUM_")]
+    lines += [f"    {n:>10,}  {name}" for name, n in info["tables"].items() if not name.startswith("ENUM_")]
+    if enums:
+        lines.append(f"    {len(enums):>10,}  ENUM_* lookup tables (listed with --json)")
+    lines += [f"  note: {w}" for w in info["notes"]]
+    return "\n".join(lines)

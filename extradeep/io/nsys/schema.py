@@ -1,0 +1,75 @@
+"""Probe which tables and columns an export has: tables are created lazily and versions add columns."""
+
+from __future__ import annotations
+
+from extradeep.io.nsys.connect import ExportConnection, query
+
+# NVTX event types (ENUM_NSYS_EVENT_TYPE); stable ids across every version seen.
+NVTX_CATEGORY = 33
+NVTX_MARK = 34
+NVTX_PUSHPOP = 59
+NVTX_STARTEND = 60
+NVTX_DOMAIN_CREATE = 75
+NVTX_DOMAIN_DESTROY = 76
+NVTX_RANGE_TYPES = (NVTX_PUSHPOP, NVTX_STARTEND)
+
+METADATA_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # 2023.3+ and 2022.1-2023.2
+
+
+class Schema:
+    """The tables of one export and, on demand, their columns (PRAGMA table_info works for every DDL style)."""
+
+    def __init__(self, conn: ExportConnection):
+        self._conn = conn
+        rows = query(conn, "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        self.tables = tuple(r[0] for r in rows)
+        self._tables = set(self.tables)
+        self._columns: dict[str, tuple[str, ...]] = {}
+
+    def has(self, table: str) -> bool:
+        return table in self._tables
+
+    def columns(self, table: str) -> tuple[str, ...]:
+        """Column names of `table`, or () when the table is absent."""
+        if table not in self._columns:
+            if not self.has(table):
+                return ()
+            rows = query(self._conn, f'PRAGMA table_info("{table}")').fetchall()
+            self._columns[table] = tuple(r[1] for r in rows)
+        return self._columns[table]
+
+    def has_column(self, table: str, column: str) -> bool:
+        return column in self.columns(table)
+
+    def first_table(self, *names: str) -> str | None:
+        """The first of `names` that exists (for tables renamed between versions)."""
+        return next((n for n in names if self.has(n)), None)
+
+
+def schema_of(conn: ExportConnection) -> Schema:
+    """The (cached) Schema of an open export."""
+    cached = getattr(conn, "_extradeep_schema", None)
+    if cached is None:
+        cached = Schema(conn)
+        conn._extradeep_schema = cached
+    return cached
+
+
+def metadata(conn: ExportConnection) -> dict[str, str]:
+    """Export metadata (name -> value) from META_DATA_EXPORT or EXPORT_META_DATA; {} for pre-2022 files."""
+    table = schema_of(conn).first_table(*METADATA_TABLES)
+    if table is None:
+        return {}
+    return {str(k): str(v) for k, v in query(conn, f'SELECT name, value FROM "{table}"').fetchall()}
+
+
+def nsys_version(conn: ExportConnection) -> str | None:
+    """The Nsight Systems version that wrote the export, or None where the file does not record it."""
+    return metadata(conn).get("EXPORT_PRODUCT_VERSION")
+
+
+def row_count(conn: ExportConnection, table: str) -> int:
+    """Number of rows of `table` (0 when absent)."""
+    if not schema_of(conn).has(table):
+        return 0
+    return int(query(conn, f'SELECT count(*) FROM "{table}"').fetchone()[0])

@@ -1,0 +1,91 @@
+"""The saved-experiment format: one SQLite file of plain tables that any SQL tool can read.
+
+Tables: `extradeep_meta(key, value)` (format `extradeep-experiment`, version, params), `measurements`,
+`measurements_by_rep`, `regions`, `parameters`, `provenance`, `settings(key, value JSON)`, `problems`,
+and, once models are saved, `models` and `models_meta`. This module only moves tables in and out;
+what they mean is :class:`extradeep.aggregate.experiment.Experiment`'s business.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from extradeep import __version__
+from extradeep.errors import InputError
+from extradeep.io.nsys.connect import open_readonly
+
+META_TABLE = "extradeep_meta"
+FORMAT = "extradeep-experiment"
+TABLES = ("measurements", "measurements_by_rep", "provenance")  # read back on load
+
+
+@dataclass
+class SavedExperiment:
+    """The raw contents of a saved experiment file: metadata, the tables read back, settings and problems."""
+
+    meta: dict
+    tables: dict
+    settings: dict
+    problems: list
+
+
+def write_experiment(path, meta: dict, tables: dict, settings: dict, problems: list) -> None:
+    """Write the tables to `path` (replacing an earlier extradeep experiment, never anything else)."""
+    import sqlite_utils
+
+    path = Path(path)
+    if path.exists():
+        if not is_saved_experiment(path):
+            raise InputError(path, "exists and is not an extradeep experiment; refusing to overwrite it")
+        path.unlink()
+    db = sqlite_utils.Database(path)
+    meta = {"format": FORMAT, "version": __version__, **meta}
+    _write(db, META_TABLE, pd.DataFrame({"key": list(meta), "value": list(meta.values())}))
+    for name, frame in tables.items():
+        _write(db, name, frame)
+    rows = {"key": list(settings), "value": [json.dumps(v) for v in settings.values()]}
+    _write(db, "settings", pd.DataFrame(rows, dtype=object))
+    _write(db, "problems", pd.DataFrame({"problem": list(problems)}, dtype=object))
+    db.conn.commit()
+    db.close()
+
+
+def read_experiment(path) -> SavedExperiment:
+    """The tables of a saved experiment, opened read-only."""
+    if not is_saved_experiment(path):
+        raise InputError(path, "not an experiment saved by extradeep")
+    with closing(open_readonly(path)) as conn:
+        meta = dict(conn.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
+        tables = {name: pd.read_sql(f"SELECT * FROM [{name}]", conn) for name in TABLES}
+        settings = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM settings")}
+        problems = [row[0] for row in conn.execute("SELECT problem FROM problems")]
+    return SavedExperiment(meta, tables, settings, problems)
+
+
+def is_saved_experiment(path) -> bool:
+    """True for an SQLite file written by `Experiment.save` (detected by its metadata table)."""
+    try:
+        with closing(open_readonly(path)) as conn:
+            row = conn.execute(f"SELECT value FROM {META_TABLE} WHERE key = 'format'").fetchone()
+    except (InputError, sqlite3.DatabaseError):
+        return False
+    return bool(row) and row[0] == FORMAT
+
+
+def _write(db, name: str, frame: pd.DataFrame) -> None:
+    columns = {c: _sql_type(frame[c]) for c in frame.columns}
+    db[name].create(columns)
+    records = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    db[name].insert_all(records, batch_size=2000)
+
+
+def _sql_type(column: pd.Series):
+    if pd.api.types.is_bool_dtype(column) or pd.api.types.is_integer_dtype(column):
+        return int
+    return float if pd.api.types.is_float_dtype(column) else str
