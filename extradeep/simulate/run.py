@@ -18,6 +18,7 @@ from extradeep.simulate.catalogue import (NCCL_ALPHA, NCCL_BANDWIDTH, NCCL_LAUNC
 from extradeep.simulate.engine import Engine
 from extradeep.simulate.program import MARKS, LoopConfig, TrainingProgram
 from extradeep.simulate.schema import LAYOUTS, load_layout
+from extradeep.simulate.kineto_writer import kineto_name, write_kineto_rank
 from extradeep.simulate.writer import RunColumns, write_rank
 
 T0_NS = 1e9
@@ -41,9 +42,13 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
              nccl_bandwidth_scale: float = 1.0, cpu_scale: float = 1.0, buckets: int | None = None,
              noise=(0.02, 0.01, 0.01), seed: int = 0,
              warmup_factor: float = 1.3, imbalance: float | None = None, truth_replicates: int = 8,
-             clock_offset_ns: float = 0.0,
+             clock_offset_ns: float = 0.0, formats=("nsys",),
              progress: bool = False) -> Simulation:
-    """Simulate every point of the parameter grid and write its exports and truth.json."""
+    """Simulate every point of the parameter grid and write its exports and truth.json; `formats`:
+    "nsys" (SQLite exports) and/or "kineto" (the same records as PyTorch profiler traces)."""
+    formats = (formats,) if isinstance(formats, str) else tuple(formats)
+    if not formats or set(formats) - {"nsys", "kineto"}:
+        raise InputError(None, f"formats must be 'nsys' and/or 'kineto', not {formats!r}")
     params = dict(params or {"ranks": [2, 4, 6, 8, 10]})
     _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, train_steps, val_steps,
            buckets, cpu_scale, nccl_bandwidth_scale, truth_replicates)
@@ -94,9 +99,15 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
             columns = RunColumns(rec, ops, op_bytes, offsets)
             for rank in range(ranks):
                 name = _file_name(app, point, prefixes, rep, rank)
-                write_rank(outdir / name, lay, columns, rank, nvtx_strings)
-                files.append(name)
-                rows.append({"path": str(outdir / name), **point, "rep": rep, "rank": rank})
+                if "nsys" in formats:
+                    write_rank(outdir / name, lay, columns, rank, nvtx_strings)
+                    files.append(name)
+                    rows.append({"path": str(outdir / name), **point, "rep": rep, "rank": rank})
+                if "kineto" in formats:  # the same records as a PyTorch profiler trace
+                    trace = kineto_name(name)
+                    write_kineto_rank(outdir / trace, columns, rank, ranks)
+                    files.append(trace)
+                    rows.append({"path": str(outdir / trace), **point, "rep": rep, "rank": rank})
             if progress:
                 print(f"\rsimulate: point {p_index + 1}/{len(grid)} repetition {rep}/{repetitions}",
                       end="", file=sys.stderr, flush=True)
