@@ -156,9 +156,6 @@ def read_bytes(path) -> bytes:
 
 def parse(path, data: bytes) -> dict:
     """The JSON document; InputError with one line for truncated or invalid JSON."""
-    exact = _FRACTIONAL_TS.search(data) is not None and _needs_exact_ts(data)
-    if exact:  # timestamps as integer ns text, so no float rounds them
-        data = _TS_TEXT.sub(_ts_to_ns_text, data)
     try:
         doc = orjson.loads(data) if orjson is not None else json.loads(data)
     except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError and json's are ValueErrors
@@ -167,7 +164,6 @@ def parse(path, data: bytes) -> dict:
         doc = {"traceEvents": doc}
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise InputError(path, "JSON without a traceEvents list: not a PyTorch profiler (Kineto) trace")
-    doc["_ts_unit_ns"] = exact
     return doc
 
 
@@ -189,16 +185,80 @@ def _short(exc: Exception) -> str:
 
 
 def load(path) -> KinetoTrace:
-    """Read and parse one trace file; InputError (one line naming the file) when it is unusable."""
-    doc = parse(path, read_bytes(path))
-    events = doc.pop("traceEvents")
-    exact = doc.pop("_ts_unit_ns")
+    """Read and parse one trace file; InputError (one line naming the file) when it is unusable.
+
+    Large files are parsed in pieces of about CHUNK_BYTES (see `_pieces`), each turned into columns
+    before the next is parsed, so the parsed objects of only one piece are alive at a time; any piece
+    that is not valid JSON on its own sends the file through the whole-document parse instead, which
+    also words the error for a damaged file."""
+    data = read_bytes(path)
+    exact = _FRACTIONAL_TS.search(data) is not None and _needs_exact_ts(data)
+    if exact:  # timestamps as integer ns text, so no float rounds them
+        data = _TS_TEXT.sub(_ts_to_ns_text, data)
     rows = _Rows()
-    for event in events:
-        if type(event) is dict:  # noqa: E721 - exact type check is the fast path over many events
-            rows.add(event)
-    del events
-    return rows.build(str(path), doc, exact)
+    try:
+        meta = _parse_in_pieces(data, rows)
+    except _PieceError:
+        rows = _Rows()
+        meta = None
+    if meta is None:
+        doc = parse(path, data)
+        rows.add_all(doc.pop("traceEvents"))
+        meta = doc
+    return rows.build(str(path), meta, exact)
+
+
+CHUNK_BYTES = 32 << 20
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
+
+
+class _PieceError(Exception):
+    """A piece was not valid JSON on its own: parse the whole document instead."""
+
+
+def _loads(text: bytes):
+    try:
+        return orjson.loads(text) if orjson is not None else json.loads(text)
+    except (ValueError, RecursionError):
+        raise _PieceError from None
+
+
+def _pieces(data: bytes) -> list[tuple[int, int]] | None:
+    """Cut points between events of the traceEvents array, about CHUNK_BYTES apart: (end of one
+    event's `}`, start of the next `{`); None when the file is small or has no such array."""
+    key = _EVENTS_KEY.search(data) if len(data) > CHUNK_BYTES else None
+    if key is None:
+        return None
+    cuts, pos = [], key.end() + CHUNK_BYTES
+    while pos < len(data):
+        m = _BETWEEN_EVENTS.search(data, pos)
+        if m is None:
+            break
+        cuts.append((m.start() + 1, m.end() - 1))
+        pos = m.end() + CHUNK_BYTES
+    return cuts or None
+
+
+def _parse_in_pieces(data: bytes, rows) -> dict | None:
+    """The document's top-level fields, its events added to `rows` piece by piece; None when the
+    file is not cut (small); _PieceError when a piece does not parse on its own."""
+    cuts = _pieces(data)
+    if cuts is None:
+        return None
+    head = _loads(data[: cuts[0][0]] + b"]}")
+    if not isinstance(head, dict) or not isinstance(head.get("traceEvents"), list):
+        raise _PieceError
+    rows.add_all(head.pop("traceEvents"))
+    for (_, start), (end, _) in zip(cuts, cuts[1:]):
+        events = _loads(b"[" + data[start:end] + b"]")
+        rows.add_all(events)
+        del events
+    tail = _loads(b'{"traceEvents":[' + data[cuts[-1][1]:])
+    if not isinstance(tail, dict) or not isinstance(tail.get("traceEvents"), list):
+        raise _PieceError
+    rows.add_all(tail.pop("traceEvents"))
+    return {**head, **tail}
 
 
 class _Rows:
@@ -209,6 +269,12 @@ class _Rows:
         self.counts = Counter()
         self.flows = 0
         self.bad = 0
+
+    def add_all(self, events) -> None:
+        add = self.add
+        for event in events if isinstance(events, list) else ():
+            if type(event) is dict:  # noqa: E721 - exact type check is the fast path over many events
+                add(event)
 
     def add(self, e: dict) -> None:
         ph = e.get("ph")

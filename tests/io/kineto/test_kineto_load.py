@@ -87,3 +87,24 @@ def test_folder_finds_traces_but_not_other_json(real_kineto, tmp_path):
     (tmp_path / "truth.json").write_text(json.dumps({"format": "extradeep-simulator-truth/1"}))
     found, problems = find_exports(tmp_path)
     assert [p.name for p in found] == ["app.p1.r1.mpi0.pt.trace.json.gz"] and not problems
+
+
+def test_parsing_in_pieces_gives_the_whole_parse(real_kineto, monkeypatch, tmp_path):
+    """Large files are parsed piece by piece (bounded memory); the result is the whole-document one,
+    and a truncated large file still gives one line."""
+    from extradeep.io.kineto import load as loader
+
+    path = real_kineto("HTA__ns_resolution_trace_rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
+    whole = load(path)
+    monkeypatch.setattr(loader, "CHUNK_BYTES", 1 << 20)
+    assert len(loader._pieces(loader.read_bytes(path))) > 5
+    pieces = load(path)
+    for frame in ("gpu", "runtime", "cpu", "syncs", "gpu_annotations"):
+        assert getattr(pieces, frame).equals(getattr(whole, frame))
+    assert pieces.counts == whole.counts and pieces.meta == whole.meta
+    cut = tmp_path / "cut.json"
+    data = loader.read_bytes(path)
+    cut.write_bytes(data[: len(data) - 5000])
+    with pytest.raises(InputError) as info:
+        load(cut)
+    assert "not valid JSON" in _one_line(info.value, cut)
