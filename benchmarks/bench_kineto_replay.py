@@ -3,7 +3,7 @@ EXTRADEEP_REAL_KINETO): per trace (and for the two sampled ranks of the 128-rank
 measured median step time (slowest rank), the replayed one, the largest per-step error, the
 kernel-sum baseline's error, the critical-path breakdown and the time to predict.
 
-Usage: python benchmarks/bench_kineto_replay.py
+Usage: PYTHONPATH=. python benchmarks/bench_kineto_replay.py (or with extradeep installed)
 """
 
 from __future__ import annotations
