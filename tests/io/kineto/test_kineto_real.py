@@ -105,3 +105,22 @@ def test_nccl_message_sizes_from_collective_metadata(real_kineto, plain_json):
                       if e.get("cat") == "kernel" and "In msg nelems" in e["args"])
     gpu = load(path).gpu
     assert expected and sorted(gpu.loc[gpu["msg_bytes"] > 0, "msg_bytes"]) == expected
+
+
+@pytest.mark.parametrize("trace, src, dst", [
+    # HolisticTraceAnalysis's own tests expect these GPU->GPU sync edges (cudaEventRecord on one stream,
+    # cudaStreamWaitEvent on another) in its critical-path test traces
+    ("HTA__critical_path_cuda_event_sync_multi_stream_event_sync_trace.json.gz",
+     ("ampere_sgemm_128x64_nn", "gpu0/s20"), ("[CUDA memset]", "gpu0/s24")),
+    ("HTA__critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz",
+     ("fft2d_c2r_32x32", "gpu0/s20"), ("elementwise_kernel", "gpu0/s7")),
+])
+def test_event_waits_link_streams_as_hta_expects(real_kineto, trace, src, dst):
+    from extradeep.predictor.graph import EDGE_KINDS, build_graph
+    from extradeep.predictor.trace import load_trace
+
+    graph = build_graph(load_trace([real_kineto(trace)], jobs=1))
+    nodes, event = graph.nodes, graph.edge_kind == EDGE_KINDS.index("event")
+    edges = {(nodes.at[s, "name"], nodes.at[s, "queue"], nodes.at[d, "name"], nodes.at[d, "queue"])
+             for s, d in zip(graph.src[event], graph.dst[event])}
+    assert (*src, *dst) in edges
