@@ -5,8 +5,9 @@ A Kineto trace is one process (one rank): `traceEvents` holds complete events (`
 user_annotation, gpu_user_annotation, cuda_sync), flow events (`ph: "s"/"f"`) linking a launch to
 its GPU work (their id is the correlation id that `args.correlation` also carries) and metadata.
 Timestamps are microseconds, fractional in newer versions; they become integer nanoseconds here, as
-in the nsys layer. The file is decompressed once and parsed once (orjson when installed: it builds
-the same objects as `json` with less work); only the fields the frames need are kept.
+in the nsys layer. The file is decompressed once and parsed once with the standard library (orjson
+measured no faster here: building the Python objects dominates, see docs/performance.md); only the
+fields the frames need are kept.
 """
 
 from __future__ import annotations
@@ -23,11 +24,6 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
-
-try:  # optional (extra "kineto"): same result, faster on large traces
-    import orjson
-except ImportError:  # pragma: no cover - exercised where orjson is absent
-    orjson = None
 
 SUFFIXES = (".json", ".json.gz")
 GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -157,8 +153,8 @@ def read_bytes(path) -> bytes:
 def parse(path, data: bytes) -> dict:
     """The JSON document; InputError with one line for truncated or invalid JSON."""
     try:
-        doc = orjson.loads(data) if orjson is not None else json.loads(data)
-    except (ValueError, RecursionError) as exc:  # orjson.JSONDecodeError and json's are ValueErrors
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and bad UTF-8 are ValueErrors
         raise InputError(path, f"not valid JSON ({_short(exc)}); a truncated or damaged trace?") from None
     if isinstance(doc, list):  # the bare-array form of the Chrome trace format
         doc = {"traceEvents": doc}
@@ -219,7 +215,7 @@ class _PieceError(Exception):
 
 def _loads(text: bytes):
     try:
-        return orjson.loads(text) if orjson is not None else json.loads(text)
+        return json.loads(text)
     except (ValueError, RecursionError):
         raise _PieceError from None
 
@@ -359,6 +355,11 @@ def us_to_ns(us: np.ndarray) -> np.ndarray:
 
 def _ints(values) -> np.ndarray:
     """Integer column from JSON values that may be missing, text ("0x0", "7") or floats."""
+    if all(type(v) is int for v in values):  # noqa: E721 - the common case, converted in C
+        try:
+            return np.array(values, dtype=np.int64)
+        except OverflowError:
+            pass
     out = np.empty(len(values), dtype=np.int64)
     for i, v in enumerate(values):
         if isinstance(v, bool) or v is None:
