@@ -95,7 +95,7 @@ def _annotations(cols: RunColumns, rank: int, pid: int) -> list[dict]:
     """NVTX push/pop ranges (eventType 59/60) as user annotations on the main thread; MPI-domain
     ranges and instant marks are left out (a Kineto trace has neither)."""
     offset = 0.0 if cols.offsets is None else float(cols.offsets[rank])
-    pick = lambda v: float(v[rank] if isinstance(v, np.ndarray) else v) + offset  # noqa: E731
+    pick = lambda v: float(v[rank] if isinstance(v, np.ndarray) else v) + offset
     out = []
     for text, start, end, event_type, _category, domain, _tid, _payload in cols.rec.nvtx:
         if end is None or event_type not in (59, 60) or domain == MPI_DOMAIN:

@@ -13,6 +13,7 @@ fields the frames need are kept.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import re
 import zlib
@@ -246,7 +247,7 @@ def _parse_in_pieces(data: bytes, rows) -> dict | None:
     if not isinstance(head, dict) or not isinstance(head.get("traceEvents"), list):
         raise _PieceError
     rows.add_all(head.pop("traceEvents"))
-    for (_, start), (end, _) in zip(cuts, cuts[1:]):
+    for (_, start), (end, _) in itertools.pairwise(cuts):
         events = _loads(b"[" + data[start:end] + b"]")
         rows.add_all(events)
         del events
@@ -269,7 +270,7 @@ class _Rows:
     def add_all(self, events) -> None:
         add = self.add
         for event in events if isinstance(events, list) else ():
-            if type(event) is dict:  # noqa: E721 - exact type check is the fast path over many events
+            if type(event) is dict:
                 add(event)
 
     def add(self, e: dict) -> None:
@@ -355,7 +356,7 @@ def us_to_ns(us: np.ndarray) -> np.ndarray:
 
 def _ints(values) -> np.ndarray:
     """Integer column from JSON values that may be missing, text ("0x0", "7") or floats."""
-    if all(type(v) is int for v in values):  # noqa: E721 - the common case, converted in C
+    if all(type(v) is int for v in values):
         try:
             return np.array(values, dtype=np.int64)
         except OverflowError:
@@ -367,7 +368,7 @@ def _ints(values) -> np.ndarray:
         elif isinstance(v, int):
             out[i] = v if -(2**63) <= v < 2**63 else NO_INT
         elif isinstance(v, float):
-            out[i] = int(v) if v == v and abs(v) < 2**63 else NO_INT
+            out[i] = int(v) if np.isfinite(v) and abs(v) < 2**63 else NO_INT
         else:
             try:
                 out[i] = int(str(v), 0)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from extradeep.pipeline import load_experiment
 from extradeep.modeling.modeler import fit_models
+from extradeep.pipeline import load_experiment
 from extradeep.simulate import simulate
 
 GPU_KINDS = ["kernel", "memcpy", "memset", "step"]
