@@ -39,18 +39,25 @@ def strip_suffix(name: str) -> str:
     return name
 
 
-def profile_format(path) -> str:
-    """nsys or kineto by content (SQLite header; gzip or JSON text); InputError for anything else."""
+def read_input(path, limit: int = -1) -> bytes:
+    """The first `limit` bytes (all with -1) of a user's file, opened read-only; InputError with one
+    line for a missing, unreadable path or a directory."""
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(64)
+        with open(path, "rb") as fh:  # read-only: inputs are never written
+            return fh.read(limit)
     except FileNotFoundError:
         raise InputError(path, "file not found") from None
     except IsADirectoryError:
         raise InputError(path, "is a directory, not a profile") from None
     except OSError as exc:
         raise InputError(path, f"cannot read ({exc.strerror or exc})") from None
+
+
+def profile_format(path) -> str:
+    """nsys or kineto by content (SQLite header; gzip or JSON text); InputError for anything else."""
+    path = Path(path)
+    head = read_input(path, 64)
     if head.startswith(SQLITE_MAGIC):
         return NSYS
     if head.startswith(GZIP_MAGIC) or head.lstrip()[:1] in (b"{", b"["):

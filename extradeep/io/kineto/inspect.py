@@ -16,7 +16,7 @@ from extradeep.errors import InputError
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import load
 from extradeep.io.nsys import categories as cat
-from extradeep.io.nsys.inspect import _kernels_by_device, _steps, _top_ranges
+from extradeep.io.nsys.inspect import _kernels_by_device, _steps, _top_ranges, summary_lines
 from extradeep.io.nsys.settings import ReaderSettings
 from extradeep.io.nsys.steps import shorten
 
@@ -74,23 +74,7 @@ def format_text(info: dict) -> str:
     platform = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU only"}.get(info["platform"], info["platform"])
     lines.append(f"  PyTorch profiler (Kineto) trace, {platform}"
                  f"; rank {rank}{world}{backend}")
-    gpu_text = ", ".join(f"{g['id']}: {g['name']}" for g in info["gpus"]) or "none recorded"
-    lines.append(f"  GPUs: {gpu_text}")
-    steps = info["steps"]
-    if steps["found"]:
-        lines.append(
-            f"  steps: {steps['epochs']} epoch(s), {steps['measured_epochs']} measured; "
-            f"{steps['train_steps']} training and {steps['val_steps']} validation steps measured, "
-            f"{steps['warmup_steps']} warm-up step(s) excluded"
-        )
-        lines += [f"    {level}: {how}" for level, how in steps["convention"].items()]
-        lines += [f"    note: {w}" for w in steps["warnings"]]
-    else:
-        lines.append(f"  steps: none found: {steps['problem']}")
-    counts = ", ".join(f"{k} {v:,}" for k, v in info["counts_by_category"].items() if v)
-    lines.append(f"  events by category: {counts or 'none'}")
-    for device, by_cat in info["kernels_by_device"].items():
-        lines.append(f"  kernels on device {device}: " + ", ".join(f"{k} {v:,}" for k, v in by_cat.items()))
+    lines += summary_lines(info)
     lines.append("  events in the trace by cat: " + ", ".join(f"{k} {v:,}" for k, v in info["trace_categories"].items()))
     if info["top_ranges"]:
         lines.append("  most frequent annotations (record_function ranges):")

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
+from extradeep.io.read import read_input
 
 SUFFIXES = (".json", ".json.gz")
 GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -132,15 +133,7 @@ def looks_like_trace(path, head_bytes: int = 4096) -> bool:
 def read_bytes(path) -> bytes:
     """The file's JSON text, decompressed once when it is gzip (by content, not by name)."""
     path = Path(path)
-    try:
-        with open(path, "rb") as fh:  # read-only: inputs are never written
-            data = fh.read()
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a directory, not a trace file") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read ({exc.strerror or exc})") from None
+    data = read_input(path)
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)

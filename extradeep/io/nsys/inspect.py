@@ -131,13 +131,10 @@ def _kernels_by_device(kernels: pd.DataFrame) -> dict[str, dict[str, int]]:
     return out
 
 
-def format_text(info: dict) -> str:
-    """Human-readable summary of `inspect_export`'s dict."""
-    lines = [f"{info['path']}  ({info['size']:,} bytes)"]
-    lines.append(f"  nsys version: {info['nsys_version'] or 'not recorded (export older than 2022.1)'}"
-                 + (f", schema {info['schema_version']}" if info["schema_version"] else ""))
+def summary_lines(info: dict) -> list[str]:
+    """GPUs, steps, events by category and kernels per device: the lines every profile format shows."""
     gpu_text = ", ".join(f"{g['id']}: {g['name']}" for g in info["gpus"]) or "none recorded"
-    lines.append(f"  GPUs: {gpu_text}")
+    lines = [f"  GPUs: {gpu_text}"]
     steps = info["steps"]
     if steps["found"]:
         lines.append(
@@ -153,6 +150,15 @@ def format_text(info: dict) -> str:
     lines.append(f"  events by category: {counts or 'none'}")
     for device, by_cat in info["kernels_by_device"].items():
         lines.append(f"  kernels on device {device}: " + ", ".join(f"{k} {v:,}" for k, v in by_cat.items()))
+    return lines
+
+
+def format_text(info: dict) -> str:
+    """Human-readable summary of `inspect_export`'s dict."""
+    lines = [f"{info['path']}  ({info['size']:,} bytes)"]
+    lines.append(f"  nsys version: {info['nsys_version'] or 'not recorded (export older than 2022.1)'}"
+                 + (f", schema {info['schema_version']}" if info["schema_version"] else ""))
+    lines += summary_lines(info)
     domains = ", ".join(f"{k} ({v:,})" for k, v in info["nvtx_domains"].items())
     lines.append(f"  NVTX domains: {domains or 'none'}")
     if info["top_ranges"]:
