@@ -16,7 +16,12 @@ from extradeep.errors import InputError
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import load
 from extradeep.io.nsys import categories as cat
-from extradeep.io.nsys.inspect import _kernels_by_device, _steps, _top_ranges, summary_lines
+from extradeep.io.nsys.inspect import (
+    _kernels_by_device,
+    _steps,
+    _top_ranges,
+    summary_lines,
+)
 from extradeep.io.nsys.settings import ReaderSettings
 from extradeep.io.nsys.steps import shorten
 
