@@ -35,15 +35,19 @@ _EXPORTS = {
     "Model": "extradeep.modeling.model",
     "read_extrap_text": "extradeep.modeling.extrap_text",
     # answers
-    "analyse": "extradeep.analysis.analyse",
-    "Analysis": "extradeep.analysis.analyse",
-    "prediction_table": "extradeep.analysis.analyse",
+    "analyse": "extradeep.analysis.core",
+    "Analysis": "extradeep.analysis.core",
+    "prediction_table": "extradeep.analysis.core",
     "point_grid": "extradeep.analysis.points",
     "CostSettings": "extradeep.analysis.cost",
     "bottleneck_table": "extradeep.analysis.bottlenecks",
     "BudgetLimits": "extradeep.analysis.budget",
     "budget_search": "extradeep.analysis.budget",
     "prediction_errors": "extradeep.analysis.evaluation",
+    "evaluate": "extradeep.analysis.workflows",
+    "Evaluation": "extradeep.analysis.workflows",
+    "plan_budget": "extradeep.analysis.workflows",
+    "prediction_grid": "extradeep.analysis.workflows",
     # reports
     "build_report": "extradeep.report.build",
     # trace-based predictor

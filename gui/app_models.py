@@ -75,7 +75,7 @@ def application_models(ws: Workspace, options: dict, n_eval: int) -> AppModels |
 def _application_models(ws: Workspace, exp, app_steps: pd.DataFrame, options: dict, cutoff: float) -> dict:
     """The application models exactly as `extradeep model` makes them (per-phase step models, the
     training step composed of computation and exposed communication), from points up to `cutoff`."""
-    from extradeep.analysis import analyse
+    from extradeep.analysis.core import fit_application_models
     from extradeep.analysis.overlap import Exposure
 
     first = ws.params[0]
@@ -84,7 +84,7 @@ def _application_models(ws: Workspace, exp, app_steps: pd.DataFrame, options: di
         return {}
     values = exp.values[exp.values[first].to_numpy(float) <= cutoff]
     exposure = Exposure.from_experiment(exp, upto=cutoff)
-    fitted = analyse.fit_application_models(steps, values, ws.params, ws.dataset, ws.fixed, options, exposure)
+    fitted = fit_application_models(steps, values, ws.params, ws.dataset, ws.fixed, options, exposure)
     return {r["quantity"]: r["model"] for r in fitted.to_dict("records") if r["model"] is not None}
 
 

@@ -36,7 +36,7 @@ def pool() -> ProcessPoolExecutor:
 def warm_imports(report) -> None:
     """Import the modeling and analysis stack (SciPy among it) before the user needs it, here and in
     the modeling process: the first import takes about a second, which would delay the first plot."""
-    import extradeep.analysis.analyse  # noqa: F401
+    import extradeep.analysis.core  # noqa: F401
     import extradeep.analysis.epoch  # noqa: F401
     import extradeep.modeling  # noqa: F401
     import scipy.special  # noqa: F401

@@ -142,7 +142,7 @@ def _params_of(table: pd.DataFrame) -> list[str]:
 
 def workspace_from_experiment(exp, path: Path, source_kind: str) -> Workspace:
     """List the experiment's regions now; their step values are made per chunk by `steps_for`."""
-    from extradeep.analysis.analyse import per_unit
+    from extradeep.analysis.core import per_unit
 
     params = list(exp.params)
     if not params:
@@ -290,9 +290,9 @@ def model_chunk(ws: Workspace, chunk: list[int], options: dict, cutoff: float) -
 
 
 def fit_table(ws: Workspace, steps: pd.DataFrame, key: str, options: dict, cutoff: float) -> dict:
-    """Per-phase step models combined into epoch models (extradeep.analysis.analyse.fit_phase_models),
+    """Per-phase step models combined into epoch models (extradeep.analysis.core.fit_phase_models),
     from points up to `cutoff` of the first parameter; {key value: model fields}."""
-    from extradeep.analysis.analyse import fit_phase_models
+    from extradeep.analysis.core import fit_phase_models
 
     steps = steps[steps[ws.params[0]].to_numpy(float) <= cutoff]
     if steps.empty:

@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from extradeep.cli.flags import flag_error
 from extradeep.errors import InputError
 
 # key: (default, type) of every option that a config file may also set
@@ -31,6 +32,7 @@ DEFAULTS = {
     "cache_dir": None,
     "no_cache": False,
     "no_replay": False,
+    "system": None,
     "train_samples": None,
     "val_samples": None,
     "batch_size": None,
@@ -68,6 +70,10 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument("--no-replay", action="store_true", default=None, help=(
         "do not replay the largest runs' traces to learn how much communication a step can hide "
         "(the step-time model then assumes the measured share; saves time with very large exports)"))
+    read.add_argument("--system", metavar="PRESET|FILE", help=(
+        "the cluster: a preset (dgx-8-nvswitch, 4gpu-1nic-per-gpu, 4gpu-1nic) or a TOML file with gpus-per-node, "
+        "intra-bandwidth, intra-latency, inter-bandwidth (per NIC), inter-latency, nics-per-node; overrides or "
+        "completes the layout read from the exports, and lets predictions leave the nodes that were measured"))
     read.add_argument("--config", metavar="FILE", help=(
         f"TOML file with any of these keys: {', '.join(k.replace('_', '-') for k in DEFAULTS)} (other options "
         f"are command-line only; command-line options win; default: {CONFIG_NAME} in the one PROFILES folder)"))
@@ -151,7 +157,14 @@ def dataset_from_options(options: dict, aliases: dict | None = None):
         value = number_or_name(value)
         return aliases.get(value, value) if isinstance(value, str) else value
 
-    # Dataset checks every value: sizes and degrees > 0 (--val-samples >= 0), one line naming the option
+    # Dataset checks every value: sizes and degrees > 0 (val_samples >= 0), one line naming the field
+    try:
+        return _dataset(Dataset, options, param)
+    except InputError as exc:
+        raise flag_error(exc) from None
+
+
+def _dataset(Dataset, options, param):
     return Dataset(
         train_samples=number_or_name(options["train_samples"]),
         val_samples=number_or_name(options["val_samples"] or 0),
@@ -173,10 +186,10 @@ def reader_settings(options: dict):
 
 def experiment_from_args(args: argparse.Namespace, progress=None):
     """Experiment from parsed arguments; prints each skipped input and a summary on stderr."""
-    from extradeep.io.discover import parse_aliases
-    from extradeep.aggregate.experiment import Experiment, dataset_dict
-    from extradeep.io.store import is_saved_experiment
     from extradeep import load_experiment
+    from extradeep.aggregate.experiment import Experiment, dataset_dict
+    from extradeep.io.discover import parse_aliases
+    from extradeep.io.store import is_saved_experiment
 
     options = resolve_options(args)
     aliases = parse_aliases(options["alias"])
@@ -184,6 +197,11 @@ def experiment_from_args(args: argparse.Namespace, progress=None):
     profiles = list(options["profiles"])
     if not profiles and not options["manifest"]:
         raise InputError(None, "give PROFILES (exports or directories) or --manifest")
+    system = None
+    if options["system"]:
+        from extradeep.system import load_system
+
+        system = load_system(options["system"])  # a bad file fails before the long read
     if len(profiles) == 1 and not options["manifest"] and is_saved_experiment(profiles[0]):
         experiment = Experiment.load(profiles[0])
         if dataset is not None:
@@ -191,6 +209,8 @@ def experiment_from_args(args: argparse.Namespace, progress=None):
         _check_params(experiment, options["param"], aliases, profiles[0])
         if options["min_points"] != DEFAULTS["min_points"] or getattr(args, "min_points", None) is not None:
             experiment.set_min_points(options["min_points"])
+        if system is not None:
+            experiment.settings["system"] = system.to_dict()
     else:
         experiment = _load_reporting(
             load_experiment,
@@ -206,6 +226,7 @@ def experiment_from_args(args: argparse.Namespace, progress=None):
             use_cache=not options["no_cache"],
             progress=progress,
             replay=not options["no_replay"],
+            system=system,
         )
     report_problems(experiment, sys.stderr)
     return experiment

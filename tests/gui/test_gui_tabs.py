@@ -48,7 +48,7 @@ def test_predictor_tab_replays_a_simulator_run_and_answers_a_what_if(opened, set
 
 
 def test_speedup_efficiency_and_breakdown_are_drawn_from_the_models(opened):
-    from extradeep.analysis.analyse import samples_per_epoch_function
+    from extradeep.analysis.core import samples_per_epoch_function
     from extradeep.analysis.scaling import scaling_table
 
     opened.regions.select_rows([])

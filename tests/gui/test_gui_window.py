@@ -38,8 +38,8 @@ def test_open_sample_profiles_models_every_region(window, open_wait, sample_prof
 
 
 def test_models_are_the_ones_extradeep_model_makes(opened, gui_experiment):
-    """Chunked background modeling gives exactly the CLI's models (extradeep.analysis.analyse)."""
-    from extradeep.analysis.analyse import analyse
+    """Chunked background modeling gives exactly the CLI's models (extradeep.analysis.core)."""
+    from extradeep.analysis.core import analyse
     from extradeep.aggregate.experiment import Experiment
 
     window = opened
