@@ -47,3 +47,23 @@ def test_a_run_in_both_formats_counts_once(both_formats):
     assert len(exp.provenance) == 2 + 3 + 4 + 5 + 6
     twice = [p for p in exp.problems if "profiled as nsys exports and as Kineto traces" in p]
     assert len(twice) == 5
+
+
+def test_cli_models_a_folder_of_kineto_traces(both_formats, tmp_path, capsys):
+    """model (with the replay of the largest runs), then evaluate/report on the saved experiment."""
+    import shutil
+
+    from extradeep.cli import main
+
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    for path in both_formats.files["path"]:
+        if path.endswith(".json.gz"):
+            shutil.copy(path, folder)
+    saved = tmp_path / "exp.sqlite"
+    assert main(["model", str(folder), "--param", "ranks", "--train-samples", "50000", "--batch-size", "64",
+                 "--save", str(saved), "--no-cache"]) == 0
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and "could not be replayed" not in err
+    assert main(["report", str(saved), "-o", str(tmp_path / "report.html")]) == 0
+    assert (tmp_path / "report.html").stat().st_size > 0
