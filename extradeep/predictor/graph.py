@@ -31,7 +31,8 @@ CLOCK_SLACK = 20e-6
 LATENCY_QUANTILE = 0.1
 BLOCKING_PREFIXES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
                      "cudaCtxSynchronize", "cuStreamSynchronize", "cuCtxSynchronize",
-                     "cuEventSynchronize", "cudaThreadSynchronize")
+                     "cuEventSynchronize", "cudaThreadSynchronize",
+                     "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize")  # ROCm traces
 # Synchronous copies block the caller until their own GPU copy has finished.
 BLOCKING_COPY_PREFIXES = ("cudaMemcpy_", "cudaMemcpy2D_", "cudaMemcpy3D_", "cudaMemset_",
                           "cuMemcpyDtoH_", "cuMemcpyHtoD_", "cuMemcpy_")

@@ -72,6 +72,7 @@ def test_step_sums_match_the_json(real_trace, plain_json):
     assert (frame["value"] >= 0).all()
 
 
+@pytest.mark.slow
 def test_predict_and_inspect_cli_without_traceback(real_trace, capsys):
     """One line on error (the CPU-only trace has nothing to replay), never a traceback."""
     assert main(["inspect", str(real_trace)]) == 0

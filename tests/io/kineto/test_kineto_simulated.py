@@ -49,6 +49,7 @@ def test_a_run_in_both_formats_counts_once(both_formats):
     assert len(twice) == 5
 
 
+@pytest.mark.slow
 def test_cli_models_a_folder_of_kineto_traces(both_formats, tmp_path, capsys):
     """model (with the replay of the largest runs), then evaluate/report on the saved experiment."""
     import shutil
