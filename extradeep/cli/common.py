@@ -31,6 +31,8 @@ DEFAULTS = {
     "cache_dir": None,
     "no_cache": False,
     "no_replay": False,
+    "scheduler": None,
+    "slurm": {},
     "train_samples": None,
     "val_samples": None,
     "batch_size": None,
@@ -63,6 +65,10 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument("--kernel-names", choices=["short", "demangled"], help="name kernels by short (default) or demangled name")
     read.add_argument("--min-points", type=int, metavar="N", help="configurations a region needs to be modeled (default 5)")
     read.add_argument("--jobs", type=int, metavar="N", help="files read in parallel (default: number of CPUs)")
+    read.add_argument("--scheduler", metavar="ADDRESS", help=(
+        "read on a Dask cluster: a scheduler address (tcp://HOST:8786) or scheduler file (.json), 'local' "
+        "(worker processes here) or 'slurm' (workers as Slurm jobs, options in the config's [slurm] table); "
+        "default env EXTRADEEP_SCHEDULER, else this machine without Dask (docs/cluster.md)"))
     read.add_argument("--cache-dir", metavar="DIR", help="cache of per-file results (default $XDG_CACHE_HOME/extradeep or ~/.cache/extradeep)")
     read.add_argument("--no-cache", action="store_true", default=None, help="read every export again and cache nothing")
     read.add_argument("--no-replay", action="store_true", default=None, help=(
@@ -206,9 +212,21 @@ def experiment_from_args(args: argparse.Namespace, progress=None):
             use_cache=not options["no_cache"],
             progress=progress,
             replay=not options["no_replay"],
+            scheduler=scheduler_from_options(options),
         )
     report_problems(experiment, sys.stderr)
     return experiment
+
+
+def scheduler_from_options(options: dict):
+    """What --scheduler (or the config's `scheduler`, or env EXTRADEEP_SCHEDULER) names; "slurm"
+    becomes SlurmOptions from the config's [slurm] table."""
+    from extradeep.io.cluster import SlurmOptions, scheduler_from_env
+
+    scheduler = scheduler_from_env(options["scheduler"])
+    if options["slurm"] and not isinstance(options["slurm"], dict):
+        raise InputError("slurm", "must be a table ([slurm] with queue, cores, memory, walltime, jobs, account)")
+    return SlurmOptions.from_dict(options["slurm"]) if scheduler == "slurm" else scheduler
 
 
 def _load_reporting(load, *args, **kwargs):
