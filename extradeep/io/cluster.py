@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import re
 import sys
@@ -20,6 +21,7 @@ from pathlib import Path
 from extradeep.errors import InputError
 
 SCHEDULER_ENV = "EXTRADEEP_SCHEDULER"
+QUIET_ENV = "DASK_LOGGING__DISTRIBUTED"  # log level of the worker processes started here
 CONNECT_TIMEOUT_S = 10
 ADDRESS = re.compile(r"^(tcp|tls|ucx|inproc|ws|wss)://\S+$|^[\w.\-]+:\d+$")
 NEEDS_DASK = "needs Dask: pip install 'extradeep[cluster]' (dask[distributed] and dask-jobqueue)"
@@ -106,10 +108,12 @@ class SlurmOptions:
 @contextlib.contextmanager
 def _client_retries():
     """Clusters extradeep starts let no task be retried by the scheduler: the client retries a
-    file whose worker died once itself, and so knows which files were read again."""
+    file whose worker died once itself, and so knows which files were read again. A worker holds
+    only the tasks it runs (saturation 1), so a dying worker takes no queued, innocent file with it."""
     import dask
 
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0,
+                          "distributed.scheduler.worker-saturation": 1.0}):
         yield
 
 
@@ -121,11 +125,32 @@ def connect(scheduler, *, jobs: int | None = None):
         yield None
         return
     distributed = import_distributed()
-    if isinstance(scheduler, distributed.Client):
-        yield scheduler
-        return
-    with _open(scheduler, distributed, jobs) as client:
-        yield client
+    with _quiet_dask():
+        if isinstance(scheduler, distributed.Client):
+            yield scheduler
+            return
+        with _open(scheduler, distributed, jobs) as client:
+            yield client
+
+
+@contextlib.contextmanager
+def _quiet_dask():
+    """Dask logs every lost connection and worker with a traceback; extradeep says what happened in
+    its own one-line notes and errors instead. Worker processes started here inherit the setting."""
+    names = ["distributed", *(n for n in logging.root.manager.loggerDict if n.startswith("distributed."))]
+    levels, before = {name: logging.getLogger(name).level for name in names}, os.environ.get(QUIET_ENV)
+    for name in names:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    os.environ[QUIET_ENV] = "critical"
+    try:
+        yield
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+        if before is None:
+            os.environ.pop(QUIET_ENV, None)
+        else:
+            os.environ[QUIET_ENV] = before
 
 
 @contextlib.contextmanager

@@ -85,14 +85,16 @@ def _run_on_cluster(function, calls, client, on_done) -> tuple[list, list[str]]:
         return client.submit(function, *calls[i], key=f"{batch}-{i}-{attempt}", pure=False)
 
     futures = {submit(i, 0): (i, 0) for i in range(len(calls))}
-    retried = 0
+    retried = finished = 0
     try:
         pending = completed(futures)
         for future in pending:
             i, attempt = futures.pop(future)
+            if future.status != "finished" and client.status != "running":
+                raise _lost_scheduler(client, finished, len(calls), _why(future))
             if future.status == "finished":
                 results[i] = future.result()
-            elif attempt == 0 and client.status == "running":
+            elif attempt == 0:
                 retried += 1
                 retry = submit(i, 1)
                 futures[retry] = (i, 1)
@@ -100,14 +102,23 @@ def _run_on_cluster(function, calls, client, on_done) -> tuple[list, list[str]]:
                 continue
             else:
                 results[i] = WorkerLost(f"its worker died twice ({_why(future)})")
+            finished += 1
             on_done(i, results[i])
-    except Exception as exc:  # the scheduler went away: one line, and what is done stays cached
+    except InputError:
+        raise
+    except Exception as exc:
         if client.status == "running":
             raise
-        raise InputError(str(client.scheduler.address), f"lost the Dask scheduler ({_why_exception(exc)}); "
-                         "files read so far are cached, run again to go on") from None
+        raise _lost_scheduler(client, finished, len(calls), type(exc).__name__) from None
     lost = len(before - _worker_addresses(client))
     return results, _retry_notes(retried, lost)
+
+
+def _lost_scheduler(client, finished: int, total: int, why: str) -> InputError:
+    """The scheduler went away: one line (dask's own logging is quiet), and what is done stays cached."""
+    return InputError(str(client.scheduler.address), (
+        f"lost the Dask scheduler after {finished} of {total} task(s) ({why}); with the cache on, "
+        "what was read is not read again when you run once more"))
 
 
 def _worker_addresses(client) -> set[str]:
@@ -118,11 +129,9 @@ def _worker_addresses(client) -> set[str]:
 
 
 def _why(future) -> str:
-    try:
-        exc = future.exception()
-    except BaseException as exc2:  # a cancelled future raises instead of returning its exception
-        exc = exc2
-    return _why_exception(exc)
+    if future.status == "cancelled":
+        return "cancelled"
+    return _why_exception(future.exception())
 
 
 def _why_exception(exc) -> str:
