@@ -179,10 +179,10 @@ def reader_settings(options: dict):
 
 def experiment_from_args(args: argparse.Namespace, progress=None):
     """Experiment from parsed arguments; prints each skipped input and a summary on stderr."""
-    from extradeep.io.discover import parse_aliases
-    from extradeep.aggregate.experiment import Experiment, dataset_dict
-    from extradeep.io.store import is_saved_experiment
     from extradeep import load_experiment
+    from extradeep.aggregate.experiment import Experiment, dataset_dict
+    from extradeep.io.discover import parse_aliases
+    from extradeep.io.store import is_saved_experiment
 
     options = resolve_options(args)
     aliases = parse_aliases(options["alias"])

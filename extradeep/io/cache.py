@@ -17,10 +17,14 @@ import pickle
 import socket
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import extradeep
 from extradeep.errors import InputError
 from extradeep.io.nsys.settings import READER_VERSION
+
+if TYPE_CHECKING:
+    from extradeep.io.nsys.settings import ReaderSettings
 
 CACHE_FORMAT = 1
 CACHE_MAX_MB = 2048  # default cap of the cache; env EXTRADEEP_CACHE_MAX_MB overrides it

@@ -21,7 +21,13 @@ import pandas as pd
 
 from extradeep.errors import InputError
 from extradeep.io import discover
-from extradeep.io.cache import cache_key, cache_limit_bytes, prune_cache, read_cache, store_cache
+from extradeep.io.cache import (
+    cache_key,
+    cache_limit_bytes,
+    prune_cache,
+    read_cache,
+    store_cache,
+)
 from extradeep.io.nsys.settings import ReaderSettings
 
 

@@ -13,12 +13,12 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from extradeep import load_experiment  # noqa: E402
-from extradeep.analysis.analyse import analyse  # noqa: E402
-from extradeep.errors import InputError  # noqa: E402
-from extradeep.io import cluster  # noqa: E402
-from extradeep.io.execute import WorkerLost, run_tasks  # noqa: E402
-from extradeep.simulate import simulate  # noqa: E402
+from extradeep import load_experiment
+from extradeep.analysis.analyse import analyse
+from extradeep.errors import InputError
+from extradeep.io import cluster
+from extradeep.io.execute import WorkerLost, run_tasks
+from extradeep.simulate import simulate
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import test modules
 pytestmark = pytest.mark.slow
@@ -71,7 +71,7 @@ def test_cluster_gives_the_models_of_the_local_path(client, study, tmp_path):
 def test_a_worker_killed_mid_run_still_finishes_with_a_note(client, study):
     directory, local = study
     pids = client.run(os.getpid)
-    victim = sorted(pids.values())[0]
+    victim = min(pids.values())
 
     def kill_once(done, total, path):
         if done == 2:
@@ -106,14 +106,14 @@ def test_a_call_whose_worker_died_is_retried_once(client, tmp_path):
 
 
 def test_a_call_whose_worker_dies_twice_is_reported_and_the_rest_kept(client):
-    results, notes = run_tasks(_always_dies_for, [(3, value) for value in range(6)], client=client)
+    results, _ = run_tasks(_always_dies_for, [(3, value) for value in range(6)], client=client)
     client.wait_for_workers(2, timeout=60)
     assert [r for i, r in enumerate(results) if i != 3] == [value * 2 for value in range(6) if value != 3]
     assert isinstance(results[3], WorkerLost) and "died twice" in results[3]
 
 
 def test_local_pool_retries_alone_and_reports(tmp_path):
-    results, notes = run_tasks(_always_dies_for, [(3, value) for value in range(6)], jobs=2)
+    results, _ = run_tasks(_always_dies_for, [(3, value) for value in range(6)], jobs=2)
     assert [r for i, r in enumerate(results) if i != 3] == [value * 2 for value in range(6) if value != 3]
     assert isinstance(results[3], WorkerLost)
     results, _ = run_tasks(_dies_on_first_try, [(str(tmp_path / "m"), v) for v in range(4)], jobs=2)
@@ -122,12 +122,11 @@ def test_local_pool_retries_alone_and_reports(tmp_path):
 
 def test_unreachable_scheduler_and_bad_address_are_one_line(monkeypatch, tmp_path):
     monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 1)
-    with pytest.raises(InputError, match=r"tcp://127.0.0.1:9: cannot reach the Dask scheduler"):
-        with cluster.connect("tcp://127.0.0.1:9"):
-            pass
-    with pytest.raises(InputError, match="is no scheduler address"):
-        with cluster.connect("my cluster"):
-            pass
+    with pytest.raises(InputError, match=r"tcp://127.0.0.1:9: cannot reach the Dask scheduler"), \
+            cluster.connect("tcp://127.0.0.1:9"):
+        pass
+    with pytest.raises(InputError, match="is no scheduler address"), cluster.connect("my cluster"):
+        pass
 
 
 def test_without_dask_a_scheduler_is_refused_in_one_line(monkeypatch, capsys, tmp_path):
@@ -136,8 +135,8 @@ def test_without_dask_a_scheduler_is_refused_in_one_line(monkeypatch, capsys, tm
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     assert main(["model", str(tmp_path), "--scheduler", "tcp://127.0.0.1:8786"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["extradeep: error: --scheduler: needs Dask: pip install 'extradeep[cluster]' "
-                   "(dask[distributed] and dask-jobqueue)"]
+    assert err == [("extradeep: error: --scheduler: needs Dask: pip install 'extradeep[cluster]' "
+                    "(dask[distributed] and dask-jobqueue)")]
 
 
 def test_scheduler_from_the_environment(monkeypatch):

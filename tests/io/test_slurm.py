@@ -8,9 +8,13 @@ import pytest
 
 pytest.importorskip("dask_jobqueue")
 
-from extradeep.cli.common import add_reading_arguments, resolve_options, scheduler_from_options  # noqa: E402
-from extradeep.errors import InputError  # noqa: E402
-from extradeep.io.cluster import SlurmOptions  # noqa: E402
+from extradeep.cli.common import (
+    add_reading_arguments,
+    resolve_options,
+    scheduler_from_options,
+)
+from extradeep.errors import InputError
+from extradeep.io.cluster import SlurmOptions
 
 
 def _options_from_config(tmp_path, text, *argv):
