@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from extradeep.analysis.analyse import analyse, measured_points, prediction_table
+from extradeep.analysis.core import analyse, measured_points, prediction_table
 from extradeep.analysis.bottlenecks import bottleneck_table
 from extradeep.analysis.cost import CostSettings
 from extradeep.aggregate.experiment import Dataset

@@ -9,7 +9,8 @@ The whole pipeline in a few names (see docs/notebook.md)::
     xd.build_report(analysis, "report.html")                                  # the HTML budgeting report
     prediction = xd.predict("one_run/", what_if=["comm.bandwidth=2"])         # trace replay and what-ifs
 
-Names are imported on first use, so `import extradeep` stays cheap and never needs PySide6.
+Names are imported on first use, so `import extradeep` stays cheap and never needs PySide6. No name
+here is also a subpackage's (importing `extradeep.simulate` would shadow a function of that name).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ __version__ = "0.1.0"
 _EXPORTS = {
     # profiles in
     "load_experiment": "extradeep.pipeline",
+    "load_arguments": "extradeep.pipeline",
+    "dataset_from_options": "extradeep.pipeline",
+    "folder_config": "extradeep.io.config",
     "read_experiment": "extradeep.aggregate.ingest",
     "add_exposure_curves": "extradeep.predictor.exposure",
     "read_export": "extradeep.io.nsys.read",
@@ -36,22 +40,24 @@ _EXPORTS = {
     "Model": "extradeep.modeling.model",
     "read_extrap_text": "extradeep.modeling.extrap_text",
     # answers
-    "analyse": "extradeep.analysis.analyse",
-    "Analysis": "extradeep.analysis.analyse",
-    "prediction_table": "extradeep.analysis.analyse",
+    "analyse": "extradeep.analysis.core",
+    "Analysis": "extradeep.analysis.core",
+    "prediction_table": "extradeep.analysis.core",
     "point_grid": "extradeep.analysis.points",
     "CostSettings": "extradeep.analysis.cost",
     "bottleneck_table": "extradeep.analysis.bottlenecks",
     "BudgetLimits": "extradeep.analysis.budget",
     "budget_search": "extradeep.analysis.budget",
     "prediction_errors": "extradeep.analysis.evaluation",
+    "evaluate": "extradeep.analysis.workflows",
+    "Evaluation": "extradeep.analysis.workflows",
+    "plan_budget": "extradeep.analysis.workflows",
+    "prediction_grid": "extradeep.analysis.workflows",
     # reports
     "build_report": "extradeep.report.build",
     # trace-based predictor
     "predict": "extradeep.predictor.api",
     "Prediction": "extradeep.predictor.api",
-    # synthetic data with known truth
-    "simulate": "extradeep.simulate.run",
     # errors
     "InputError": "extradeep.errors",
 }

@@ -15,15 +15,14 @@ import numpy as np
 import pandas as pd
 
 from extradeep.aggregate.medians import REGION_KEYS, point_counts
+from extradeep.columns import EPOCH_CATEGORIES, TOTAL  # noqa: F401 (re-exported)
 from extradeep.errors import InputError
 from extradeep.io import store
 
 
-EPOCH_CATEGORIES = ("computation", "communication", "memory")
-TOTAL = "total"  # region/category name of Eq. 6: computation + communication + memory
 NEED_DATASET = (
-    "epoch values need the dataset sizes: give --train-samples, --val-samples and --batch-size "
-    "(per rank); per-step values are shown instead"
+    "epoch values need the dataset sizes (training and validation samples, batch size per rank); "
+    "per-step values are shown instead"
 )
 
 
@@ -49,14 +48,14 @@ class Dataset:
     last_batch: str = "drop"
 
     def __post_init__(self):
-        _check_count(self.train_samples, "--train-samples", least=0, inclusive=False)
-        _check_count(self.val_samples, "--val-samples", least=0, inclusive=True)
-        for value, option in ((self.batch_per_rank, "--batch-size"), (self.gpus_param, "--gpus-param"),
-                              (self.model_parallel, "--model-parallel")):
+        _check_count(self.train_samples, "train_samples", least=0, inclusive=False)
+        _check_count(self.val_samples, "val_samples", least=0, inclusive=True)
+        for value, option in ((self.batch_per_rank, "batch_per_rank"), (self.gpus_param, "gpus_param"),
+                              (self.model_parallel, "model_parallel")):
             if not isinstance(value, str):
                 _check_count(value, option, least=0, inclusive=False)
         if self.last_batch not in LAST_BATCH:
-            raise InputError("--last-batch", f"must be one of {', '.join(LAST_BATCH)}, got {self.last_batch!r}")
+            raise InputError(None, field="last_batch", problem=f"must be one of {', '.join(LAST_BATCH)}, got {self.last_batch!r}")
 
     def steps_per_epoch(self, points: pd.DataFrame, fixed: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(n_t, n_v) for each row of `points`: n = floor((D / (G/M)) / B), or ceil with last_batch "keep"."""
@@ -98,7 +97,7 @@ def _check_count(value, option: str, least: float, inclusive: bool) -> None:
     if isinstance(value, bool) or not np.isfinite(number) or number < least or (number == least and not inclusive):
         bound = f">= {least:g}" if inclusive else f"> {least:g}"
         shown = f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else repr(value)
-        raise InputError(option, f"must be a number {bound}, got {shown}")
+        raise InputError(None, f"must be a number {bound}, got {shown}", field=option)
 
 
 def _resolve(spec, what: str, points: pd.DataFrame, fixed: dict | None) -> np.ndarray:
@@ -131,6 +130,8 @@ class Experiment:
     provenance: pd.DataFrame
     settings: dict = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    # models read back from a saved file ({"models", "meta"}); analyse reuses them when they fit
+    saved_models: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def dataset(self) -> Dataset | None:
@@ -170,7 +171,7 @@ class Experiment:
         measured epoch wall time; kind "total" rows the computation/communication/memory sums."""
         dataset = dataset or self.dataset
         if dataset is None:
-            raise InputError(None, NEED_DATASET)
+            raise InputError(None, NEED_DATASET, field="train_samples")
         table = self.step_table(per_rep)
         n_t, n_v = dataset.steps_per_epoch(table, self.fixed_params)
         table.insert(table.columns.get_loc("train"), "n_t", n_t)
@@ -188,11 +189,12 @@ class Experiment:
         phases = set(self.points["phase"])
         return [] if "train" in phases else ["no training steps were measured"]
 
-    def save(self, path) -> None:
-        """Write one SQLite file (overwriting an earlier extradeep experiment, never anything else)."""
+    def save(self, path, extra_tables: dict | None = None) -> None:
+        """Write one SQLite file (overwriting an earlier extradeep experiment, never anything else);
+        `extra_tables` (name -> DataFrame) are written with it, such as the fitted models."""
         tables = {"measurements": self.points, "measurements_by_rep": self.values,
                   "regions": region_table(self.points), "parameters": self.parameter_table(),
-                  "provenance": self.provenance}
+                  "provenance": self.provenance, **(extra_tables or {})}
         store.write_experiment(path, {"params": json.dumps(self.params)}, tables, self.settings, self.problems)
 
     @classmethod
@@ -200,8 +202,10 @@ class Experiment:
         saved = store.read_experiment(path)
         points = saved.tables["measurements"]
         points["modelable"] = points["modelable"].astype(bool)
-        return cls(json.loads(saved.meta["params"]), saved.tables["measurements_by_rep"], points,
-                   saved.tables["provenance"], saved.settings, saved.problems)
+        experiment = cls(json.loads(saved.meta["params"]), saved.tables["measurements_by_rep"], points,
+                         saved.tables["provenance"], saved.settings, saved.problems)
+        experiment.saved_models = saved.models
+        return experiment
 
     def parameter_table(self) -> pd.DataFrame:
         rows = [{"name": p, "modeled": True, "values": json.dumps(sorted(self.points[p].unique().tolist()))} for p in self.params]

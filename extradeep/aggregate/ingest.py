@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from extradeep.io import discover
+from extradeep.aggregate.experiment import Dataset, Experiment, dataset_dict
 from extradeep.aggregate.medians import aggregate
 from extradeep.errors import InputError
-from extradeep.aggregate.experiment import Dataset, Experiment, dataset_dict
+from extradeep.io import discover
 from extradeep.io.cache import default_cache_dir, reader_version
 from extradeep.io.cluster import connect, scheduler_from_env
 from extradeep.io.execute import read_all
+from extradeep.io.nsys.layout import cluster_layout, read_placement
 from extradeep.io.nsys.settings import ReaderSettings
 
 
@@ -89,8 +90,16 @@ def read_experiment(
         "fixed_params": fixed,
         "app": str(runs["app"].iloc[0]),
         "notes": notes,
+        "layout": read_layout(runs, params),
     }
     return Experiment(params, values, points, provenance.reset_index(drop=True), experiment_settings, problems)
+
+
+def read_layout(runs: pd.DataFrame, params: list[str]) -> dict:
+    """The cluster layout of the batch (:func:`extradeep.io.nsys.layout.cluster_layout`): a few
+    small queries per export, on its own read-only connection."""
+    placements = pd.DataFrame([read_placement(path) for path in runs["path"]], index=runs.index)
+    return cluster_layout(pd.concat([runs[["path", "rank", "rep", *params]], placements], axis=1), params)
 
 
 def reader_notes(frames: dict[str, pd.DataFrame], shown: int = 3) -> list[str]:

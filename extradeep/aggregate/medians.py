@@ -9,10 +9,10 @@ would inflate rare regions when they are extrapolated to whole epochs.
 
 from __future__ import annotations
 
+from extradeep.columns import REGION_KEYS
 import numpy as np
 import pandas as pd
 
-REGION_KEYS = ["region", "kind", "category", "metric", "phase"]
 SPREAD = ("min", "q1", "q3", "max")
 
 

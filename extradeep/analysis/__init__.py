@@ -3,3 +3,8 @@
 Pure functions over Experiments and model tables that return pandas DataFrames; see
 docs/analysis.md for the definitions.
 """
+
+from extradeep.analysis.core import Analysis, analyse, prediction_table
+from extradeep.analysis.workflows import Evaluation, evaluate, plan_budget, prediction_grid
+
+__all__ = ["Analysis", "Evaluation", "analyse", "evaluate", "plan_budget", "prediction_grid", "prediction_table"]

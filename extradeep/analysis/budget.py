@@ -30,11 +30,11 @@ class BudgetLimits:
 
     def __post_init__(self):
         if self.max_time is None and self.max_cost is None:
-            raise InputError("budget", "give --max-time and/or --max-cost")
+            raise InputError(None, "give a time limit (max_time) and/or a cost limit (max_cost)", field="max_time")
         for name in ("max_time", "max_cost", "epochs"):
             value = getattr(self, name)
             if value is not None and not (np.isfinite(value) and value > 0):
-                raise InputError(f"--{name.replace('_', '-')}", f"must be a positive number, got {value!r}")
+                raise InputError(None, f"must be a positive number, got {value!r}", field=name)
 
 
 @dataclass
@@ -98,7 +98,8 @@ def _candidate_table(model, candidates, params, baseline, limits, cost, scaling,
     table = points.copy()
     table["T"] = np.asarray(model.predict(X), dtype=float).reshape(-1)
     lo, hi = model.interval(X, level=level)
-    table["T_lo"], table["T_hi"] = np.asarray(lo, float).reshape(-1), np.asarray(hi, float).reshape(-1)
+    # a time is never negative, however wide its uncertainty
+    table["T_lo"], table["T_hi"] = (np.maximum(np.asarray(v, float).reshape(-1), 0.0) for v in (lo, hi))
     table["T_base"] = float(np.asarray(model.predict(design(pd.DataFrame([baseline])[params], params))).reshape(-1)[0])
     dataset = getattr(model, "dataset", None)  # an EpochModel knows its steps per epoch
     if dataset is not None:

@@ -17,10 +17,13 @@ a composition", has the figures.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import nnls
+
+from extradeep.system import System, collective_kind, expected_max_normal
 
 PURE = "pure:"  # prefix of the per-collective parts in the batched fit of the step composition
 
@@ -31,27 +34,40 @@ class CommunicationSum:
     wait for the slowest rank. Same interface as :class:`extradeep.modeling.Model` for the parts
     the step composition uses (predict, interval, points, formula, growth, serialisation)."""
 
-    kernels: dict   # region -> Model of its pure (rank-minimum) time per step
-    wait: float     # median wait for the slowest rank per step (s)
+    kernels: dict   # region -> Model (PMNF) or CollectiveModel (alpha-beta) of its pure time per step
+    wait: float     # wait for the slowest rank per step that does not grow with the ranks (s)
+    straggler: float = 0.0  # s per unit of E[max of p standard normals]: the wait that grows with p
+    choices: dict = field(default_factory=dict)  # region -> why its model was chosen
 
     @property
     def points(self) -> np.ndarray:
-        return next(iter(self.kernels.values())).points
+        return np.asarray(next(iter(self.kernels.values())).points, float)
+
+    def waits(self, X) -> np.ndarray:
+        """The wait for the slowest rank: constant part plus the expected maximum of p draws."""
+        extra = self.straggler * expected_max_normal(as_vector(X)) if self.straggler else 0.0
+        return self.wait + extra
 
     def predict(self, X):
-        value = sum(as_vector(m.predict(X)) for m in self.kernels.values()) + self.wait
+        value = sum(as_vector(m.predict(X)) for m in self.kernels.values()) + self.waits(X)
         return float(value[0]) if np.ndim(X) == 0 else value
 
     def interval(self, X, level: float = 0.95):
         # Each collective's band added up (their errors share the parameter, so they add, not cancel).
         bands = [tuple(as_vector(v) for v in m.interval(X, level=level)) for m in self.kernels.values()]
-        lo = sum(b[0] for b in bands) + self.wait
-        hi = sum(b[1] for b in bands) + self.wait
+        lo = np.maximum(sum(b[0] for b in bands), 0.0) + self.waits(X)
+        hi = sum(b[1] for b in bands) + self.waits(X)
         return (float(lo[0]), float(hi[0])) if np.ndim(X) == 0 else (lo, hi)
+
+    @property
+    def supported_upto(self) -> float:
+        """Largest parameter value the collectives' calibrations are backed by (inf: no limit)."""
+        return min((getattr(m, "supported_upto", np.inf) for m in self.kernels.values()), default=np.inf)
 
     def formula(self, names: dict | None = None, digits: int = 4) -> str:
         parts = [f"[{m.formula(names, digits)}]" for m in self.kernels.values()]
-        return " + ".join(parts + [f"{self.wait:.{digits}g}"])
+        wait = f"{self.wait:.{digits}g}" + (f" + {self.straggler:.{digits}g} * Emax(p)" if self.straggler else "")
+        return " + ".join(parts + [wait])
 
     def _lead(self):
         return max(self.kernels.values(), key=lambda m: m.growth_key())
@@ -66,21 +82,51 @@ class CommunicationSum:
         return self.formula()
 
     def to_dict(self) -> dict:
-        return {"type": "communication sum", "wait": float(self.wait),
-                "kernels": {name: m.to_dict() for name, m in self.kernels.items()}}
+        return {"type": "communication sum", "wait": float(self.wait), "straggler": float(self.straggler),
+                "choices": dict(self.choices), "kernels": {name: m.to_dict() for name, m in self.kernels.items()}}
 
     @classmethod
     def from_dict(cls, data: dict) -> CommunicationSum:
-        from extradeep.modeling import Model
+        return cls({name: _load_part(m) for name, m in data["kernels"].items()}, float(data["wait"]),
+                   float(data.get("straggler", 0.0)), dict(data.get("choices", {})))
 
-        return cls({name: Model.from_dict(m) for name, m in data["kernels"].items()}, float(data["wait"]))
+
+def _load_part(data: dict):
+    from extradeep.modeling import Model
+    from extradeep.modeling.collective import CollectiveModel
+
+    return CollectiveModel.from_dict(data) if data.get("type") == "collective alpha-beta" else Model.from_dict(data)
+
+
+@dataclass(frozen=True)
+class Topology:
+    """What the communication models know of the cluster: GPUs per node (from the exports or a
+    system file), the system's links when a file gives them, and the measured rank counts."""
+
+    gpus_per_node: int
+    system: System | None
+    measured: tuple
+
+    @property
+    def one_node(self) -> bool:
+        return max(self.measured, default=0) <= self.gpus_per_node
+
+    @classmethod
+    def from_settings(cls, settings: dict, measured) -> Topology | None:
+        """From an Experiment's settings["layout"] and settings["system"]; None when there is no
+        layout with more than one GPU per node (nothing to model: every rank its own node, or
+        unknown), so communication is modeled as before."""
+        system = System.from_dict(settings.get("system"))
+        layout = settings.get("layout") or {}
+        gpus = system.gpus_per_node if system is not None else layout.get("gpus_per_node")
+        if not gpus or gpus < 2:
+            return None
+        return cls(int(gpus), system, tuple(sorted(float(v) for v in measured)))
 
 
 def load_comm_model(data: dict):
     """A saved communication model: a :class:`CommunicationSum` or a plain PMNF model."""
-    from extradeep.modeling import Model
-
-    return CommunicationSum.from_dict(data) if data.get("type") == "communication sum" else Model.from_dict(data)
+    return CommunicationSum.from_dict(data) if data.get("type") == "communication sum" else _load_part(data)
 
 
 def as_vector(value) -> np.ndarray:
@@ -115,14 +161,91 @@ def pure_long(pure: pd.DataFrame, parts: pd.DataFrame, params: list[str]) -> pd.
     return pure.assign(part=PURE + pure["region"], value=pure["pure"])[[*params, "rep", "part", "value"]]
 
 
-def communication_sum(models: dict, parts: pd.DataFrame, pure: pd.DataFrame, params: list[str]):
+def communication_sum(models: dict, parts: pd.DataFrame, pure: pd.DataFrame, params: list[str],
+                      topology: Topology | None = None):
     """A :class:`CommunicationSum` from the fitted ``pure:`` parts of ``models``, the wait taken
-    from the points those parts were fitted on; None without pure parts or when one has no model."""
+    from the points those parts were fitted on; None without pure parts or when one has no model.
+    With a ``topology`` each collective's alpha-beta model competes with its PMNF
+    (:func:`choose_collective_model`)."""
     kernels = {k[len(PURE):]: m for k, m in models.items() if k.startswith(PURE)}
     if not kernels or any(m is None for m in kernels.values()):
         return None
     used = pure[pure[params[0]].isin(np.asarray(next(iter(kernels.values())).points, float).reshape(-1))]
+    choices = {}
+    if topology is not None and len(params) == 1:
+        for region, pmnf in list(kernels.items()):
+            rows = used[used["region"] == region].sort_values(params[0])
+            kernels[region], choices[region] = choose_collective_model(
+                region, pmnf, rows[params[0]].to_numpy(float), rows["pure"].to_numpy(float), topology, params[0])
     total = used.groupby([*params, "rep"])["pure"].sum()
     comm = parts.set_index([*params, "rep"])["C"]
     wait = (comm - total).dropna().groupby(level=params).median()
-    return CommunicationSum(kernels, float(max(np.median(wait), 0.0)) if len(wait) else 0.0)
+    if not len(wait):
+        return CommunicationSum(kernels, 0.0, 0.0, choices)
+    if topology is None:  # no layout: the constant wait as before (docs/analysis.md, Limits)
+        return CommunicationSum(kernels, float(max(np.median(wait), 0.0)), 0.0, choices)
+    constant, straggler, why = straggler_wait(wait.index.get_level_values(0).to_numpy(float), wait.to_numpy(float))
+    choices["wait"] = why
+    return CommunicationSum(kernels, constant, straggler, choices)
+
+
+def choose_collective_model(region: str, pmnf, ranks: np.ndarray, pure: np.ndarray, topology: Topology,
+                            param: str):
+    """(model, reason): the collective's alpha-beta model (:mod:`extradeep.modeling.collective`) or
+    its PMNF, by leave-one-out SMAPE. The alpha-beta model knows the algorithm's rank dependence
+    and where the ring leaves the node, which leave-one-out over the points cannot check, so the
+    PMNF replaces it only when its error is lower by more than half of the alpha-beta model's and
+    by more than 1 point."""
+    from extradeep.modeling.collective import fit_collective
+
+    kind = collective_kind(region)
+    hybrid = fit_collective(ranks, pure, kind, topology.gpus_per_node, topology.system, param=param) \
+        if kind is not None else None
+    if hybrid is None:
+        return pmnf, "PMNF (no alpha-beta model: " + ("unknown collective" if kind is None else "too few points") + ")"
+    pm, hy = float(getattr(pmnf, "cv_smape", np.nan)), hybrid.cv_smape
+    if np.isfinite(pm) and pm < hy - max(hy / 2, 1.0):
+        return pmnf, f"PMNF (leave-one-out {pm:.2g}% vs {hy:.2g}% for {hybrid.algorithm} alpha-beta)"
+    return hybrid, (f"{hybrid.algorithm} alpha-beta, {topology.gpus_per_node} GPUs/node (leave-one-out {hy:.2g}% "
+                    f"vs {pm:.2g}% for PMNF; network from "
+                    + {"measured": "points across nodes", "system": "the system file",
+                       "none": "nowhere: unsupported beyond one node"}[hybrid.inter_source] + ")")
+
+
+def straggler_wait(ranks: np.ndarray, wait: np.ndarray) -> tuple[float, float, str]:
+    """(constant, straggler, reason): the measured wait per step for the slowest rank as
+    w0 + s * E[max of p standard normals] (the slowest of p ranks whose arrivals spread with
+    standard deviation s) when that predicts the left-out points better than a constant; else the
+    median (the spread does not show)."""
+    wait = np.maximum(wait, 0.0)
+    constant = float(np.median(wait))
+    if len(wait) < 3:
+        return constant, 0.0, "constant (fewer than 3 points)"
+    design = np.column_stack([np.ones_like(ranks), expected_max_normal(ranks)])
+    err_const, err_max = [], []
+    for k in range(len(wait)):
+        keep = np.arange(len(wait)) != k
+        err_const.append(abs(np.median(wait[keep]) - wait[k]))
+        err_max.append(abs(design[k] @ nnls(design[keep], wait[keep])[0] - wait[k]))
+    coef = nnls(design, wait)[0]
+    if np.mean(err_max) < np.mean(err_const) and coef[1] > 0:
+        return float(coef[0]), float(coef[1]), (f"slowest of p: {coef[1]:.3g} s x E[max of p] (leave-one-out error "
+                                                f"{np.mean(err_max):.3g} s vs {np.mean(err_const):.3g} s constant)")
+    return constant, 0.0, f"constant (leave-one-out error {np.mean(err_const):.3g} s vs {np.mean(err_max):.3g} s)"
+
+
+def layout_notes(settings: dict, topology: Topology | None, comm=None) -> list[str]:
+    """What the user must know about the cluster layout: where it came from, a warning when every
+    measured point lies inside one node and no system file says what the network costs, and which
+    model each collective got (``comm``: the fitted :class:`CommunicationSum`) and why."""
+    from extradeep.io.nsys.layout import layout_text
+
+    notes = layout_text(settings.get("layout"), settings.get("system"))
+    if topology is not None and topology.one_node and not (topology.system and topology.system.has_links):
+        notes.append(f"WARNING: every measured point lies inside one node ({topology.gpus_per_node} GPUs per node); "
+                     f"predictions beyond {topology.gpus_per_node} ranks cross the network, which these measurements "
+                     "cannot know: they are unsupported, and their intervals allow a network up to "
+                     "20x slower than the node's links. Give --system FILE (or a preset) to predict from its links")
+    for region, why in (getattr(comm, "choices", None) or {}).items():
+        notes.append(f"communication model of {region}: {why}")
+    return notes

@@ -27,12 +27,13 @@ class CostSettings:
     price_per_gpu_hour: float | None = None
     formula: str | None = None
     ranks_param: str = "ranks"
+    currency: str | None = None   # what a price is in (EUR, USD, credits); only labels the numbers
 
     def __post_init__(self):
         for name in ("cores_per_rank", "gpus_per_rank", "gpus_per_node", "price_per_core_hour", "price_per_gpu_hour"):
             value = getattr(self, name)
             if value is not None and not (np.isfinite(value) and value > 0):
-                raise InputError(f"--{name.replace('_', '-')}", f"must be a positive number, got {value!r}")
+                raise InputError(None, f"must be a positive number, got {value!r}", field=name)
         given = [n for n in ("price_per_core_hour", "price_per_gpu_hour", "formula") if getattr(self, n) is not None]
         if len(given) > 1:
             raise InputError("cost", "give only one of --price-per-core-hour, --price-per-gpu-hour, --cost-formula")
@@ -43,7 +44,7 @@ class CostSettings:
         if self.formula is not None:
             return "cost (formula)"
         if self.price_per_core_hour is not None or self.price_per_gpu_hour is not None:
-            return "cost (money)"
+            return f"cost ({self.currency or 'currency units'})"
         return "core-hours"
 
     def describe(self) -> str:
@@ -122,5 +123,5 @@ def cost_table(frame: pd.DataFrame, settings: CostSettings, params: list[str], t
 
 
 def amount_text(value: float, unit: str) -> str:
-    """A cost value with its unit label (see CostSettings.unit): ``5 (money)``, ``300 core-hours``."""
+    """A cost value with its unit label (see CostSettings.unit): ``5 (EUR)``, ``300 core-hours``."""
     return f"{value:.4g} {unit.removeprefix('cost ')}"

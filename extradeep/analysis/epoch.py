@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import REGION_ID
 from extradeep.aggregate.experiment import NEED_DATASET, TOTAL, Dataset, Experiment
 from extradeep.io.nsys.read import BUSY_REGION
 
@@ -34,7 +35,8 @@ QUANTITY_HELP = {
     "gpu total": "computation + communication + memory (paper Eq. 6)",
     "idle": "step time that no GPU activity (kernel, memcpy, memset on any stream) covers",
 }
-REGION_KEYS = ["region", "kind", "category", "metric"]
+# analyses key regions across phases: the region id (aggregation keys series per phase)
+REGION_KEYS = REGION_ID
 
 
 def quantity_label(quantity: str, per: str) -> str:

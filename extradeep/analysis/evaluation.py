@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from extradeep.analysis.analyse import Analysis
+from extradeep.analysis.core import Analysis
 from extradeep.analysis.epoch import REGION_KEYS
 from extradeep.analysis.scaling import design
 

@@ -39,7 +39,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from extradeep.analysis.communication import as_vector, communication_sum, load_comm_model, pure_long
+from extradeep.analysis.communication import (
+    as_vector,
+    communication_sum,
+    load_comm_model,
+    pure_long,
+)
 from extradeep.modeling.batched import smape
 
 
@@ -244,24 +249,26 @@ def step_parts(app_steps: pd.DataFrame, params: list[str], phase: str = "train")
 
 
 def fit_step_composition(parts: pd.DataFrame, params: list[str], options: dict | None = None,
-                         pure: pd.DataFrame | None = None, exposure: Exposure | None = None):
+                         pure: pd.DataFrame | None = None, exposure: Exposure | None = None, topology=None):
     """A :class:`StepComposition` for the step parts of one phase, or None when it does not apply
     (several parameters, no communication, fewer than 3 points or a component without a model).
 
     ``pure``: per collective, point and repetition the pure duration per step
     (:func:`extradeep.analysis.communication.pure_times`); with it C is the sum of per-collective
     models plus the wait for the slowest rank, otherwise one PMNF of the category sum. ``exposure``:
-    the exposure curve of a traced run, which adds the ``replayed`` candidate."""
+    the exposure curve of a traced run, which adds the ``replayed`` candidate. ``topology``
+    (:class:`extradeep.analysis.communication.Topology`): collectives get alpha-beta models that know
+    the node boundary."""
     points = parts[params].drop_duplicates()
     if len(params) != 1 or parts.empty or not (parts["C"] > 0).any() or len(points) < 3:
         return None
     extra = pure_long(pure if pure is not None else pd.DataFrame(), parts, params)
-    full = _fit_parts(parts, params, options, folds=None, extra=extra, pure=pure)
+    full = _fit_parts(parts, params, options, folds=None, extra=extra, pure=pure, topology=topology)
     if full is None:
         return None
     n = len(points)
     folds = _fit_parts(parts, params, {**(options or {}), "min_points": max(2, min(n - 1, _min_points(options)))},
-                       folds=points[params[0]].to_numpy(float), extra=extra, pure=pure)
+                       folds=points[params[0]].to_numpy(float), extra=extra, pure=pure, topology=topology)
     medians = parts.groupby(params)[["S", "C", "O"]].median()
     if exposure is not None:
         # anchored at the traced point: its measured hidden share is where the curve starts
@@ -332,7 +339,7 @@ def _overlap_rule(medians: pd.DataFrame) -> tuple[float, float]:
 
 
 def _fit_parts(parts: pd.DataFrame, params: list[str], options: dict | None, folds, extra: pd.DataFrame,
-               pure: pd.DataFrame | None):
+               pure: pd.DataFrame | None, topology=None):
     """PMNF models of S, B and C: one set (``folds`` None), or one set per left-out point
     ({point: {"S": model, ...}}) fitted in one batch. None when any model is missing. With pure
     collective durations (``extra`` rows) C is their :class:`CommunicationSum`."""
@@ -349,11 +356,11 @@ def _fit_parts(parts: pd.DataFrame, params: list[str], options: dict | None, fol
                         options=options)
     if fitted.loc[fitted["part"].isin(["S", "B", "C"]), "model"].isna().any():
         return None
-    models = {fold: _with_comm_sum(dict(zip(group["part"], group["model"])), parts, pure, params)
+    models = {fold: _with_comm_sum(dict(zip(group["part"], group["model"])), parts, pure, params, topology)
               for fold, group in fitted.groupby("fold")}
     return models[0.0] if folds is None else models
 
 
-def _with_comm_sum(models: dict, parts: pd.DataFrame, pure, params: list[str]) -> dict:
-    comm = communication_sum(models, parts, pure, params) if pure is not None else None
+def _with_comm_sum(models: dict, parts: pd.DataFrame, pure, params: list[str], topology=None) -> dict:
+    comm = communication_sum(models, parts, pure, params, topology) if pure is not None else None
     return {"S": models["S"], "B": models["B"], "C": comm if comm is not None else models["C"]}

@@ -36,9 +36,14 @@ def _parse_range(part: str, option: str) -> list[float]:
     step = _number(pieces[2], option) if len(pieces) == 3 else 1.0
     if step <= 0 or stop < start:
         raise InputError(option, f"{part!r} needs start <= stop and a positive step")
+    return value_range(start, stop, step, option)
+
+
+def value_range(start: float, stop: float, step: float, option: str = "range") -> list[float]:
+    """start, start + step, ..., up to stop (included), at most MAX_POINTS values."""
     count = int(np.floor((stop - start) / step + 1e-9)) + 1
     if count > MAX_POINTS:
-        raise InputError(option, f"{part!r} has {count} points; the limit is {MAX_POINTS}")
+        raise InputError(option, f"{start:g}:{stop:g}:{step:g} has {count} points; the limit is {MAX_POINTS}")
     return [start + i * step for i in range(count)]
 
 

@@ -32,12 +32,13 @@ def predict_table(models: pd.DataFrame, grid: pd.DataFrame, params: list[str], k
     """Evaluate every model in ``models`` (columns ``keys`` + ``model``) at every point of ``grid``.
 
     Returns one row per model and point: keys, params, T (prediction), T_lo, T_hi (prediction
-    interval at ``level``). Rows without a model are left out.
+    interval at ``level``; never below zero: times, counts and bytes are not negative, however wide
+    the uncertainty). Rows without a model are left out.
     """
     X = design(grid, params)
     frames = []
     for row in models.itertuples(index=False):
-        model = getattr(row, "model")
+        model = row.model
         if model is None:
             continue
         frame = grid[params].reset_index(drop=True).copy()
@@ -45,8 +46,8 @@ def predict_table(models: pd.DataFrame, grid: pd.DataFrame, params: list[str], k
             frame[key] = getattr(row, key)
         frame["T"] = np.asarray(model.predict(X), dtype=float).reshape(-1)
         lo, hi = model.interval(X, level=level)
-        frame["T_lo"] = np.asarray(lo, dtype=float).reshape(-1)
-        frame["T_hi"] = np.asarray(hi, dtype=float).reshape(-1)
+        frame["T_lo"] = np.maximum(np.asarray(lo, dtype=float).reshape(-1), 0.0)
+        frame["T_hi"] = np.maximum(np.asarray(hi, dtype=float).reshape(-1), 0.0)
         frames.append(frame)
     columns = [*keys, *params, "T", "T_lo", "T_hi"]
     if not frames:
@@ -71,7 +72,7 @@ def scaling_table(models: pd.DataFrame, grid: pd.DataFrame, params: list[str], k
     ``samples``: optional function of a points frame -> samples processed per epoch; speedup and
     efficiency then compare time per sample (see :func:`add_scaling_columns`)."""
     if mode not in SCALING_MODES:
-        raise InputError("--scaling", f"must be one of {', '.join(SCALING_MODES)}, got {mode!r}")
+        raise InputError(None, field="scaling", problem=f"must be one of {', '.join(SCALING_MODES)}, got {mode!r}")
     missing = [p for p in params if p not in baseline]
     if missing:
         raise InputError("baseline", f"gives no value for {', '.join(missing)}")
@@ -108,10 +109,7 @@ def add_scaling_columns(table: pd.DataFrame, baseline: dict, mode: str, ranks_pa
     else:
         resource = np.ones_like(T)
     out = table.copy()
-    if per_sample:
-        out["speedup"] = ratio
-        out["efficiency"] = ratio / resource
-    elif mode == "strong":
+    if per_sample or mode == "strong":
         out["speedup"] = ratio
         out["efficiency"] = ratio / resource
     else:

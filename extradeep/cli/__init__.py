@@ -13,6 +13,7 @@ import os
 import sys
 
 from extradeep import __version__
+from extradeep.cli.flags import flag_error
 from extradeep.errors import InputError
 
 # Order is the order shown by --help.
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except InputError as exc:
-        print(f"extradeep: error: {exc}", file=sys.stderr)
+        print(f"extradeep: error: {flag_error(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("extradeep: interrupted", file=sys.stderr)

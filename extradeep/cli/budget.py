@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
-
 from extradeep.cli.common import add_reading_arguments
 from extradeep.cli.model import CONFIG_NOTE, add_analysis_arguments
 from extradeep.errors import InputError
@@ -60,33 +58,19 @@ def limits_from_args(args):
 
 def budget_from_args(args, analysis, limits):
     """The BudgetResult of ``limits`` (None gives None) over the candidates in ``args``."""
-    from extradeep.analysis.analyse import primary_quantity, rebase
-    from extradeep.analysis.budget import budget_search
-    from extradeep.analysis.points import parse_values, point_grid
+    from extradeep.analysis.points import parse_values
+    from extradeep.analysis.workflows import plan_budget
     from extradeep.cli.model import cost_settings, fixed_values
 
     if limits is None:
         return None
-    ranks = analysis.ranks_param
-    smallest = float(analysis.points[ranks].min())
-    if args.candidates:
-        values = parse_values(args.candidates, "--candidates")
-    else:
-        top = args.max_ranks or float(analysis.points[ranks].max()) * 8
-        if top < smallest:
-            raise InputError("--max-ranks", f"{top:g} is below the smallest measured {ranks} ({smallest:g})")
-        values = parse_values(f"{smallest}:{top}:{smallest}", "--max-ranks")
-    fixed = {**analysis.baseline, **fixed_values(args, analysis)}
-    analysis = rebase(analysis, fixed)
-    grid = point_grid(values, analysis.params, ranks, fixed)
-    cost = replace(cost_settings(args), ranks_param=ranks)
-    model = analysis.model(primary_quantity(analysis))
-    return budget_search(model, grid, analysis.params, limits, cost, analysis.baseline,
-                         analysis.scaling, args.level)
+    candidates = parse_values(args.candidates, "--candidates") if args.candidates else None
+    return plan_budget(analysis, limits, candidates=candidates, max_ranks=args.max_ranks,
+                       fixed=fixed_values(args, analysis), cost=cost_settings(args), level=args.level)
 
 
 def _cost_limit(max_cost: float, unit: str) -> str:
-    """`cost <= 300 core-hours`, `cost <= 5 (money)`: the unit once, not `cost <= 5 cost (money)`."""
+    """`cost <= 300 core-hours`, `cost <= 5 (EUR)`: the unit once, not `cost <= 5 cost (EUR)`."""
     return f"cost <= {max_cost:g} {unit.removeprefix('cost ')}"
 
 

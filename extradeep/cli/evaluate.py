@@ -40,11 +40,8 @@ def add_evaluation_arguments(parser: argparse.ArgumentParser) -> None:
 
 def evaluation_from_args(args, required: bool):
     """(Analysis, Experiment, errors DataFrame or None, evaluation points or None) from ``args``."""
-    import pandas as pd
-
-    from extradeep.analysis.analyse import analyse, measured_points, subset_experiment
-    from extradeep.analysis.evaluation import prediction_errors
     from extradeep.analysis.points import parse_values
+    from extradeep.analysis.workflows import evaluate
     from extradeep.cli.common import experiment_from_args
     from extradeep.cli.model import analysis_from_args, modeler_options, progress_line
 
@@ -56,25 +53,11 @@ def evaluation_from_args(args, required: bool):
         analysis, experiment = analysis_from_args(args)
         return analysis, experiment, None, None
     experiment = experiment_from_args(args)
-    if args.eval_dir:
-        full = _evaluation_experiment(args, experiment)
-        modeling = experiment
-    else:
-        ranks = args.ranks_param or ("ranks" if "ranks" in experiment.params else experiment.params[0])
-        held = parse_values(args.eval_points, "--eval-points")
-        points = experiment.points[experiment.params].drop_duplicates()
-        missing = [v for v in held if not (points[ranks].astype(float) == v).any()]
-        if missing:
-            raise InputError("--eval-points", f"{', '.join(f'{v:g}' for v in missing)} not measured "
-                             f"(measured {ranks}: {', '.join(f'{v:g}' for v in sorted(points[ranks].unique()))})")
-        modeling = subset_experiment(experiment, points[~points[ranks].astype(float).isin(held)])
-        full = subset_experiment(experiment, points[points[ranks].astype(float).isin(held)])
-    analysis = analyse(modeling, options=modeler_options(args), scaling=args.scaling, ranks_param=args.ranks_param,
-                       progress=progress_line)
-    app_points, region_points = measured_points(full, analysis.dataset)
-    errors = [prediction_errors(analysis, analysis.application_points, analysis.region_points, "modeling", args.level),
-              prediction_errors(analysis, app_points, region_points, "evaluation", args.level)]
-    return analysis, experiment, pd.concat(errors, ignore_index=True), app_points
+    held = dict(eval_experiment=_evaluation_experiment(args, experiment)) if args.eval_dir else \
+        dict(eval_points=parse_values(args.eval_points, "--eval-points"))
+    result = evaluate(experiment, **held, options=modeler_options(args), scaling=args.scaling,
+                      ranks_param=args.ranks_param, level=args.level, progress=progress_line)
+    return result.analysis, experiment, result.errors, result.evaluation_points
 
 
 def _evaluation_experiment(args, modeling):
@@ -111,7 +94,7 @@ def check_compatible(modeling, evaluation, source) -> None:
 def run(args) -> int:
     from extradeep.analysis.evaluation import error_summary
     from extradeep.analysis.points import format_point
-    from extradeep.analysis.analyse import primary_quantity
+    from extradeep.analysis.core import primary_quantity
     from extradeep.analysis.epoch import quantity_label
     from extradeep.report.text import format_pct, format_value, render_table
 

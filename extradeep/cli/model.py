@@ -47,6 +47,7 @@ def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
     mod.add_argument("--exponents-j", metavar="LIST", help="logarithm exponents, e.g. 0,1,2 (default 0,1,2)")
     mod.add_argument("--terms", type=int, metavar="N", help="terms per parameter besides the constant (1-3, default 1)")
     mod.add_argument("--nonnegative", action="store_true", default=None, help="only non-negative coefficients")
+    mod.add_argument("--refit", action="store_true", help="fit the models again even where a saved experiment has them")
     ana = parser.add_argument_group("analysis")
     ana.add_argument("--predict", metavar="LIST", help="predict at these values of the ranks parameter: 16,32,64 or 8:64:8 (default: 2x, 4x, 8x the largest measured)")
     ana.add_argument("--at", action="append", metavar="PARAM=VALUE", help="value of another parameter for predictions (repeatable; default: the baseline's)")
@@ -59,6 +60,7 @@ def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
     cost.add_argument("--gpus-per-node", type=float, metavar="N", help="GPUs per node (needed for `nodes` in --cost-formula)")
     cost.add_argument("--price-per-core-hour", type=float, metavar="X", help="price of one core-hour")
     cost.add_argument("--price-per-gpu-hour", type=float, metavar="X", help="price of one GPU-hour")
+    cost.add_argument("--currency", metavar="NAME", help="what the prices are in, for labels: EUR, USD, credits (default: currency units)")
     cost.add_argument("--cost-formula", metavar="EXPR", help="custom cost, e.g. 'T/3600 * nodes * 12.5' (T in seconds; "
                       "variables: T, ranks, gpus, nodes, every parameter; + - * / ** min max ceil floor)")
 
@@ -101,7 +103,8 @@ def cost_settings(args):
         _check_formula(args.cost_formula, _given_params(args))
     return CostSettings(cores_per_rank=args.cores_per_rank, gpus_per_rank=args.gpus_per_rank,
                         gpus_per_node=args.gpus_per_node, price_per_core_hour=args.price_per_core_hour,
-                        price_per_gpu_hour=args.price_per_gpu_hour, formula=args.cost_formula)
+                        price_per_gpu_hour=args.price_per_gpu_hour, formula=args.cost_formula,
+                        currency=args.currency)
 
 
 def _given_params(args) -> list[str] | None:
@@ -151,7 +154,7 @@ def check_analysis_options(args) -> None:
 def fixed_values(args, analysis) -> dict[str, float]:
     """--at as {param: value}; checked against the modeled parameters (of ``analysis``, else of
     --param when given) and refused for the ranks parameter, which --predict varies."""
-    from extradeep.analysis.analyse import ranks_parameter
+    from extradeep.analysis.core import ranks_parameter
     from extradeep.analysis.points import parse_fixed
 
     params = analysis.params if analysis is not None else _given_params(args)
@@ -179,7 +182,7 @@ def is_extrap_text(profiles: list[str]) -> bool:
 
 def analysis_from_args(args):
     """(Analysis, Experiment or None) from PROFILES and the options; progress on stderr."""
-    from extradeep.analysis.analyse import analyse, analyse_table
+    from extradeep.analysis.core import analyse, analyse_table
     from extradeep.cli.common import experiment_from_args
 
     if is_extrap_text(args.profiles or []):
@@ -189,28 +192,22 @@ def analysis_from_args(args):
         return analyse_table(table, table.attrs["params"], modeler_options(args), args.scaling, args.ranks_param), None
     experiment = experiment_from_args(args)
     analysis = analyse(experiment, options=modeler_options(args), scaling=args.scaling,
-                       ranks_param=args.ranks_param, progress=progress_line)
+                       ranks_param=args.ranks_param, progress=progress_line, refit=args.refit)
     return analysis, experiment
 
 
 def prediction_grid(args, analysis):
-    """The points to predict at: --predict along the ranks parameter, others from --at or the
-    baseline; returns (analysis with its baseline at the same other parameters, grid)."""
-    from extradeep.analysis.analyse import rebase
-    from extradeep.analysis.points import parse_values, point_grid
+    """(analysis rebased to the other parameters' values, grid): --predict along the ranks
+    parameter (default 2x, 4x, 8x the largest measured), others from --at or the baseline."""
+    from extradeep.analysis.points import parse_values
+    from extradeep.analysis.workflows import prediction_grid as grid_of
 
-    ranks = analysis.ranks_param
-    if args.predict:
-        values = parse_values(args.predict, "--predict")
-    else:
-        largest = float(analysis.points[ranks].max())
-        values = [largest * 2, largest * 4, largest * 8]
-    fixed = {**analysis.baseline, **fixed_values(args, analysis)}
-    return rebase(analysis, fixed), point_grid(values, analysis.params, ranks, fixed)
+    values = parse_values(args.predict, "--predict") if args.predict else None
+    return grid_of(analysis, values, fixed_values(args, analysis))
 
 
 def run(args) -> int:
-    from extradeep.analysis.analyse import derived_models, extrapolation_notes, prediction_table, region_scaling
+    from extradeep.analysis.core import derived_models, extrapolation_notes, prediction_table, region_scaling
     from extradeep.analysis.bottlenecks import bottleneck_table
     from extradeep.report import summary
 
@@ -225,7 +222,7 @@ def run(args) -> int:
     if analysis.application_models.empty:
         print(summary.header(analysis))
         print(summary.region_section(analysis.region_models, args.top))
-        print(summary.notes_section(analysis.notes))
+        print(summary.notes_section(cli_notes(analysis.notes)))
         _write_outputs(args, analysis, experiment, None, None, None, None, None)
         return 0
     analysis, grid = prediction_grid(args, analysis)
@@ -239,11 +236,18 @@ def run(args) -> int:
              summary.prediction_section(analysis, predictions, args.level, cost.unit),
              summary.derived_section(analysis, derived),
              summary.bottleneck_section(bottlenecks.head(args.top), target, analysis.params, analysis.per),
-             summary.notes_section(analysis.notes + extrapolation_notes(analysis, grid))]
+             summary.notes_section(cli_notes(analysis.notes + extrapolation_notes(analysis, grid)))]
     print("\n".join(p for p in parts if p))
     regions = region_scaling(analysis, grid, args.level) if args.json else None
     _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, derived, regions)
     return 0
+
+
+def cli_notes(notes: list[str]) -> list[str]:
+    """The analysis notes, with the flags that act on them where the library names no flag."""
+    from extradeep.aggregate.experiment import NEED_DATASET
+
+    return [f"{n}: give --train-samples, --val-samples and --batch-size" if n == NEED_DATASET else n for n in notes]
 
 
 def scaling_note(analysis) -> str:
@@ -257,7 +261,8 @@ def scaling_note(analysis) -> str:
 
 
 def _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, derived, regions) -> None:
-    from extradeep.report.jsonout import save_models, write_json
+    from extradeep.analysis.saved import models_tables
+    from extradeep.report.jsonout import write_json
 
     if args.json:
         write_json(args.json, analysis, predictions, bottlenecks, cost, args.level, derived, regions)
@@ -265,6 +270,5 @@ def _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, d
     if args.save:
         if experiment is None:
             raise InputError("--save", "only experiments read from profiles can be saved")
-        experiment.save(args.save)
-        save_models(args.save, analysis)
+        experiment.save(args.save, extra_tables=models_tables(analysis))
         print(f"extradeep: saved the experiment and models to {args.save}", file=sys.stderr)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
-from pathlib import Path
 
 from extradeep.cli.budget import add_budget_arguments
 from extradeep.cli.common import add_reading_arguments
@@ -36,52 +34,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("-o", "--output", default="report.html", metavar="FILE", help="HTML file to write (default report.html)")
     out.add_argument("--plots", metavar="DIR", help="also save every figure here")
     out.add_argument("--plot-formats", default="png,svg", metavar="LIST", help="formats for --plots (default png,svg)")
-    out.add_argument("--title", default="Cost per epoch: budgeting report", help="report title")
+    out.add_argument("--title", help="report title (default: \"Time and cost per epoch: budgeting report\")")
     out.add_argument("--top", type=int, default=10, metavar="N", help="regions in the bottleneck table (default 10)")
 
 
 def run(args) -> int:
-    from extradeep.analysis.analyse import prediction_table
-    from extradeep.analysis.bottlenecks import bottleneck_table
-    from extradeep.cli.budget import budget_from_args, limits_from_args
+    from extradeep.analysis.points import parse_values
+    from extradeep.cli.budget import limits_from_args
     from extradeep.cli.evaluate import evaluation_from_args
-    from extradeep.cli.model import check_analysis_options, cost_settings, prediction_grid
+    from extradeep.cli.model import check_analysis_options, cost_settings, fixed_values
     from extradeep.cli.outputs import check_outputs
-    from extradeep.report.html import ReportInputs, build_html
-    from extradeep.report.plots import save_figure
+    from extradeep.report.build import build_report
 
     formats = [f.strip().lower() for f in args.plot_formats.split(",") if f.strip()]
-    unknown = sorted(set(formats) - {"png", "svg", "pdf"})
-    if unknown:
-        raise InputError("--plot-formats", f"unknown format(s) {', '.join(unknown)} (png, svg, pdf)")
     check_analysis_options(args)
     check_outputs(args, {"--output": args.output}, plots=args.plots)
     cost = cost_settings(args)
     limits = limits_from_args(args)
     analysis, experiment, errors, eval_points = evaluation_from_args(args, required=False)
-    if analysis.application_models.empty:
-        raise InputError(None, "the report needs profiles with step marks (a plain measurement table has no epochs)")
-    analysis, grid = prediction_grid(args, analysis)
-    cost = replace(cost, ranks_param=analysis.ranks_param)
-    predictions = prediction_table(analysis, grid, cost, args.level)
-    target = grid.iloc[-1].to_dict()
-    x_max = float(grid[analysis.ranks_param].max())
-    if eval_points is not None and not eval_points.empty:
-        x_max = max(x_max, float(eval_points[analysis.ranks_param].max()))
-    inputs = ReportInputs(
-        analysis=analysis, predictions=predictions,
-        bottlenecks=bottleneck_table(analysis.region_models, target, analysis.params),
-        cost=cost, x_max=x_max, level=args.level,
-        provenance=None if experiment is None else experiment.provenance,
-        budget=budget_from_args(args, analysis, limits), errors=errors, evaluation_points=eval_points, title=args.title)
-    text = build_html(inputs)
-    try:
-        Path(args.output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(args.output, f"cannot write the report ({exc.strerror})") from None
-    print(f"extradeep: wrote {args.output} ({len(text) / 1e6:.1f} MB, {len(inputs.figures)} figures)", file=sys.stderr)
+    result = build_report(
+        analysis, args.output, grid=_requested_grid(args, analysis), cost=cost, limits=limits,
+        candidates=parse_values(args.candidates, "--candidates") if args.candidates else None,
+        max_ranks=args.max_ranks, fixed=fixed_values(args, analysis), errors=errors, evaluation_points=eval_points,
+        experiment=experiment, level=args.level, title=args.title, plots_dir=args.plots, plot_formats=formats)
+    size = len(result["html"]) / 1e6
+    print(f"extradeep: wrote {args.output} ({size:.1f} MB, {len(result['figures'])} figures)", file=sys.stderr)
     if args.plots:
-        for name, fig in inputs.figures.items():
-            save_figure(fig, args.plots, name, formats)
-        print(f"extradeep: saved {len(inputs.figures)} figures to {args.plots}", file=sys.stderr)
+        print(f"extradeep: saved {len(result['figures'])} figures to {args.plots}", file=sys.stderr)
     return 0
+
+
+def _requested_grid(args, analysis):
+    """The grid of --predict, or None for the library's default."""
+    from extradeep.cli.model import prediction_grid
+
+    return prediction_grid(args, analysis)[1] if args.predict else None

@@ -69,6 +69,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--truth-replicates", type=int, default=8,
                         help="independent noisy runs behind truth.json's 'expected' values (default: 8; 0 to skip)")
     parser.add_argument("--seed", type=int, default=0, help="random seed; same seed, same files (default: 0)")
+    parser.add_argument("--system", default=None, metavar="PRESET|FILE",
+                        help="cluster topology: ranks fill nodes of its GPUs per node, the exports carry the layout "
+                             "(host names, the node's GPUs) and collectives cost alpha-beta on its intra- and "
+                             "inter-node links; a preset (dgx-8-nvswitch, 4gpu-1nic-per-gpu, 4gpu-1nic) or a TOML "
+                             "file (default: none, every rank its own host)")
+    parser.add_argument("--algorithm", choices=("ring", "tree", "hierarchical"), default="ring",
+                        help="all-reduce algorithm with --system (default: ring)")
+    parser.add_argument("--truth-ranks", default="", metavar="R1,R2,...",
+                        help="further rank counts whose truth goes to truth.json (truth_points) without files")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
 
 
@@ -125,8 +134,8 @@ def run(args) -> int:
         nccl_bandwidth_scale=args.nccl_bandwidth_scale, cpu_scale=args.cpu_scale, buckets=args.buckets,
         noise=noise, seed=args.seed,
         warmup_factor=args.warmup_factor, imbalance=args.imbalance, clock_offset_ns=args.clock_offset,
-        truth_replicates=args.truth_replicates,
-        progress=not args.quiet,
+        truth_replicates=args.truth_replicates, topology=args.system, algorithm=args.algorithm,
+        truth_ranks=_numbers(args.truth_ranks), progress=not args.quiet,
     )
     print(f"wrote {len(sim.files)} exports, truth.json and extradeep.toml to {sim.outdir}")
     return 0

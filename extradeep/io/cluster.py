@@ -34,6 +34,16 @@ def scheduler_from_env(scheduler=None):
     return os.environ.get(SCHEDULER_ENV) or None
 
 
+def scheduler_from_options(options: dict):
+    """What --scheduler (or the config's `scheduler`, or env EXTRADEEP_SCHEDULER) names; "slurm"
+    becomes SlurmOptions from the config's [slurm] table."""
+    scheduler = scheduler_from_env(options.get("scheduler"))
+    table = options.get("slurm") or {}
+    if not isinstance(table, dict):
+        raise InputError("slurm", "must be a table ([slurm] with queue, cores, memory, walltime, jobs, account)")
+    return SlurmOptions.from_dict(table) if scheduler == "slurm" else scheduler
+
+
 def import_distributed():
     """dask.distributed, or one line saying how to install it."""
     try:

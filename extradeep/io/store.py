@@ -9,6 +9,7 @@ what they mean is :class:`extradeep.aggregate.experiment.Experiment`'s business.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from contextlib import closing
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ class SavedExperiment:
     tables: dict
     settings: dict
     problems: list
+    models: dict | None = None   # {"models": DataFrame, "meta": dict} when models were saved
 
 
 def write_experiment(path, meta: dict, tables: dict, settings: dict, problems: list) -> None:
@@ -65,7 +67,12 @@ def read_experiment(path) -> SavedExperiment:
         tables = {name: pd.read_sql(f"SELECT * FROM [{name}]", conn) for name in TABLES}
         settings = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM settings")}
         problems = [row[0] for row in conn.execute("SELECT problem FROM problems")]
-    return SavedExperiment(meta, tables, settings, problems)
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        models = None
+        if {"models", "models_meta"} <= names:
+            models = {"models": pd.read_sql("SELECT * FROM models", conn),
+                      "meta": {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM models_meta")}}
+    return SavedExperiment(meta, tables, settings, problems, models)
 
 
 def is_saved_experiment(path) -> bool:
@@ -89,3 +96,16 @@ def _sql_type(column: pd.Series):
     if pd.api.types.is_bool_dtype(column) or pd.api.types.is_integer_dtype(column):
         return int
     return float if pd.api.types.is_float_dtype(column) else str
+
+
+def json_safe(value):
+    """JSON-safe values: NaN/inf become None, numpy scalars plain Python, dict keys strings."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from extradeep import __version__
-from extradeep.analysis.analyse import (Analysis, extrapolation_notes, prediction_table, primary_quantity,
+from extradeep.analysis.core import (Analysis, extrapolation_notes, prediction_table, primary_quantity,
                                         step_time_model)
 from extradeep.analysis.budget import BudgetResult
 from extradeep.analysis.cost import CostSettings, amount_text, cost_of

@@ -1,4 +1,4 @@
-"""`extradeep model --json` (schema in docs/json-schema.md) and the models table of `--save`."""
+"""`extradeep model --json` (schema in docs/json-schema.md)."""
 
 from __future__ import annotations
 
@@ -9,25 +9,13 @@ from pathlib import Path
 import pandas as pd
 
 from extradeep import __version__
-from extradeep.analysis.analyse import Analysis
+from extradeep.analysis.core import Analysis
 from extradeep.analysis.epoch import QUANTITY_HELP, REGION_KEYS
 from extradeep.errors import InputError
+from extradeep.io.store import json_safe as _clean
 
 FORMAT = "extradeep-models/1"
 UNITS = {"time": "s", "visits": "count", "bytes": "B"}
-
-
-def _clean(value):
-    """JSON-safe scalars: NaN/inf become null, numpy scalars plain Python."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _model_json(model, reason: str) -> dict | None:
@@ -99,30 +87,3 @@ def write_json(path, analysis: Analysis, predictions, bottlenecks, cost, level: 
         Path(path).write_text(json.dumps(document, indent=1, allow_nan=False), encoding="utf-8")
     except OSError as exc:
         raise InputError(path, f"cannot write the JSON file ({exc.strerror})") from None
-
-
-def save_models(path, analysis: Analysis) -> None:
-    """Add a `models` table (formula, growth, SMAPE, full model as JSON) to a saved experiment."""
-    import sqlite_utils
-
-    rows = []
-    for _, r in analysis.application_models.iterrows():
-        rows.append({"model_type": "application", "name": r["quantity"], "kind": "", "category": r["quantity"],
-                     "metric": "time", **_model_row(r)})
-    for _, r in analysis.region_models.iterrows():
-        rows.append({"model_type": "region", "name": r["region"], "kind": r["kind"], "category": r["category"],
-                     "metric": r["metric"], **_model_row(r)})
-    db = sqlite_utils.Database(path)
-    db["models"].insert_all(rows, columns={"smape_pct": float})
-    meta = {"per": analysis.per, "scaling": analysis.scaling, "ranks_param": analysis.ranks_param,
-            "baseline": analysis.baseline, "modeler_options": {k: str(v) for k, v in analysis.options.items()}}
-    db["models_meta"].insert_all({"key": k, "value": json.dumps(_clean(v))} for k, v in meta.items())
-    db.conn.commit()
-    db.close()
-
-
-def _model_row(row) -> dict:
-    model = row["model"]
-    return {"formula": row["formula"] or "", "growth": row["growth"] or "",
-            "smape_pct": None if model is None else _clean(float(row["smape"])),
-            "reason": row["reason"] or "", "model_json": None if model is None else json.dumps(_clean(model.to_dict()))}

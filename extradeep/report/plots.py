@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from extradeep.analysis.analyse import Analysis, primary_quantity
+from extradeep.analysis.core import Analysis, primary_quantity
 from extradeep.analysis.epoch import BREAKDOWN, EPOCH_TIME
 from extradeep.analysis.points import point_grid
 
@@ -61,7 +61,7 @@ def model_panel(ax, analysis: Analysis, quantity: str, x_max: float, evaluation:
     color = COLORS.get(quantity, "#222222")
     if model is not None:
         line = line_grid(analysis, x_max, fixed)
-        lo, hi = model.interval(_X(line, analysis.params), level=level)
+        lo, hi = (np.maximum(v, 0.0) for v in model.interval(_X(line, analysis.params), level=level))
         y = model.predict(_X(line, analysis.params))
         ax.fill_between(line[x], transform(line, lo), transform(line, hi), color=color, alpha=0.15,
                         label=f"{level:.0%} prediction interval")

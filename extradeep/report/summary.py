@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from extradeep.analysis.analyse import Analysis, primary_quantity
+from extradeep.analysis.core import Analysis, primary_quantity
 from extradeep.analysis.epoch import BREAKDOWN, EPOCH_TIME, QUANTITIES, SKIP_WARN, quantity_label
 from extradeep.analysis.points import format_point
 from extradeep.report.text import (format_interval, format_pct, format_value, points_text, render_table, section,

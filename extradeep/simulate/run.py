@@ -13,12 +13,21 @@ import pandas as pd
 
 from extradeep.errors import InputError
 from extradeep.simulate import truth as truth_mod
-from extradeep.simulate.catalogue import (NCCL_ALPHA, NCCL_BANDWIDTH, NCCL_LAUNCH, PARAM_BYTES, apply_scales,
-                                          default_catalogue, evaluate, resolve_terms)
+from extradeep.simulate.catalogue import (
+    NCCL_ALPHA,
+    NCCL_BANDWIDTH,
+    NCCL_LAUNCH,
+    PARAM_BYTES,
+    apply_scales,
+    default_catalogue,
+    evaluate,
+    resolve_terms,
+)
 from extradeep.simulate.engine import Engine
 from extradeep.simulate.program import MARKS, LoopConfig, TrainingProgram
 from extradeep.simulate.schema import LAYOUTS, load_layout
-from extradeep.simulate.writer import RunColumns, write_rank
+from extradeep.simulate.writer import Placement, RunColumns, write_rank
+from extradeep.system import ALGORITHMS, collective_kind, collective_time, load_system
 
 T0_NS = 1e9
 FORMAT = "extradeep-simulator-truth/1"
@@ -41,10 +50,20 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
              nccl_bandwidth_scale: float = 1.0, cpu_scale: float = 1.0, buckets: int | None = None,
              noise=(0.02, 0.01, 0.01), seed: int = 0,
              warmup_factor: float = 1.3, imbalance: float | None = None, truth_replicates: int = 8,
-             clock_offset_ns: float = 0.0,
-             progress: bool = False) -> Simulation:
-    """Simulate every point of the parameter grid and write its exports and truth.json."""
+             clock_offset_ns: float = 0.0, topology=None, algorithm: str = "ring",
+             truth_ranks=(), progress: bool = False) -> Simulation:
+    """Simulate every point of the parameter grid and write its exports and truth.json.
+
+    ``topology``: None (every rank its own host, collectives as in the catalogue) or a
+    :class:`extradeep.system.System` / preset name: ranks fill nodes of its GPUs per node, the
+    exports carry that layout (host names, the node's GPUs) and every collective costs
+    :func:`extradeep.system.collective_time` with ``algorithm``. ``truth_ranks``: further rank counts
+    (other parameters at their first value) whose truth is computed without writing files, to check
+    predictions against."""
     params = dict(params or {"ranks": [2, 4, 6, 8, 10]})
+    system = None if topology is None else load_system(topology)
+    if algorithm not in ALGORITHMS:
+        raise InputError(None, f"algorithm must be one of {', '.join(ALGORITHMS)}, not {algorithm!r}")
     _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, train_steps, val_steps,
            buckets, cpu_scale, nccl_bandwidth_scale, truth_replicates)
     _check_values(batch, train_samples, val_samples, warmup_factor, kernel_scale)
@@ -62,13 +81,19 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
     steady = set(range(1, epochs)) or {0}
     truth = _truth_header(locals())
     truth["regions"] = truth_mod.region_models(ops, names, batch, refs, prefixes)
+    truth["topology"] = None if system is None else {"gpus_per_node": system.gpus_per_node, "algorithm": algorithm,
+                                                   "system": system.to_dict()}
+    placement = None if system is None else Placement(system.gpus_per_node)
     rows, points = [], []
     grid = list(itertools.product(*params.values()))
-    for p_index, values in enumerate(grid):
-        point = dict(zip(names, values))
+
+    def point_truth(p_index, point):
+        """(run_once, durations, op_bytes, truth entry) of one point."""
         ranks = int(point["ranks"])
         per_rank_batch = int(point.get("batch", batch))
         durations, op_bytes = _per_instance(ops, names, batch, refs, point)
+        if system is not None:
+            durations = _topology_durations(ops, durations, op_bytes, ranks, system, algorithm)
         skew = 1.0 + imbalance * np.linspace(0.0, 1.0, ranks)
 
         def run_once(key, sigma):
@@ -86,12 +111,23 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
         weak = scaling == "weak"
         n_t = truth_mod.steps_per_epoch(train_samples, ranks, per_rank_batch, weak)
         n_v = truth_mod.steps_per_epoch(val_samples, ranks, per_rank_batch, weak)
+        entry = {"params": point, "batch_per_rank": per_rank_batch, "n_t": n_t, "n_v": n_v, **values_,
+                 **truth_mod.epoch_values(values_, n_t, n_v)}
+        if system is not None:
+            entry["nodes"] = int(system.nodes(ranks))
+            entry["collectives"] = _collective_truth(ops, durations, op_bytes)
+        return run_once, op_bytes, entry
+
+    for p_index, values in enumerate(grid):
+        point = dict(zip(names, values))
+        ranks = int(point["ranks"])
+        run_once, op_bytes, entry = point_truth(p_index, point)
         files, offsets_by_rep = [], []
         for rep in range(1, repetitions + 1):
             rec, _ = run_once([rep], noise)
             offsets = _clock_offsets(clock_offset_ns, ranks, seed, p_index, rep)
             offsets_by_rep.append(offsets.astype(int).tolist())
-            columns = RunColumns(rec, ops, op_bytes, offsets)
+            columns = RunColumns(rec, ops, op_bytes, offsets, placement)
             for rank in range(ranks):
                 name = _file_name(app, point, prefixes, rep, rank)
                 write_rank(outdir / name, lay, columns, rank, nvtx_strings)
@@ -100,15 +136,35 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
             if progress:
                 print(f"\rsimulate: point {p_index + 1}/{len(grid)} repetition {rep}/{repetitions}",
                       end="", file=sys.stderr, flush=True)
-        points.append({"params": point, "batch_per_rank": per_rank_batch, "n_t": n_t, "n_v": n_v,
-                       "files": files, "clock_offsets_ns": offsets_by_rep, **values_,
-                       **truth_mod.epoch_values(values_, n_t, n_v)})
+        points.append({**entry, "files": files, "clock_offsets_ns": offsets_by_rep})
     if progress:
         print(file=sys.stderr)
     truth["points"] = points
+    if truth_ranks:
+        first = {name: values[0] for name, values in params.items()}
+        truth["truth_points"] = [point_truth(len(grid) + k, {**first, "ranks": int(r)})[2]
+                                 for k, r in enumerate(truth_ranks)]
     (outdir / "truth.json").write_text(json.dumps(truth, indent=1))
     (outdir / "extradeep.toml").write_text(_reading_config(truth["dataset"], names, truth["prefixes"]))
     return Simulation(outdir, pd.DataFrame(rows), truth)
+
+
+def _topology_durations(ops, durations, op_bytes, ranks, system, algorithm) -> np.ndarray:
+    """Per-instance durations (ns) with every collective costed on the system's links."""
+    out = durations.copy()
+    for i, op in enumerate(ops):
+        kind = collective_kind(op.name) if op.category == "communication" else None
+        if kind is not None:
+            seconds = NCCL_LAUNCH + collective_time(kind, algorithm, ranks, op_bytes[i], system)[0]
+            out[i] = seconds * 1e9
+    return out
+
+
+def _collective_truth(ops, durations, op_bytes) -> list[dict]:
+    """The true pure time per instance and per training step of every collective."""
+    return [{"region": op.name, "collective": collective_kind(op.name), "bytes": int(op_bytes[i]),
+             "pure_s": float(durations[i] / 1e9), "pure_per_step_s": float(durations[i] / 1e9 * op.visits)}
+            for i, op in enumerate(ops) if op.category == "communication" and op.block != "warmup"]
 
 
 def _reading_config(dataset: dict, names: list[str], prefixes: dict) -> str:
@@ -191,8 +247,8 @@ def _check_values(batch, train_samples, val_samples, warmup_factor, kernel_scale
 
 def _check_names(app: str, params: dict, prefixes: dict) -> None:
     """File names must parse back: app.<prefix><value>...r<rep>.mpi<rank>.sqlite."""
-    from extradeep.io.discover import DEFAULT_ALIASES, RESERVED
     from extradeep.capture.profile_cmd import APP, NAME
+    from extradeep.io.discover import DEFAULT_ALIASES, RESERVED
 
     if not APP.match(app):
         raise InputError(None, f"app {app!r}: use letters, digits, '_' or '-' (no dots: they separate file-name tokens)")

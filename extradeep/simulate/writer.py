@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,27 @@ def global_tid(pid: int, tid: int) -> int:
     return global_pid(pid) | tid
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where each rank runs: ranks fill nodes of ``gpus_per_node`` GPUs in order. Each export then
+    names its node's host and lists all of that node's GPUs, as nsys does."""
+
+    gpus_per_node: int
+
+    def host(self, rank: int) -> str:
+        return f"gpu-node{rank // self.gpus_per_node:03d}"
+
+    def device(self, rank: int) -> int:
+        return rank % self.gpus_per_node
+
+    def uuids(self, rank: int) -> list[str]:
+        node = rank // self.gpus_per_node
+        return [f"{node:08x}-5e1f-4a11-8d00-{local:012x}" for local in range(self.gpus_per_node)]
+
+
+DEFAULT_UUID = "00000000-0000-0000-0000-0000000000a1"
+
+
 def new_export(path: Path, layout: Layout) -> tuple[sqlite3.Connection, ExportWriter]:
     """Open a fresh file (small pages keep many near-empty tables cheap) with the ENUM tables."""
     if path.exists():
@@ -45,34 +67,40 @@ def new_export(path: Path, layout: Layout) -> tuple[sqlite3.Connection, ExportWr
 
 
 def write_metadata(w: ExportWriter, strings: StringTable, path: Path, pid: int, threads: dict, streams,
-                   span) -> None:
-    """Process/thread/GPU/session tables every real export carries; threads maps tid -> name."""
+                   span, placement: Placement | None = None, rank: int = 0) -> None:
+    """Process/thread/GPU/session tables every real export carries; threads maps tid -> name.
+    Without a placement each rank has its own host with one GPU."""
+    uuids = [DEFAULT_UUID] if placement is None else placement.uuids(rank)
+    host = f"node{pid % 1000:03d}" if placement is None else placement.host(rank)
+    device = 0 if placement is None else placement.device(rank)
     gpid = global_pid(pid)
     start, stop = span
     when = dt.datetime.fromtimestamp(SESSION_UTC_NS / 1e9, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
     w.insert("ThreadNames", len(threads), nameId=strings.many(threads.values()), priority=20,
              globalTid=[global_tid(pid, tid) for tid in threads])
     w.insert("PROCESSES", 1, globalPid=gpid, pid=pid, name="python3")
-    w.insert("TARGET_INFO_GPU", 1, vmId=VM, id=0, name=GPU_NAME, busLocation="0000:07:00.0", isDiscrete=1,
+    n_gpus = len(uuids)
+    w.insert("TARGET_INFO_GPU", n_gpus, vmId=VM, id=list(range(n_gpus)), name=GPU_NAME,
+             busLocation=[f"0000:{7 + 16 * k:02x}:00.0" for k in range(n_gpus)], isDiscrete=1,
              l2CacheSize=41943040, totalMemory=42505273344, memoryBandwidth=1555200000000,
-             clockRate=1410000000, smCount=108, pwGpuId=0, uuid="00000000-0000-0000-0000-0000000000a1",
-             luid=0, chipName="GA100", cuDevice=0, ctxswDevPath="", ctrlDevPath="", revision=161, nodeMask=0,
+             clockRate=1410000000, smCount=108, pwGpuId=list(range(n_gpus)), uuid=uuids,
+             luid=0, chipName="GA100", cuDevice=list(range(n_gpus)), ctxswDevPath="", ctrlDevPath="", revision=161, nodeMask=0,
              constantMemory=65536, maxIPC=4, maxRegistersPerBlock=65536, maxShmemPerBlock=49152,
              maxShmemPerBlockOptin=166912, maxShmemPerSm=167936, maxRegistersPerSm=65536,
              threadsPerWarp=32, asyncEngines=3, maxWarpsPerSm=64, maxBlocksPerSm=32, maxThreadsPerBlock=1024,
              maxBlockDimX=1024, maxBlockDimY=1024, maxBlockDimZ=64, maxGridDimX=2147483647,
              maxGridDimY=65535, maxGridDimZ=65535, computeMajor=8, computeMinor=0, smMajor=8, smMinor=0)
-    w.insert("TARGET_INFO_CUDA_DEVICE", 1, gpuId=0, cudaId=0, pid=pid, numMultiprocessors=108)
-    w.insert("TARGET_INFO_CUDA_CONTEXT_INFO", 1, nullStreamId=COMPUTE, hwId=0, vmId=1, processId=pid,
-             deviceId=0, contextId=1, parentContextId=0, isGreenContext=0, numMultiprocessors=0)
-    w.insert("TARGET_INFO_CUDA_NULL_STREAM", 1, streamId=COMPUTE, hwId=0, vmId=1, processId=pid,
-             deviceId=0, contextId=1)
+    w.insert("TARGET_INFO_CUDA_DEVICE", 1, gpuId=device, cudaId=device, pid=pid, numMultiprocessors=108)
+    w.insert("TARGET_INFO_CUDA_CONTEXT_INFO", 1, nullStreamId=COMPUTE, hwId=device, vmId=1, processId=pid,
+             deviceId=device, contextId=1, parentContextId=0, isGreenContext=0, numMultiprocessors=0)
+    w.insert("TARGET_INFO_CUDA_NULL_STREAM", 1, streamId=COMPUTE, hwId=device, vmId=1, processId=pid,
+             deviceId=device, contextId=1)
     side = sorted(s for s in streams if s != COMPUTE)
     w.insert("TARGET_INFO_CUDA_STREAM", len(side), streamId=side, hwId=0, vmId=1, processId=pid,
              contextId=1, priority=0, flag=2)
     w.insert("TARGET_INFO_SESSION_START_TIME", 1, utcEpochNs=SESSION_UTC_NS, utcTime=when, localTime=when,
              systemClockNs=0)
-    env = [("CpuCores", 1, "64"), ("CpuArchitecture", 3, "x86_64"), ("Hostname", 4, f"node{pid % 1000:03d}")]
+    env = [("CpuCores", 1, "64"), ("CpuArchitecture", 3, "x86_64"), ("Hostname", 4, host)]
     w.insert("TARGET_INFO_SYSTEM_ENV", len(env), globalVid=VM, devStateName="Local (CLI)",
              name=[e[0] for e in env], nameEnum=[e[1] for e in env], value=[e[2] for e in env])
     w.insert("ANALYSIS_DETAILS", 1, globalVid=VM, duration=int(stop - start), startTime=int(start),
@@ -94,8 +122,10 @@ class RunColumns:
     StringTable whose ids are valid in every file of the run.
     """
 
-    def __init__(self, rec: Records, ops: list[OpSpec], op_bytes: np.ndarray, offsets: np.ndarray | None = None):
+    def __init__(self, rec: Records, ops: list[OpSpec], op_bytes: np.ndarray, offsets: np.ndarray | None = None,
+                 placement: Placement | None = None):
         self.rec, self.ops, self.op_bytes = rec, ops, op_bytes
+        self.placement = placement
         self.offsets = offsets  # clock offset (ns) per rank, or None
         self.strings = StringTable()
         self._cache: dict = {}
@@ -130,6 +160,7 @@ def write_rank(path: Path, layout: Layout, cols: RunColumns, rank: int, nvtx_str
     conn, w = new_export(path, layout)
     rec, strings = cols.rec, cols.strings
     gpid, main = global_pid(pid), global_tid(pid, pid)
+    device = 0 if cols.placement is None else cols.placement.device(rank)
     n = {name: len(items) for name, items in cols.subsets.items()}
     w.insert("CUPTI_ACTIVITY_KIND_RUNTIME", n["runtime"], start=cols("runtime", 1, rank), end=cols("runtime", 2, rank),
              eventClass=0, globalTid=main, correlationId=cols("runtime", 3, rank), nameId=cols.ids("runtime", 0),
@@ -139,10 +170,10 @@ def write_rank(path: Path, layout: Layout, cols: RunColumns, rank: int, nvtx_str
         if n[kind]:
             _write_gpu(w, cols, table, kind, rank, gpid)
     w.insert("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", n["sync"], start=cols("sync", 2, rank), end=cols("sync", 3, rank),
-             deviceId=0, contextId=1, streamId=cols("sync", 1, rank), correlationId=cols("sync", 4, rank),
+             deviceId=device, contextId=1, streamId=cols("sync", 1, rank), correlationId=cols("sync", 4, rank),
              globalPid=gpid, syncType=cols("sync", 0, rank), eventId=cols("sync", 5, rank),
              eventSyncId=cols("sync", 6, rank))
-    w.insert("CUPTI_ACTIVITY_KIND_CUDA_EVENT", n["cuda_event"], timestamp=cols("cuda_event", 4, rank), deviceId=0,
+    w.insert("CUPTI_ACTIVITY_KIND_CUDA_EVENT", n["cuda_event"], timestamp=cols("cuda_event", 4, rank), deviceId=device,
              contextId=1, streamId=cols("cuda_event", 0, rank), correlationId=cols("cuda_event", 1, rank),
              globalPid=gpid, eventId=cols("cuda_event", 2, rank), eventSyncId=cols("cuda_event", 3, rank))
     nvtx = list(rec.nvtx)
@@ -163,7 +194,7 @@ def write_rank(path: Path, layout: Layout, cols: RunColumns, rank: int, nvtx_str
     span = (cols("runtime", 1, rank).min(), cols("runtime", 2, rank).max()) if n["runtime"] else (0, 0)
     streams = {g[1] for g in rec.gpu} | {COMPUTE}
     threads = {pid + k: name for k, name in enumerate(THREAD_NAMES)}
-    write_metadata(w, strings, path, pid, threads, streams, span)
+    write_metadata(w, strings, path, pid, threads, streams, span, cols.placement, rank)
     rows = strings.rows()
     w.insert("StringIds", len(rows), id=[i for i, _ in rows], value=[v for _, v in rows])
     conn.commit()
@@ -174,7 +205,8 @@ def _write_gpu(w, cols: RunColumns, table: str, kind: str, rank: int, gpid: int)
     items, ops = cols.subsets[kind], cols.ops
     n = len(items)
     idx = cols(kind, 0, rank)
-    common = dict(start=cols(kind, 2, rank), end=cols(kind, 3, rank), deviceId=0, contextId=1, greenContextId=0,
+    device = 0 if cols.placement is None else cols.placement.device(rank)
+    common = dict(start=cols(kind, 2, rank), end=cols(kind, 3, rank), deviceId=device, contextId=1, greenContextId=0,
                   streamId=cols(kind, 1, rank), correlationId=cols(kind, 4, rank), globalPid=gpid)
     if kind == "kernel":
         demangled = cols.ids(kind, 0, lambda g: ops[g[0]].demangled)
@@ -191,7 +223,7 @@ def _write_gpu(w, cols: RunColumns, table: str, kind: str, rank: int, gpid: int)
         copy_kind = np.array([ops[i].copy_kind for i in idx])
         w.insert(table, n, **common, bytes=cols.op_bytes[idx], copyKind=copy_kind,
                  srcKind=np.where(copy_kind == 1, 1, 2), dstKind=np.where(copy_kind == 1, 2, 0),
-                 srcDeviceId=0, srcContextId=1, dstDeviceId=0, dstContextId=1, copyCount=1)
+                 srcDeviceId=device, srcContextId=1, dstDeviceId=device, dstContextId=1, copyCount=1)
     else:
         w.insert(table, n, **common, value=0, bytes=cols.op_bytes[idx], memKind=2)
 
@@ -199,7 +231,7 @@ def _write_gpu(w, cols: RunColumns, table: str, kind: str, rank: int, gpid: int)
 def write_nvtx(w, strings, nvtx, r, main, mode, offset: float = 0.0) -> None:
     """nvtx rows: [text, start, end, eventType, category, domainId, globalTid, uint64Value]; start/end
     may be per-rank arrays; globalTid None means the main thread."""
-    pick = lambda v: (v[r] if isinstance(v, np.ndarray) else v) + offset  # noqa: E731
+    pick = lambda v: (v[r] if isinstance(v, np.ndarray) else v) + offset
     end = [None if row[2] is None else int(round(pick(row[2]))) for row in nvtx]
     texts = [row[0] for row in nvtx]
     by_id = mode == "textId"

@@ -106,7 +106,8 @@ class ModelTab(PlotTab):
             rising.append(y[-1] > y[0])
             ax.plot(x, y, color=color, lw=1.8, label=f"{name}: {short(model.formula(), 60)}")
             lo, hi = model.interval(X, level=0.95)
-            ax.fill_between(x, np.asarray(lo, float).reshape(-1), np.asarray(hi, float).reshape(-1),
+            ax.fill_between(x, np.maximum(np.asarray(lo, float).reshape(-1), 0.0),
+                            np.maximum(np.asarray(hi, float).reshape(-1), 0.0),
                             color=color, alpha=0.15, lw=0, label="95% prediction interval" if n == 0 else None)
         ax.set_xlabel(view.x_param)
         ax.set_ylabel(unit_label(view))

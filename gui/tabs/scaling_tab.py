@@ -17,14 +17,14 @@ TITLES = {"speedup": "Speedup", "efficiency": "Efficiency"}
 
 
 def ranks_param(params: list[str]) -> str:
-    from extradeep.analysis.analyse import ranks_parameter
+    from extradeep.analysis.core import ranks_parameter
 
     return ranks_parameter(params)
 
 
 def scaling_frame(view: View, mode: str) -> pd.DataFrame:
     """scaling_table over the x grid for the application step series and the selected regions."""
-    from extradeep.analysis.analyse import samples_per_epoch_function
+    from extradeep.analysis.core import samples_per_epoch_function
     from extradeep.analysis.scaling import scaling_table
 
     ws = view.ws
@@ -32,7 +32,7 @@ def scaling_frame(view: View, mode: str) -> pd.DataFrame:
     names, models = [], []
     quantity = view.app.time_quantity if view.app is not None else None
     if quantity is not None:
-        names.append(f"application: {quantity} per {view.app.per}")
+        names.append(f"application: {view.app.time_label}")
         models.append(view.app.model(quantity))
     for r in rows:
         names.append(short(ws.regions.at[r, "region"]))

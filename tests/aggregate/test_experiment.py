@@ -56,7 +56,7 @@ def test_batch_and_gpus_may_be_parameters_or_fixed_values():
     assert n_t.tolist() == [50, 25]
     with pytest.raises(InputError, match="no parameter named 'nodes'"):
         Dataset(1000, 0, 10, gpus_param="nodes").steps_per_epoch(pd.DataFrame({"ranks": [2]}))
-    with pytest.raises(InputError, match="--batch-size: must be a number > 0"):
+    with pytest.raises(InputError, match="batch_per_rank: must be a number > 0"):  # the field; the CLI shows --batch-size
         Dataset(1000, 0, 0).steps_per_epoch(pd.DataFrame({"ranks": [2]}))
     with pytest.raises(InputError, match="positive"):  # a parameter that takes the value 0 somewhere
         Dataset(1000, 0, "batch").steps_per_epoch(pd.DataFrame({"ranks": [2], "batch": [0]}))
@@ -70,9 +70,13 @@ def test_batch_and_gpus_may_be_parameters_or_fixed_values():
     ({"train_samples": 10, "last_batch": "pad"}, "--last-batch"),
 ])
 def test_dataset_refuses_sizes_that_are_not_positive(kwargs, option):
+    from extradeep.cli.flags import flag_error
+
     with pytest.raises(InputError) as info:
         Dataset(**kwargs)
-    assert str(info.value).startswith(option + ":") and "\n" not in str(info.value)
+    assert info.value.field == list(kwargs)[-1]  # the library names its own argument ...
+    shown = str(flag_error(info.value))  # ... and the CLI shows the flag that sets it
+    assert shown.startswith(option + ":") and "\n" not in shown
 
 
 def test_last_batch_keep_rounds_up_and_drop_follows_eq_2():
@@ -119,7 +123,7 @@ def test_category_sums_cover_gpu_and_mpi_categories_only(experiment):
 
 
 def test_without_dataset_epochs_are_refused_with_a_hint(experiment):
-    with pytest.raises(InputError, match="--train-samples"):
+    with pytest.raises(InputError, match="train_samples"):
         experiment.epoch_table()
     steps = experiment.step_table()
     assert {"train", "val"} <= set(steps.columns) and steps["modelable"].all()

@@ -79,8 +79,9 @@ def test_upper_bound_validity_is_reported(law):
 
 
 def test_bad_limits_and_empty_candidates():
-    with pytest.raises(InputError, match="--max-time and/or --max-cost"):
+    with pytest.raises(InputError, match="max_time.*and/or a cost limit") as info:
         BudgetLimits()
+    assert info.value.field == "max_time"  # the CLI asks for --max-time and/or --max-cost before this
     with pytest.raises(InputError, match="positive"):
         BudgetLimits(max_time=-1)
     with pytest.raises(InputError, match="candidate"):
@@ -112,10 +113,10 @@ def test_parse_values_lists_ranges_and_errors():
 
 def test_two_parameter_search_says_what_stays_fixed_and_names_the_unit_once(law):
     """The search varies ranks only; the result says batch stays at its value. A failing cost limit
-    reads "5 (money)", not "5 cost (money)"."""
+    reads "5 (currency units)", not "5 cost (currency units)"."""
     grid = pd.DataFrame({"ranks": [2.0, 4.0, 8.0], "batch": [64.0] * 3})
     model = law(lambda X: 100.0 + 6400.0 / np.atleast_2d(X)[:, 0])
     result = budget_search(model, grid, ["ranks", "batch"], BudgetLimits(max_cost=0.001),
                            CostSettings(price_per_gpu_hour=2.5), {"ranks": 2.0, "batch": 64.0})
     assert any("varies ranks only" in n and "batch=64 stays fixed" in n for n in result.notes)
-    assert "(money)" in result.failure and "cost (money)" not in result.failure
+    assert "(currency units)" in result.failure and "cost (currency units)" not in result.failure

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from extradeep.analysis.analyse import analyse, measured_points, prediction_table, subset_experiment
+from extradeep.analysis.core import analyse, measured_points, prediction_table, subset_experiment
 from extradeep.analysis.epoch import EPOCH_TIME, EpochModel, model_from_dict
 from extradeep.aggregate.experiment import NEED_DATASET
 
@@ -91,7 +91,7 @@ def test_measured_points_of_held_out_configurations(synthetic):
 
 
 def test_far_extrapolation_is_flagged(fitted):
-    from extradeep.analysis.analyse import extrapolation_notes
+    from extradeep.analysis.core import extrapolation_notes
 
     analysis, _, _ = fitted
     assert extrapolation_notes(analysis, pd.DataFrame({"ranks": [12.0, 20.0]})) == []

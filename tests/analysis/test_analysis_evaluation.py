@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from extradeep.analysis.analyse import analyse, measured_points, subset_experiment
+from extradeep.analysis.core import analyse, measured_points, subset_experiment
 from extradeep.analysis.evaluation import error_summary, prediction_errors
 
 

@@ -4,7 +4,7 @@ the backward pass) and the main thread waits ~3 ms per step for data with no GPU
 import numpy as np
 import pytest
 
-from extradeep.analysis.analyse import measured_points
+from extradeep.analysis.core import measured_points
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from extradeep.analysis.analyse import analyse, prediction_table
+from extradeep.analysis.core import analyse, prediction_table
 from extradeep.analysis.communication import CommunicationSum
 from extradeep.analysis.epoch import EPOCH_TIME
 from extradeep.aggregate.experiment import Dataset

@@ -5,7 +5,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from extradeep.analysis.analyse import (Analysis, analyse, derived_models, extrapolation_notes, prediction_table,
+from extradeep.analysis.core import (Analysis, analyse, derived_models, extrapolation_notes, prediction_table,
                                         reliability_notes)
 from extradeep.analysis.epoch import EPOCH_TIME
 

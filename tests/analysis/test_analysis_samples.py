@@ -53,7 +53,7 @@ def test_budget_flags_and_avoids_epochs_that_skip_data(law):
 
 
 def test_prediction_table_reports_samples_and_per_sample_efficiency(synthetic):
-    from extradeep.analysis.analyse import analyse, extrapolation_notes, prediction_table
+    from extradeep.analysis.core import analyse, extrapolation_notes, prediction_table
 
     make, _, _ = synthetic
     analysis = analyse(make([2, 4, 6, 8, 10], DATASET))

@@ -39,6 +39,6 @@ def test_budget_with_two_parameters_says_what_is_fixed_and_names_the_unit_once(c
                  "--max-cost", "5", "--price-per-gpu-hour", "2", "--at", "batch=64"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "cost <= 5 (money);" in out and "cost (money) cost" not in out
+    assert "cost <= 5 (currency units);" in out and "cost (currency units) cost" not in out
     assert "the search varies ranks only; batch=64 stays fixed (give other values with --at)" in out
     assert out.count("varies ranks only") == 1

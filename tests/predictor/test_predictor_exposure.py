@@ -78,7 +78,7 @@ def _must_not_run(paths, settings=None):
 
 
 def test_ingest_keeps_the_curves_of_the_largest_runs(tmp_path, monkeypatch):
-    from extradeep.analysis.analyse import subset_experiment
+    from extradeep.analysis.core import subset_experiment
     from extradeep.aggregate.experiment import Experiment
 
     folder = tmp_path / "run"

@@ -5,7 +5,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def small_analysis(tmp_path_factory):
-    from extradeep.analysis.analyse import analyse
+    from extradeep.analysis.core import analyse
     from extradeep.aggregate.experiment import Dataset
     from extradeep import load_experiment
     from extradeep.simulate import simulate

@@ -6,7 +6,7 @@ import re
 
 import pandas as pd
 
-from extradeep.analysis.analyse import prediction_table
+from extradeep.analysis.core import prediction_table
 from extradeep.analysis.bottlenecks import bottleneck_table
 from extradeep.analysis.cost import CostSettings
 from extradeep.report.html import CLIP, ReportInputs, build_html

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from matplotlib import image
 
-from extradeep.analysis.analyse import prediction_table
+from extradeep.analysis.core import prediction_table
 from extradeep.analysis.budget import BudgetLimits, budget_search
 from extradeep.analysis.cost import CostSettings
 from extradeep.report import plots

@@ -6,18 +6,9 @@ import re
 
 import numpy as np
 
-COMPUTATION = "computation"
-COMMUNICATION = "communication"
-MEMORY = "memory"
-NVTX = "nvtx"
-CUDA_API = "cuda_api"
-OS = "os"
-LIBRARY = "library"
-STEP = "step"
-
-# Epoch totals sum these only: CPU-side events overlap the GPU work they launch (no double counting).
-EPOCH_CATEGORIES = (COMPUTATION, COMMUNICATION, MEMORY)
-CPU_CATEGORIES = (NVTX, CUDA_API, OS, LIBRARY)
+from extradeep.columns import (  # noqa: F401 (the categories are defined once, in extradeep.columns)
+    COMMUNICATION, COMPUTATION, CPU_CATEGORIES, CUDA_API, EPOCH_CATEGORIES, LIBRARY, MEMORY, NVTX, OS)
+from extradeep.columns import STEP_CATEGORY as STEP
 
 KIND_CATEGORY = {
     "kernel": COMPUTATION,  # NCCL kernels are communication, see kernel_categories

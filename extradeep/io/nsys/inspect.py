@@ -14,7 +14,14 @@ from extradeep.errors import InputError
 from extradeep.io.nsys import categories as cat
 from extradeep.io.nsys import events
 from extradeep.io.nsys.connect import fetch_all, open_readonly
-from extradeep.io.nsys.schema import NVTX_MARK, NVTX_RANGE_TYPES, metadata, row_count, schema_of
+from extradeep.io.nsys.layout import read_placement
+from extradeep.io.nsys.schema import (
+    NVTX_MARK,
+    NVTX_RANGE_TYPES,
+    metadata,
+    row_count,
+    schema_of,
+)
 from extradeep.io.nsys.settings import ReaderSettings
 from extradeep.io.nsys.steps import find_steps, shorten
 
@@ -46,6 +53,7 @@ def inspect_export(path, settings=None, top: int = 10) -> dict:
             "steps": _steps(nvtx, settings, path),
             "counts_by_category": _category_counts(conn, nvtx, kernels),
             "kernels_by_device": _kernels_by_device(kernels),
+            "placement": read_placement(path),
         }
         info["notes"] = list(dict.fromkeys(conn.warnings))
         return info
@@ -98,7 +106,7 @@ def _steps(nvtx: pd.DataFrame, settings: ReaderSettings, path) -> dict:
         "measured_epochs": int(kept["epoch"].nunique()),
         "train_steps": int((kept["phase"] == "train").sum()),
         "val_steps": int((kept["phase"] == "val").sum()),
-        "warmup_steps": int(len(table.warmup)),
+        "warmup_steps": len(table.warmup),
         "warnings": list(table.warnings),
     }
 
@@ -138,6 +146,13 @@ def format_text(info: dict) -> str:
                  + (f", schema {info['schema_version']}" if info["schema_version"] else ""))
     gpu_text = ", ".join(f"{g['id']}: {g['name']}" for g in info["gpus"]) or "none recorded"
     lines.append(f"  GPUs: {gpu_text}")
+    place = info.get("placement") or {}
+    if place.get("host"):
+        lines.append(f"  node: host {place['host']}, {place['node_gpus'] or '?'} GPU(s) on the node, this rank on device "
+                     f"{place['device'] if place['device'] is not None else '?'}"
+                     + (f" (UUID {place['uuid']})" if place.get("uuid") else ""))
+    else:
+        lines.append("  node: no host name recorded, so the cluster layout cannot be read from this export")
     steps = info["steps"]
     if steps["found"]:
         lines.append(

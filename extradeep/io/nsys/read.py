@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import STEP_SUM_COLUMNS
 from extradeep.errors import InputError
 from extradeep.io.nsys import categories as cat
 from extradeep.io.nsys import events
@@ -29,7 +30,7 @@ from extradeep.io.nsys.steps import StepTable, find_steps
 
 __all__ = ["read_export", "ReaderSettings", "READER_VERSION", "OUTPUT_COLUMNS"]
 
-OUTPUT_COLUMNS = ["region", "kind", "category", "metric", "epoch", "phase", "step", "value"]
+OUTPUT_COLUMNS = STEP_SUM_COLUMNS
 NS = 1e-9
 BUSY_REGION = "gpu busy"
 LAUNCH_COLUMNS = ["launchKey"]  # besides start, end and name: what the launch join needs

@@ -7,16 +7,32 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from extradeep.analysis.epoch import (EPOCH_TIME, REGION_KEYS, EpochModel, application_steps, dataset_notes,
-                                      per_epoch, point_summary, quantity_label, skipped_data_note, step_values,
-                                      work_samples)
-from extradeep.analysis.cost import CostSettings, cost_table
-from extradeep.analysis.points import format_point
-from extradeep.analysis.communication import pure_times
-from extradeep.analysis.overlap import Exposure, fit_step_composition, step_parts
-from extradeep.analysis.scaling import default_baseline, design, scaling_models, scaling_table
-from extradeep.errors import InputError
 from extradeep.aggregate.experiment import TOTAL, Dataset, Experiment
+from extradeep.analysis.communication import Topology, layout_notes, pure_times
+from extradeep.analysis.cost import CostSettings, cost_table
+from extradeep.analysis.epoch import (
+    EPOCH_TIME,
+    REGION_KEYS,
+    EpochModel,
+    application_steps,
+    dataset_notes,
+    per_epoch,
+    point_summary,
+    quantity_label,
+    skipped_data_note,
+    step_values,
+    work_samples,
+)
+from extradeep.analysis.overlap import Exposure, fit_step_composition, step_parts
+from extradeep.analysis.points import format_point
+from extradeep.analysis.saved import reusable_models
+from extradeep.analysis.scaling import (
+    default_baseline,
+    design,
+    scaling_models,
+    scaling_table,
+)
+from extradeep.errors import InputError
 
 
 @dataclass
@@ -69,18 +85,19 @@ def ranks_parameter(params: list[str], preferred: str | None = None) -> str:
     """The parameter that counts ranks (resources): ``preferred``, else "ranks", else the first."""
     if preferred:
         if preferred not in params:
-            raise InputError("--ranks-param", f"{preferred!r} is not a parameter ({', '.join(params)})")
+            raise InputError(None, field="ranks_param", problem=f"{preferred!r} is not a parameter ({', '.join(params)})")
         return preferred
     return "ranks" if "ranks" in params else params[0]
 
 
 def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dict | None = None,
             scaling: str | None = None, ranks_param: str | None = None, metrics=("time", "visits", "bytes"),
-            progress=None) -> Analysis:
+            progress=None, refit: bool = False) -> Analysis:
     """Fit application and region models of ``experiment`` (per epoch when a dataset is known).
 
     ``options`` go to the modeler (exponents, terms, nonnegative, min_points); ``scaling`` is
-    "strong" or "weak" (default: the dataset's weak_scaling flag).
+    "strong" or "weak" (default: the dataset's weak_scaling flag). Models saved with the experiment
+    are reused when they were fitted with the same options and dataset, unless ``refit``.
     """
     dataset = dataset or experiment.dataset
     params = list(experiment.params)
@@ -88,11 +105,17 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
         raise InputError(None, "the experiment has no modeled parameters (give --param)")
     app_steps, region_steps, application, regions, notes = _measure(experiment, dataset, metrics)
     fixed = experiment.fixed_params
-    _say(progress, "modeling the application quantities")
-    exposure = Exposure.from_experiment(experiment)
-    app_models = fit_application_models(app_steps, experiment.values, params, dataset, fixed, options, exposure)
-    _say(progress, f"modeling {len(regions[REGION_KEYS].drop_duplicates())} region metrics")
-    region_models = fit_phase_models(region_steps, REGION_KEYS, params, dataset, fixed, options)
+    topology = Topology.from_settings(experiment.settings, experiment.points[params[0]].unique()) \
+        if len(params) == 1 else None
+    saved = None if refit else reusable_models(experiment.saved_models, dataset, options)
+    if saved is not None:
+        _say(progress, "using the models saved with the experiment")
+        app_models, region_models = saved
+    else:
+        if experiment.saved_models and not refit:
+            notes.append("the saved models were fitted with other modeler options or dataset sizes, so they were refitted")
+        app_models, region_models = _fit(experiment, app_steps, region_steps, regions, dataset, options, progress,
+                                          topology)
     app_points = point_summary(application, ["quantity"], params)
     ranks = ranks_parameter(params, ranks_param)
     mode = scaling or default_scaling(dataset)
@@ -105,6 +128,7 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
                      "(an experiment saved before reader version 2 has no GPU busy time: idle is then step - summed "
                      "GPU time, which overlapping streams push to 0; model the exports again)")
     notes = reliability_notes(app_models, per_unit(dataset)) + notes
+    notes += layout_notes(experiment.settings, topology, _step_comm(app_models))
     baseline = default_baseline(app_points if not app_points.empty else regions, params, ranks)
     if EPOCH_TIME not in set(application["quantity"]):
         notes.append("no step marks were measured, so there is no measured time per "
@@ -112,6 +136,16 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     return Analysis(params, ranks, per_unit(dataset), mode, baseline, application, app_points, app_models,
                     regions, point_summary(regions, REGION_KEYS, params), region_models, dataset, notes,
                     dict(options or {}), dict(fixed))
+
+
+def _fit(experiment, app_steps, region_steps, regions, dataset, options, progress, topology=None):
+    params, fixed = list(experiment.params), experiment.fixed_params
+    _say(progress, "modeling the application quantities")
+    exposure = Exposure.from_experiment(experiment)
+    app_models = fit_application_models(app_steps, experiment.values, params, dataset, fixed, options, exposure,
+                                        topology)
+    _say(progress, f"modeling {len(regions[REGION_KEYS].drop_duplicates())} region metrics")
+    return app_models, fit_phase_models(region_steps, REGION_KEYS, params, dataset, fixed, options)
 
 
 def _measure(experiment: Experiment, dataset: Dataset | None, metrics):
@@ -164,26 +198,27 @@ def fit_phase_models(steps: pd.DataFrame, keys: list[str], params: list[str], da
 
 def fit_application_models(app_steps: pd.DataFrame, values: pd.DataFrame, params: list[str],
                            dataset: Dataset | None, fixed: dict, options: dict | None,
-                           exposure: Exposure | None = None) -> pd.DataFrame:
+                           exposure: Exposure | None = None, topology: Topology | None = None) -> pd.DataFrame:
     """The application models of :func:`analyse`: per-phase step models of every quantity, the
     training step time composed of computation and exposed communication. ``values``: the
     Experiment's per-repetition values (their rank spreads give the pure collective durations);
     ``exposure``: a traced run's exposure curve (``Exposure.from_experiment``)."""
     models = fit_phase_models(app_steps, ["quantity"], params, dataset, fixed, options)
     return compose_step_time(models, app_steps, params, dataset, fixed, options, pure_times(values, params),
-                             exposure)
+                             exposure, topology)
 
 
 def compose_step_time(app_models: pd.DataFrame, app_steps: pd.DataFrame, params: list[str],
                       dataset: Dataset | None, fixed: dict, options: dict | None,
-                      pure: pd.DataFrame | None = None, exposure: Exposure | None = None) -> pd.DataFrame:
+                      pure: pd.DataFrame | None = None, exposure: Exposure | None = None,
+                      topology: Topology | None = None) -> pd.DataFrame:
     """The epoch-time model with its training step as computation + exposed communication
     (:mod:`extradeep.analysis.overlap`), when that applies; the models unchanged otherwise.
     ``pure``: pure collective durations (:func:`extradeep.analysis.communication.pure_times`)."""
     rows = app_models["quantity"] == EPOCH_TIME
     if not rows.any() or app_models.loc[rows, "model"].iloc[0] is None:
         return app_models
-    train = fit_step_composition(step_parts(app_steps, params), params, options, pure, exposure)
+    train = fit_step_composition(step_parts(app_steps, params), params, options, pure, exposure, topology)
     if train is None:
         return app_models
     current = app_models.loc[rows, "model"].iloc[0]
@@ -194,6 +229,14 @@ def compose_step_time(app_models: pd.DataFrame, app_steps: pd.DataFrame, params:
     out.at[index, "formula"], out.at[index, "growth"] = model.formula(), model.growth()
     out.at[index, "smape"] = float(model.smape)
     return out
+
+
+def _step_comm(app_models: pd.DataFrame):
+    """The communication model inside the composed training-step model, if there is one."""
+    rows = app_models[app_models["quantity"] == EPOCH_TIME]
+    model = rows["model"].iloc[0] if len(rows) else None
+    train = getattr(model, "train", model)
+    return getattr(train, "comm", None)
 
 
 def _combine(train, val, dataset, params, fixed):

@@ -1,0 +1,73 @@
+"""Models saved with an experiment, and read back instead of refitted.
+
+`extradeep model --save` keeps every fitted model (lossless JSON) beside the measurements. Commands
+that open the file later (evaluate, budget, report, gui) reuse them as long as they were fitted the
+same way: the same modeler options and dataset sizes. Anything else refits, and says why.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from extradeep.aggregate.experiment import dataset_dict
+from extradeep.analysis.epoch import REGION_KEYS, model_from_dict
+from extradeep.io.store import json_safe as _clean
+
+APP_KEY = "quantity"
+MODEL_COLUMNS = ["model", "formula", "growth", "smape", "reason"]
+
+
+def models_tables(analysis) -> dict[str, pd.DataFrame]:
+    """The `models` and `models_meta` tables of a saved experiment for `analysis`."""
+    rows = [{"model_type": "application", "name": r[APP_KEY], "kind": "", "category": r[APP_KEY], "metric": "time",
+             **_model_row(r)} for r in analysis.application_models.to_dict("records")]
+    rows += [{"model_type": "region", "name": r["region"], "kind": r["kind"], "category": r["category"],
+              "metric": r["metric"], **_model_row(r)} for r in analysis.region_models.to_dict("records")]
+    meta = {"per": analysis.per, "scaling": analysis.scaling, "ranks_param": analysis.ranks_param,
+            "baseline": analysis.baseline, "modeler_options": options_key(analysis.options),
+            "dataset": dataset_dict(analysis.dataset)}
+    columns = ["model_type", "name", "kind", "category", "metric", "formula", "growth", "smape_pct",
+               "reason", "model_json"]
+    return {"models": pd.DataFrame(rows, columns=columns),
+            "models_meta": pd.DataFrame({"key": list(meta), "value": [json.dumps(_clean(v)) for v in meta.values()]})}
+
+
+def reusable_models(saved: dict | None, dataset, options: dict | None) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """(application models, region models) from `saved` (Experiment.saved_models) when they were
+    fitted with the same modeler `options` and `dataset`; None when there are none or they differ."""
+    if not saved or saved.get("models") is None or "model_json" not in saved["models"]:
+        return None
+    meta = saved["meta"]
+    if meta.get("modeler_options") != options_key(options or {}) or meta.get("dataset") != _clean(dataset_dict(dataset)):
+        return None
+    rows = saved["models"]
+    app = rows[rows["model_type"] == "application"].rename(columns={"name": APP_KEY})
+    regions = rows[rows["model_type"] == "region"].rename(columns={"name": "region"})
+    return _frame(app, [APP_KEY]), _frame(regions, REGION_KEYS)
+
+
+def options_key(options: dict) -> dict:
+    """Modeler options as saved (strings), so equal options compare equal after a round trip."""
+    return {str(k): str(v) for k, v in sorted(options.items())}
+
+
+def _frame(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    records = []
+    for r in rows.to_dict("records"):
+        model = None if not r["model_json"] else model_from_dict(json.loads(r["model_json"]))
+        smape = r["smape_pct"]
+        records.append({**{k: r[k] for k in keys}, "model": model, "formula": r["formula"] or "",
+                         "growth": r["growth"] or "", "smape": np.nan if smape is None else float(smape),
+                         "reason": r["reason"] or ""})
+    return pd.DataFrame(records, columns=[*keys, *MODEL_COLUMNS])
+
+
+def _model_row(row) -> dict:
+    model = row["model"]
+    return {"formula": row["formula"] or "", "growth": row["growth"] or "",
+            "smape_pct": None if model is None else _clean(float(row["smape"])),
+            "reason": row["reason"] or "",
+            "model_json": None if model is None else json.dumps(_clean(model.to_dict()))}

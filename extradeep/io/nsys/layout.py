@@ -1,0 +1,110 @@
+"""Which ranks share a node, read from the exports: host names, the node's GPUs, the GPU each rank used.
+
+nsys writes, per export, the host name (`TARGET_INFO_SYSTEM_ENV`, name `Hostname`), every GPU of
+the node it ran on (`TARGET_INFO_GPU`, with UUIDs) and the device id of each kernel. Ranks whose
+exports name the same host share a node; two host names that list the same set of several GPU
+UUIDs are containers on one node. GPUs per node is the largest number of GPUs a node lists (or of
+ranks found on one node). :func:`cluster_layout` turns the per-file placements of a batch into the
+layout settings["layout"] keeps (docs/analysis.md, "Communication across node boundaries").
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from extradeep.errors import InputError
+from extradeep.io.nsys.connect import fetch_all, open_readonly
+from extradeep.io.nsys.schema import schema_of
+
+PLACEMENT_COLUMNS = ("host", "device", "uuid", "node_gpus", "gpu_set")
+
+
+def read_placement(path) -> dict:
+    """{host, device, uuid, node_gpus, gpu_set} of one export; None where the export lacks it."""
+    out = dict.fromkeys(PLACEMENT_COLUMNS)
+    try:
+        conn = open_readonly(path)
+    except InputError:
+        return out
+    try:
+        schema = schema_of(conn)
+        if schema.has("TARGET_INFO_SYSTEM_ENV") and schema.has_column("TARGET_INFO_SYSTEM_ENV", "value"):
+            rows = fetch_all(conn, "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname' LIMIT 1")
+            out["host"] = rows[0][0] if rows and rows[0][0] else None
+        gpus = []
+        if schema.has("TARGET_INFO_GPU") and schema.has_column("TARGET_INFO_GPU", "uuid"):
+            real = "totalMemory > 0" if schema.has_column("TARGET_INFO_GPU", "totalMemory") else "1"
+            gpus = fetch_all(conn, f"SELECT id, uuid FROM TARGET_INFO_GPU WHERE {real} ORDER BY id")
+        if schema.has("CUPTI_ACTIVITY_KIND_KERNEL"):
+            rows = fetch_all(conn, "SELECT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1")
+            out["device"] = int(rows[0][0]) if rows and rows[0][0] is not None else None
+        if gpus:
+            out["node_gpus"] = len(gpus)
+            out["gpu_set"] = ",".join(sorted(str(u) for _, u in gpus))
+            out["uuid"] = next((str(u) for i, u in gpus if i == out["device"]), None)
+    except InputError:
+        pass
+    finally:
+        conn.close()
+    return out
+
+
+def cluster_layout(placements: pd.DataFrame, params: list[str], ranks_param: str = "ranks") -> dict:
+    """The layout of a batch from per-file placements (columns path, rank, rep, <params>, host, ...).
+
+    {"source": "exports" | "none", "gpus_per_node", "points": [{"point", "ranks", "nodes",
+    "ranks_per_node"}], "note"}. Without host names the source is "none" and the note says so."""
+    frame = placements.copy()
+    if frame.empty or frame["host"].isna().all():
+        return {"source": "none", "gpus_per_node": None, "points": [],
+                "note": "the exports carry no host names, so which ranks share a node is unknown; "
+                        "communication is modeled without node boundaries (give --system to set the layout)"}
+    frame["node"] = _nodes(frame)
+    per_node = frame.groupby([*params, "rep", "node"], dropna=False)["rank"].nunique()
+    listed = pd.to_numeric(frame["node_gpus"], errors="coerce").max()
+    gpus = int(max(per_node.max(), 0 if math.isnan(listed) else listed))
+    points = []
+    for key, group in frame.groupby(params, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        reps = group.groupby("rep")
+        points.append({"point": {p: _plain(v) for p, v in zip(params, key)},
+                       "ranks": int(reps["rank"].nunique().max()), "nodes": int(reps["node"].nunique().max()),
+                       "ranks_per_node": int(per_node.loc[key].max())})
+    return {"source": "exports", "gpus_per_node": gpus, "points": points, "note": None}
+
+
+def _nodes(frame: pd.DataFrame) -> pd.Series:
+    """Node label per file: its host, with hosts merged that list the same set of several GPUs."""
+    host = frame["host"].fillna("?")
+    sets = frame.groupby(host)["gpu_set"].first()
+    alias = {}
+    for name, gpu_set in sets.items():
+        shared = gpu_set is not None and isinstance(gpu_set, str) and gpu_set.count(",") >= 1
+        alias[name] = f"gpus:{gpu_set}" if shared else f"host:{name}"
+    return host.map(alias)
+
+
+def _plain(value):
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return value
+    return int(number) if number.is_integer() else number
+
+
+def layout_text(layout: dict | None, system: dict | None = None) -> list[str]:
+    """Lines that describe the layout for `inspect` and `model`."""
+    lines = []
+    if system:
+        lines.append(f"system: {system.get('name') or 'file'}: {system['gpus_per_node']} GPUs per node"
+                     + (f", intra {system['intra_bandwidth'] / 1e9:g} GB/s {system['intra_latency'] * 1e6:g} us, "
+                        f"inter {system['inter_bandwidth'] / 1e9:g} GB/s per NIC {system['inter_latency'] * 1e6:g} us, "
+                        f"{system['nics_per_node']} NICs per node" if system.get("intra_bandwidth") else ""))
+    if not layout or layout.get("source") != "exports":
+        lines.append("layout: " + ((layout or {}).get("note") or "not read from the exports"))
+        return lines
+    parts = [f"{p['ranks']} ranks on {p['nodes']} node{'s' if p['nodes'] != 1 else ''}" for p in layout["points"]]
+    lines.append(f"layout (from the exports): {layout['gpus_per_node']} GPUs per node; " + "; ".join(parts))
+    return lines
