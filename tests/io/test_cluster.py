@@ -14,7 +14,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from extradeep import load_experiment
-from extradeep.analysis.analyse import analyse
+from extradeep import analyse
 from extradeep.errors import InputError
 from extradeep.io import cluster
 from extradeep.io.execute import WorkerLost, run_tasks

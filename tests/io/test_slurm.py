@@ -8,13 +8,9 @@ import pytest
 
 pytest.importorskip("dask_jobqueue")
 
-from extradeep.cli.common import (
-    add_reading_arguments,
-    resolve_options,
-    scheduler_from_options,
-)
-from extradeep.errors import InputError
-from extradeep.io.cluster import SlurmOptions
+from extradeep.cli.common import add_reading_arguments, resolve_options  # noqa: E402
+from extradeep.errors import InputError  # noqa: E402
+from extradeep.io.cluster import SlurmOptions, scheduler_from_options  # noqa: E402
 
 
 def _options_from_config(tmp_path, text, *argv):
