@@ -9,7 +9,8 @@ The whole pipeline in a few names (see docs/notebook.md)::
     xd.build_report(analysis, "report.html")                                  # the HTML budgeting report
     prediction = xd.predict("one_run/", what_if=["comm.bandwidth=2"])         # trace replay and what-ifs
 
-Names are imported on first use, so `import extradeep` stays cheap and never needs PySide6.
+Names are imported on first use, so `import extradeep` stays cheap and never needs PySide6. No name
+here is also a subpackage's (importing `extradeep.simulate` would shadow a function of that name).
 """
 
 from __future__ import annotations
@@ -22,12 +23,16 @@ __version__ = "0.1.0"
 _EXPORTS = {
     # profiles in
     "load_experiment": "extradeep.pipeline",
+    "load_arguments": "extradeep.pipeline",
+    "dataset_from_options": "extradeep.pipeline",
+    "folder_config": "extradeep.io.config",
     "read_experiment": "extradeep.aggregate.ingest",
     "add_exposure_curves": "extradeep.predictor.exposure",
     "read_export": "extradeep.io.nsys.read",
     "read_profile": "extradeep.io.read",
     "inspect_export": "extradeep.io.nsys.inspect",
     "ReaderSettings": "extradeep.io.nsys.settings",
+    "SlurmOptions": "extradeep.io.cluster",
     "Experiment": "extradeep.aggregate.experiment",
     "Dataset": "extradeep.aggregate.experiment",
     # models
@@ -54,8 +59,6 @@ _EXPORTS = {
     # trace-based predictor
     "predict": "extradeep.predictor.api",
     "Prediction": "extradeep.predictor.api",
-    # synthetic data with known truth
-    "simulate": "extradeep.simulate.run",
     # errors
     "InputError": "extradeep.errors",
 }

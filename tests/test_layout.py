@@ -4,6 +4,7 @@ an installed package list that matches the folders, and a root API that resolves
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.metadata
 import sys
 import tomllib
@@ -122,6 +123,10 @@ def test_the_installed_distribution_has_no_top_level_gui():
 def test_the_root_exports_the_pipeline():
     assert {"load_experiment", "Experiment", "Dataset", "fit_models", "analyse", "Analysis", "predict",
             "build_report", "evaluate", "plan_budget"} <= set(extradeep.__all__)
+    importlib.import_module("extradeep.simulate")  # a subpackage import sets an attribute of the root
+
+    subpackages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert not subpackages & set(extradeep.__all__)
     for name in extradeep.__all__:
         value = getattr(extradeep, name)
         assert not isinstance(value, type(sys)), f"extradeep.{name} is a module, not the function or class"
