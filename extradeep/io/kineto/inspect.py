@@ -80,7 +80,8 @@ def format_text(info: dict) -> str:
     lines.append(f"  PyTorch profiler (Kineto) trace, {platform}"
                  f"; rank {rank}{world}{backend}")
     lines += summary_lines(info)
-    lines.append("  events in the trace by cat: " + ", ".join(f"{k} {v:,}" for k, v in info["trace_categories"].items()))
+    by_cat = ", ".join(f"{k} {v:,}" for k, v in info["trace_categories"].items())
+    lines.append(f"  events in the trace by cat: {by_cat}")
     if info["top_ranges"]:
         lines.append("  most frequent annotations (record_function ranges):")
         lines += [f"    {n:>8,}  {shorten(name, 100)}" for name, n in info["top_ranges"]]

@@ -319,7 +319,8 @@ class _Rows:
             flows=self.flows,
             notes=notes,
         )
-        negative = int((trace.gpu["end"] < trace.gpu["start"]).sum() + (trace.runtime["end"] < trace.runtime["start"]).sum())
+        negative = int((trace.gpu["end"] < trace.gpu["start"]).sum()
+                       + (trace.runtime["end"] < trace.runtime["start"]).sum())
         if negative:
             raise InputError(path, f"{negative} events have a negative duration: a damaged or hand-edited trace")
         return trace
@@ -387,7 +388,8 @@ def _range_frame(rows: list[tuple], names: list[str], to_ns: _Times) -> pd.DataF
 
 
 def _gpu_frame(rows: list[tuple], to_ns: _Times) -> pd.DataFrame:
-    names = ["kind", "ts", "dur", "device", "stream", "corr", "name", "bytes", "collective", "nelems", "dtype", "group_size"]
+    names = ["kind", "ts", "dur", "device", "stream", "corr", "name", "bytes", "collective", "nelems", "dtype",
+             "group_size"]
     cols = dict(zip(names, _columns(rows, len(names))))
     start, end = to_ns.start_end(cols["ts"], cols["dur"])
     nelems = _ints(cols["nelems"])
