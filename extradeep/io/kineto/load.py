@@ -393,7 +393,8 @@ def _gpu_frame(rows: list[tuple], to_ns: _Times) -> pd.DataFrame:
     cols = dict(zip(names, _columns(rows, len(names))))
     start, end = to_ns.start_end(cols["ts"], cols["dur"])
     nelems = _ints(cols["nelems"])
-    width = np.array([DTYPE_BYTES.get(str(d).lower(), 0) if d is not None else 0 for d in cols["dtype"]], dtype=np.int64)
+    width = np.array([DTYPE_BYTES.get(str(d).lower(), 0) if d is not None else 0 for d in cols["dtype"]],
+                     dtype=np.int64)
     msg = np.where((nelems >= 0) & (width > 0), nelems * width, 0)
     size = _ints(cols["bytes"])
     return pd.DataFrame({
