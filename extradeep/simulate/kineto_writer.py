@@ -47,7 +47,8 @@ def write_kineto_rank(path: Path, cols: RunColumns, rank: int, world_size: int) 
             name = _VERSION_SUFFIX.sub("", str(item[0]))
             events.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": pid, "tid": pid, "ts": _us(s),
                            "dur": _us(e - s), "args": {"correlation": int(c)}})
-            events.append({"ph": "s", "id": int(c), "pid": pid, "tid": pid, "ts": _us(s), "cat": "ac2g", "name": "ac2g"})
+            events.append({"ph": "s", "id": int(c), "pid": pid, "tid": pid, "ts": _us(s), "cat": "ac2g",
+                           "name": "ac2g"})
     for kind in ("kernel", "memcpy", "memset"):
         events += _gpu_events(cols, kind, rank)
     events += _annotations(cols, rank, pid)
@@ -95,7 +96,10 @@ def _annotations(cols: RunColumns, rank: int, pid: int) -> list[dict]:
     """NVTX push/pop ranges (eventType 59/60) as user annotations on the main thread; MPI-domain
     ranges and instant marks are left out (a Kineto trace has neither)."""
     offset = 0.0 if cols.offsets is None else float(cols.offsets[rank])
-    pick = lambda v: float(v[rank] if isinstance(v, np.ndarray) else v) + offset
+
+    def pick(v) -> float:
+        return float(v[rank] if isinstance(v, np.ndarray) else v) + offset
+
     out = []
     for text, start, end, event_type, _category, domain, _tid, _payload in cols.rec.nvtx:
         if end is None or event_type not in (59, 60) or domain == MPI_DOMAIN:
