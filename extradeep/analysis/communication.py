@@ -123,13 +123,15 @@ class Topology:
 
 
 def node_layout(settings: dict) -> dict:
-    """{"gpus_per_node", "source"} the answers use (the system file's, else the exports'), or {}
+    """{"gpus_per_node", "source", "system"} the answers use: GPUs per node from the system file,
+    else the exports, and the system file's description (None without one). No "gpus_per_node"
     when no layout with more than one GPU per node is known (every rank its own node, or unknown):
     then there are no node boundaries to model or to draw."""
     system = settings.get("system") or {}
     layout = settings.get("layout") or {}
     gpus, source = (system.get("gpus_per_node"), "system") if system else (layout.get("gpus_per_node"), "exports")
-    return {"gpus_per_node": int(gpus), "source": source} if gpus and gpus >= 2 else {}
+    known = {"gpus_per_node": int(gpus), "source": source} if gpus and gpus >= 2 else {}
+    return {**known, "system": system or None}
 
 
 def nodes_spanned(ranks, gpus_per_node: int | None) -> np.ndarray:

@@ -25,7 +25,7 @@ from extradeep.analysis.epoch import (
 )
 from extradeep.analysis.overlap import Exposure, fit_step_composition, step_parts
 from extradeep.analysis.points import format_point
-from extradeep.analysis.saved import reusable_models
+from extradeep.analysis.saved import reusable_models, saved_mismatch
 from extradeep.analysis.scaling import (
     default_baseline,
     design,
@@ -113,13 +113,15 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     fixed = experiment.fixed_params
     topology = Topology.from_settings(experiment.settings, experiment.points[params[0]].unique()) \
         if len(params) == 1 else None
-    saved = None if refit else reusable_models(experiment.saved_models, dataset, options)
+    system = experiment.settings.get("system")
+    saved = None if refit else reusable_models(experiment.saved_models, dataset, options, system)
     if saved is not None:
         _say(progress, "using the models saved with the experiment")
         app_models, region_models = saved
     else:
         if experiment.saved_models and not refit:
-            notes.append("the saved models were fitted with other modeler options or dataset sizes, so they were refitted")
+            differs = saved_mismatch(experiment.saved_models, dataset, options, system) or ["settings"]
+            notes.append(f"the saved models were fitted with other {' and '.join(differs)}, so they were refitted")
         app_models, region_models = _fit(experiment, app_steps, region_steps, regions, dataset, options, progress,
                                           topology)
     app_points = point_summary(application, ["quantity"], params)
