@@ -23,6 +23,9 @@ __version__ = "0.1.0"
 _EXPORTS = {
     # profiles in
     "load_experiment": "extradeep.pipeline",
+    "load_arguments": "extradeep.pipeline",
+    "dataset_from_options": "extradeep.pipeline",
+    "folder_config": "extradeep.io.config",
     "read_experiment": "extradeep.aggregate.ingest",
     "add_exposure_curves": "extradeep.predictor.exposure",
     "read_export": "extradeep.io.nsys.read",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from extradeep.aggregate.experiment import Dataset, Experiment
 from extradeep.aggregate.ingest import read_experiment
+from extradeep.errors import InputError
 from extradeep.predictor.exposure import add_exposure_curves
 
 
@@ -42,3 +43,56 @@ def with_system(experiment: Experiment, system) -> Experiment:
 
         experiment.settings["system"] = load_system(system).to_dict()
     return experiment
+
+
+def dataset_from_options(options: dict, aliases: dict | None = None) -> Dataset | None:
+    """The Dataset of resolved options (extradeep.io.config keys) when train-samples is given, else
+    None (then only per-step values exist). Errors carry the Dataset field they are about."""
+    from extradeep.io.config import number_or_name
+
+    if options["train_samples"] is None:
+        if options["val_samples"] is not None:
+            raise InputError(None, field="train_samples", problem="is needed with val_samples (and batch_per_rank)")
+        return None
+    if options["batch_size"] is None:
+        raise InputError(None, field="batch_per_rank", problem="the batch size per rank is needed with train_samples")
+    aliases = aliases or {}
+
+    def param(value):
+        value = number_or_name(value)
+        return aliases.get(value, value) if isinstance(value, str) else value
+
+    # Dataset checks every value: sizes and degrees > 0 (val_samples >= 0), one line naming the field
+    return Dataset(
+        train_samples=number_or_name(options["train_samples"]),
+        val_samples=number_or_name(options["val_samples"] or 0),
+        batch_per_rank=param(options["batch_size"]),
+        gpus_param=param(options["gpus_param"]),
+        model_parallel=param(options["model_parallel"]),
+        weak_scaling=bool(options["weak_scaling"]),
+        last_batch=str(options["last_batch"]),
+    )
+
+
+def load_arguments(options: dict) -> dict:
+    """Keyword arguments of `load_experiment` from resolved options (`extradeep.io.config.folder_config`
+    or the CLI's options): how the CLI and the GUI read the same folder the same way."""
+    from extradeep.io.config import reader_settings
+    from extradeep.io.discover import parse_aliases
+
+    aliases = parse_aliases(options["alias"])
+    return {"params": options["param"] or None, "settings": reader_settings(options), "aliases": aliases,
+            "manifest": options["manifest"], "dataset": dataset_from_options(options, aliases),
+            "min_points": int(options["min_points"]), "jobs": options["jobs"], "cache_dir": options["cache_dir"],
+            "use_cache": not options["no_cache"], "replay": not options["no_replay"],
+            "system": _system(options["system"])}
+
+
+def _system(spec):
+    """The cluster description of a `system` option (a preset name or TOML file), loaded now so a bad
+    file fails before the long read."""
+    if not spec:
+        return None
+    from extradeep.system import load_system
+
+    return load_system(spec)

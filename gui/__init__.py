@@ -1,5 +1,5 @@
 """The extradeep desktop GUI (PySide6): region models, speedup, efficiency, cost, budgets and the predictor.
 
 Built only on extradeep's public API. Start it with `extradeep gui [PROFILES | exp.sqlite | extrap.txt]`
-or `python -m gui`.
+or `python -m extradeep.gui`.
 """

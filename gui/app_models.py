@@ -31,6 +31,13 @@ class AppModels:
         return self.models.get(quantity)
 
     @property
+    def time_label(self) -> str:
+        """How the time the answers use is named: "epoch time" per epoch, "step time" per step."""
+        from extradeep.analysis.epoch import quantity_label
+
+        return quantity_label(self.time_quantity or "", self.per)
+
+    @property
     def time_quantity(self) -> str | None:
         """The time the answers use: measured epoch time, else the GPU-activity sum."""
         return next((q for q in (EPOCH_TIME, "gpu total") if self.models.get(q) is not None), None)
@@ -55,8 +62,8 @@ def fit_application_models(report, ws: Workspace, options: dict, n_eval: int) ->
 def application_models(ws: Workspace, options: dict, n_eval: int) -> AppModels | None:
     """The application quantities' models and points (the work of `fit_application_models`)."""
     exp = ws.experiment
-    from extradeep.analysis.epoch import application_steps, step_values
     from extradeep.aggregate.experiment import EPOCH_CATEGORIES
+    from extradeep.analysis.epoch import application_steps, step_values
 
     # Only the step time (and the reader's GPU-busy union, both category "step") and the regions the
     # category sums add up are needed.
@@ -89,11 +96,14 @@ def _application_models(ws: Workspace, exp, app_steps: pd.DataFrame, options: di
 
 
 def candidates(view, count: int = 400) -> np.ndarray:
-    """x values to evaluate along the x parameter: every integer when it is integral, else a geometric grid."""
+    """x values to evaluate along the x parameter: whole numbers when it takes whole values (every one
+    over a short range, else a geometric selection of them), else a geometric grid."""
     lo, hi = view.x_range()
     measured = view.ws.param_grid[view.x_param]
-    if np.allclose(measured, np.round(measured)) and hi - lo <= 4096:
-        return np.arange(np.ceil(lo), np.floor(hi) + 1)
+    if np.allclose(measured, np.round(measured)):
+        if hi - lo <= 4096:
+            return np.arange(np.ceil(lo), np.floor(hi) + 1)
+        return np.unique(np.round(np.geomspace(max(lo, 1.0), hi, count)))
     return np.geomspace(lo, hi, count) if lo > 0 else np.linspace(lo, hi, count)
 
 

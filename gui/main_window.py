@@ -8,21 +8,34 @@ Errors from workers or bad files end up in `last_error`, the status bar and a no
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QFileDialog, QGroupBox, QLabel, QMainWindow, QMessageBox, QProgressBar,
-                               QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QGroupBox,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from extradeep.errors import InputError
 from extradeep.gui.app_models import AppModels, fit_application_models
+from extradeep.gui.modeling_process import warm_imports
 from extradeep.gui.options_panel import OptionsPanel
 from extradeep.gui.param_panel import ParamPanel, View
+from extradeep.gui.problems_panel import ProblemsDock
 from extradeep.gui.region_tree import RegionPanel
 from extradeep.gui.tabs import make_tabs
-from extradeep.gui.modeling_process import warm_imports
 from extradeep.gui.workers import TaskRunner, describe_error
 from extradeep.gui.workspace import Workspace, apply_models, fit_region_models, open_source, rank_growth
 
@@ -36,6 +49,31 @@ OPEN_FILTERS = {
 UI_SETTLE_MS = 100
 
 
+# CSV columns of the model table: (workspace column, header); units in the headers
+CSV_COLUMNS = (("region", "region"), ("kind", "kind"), ("category", "category"), ("metric", "metric"),
+               ("formula", "formula"), ("growth", "growth"), ("smape", "smape_percent"),
+               ("share", "share_of_group_fraction"), ("n_points", "n_points"), ("reason", "reason"))
+
+
+def model_table(ws: Workspace):
+    """The region models as a table for export: SMAPE in percent, the share as a fraction (0-1) of its
+    group at the largest measured point, and the unit of the formula's values."""
+    table = ws.regions[[c for c, _ in CSV_COLUMNS]].rename(columns=dict(CSV_COLUMNS))
+    units = {"time": "s", "visits": "count", "bytes": "bytes"}
+    table.insert(5, "unit", [f"{units.get(m, m)} per {ws.per}" for m in table["metric"]])
+    return table
+
+
+def checked_output(path: str | Path) -> Path:
+    """`path` when a file can be written there, else InputError: checked before any long work."""
+    path = Path(path).resolve()
+    if not path.parent.is_dir():
+        raise InputError(path, "its folder does not exist")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise InputError(path, "cannot write here (permission denied)")
+    return path
+
+
 class MainWindow(QMainWindow):
     """The extradeep desktop window."""
 
@@ -47,14 +85,17 @@ class MainWindow(QMainWindow):
         self.runner = TaskRunner(self)
         self.ws: Workspace | None = None
         self.app_models: AppModels | None = None
-        self.dataset = None  # extradeep.aggregate.experiment.Dataset chosen in the GUI, if any
         self._app_started = False
         self._options: tuple[dict, int] = ({}, 0)
         self.last_error = ""
+        self._progress_message = ""
         self._error_box: QMessageBox | None = None
         self.regions = RegionPanel()
         self.params = ParamPanel()
         self.options = OptionsPanel()
+        self.problems = ProblemsDock(self)
+        self.addDockWidget(Qt.BottomDockWidgetArea, self.problems)
+        self.problems.hide()
         self.tabs = QTabWidget()
         self.tab_pages = make_tabs(self)
         for page in self.tab_pages:
@@ -95,6 +136,7 @@ class MainWindow(QMainWindow):
         self.cancel_button.clicked.connect(self.runner.cancel_all)
         self.source_label = QLabel()
         bar = self.statusBar()
+        bar.addPermanentWidget(self.problems.button)
         bar.addPermanentWidget(self.source_label)
         bar.addPermanentWidget(self.progress)
         bar.addPermanentWidget(self.cancel_button)
@@ -106,13 +148,26 @@ class MainWindow(QMainWindow):
         self._action(menu, "Open Extra-P &text…", lambda: self._ask_open_file("extrap"))
         self.recent_menu = menu.addMenu("Open &recent")
         self._fill_recent_menu()
-        self._action(menu, "&Dataset sizes (values per epoch)…", self.ask_dataset)
+        # Actions on the open input: disabled while nothing is open (see _loaded).
+        self.input_actions = [self._action(menu, "&Dataset sizes (values per epoch)…", self.ask_dataset)]
         menu.addSeparator()
-        self._action(menu, "Export &plot (PNG, SVG, PDF)…", self.ask_export_plot)
-        self._action(menu, "Export model &table (CSV)…", self.ask_export_csv)
-        self._action(menu, "Export &HTML report…", self.ask_export_report)
+        self.input_actions += [
+            self._action(menu, "Export &plot (PNG, SVG, PDF)…", self.ask_export_plot),
+            self._action(menu, "Export model &table (CSV)…", self.ask_export_csv),
+            self._action(menu, "Export &HTML report…", self.ask_export_report),
+        ]
+        for action in self.input_actions:
+            action.setEnabled(False)
         menu.addSeparator()
         self._action(menu, "&Quit", self.close, QKeySequence.Quit)
+        view = self.menuBar().addMenu("&View")
+        # Window-wide, so they work wherever the focus is (QTabWidget's own only work inside it).
+        self._action(view, "&Next tab", lambda: self._step_tab(1), QKeySequence("Ctrl+Tab"))
+        self._action(view, "&Previous tab", lambda: self._step_tab(-1), QKeySequence("Ctrl+Shift+Tab"))
+        view.addAction(self.problems.toggleViewAction())
+
+    def _step_tab(self, step: int) -> None:
+        self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
 
     def _action(self, menu, text, slot, shortcut=None) -> QAction:
         action = QAction(text, self)
@@ -133,24 +188,28 @@ class MainWindow(QMainWindow):
         if path:
             self.open_path(path)
 
-    def open_path(self, path: str | Path) -> None:
-        """Read an input in the background; the window switches to it once it is read."""
-        path = Path(path)
+    def open_path(self, path: str | Path, dataset=None) -> None:
+        """Read an input in the background, as `extradeep model PATH` reads it (a folder with the
+        settings of its extradeep.toml); `dataset` (an extradeep.Dataset) replaces its dataset sizes.
+        The window switches to it once it is read."""
+        path = Path(path).resolve()
         self.statusBar().showMessage(f"Opening {path}…")
-        self.runner.start("load", open_source, path, self.dataset, on_done=self._loaded)
+        self.runner.start("load", open_source, path, dataset, on_done=self._loaded)
 
     def ask_dataset(self) -> None:
         from extradeep.gui.dataset_dialog import DatasetDialog
 
-        dialog = DatasetDialog(self.dataset, self)
+        if self.ws is None or self.ws.source_kind == "extrap":
+            self.show_error("Dataset sizes apply to profiles and saved experiments: open one first.")
+            return
+        dialog = DatasetDialog(self.ws.dataset, self)
         if dialog.exec():
             self.set_dataset(dialog.dataset())
 
     def set_dataset(self, dataset) -> None:
-        """Use these dataset sizes (an extradeep.aggregate.experiment.Dataset) from now on; reopen the input."""
-        self.dataset = dataset
+        """Reopen the open input with these dataset sizes (an extradeep.Dataset), so values are per epoch."""
         if self.ws is not None and self.ws.source_kind != "extrap":
-            self.open_path(self.ws.source)
+            self.open_path(self.ws.source, dataset)
 
     def _loaded(self, ws: Workspace) -> None:
         gc.unfreeze()  # what belonged to the input open before may now be collected
@@ -162,9 +221,14 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"extradeep: {ws.source.name}")
         self.params.set_workspace(ws)
         self.regions.show_workspace(ws)
+        if ws.min_points is not None:  # the folder's own setting, as `extradeep model` uses it
+            self.options.set_min_points(ws.min_points)
         first = self._default_rows(ws)
         self.regions.select_rows(first)
         self.source_label.setToolTip("\n".join(ws.notes))
+        self.problems.set_problems(ws.problems)
+        for action in self.input_actions:
+            action.setEnabled(True)
         note = f" ({ws.notes[0]}{'; more in the tooltip here' if len(ws.notes) > 1 else ''})" if ws.notes else ""
         self.statusBar().showMessage(f"Opened {ws.source}{note}", 10000)
         self.remodel(first_rows=first)
@@ -253,11 +317,14 @@ class MainWindow(QMainWindow):
     def _busy(self, busy: bool) -> None:
         self.progress.setVisible(busy)
         self.cancel_button.setVisible(busy)
+        if not busy and self.statusBar().currentMessage() == self._progress_message:
+            self.statusBar().clearMessage()  # the work it described is done
 
     def _progress(self, done: int, total: int, message: str) -> None:
         self.progress.setMaximum(max(total, 0))
         self.progress.setValue(min(done, total) if total else 0)
         if message:
+            self._progress_message = message
             self.statusBar().showMessage(message)
 
     def show_error(self, message: str, dialog: bool = True) -> None:
@@ -314,10 +381,8 @@ class MainWindow(QMainWindow):
         if self.ws is None:
             self.show_error("Nothing is open to export.")
             return None
-        columns = ["region", "kind", "category", "metric", "formula", "growth", "smape", "share", "n_points",
-                   "reason"]
         try:
-            self.ws.regions[columns].to_csv(path, index=False)
+            model_table(self.ws).to_csv(path, index=False)
         except OSError as exc:
             self.show_error(describe_error(exc))
             return None
@@ -332,7 +397,7 @@ class MainWindow(QMainWindow):
     def export_report(self, path: str | Path) -> None:
         """Write the budgeting report in the background, with the modeler options and the Cost tab's
         cores per rank, deadline and budget."""
-        from extradeep.gui.report_export import report_argv, write_report
+        from extradeep.gui.report_export import ReportRequest, write_report
 
         if self.ws is None:
             self.show_error("Nothing is open to export.")
@@ -340,11 +405,11 @@ class MainWindow(QMainWindow):
         cost = next(p for p in self.tab_pages if p.title == "Cost")
         limits = cost.limits() if cost.result is not None else (None, None)
         try:
-            argv = report_argv(self.ws, Path(path), self.options.options(), cost.cores.value(), *limits)
+            request = ReportRequest(checked_output(path), self.options.options(), cost.cores.value(), *limits)
         except InputError as exc:
             self.show_error(str(exc))
             return
-        self.runner.start("report", write_report, argv,
+        self.runner.start("report", write_report, self.ws, request,
                           on_done=lambda out: self.statusBar().showMessage(f"Saved {out}", 5000))
 
     def closeEvent(self, event) -> None:

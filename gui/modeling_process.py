@@ -36,10 +36,11 @@ def pool() -> ProcessPoolExecutor:
 def warm_imports(report) -> None:
     """Import the modeling and analysis stack (SciPy among it) before the user needs it, here and in
     the modeling process: the first import takes about a second, which would delay the first plot."""
+    import scipy.special  # noqa: F401
+
     import extradeep.analysis.core  # noqa: F401
     import extradeep.analysis.epoch  # noqa: F401
     import extradeep.modeling  # noqa: F401
-    import scipy.special  # noqa: F401
 
     if multiprocessing.parent_process() is None:
         gc.freeze()  # the imported modules stay: full collections need not scan them (about 90 ms each)
@@ -68,12 +69,12 @@ def _call(fn, reopen: tuple, *args) -> tuple[bool, object]:
         return True, (exc.source, exc.problem)
 
 
-def _workspace(path: Path, dataset, token: str):
-    from extradeep.gui.workspace import open_source
-
+def _workspace(opener, path: Path, dataset, token: str):
+    # `opener` (extradeep.gui.workspace.open_source) comes pickled by reference with each call: this
+    # module needs no import of the workspace module, which imports this one.
     if _opened.get("token") != token:
         _opened.clear()
-        _opened.update(token=token, ws=open_source(_no_report, path, dataset))
+        _opened.update(token=token, ws=opener(_no_report, path, dataset))
     return _opened["ws"]
 
 

@@ -1,4 +1,4 @@
-"""Modeler options: exponent sets, number of terms, non-negative coefficients, minimum points, hold-out.
+"""Modeler options: exponent sets, number of terms, signs of the terms, minimum points, hold-out.
 
 Exponents are typed as comma-separated numbers or fractions (`0, 1/2, 2/3, 1`) and parsed with
 `fractions.Fraction`, never evaluated. Edits are debounced and then emit `changed`, which re-models in
@@ -10,12 +10,14 @@ from __future__ import annotations
 from fractions import Fraction
 
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QLabel, QLineEdit, QSpinBox, QWidget
+from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QLineEdit, QSpinBox, QWidget
 
 from extradeep.errors import InputError
 from extradeep.modeling import PMNFModeler
 
 EXTRAP_PAIRS = "Extra-P 4.2.5 pairs"
+# The modeler's `nonnegative` option constrains the signs of the terms, never the constant.
+TERM_SIGNS = {"follow the data's trend (default)": "auto", "non-negative terms": True, "any sign": False}
 
 
 def _text(values) -> str:
@@ -68,8 +70,12 @@ class OptionsPanel(QWidget):
         self.exp_j.setToolTip("Logarithm exponents j in c * p^i * log2(p)^j")
         self.n_terms = QSpinBox(minimum=1, maximum=3, value=1)
         self.n_terms.setToolTip("Number of terms besides the constant")
-        self.nonnegative = QCheckBox("non-negative coefficients")
-        self.nonnegative.setChecked(bool(PMNFModeler().nonnegative))
+        self.term_signs = QComboBox()
+        self.term_signs.addItems(list(TERM_SIGNS))
+        default = PMNFModeler().nonnegative
+        self.term_signs.setCurrentText(next(k for k, v in TERM_SIGNS.items() if v == default))
+        self.term_signs.setToolTip("Signs allowed for the coefficients of the terms (as the CLI's --nonnegative). "
+                                   "The constant is never constrained: it may be negative.")
         self.min_points = QSpinBox(minimum=2, maximum=20, value=5)
         self.min_points.setToolTip("Regions with fewer measured points get no model")
         self.n_eval = QSpinBox(minimum=0, maximum=10, value=0)
@@ -83,7 +89,7 @@ class OptionsPanel(QWidget):
         form.addRow("  i (powers)", self.exp_i)
         form.addRow("  j (log2 powers)", self.exp_j)
         form.addRow("Terms", self.n_terms)
-        form.addRow("", self.nonnegative)
+        form.addRow("Term signs", self.term_signs)
         form.addRow("Min points", self.min_points)
         form.addRow("Hold out largest", self.n_eval)
         form.addRow(self.error)
@@ -95,7 +101,7 @@ class OptionsPanel(QWidget):
             edit.textEdited.connect(self._custom_edit)
         for spin in (self.n_terms, self.min_points, self.n_eval):
             spin.valueChanged.connect(lambda *_: self._timer.start())
-        self.nonnegative.toggled.connect(lambda *_: self._timer.start())
+        self.term_signs.currentTextChanged.connect(lambda *_: self._timer.start())
 
     def _apply_preset(self, name: str) -> None:
         preset = self.presets.get(name)
@@ -122,6 +128,12 @@ class OptionsPanel(QWidget):
         self.error.clear()
         self.changed.emit()
 
+    def set_min_points(self, value: int) -> None:
+        """Set the minimum number of points without re-modeling (the caller models next)."""
+        self.min_points.blockSignals(True)
+        self.min_points.setValue(value)
+        self.min_points.blockSignals(False)
+
     def options(self) -> dict:
         """Keyword arguments for the PMNF modeler; raises InputError for unparsable exponents."""
         return {
@@ -129,6 +141,6 @@ class OptionsPanel(QWidget):
             "exponents_j": parse_exponents(self.exp_j.text(), "exponents j"),
             "pairs": "extrap" if self.preset.currentText() == EXTRAP_PAIRS else None,
             "n_terms": self.n_terms.value(),
-            "nonnegative": self.nonnegative.isChecked(),
+            "nonnegative": TERM_SIGNS[self.term_signs.currentText()],
             "min_points": self.min_points.value(),
         }

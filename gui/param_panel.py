@@ -56,6 +56,63 @@ class View:
         return float(cutoff) if self.x_index == 0 and np.isfinite(cutoff) else float(values.max())
 
 
+FAR_FACTOR = 2  # beyond this multiple of the largest measured value, predictions extrapolate far (as the CLI warns)
+MAX_FACTOR = 64  # the x range ends at this multiple of the largest measured value at most
+
+
+@dataclass(frozen=True)
+class XLimits:
+    """How far the x axis may go: `measured` (largest measured), `far` (beyond it, predictions extrapolate
+    far), `supported` (the end: the dataset still gives a training step, or MAX_FACTOR x measured),
+    `integral` (the parameter takes whole values, like ranks), and why the end is where it is."""
+
+    measured: float
+    far: float
+    supported: float
+    integral: bool
+    reason: str
+
+
+def x_limits(ws: Workspace, x_param: str, fixed: dict) -> XLimits:
+    """The range the x parameter may be extrapolated over, from the measured values and the dataset."""
+    values = ws.param_grid[x_param]
+    measured = float(values.max())
+    integral = bool(np.allclose(values, np.round(values)))
+    cap = measured * MAX_FACTOR if measured > 0 else measured + MAX_FACTOR
+    reason = f"{MAX_FACTOR}x the largest measured value"
+    if ws.dataset is not None and ws.per == "epoch":
+        last = _last_with_a_step(ws, x_param, fixed, measured, cap, integral)
+        if last < cap:
+            cap = last
+            reason = f"beyond it an epoch has no full training step ({_dataset_text(ws.dataset)})"
+    if integral:
+        cap = float(np.floor(cap))
+    return XLimits(measured, min(FAR_FACTOR * measured, cap), cap, integral, reason)
+
+
+def _last_with_a_step(ws: Workspace, x_param: str, fixed: dict, lo: float, hi: float, integral: bool) -> float:
+    """Largest x in [lo, hi] at which the dataset gives at least one training step per epoch (n_t >= 1,
+    paper Eq. 2): n_t does not grow with x, so a bisection finds it."""
+    import extradeep
+
+    def has_a_step(x: float) -> bool:
+        point = extradeep.point_grid([x], ws.params, x_param, {**ws.fixed, **fixed})
+        return bool(ws.dataset.steps_per_epoch(point, ws.fixed)[0][0] >= 1)
+
+    if has_a_step(hi) or not has_a_step(lo):
+        return hi if has_a_step(hi) else lo
+    for _ in range(64):
+        mid = np.floor((lo + hi) / 2) if integral else (lo + hi) / 2
+        if hi - lo <= (1 if integral else 1e-6 * hi):
+            break
+        lo, hi = (mid, hi) if has_a_step(mid) else (lo, mid)
+    return lo
+
+
+def _dataset_text(dataset) -> str:
+    return f"{dataset.train_samples:g} training samples, batch {dataset.batch_per_rank} per rank"
+
+
 def model_grid(view: View, x: np.ndarray) -> np.ndarray:
     """(n, m) parameter matrix: x along the x parameter, others at their fixed values."""
     ws = view.ws
@@ -76,8 +133,11 @@ class ParamPanel(QWidget):
         self.ws: Workspace | None = None
         self.x_combo = QComboBox()
         self.y_combo = QComboBox()
-        self.x_max = QDoubleSpinBox(decimals=1, maximum=1e9, minimum=0)
+        self.x_max = QDoubleSpinBox(decimals=0, maximum=1e9, minimum=0)
         self.x_max.setToolTip("Models are drawn up to this value of the x parameter (extrapolation is shaded)")
+        self.range_note = QLabel(wordWrap=True)
+        self.range_note.setStyleSheet("color: #555")
+        self.limits: XLimits | None = None
         self.sliders: dict[str, tuple[QSlider, QLabel, np.ndarray]] = {}
         self.form = QFormLayout(self)
         self.form.setContentsMargins(0, 0, 0, 0)
@@ -86,10 +146,11 @@ class ParamPanel(QWidget):
         row.addWidget(QLabel("up to"))
         row.addWidget(self.x_max, 1)
         self.form.addRow("x axis", row)
+        self.form.addRow("", self.range_note)
         self.form.addRow("2-D view y", self.y_combo)
         self.x_combo.currentTextChanged.connect(self._x_changed)
         self.y_combo.currentTextChanged.connect(lambda *_: self.changed.emit())
-        self.x_max.valueChanged.connect(lambda *_: self.changed.emit())
+        self.x_max.valueChanged.connect(lambda *_: (self._say_range(), self.changed.emit()))
 
     def set_workspace(self, ws: Workspace | None) -> None:
         self.ws = ws
@@ -100,28 +161,52 @@ class ParamPanel(QWidget):
         if ws is not None:
             self.x_combo.addItems(ws.params)
             self.y_combo.addItems(ws.params[1:] + ws.params[:1])
-        self._reset_x_max()
         self._rebuild_sliders()
+        self._reset_x_max()
         for w in (self.x_combo, self.y_combo, self.x_max):
             w.blockSignals(False)
-        self.form.setRowVisible(1, ws is not None and len(ws.params) > 1)
+        self.form.setRowVisible(2, ws is not None and len(ws.params) > 1)
 
     def _reset_x_max(self) -> None:
         if self.ws is None or not self.x_combo.currentText():
+            self.limits = None
+            self.range_note.clear()
             return
-        values = self.ws.param_grid[self.x_combo.currentText()]
-        self.x_max.setValue(float(values.max()) * 4 if values.min() > 0 else float(values.max()) * 2)
+        name = self.x_combo.currentText()
+        values = self.ws.param_grid[name]
+        self.limits = x_limits(self.ws, name, self._fixed())
+        self.x_max.setDecimals(0 if self.limits.integral else 2)
+        self.x_max.setRange(float(values.max()), self.limits.supported)
+        self.x_max.setValue(min(float(values.max()) * 4 if values.min() > 0 else float(values.max()) * 2,
+                                self.limits.supported))
+        self._say_range()
+
+    def _say_range(self) -> None:
+        """Where predictions stop being meaningful, next to the range they are drawn over."""
+        lim = self.limits
+        if lim is None:
+            return
+        name = self.x_combo.currentText()
+        text = (f"Measured up to {lim.measured:g}; beyond {lim.far:g} predictions extrapolate far; "
+                f"the range ends at {lim.supported:g} ({lim.reason}).")
+        if self.x_max.value() > lim.far:
+            text = "<b>" + text + "</b>"
+        self.range_note.setText(text)
+        self.range_note.setToolTip(f"{name} up to {self.x_max.value():g}")
+
+    def _fixed(self) -> dict:
+        return {name: float(values[s.value()]) for name, (s, _, values) in self.sliders.items()}
 
     def _x_changed(self, *_):
+        self._rebuild_sliders()
         self.x_max.blockSignals(True)
         self._reset_x_max()
         self.x_max.blockSignals(False)
-        self._rebuild_sliders()
         self.changed.emit()
 
     def _rebuild_sliders(self) -> None:
-        while self.form.rowCount() > 2:
-            self.form.removeRow(2)
+        while self.form.rowCount() > 3:
+            self.form.removeRow(3)
         self.sliders = {}
         if self.ws is None:
             return

@@ -11,12 +11,21 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QAbstractItemModel, QItemSelection, QItemSelectionModel, QModelIndex, Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QLabel, QLineEdit, QTreeView,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
+)
 
 from extradeep.gui.workspace import GROUP_LABELS, GROUP_ORDER, Workspace
 
 COLUMNS = ["Region", "Model", "Growth", "SMAPE", "Share"]
+COLUMN_SHARES = (0.34, 0.3, 0.16, 0.1, 0.09)  # of the tree's width, per column
 ROW_ROLE = Qt.UserRole + 2
 ANSWERED_ROLES = frozenset({Qt.DisplayRole, Qt.ToolTipRole, ROW_ROLE})
 SORT_CHOICES = {  # label -> (column, order)
@@ -252,8 +261,10 @@ class RegionPanel(QWidget):
             self.metric_combo.addItems(ws.metrics)
         self.metric_combo.blockSignals(False)
         self._reload()
-        for col, width in ((0, 230), (1, 230), (2, 130), (3, 55)):
-            self.tree.setColumnWidth(col, width)
+        # Every column starts on screen: widths are shares of the tree's width (SMAPE and Share are short).
+        width = max(self.tree.viewport().width() - self.tree.verticalScrollBar().sizeHint().width(), 400)
+        for col, share in enumerate(COLUMN_SHARES):
+            self.tree.setColumnWidth(col, int(width * share))
 
     def _metric_changed(self, metric: str) -> None:
         self._reload()

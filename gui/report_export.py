@@ -1,34 +1,51 @@
-"""Export the budgeting HTML report with the same code as `extradeep report`, with the GUI's settings."""
+"""Export the budgeting HTML report with the library's `extradeep.build_report`, with the GUI's settings.
+
+The report is built from `extradeep.analyse` of the open experiment with the GUI's modeler options,
+and priced and limited as the Cost tab is (cores per rank, deadline, budget). Its modeling runs in
+the modeling process when there is one, so the window stays responsive.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+from extradeep.errors import InputError
 from extradeep.gui.workspace import Workspace
 
 
-def report_argv(ws: Workspace, out: Path, options: dict, cores_per_rank: float = 1.0,
-                max_time: float | None = None, max_cost: float | None = None) -> list[str]:
-    """Command line of `extradeep report` for the open input and the GUI's modeler and cost settings."""
-    argv = ["report", str(ws.source), "-o", str(out), "--cores-per-rank", f"{cores_per_rank:g}",
-            "--exponents-i", ",".join(str(v) for v in options["exponents_i"]),
-            "--exponents-j", ",".join(str(v) for v in options["exponents_j"]),
-            "--terms", str(options["n_terms"])]
-    if options.get("nonnegative"):
-        argv.append("--nonnegative")
-    if max_time is not None:
-        argv += ["--max-time", f"{max_time:.6g}"]
-    if max_cost is not None:
-        argv += ["--max-cost", f"{max_cost:.6g}"]
-    return argv
+@dataclass(frozen=True)
+class ReportRequest:
+    """What the report is made with: output path, modeler options and the Cost tab's settings."""
+
+    output: Path
+    options: dict
+    cores_per_rank: float = 1.0
+    max_time: float | None = None
+    max_cost: float | None = None
 
 
-def write_report(report, argv: list[str]) -> Path:
-    """Run `extradeep report` with `argv` (in a worker); returns the written file."""
-    from extradeep.cli import build_parser
-    from extradeep.cli import report as report_command
+def write_report(report, ws: Workspace, request: ReportRequest) -> Path:
+    """Model and write the report (in a worker); returns the written file."""
+    if ws.experiment is None:
+        raise InputError(ws.source, "the HTML report needs profiles or a saved experiment (Extra-P text has "
+                         "no application time to budget)")
+    report(0, 0, "Writing the HTML report (modeling the experiment)")
+    if ws.reopen is not None:
+        from extradeep.gui.modeling_process import run_remote
 
-    report(0, 0, "Writing the HTML report")
-    args = build_parser().parse_args(argv)
-    report_command.run(args)
-    return Path(args.output)
+        return run_remote(ws, build_in_workspace, request)
+    return build_in_workspace(ws, request)
+
+
+def build_in_workspace(ws: Workspace, request: ReportRequest) -> Path:
+    """`extradeep.analyse` and `extradeep.build_report` on the workspace's experiment."""
+    import extradeep
+
+    limits = None
+    if request.max_time is not None or request.max_cost is not None:
+        limits = extradeep.BudgetLimits(max_time=request.max_time, max_cost=request.max_cost)
+    analysis = extradeep.analyse(ws.experiment, options=request.options)
+    extradeep.build_report(analysis, request.output, cost=extradeep.CostSettings(cores_per_rank=request.cores_per_rank),
+                           limits=limits, experiment=ws.experiment)
+    return request.output

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
+from extradeep.io.config import CONFIG_NAME
 
 KEY = ["region", "kind", "category", "metric"]
 GROUP_LABELS = {
@@ -75,10 +76,13 @@ class Workspace:
     fixed: dict = field(default_factory=dict)
     per: str = "step"
     notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # skipped files and other input problems, one line each
     points: dict[int, RegionPoints] = field(default_factory=dict)
     models: dict[int, object] = field(default_factory=dict)
     growth_keys: dict[int, object] = field(default_factory=dict)
-    reopen: tuple | None = None  # (path, dataset, token of this opening) that `open_source` opens it again from, in the modeling process
+    min_points: int | None = None  # the input's own setting (a folder's extradeep.toml), if any
+    # (open_source, path, dataset, token of this opening): how the modeling process opens it again
+    reopen: tuple | None = None
 
     @property
     def metrics(self) -> list[str]:
@@ -97,7 +101,7 @@ def open_source(report, path: str | Path, dataset=None) -> Workspace:
     """Read any supported input; raises InputError with one line when it is not one. `dataset`
     (extradeep.aggregate.experiment.Dataset) makes values per epoch, as the CLI's dataset options do."""
     ws = _open_source(report, Path(path), dataset)
-    ws.reopen = (Path(path), dataset, uuid.uuid4().hex)  # a new token: the file may have changed since
+    ws.reopen = (open_source, Path(path), dataset, uuid.uuid4().hex)  # a new token: the file may have changed since
     return ws
 
 
@@ -105,11 +109,7 @@ def _open_source(report, path: Path, dataset) -> Workspace:
     if not path.exists():
         raise InputError(path, "no such file or folder")
     if path.is_dir():
-        from extradeep import load_experiment
-
-        report(0, 0, f"Reading profiles in {path.name}")
-        exp = load_experiment([path], dataset=dataset, progress=_ingest_progress(report))
-        return workspace_from_experiment(exp, path, "profiles")
+        return _open_folder(report, path, dataset)
     if path.suffix.lower() == ".txt":
         from extradeep.modeling.extrap_text import read_extrap_text
 
@@ -126,6 +126,28 @@ def _open_source(report, path: Path, dataset) -> Workspace:
 
         exp.settings["dataset"] = dataset_dict(dataset)
     return workspace_from_experiment(exp, path, "experiment")
+
+
+def _open_folder(report, path: Path, dataset) -> Workspace:
+    """Read a profiles folder exactly as `extradeep model FOLDER` does: with the settings of its
+    `extradeep.toml` (dataset sizes, step patterns, ...); `dataset`, when given, replaces its sizes."""
+    import extradeep
+
+    try:
+        options = extradeep.folder_config(path)
+        arguments = extradeep.load_arguments(options)
+    except InputError as exc:  # a bad value in the folder's settings file: name the file
+        raise InputError(path / CONFIG_NAME, str(exc)) from None
+    if dataset is not None:
+        arguments["dataset"] = dataset
+    report(0, 0, f"Reading profiles in {path.name}")
+    exp = extradeep.load_experiment([path], progress=_ingest_progress(report), **arguments)
+    ws = workspace_from_experiment(exp, path, "profiles")
+    ws.min_points = int(options["min_points"])
+    if (path / CONFIG_NAME).is_file():
+        ws.notes.insert(0, f"settings from {CONFIG_NAME}" + (" (dataset sizes from the Dataset dialog)"
+                                                              if dataset is not None else ""))
+    return ws
 
 
 def _ingest_progress(report):
@@ -171,8 +193,9 @@ def workspace_from_experiment(exp, path: Path, source_kind: str) -> Workspace:
     rows["share"] = _shares(rows, train.assign(row=_row_ids(index, train)), params)
     grid = {p: np.unique(exp.points[p].to_numpy(float)) for p in params}
     notes = [] if exp.dataset is not None else ["no dataset sizes: values are per training step"]
+    notes += list(exp.settings.get("notes", []))
     return Workspace(path, source_kind, params, rows, grid, steps_for, exp, exp.dataset, exp.fixed_params,
-                     per_unit(exp.dataset), notes + list(exp.problems))
+                     per_unit(exp.dataset), notes, list(exp.problems))
 
 
 def workspace_from_steps(steps: pd.DataFrame, params: list[str], path: Path, source_kind: str) -> Workspace:

@@ -10,40 +10,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from extradeep.cli.flags import flag_error
 from extradeep.errors import InputError
-
-# key: (default, type) of every option that a config file may also set
-DEFAULTS = {
-    "profiles": [],
-    "param": [],
-    "alias": [],
-    "manifest": None,
-    "epoch_pattern": None,
-    "train_step_pattern": None,
-    "val_step_pattern": None,
-    "warmup_epochs": 1,
-    "warmup_steps": 1,
-    "kernel_names": "short",
-    "min_points": 5,
-    "jobs": None,
-    "cache_dir": None,
-    "no_cache": False,
-    "no_replay": False,
-    "system": None,
-    "train_samples": None,
-    "val_samples": None,
-    "batch_size": None,
-    "gpus_param": "ranks",
-    "model_parallel": 1,
-    "weak_scaling": False,
-    "last_batch": "drop",
-}
-CONFIG_NAME = "extradeep.toml"  # read from the one PROFILES folder when --config is not given
-POSITIVE_INT_OPTIONS = ("jobs", "min_points")
-
+from extradeep.io.config import (
+    CONFIG_NAME,
+    DEFAULTS,
+    folder_config_path,
+    merge_options,
+    read_config,
+)
 
 
 def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
@@ -89,20 +65,15 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_options(args: argparse.Namespace) -> dict:
-    """Command line over config file over defaults, as one dict of DEFAULTS keys. Without --config,
-    the `extradeep.toml` in the one PROFILES folder is the config file (said once on stderr)."""
+    """Command line over config file over defaults, as one dict of DEFAULTS keys (extradeep.io.config).
+    Without --config, the `extradeep.toml` in the one PROFILES folder is the config file (said once
+    on stderr)."""
     use_directory_config(args)
     config = read_config(args.config) if getattr(args, "config", None) else {}
-    options = {}
-    for key, default in DEFAULTS.items():
-        given = getattr(args, key, None)
-        options[key] = given if given not in (None, []) else config.get(key, default)
-    for key in POSITIVE_INT_OPTIONS:
-        value = options[key]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            # checked here, not by argparse, so every command says it in one "extradeep: error:" line
-            raise InputError(f"--{key.replace('_', '-')}", f"must be at least 1, got {value!r}")
-    return options
+    try:
+        return merge_options({key: getattr(args, key, None) for key in DEFAULTS}, config)
+    except InputError as exc:
+        raise flag_error(exc) from None
 
 
 def use_directory_config(args) -> None:
@@ -111,97 +82,27 @@ def use_directory_config(args) -> None:
     profiles = getattr(args, "profiles", None) or []
     if getattr(args, "config", None) or len(profiles) != 1:
         return
-    config = Path(profiles[0]) / CONFIG_NAME
-    if config.is_file():
+    config = folder_config_path(profiles[0])
+    if config is not None:
         args.config = str(config)
         print(f"extradeep: using settings from {config}", file=sys.stderr)
 
 
-def read_config(path) -> dict:
-    from extradeep.io.discover import read_toml
-
-    data = read_toml(path)
-    config = {str(k).replace("-", "_"): v for k, v in data.items()}
-    unknown = sorted(set(config) - set(DEFAULTS))
-    if unknown:
-        raise InputError(path, f"unknown key(s) {', '.join(unknown)}; known: {', '.join(k.replace('_', '-') for k in DEFAULTS)}")
-    for key in ("profiles", "param", "alias"):
-        if isinstance(config.get(key), str):
-            config[key] = [config[key]]
-    return config
-
-
-def number_or_name(value):
-    """`"64"` -> 64.0; `"b"` -> "b" (a parameter name)."""
-    if value is None or isinstance(value, (int, float)):
-        return value
-    try:
-        return float(value)
-    except ValueError:
-        return str(value)
-
-
-def dataset_from_options(options: dict, aliases: dict | None = None):
-    """A Dataset when --train-samples is given, else None (then only per-step values exist)."""
-    from extradeep.aggregate.experiment import Dataset
-
-    if options["train_samples"] is None:
-        if options["val_samples"] is not None:
-            raise InputError(None, "--val-samples needs --train-samples and --batch-size")
-        return None
-    if options["batch_size"] is None:
-        raise InputError(None, "--train-samples needs --batch-size (the batch size per rank)")
-    aliases = aliases or {}
-
-    def param(value):
-        value = number_or_name(value)
-        return aliases.get(value, value) if isinstance(value, str) else value
-
-    # Dataset checks every value: sizes and degrees > 0 (val_samples >= 0), one line naming the field
-    try:
-        return _dataset(Dataset, options, param)
-    except InputError as exc:
-        raise flag_error(exc) from None
-
-
-def _dataset(Dataset, options, param):
-    return Dataset(
-        train_samples=number_or_name(options["train_samples"]),
-        val_samples=number_or_name(options["val_samples"] or 0),
-        batch_per_rank=param(options["batch_size"]),
-        gpus_param=param(options["gpus_param"]),
-        model_parallel=param(options["model_parallel"]),
-        weak_scaling=bool(options["weak_scaling"]),
-        last_batch=str(options["last_batch"]),
-    )
-
-
-def reader_settings(options: dict):
-    """The ReaderSettings passed to `read_export` (step patterns, warm-up, kernel names)."""
-    from extradeep.io.nsys.settings import ReaderSettings
-
-    keys = ("epoch_pattern", "train_step_pattern", "val_step_pattern", "warmup_epochs", "warmup_steps", "kernel_names")
-    return ReaderSettings.from_any({k: options[k] for k in keys})
-
-
 def experiment_from_args(args: argparse.Namespace, progress=None):
     """Experiment from parsed arguments; prints each skipped input and a summary on stderr."""
-    from extradeep import load_experiment
     from extradeep.aggregate.experiment import Experiment, dataset_dict
-    from extradeep.io.discover import parse_aliases
     from extradeep.io.store import is_saved_experiment
+    from extradeep.pipeline import load_arguments, load_experiment
 
     options = resolve_options(args)
-    aliases = parse_aliases(options["alias"])
-    dataset = dataset_from_options(options, aliases)
+    try:
+        arguments = load_arguments(options)
+    except InputError as exc:  # the library names its fields; here they are flags
+        raise flag_error(exc) from None
+    aliases, dataset, system = arguments["aliases"], arguments["dataset"], arguments["system"]
     profiles = list(options["profiles"])
     if not profiles and not options["manifest"]:
         raise InputError(None, "give PROFILES (exports or directories) or --manifest")
-    system = None
-    if options["system"]:
-        from extradeep.system import load_system
-
-        system = load_system(options["system"])  # a bad file fails before the long read
     if len(profiles) == 1 and not options["manifest"] and is_saved_experiment(profiles[0]):
         experiment = Experiment.load(profiles[0])
         if dataset is not None:
@@ -212,22 +113,7 @@ def experiment_from_args(args: argparse.Namespace, progress=None):
         if system is not None:
             experiment.settings["system"] = system.to_dict()
     else:
-        experiment = _load_reporting(
-            load_experiment,
-            profiles or None,
-            params=options["param"] or None,
-            settings=reader_settings(options),
-            aliases=aliases,
-            manifest=options["manifest"],
-            dataset=dataset,
-            min_points=int(options["min_points"]),
-            jobs=options["jobs"],
-            cache_dir=options["cache_dir"],
-            use_cache=not options["no_cache"],
-            progress=progress,
-            replay=not options["no_replay"],
-            system=system,
-        )
+        experiment = _load_reporting(load_experiment, profiles or None, progress=progress, **arguments)
     report_problems(experiment, sys.stderr)
     return experiment
 

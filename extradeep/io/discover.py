@@ -239,12 +239,35 @@ def file_sha256(path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+def drop_non_exports(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """When the files look like several applications, first skip those that are no export at all (not
+    SQLite, empty, truncated, unreadable): one stray bad file must not block the rest as "another
+    application". (A batch of one application leaves this to the reader, without opening files here.)"""
+    if runs["app"].nunique() <= 1:
+        return runs, []
+    from extradeep.io.nsys.connect import check_header
+
+    keep, problems = [], []
+    for path in runs["path"]:
+        problem = None
+        try:
+            check_header(Path(path))
+        except InputError as exc:
+            problem = str(exc)
+        except OSError as exc:
+            problem = f"{path}: cannot read ({exc.strerror})"
+        keep.append(problem is None)
+        problems += [problem] if problem else []
+    return runs[keep].reset_index(drop=True), problems
+
+
 def check_single_app(runs: pd.DataFrame) -> None:
     """Refuse a batch that mixes applications: their measurements must never be aggregated together."""
     counts = runs["app"].value_counts()
     if len(counts) > 1:
         listed = ", ".join(f"{app!r} ({n} files)" for app, n in counts.items())
-        raise InputError(None, f"the inputs mix applications: {listed}; give one application's exports at a time (or name the runs in a --manifest)")
+        raise InputError(None, f"the inputs mix applications: {listed}; give one application's exports at a time "
+                         "(or name the runs in a manifest file)")
 
 
 def drop_duplicates(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -314,6 +337,8 @@ def validate_runs(runs: pd.DataFrame, problems: list[str]) -> tuple[pd.DataFrame
     missing = runs["size"] < 0
     problems += [f"{p}: file not found" for p in runs.loc[missing, "path"]]
     runs = runs[~missing].reset_index(drop=True)
+    runs, unusable = drop_non_exports(runs)
+    problems += unusable
     if runs.empty:
         raise InputError(None, "no usable exports found" + (": " + "; ".join(problems) if problems else ""))
     check_single_app(runs)

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
-
 from matplotlib.patches import Patch
+from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
 
 from extradeep.gui.param_panel import View
 from extradeep.gui.plot_tab import MARGINS, PlotTab

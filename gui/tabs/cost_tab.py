@@ -91,7 +91,7 @@ class CostTab(PlotTab):
                               "modeling to finish.")
             return
         self._search(view, app.model(quantity))
-        self._draw(view, quantity, app.per)
+        self._draw(view, app.time_label, app.per)
         self.show_plot()
 
     def _search(self, view: View, model) -> None:
@@ -130,7 +130,7 @@ class CostTab(PlotTab):
         x = table[view.x_param].to_numpy(float)
         self.clear_figure()
         ax_t, ax_c = self.figure.subplots(1, 2, sharex=True)
-        for ax, col, limit, ok, label in ((ax_t, "T", deadline, "time_ok", f"{quantity} per {per} [s]"),
+        for ax, col, limit, ok, label in ((ax_t, "T", deadline, "time_ok", f"{quantity} [s]"),
                                           (ax_c, "cost", budget, "cost_ok", f"{res.cost_unit} per {per}")):
             y = table[col].to_numpy(float)
             ax.plot(x, y, color="C0", lw=2)
@@ -143,19 +143,22 @@ class CostTab(PlotTab):
             ax.set_ylabel(label)
             ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
-        self._mark_best(view, ax_t, ax_c)
+        self._mark_best(view, ax_t, ax_c, per)
         ax_t.legend(fontsize=8, loc="upper right")
+        ax_c.legend(fontsize=8, loc="upper left")
         ax_t.set_title("Training time", fontsize=10)
         ax_c.set_title("Training cost", fontsize=10)
 
-    def _mark_best(self, view: View, ax_t, ax_c) -> None:
+    def _mark_best(self, view: View, ax_t, ax_c, per: str) -> None:
         from extradeep.analysis.points import format_point
         from extradeep.report.text import format_value
 
         res = self.result
         best = res.best[res.best["criterion"] == "efficiency"]
         if best.empty:
-            self.answer.setText(f"<b>No configuration meets both limits.</b> {res.failure}")
+            # The library counts limits for a number of epochs; with per-step values, one is one step.
+            failure = res.failure if per == "epoch" else res.failure.replace("for 1 epoch", "per step")
+            self.answer.setText(f"<b>No configuration meets both limits.</b> {failure}")
             return
         row = best.iloc[0]
         for ax, col in ((ax_t, "T"), (ax_c, "total_cost")):

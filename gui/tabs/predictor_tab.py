@@ -10,8 +10,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch
-from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFileDialog, QGridLayout, QLabel, QLineEdit,
-                               QPushButton, QSpinBox)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QGridLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+)
 
 from extradeep.gui.param_panel import View
 from extradeep.gui.plot_tab import MARGINS, PlotTab

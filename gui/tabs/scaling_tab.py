@@ -32,7 +32,7 @@ def scaling_frame(view: View, mode: str) -> pd.DataFrame:
     names, models = [], []
     quantity = view.app.time_quantity if view.app is not None else None
     if quantity is not None:
-        names.append(f"application: {quantity} per {view.app.per}")
+        names.append(f"application: {view.app.time_label}")
         models.append(view.app.model(quantity))
     for r in rows:
         names.append(short(ws.regions.at[r, "region"]))

@@ -38,8 +38,8 @@ def sample_truth():
 def gui_experiment(sample_truth, tmp_path_factory):
     """sample_profiles/ read (into the session's cache, so the GUI reopens it fast) and saved as one
     experiment file with its dataset sizes."""
-    from extradeep.aggregate.experiment import Dataset
     from extradeep import load_experiment
+    from extradeep.aggregate.experiment import Dataset
 
     exp = load_experiment([SAMPLE_PROFILES], dataset=Dataset(**sample_truth["dataset"]), progress=False)
     path = tmp_path_factory.mktemp("gui_exp") / "exp.sqlite"
@@ -110,3 +110,25 @@ def settle(qapp):
 @pytest.fixture
 def sample_profiles(sample_truth):
     return SAMPLE_PROFILES
+
+
+@pytest.fixture(scope="session")
+def bare_profiles(sample_truth, tmp_path_factory):
+    """sample_profiles/'s exports without its extradeep.toml (links, so the read cache still applies)."""
+    folder = tmp_path_factory.mktemp("bare_profiles")
+    for export in SAMPLE_PROFILES.glob("*.sqlite"):
+        (folder / export.name).symlink_to(export)
+    return folder
+
+
+def show_page(window, title):
+    """Make the tab titled `title` the current one and return it."""
+    page = next(p for p in window.tab_pages if p.title == title)
+    window.tabs.setCurrentWidget(page)
+    return page
+
+
+@pytest.fixture
+def show_tab():
+    """show_tab(window, title): switch to that tab and return its page."""
+    return show_page

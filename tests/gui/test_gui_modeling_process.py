@@ -46,7 +46,7 @@ def test_an_input_error_in_the_process_arrives_as_one_line(gui_experiment, tmp_p
     ws = _open(gui_experiment)
     broken = tmp_path / "broken.sqlite"
     broken.write_bytes(b"not a database at all" * 10)
-    ws.reopen = (broken, None, "a token of its own")
+    ws.reopen = (ws.reopen[0], broken, None, "a token of its own")
     with pytest.raises(InputError, match="broken.sqlite"):
         run_remote(ws, model_chunk, [0], {}, np.inf)
 
@@ -64,7 +64,7 @@ def test_a_new_opening_is_read_again_in_the_process(gui_experiment, tmp_path):
     run_remote(first, model_chunk, [0], {}, np.inf)
     path.write_bytes(b"replaced by something unreadable" * 10)
     second = _open(gui_experiment)
-    second.reopen = (path, None, "the second opening")
+    second.reopen = (second.reopen[0], path, None, "the second opening")
     with pytest.raises(InputError):
         run_remote(second, model_chunk, [0], {}, np.inf)
 

@@ -9,14 +9,9 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
 
-def page(window, title):
-    tab = next(p for p in window.tab_pages if p.title == title)
-    window.tabs.setCurrentWidget(tab)
-    return tab
 
-
-def test_predictor_tab_replays_a_simulator_run_and_answers_a_what_if(opened, settle):
-    tab = page(opened, "Predictor")
+def test_predictor_tab_replays_a_simulator_run_and_answers_a_what_if(opened, settle, show_tab):
+    tab = show_tab(opened, "Predictor")
     labels = list(tab.runs)
     assert "ranks=4, rep=1" in labels  # every run of the experiment can be replayed
     tab.run_combo.setCurrentText("ranks=4, rep=1")
@@ -47,13 +42,13 @@ def test_predictor_tab_replays_a_simulator_run_and_answers_a_what_if(opened, set
     tab.kernel_factor.setValue(1.0)
 
 
-def test_speedup_efficiency_and_breakdown_are_drawn_from_the_models(opened):
+def test_speedup_efficiency_and_breakdown_are_drawn_from_the_models(opened, show_tab):
     from extradeep.analysis.core import samples_per_epoch_function
     from extradeep.analysis.scaling import scaling_table
 
     opened.regions.select_rows([])
     for title in ("Speedup", "Efficiency"):
-        tab = page(opened, title)
+        tab = show_tab(opened, title)
         assert tab.has_plot, tab.message.text()
         line = next(l for l in tab.figure.axes[0].get_lines() if l.get_label().startswith("application"))
         x, y = line.get_data()
@@ -67,15 +62,15 @@ def test_speedup_efficiency_and_breakdown_are_drawn_from_the_models(opened):
         table = scaling_table(pd.DataFrame({"q": ["t"], "model": [model]}), pd.DataFrame({"ranks": x}),
                               ["ranks"], ["q"], {"ranks": float(x[0])}, samples=samples)
         assert np.allclose(y, table[title.lower()], rtol=1e-9)
-    tab = page(opened, "Breakdown")
+    tab = show_tab(opened, "Breakdown")
     assert tab.has_plot, tab.message.text()
     labels = {t.get_text() for t in tab.figure.axes[0].get_legend().get_texts()}
     assert {"computation (model)", "communication (model)", "memory (model)"} <= labels
-    page(opened, "Model")
+    show_tab(opened, "Model")
 
 
-def test_bottleneck_ranking_puts_the_fastest_growing_region_first(opened):
-    tab = page(opened, "Bottlenecks")
+def test_bottleneck_ranking_puts_the_fastest_growing_region_first(opened, show_tab):
+    tab = show_tab(opened, "Bottlenecks")
     assert tab.has_plot
     ranking = tab.ranking
     keys = [opened.ws.models[r].growth_key() for r in opened.ws.regions.index
@@ -86,7 +81,7 @@ def test_bottleneck_ranking_puts_the_fastest_growing_region_first(opened):
                             & (opened.ws.regions["metric"] == "time")].index[0]
     assert tuple(opened.ws.models[row].growth_key()) == max(map(tuple, keys))
     assert tab.table.rowCount() == min(len(ranking), 200)
-    page(opened, "Model")
+    show_tab(opened, "Model")
 
 
 def write_extrap(path):
@@ -103,7 +98,7 @@ def write_extrap(path):
     return path
 
 
-def test_extrap_text_opens_with_region_models_and_no_cost_view(window, open_wait, tmp_path):
+def test_extrap_text_opens_with_region_models_and_no_cost_view(window, open_wait, tmp_path, show_tab):
     path = write_extrap(tmp_path / "app.txt")
     open_wait(window, path)
     assert window.last_error == ""
@@ -111,9 +106,9 @@ def test_extrap_text_opens_with_region_models_and_no_cost_view(window, open_wait
     assert set(ws.regions["region"]) == {"sweep", "exchange"}
     sweep = ws.models[int(ws.regions.index[ws.regions["region"] == "sweep"][0])]
     assert sweep.predict(128.0) == pytest.approx(3 + 0.5 * 128, rel=0.05)
-    cost = page(window, "Cost")
+    cost = show_tab(window, "Cost")
     assert not cost.has_plot and "Extra-P" in cost.message.text()
-    assert page(window, "Predictor").has_plot is False
+    assert show_tab(window, "Predictor").has_plot is False
 
 
 def test_opening_another_input_while_modeling_shows_only_the_new_one(window, open_wait, gui_experiment,

@@ -39,8 +39,8 @@ def test_open_sample_profiles_models_every_region(window, open_wait, sample_prof
 
 def test_models_are_the_ones_extradeep_model_makes(opened, gui_experiment):
     """Chunked background modeling gives exactly the CLI's models (extradeep.analysis.core)."""
-    from extradeep.analysis.core import analyse
     from extradeep.aggregate.experiment import Experiment
+    from extradeep.analysis.core import analyse
 
     window = opened
     cli = analyse(Experiment.load(gui_experiment), options=window.options.options())
@@ -207,7 +207,7 @@ def test_recent_files_are_remembered(opened, gui_experiment):
     again.deleteLater()
 
 
-def test_export_html_report_uses_the_report_command(opened, settle, tmp_path):
+def test_export_html_report_uses_the_library_build_report(opened, settle, tmp_path):
     out = tmp_path / "report.html"
     opened.export_report(out)
     settle(lambda: not opened.runner.busy, 120)
@@ -242,11 +242,11 @@ def test_cancel_while_opening_leaves_the_window_as_it_was(window, gui_experiment
     assert "load" in messages and not window.cancel_button.isVisible()
 
 
-def test_dataset_sizes_turn_a_profiles_folder_per_epoch(window, open_wait, sample_profiles, sample_truth,
+def test_dataset_sizes_turn_a_profiles_folder_per_epoch(window, open_wait, bare_profiles, sample_truth,
                                                         gui_experiment, settle):
     from extradeep.aggregate.experiment import Dataset
 
-    open_wait(window, sample_profiles)  # cached by gui_experiment
+    open_wait(window, bare_profiles)  # no extradeep.toml; cached by gui_experiment
     assert window.ws.per == "step"
     step_row = region_row(window.ws, "step")
     per_step = window.ws.points[step_row].value.copy()

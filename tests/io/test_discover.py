@@ -1,6 +1,7 @@
 import pandas as pd
 import pytest
 
+from extradeep.errors import InputError
 from extradeep.io.discover import (
     discover,
     drop_conflicts,
@@ -10,7 +11,6 @@ from extradeep.io.discover import (
     read_manifest,
     runs_from_names,
 )
-from extradeep.errors import InputError
 
 
 @pytest.mark.parametrize(
@@ -94,12 +94,32 @@ def test_duplicate_content_is_detected_and_dropped(tmp_path):
     assert runs["sha256"].str.len().eq(64).all()
 
 
+def _sqlite(path):
+    """A real (empty) SQLite database: it passes the header check, so only its name tells its app."""
+    import sqlite3
+
+    with sqlite3.connect(path) as db:  # distinct content per file, so none is a duplicate
+        db.execute("CREATE TABLE t (name)")
+        db.execute("INSERT INTO t VALUES (?)", (path.name,))
+    db.close()
+    return path
+
+
 def test_mixed_apps_are_refused_with_both_names(tmp_path):
-    _touch(tmp_path / "alpha.p2.r1.mpi0.sqlite")
-    _touch(tmp_path / "beta.p2.r1.mpi0.sqlite")
-    with pytest.raises(InputError) as info:
+    _sqlite(tmp_path / "alpha.p2.r1.mpi0.sqlite")
+    _sqlite(tmp_path / "beta.p2.r1.mpi0.sqlite")
+    with pytest.raises(InputError, match="mix applications") as info:
         discover(tmp_path)
     assert "alpha" in str(info.value) and "beta" in str(info.value)
+    assert "--" not in str(info.value)  # core messages name no command-line flags
+
+
+def test_a_stray_bad_file_is_skipped_not_taken_for_another_application(tmp_path):
+    good = [_sqlite(tmp_path / f"alpha.b{b}.r1.mpi0.sqlite") for b in (2, 4)]
+    _touch(tmp_path / "broken.sqlite", b"not sqlite at all")
+    runs, problems = discover(tmp_path)
+    assert sorted(runs["path"]) == sorted(str(p) for p in good)
+    assert len(problems) == 1 and "broken.sqlite: not an SQLite database" in problems[0]
 
 
 def test_two_files_claiming_one_rank_keep_the_first_and_report(tmp_path):

@@ -21,7 +21,7 @@ class ExportConnection(sqlite3.Connection):
     warnings: list[str]
 
 
-def _check_header(path: Path) -> None:
+def check_header(path: Path) -> None:
     """Cheap checks on the 100-byte SQLite header: catches empty, non-SQLite and truncated files."""
     size = path.stat().st_size
     if size == 0:
@@ -54,7 +54,7 @@ def open_readonly(path: str | Path) -> ExportConnection:
         raise InputError(path, "file not found")
     if not path.is_file():
         raise InputError(path, "not a file")
-    _check_header(path)
+    check_header(path)
     uri = path.resolve().as_uri() + "?mode=ro&immutable=1"
     try:
         conn = sqlite3.connect(uri, uri=True, factory=ExportConnection, check_same_thread=False)
