@@ -53,9 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--algorithm", choices=("ring", "tree", "hierarchical"), default="ring",
                         help="collective cost model for --ranks (default ring)")
     parser.add_argument("--system", metavar="PRESET|FILE",
-                        help="cluster layout and links for --ranks/ranks=P (a preset: dgx-8-nvswitch, 4gpu-1nic-per-gpu, "
-                             "4gpu-1nic; or a TOML file, see docs/analysis.md); default: the layout read from the "
-                             "exports, links unknown")
+                        help="cluster layout and links for --ranks/ranks=P (a preset: dgx-8-nvswitch, "
+                             "4gpu-1nic-per-gpu, 4gpu-1nic; or a TOML file, see docs/analysis.md); default: the "
+                             "layout read from the exports, links unknown")
     parser.add_argument("--run", action="append", default=[], metavar="PARAM=VALUE",
                         help="pick one run when RUN_DIR holds several, e.g. --run ranks=4 --run rep=1")
     parser.add_argument("--experiment", metavar="FILE",
