@@ -54,6 +54,7 @@ _EXPORTS = {
     "prediction_grid": "extradeep.analysis.workflows",
     # reports
     "build_report": "extradeep.report.build",
+    "mark_node_boundaries": "extradeep.report.plots",
     # trace-based predictor
     "predict": "extradeep.predictor.api",
     "Prediction": "extradeep.predictor.api",
