@@ -58,6 +58,7 @@ _EXPORTS = {
     "plan_measurements": "extradeep.analysis.advisor",
     # reports
     "build_report": "extradeep.report.build",
+    "mark_node_boundaries": "extradeep.report.plots",
     # trace-based predictor
     "predict": "extradeep.predictor.api",
     "Prediction": "extradeep.predictor.api",

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.aggregate.experiment import TOTAL, Dataset, Experiment
-from extradeep.analysis.communication import Topology, layout_notes, pure_times
+from extradeep.analysis.communication import Topology, layout_notes, node_layout, nodes_spanned, pure_times
 from extradeep.analysis.cost import CostSettings, cost_table
 from extradeep.analysis.epoch import (
     EPOCH_TIME,
@@ -25,7 +25,7 @@ from extradeep.analysis.epoch import (
 )
 from extradeep.analysis.overlap import Exposure, fit_step_composition, step_parts
 from extradeep.analysis.points import format_point
-from extradeep.analysis.saved import reusable_models
+from extradeep.analysis.saved import reusable_models, saved_mismatch
 from extradeep.analysis.scaling import (
     default_baseline,
     design,
@@ -58,6 +58,12 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
     options: dict = field(default_factory=dict)
     fixed: dict = field(default_factory=dict)          # parameters with one value (not modeled)
+    layout: dict = field(default_factory=dict)         # gpus_per_node, source; {} when unknown (node_layout)
+
+    @property
+    def gpus_per_node(self) -> int | None:
+        """GPUs per node of the cluster layout (exports or --system), None when unknown."""
+        return self.layout.get("gpus_per_node")
 
     @property
     def points(self) -> pd.DataFrame:
@@ -107,13 +113,15 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     fixed = experiment.fixed_params
     topology = Topology.from_settings(experiment.settings, experiment.points[params[0]].unique()) \
         if len(params) == 1 else None
-    saved = None if refit else reusable_models(experiment.saved_models, dataset, options)
+    system = experiment.settings.get("system")
+    saved = None if refit else reusable_models(experiment.saved_models, dataset, options, system)
     if saved is not None:
         _say(progress, "using the models saved with the experiment")
         app_models, region_models = saved
     else:
         if experiment.saved_models and not refit:
-            notes.append("the saved models were fitted with other modeler options or dataset sizes, so they were refitted")
+            differs = saved_mismatch(experiment.saved_models, dataset, options, system) or ["settings"]
+            notes.append(f"the saved models were fitted with other {' and '.join(differs)}, so they were refitted")
         app_models, region_models = _fit(experiment, app_steps, region_steps, regions, dataset, options, progress,
                                           topology)
     app_points = point_summary(application, ["quantity"], params)
@@ -135,7 +143,7 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
                      f"{per_unit(dataset)}; the GPU-activity sum (paper Eq. 6) stands in for it")
     return Analysis(params, ranks, per_unit(dataset), mode, baseline, application, app_points, app_models,
                     regions, point_summary(regions, REGION_KEYS, params), region_models, dataset, notes,
-                    dict(options or {}), dict(fixed))
+                    dict(options or {}), dict(fixed), node_layout(experiment.settings))
 
 
 def _fit(experiment, app_steps, region_steps, regions, dataset, options, progress, topology=None):
@@ -332,6 +340,9 @@ def prediction_table(analysis: Analysis, grid: pd.DataFrame, cost: CostSettings 
         table["samples"], table["skipped_share"] = counts["samples"], counts["skipped_share"]
     if cost is not None and not table.empty:
         table = cost_table(table, replace(cost, ranks_param=analysis.ranks_param), analysis.params)
+    if analysis.gpus_per_node and not table.empty:  # how many nodes each point spans
+        gpus = table[analysis.ranks_param].to_numpy(float) * (cost.gpus_per_rank if cost is not None else 1.0)
+        table["nodes"] = nodes_spanned(gpus, analysis.gpus_per_node)
     return table
 
 
