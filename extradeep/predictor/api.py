@@ -16,8 +16,14 @@ from extradeep.predictor.graph import OpGraph, build_graph
 from extradeep.predictor.overheads import kernel_sum_baseline, overhead_table
 from extradeep.predictor.replay import ReplayResult, displayed_end, plan_replay, replay
 from extradeep.predictor.trace import RunTrace, load_trace
-from extradeep.predictor.whatif import (CommContext, DEFAULT_STEP_LATENCY, WhatIf, fuse_collectives,
-                                        parse_what_if, scale_durations)
+from extradeep.predictor.whatif import (
+    DEFAULT_STEP_LATENCY,
+    CommContext,
+    WhatIf,
+    fuse_collectives,
+    parse_what_if,
+    scale_durations,
+)
 
 BASELINE = "measured durations"
 
