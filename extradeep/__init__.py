@@ -54,6 +54,8 @@ _EXPORTS = {
     "Evaluation": "extradeep.analysis.workflows",
     "plan_budget": "extradeep.analysis.workflows",
     "prediction_grid": "extradeep.analysis.workflows",
+    "MeasurementAdvisor": "extradeep.analysis.advisor",
+    "plan_measurements": "extradeep.analysis.advisor",
     # reports
     "build_report": "extradeep.report.build",
     # trace-based predictor

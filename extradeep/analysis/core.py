@@ -168,6 +168,12 @@ def measured_points(experiment: Experiment, dataset: Dataset | None, metrics=("t
     return point_summary(application, ["quantity"], params), point_summary(regions, REGION_KEYS, params)
 
 
+def measured_values(experiment: Experiment, dataset: Dataset | None = None) -> pd.DataFrame:
+    """Application quantities per repetition (quantity, params, rep, value): per epoch with a
+    dataset, per training step without one (None: per step, whatever the experiment's dataset)."""
+    return _measure(experiment, dataset, ("time",))[2]
+
+
 def fit_phase_models(steps: pd.DataFrame, keys: list[str], params: list[str], dataset: Dataset | None,
                      fixed: dict, options: dict | None) -> pd.DataFrame:
     """Fit per-step models per phase and combine them per key into epoch models (or, without a

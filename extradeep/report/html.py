@@ -17,6 +17,7 @@ from extradeep.analysis.cost import CostSettings, amount_text, cost_of
 from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP, quantity_label
 from extradeep.analysis.points import format_point, format_seconds
 from extradeep.report import plots
+from extradeep.report.plan import plan_section
 from extradeep.report.summary import samples_text
 from extradeep.report.text import format_pct, format_value
 
@@ -51,6 +52,7 @@ class ReportInputs:
     evaluation_points: pd.DataFrame | None = None
     title: str = "Cost per epoch: budgeting report"
     figures: dict = field(default_factory=dict)   # name -> Figure, filled while building
+    plan: pd.DataFrame | None = None              # MeasurementAdvisor.propose(): "What to profile next"
 
 
 def _table(headers: list[str], rows: list[list], numeric: set[int] | None = None, clip: set[int] = frozenset(),
@@ -280,6 +282,7 @@ def build_html(inputs: ReportInputs) -> str:
     sections = [configuration_section, epoch_section, scaling_section, tradeoff_section, breakdown_section,
                 bottleneck_section, evaluation_section, methods_section]
     body = "".join(section(inputs) for section in sections)
+    body += plan_section(inputs.plan)  # the plan next to the models it would improve
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     title = html.escape(inputs.title)
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{title}</title>"
