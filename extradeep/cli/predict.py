@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from extradeep.cli.common import add_step_mark_arguments, step_mark_settings
 from extradeep.errors import InputError
 
 HELP = "replay one run's traces: measured vs replayed step time, critical path, what-ifs"
@@ -67,6 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="FILE", help="write every table as JSON")
     parser.add_argument("--timeline", metavar="CSV", help="write the replayed timeline (all scenarios) as CSV")
     parser.add_argument("--plot", metavar="PNG", help="plot the critical-path breakdown and the what-if step times")
+    add_step_mark_arguments(parser.add_argument_group("step marks (as for model and report; e.g. "
+                                                      "--train-step-pattern 'forward|backward' for other annotations)"))
 
 
 def _select(items: list[str]) -> dict:
@@ -136,6 +139,7 @@ def run(args) -> int:
     if args.experiment:
         exp, models = _models(args.experiment)
     pred = predict(args.run_dir, what_if=_scenarios(args, models is not None), select=_select(args.run),
+                   settings=step_mark_settings(args),
                    gpu_gaps="keep" if args.keep_gpu_gaps else "drop", models=models, progress=True,
                    system=args.system)
     with pd.option_context("display.width", 160, "display.max_columns", 20, "display.max_colwidth", 60):

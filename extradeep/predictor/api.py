@@ -11,13 +11,19 @@ import pandas as pd
 
 from extradeep.errors import InputError
 from extradeep.predictor.collectives import collective_kind, collective_table, fit_alpha_beta, model_time
-from extradeep.predictor.critical_path import CLASSES, breakdown, critical_path, node_classes
+from extradeep.predictor.critical_path import CLASSES, breakdown, critical_path, node_classes, step_sinks
 from extradeep.predictor.graph import OpGraph, build_graph
 from extradeep.predictor.overheads import kernel_sum_baseline, overhead_table
 from extradeep.predictor.replay import ReplayResult, displayed_end, plan_replay, replay
 from extradeep.predictor.trace import RunTrace, load_trace
-from extradeep.predictor.whatif import (CommContext, DEFAULT_STEP_LATENCY, WhatIf, fuse_collectives,
-                                        parse_what_if, scale_durations)
+from extradeep.predictor.whatif import (
+    DEFAULT_STEP_LATENCY,
+    CommContext,
+    WhatIf,
+    fuse_collectives,
+    parse_what_if,
+    scale_durations,
+)
 
 BASELINE = "measured durations"
 
@@ -283,7 +289,8 @@ def _summary(wsteps: pd.DataFrame, sums: pd.DataFrame) -> pd.DataFrame:
 
 
 def _critical_paths(graph: OpGraph, result: ReplayResult, steps: pd.DataFrame):
-    """Critical path and breakdown of each step (from the slowest rank's end marker)."""
+    """Critical path and breakdown of each step, from the slowest rank's step start to its end
+    marker or, where the GPU finishes the step's work later, to that GPU op's end."""
     n = graph.nodes
     paths, rows = [], []
     if (steps["step_id"] < 0).all():
@@ -292,15 +299,19 @@ def _critical_paths(graph: OpGraph, result: ReplayResult, steps: pd.DataFrame):
         windows = [(-1, sink, float(result.start[keep].min()))]
     else:
         mk = n[n["role"] == "marker"]
-        ends = mk[mk["name"] == "step_end"].assign(r=lambda f: result.start[f.index])
-        starts = mk[mk["name"] == "step_start"].assign(r=lambda f: result.start[f.index]).set_index("step")["r"]
-        sid = steps.set_index("step_id")
+        ends = mk[mk["name"] == "step_end"]
+        starts = mk[mk["name"] == "step_start"].reset_index(names="node").set_index("step")
+        measured = pd.DataFrame({"rank": starts["rank"], "lo": starts["start"],
+                                 "hi": ends.set_index("step")["start"].reindex(starts.index)})
+        sink_of = step_sinks(graph, result)
         windows = []
-        for (epoch, phase, step), grp in sid.groupby(["epoch", "phase", "step"]):
-            ids = grp.index.to_numpy()
+        for _, grp in steps.groupby(["epoch", "phase", "step"]):
+            ids = grp["step_id"].to_numpy()
             e = ends[ends["step"].isin(ids)]
-            s = e.loc[e["r"].idxmax()]
-            windows.append((int(s["step"]), int(s.name), float(starts[s["step"]])))
+            first = int(e.index[np.argmax(result.start[e.index.to_numpy()])])
+            step_id = int(mk.at[first, "step"])
+            lo = float(result.start[starts.at[step_id, "node"]])
+            windows.append((step_id, sink_of(e, measured.loc[ids]), lo))
     for step_id, sink, lo in windows:
         path = critical_path(graph, result, sink, lo).assign(step_id=step_id)
         paths.append(path)
