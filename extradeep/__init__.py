@@ -29,8 +29,10 @@ _EXPORTS = {
     "read_experiment": "extradeep.aggregate.ingest",
     "add_exposure_curves": "extradeep.predictor.exposure",
     "read_export": "extradeep.io.nsys.read",
+    "read_profile": "extradeep.io.read",
     "inspect_export": "extradeep.io.nsys.inspect",
     "ReaderSettings": "extradeep.io.nsys.settings",
+    "SlurmOptions": "extradeep.io.cluster",
     "Experiment": "extradeep.aggregate.experiment",
     "Dataset": "extradeep.aggregate.experiment",
     # models
@@ -52,8 +54,11 @@ _EXPORTS = {
     "Evaluation": "extradeep.analysis.workflows",
     "plan_budget": "extradeep.analysis.workflows",
     "prediction_grid": "extradeep.analysis.workflows",
+    "MeasurementAdvisor": "extradeep.analysis.advisor",
+    "plan_measurements": "extradeep.analysis.advisor",
     # reports
     "build_report": "extradeep.report.build",
+    "mark_node_boundaries": "extradeep.report.plots",
     # trace-based predictor
     "predict": "extradeep.predictor.api",
     "Prediction": "extradeep.predictor.api",

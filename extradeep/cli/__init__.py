@@ -23,6 +23,7 @@ COMMANDS = (
     "model",
     "evaluate",
     "budget",
+    "plan",
     "report",
     "inspect",
     "predict",

@@ -22,14 +22,6 @@ from extradeep.io.config import (
 )
 
 
-def add_pattern_arguments(group) -> None:
-    """--epoch-pattern, --train-step-pattern, --val-step-pattern (searched for in names: re.search)."""
-    for flag, what in (("--epoch-pattern", "epochs"), ("--train-step-pattern", "training steps"),
-                       ("--val-step-pattern", "validation steps")):
-        group.add_argument(flag, metavar="REGEX", help=f"regular expression searched for in the NVTX range names "
-                           f"of {what} (^...$ for whole names; optionally DOMAIN:REGEX)")
-
-
 def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     """Add PROFILES and the reading, caching and dataset options to a subcommand's parser."""
     parser.add_argument(
@@ -41,12 +33,14 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument("--param", action="append", metavar="NAME", help="modeled parameter (repeatable; default: every parameter that varies)")
     read.add_argument("--alias", action="append", metavar="TOK=NAME", help="file-name token for a parameter name (repeatable; p=ranks, r=rep, mpi=rank are built in)")
     read.add_argument("--manifest", metavar="FILE", help="CSV or TOML list of exports with path, parameter values, rank and rep, for any file naming")
-    add_pattern_arguments(read)
-    read.add_argument("--warmup-epochs", type=int, metavar="N", help="leading epochs excluded as warm-up (default 1)")
-    read.add_argument("--warmup-steps", type=int, metavar="N", help="with a single epoch, its first N steps per phase are excluded instead (default 1)")
+    add_step_mark_arguments(read)
     read.add_argument("--kernel-names", choices=["short", "demangled"], help="name kernels by short (default) or demangled name")
     read.add_argument("--min-points", type=int, metavar="N", help="configurations a region needs to be modeled (default 5)")
     read.add_argument("--jobs", type=int, metavar="N", help="files read in parallel (default: number of CPUs)")
+    read.add_argument("--scheduler", metavar="ADDRESS", help=(
+        "read on a Dask cluster: a scheduler address (tcp://HOST:8786) or scheduler file (.json), 'local' "
+        "(worker processes here) or 'slurm' (workers as Slurm jobs, options in the config's [slurm] table); "
+        "default env EXTRADEEP_SCHEDULER, else this machine without Dask (docs/cluster.md)"))
     read.add_argument("--cache-dir", metavar="DIR", help="cache of per-file results (default $XDG_CACHE_HOME/extradeep or ~/.cache/extradeep)")
     read.add_argument("--no-cache", action="store_true", default=None, help="read every export again and cache nothing")
     read.add_argument("--no-replay", action="store_true", default=None, help=(
@@ -68,6 +62,28 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--weak-scaling", action="store_true", default=None, help="the data sets grow with G (weak scaling)")
     data.add_argument("--last-batch", choices=["drop", "keep"], help="a last partial batch per epoch is dropped "
                       "(default, paper Eq. 2: floor) or kept (ceil; PyTorch drop_last=False)")
+
+
+STEP_MARK_KEYS = ("epoch_pattern", "train_step_pattern", "val_step_pattern", "warmup_epochs", "warmup_steps")
+
+
+def add_step_mark_arguments(group) -> None:
+    """The step-convention options (patterns for epochs and steps, warm-up), for every command that
+    finds steps in profiles: the reading commands, inspect and predict."""
+    nvtx = "regular expression searched for in NVTX range names of {} (^...$ for whole names; optionally DOMAIN:REGEX)"
+    group.add_argument("--epoch-pattern", metavar="REGEX", help=nvtx.format("epochs"))
+    group.add_argument("--train-step-pattern", metavar="REGEX", help=nvtx.format("training steps"))
+    group.add_argument("--val-step-pattern", metavar="REGEX", help=nvtx.format("validation steps"))
+    group.add_argument("--warmup-epochs", type=int, metavar="N", help="leading epochs excluded as warm-up (default 1)")
+    group.add_argument("--warmup-steps", type=int, metavar="N",
+                       help="with a single epoch, its first N steps per phase are excluded instead (default 1)")
+
+
+def step_mark_settings(args: argparse.Namespace):
+    """ReaderSettings from the step-convention options (unset ones keep the reader's defaults)."""
+    from extradeep.io.nsys.settings import ReaderSettings
+
+    return ReaderSettings.from_any({k: getattr(args, k, None) for k in STEP_MARK_KEYS})
 
 
 def resolve_options(args: argparse.Namespace) -> dict:

@@ -30,6 +30,31 @@ def _figure(width=6.4, height=3.8, ncols=1) -> tuple[Figure, list]:
     return fig, list(axes)
 
 
+NODE_COLOR = "#7f7f7f"
+MAX_BOUNDARIES = 16  # more lines than this hide the curves: then every 2nd, 4th, ... boundary
+
+
+def mark_node_boundaries(ax, layout, x_lo: float, x_hi: float, *, label: str = "node boundary") -> list[float]:
+    """Vertical lines where a run of that many ranks (one GPU each) fills whole nodes: at the
+    multiples of GPUs per node strictly inside (``x_lo``, ``x_hi``); one legend entry. ``layout``:
+    GPUs per node, a layout dict ({"gpus_per_node": g}) or an Analysis; nothing is drawn without a
+    layout of two or more GPUs per node. With more than MAX_BOUNDARIES boundaries only every k-th
+    (k a power of two) is drawn and the label says so. Returns the x positions drawn."""
+    gpus = getattr(layout, "gpus_per_node", layout)
+    gpus = gpus.get("gpus_per_node") if isinstance(gpus, dict) else gpus
+    if not gpus or gpus < 2 or not np.isfinite([x_lo, x_hi]).all():
+        return []
+    first, last = max(int(np.floor(x_lo / gpus)) + 1, 1), int(np.ceil(x_hi / gpus)) - 1
+    every = 1
+    while (last - first) // every + 1 > MAX_BOUNDARIES:
+        every *= 2
+    nodes = [k for k in range(first, last + 1) if k % every == 0]
+    text = f"{label} ({gpus:g} GPUs per node" + (f"; every {every} nodes)" if every > 1 else ")")
+    for i, k in enumerate(nodes):
+        ax.axvline(k * gpus, color=NODE_COLOR, ls="-.", lw=0.8, alpha=0.7, zorder=1, label=text if i == 0 else None)
+    return [float(k * gpus) for k in nodes]
+
+
 def line_grid(analysis: Analysis, x_max: float, fixed: dict | None = None, n: int = 200) -> pd.DataFrame:
     """Evenly spaced points along the ranks parameter, from the smallest modeled to ``x_max``."""
     x_min = float(analysis.points[analysis.ranks_param].min())
@@ -72,6 +97,7 @@ def model_panel(ax, analysis: Analysis, quantity: str, x_max: float, evaluation:
         ev = _on_line(evaluation[evaluation["quantity"] == quantity], analysis, fixed)
         _measured_points(ax, ev, x, transform, EVAL_COLOR, "measured (evaluation)", "s")
     ax.axvline(float(analysis.points[x].max()), color="#888888", ls=":", lw=1)
+    mark_node_boundaries(ax, analysis, *ax.get_xlim())
     ax.set_xlabel(x)
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
@@ -100,11 +126,14 @@ def epoch_figure(analysis: Analysis, x_max: float, evaluation: pd.DataFrame | No
         model_panel(axes[1], analysis, quantity, x_max, evaluation, fixed, level,
                     transform=cost_of, ylabel=f"{cost_label} per {analysis.per}")
         axes[1].set_title(f"{cost_label} per {analysis.per}")
+        if analysis.gpus_per_node:
+            axes[1].legend(fontsize=8, loc="best")
     return fig
 
 
-def scaling_figure(scaling: pd.DataFrame, x: str, measured_max: float) -> Figure:
-    """Speedup and efficiency vs ranks for the quantities in ``scaling`` (a scaling/prediction table)."""
+def scaling_figure(scaling: pd.DataFrame, x: str, measured_max: float, layout=None) -> Figure:
+    """Speedup and efficiency vs ranks for the quantities in ``scaling`` (a scaling/prediction
+    table); with a ``layout`` (see :func:`mark_node_boundaries`) the node boundaries are marked."""
     fig, (ax_s, ax_e) = _figure(ncols=2)
     mode = scaling.attrs.get("scaling", "strong")
     for quantity, rows in scaling.groupby("quantity"):
@@ -120,11 +149,15 @@ def scaling_figure(scaling: pd.DataFrame, x: str, measured_max: float) -> Figure
         ax_e.axhline(1.0, color="#999999", ls="--", lw=1)
     for ax, title in ((ax_s, f"{'scaled ' if mode == 'weak' else ''}speedup"), (ax_e, f"{mode}-scaling efficiency")):
         ax.axvline(measured_max, color="#888888", ls=":", lw=1)
+        if len(xs):
+            mark_node_boundaries(ax, layout, *ax.get_xlim())
         ax.set_xlabel(x)
         ax.set_title(title)
         ax.grid(alpha=0.3)
         ax.set_ylim(bottom=0)
     ax_s.legend(fontsize=8)
+    if ax_e.get_legend_handles_labels()[0]:
+        ax_e.legend(fontsize=8)
     return fig
 
 
@@ -155,9 +188,10 @@ def breakdown_figure(predictions: pd.DataFrame, x: str, per: str, measured_max: 
 
 
 def tradeoff_figure(table: pd.DataFrame, x: str, max_time: float | None, max_cost: float | None,
-                    cost_label: str, epochs: float = 1.0) -> Figure:
+                    cost_label: str, epochs: float = 1.0, layout=None) -> Figure:
     """Time and cost vs ranks with the deadline, budget and overlap regions shaded (paper Fig. 4);
-    without limits, the two curves only (``table`` then needs total_time and total_cost)."""
+    without limits, the two curves only (``table`` then needs total_time and total_cost). With a
+    ``layout`` (see :func:`mark_node_boundaries`) the node boundaries are marked."""
     fig, (ax,) = _figure(width=7.2, height=4.2)
     table = table.sort_values(x)
     xs = table[x].to_numpy(float)
@@ -177,6 +211,8 @@ def tradeoff_figure(table: pd.DataFrame, x: str, max_time: float | None, max_cos
         _shade(ax, xs, table["time_ok"].to_numpy(bool), "//", COLORS["computation"], "meets the deadline")
         _shade(ax, xs, table["cost_ok"].to_numpy(bool), "\\\\", COLORS["communication"], "meets the budget")
         _shade(ax, xs, table["valid"].to_numpy(bool), None, "#55a868", "meets both", alpha=0.25)
+    if len(xs):
+        mark_node_boundaries(ax, layout, *ax.get_xlim())
     handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
     fig.legend(handles=handles, fontsize=8, loc="outside lower center", ncols=len(handles))
     ax.grid(alpha=0.3)

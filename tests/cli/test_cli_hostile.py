@@ -159,7 +159,7 @@ CASES = {
     "inspect-pattern-matches-nothing": (["inspect", "{root}/single", "--train-step-pattern", "^iteration$"], 0,
                                         "matched no NVTX range name; closest names", None),
     # 11 and 12: inspect and other messages
-    "inspect-empty-folder": (["inspect", "{root}/empty"], 2, "no .sqlite exports", None),
+    "inspect-empty-folder": (["inspect", "{root}/empty"], 2, "no profiles in this folder", None),
     "inspect-plain-sqlite": (["inspect", "{root}/plain.sqlite"], 2, "not an Nsight Systems export", None),
     "model-plain-sqlite": (["model", "{root}/plain.sqlite", *NO_CACHE], 2, "not an Nsight Systems export", None),
     "inspect-saved-experiment": (["inspect", "{root}/exp.sqlite"], 2, "saved by extradeep", None),
