@@ -163,7 +163,8 @@ def read_all(runs: pd.DataFrame, settings: ReaderSettings, *, jobs=None, cache_d
     limit = cache_limit_bytes() if cache_dir is not None else None  # a bad setting fails before reading
     if cache_dir is not None and (problem := cache_problem(cache_dir)):
         # said once: a silently disabled cache makes every later run slow for no visible reason
-        print(f"extradeep: note: {problem}; nothing is cached (give --cache-dir DIR, or --no-cache)", file=sys.stderr)
+        print(f"extradeep: note: {problem}; nothing is cached (give --cache-dir DIR, or --no-cache)",
+              file=sys.stderr)
     tasks = [(row.path, row.size, row.mtime_ns) for row in runs.itertuples(index=False)]
     keys = [cache_key(*task, settings) for task in tasks]
     results: list[dict | None] = [None] * len(tasks)
