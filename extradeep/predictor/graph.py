@@ -302,8 +302,12 @@ def _add_collectives(nodes: pd.DataFrame, edges: pd.DataFrame):
 
 def _finish(nodes: pd.DataFrame, edges: pd.DataFrame, coll_offset: np.ndarray) -> OpGraph:
     """Durations, lags and gaps from the measured times, so that replaying them reproduces them."""
-    edges = edges[edges["src"] != edges["dst"]].sort_values(["dst", "src"], kind="stable")
-    edges = edges.drop_duplicates(["src", "dst"])
+    edges = edges[edges["src"] != edges["dst"]]
+    # a call -> wake pair is both a queue and a blocking edge: keep the blocking one, which marks
+    # the call whose time moves to its wake
+    not_blocking = (edges["kind"] != EDGE_KINDS.index("blocking")).to_numpy()
+    edges = edges.assign(_rank=not_blocking).sort_values(["dst", "src", "_rank"], kind="stable")
+    edges = edges.drop_duplicates(["src", "dst"]).drop(columns="_rank")
     src, dst, kind = edges["src"].to_numpy(), edges["dst"].to_numpy(), edges["kind"].to_numpy()
     start, end, role = nodes["start"].to_numpy(), nodes["end"].to_numpy(), nodes["role"].to_numpy()
     dur = end - start

@@ -5,8 +5,10 @@ profiler writes them: complete events (`ph: "X"`) with `ts`/`dur` in microsecond
 precision), kernels under their demangled names, `Memcpy HtoD (Host -> Device)` / `Memset (Device)`,
 runtime calls without nsys's `_v7000` version suffix, correlation ids in `args.correlation` plus the
 `ac2g` flow pair, NVTX ranges as `user_annotation` (step and epoch ranges keep their names, so the
-plain-name convention finds them), `distributedInfo` and `deviceProperties`. Instant marks and MPI
-calls have no Kineto counterpart and are left out; so is CUDA event/synchronisation detail.
+plain-name convention finds them), `distributedInfo` and `deviceProperties`. CUDA synchronisations
+become `cuda_sync` rows as PyTorch writes them (pid = device, tid = stream or -1, `cuda_sync_kind`,
+the waited event's record correlation id and stream, a flow from the runtime call). MPI calls have no
+Kineto counterpart and are left out.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from extradeep.simulate.program import MPI_DOMAIN
 from extradeep.simulate.writer import GPU_NAME, RunColumns
 
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
+# CUPTI syncType -> PyTorch's cuda_sync_kind
+SYNC_KINDS = {1: "Event Sync", 2: "Stream Wait Event", 3: "Stream Sync", 4: "Context Sync"}
 _COPY_TEXT = {"HtoD": "Host -> Device", "DtoH": "Device -> Host", "DtoD": "Device -> Device"}
 
 
@@ -51,6 +55,7 @@ def write_kineto_rank(path: Path, cols: RunColumns, rank: int, world_size: int) 
                            "name": "ac2g"})
     for kind in ("kernel", "memcpy", "memset"):
         events += _gpu_events(cols, kind, rank)
+    events += _syncs(cols, rank, pid)
     events += _annotations(cols, rank, pid)
     doc = {
         "schemaVersion": 1,
@@ -88,6 +93,32 @@ def _gpu_events(cols: RunColumns, kind: str, rank: int) -> list[dict]:
         out.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": int(sid), "ts": _us(s), "dur": _us(e - s),
                     "args": args})
         out.append({"ph": "f", "id": int(c), "pid": 0, "tid": int(sid), "ts": _us(s), "cat": "ac2g", "name": "ac2g",
+                    "bp": "e"})
+    return out
+
+
+def _syncs(cols: RunColumns, rank: int, pid: int) -> list[dict]:
+    """cuda_sync rows; a wait names the cudaEventRecord (correlation id, stream) of its event."""
+    if not cols.subsets["sync"]:
+        return []
+    recorded = {}
+    if cols.subsets["cuda_event"]:
+        for sid, corr, event in zip(cols("cuda_event", 0, rank), cols("cuda_event", 1, rank),
+                                    cols("cuda_event", 2, rank)):
+            recorded[int(event)] = (int(corr), int(sid))
+    out = []
+    for kind, sid, s, e, c, event in zip(*(cols("sync", k, rank) for k in range(6))):
+        kind, event = int(kind), int(event)
+        stream = int(sid) if kind in (2, 3) else -1
+        record_corr, record_stream = recorded.get(event, (-1, -1))
+        args = {"cuda_sync_kind": SYNC_KINDS.get(kind, "Unknown"), "stream": stream, "correlation": int(c),
+                "device": 0, "context": 1}
+        if kind in (1, 2):
+            args |= {"wait_on_stream": record_stream, "wait_on_cuda_event_record_corr_id": record_corr,
+                     "wait_on_cuda_event_id": event}
+        out.append({"ph": "X", "cat": "cuda_sync", "name": args["cuda_sync_kind"], "pid": 0, "tid": stream,
+                    "ts": _us(s), "dur": _us(e - s), "args": args})
+        out.append({"ph": "f", "id": int(c), "pid": 0, "tid": stream, "ts": _us(s), "cat": "ac2g", "name": "ac2g",
                     "bp": "e"})
     return out
 

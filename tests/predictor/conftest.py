@@ -47,6 +47,13 @@ def ddp_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def ddp_both_formats(tmp_path_factory):
+    """The DDP-like run written as nsys exports and as Kineto traces: (sqlite paths, trace paths)."""
+    out = _sim(tmp_path_factory, "ddp_both", formats=("nsys", "kineto"))
+    return sorted(out.glob("*.sqlite")), sorted(out.glob("*.pt.trace.json.gz"))
+
+
+@pytest.fixture(scope="session")
 def ddp_prediction(ddp_run):
     from extradeep.predictor import predict
 

@@ -9,6 +9,7 @@ import pytest
 from extradeep.predictor import predict
 from extradeep.predictor.graph import EDGE_KINDS, OpGraph
 from extradeep.predictor.replay import plan_replay, replay
+from extradeep.simulate.engine import WAKE_NS
 
 REAL_2GPU = "GindaChen__nsys-ai__mfu_2gpu_before.sqlite"
 
@@ -147,3 +148,21 @@ def test_replay_with_other_step_conventions_and_the_2022_schema(tmp_path, marks)
     pred = predict(tmp_path)
     assert len(pred.steps) == 2 * 2 * 3
     assert pred.steps["error"].abs().max() <= 0.03
+
+
+def test_a_blocking_call_hands_its_time_to_its_wake(ddp_prediction):
+    """The call -> wake queue edge duplicates the blocking edge; the call must still arrive (duration
+    0), else its measured time is counted twice: once on the call, once on its wake."""
+    g = ddp_prediction.graph
+    nodes = g.nodes
+    key = ["rank", "queue", "start", "name"]
+    wakes = nodes[nodes["role"] == "wake"][key].reset_index(names="wake")
+    pairs = nodes[nodes["role"] == "op"][key].reset_index(names="call").merge(wakes, on=key)
+    calls, wake_ids = pairs["call"].to_numpy(), pairs["wake"].to_numpy()
+    assert len(pairs) == len(wakes) >= len(ddp_prediction.steps)
+    assert np.all(g.dur[calls] == 0.0)
+    # counted once: the call and its wake together hold at most the call's measured time
+    measured = (nodes["end"] - nodes["start"]).to_numpy()
+    assert np.all(g.dur[calls] + g.dur[wake_ids] <= measured[calls] + 1e-12)
+    # what remains after the wait is the simulator's wake-up time
+    assert np.allclose(g.dur[wake_ids], WAKE_NS * 1e-9, atol=2e-9)
