@@ -346,7 +346,8 @@ class MeasurementAdvisor:
                     forced = [(c, self.reps, NEW, reason) for c in self.candidates_ if side(c) and c not in measured]
                     if forced:
                         return forced
-        new = [(c, self.reps, NEW, "") for c in self.candidates_ if c not in measured]
+        # one repetition: the noise is known from the repeated points, and a second stays an option
+        new = [(c, 1, NEW, "") for c in self.candidates_ if c not in measured]
         return new + [(int(x), 1, REPEAT, "") for x in data.x]
 
     def _width(self, model) -> float:
