@@ -27,6 +27,7 @@ from extradeep.errors import InputError
 
 DEFAULT_RUN_SECONDS = 300.0   # nsys start-up + 2 sampled epochs + export, per run
 MAX_CANDIDATES = 48
+MIN_SHRINK_PCT = 2.0      # expected shrink (% of the interval) below which a run is not worth its cost
 PLAN_COLUMNS = ["ranks", "reps", "first_rep", "nodes", "action", "gpu_hours", "cost", "interval_before_pct",
                 "interval_after_pct", "shrink_pct", "reason"]
 NEW, REPEAT, INITIAL = "new configuration", "repetition", "initial"
@@ -47,7 +48,7 @@ class MeasurementAdvisor:
                  budget_gpu_hours: float | None = None, *, cost: CostSettings | None = None,
                  run_seconds: float = DEFAULT_RUN_SECONDS, level: float = 0.95, reps: int = 2,
                  min_points: int = 5, quantity: str = EPOCH_TIME, initial_share: float = 0.5,
-                 candidates=None, options: dict | None = None):
+                 candidates=None, options: dict | None = None, min_shrink: float = MIN_SHRINK_PCT):
         self.target = target
         self.max_ranks = max_ranks
         self.gpus_per_node = gpus_per_node
@@ -61,6 +62,7 @@ class MeasurementAdvisor:
         self.initial_share = initial_share
         self.candidates = candidates
         self.options = options
+        self.min_shrink = min_shrink
 
     # -- fit ----------------------------------------------------------------------------------
     def fit(self, data=None) -> MeasurementAdvisor:
@@ -281,10 +283,9 @@ class MeasurementAdvisor:
         width = self._width(model)
         spent = 0.0
         for _ in range(k):
-            options = self._options(data)
+            options, scored = self._options(data), []
             if not options:
                 break
-            best = None
             for x, n, action, reason in options:
                 hours, cost = (v[0] * n for v in self.run_cost([x]))
                 if self.budget_gpu_hours is not None and spent + hours > self.budget_gpu_hours + 1e-12:
@@ -292,11 +293,11 @@ class MeasurementAdvisor:
                 new_model, new_data = updated_model(model, data, float(x), n)
                 new_width = self._width(new_model)
                 gain = (width - new_width) / cost if cost > 0 else -np.inf
-                if best is None or gain > best[0]:
-                    best = (gain, x, n, action, (new_model, new_data, new_width, hours, cost), reason)
-            if best is None:
+                scored.append((gain, x, n, action, (new_model, new_data, new_width, hours, cost), reason))
+            if not scored:
                 self.notes_.append("the budget is spent: no further run fits")
                 break
+            best = self._choose(scored, width, data)
             _, x, n, action, (model, data, new_width, hours, cost), reason = best
             first = next_rep.get(int(x), 1)
             next_rep[int(x)] = first + n
@@ -308,6 +309,30 @@ class MeasurementAdvisor:
             spent += hours
             width = new_width
         return rows
+
+    def _choose(self, scored: list, width: float, data: PointData):
+        """The largest expected shrink per cost, unless it is below `min_shrink` % of the interval:
+        the estimate assumes a run lands on the model, so a series of cheap repetitions with ~1%
+        each never tests the model's form. Then a new configuration (beyond a crossed node boundary
+        until `min_points` are there, the regime the targets live in), else a run worth the threshold."""
+        def worth(s):
+            return width - s[4][2] >= self.min_shrink / 100.0 * width
+
+        def per_cost(runs):
+            return max(runs, key=lambda s: s[0])
+
+        best = per_cost(scored)
+        new = [s for s in scored if s[3] == NEW]
+        if worth(best) or not new:
+            return best if worth(best) else per_cost([s for s in scored if worth(s)] or scored)
+        why = f"no run shrinks the interval by {self.min_shrink:g}% or more: a new configuration tests the model"
+        rpn = self.ranks_per_node_
+        measured = set(self.measurements_["ranks"].astype(int)) | {int(x) for x in data.x}
+        if self._crosses_boundary() and sum(x > rpn for x in measured) < self.min_points:
+            beyond = [s for s in new if s[1] > rpn]
+            if beyond:
+                new, why = beyond, why + f" beyond the node boundary ({rpn} ranks), where the targets are"
+        return (*per_cost(new)[:5], why)
 
     def _options(self, data: PointData) -> list[tuple[int, int, str, str]]:
         """Candidate runs: (ranks, repetitions, action, reason); with a node rule to meet, only those."""
@@ -321,7 +346,8 @@ class MeasurementAdvisor:
                     forced = [(c, self.reps, NEW, reason) for c in self.candidates_ if side(c) and c not in measured]
                     if forced:
                         return forced
-        new = [(c, self.reps, NEW, "") for c in self.candidates_ if c not in measured]
+        # one repetition: the noise is known from the repeated points, and a second stays an option
+        new = [(c, 1, NEW, "") for c in self.candidates_ if c not in measured]
         return new + [(int(x), 1, REPEAT, "") for x in data.x]
 
     def _width(self, model) -> float:

@@ -34,7 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     plan.add_argument("--budget", type=float, metavar="GPU_HOURS", help="profiling budget in GPU-hours")
     plan.add_argument("--run-seconds", type=float, default=300.0, metavar="S",
                       help="length of one profiled run incl. start-up and export (default 300)")
-    plan.add_argument("--reps", type=int, default=2, help="repetitions of a new configuration (default 2)")
+    plan.add_argument("--reps", type=int, default=2,
+                      help="repetitions per configuration of the initial set and the node rule (default 2; "
+                           "later new configurations get one)")
     plan.add_argument("-k", type=int, default=3, help="how many next runs to propose for an experiment (default 3)")
     plan.add_argument("--app", help="application name for the plan file (default: the experiment's, else app)")
     plan.add_argument("-o", "--output", metavar="FILE.csv", help="write the plan file for profile-cmd --plan")

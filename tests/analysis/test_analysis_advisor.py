@@ -141,3 +141,18 @@ def test_report_section_and_text_show_the_plan_beside_the_model(fitted):
     text = plan_text(plan, fitted.current_)
     assert "step time at 40 ranks" in text and "proposed runs" in text
     assert plan_section(None) == ""
+
+
+def test_cheap_repetitions_below_the_threshold_give_way_to_a_new_configuration(experiment):
+    """The old rule (min_shrink=0) follows the crossing to 16 with a 2-rank repetition of <1% shrink;
+    the default asks for the untested 12 beyond the node boundary instead (docs/analysis.md)."""
+    old = MeasurementAdvisor(40, 16, gpus_per_node=8, min_shrink=0).fit(experiment).propose(2)
+    new = MeasurementAdvisor(40, 16, gpus_per_node=8).fit(experiment).propose(6)
+    assert old["action"].iloc[1] == "repetition" and old["shrink_pct"].iloc[1] < 2
+    assert new["ranks"].iloc[1] == 12 and new["action"].iloc[1] == "new configuration"
+    assert "new configuration tests the model" in new["reason"].iloc[1] and "node boundary" in new["reason"].iloc[1]
+    # a repetition of less than 2% only once every candidate is measured
+    for i, row in enumerate(new.itertuples()):
+        measured = {2, 4, 6, 8, 10} | set(new["ranks"][:i])  # the fixture's configurations, then the plan's
+        if row.action == "repetition" and row.shrink_pct < 2:
+            assert set(candidate_ranks(16, 8)) <= measured
