@@ -64,11 +64,19 @@ class PlotTab(QWidget):
         self.canvas = FigureCanvasQTAgg(self.figure)
         self.toolbar = NavigationToolbar2QT(self.canvas, self)
         self.message = QLabel(wordWrap=True, alignment=Qt.AlignCenter)
+        self.log_x, self.log_y = QCheckBox("log x"), QCheckBox("log y")
         self.message.setMargin(24)
         plot_page = QWidget()
         plot_box = QVBoxLayout(plot_page)
         plot_box.setContentsMargins(0, 0, 0, 0)
-        plot_box.addWidget(self.toolbar)
+        tools = QHBoxLayout()  # the log-axis boxes sit beside the toolbar, not on a row of their own
+        tools.addWidget(self.toolbar, 1)
+        for box in (self.log_x, self.log_y):
+            box.setToolTip("logarithmic axis")
+            box.toggled.connect(self._rescaled)
+            box.setVisible(self.log_scales)
+            tools.addWidget(box)
+        plot_box.addLayout(tools)
         plot_box.addWidget(self.canvas, 1)
         self.stack = QStackedWidget()
         self.stack.addWidget(plot_page)
@@ -78,15 +86,6 @@ class PlotTab(QWidget):
         self.controls_box.setContentsMargins(0, 0, 0, 0)
         self.axes: list = []  # the plot's axes, kept between redraws (see kept_axes)
         self._axes_key = None
-        self.log_x, self.log_y = QCheckBox("log x"), QCheckBox("log y")
-        if self.log_scales:
-            row = QHBoxLayout()
-            row.addStretch(1)
-            for box in (self.log_x, self.log_y):
-                box.setToolTip("logarithmic axis")
-                box.toggled.connect(self._rescaled)
-                row.addWidget(box)
-            self.controls_box.addLayout(row)
         box = QVBoxLayout(self)
         box.addWidget(self.controls)
         box.addWidget(self.stack, 1)

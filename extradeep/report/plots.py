@@ -141,15 +141,15 @@ def scaling_panels(ax_speedup, ax_efficiency, table: pd.DataFrame, x: str, measu
     panels = [(ax, col) for ax, col in ((ax_speedup, "speedup"), (ax_efficiency, "efficiency")) if ax is not None]
     for ax, col in panels:
         extrapolation_marker(ax, measured_max, x_end)
-        if len(xs) and (col == "efficiency" or ideal_speedup):
-            ideal = np.ones_like(xs, dtype=float) if col == "efficiency" else xs / xs[0]
-            ax.plot(xs, ideal, color="#999999", ls="--", lw=1, label="ideal")
         for n, (name, rows) in enumerate(table.groupby(by, sort=False)):
             if name == "idle":
                 continue
             rows = rows.sort_values(x)
             ax.plot(rows[x], rows[col], color=COLORS.get(name, f"C{n % 10}"),
                     lw=2.2 if name == highlight else 1.2, label=name)
+        if len(xs) and (col == "efficiency" or ideal_speedup):  # on top: a series may follow it exactly
+            ideal = np.ones_like(xs, dtype=float) if col == "efficiency" else xs / xs[0]
+            ax.plot(xs, ideal, color="#555555", ls="--", lw=1, label="ideal")
         title = f"{'scaled ' if mode == 'weak' and col == 'speedup' else ''}{col}"
         base = f", baseline {x} = {xs[0]:g}" if len(xs) else ""
         ax.set_title(f"{title} ({mode} scaling{base})", fontsize=10)
