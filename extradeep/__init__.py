@@ -31,6 +31,7 @@ _EXPORTS = {
     "read_export": "extradeep.io.nsys.read",
     "inspect_export": "extradeep.io.nsys.inspect",
     "ReaderSettings": "extradeep.io.nsys.settings",
+    "SlurmOptions": "extradeep.io.cluster",
     "Experiment": "extradeep.aggregate.experiment",
     "Dataset": "extradeep.aggregate.experiment",
     # models

@@ -9,30 +9,36 @@ from __future__ import annotations
 from extradeep.aggregate.experiment import Dataset, Experiment
 from extradeep.aggregate.ingest import read_experiment
 from extradeep.errors import InputError
+from extradeep.io.cluster import connect, scheduler_from_env, scheduler_from_options
 from extradeep.predictor.exposure import add_exposure_curves
 
 
 def load_experiment(paths=None, params=None, settings=None, *, aliases=None, manifest=None,
                     dataset: Dataset | None = None, min_points: int = 5, jobs: int | None = None,
                     cache_dir=None, use_cache: bool = True, progress=None, replay: bool = True,
-                    system=None) -> Experiment:
+                    system=None, scheduler=None) -> Experiment:
     """Read profiles into an Experiment (:func:`extradeep.aggregate.ingest.read_experiment`; its
     `.problems` lists every skipped input), then, with `replay`, replay the traces of the runs at
     the largest points (:func:`extradeep.predictor.exposure.add_exposure_curves`) so the step model
     knows how much communication a step can hide. A saved experiment (`.sqlite` written by
     `Experiment.save`) is loaded as it was saved, without reading or replaying anything. `system`
     (a preset name, TOML file or :class:`extradeep.system.System`) overrides or completes the
-    cluster layout read from the exports (`settings["system"]`; also on a saved experiment)."""
+    cluster layout read from the exports (`settings["system"]`; also on a saved experiment).
+    `scheduler` (a Dask scheduler's address, "local", "slurm", a SlurmOptions or a Client; default
+    env EXTRADEEP_SCHEDULER) runs the reading and the replays on a Dask cluster, connected once
+    (:func:`extradeep.io.cluster.connect`); without it they run on this machine."""
     from extradeep.io.store import is_saved_experiment
 
     single = paths if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") else None
     if single is not None and manifest is None and is_saved_experiment(single):
         return with_system(Experiment.load(single), system)
-    experiment = read_experiment(paths, params, settings, aliases=aliases, manifest=manifest, dataset=dataset,
-                                 min_points=min_points, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache,
-                                 progress=progress)
-    if replay:
-        add_exposure_curves(experiment, cache_dir=cache_dir, use_cache=use_cache, progress=progress)
+    with connect(scheduler_from_env(scheduler), jobs=jobs) as client:
+        experiment = read_experiment(paths, params, settings, aliases=aliases, manifest=manifest, dataset=dataset,
+                                     min_points=min_points, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache,
+                                     progress=progress, scheduler=client)
+        if replay:
+            add_exposure_curves(experiment, cache_dir=cache_dir, use_cache=use_cache, progress=progress,
+                                jobs=jobs, client=client)
     return with_system(experiment, system)
 
 
@@ -85,7 +91,7 @@ def load_arguments(options: dict) -> dict:
             "manifest": options["manifest"], "dataset": dataset_from_options(options, aliases),
             "min_points": int(options["min_points"]), "jobs": options["jobs"], "cache_dir": options["cache_dir"],
             "use_cache": not options["no_cache"], "replay": not options["no_replay"],
-            "system": _system(options["system"])}
+            "system": _system(options["system"]), "scheduler": scheduler_from_options(options)}
 
 
 def _system(spec):

@@ -4,9 +4,9 @@ Nothing here replays traces: the exposure replay is its own pipeline step
 (:func:`extradeep.predictor.exposure.add_exposure_curves`, called by :func:`extradeep.load_experiment`).
 
 The per-file stage is `extradeep.io.nsys.read.read_export` (path in, small step-sum table out), so it
-can run in worker processes here and, later, on a cluster. Its results are cached per file, keyed by
-path, size, mtime, reader version and reader settings, in a cache directory (never beside the
-inputs unless asked). Bad files become one-line problems; an InputError is raised only when nothing
+runs in worker processes here or on a Dask cluster (extradeep.io.execute, extradeep.io.cluster). Its
+results are cached per file, keyed by path, size, mtime, reader version and reader settings, in a
+cache directory (never beside the inputs unless asked). Bad files become one-line problems; an InputError is raised only when nothing
 usable remains or the batch cannot be aggregated as a whole.
 """
 
@@ -21,6 +21,7 @@ from extradeep.aggregate.medians import aggregate
 from extradeep.errors import InputError
 from extradeep.io import discover
 from extradeep.io.cache import default_cache_dir, reader_version
+from extradeep.io.cluster import connect, scheduler_from_env
 from extradeep.io.execute import read_all
 from extradeep.io.nsys.layout import cluster_layout, read_placement
 from extradeep.io.nsys.settings import ReaderSettings
@@ -39,13 +40,16 @@ def read_experiment(
     cache_dir=None,
     use_cache: bool = True,
     progress=None,
+    scheduler=None,
 ) -> Experiment:
     """Read and aggregate exports into an Experiment whose `.problems` lists every skipped input.
 
     `paths`: files and/or directories (searched recursively), or None with `manifest`. `params`: the
     modeled parameter names (default: those that vary). `settings`: the reader settings passed to
     `read_export`. `progress`: None (a line on stderr), False (silent) or a callable
-    `(done, total, path)`. Bad files are skipped and listed; InputError is raised only when nothing
+    `(done, total, path)`. `scheduler`: where the files are read (see
+    :func:`extradeep.io.cluster.connect`: a Dask scheduler's address, "local", "slurm", a Client;
+    default env EXTRADEEP_SCHEDULER, else this machine's worker processes). Bad files are skipped and listed; InputError is raised only when nothing
     usable remains or the batch is inconsistent (mixed apps, a varying parameter not modeled).
 """
     aliases = discover.parse_aliases(aliases) if not isinstance(aliases, dict) else aliases
@@ -58,7 +62,8 @@ def read_experiment(
     params = choose_params(runs, params, aliases)
 
     cache = None if not use_cache else Path(cache_dir) if cache_dir else default_cache_dir()
-    results = read_all(runs, settings, jobs=jobs, cache_dir=cache, progress=progress)
+    with connect(scheduler_from_env(scheduler), jobs=jobs) as client:
+        results, worker_notes = read_all(runs, settings, jobs=jobs, cache_dir=cache, progress=progress, client=client)
     runs["sha256"] = [r["sha256"] for r in results]
     failed = [r["problem"] is not None for r in results]
     problems += [r["problem"] for r in results if r["problem"]]
@@ -74,7 +79,7 @@ def read_experiment(
     step_sums = step_sum_table(runs, frames, params)
     values, points = aggregate(step_sums, params, min_points)
     fixed = {p: _plain(runs[p].iloc[0]) for p in discover.param_columns(runs) if p not in params}
-    notes = reader_notes({path: frames[path] for path in runs["path"]})
+    notes = reader_notes({path: frames[path] for path in runs["path"]}) + worker_notes
     provenance = runs[["path", "size", "sha256", "app", "rank", "rep", *discover.param_columns(runs)]]
     experiment_settings = {
         "reader": settings.to_dict(),

@@ -41,6 +41,10 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument("--kernel-names", choices=["short", "demangled"], help="name kernels by short (default) or demangled name")
     read.add_argument("--min-points", type=int, metavar="N", help="configurations a region needs to be modeled (default 5)")
     read.add_argument("--jobs", type=int, metavar="N", help="files read in parallel (default: number of CPUs)")
+    read.add_argument("--scheduler", metavar="ADDRESS", help=(
+        "read on a Dask cluster: a scheduler address (tcp://HOST:8786) or scheduler file (.json), 'local' "
+        "(worker processes here) or 'slurm' (workers as Slurm jobs, options in the config's [slurm] table); "
+        "default env EXTRADEEP_SCHEDULER, else this machine without Dask (docs/cluster.md)"))
     read.add_argument("--cache-dir", metavar="DIR", help="cache of per-file results (default $XDG_CACHE_HOME/extradeep or ~/.cache/extradeep)")
     read.add_argument("--no-cache", action="store_true", default=None, help="read every export again and cache nothing")
     read.add_argument("--no-replay", action="store_true", default=None, help=(

@@ -1,22 +1,30 @@
 """The per-file result cache: small step-sum tables keyed by file identity, reader version and settings.
 
-Entries are pickles under `<cache>/steps/xx/<sha256>.pkl`, written atomically (temporary file, then
-rename), so concurrent readers and writers never see half an entry; an unreadable entry is a miss and
-is simply recomputed. Their mtime is their last use, so pruning drops the least recently used.
+Entries are pickles under `<cache>/steps/xx/<sha256>.pkl`, written atomically (a temporary file named
+after the host, process and thread, then rename), so the many workers of a cluster sharing one cache
+directory never see half an entry nor write into each other's temporary file; a damaged entry
+(truncated, garbage, not a result) is a miss and is simply recomputed. Their mtime is their last use, so pruning drops the least recently used.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import pickle
+import socket
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import extradeep
 from extradeep.errors import InputError
 from extradeep.io.nsys.settings import READER_VERSION
+
+if TYPE_CHECKING:
+    from extradeep.io.nsys.settings import ReaderSettings
 
 CACHE_FORMAT = 1
 CACHE_MAX_MB = 2048  # default cap of the cache; env EXTRADEEP_CACHE_MAX_MB overrides it
@@ -58,7 +66,9 @@ def read_cache(cache_dir: Path, key: str) -> dict | None:
     try:
         with open(path, "rb") as fh:
             result = pickle.load(fh)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+    except Exception:  # garbage unpickles into any error: a damaged entry is a miss
+        return None
+    if not isinstance(result, dict) or "problem" not in result:
         return None
     try:
         os.utime(path)  # mtime = last use: eviction drops the least recently used entries
@@ -110,11 +120,12 @@ def store_cache(cache_dir, key: str, result: dict) -> None:
     if cache_dir is None or result["problem"] is not None:
         return
     target = _cache_file(cache_dir, key)
+    tmp = target.with_suffix(f".{socket.gethostname()}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(f".{os.getpid()}.tmp")
         with open(tmp, "wb") as fh:
             pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, target)
-    except OSError:
-        pass  # a read-only or full cache only costs speed
+    except OSError:  # a read-only or full cache only costs speed
+        with contextlib.suppress(OSError):
+            tmp.unlink()

@@ -30,6 +30,8 @@ DEFAULTS = {
     "cache_dir": None,
     "no_cache": False,
     "no_replay": False,
+    "scheduler": None,
+    "slurm": {},
     "system": None,
     "train_samples": None,
     "val_samples": None,

@@ -1,7 +1,11 @@
-"""Running the per-file stage over a batch: cached results first, the rest in worker processes.
+"""Running the per-file stage over a batch: cached results first, the rest in this process, in local
+worker processes, or on a Dask cluster.
 
 The per-file stage (`read_one`: path in, small step-sum table out) never raises for a bad file, so
-one broken export cannot stop a batch; its problem becomes one line and the batch goes on.
+one broken export cannot stop a batch; its problem becomes one line and the batch goes on. Workers
+read files where they lie (on a cluster: the shared file system) and send back only the step sums.
+`run_tasks` is the one execution layer: the exposure replays use it too. A call whose worker died
+(killed, out of memory) is retried once, alone, then reported like a bad input; the rest is kept.
 """
 
 from __future__ import annotations
@@ -10,18 +14,150 @@ import os
 import sqlite3
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import uuid
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 
 import pandas as pd
 
 from extradeep.errors import InputError
 from extradeep.io import discover
-from extradeep.io.cache import cache_key, cache_limit_bytes, prune_cache, read_cache, store_cache
+from extradeep.io.cache import (
+    cache_key,
+    cache_limit_bytes,
+    prune_cache,
+    read_cache,
+    store_cache,
+)
 from extradeep.io.nsys.settings import ReaderSettings
 
 
-def read_all(runs: pd.DataFrame, settings: ReaderSettings, *, jobs=None, cache_dir=None, progress=None) -> list[dict]:
-    """Read every run: cached results first, the rest in `jobs` worker processes (1: in this process)."""
+class WorkerLost(str):
+    """What came back for a call whose worker died on both tries: why, as one line."""
+
+
+def run_tasks(function, calls: list[tuple], *, jobs=None, client=None, on_done=None) -> tuple[list, list[str]]:
+    """`function(*call)` for every call, in this process (jobs=1), in `jobs` local worker processes,
+    or on the Dask cluster of `client`; `on_done(i, result)` as each finishes. Returns the results
+    in call order (a WorkerLost where the worker died twice) and notes for the user."""
+    on_done = on_done or _ignore
+    if client is not None:
+        return _run_on_cluster(function, calls, client, on_done)
+    results: list = [None] * len(calls)
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(calls) or 1))
+    if jobs == 1:
+        for i, call in enumerate(calls):
+            results[i] = function(*call)
+            on_done(i, results[i])
+        return results, []
+    failed = []
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(function, *call): i for i, call in enumerate(calls)}
+        for future in as_completed(futures):
+            try:
+                results[futures[future]] = future.result()
+            except Exception:  # a worker process died (out of memory, killed): the pool is broken
+                failed.append(futures[future])
+                continue
+            on_done(futures[future], results[futures[future]])
+    # Each again alone in a fresh process, so a call that kills its process takes no other with it.
+    with ThreadPoolExecutor(max_workers=jobs) as threads:
+        futures = {threads.submit(_run_alone, function, calls[i]): i for i in failed}
+        for future in as_completed(futures):
+            try:
+                results[futures[future]] = future.result()
+            except Exception as exc:
+                results[futures[future]] = WorkerLost(f"its worker process died twice ({_why_exception(exc)})")
+            on_done(futures[future], results[futures[future]])
+    return results, _retry_notes(len(failed), lost=0)
+
+
+def _ignore(i, result) -> None:
+    pass
+
+
+def _run_alone(function, call):
+    with ProcessPoolExecutor(max_workers=1) as pool:
+        return pool.submit(function, *call).result()
+
+
+def _run_on_cluster(function, calls, client, on_done) -> tuple[list, list[str]]:
+    from distributed import as_completed as completed
+
+    results: list = [None] * len(calls)
+    batch = f"{getattr(function, '__name__', 'task')}-{uuid.uuid4().hex[:8]}"
+    before = _worker_addresses(client)
+
+    def submit(i, attempt):
+        return client.submit(function, *calls[i], key=f"{batch}-{i}-{attempt}", pure=False)
+
+    futures = {submit(i, 0): (i, 0) for i in range(len(calls))}
+    retried = finished = 0
+    try:
+        pending = completed(futures)
+        for future in pending:
+            i, attempt = futures.pop(future)
+            if future.status != "finished" and client.status != "running":
+                raise _lost_scheduler(client, finished, len(calls), _why(future))
+            if future.status == "finished":
+                results[i] = future.result()
+            elif attempt == 0:
+                retried += 1
+                retry = submit(i, 1)
+                futures[retry] = (i, 1)
+                pending.add(retry)
+                continue
+            else:
+                results[i] = WorkerLost(f"its worker died twice ({_why(future)})")
+            finished += 1
+            on_done(i, results[i])
+    except InputError:
+        raise
+    except Exception as exc:
+        if client.status == "running":
+            raise
+        raise _lost_scheduler(client, finished, len(calls), type(exc).__name__) from None
+    lost = len(before - _worker_addresses(client))
+    return results, _retry_notes(retried, lost)
+
+
+def _lost_scheduler(client, finished: int, total: int, why: str) -> InputError:
+    """The scheduler went away: one line (dask's own logging is quiet), and what is done stays cached."""
+    return InputError(str(client.scheduler.address), (
+        f"lost the Dask scheduler after {finished} of {total} task(s) ({why}); with the cache on, "
+        "what was read is not read again when you run once more"))
+
+
+def _worker_addresses(client) -> set[str]:
+    try:
+        return set(client.scheduler_info().get("workers", {}))
+    except Exception:  # only feeds a note
+        return set()
+
+
+def _why(future) -> str:
+    if future.status == "cancelled":
+        return "cancelled"
+    return _why_exception(future.exception())
+
+
+def _why_exception(exc) -> str:
+    text = (str(exc).strip().splitlines() or [""])[0][:160]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _retry_notes(retried: int, lost: int) -> list[str]:
+    notes = []
+    if lost:
+        notes.append(f"{lost} worker(s) left the cluster while reading; their work was done again")
+    if retried:
+        notes.append(f"{retried} task(s) ran a second time because a worker died")
+    return notes
+
+
+def read_all(runs: pd.DataFrame, settings: ReaderSettings, *, jobs=None, cache_dir=None, progress=None,
+             client=None) -> tuple[list[dict], list[str]]:
+    """Read every run: cached results first, the rest by `run_tasks` (in `jobs` local worker
+    processes, or on the Dask cluster of `client`). Returns one result per run and notes."""
     limit = cache_limit_bytes() if cache_dir is not None else None  # a bad setting fails before reading
     tasks = [(row.path, row.size, row.mtime_ns) for row in runs.itertuples(index=False)]
     keys = [cache_key(*task, settings) for task in tasks]
@@ -32,28 +168,30 @@ def read_all(runs: pd.DataFrame, settings: ReaderSettings, *, jobs=None, cache_d
             results[i] = hit
             bar.update(tasks[i][0], cached=True)
     todo = [i for i in range(len(tasks)) if results[i] is None]
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
-    if jobs == 1:
-        for i in todo:
-            results[i] = read_one(tasks[i][0], settings)
-            store_cache(cache_dir, keys[i], results[i])
-            bar.update(tasks[i][0])
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(read_one, tasks[i][0], settings): i for i in todo}
-            for future in as_completed(futures):
-                i = futures[future]
-                try:
-                    results[i] = future.result()
-                except Exception as exc:  # a worker died (out of memory, killed): report, go on
-                    results[i] = {"path": tasks[i][0], "sha256": None, "frame": None,
-                                  "problem": f"{tasks[i][0]}: reading failed ({type(exc).__name__}: {exc})"}
-                store_cache(cache_dir, keys[i], results[i])
-                bar.update(tasks[i][0])
+
+    def done(j, result):
+        i = todo[j]
+        if isinstance(result, WorkerLost):
+            result = {"path": tasks[i][0], "sha256": None, "frame": None, "problem": f"{tasks[i][0]}: reading failed: {result}"}
+        elif client is not None:  # the workers' cache may not be this machine's
+            store_cache(cache_dir, keys[i], result)
+        results[i] = result
+        bar.update(tasks[i][0])
+
+    calls = [(tasks[i][0], settings, keys[i], cache_dir) for i in todo]
+    _, notes = run_tasks(read_and_store, calls, jobs=jobs, client=client, on_done=done)
     bar.close()
     if cache_dir is not None:
         prune_cache(cache_dir, limit)
-    return results
+    return results, notes
+
+
+def read_and_store(path: str, settings: ReaderSettings, key: str, cache_dir) -> dict:
+    """The task a worker runs: `read_one`, its result cached where the worker is (so a finished
+    file is not read again even when the caller or the scheduler goes away)."""
+    result = read_one(path, settings)
+    store_cache(cache_dir, key, result)
+    return result
 
 
 def read_one(path: str, settings: ReaderSettings) -> dict:

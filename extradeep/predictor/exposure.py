@@ -81,52 +81,81 @@ def curve_frame(k: np.ndarray, step: np.ndarray) -> pd.DataFrame:
 TRACED_POINTS = 3  # the largest points get an exposure curve: evaluation often holds out the top one or two
 
 
-def add_exposure_curves(experiment, *, cache_dir=None, use_cache: bool = True, progress=None):
+def add_exposure_curves(experiment, *, cache_dir=None, use_cache: bool = True, progress=None, jobs=None,
+                        client=None):
     """The pipeline step after aggregation: replay the runs at the TRACED_POINTS largest points of
     `experiment` (at each, the repetition with the most ranks) and keep their exposure curves in
     `experiment.settings["exposure"]` as {"point", "rep", "k", "hidden"}; a run that cannot be replayed
-    becomes a note in `settings["notes"]`. Curves are cached like the per-file results. Returns the
+    becomes a note in `settings["notes"]`. Curves are cached like the per-file results; the replays
+    not cached run side by side (`jobs` local processes, or the Dask cluster of `client`). Returns the
     experiment (changed in place)."""
-    from extradeep.io.cache import default_cache_dir
+    from extradeep.io.cache import default_cache_dir, read_cache, store_cache
+    from extradeep.io.execute import WorkerLost, run_tasks
     from extradeep.io.nsys.settings import ReaderSettings
 
     cache = None if not use_cache else Path(cache_dir) if cache_dir else default_cache_dir()
-    runs, params = experiment.provenance, list(experiment.params)
     settings = ReaderSettings.from_any(experiment.settings.get("reader"))
+    traced = _traced_runs(experiment)
+    keys = [_curve_key(chosen, settings) for _, chosen, _ in traced]
+    outcomes = [read_cache(cache, key) if cache is not None else None for key in keys]
+    todo = [i for i, outcome in enumerate(outcomes) if outcome is None]
+    if todo and progress is None:
+        print(f"replaying the traces of {len(todo)} run(s) to see how much communication a step hides",
+              file=sys.stderr)
+    calls = [(list(traced[i][1]["path"]), settings, keys[i], cache) for i in todo]
+    done, worker_notes = run_tasks(replay_and_store, calls, jobs=jobs, client=client)
+    for i, outcome in zip(todo, done):
+        if isinstance(outcome, WorkerLost):
+            outcome = {"problem": str(outcome), "curve": None}
+        elif client is not None:  # the workers' cache may not be this machine's
+            store_cache(cache, keys[i], outcome)
+        outcomes[i] = outcome
+    curves, notes = [], []
+    for (run, _, where), outcome in zip(traced, outcomes):
+        if outcome["problem"] is not None:
+            notes.append(f"the traces of {where} could not be replayed ({outcome['problem']})")
+        elif outcome["curve"]:
+            params = list(experiment.params)
+            curves.append({"point": {p: _plain(run[p]) for p in params}, "rep": _plain(run["rep"]), **outcome["curve"]})
+    experiment.settings["exposure"] = curves
+    experiment.settings["notes"] = list(experiment.settings.get("notes", [])) + notes + worker_notes
+    return experiment
+
+
+def _traced_runs(experiment) -> list[tuple]:
+    """(run row, its exports, "where" words) at each of the TRACED_POINTS largest points: the
+    repetition with the most ranks read."""
+    runs, params = experiment.provenance, list(experiment.params)
     files = runs.groupby([*params, "rep"], sort=True).size().reset_index(name="ranks_read")
     points = files[params].drop_duplicates().tail(TRACED_POINTS)
-    curves, notes = [], []
+    traced = []
     for values in points.itertuples(index=False):
         at = files[(files[params] == list(values)).all(axis=1)]
         run = at.sort_values(["ranks_read", "rep"], ascending=[False, True]).iloc[0]
         chosen = runs[(runs[params] == run[params]).all(axis=1) & (runs["rep"] == run["rep"])]
         where = ", ".join(f"{k}={_plain(run[k])}" for k in params) + f", repetition {_plain(run['rep'])}"
-        curve, note = _traced_exposure(chosen, where, settings, cache, progress)
-        if curve:
-            curves.append({"point": {p: _plain(run[p]) for p in params}, "rep": _plain(run["rep"]), **curve})
-        notes += [note] if note else []
-    experiment.settings["exposure"] = curves
-    experiment.settings["notes"] = list(experiment.settings.get("notes", [])) + notes
-    return experiment
+        traced.append((run, chosen, where))
+    return traced
 
 
-def _traced_exposure(chosen: pd.DataFrame, where: str, settings, cache_dir, progress) -> tuple[dict | None, str | None]:
-    from extradeep.io.cache import read_cache, reader_version, store_cache
+def _curve_key(chosen: pd.DataFrame, settings) -> str:
+    from extradeep.io.cache import reader_version
 
-    key = hashlib.sha256(json.dumps(["exposure", predictor_version(), reader_version(), settings.key(),
-                                     sorted(map(str, chosen["sha256"]))]).encode()).hexdigest()
-    cached = read_cache(cache_dir, key) if cache_dir is not None else None
-    if cached is None:
-        if progress is None:
-            print(f"replaying {len(chosen)} export(s) of {where} to see how much communication a step hides",
-                  file=sys.stderr)
-        try:
-            curve = exposure_curve(list(chosen["path"]), settings=settings)
-            cached = {"problem": None, "curve": None if curve.empty else curve[["k", "hidden"]].to_dict("list")}
-        except Exception as exc:  # the replay only refines the step model: a failure must not stop modeling
-            return None, f"the traces of {where} could not be replayed ({type(exc).__name__}: {exc})"
-        store_cache(cache_dir, key, cached)
-    return cached["curve"], None
+    return hashlib.sha256(json.dumps(["exposure", predictor_version(), reader_version(), settings.key(),
+                                      sorted(map(str, chosen["sha256"]))]).encode()).hexdigest()
+
+
+def replay_and_store(paths: list[str], settings, key: str, cache_dir) -> dict:
+    """The task a worker runs: one run's exposure curve as {"problem", "curve"}, cached when it worked."""
+    from extradeep.io.cache import store_cache
+
+    try:
+        curve = exposure_curve(paths, settings=settings)
+    except Exception as exc:  # the replay only refines the step model: a failure must not stop modeling
+        return {"problem": f"{type(exc).__name__}: {exc}", "curve": None}
+    outcome = {"problem": None, "curve": None if curve.empty else curve[["k", "hidden"]].to_dict("list")}
+    store_cache(cache_dir, key, outcome)
+    return outcome
 
 
 @functools.lru_cache(maxsize=1)
