@@ -83,6 +83,11 @@ def test_every_plot_tab_draws_what_the_report_panel_draws(opened, show_tab):
         assert drawn(tab.axes[0]) == drawn(ax)
         labels = [t.get_text() for t in tab.axes[0].get_yticklabels()]
         assert labels == [t.get_text() for t in ax.get_yticklabels()] and len(labels) > 3
+        # Every bar's label is whole on the canvas and none overlaps the next (sized to the content).
+        tab.canvas.draw()
+        boxes = sorted((t.get_window_extent() for t in tab.axes[0].get_yticklabels()), key=lambda b: b.y0)
+        assert all(b.x0 >= 0 for b in boxes)
+        assert all(low.y1 <= high.y0 + 0.5 for low, high in zip(boxes, boxes[1:]))
     finally:
         show_tab(window, "Model")
 
@@ -107,4 +112,26 @@ def test_kept_axes_redraw_like_a_fresh_tab(opened, show_tab):
         fresh.deleteLater()
     finally:
         window.regions.select_rows([])
+        show_tab(window, "Model")
+
+
+def test_log_axes_hold_across_redraws_and_show_positive_ranges(opened, show_tab):
+    """log x / log y put the plot tabs' axes on a log scale that survives a redraw, with limits the
+    data fill (no bottom of 0 on a log axis); unticked, the axes are linear again."""
+    window = opened
+    try:
+        for title in ("Model", "Speedup", "Cost", "Breakdown"):
+            tab = show_tab(window, title)
+            tab.log_x.setChecked(True)
+            tab.log_y.setChecked(True)
+            window.refresh_current()  # a redraw with the boxes ticked
+            tab.canvas.draw()
+            for ax in tab.axes:
+                assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log"), title
+                assert ax.get_ylim()[0] > 0 and ax.get_xlim()[0] > 0, title
+            tab.log_x.setChecked(False)
+            tab.log_y.setChecked(False)
+            window.refresh_current()
+            assert all((ax.get_xscale(), ax.get_yscale()) == ("linear", "linear") for ax in tab.axes), title
+    finally:
         show_tab(window, "Model")

@@ -62,7 +62,7 @@ def test_speedup_efficiency_and_breakdown_are_drawn_from_the_models(opened, show
     for title in ("Speedup", "Efficiency"):
         tab = show_tab(opened, title)
         assert tab.has_plot, tab.message.text()
-        line = next(l for l in tab.figure.axes[0].get_lines() if l.get_label().startswith("application"))
+        line = next(ln for ln in tab.figure.axes[0].get_lines() if ln.get_label().startswith("application"))
         x, y = line.get_data()
         app = opened.app_models
         model = app.model(app.time_quantity)
