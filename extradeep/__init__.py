@@ -29,6 +29,7 @@ _EXPORTS = {
     "read_experiment": "extradeep.aggregate.ingest",
     "add_exposure_curves": "extradeep.predictor.exposure",
     "read_export": "extradeep.io.nsys.read",
+    "read_profile": "extradeep.io.read",
     "inspect_export": "extradeep.io.nsys.inspect",
     "ReaderSettings": "extradeep.io.nsys.settings",
     "SlurmOptions": "extradeep.io.cluster",

@@ -1,8 +1,12 @@
-"""Shared fixtures: real exports from ../shared/real_nsys (env EXTRADEEP_REAL_NSYS) and simulator output."""
+"""Shared fixtures: real exports from ../shared/real_nsys (env EXTRADEEP_REAL_NSYS), real Kineto traces from
+../shared/real_kineto (env EXTRADEEP_REAL_KINETO) and simulator output."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -11,6 +15,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 REPO = Path(__file__).resolve().parent.parent
 REAL_NSYS = Path(os.environ.get("EXTRADEEP_REAL_NSYS", REPO.parent / "shared" / "real_nsys"))
+REAL_KINETO = Path(os.environ.get("EXTRADEEP_REAL_KINETO", REPO.parent / "shared" / "real_kineto"))
 
 
 def real_exports() -> list[Path]:
@@ -29,3 +34,50 @@ def require_real(name: str | None = None) -> Path:
             pytest.fail(f"real exports required but {REAL_NSYS} is absent")
         pytest.skip(f"real Nsight exports not found at {REAL_NSYS} (set EXTRADEEP_REAL_NSYS)")
     return REAL_NSYS if name is None else REAL_NSYS / name
+
+
+def real_kineto_traces() -> list[Path]:
+    return sorted(REAL_KINETO.glob("*.json.gz")) if REAL_KINETO.is_dir() else []
+
+
+def require_real_kineto(name: str | None = None) -> Path:
+    """Path of the real Kineto traces folder (or one file in it); skips, or fails when
+    EXTRADEEP_REQUIRE_REAL_KINETO is set (CI), when absent."""
+    if not REAL_KINETO.is_dir():
+        if os.environ.get("EXTRADEEP_REQUIRE_REAL_KINETO"):
+            pytest.fail(f"real Kineto traces required but {REAL_KINETO} is absent")
+        pytest.skip(f"real Kineto traces not found at {REAL_KINETO} (set EXTRADEEP_REAL_KINETO)")
+    return REAL_KINETO if name is None else REAL_KINETO / name
+
+
+def pytest_generate_tests(metafunc):
+    """`real_trace` runs a test once per real Kineto trace (skipped, or failed under CI, when absent)."""
+    if "real_trace" in metafunc.fixturenames:
+        names = [p.name for p in real_kineto_traces()] or [None]
+        metafunc.parametrize("real_trace_name", names, ids=[(n or "absent")[5:45] for n in names])
+
+
+@pytest.fixture
+def real_trace(real_trace_name) -> Path:
+    return require_real_kineto(real_trace_name) if real_trace_name else require_real_kineto()
+
+
+@pytest.fixture(scope="session")
+def real_kineto():
+    """real_kineto(name) -> path of one real Kineto trace (skips, or fails under CI, when absent)."""
+    return require_real_kineto
+
+
+@pytest.fixture(scope="session")
+def plain_json():
+    """A gzip JSON trace as the standard library reads it, numbers with a fraction as exact
+    Decimals: the independent reference for counts and times."""
+    cache = {}
+
+    def load(path: Path) -> dict:
+        if path not in cache:
+            with gzip.open(path) as fh:
+                cache[path] = json.load(fh, parse_float=Decimal)
+        return cache[path]
+
+    return load

@@ -1,4 +1,4 @@
-"""`extradeep inspect PATH...`: what an Nsight Systems export holds and which step marks it has."""
+"""`extradeep inspect PATH...`: what an Nsight Systems export or Kineto trace holds and which step marks it has."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ import argparse
 import json
 import sys
 
-HELP = "show what Nsight Systems exports hold: version, tables, GPUs, NVTX names, step marks, event counts"
+HELP = "show what profiles hold (nsys exports, Kineto traces): version, GPUs, ranks, step marks, event counts"
 DESCRIPTION = """\
 For each export: the nsys version, tables with row counts, GPUs, NVTX domains, the most frequent
 NVTX range names, which step convention matched (and how many epochs and steps it found), and
-event counts by category and, for kernels, by device. Use it to check profiles before modeling
+event counts by category and, for kernels, by device. For a PyTorch profiler (Kineto) trace: the
+rank and world size, GPUs, events per trace category, step marks and the most frequent
+record_function annotations. Use it to check profiles before modeling
 and to write --train-step-pattern when your step marks are not recognised.
 
 A file that cannot be read gets one line on stderr; the others are still shown. The exit status
@@ -18,7 +20,7 @@ is non-zero only when no file could be read."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="PATH", help="Nsight Systems SQLite exports, or directories of them (searched recursively)")
+    parser.add_argument("files", nargs="+", metavar="PATH", help="Nsight Systems SQLite exports or Kineto JSON traces, or directories of them (searched recursively)")
     parser.add_argument("--json", action="store_true", help="print one JSON document (files and problems) for scripts")
     parser.add_argument("--top", type=int, default=10, metavar="N", help="how many of the most frequent NVTX range names to list (default 10)")
     marks = parser.add_argument_group("step marks (as for model and report)")
@@ -31,8 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from extradeep.errors import InputError
+    from extradeep.io.kineto.inspect import format_text as format_trace
+    from extradeep.io.kineto.inspect import inspect_trace
     from extradeep.io.nsys.inspect import format_text, inspect_export
     from extradeep.io.nsys.settings import ReaderSettings
+    from extradeep.io.read import KINETO, profile_format
 
     if args.top < 0:
         raise InputError("--top", f"must be at least 0, got {args.top}")
@@ -42,14 +47,18 @@ def run(args: argparse.Namespace) -> int:
     infos, problems = [], []
     for path in paths:
         try:
-            info = inspect_export(path, settings, top=args.top)
+            if profile_format(path) == KINETO:
+                info = inspect_trace(path, settings, top=args.top)
+            else:
+                info = inspect_export(path, settings, top=args.top)
         except InputError as exc:
             problems.append(str(exc))
             print(f"extradeep: error: {exc}", file=sys.stderr)
             continue
         infos.append(info)
         if not args.json:
-            print(format_text(info) + "\n")
+            text = format_trace(info) if info.get("format") == KINETO else format_text(info)
+            print(text + "\n")
     if args.json:
         json.dump({"files": infos, "problems": problems}, sys.stdout, indent=2)
         print()
@@ -59,8 +68,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _expand(given: str) -> list[str]:
-    """A directory stands for the *.sqlite files below it; anything else is passed on as is."""
+    """A directory stands for the profiles below it (as `model` finds them); anything else is
+    passed on as is."""
     from pathlib import Path
 
-    path = Path(given)
-    return sorted(str(p) for p in path.rglob("*.sqlite")) if path.is_dir() else [given]
+    from extradeep.io.discover import find_exports
+
+    return [str(p) for p in find_exports(given)[0]] if Path(given).is_dir() else [given]

@@ -172,12 +172,15 @@ def progress_line(message: str) -> None:
 
 
 def is_extrap_text(profiles: list[str]) -> bool:
-    """One plain-text file (not SQLite) among PROFILES: an Extra-P text input. A name ending in
-    .sqlite goes to the export reader, which says when it is not an SQLite database."""
-    if len(profiles) != 1 or not Path(profiles[0]).is_file() or profiles[0].lower().endswith(".sqlite"):
+    """One plain-text file (not SQLite, not a Kineto trace) among PROFILES: an Extra-P text input. A
+    profile's name (.sqlite, .json[.gz]) goes to its reader, which says when the content is wrong."""
+    from extradeep.io.read import GZIP_MAGIC, SQLITE_MAGIC, format_by_name
+
+    if len(profiles) != 1 or not Path(profiles[0]).is_file() or format_by_name(profiles[0]) is not None:
         return False
     with open(profiles[0], "rb") as handle:
-        return not handle.read(16).startswith(b"SQLite format 3")
+        head = handle.read(64)
+    return not head.startswith((SQLITE_MAGIC, GZIP_MAGIC)) and head.lstrip()[:1] not in (b"{", b"[")
 
 
 def analysis_from_args(args):

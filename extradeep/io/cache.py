@@ -39,12 +39,13 @@ def default_cache_dir() -> Path:
 def reader_version() -> str:
     """extradeep's version plus a digest of the reader's sources, so any reader change invalidates
     cached results (developers edit the reader without bumping versions)."""
-    return f"{extradeep.__version__}+{sources_digest(f'{extradeep.__version__} {READER_VERSION}', 'io/nsys')}"
+    return f"{extradeep.__version__}+{sources_digest(f'{extradeep.__version__} {READER_VERSION}', 'io/nsys', 'io/kineto')}"
 
 
-def sources_digest(seed: str, package: str) -> str:
+def sources_digest(seed: str, *packages: str) -> str:
     digest = hashlib.sha256(seed.encode())
-    for source in sorted((Path(extradeep.__file__).parent / package).glob("*.py")):
+    sources = [s for package in packages for s in sorted((Path(extradeep.__file__).parent / package).glob("*.py"))]
+    for source in sources:
         digest.update(source.read_bytes())
     return digest.hexdigest()[:12]
 

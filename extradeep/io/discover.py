@@ -1,4 +1,4 @@
-"""Find Nsight Systems exports and learn each one's configuration point, rank and repetition.
+"""Find profiles (Nsight Systems exports, Kineto traces) and learn each one's configuration point, rank and repetition.
 
 Parameters come from file names in the Extra-Deep convention (`app.p4.b32.r2.mpi3.sqlite`) or from an
 explicit manifest (CSV or TOML). The result is a runs table, one row per export:
@@ -17,6 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from extradeep.errors import InputError
+from extradeep.io.kineto.load import looks_like_trace
+from extradeep.io.read import KINETO, NSYS, format_by_name, strip_suffix
 
 # Tokens map to names; the reserved names "rank" and "rep" say which token is which.
 DEFAULT_ALIASES = {"p": "ranks", "r": "rep", "mpi": "rank"}
@@ -48,7 +50,7 @@ def parse_name(name: str, aliases: dict | None = None) -> dict:
     number, so `rate0.1` is the parameter `rate`, never the repetition `r`.
     """
     aliases = DEFAULT_ALIASES if aliases is None else aliases
-    stem = name[: -len(EXPORT_SUFFIX)] if name.endswith(EXPORT_SUFFIX) else name
+    stem = strip_suffix(name)
     app, dot, rest = stem.partition(".")
     rest = dot + rest
     parsed: dict = {"app": app}
@@ -94,7 +96,7 @@ def find_exports(paths) -> tuple[list[Path], list[str]]:
     for given in [paths] if isinstance(paths, (str, Path)) else paths:
         path = Path(given)
         if path.is_dir():
-            exports = sorted(p for p in path.rglob(f"*{EXPORT_SUFFIX}") if p.is_file())
+            exports = sorted(p for p in path.rglob("*") if p.is_file() and _is_profile(p))
             reports = [p for p in path.rglob("*.nsys-rep") if not p.with_suffix(EXPORT_SUFFIX).exists()]
             if reports:
                 problems.append(
@@ -102,7 +104,7 @@ def find_exports(paths) -> tuple[list[Path], list[str]]:
                     "(run: nsys export --type sqlite FILE.nsys-rep)"
                 )
             if not exports:
-                problems.append(f"{path}: no *{EXPORT_SUFFIX} exports found in this directory")
+                problems.append(f"{path}: no profiles (*{EXPORT_SUFFIX} exports or *.json[.gz] Kineto traces) found in this directory")
             found.extend(exports)
         elif path.is_file():
             found.append(path)
@@ -110,6 +112,30 @@ def find_exports(paths) -> tuple[list[Path], list[str]]:
             problems.append(f"{path}: no such file or directory")
     unique = list(dict.fromkeys(p.resolve() for p in found))
     return unique, problems
+
+
+def _is_profile(path: Path) -> bool:
+    """In a folder: nsys exports by name, Kineto traces by name and a look at their first bytes
+    (folders also hold truth.json, --json outputs and other JSON that are no traces)."""
+    fmt = format_by_name(path)
+    return fmt == NSYS or (fmt == KINETO and looks_like_trace(path))
+
+
+def one_format_per_run(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """A run (point and repetition) profiled in both formats counts once: its nsys exports are used
+    (they hold more: OS runtime calls, NVTX payloads), its Kineto traces are skipped, one line per run."""
+    if runs.empty:
+        return runs, []
+    fmt = runs["path"].map(format_by_name).fillna(NSYS)
+    keys = param_columns(runs) + ["rep"]
+    both = fmt.groupby([runs[k] for k in keys], dropna=False).transform("nunique") > 1
+    drop = both & (fmt == KINETO)
+    problems = []
+    for _, group in runs[drop].groupby(keys, dropna=False, sort=True):
+        label = _point_label(group.iloc[0], keys)
+        problems.append(f"{label}: profiled as nsys exports and as Kineto traces; using the nsys exports, "
+                        f"skipping {len(group)} Kineto trace(s)")
+    return runs[~drop].reset_index(drop=True), problems
 
 
 def runs_from_names(paths, aliases: dict | None = None) -> tuple[pd.DataFrame, list[str]]:
@@ -351,5 +377,6 @@ def validate_runs(runs: pd.DataFrame, problems: list[str]) -> tuple[pd.DataFrame
         absent = ", ".join(k for k in params if pd.isna(row[k]))
         problems.append(f"{row['path']}: has no value for parameter(s) {absent} that other files have; skipped")
     runs = runs[~incomplete].reset_index(drop=True)
+    runs, twice = one_format_per_run(runs)
     runs, conflicts = drop_conflicts(runs)
-    return runs, problems + conflicts
+    return runs, problems + twice + conflicts

@@ -195,14 +195,14 @@ def read_and_store(path: str, settings: ReaderSettings, key: str, cache_dir) -> 
 
 
 def read_one(path: str, settings: ReaderSettings) -> dict:
-    """The per-file stage: sha256 and step sums of one export, or a one-line problem. Never raises
+    """The per-file stage: sha256 and step sums of one profile (nsys export or Kineto trace), or a one-line problem. Never raises
     for a bad file, so one broken export cannot stop a batch."""
-    from extradeep.io.nsys import read as nsys_read
+    from extradeep.io.read import read_profile
 
     result = {"path": path, "sha256": None, "frame": None, "problem": None}
     try:
         result["sha256"] = discover.file_sha256(path)
-        frame = nsys_read.read_export(path, settings)
+        frame = read_profile(path, settings)
         if frame.empty:
             raise InputError(path, "no measurements inside the step marks")
         result["frame"] = frame

@@ -76,7 +76,7 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
 
     paths, problems = find_exports(run_dir)
     if not paths:
-        raise InputError(run_dir, "; ".join(problems) or "no .sqlite exports found")
+        raise InputError(run_dir, "; ".join(problems) or "no profiles (.sqlite exports or Kineto .json[.gz] traces) found")
     rows = []
     for p in paths:
         try:
@@ -110,13 +110,15 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
 
 
 def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "drop", models=None,
-            point: dict | None = None, progress: bool = False) -> Prediction:
+            point: dict | None = None, progress: bool = False, settings=None) -> Prediction:
     """Replay one run's traces, compare with the measured step times, and replay each what-if.
 
     `what_if`: spec strings or WhatIf objects (see `extradeep.predictor.whatif`); each is replayed
     on its own (items joined with ';' in one spec are one scenario; `combine_what_ifs` merges
     several scenarios into one). `models`: PMNF models (a `fit_models` table with columns region and model) for
     `pmnf.PARAM=V` changes; `point`: the run's parameter values (parsed from file names when absent).
+    `settings`: the reader's step conventions (ReaderSettings, dict or None), e.g. a
+    `train_step_pattern` that makes an annotation's instances the steps to analyse.
     """
     what_if = [what_if] if isinstance(what_if, (str, WhatIf)) else list(what_if)
     scenarios = [w if isinstance(w, WhatIf) else parse_what_if(w) for w in what_if]
@@ -125,7 +127,7 @@ def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "dr
     point = dict(parsed_point if point is None else point)
     _check_pmnf(scenarios, models, point)
     _progress(progress, f"reading {len(paths)} export(s)")
-    trace = load_trace(paths)
+    trace = load_trace(paths, settings=settings)
     _progress(progress, f"building the dependency graph ({len(trace.ops)} ops)")
     graph = build_graph(trace, gpu_gaps=gpu_gaps)
     warnings = unmatched_patterns(scenarios, graph.nodes)

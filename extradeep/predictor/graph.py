@@ -31,10 +31,19 @@ CLOCK_SLACK = 20e-6
 LATENCY_QUANTILE = 0.1
 BLOCKING_PREFIXES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
                      "cudaCtxSynchronize", "cuStreamSynchronize", "cuCtxSynchronize",
-                     "cuEventSynchronize", "cudaThreadSynchronize")
+                     "cuEventSynchronize", "cudaThreadSynchronize",
+                     "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize")  # ROCm traces
 # Synchronous copies block the caller until their own GPU copy has finished.
 BLOCKING_COPY_PREFIXES = ("cudaMemcpy_", "cudaMemcpy2D_", "cudaMemcpy3D_", "cudaMemset_",
                           "cuMemcpyDtoH_", "cuMemcpyHtoD_", "cuMemcpy_")
+# the same calls as Kineto names them (no nsys version suffix such as _v3020)
+BLOCKING_COPY_NAMES = tuple(p.rstrip("_") for p in BLOCKING_COPY_PREFIXES) + ("hipMemcpy", "hipMemset")
+
+
+
+
+def is_blocking_copy(name: str) -> bool:
+    return name.startswith(BLOCKING_COPY_PREFIXES) or name in BLOCKING_COPY_NAMES
 
 
 @dataclass
@@ -197,7 +206,7 @@ def _waited_ops(nodes, events: _EventIndex, index: _QueueIndex, call: pd.Series,
         recorded = events.recorded_op(index, rank, sync["event_id"], t)
         if recorded:
             return recorded  # else no record rows: fall back to every stream, pruned by the caller
-    if call["name"].startswith(BLOCKING_COPY_PREFIXES):
+    if is_blocking_copy(call["name"]):
         own = (nodes["rank"] == rank) & (nodes["corr"] == call["corr"]) & nodes["is_gpu"]
         return [int(i) for i in nodes.index[own]]
     return index.last_before(rank, index.rank_queues(rank), t)
@@ -214,7 +223,8 @@ def _add_wakes(nodes: pd.DataFrame, trace: RunTrace, index: _QueueIndex):
     syncs = trace.syncs[trace.syncs["sync_type"].isin([1, 3, 4])]
     by_corr = {(s.rank, s.corr): s for s in syncs.itertuples(index=False)}
     cpu = nodes[(~nodes["is_gpu"]) & (nodes["kind"] == "runtime")]
-    blocking = cpu["name"].str.startswith(BLOCKING_PREFIXES + BLOCKING_COPY_PREFIXES).to_numpy().copy()
+    blocking = (cpu["name"].str.startswith(BLOCKING_PREFIXES + BLOCKING_COPY_PREFIXES)
+                | cpu["name"].isin(BLOCKING_COPY_NAMES)).to_numpy().copy()
     # a sync row marks a blocking call, except for polls such as cudaEventQuery / cudaStreamQuery
     polls = cpu["name"].str.contains("Query", regex=False).to_numpy()
     blocking |= np.array([k in by_corr for k in zip(cpu["rank"], cpu["corr"])], dtype=bool) & ~polls

@@ -23,6 +23,8 @@ from extradeep.io.nsys.connect import open_readonly
 from extradeep.io.nsys.events import NULL_INT
 from extradeep.io.nsys.schema import NVTX_RANGE_TYPES, schema_of
 from extradeep.io.nsys.steps import find_steps
+from extradeep.io.read import KINETO, profile_format
+from extradeep.predictor.kineto_trace import read_trace_file
 
 OP_COLUMNS = ["rank", "queue", "is_gpu", "kind", "name", "category", "start", "end", "corr", "bytes"]
 # MPI calls every rank makes together; they are synchronised across ranks like NCCL collectives
@@ -176,7 +178,10 @@ def _why_nothing_to_replay(conn) -> str:
 
 def read_file(path: str | Path, settings=None) -> dict:
     """Raw frames of one export, keyed by process id (no rank numbers yet); `settings`: the
-    reader's step conventions (`extradeep.io.nsys.settings.ReaderSettings`, dict or None)."""
+    reader's step conventions (`extradeep.io.nsys.settings.ReaderSettings`, dict or None). Kineto
+    traces (by content) give the same frames (`extradeep.predictor.kineto_trace`)."""
+    if profile_format(path) == KINETO:
+        return read_trace_file(path, settings, _steps)
     conn = open_readonly(path)
     try:
         gpu, runtime = _gpu_ops(conn), _runtime(conn)

@@ -26,6 +26,7 @@ from extradeep.simulate.catalogue import (
 from extradeep.simulate.engine import Engine
 from extradeep.simulate.program import MARKS, LoopConfig, TrainingProgram
 from extradeep.simulate.schema import LAYOUTS, load_layout
+from extradeep.simulate.kineto_writer import kineto_name, write_kineto_rank
 from extradeep.simulate.writer import Placement, RunColumns, write_rank
 from extradeep.system import ALGORITHMS, collective_kind, collective_time, load_system
 
@@ -51,7 +52,7 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
              noise=(0.02, 0.01, 0.01), seed: int = 0,
              warmup_factor: float = 1.3, imbalance: float | None = None, truth_replicates: int = 8,
              clock_offset_ns: float = 0.0, topology=None, algorithm: str = "ring",
-             truth_ranks=(), progress: bool = False) -> Simulation:
+             truth_ranks=(), formats=("nsys",), progress: bool = False) -> Simulation:
     """Simulate every point of the parameter grid and write its exports and truth.json.
 
     ``topology``: None (every rank its own host, collectives as in the catalogue) or a
@@ -59,7 +60,11 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
     exports carry that layout (host names, the node's GPUs) and every collective costs
     :func:`extradeep.system.collective_time` with ``algorithm``. ``truth_ranks``: further rank counts
     (other parameters at their first value) whose truth is computed without writing files, to check
-    predictions against."""
+    predictions against. ``formats``: "nsys" (SQLite exports) and/or "kineto" (the same records as
+    PyTorch profiler traces)."""
+    formats = (formats,) if isinstance(formats, str) else tuple(formats)
+    if not formats or set(formats) - {"nsys", "kineto"}:
+        raise InputError(None, f"formats must be 'nsys' and/or 'kineto', not {formats!r}")
     params = dict(params or {"ranks": [2, 4, 6, 8, 10]})
     system = None if topology is None else load_system(topology)
     if algorithm not in ALGORITHMS:
@@ -130,9 +135,15 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
             columns = RunColumns(rec, ops, op_bytes, offsets, placement)
             for rank in range(ranks):
                 name = _file_name(app, point, prefixes, rep, rank)
-                write_rank(outdir / name, lay, columns, rank, nvtx_strings)
-                files.append(name)
-                rows.append({"path": str(outdir / name), **point, "rep": rep, "rank": rank})
+                if "nsys" in formats:
+                    write_rank(outdir / name, lay, columns, rank, nvtx_strings)
+                    files.append(name)
+                    rows.append({"path": str(outdir / name), **point, "rep": rep, "rank": rank})
+                if "kineto" in formats:  # the same records as a PyTorch profiler trace
+                    trace = kineto_name(name)
+                    write_kineto_rank(outdir / trace, columns, rank, ranks)
+                    files.append(trace)
+                    rows.append({"path": str(outdir / trace), **point, "rep": rep, "rank": rank})
             if progress:
                 print(f"\rsimulate: point {p_index + 1}/{len(grid)} repetition {rep}/{repetitions}",
                       end="", file=sys.stderr, flush=True)

@@ -17,6 +17,7 @@ KIND_CATEGORY = {
     "cuda_api": CUDA_API,
     "nvtx": NVTX,
     "nccl_nvtx": NVTX,
+    "cpu_op": NVTX,  # PyTorch operators in Kineto traces (aten::*): CPU ranges like NVTX ones
     "mpi": COMMUNICATION,
     "os": OS,
     "cublas": LIBRARY,

@@ -139,19 +139,16 @@ def _kernels_by_device(kernels: pd.DataFrame) -> dict[str, dict[str, int]]:
     return out
 
 
-def format_text(info: dict) -> str:
-    """Human-readable summary of `inspect_export`'s dict."""
-    lines = [f"{info['path']}  ({info['size']:,} bytes)"]
-    lines.append(f"  nsys version: {info['nsys_version'] or 'not recorded (export older than 2022.1)'}"
-                 + (f", schema {info['schema_version']}" if info["schema_version"] else ""))
+def summary_lines(info: dict) -> list[str]:
+    """GPUs, steps, events by category and kernels per device: the lines every profile format shows."""
     gpu_text = ", ".join(f"{g['id']}: {g['name']}" for g in info["gpus"]) or "none recorded"
-    lines.append(f"  GPUs: {gpu_text}")
-    place = info.get("placement") or {}
-    if place.get("host"):
+    lines = [f"  GPUs: {gpu_text}"]
+    place = info.get("placement")
+    if place is not None and place.get("host"):
         lines.append(f"  node: host {place['host']}, {place['node_gpus'] or '?'} GPU(s) on the node, this rank on device "
                      f"{place['device'] if place['device'] is not None else '?'}"
                      + (f" (UUID {place['uuid']})" if place.get("uuid") else ""))
-    else:
+    elif place is not None:
         lines.append("  node: no host name recorded, so the cluster layout cannot be read from this export")
     steps = info["steps"]
     if steps["found"]:
@@ -168,6 +165,15 @@ def format_text(info: dict) -> str:
     lines.append(f"  events by category: {counts or 'none'}")
     for device, by_cat in info["kernels_by_device"].items():
         lines.append(f"  kernels on device {device}: " + ", ".join(f"{k} {v:,}" for k, v in by_cat.items()))
+    return lines
+
+
+def format_text(info: dict) -> str:
+    """Human-readable summary of `inspect_export`'s dict."""
+    lines = [f"{info['path']}  ({info['size']:,} bytes)"]
+    lines.append(f"  nsys version: {info['nsys_version'] or 'not recorded (export older than 2022.1)'}"
+                 + (f", schema {info['schema_version']}" if info["schema_version"] else ""))
+    lines += summary_lines(info)
     domains = ", ".join(f"{k} ({v:,})" for k, v in info["nvtx_domains"].items())
     lines.append(f"  NVTX domains: {domains or 'none'}")
     if info["top_ranges"]:

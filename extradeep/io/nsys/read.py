@@ -97,7 +97,13 @@ def read_export(path, settings=None) -> pd.DataFrame:
 
 
 def _read(conn, settings: ReaderSettings) -> pd.DataFrame:
-    tables = _read_tables(conn, settings)
+    return step_sums(_read_tables(conn, settings))
+
+
+def step_sums(tables: dict) -> pd.DataFrame:
+    """The per-step sums of one profile's tables (as `_read_tables` returns them; the Kineto reader
+    builds the same dict): nvtx, steps (StepTable), runtime, kernels, memcpy, memset, osrt, library,
+    mpi, warnings, and optionally user_ranges (kind -> frame of CPU ranges that are not step marks)."""
     nvtx, table, runtime, kernels = tables["nvtx"], tables["steps"], tables["runtime"], tables["kernels"]
     buckets = Buckets.from_steps(table)
     notes = list(table.warnings)
@@ -129,7 +135,8 @@ def _read(conn, settings: ReaderSettings) -> pd.DataFrame:
         add(frame, library, cat.LIBRARY, frame["start"].to_numpy())
     mpi = tables["mpi"]
     add(mpi, "mpi", cat.COMMUNICATION, mpi["start"].to_numpy(), with_bytes=True)
-    for kind, frame in _user_ranges(nvtx, table, notes).items():
+    user = tables["user_ranges"] if "user_ranges" in tables else user_ranges(nvtx, table, notes)
+    for kind, frame in user.items():
         add(frame, kind, cat.NVTX, frame["start"].to_numpy())
     notes += tables["warnings"]
     out = pd.DataFrame({c: np.concatenate([part[c] for part in parts]) for c in OUTPUT_COLUMNS})
@@ -326,7 +333,7 @@ def covered_time(start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndar
     return covered_before(hi) - covered_before(lo)
 
 
-def _user_ranges(nvtx: pd.DataFrame, table: StepTable, notes: list[str]) -> dict[str, pd.DataFrame]:
+def user_ranges(nvtx: pd.DataFrame, table: StepTable, notes: list[str]) -> dict[str, pd.DataFrame]:
     """NVTX ranges other than the step/epoch marks and MPI ranges, split into nvtx and nccl_nvtx."""
     ranges = nvtx["eventType"].isin(NVTX_RANGE_TYPES).to_numpy().copy()
     ranges[table.mark_rows] = False

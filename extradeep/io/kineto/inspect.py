@@ -1,0 +1,89 @@
+"""What one Kineto trace holds: rank and world size, GPUs, event counts by trace category and by
+extradeep category, step marks, the most frequent CPU ranges.
+
+`inspect_trace(path, settings)` returns a JSON-ready dict with the keys of
+`extradeep.io.nsys.inspect.inspect_export` that apply (path, size, gpus, steps, counts_by_category,
+kernels_by_device, top_ranges, notes) plus format, platform, rank, world_size, backend,
+schema_version, trace_categories (events per `cat` as written in the file, flows as
+`flow:<cat>`), nccl_kernels and devices (deviceProperties).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from extradeep.errors import InputError
+from extradeep.io.kineto import tables as kt
+from extradeep.io.kineto.load import load
+from extradeep.io.nsys import categories as cat
+from extradeep.io.nsys.inspect import (
+    _kernels_by_device,
+    _steps,
+    _top_ranges,
+    summary_lines,
+)
+from extradeep.io.nsys.settings import ReaderSettings
+from extradeep.io.nsys.steps import shorten
+
+
+def inspect_trace(path, settings=None, top: int = 10) -> dict:
+    """Summary of one Kineto trace as a dict; InputError (naming the file) when it cannot be read."""
+    settings = ReaderSettings.from_any(settings)
+    trace = load(path)
+    try:
+        nvtx = kt.nvtx_table(trace)
+        gpu = kt.gpu_tables(trace, settings.kernel_names)
+        kernels = gpu["kernels"]
+        nccl = int((kernels["category"].astype(str) == cat.COMMUNICATION).sum())
+        info = {
+            "path": str(path),
+            "size": Path(path).stat().st_size,
+            "format": "kineto",
+            "platform": trace.platform,
+            "schema_version": trace.meta.get("schemaVersion"),
+            "rank": trace.rank,
+            "world_size": trace.world_size,
+            "backend": trace.distributed.get("backend"),
+            "gpus": [{"id": _whole(d.get("id")), "name": str(d.get("name", "?"))} for d in trace.devices],
+            "trace_categories": {str(k): int(v) for k, v in sorted(trace.counts.items(), key=lambda kv: str(kv[0]))},
+            "counts_by_category": {
+                cat.COMPUTATION: len(kernels) - nccl,
+                cat.COMMUNICATION: nccl,
+                cat.MEMORY: len(gpu["memcpy"]) + len(gpu["memset"]),
+                cat.CUDA_API: len(trace.runtime),
+                cat.NVTX: int((trace.cpu["cat"] == "user_annotation").sum()),
+                kt.CPU_OP_KIND: int((trace.cpu["cat"] == "cpu_op").sum()),
+            },
+            "nccl_kernels": nccl,
+            "kernels_by_device": _kernels_by_device(kernels),
+            "top_ranges": _top_ranges(nvtx[(nvtx["domain"].astype(str) != kt.CPU_OP_DOMAIN).to_numpy()], top),
+            "steps": _steps(nvtx, settings, path),
+            "devices": trace.devices,
+            "notes": list(trace.notes),
+        }
+        return info
+    except InputError as exc:
+        raise InputError(path, exc.problem) if exc.source is None else exc from None
+
+
+def _whole(value):
+    return int(value) if isinstance(value, (int, float)) and float(value).is_integer() else value
+
+
+def format_text(info: dict) -> str:
+    """Human-readable summary of `inspect_trace`'s dict."""
+    lines = [f"{info['path']}  ({info['size']:,} bytes)"]
+    rank = "not recorded" if info["rank"] is None else str(info["rank"])
+    world = "" if info["world_size"] is None else f" of {info['world_size']}"
+    backend = f" ({info['backend']})" if info["backend"] else ""
+    platform = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU only"}.get(info["platform"], info["platform"])
+    lines.append(f"  PyTorch profiler (Kineto) trace, {platform}"
+                 f"; rank {rank}{world}{backend}")
+    lines += summary_lines(info)
+    by_cat = ", ".join(f"{k} {v:,}" for k, v in info["trace_categories"].items())
+    lines.append(f"  events in the trace by cat: {by_cat}")
+    if info["top_ranges"]:
+        lines.append("  most frequent annotations (record_function ranges):")
+        lines += [f"    {n:>8,}  {shorten(name, 100)}" for name, n in info["top_ranges"]]
+    lines += [f"  note: {w}" for w in info["notes"]]
+    return "\n".join(lines)

@@ -1,0 +1,64 @@
+"""The per-file stage for Kineto traces: one trace in, the same per-step sums as `read_export` out.
+
+Built on the nsys reader's own pieces (`find_steps`, `step_sums`), so the frame, its attrs, the step
+conventions and the assignment rules (GPU work by the start of its launching runtime call, CPU
+ranges by their own start, "between" outside steps) are the same for both formats. cpu_op ranges
+become regions of kind `cpu_op` (category nvtx); user annotations kind `nvtx` (NCCL's `nccl:*`
+annotations `nccl_nvtx`). A CPU-only trace gives the step rows and its CPU ranges.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from extradeep.errors import InputError
+from extradeep.io.kineto import tables as kt
+from extradeep.io.kineto.load import KinetoTrace, load
+from extradeep.io.nsys.read import step_sums, user_ranges
+from extradeep.io.nsys.settings import ReaderSettings
+from extradeep.io.nsys.steps import find_steps
+
+__all__ = ["read_trace", "trace_tables"]
+
+
+def read_trace(path, settings=None) -> pd.DataFrame:
+    """Per-step sums of one Kineto trace: columns region, kind, category, metric, epoch, phase, step,
+    value, as `extradeep.io.nsys.read.read_export`. Raises InputError naming the file when unusable."""
+    settings = ReaderSettings.from_any(settings)
+    trace = load(path)
+    try:
+        return step_sums(trace_tables(trace, settings))
+    except InputError as exc:
+        raise InputError(path, exc.problem) if exc.source is None else exc from None
+
+
+def trace_tables(trace: KinetoTrace, settings: ReaderSettings) -> dict:
+    """The dict `step_sums` takes, from a loaded trace."""
+    nvtx = kt.nvtx_table(trace)
+    steps = find_steps(nvtx, settings, trace.path)
+    notes = list(trace.notes)
+    return {
+        "nvtx": nvtx,
+        "steps": steps,
+        "runtime": kt.runtime_table(trace),
+        **kt.gpu_tables(trace, settings.kernel_names),
+        "osrt": kt.empty_cpu_table(),
+        "library": kt.empty_cpu_table({"library": pd.Series([], dtype=object)}),
+        "mpi": kt.empty_cpu_table({"bytes": np.empty(0, np.int64)}),
+        "user_ranges": _user_ranges(nvtx, steps, notes),
+        "warnings": notes,
+    }
+
+
+def _user_ranges(nvtx: pd.DataFrame, steps, notes: list[str]) -> dict[str, pd.DataFrame]:
+    """User annotations as kind nvtx / nccl_nvtx (as NVTX ranges in nsys), operators as kind cpu_op."""
+    ranges = user_ranges(nvtx, steps, notes)
+    out = {}
+    for kind, frame in ranges.items():
+        is_op = (frame["domain"].astype(str) == kt.CPU_OP_DOMAIN).to_numpy()
+        out[kind] = frame[~is_op]
+        if is_op.any():
+            ops = frame[is_op]
+            out[kt.CPU_OP_KIND] = pd.concat([out.get(kt.CPU_OP_KIND, ops.iloc[:0]), ops])
+    return out

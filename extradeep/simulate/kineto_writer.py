@@ -1,0 +1,110 @@
+"""Write one rank's share of the simulated records as a PyTorch profiler (Kineto) Chrome-trace JSON.
+
+The same records as the nsys export of that rank (`writer.write_rank`), in the form PyTorch's
+profiler writes them: complete events (`ph: "X"`) with `ts`/`dur` in microseconds (fractional, ns
+precision), kernels under their demangled names, `Memcpy HtoD (Host -> Device)` / `Memset (Device)`,
+runtime calls without nsys's `_v7000` version suffix, correlation ids in `args.correlation` plus the
+`ac2g` flow pair, NVTX ranges as `user_annotation` (step and epoch ranges keep their names, so the
+plain-name convention finds them), `distributedInfo` and `deviceProperties`. Instant marks and MPI
+calls have no Kineto counterpart and are left out; so is CUDA event/synchronisation detail.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from extradeep.io.nsys.categories import MEMCPY_LABELS
+from extradeep.simulate.program import MPI_DOMAIN
+from extradeep.simulate.writer import GPU_NAME, RunColumns
+
+_VERSION_SUFFIX = re.compile(r"_v\d+$")
+_COPY_TEXT = {"HtoD": "Host -> Device", "DtoH": "Device -> Host", "DtoD": "Device -> Device"}
+
+
+def _us(ns) -> float:
+    return round(float(ns) / 1000.0, 3)
+
+
+def kineto_name(nsys_name: str) -> str:
+    """File name of the Kineto trace beside an nsys export name (`a.p2.r1.mpi0.sqlite` ->
+    `a.p2.r1.mpi0.pt.trace.json.gz`)."""
+    return nsys_name.removesuffix(".sqlite") + ".pt.trace.json.gz"
+
+
+def write_kineto_rank(path: Path, cols: RunColumns, rank: int, world_size: int) -> None:
+    """One rank's trace (gzip-compressed JSON); cols = RunColumns of the run (shared by its ranks)."""
+    pid = 1000 + rank
+    events = []
+    runtime = cols.subsets["runtime"]
+    if runtime:
+        start, end, corr = cols("runtime", 1, rank), cols("runtime", 2, rank), cols("runtime", 3, rank)
+        for item, s, e, c in zip(runtime, start, end, corr):
+            name = _VERSION_SUFFIX.sub("", str(item[0]))
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": pid, "tid": pid, "ts": _us(s),
+                           "dur": _us(e - s), "args": {"correlation": int(c)}})
+            events.append({"ph": "s", "id": int(c), "pid": pid, "tid": pid, "ts": _us(s), "cat": "ac2g",
+                           "name": "ac2g"})
+    for kind in ("kernel", "memcpy", "memset"):
+        events += _gpu_events(cols, kind, rank)
+    events += _annotations(cols, rank, pid)
+    doc = {
+        "schemaVersion": 1,
+        "deviceProperties": [{"id": 0, "name": GPU_NAME, "totalGlobalMem": 42505273344, "computeMajor": 8,
+                              "computeMinor": 0, "numSms": 108, "warpSize": 32}],
+        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world_size},
+        "traceEvents": events,
+        "traceName": str(path),
+        "displayTimeUnit": "ms",
+    }
+    with gzip.open(path, "wb", compresslevel=1) as fh:
+        fh.write(json.dumps(doc).encode())
+
+
+def _gpu_events(cols: RunColumns, kind: str, rank: int) -> list[dict]:
+    items = cols.subsets[kind]
+    if not items:
+        return []
+    ops = cols.ops
+    idx, stream = cols(kind, 0, rank), cols(kind, 1, rank)
+    start, end, corr = cols(kind, 2, rank), cols(kind, 3, rank), cols(kind, 4, rank)
+    out = []
+    for i, sid, s, e, c in zip(idx, stream, start, end, corr):
+        op = ops[int(i)]
+        args = {"device": 0, "stream": int(sid), "correlation": int(c)}
+        if kind == "kernel":
+            name, cat = op.demangled, "kernel"
+        elif kind == "memcpy":
+            label = MEMCPY_LABELS.get(op.copy_kind, "[CUDA memcpy Unknown]")[len("[CUDA memcpy "):-1]
+            name, cat = f"Memcpy {label} ({_COPY_TEXT.get(label, label)})", "gpu_memcpy"
+            args["bytes"] = int(cols.op_bytes[int(i)])
+        else:
+            name, cat = "Memset (Device)", "gpu_memset"
+            args["bytes"] = int(cols.op_bytes[int(i)])
+        out.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": int(sid), "ts": _us(s), "dur": _us(e - s),
+                    "args": args})
+        out.append({"ph": "f", "id": int(c), "pid": 0, "tid": int(sid), "ts": _us(s), "cat": "ac2g", "name": "ac2g",
+                    "bp": "e"})
+    return out
+
+
+def _annotations(cols: RunColumns, rank: int, pid: int) -> list[dict]:
+    """NVTX push/pop ranges (eventType 59/60) as user annotations on the main thread; MPI-domain
+    ranges and instant marks are left out (a Kineto trace has neither)."""
+    offset = 0.0 if cols.offsets is None else float(cols.offsets[rank])
+
+    def pick(v) -> float:
+        return float(v[rank] if isinstance(v, np.ndarray) else v) + offset
+
+    out = []
+    for text, start, end, event_type, _category, domain, _tid, _payload in cols.rec.nvtx:
+        if end is None or event_type not in (59, 60) or domain == MPI_DOMAIN:
+            continue
+        s, e = pick(start), pick(end)
+        out.append({"ph": "X", "cat": "user_annotation", "name": str(text), "pid": pid, "tid": pid, "ts": _us(s),
+                    "dur": _us(e - s), "args": {}})
+    return out
