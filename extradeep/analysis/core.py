@@ -188,7 +188,28 @@ def _fit(experiment, app_steps, region_steps, regions, dataset, options, progres
     _say(progress, "modeling the application quantities")
     app_models, _ = application_models(experiment, dataset, options, app_steps=app_steps)
     _say(progress, f"modeling {len(regions[REGION_KEYS].drop_duplicates())} region metrics")
-    return app_models, fit_phase_models(region_steps, REGION_KEYS, params, dataset, fixed, options)
+    return app_models, fit_region_models(region_steps, params, dataset, fixed, options)
+
+
+def region_step_values(experiment: Experiment, metrics=("time", "visits", "bytes")) -> pd.DataFrame:
+    """Per-step values of every region, metric, phase, point and repetition, as :func:`analyse` models
+    them (the category sums left out: they are application quantities)."""
+    return _without_totals(step_values(experiment, metrics))
+
+
+def _without_totals(steps: pd.DataFrame) -> pd.DataFrame:
+    # Category sums (kind total) are modeled once, as application quantities, not again as regions.
+    return steps[steps["kind"] != TOTAL].reset_index(drop=True)
+
+
+def fit_region_models(region_steps: pd.DataFrame, params: list[str], dataset: Dataset | None, fixed: dict,
+                      options: dict | None, upto: float = np.inf, keys=tuple(REGION_KEYS)) -> pd.DataFrame:
+    """The region models exactly as :func:`analyse` fits them (per-phase step models combined into
+    epoch models, :func:`fit_phase_models`) from the points whose first parameter is <= ``upto``;
+    ``keys``: the columns naming a region (the GUI's row id)."""
+    if np.isfinite(upto):
+        region_steps = region_steps[region_steps[params[0]].to_numpy(float) <= upto]
+    return fit_phase_models(region_steps, list(keys), params, dataset, fixed, options)
 
 
 def _measure(experiment: Experiment, dataset: Dataset | None, metrics):
@@ -197,8 +218,7 @@ def _measure(experiment: Experiment, dataset: Dataset | None, metrics):
     steps = step_values(experiment, metrics)
     notes = dataset_notes(experiment, dataset, steps)
     app_steps = application_steps(steps, params)
-    # Category sums (kind total) are modeled once, as application quantities, not again as regions.
-    region_steps = steps[steps["kind"] != TOTAL].reset_index(drop=True)
+    region_steps = _without_totals(steps)
     application = per_epoch(app_steps, ["quantity"], params, dataset, experiment.fixed_params)
     regions = per_epoch(region_steps, REGION_KEYS, params, dataset, experiment.fixed_params)
     return app_steps, region_steps, application, regions, notes
