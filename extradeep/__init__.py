@@ -54,8 +54,11 @@ _EXPORTS = {
     "Evaluation": "extradeep.analysis.workflows",
     "plan_budget": "extradeep.analysis.workflows",
     "prediction_grid": "extradeep.analysis.workflows",
+    "MeasurementAdvisor": "extradeep.analysis.advisor",
+    "plan_measurements": "extradeep.analysis.advisor",
     # reports
     "build_report": "extradeep.report.build",
+    "mark_node_boundaries": "extradeep.report.plots",
     # trace-based predictor
     "predict": "extradeep.predictor.api",
     "Prediction": "extradeep.predictor.api",

@@ -91,6 +91,18 @@ def candidates(view, count: int = 400) -> np.ndarray:
     return np.geomspace(lo, hi, count) if lo > 0 else np.linspace(lo, hi, count)
 
 
+def node_layout(view) -> dict | None:
+    """The cluster layout whose node boundaries the plots along the ranks mark (extradeep.analysis.
+    communication.node_layout); None when the x axis is not the ranks or the input has no layout."""
+    from extradeep.analysis.communication import node_layout as library_layout
+    from extradeep.analysis.core import ranks_parameter
+
+    ws = view.ws
+    if ws.experiment is None or view.x_param != ranks_parameter(ws.params):
+        return None
+    return library_layout(ws.experiment.settings)
+
+
 def frame_of(view, x: np.ndarray) -> pd.DataFrame:
     """Parameter points along the x parameter with the others at their fixed values."""
     from extradeep.analysis.points import point_grid

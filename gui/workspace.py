@@ -110,6 +110,10 @@ def _open_source(report, path: Path, dataset) -> Workspace:
         raise InputError(path, "no such file or folder")
     if path.is_dir():
         return _open_folder(report, path, dataset)
+    from extradeep.io.read import KINETO, format_by_name
+
+    if format_by_name(path) == KINETO:  # one PyTorch profiler trace, read as a folder holding it
+        return _open_folder(report, path, dataset)
     if path.suffix.lower() == ".txt":
         from extradeep.modeling.extrap_text import read_extrap_text
 
@@ -129,12 +133,13 @@ def _open_source(report, path: Path, dataset) -> Workspace:
 
 
 def _open_folder(report, path: Path, dataset) -> Workspace:
-    """Read a profiles folder exactly as `extradeep model FOLDER` does: with the settings of its
-    `extradeep.toml` (dataset sizes, step patterns, ...); `dataset`, when given, replaces its sizes."""
+    """Read a profiles folder (or one trace file, with its folder's settings) exactly as
+    `extradeep model PATH` does: with the settings of the folder's `extradeep.toml` (dataset sizes,
+    step patterns, ...); `dataset`, when given, replaces its sizes."""
     import extradeep
 
     try:
-        options = extradeep.folder_config(path)
+        options = extradeep.folder_config(path if path.is_dir() else path.parent)
         arguments = extradeep.load_arguments(options)
     except InputError as exc:  # a bad value in the folder's settings file: name the file
         raise InputError(path / CONFIG_NAME, str(exc)) from None
@@ -144,7 +149,7 @@ def _open_folder(report, path: Path, dataset) -> Workspace:
     exp = extradeep.load_experiment([path], progress=_ingest_progress(report), **arguments)
     ws = workspace_from_experiment(exp, path, "profiles")
     ws.min_points = int(options["min_points"])
-    if (path / CONFIG_NAME).is_file():
+    if ((path if path.is_dir() else path.parent) / CONFIG_NAME).is_file():
         ws.notes.insert(0, f"settings from {CONFIG_NAME}" + (" (dataset sizes from the Dataset dialog)"
                                                               if dataset is not None else ""))
     return ws

@@ -116,12 +116,29 @@ class Topology:
         """From an Experiment's settings["layout"] and settings["system"]; None when there is no
         layout with more than one GPU per node (nothing to model: every rank its own node, or
         unknown), so communication is modeled as before."""
-        system = System.from_dict(settings.get("system"))
-        layout = settings.get("layout") or {}
-        gpus = system.gpus_per_node if system is not None else layout.get("gpus_per_node")
-        if not gpus or gpus < 2:
+        gpus = node_layout(settings).get("gpus_per_node")
+        if gpus is None:
             return None
-        return cls(int(gpus), system, tuple(sorted(float(v) for v in measured)))
+        return cls(gpus, System.from_dict(settings.get("system")), tuple(sorted(float(v) for v in measured)))
+
+
+def node_layout(settings: dict) -> dict:
+    """{"gpus_per_node", "source", "system"} the answers use: GPUs per node from the system file,
+    else the exports, and the system file's description (None without one). No "gpus_per_node"
+    when no layout with more than one GPU per node is known (every rank its own node, or unknown):
+    then there are no node boundaries to model or to draw."""
+    system = settings.get("system") or {}
+    layout = settings.get("layout") or {}
+    gpus, source = (system.get("gpus_per_node"), "system") if system else (layout.get("gpus_per_node"), "exports")
+    known = {"gpus_per_node": int(gpus), "source": source} if gpus and gpus >= 2 else {}
+    return {**known, "system": system or None}
+
+
+def nodes_spanned(ranks, gpus_per_node: int | None) -> np.ndarray:
+    """Nodes a run of ``ranks`` ranks (one GPU each) fills on nodes of ``gpus_per_node`` GPUs; NaN
+    without a layout."""
+    ranks = np.asarray(ranks, float)
+    return np.ceil(ranks / gpus_per_node) if gpus_per_node else np.full_like(ranks, np.nan)
 
 
 def load_comm_model(data: dict):

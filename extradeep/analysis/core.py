@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.aggregate.experiment import TOTAL, Dataset, Experiment
-from extradeep.analysis.communication import Topology, layout_notes, pure_times
+from extradeep.analysis.communication import Topology, layout_notes, node_layout, nodes_spanned, pure_times
 from extradeep.analysis.cost import CostSettings, cost_table
 from extradeep.analysis.epoch import (
     EPOCH_TIME,
@@ -25,7 +25,7 @@ from extradeep.analysis.epoch import (
 )
 from extradeep.analysis.overlap import Exposure, fit_step_composition, step_parts
 from extradeep.analysis.points import format_point
-from extradeep.analysis.saved import reusable_models
+from extradeep.analysis.saved import reusable_models, saved_mismatch
 from extradeep.analysis.scaling import (
     default_baseline,
     design,
@@ -59,6 +59,12 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
     options: dict = field(default_factory=dict)
     fixed: dict = field(default_factory=dict)          # parameters with one value (not modeled)
+    layout: dict = field(default_factory=dict)         # gpus_per_node, source; {} when unknown (node_layout)
+
+    @property
+    def gpus_per_node(self) -> int | None:
+        """GPUs per node of the cluster layout (exports or --system), None when unknown."""
+        return self.layout.get("gpus_per_node")
 
     @property
     def points(self) -> pd.DataFrame:
@@ -107,13 +113,15 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     app_steps, region_steps, application, regions, notes = _measure(experiment, dataset, metrics)
     fixed = experiment.fixed_params
     topology = experiment_topology(experiment)
-    saved = None if refit else reusable_models(experiment.saved_models, dataset, options)
+    system = experiment.settings.get("system")
+    saved = None if refit else reusable_models(experiment.saved_models, dataset, options, system)
     if saved is not None:
         _say(progress, "using the models saved with the experiment")
         app_models, region_models = saved
     else:
         if experiment.saved_models and not refit:
-            notes.append("the saved models were fitted with other modeler options or dataset sizes, so they were refitted")
+            differs = saved_mismatch(experiment.saved_models, dataset, options, system) or ["settings"]
+            notes.append(f"the saved models were fitted with other {' and '.join(differs)}, so they were refitted")
         app_models, region_models = _fit(experiment, app_steps, region_steps, regions, dataset, options, progress)
     app_points = point_summary(application, ["quantity"], params)
     ranks = ranks_parameter(params, ranks_param)
@@ -134,7 +142,7 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
                      f"{per_unit(dataset)}; the GPU-activity sum (paper Eq. 6) stands in for it")
     return Analysis(params, ranks, per_unit(dataset), mode, baseline, application, app_points, app_models,
                     regions, point_summary(regions, REGION_KEYS, params), region_models, dataset, notes,
-                    dict(options or {}), dict(fixed))
+                    dict(options or {}), dict(fixed), node_layout(experiment.settings))
 
 
 def experiment_topology(experiment: Experiment) -> Topology | None:
@@ -229,6 +237,12 @@ def measured_points(experiment: Experiment, dataset: Dataset | None, metrics=("t
     _, _, application, regions, _ = _measure(experiment, dataset, metrics)
     params = experiment.params
     return point_summary(application, ["quantity"], params), point_summary(regions, REGION_KEYS, params)
+
+
+def measured_values(experiment: Experiment, dataset: Dataset | None = None) -> pd.DataFrame:
+    """Application quantities per repetition (quantity, params, rep, value): per epoch with a
+    dataset, per training step without one (None: per step, whatever the experiment's dataset)."""
+    return _measure(experiment, dataset, ("time",))[2]
 
 
 def fit_phase_models(steps: pd.DataFrame, keys: list[str], params: list[str], dataset: Dataset | None,
@@ -389,6 +403,9 @@ def prediction_table(analysis: Analysis, grid: pd.DataFrame, cost: CostSettings 
         table["samples"], table["skipped_share"] = counts["samples"], counts["skipped_share"]
     if cost is not None and not table.empty:
         table = cost_table(table, replace(cost, ranks_param=analysis.ranks_param), analysis.params)
+    if analysis.gpus_per_node and not table.empty:  # how many nodes each point spans
+        gpus = table[analysis.ranks_param].to_numpy(float) * (cost.gpus_per_rank if cost is not None else 1.0)
+        table["nodes"] = nodes_spanned(gpus, analysis.gpus_per_node)
     return table
 
 

@@ -2,7 +2,8 @@
 
 `extradeep model --save` keeps every fitted model (lossless JSON) beside the measurements. Commands
 that open the file later (evaluate, budget, report, gui) reuse them as long as they were fitted the
-same way: the same modeler options and dataset sizes. Anything else refits, and says why.
+same way: the same modeler options, dataset sizes and system description (`--system`: the
+communication models are calibrated on its links). Anything else refits, and says why.
 """
 
 from __future__ import annotations
@@ -28,25 +29,35 @@ def models_tables(analysis) -> dict[str, pd.DataFrame]:
               "metric": r["metric"], **_model_row(r)} for r in analysis.region_models.to_dict("records")]
     meta = {"per": analysis.per, "scaling": analysis.scaling, "ranks_param": analysis.ranks_param,
             "baseline": analysis.baseline, "modeler_options": options_key(analysis.options),
-            "dataset": dataset_dict(analysis.dataset)}
+            "dataset": dataset_dict(analysis.dataset), "system": analysis.layout.get("system")}
     columns = ["model_type", "name", "kind", "category", "metric", "formula", "growth", "smape_pct",
                "reason", "model_json"]
     return {"models": pd.DataFrame(rows, columns=columns),
             "models_meta": pd.DataFrame({"key": list(meta), "value": [json.dumps(_clean(v)) for v in meta.values()]})}
 
 
-def reusable_models(saved: dict | None, dataset, options: dict | None) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+def reusable_models(saved: dict | None, dataset, options: dict | None,
+                    system: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """(application models, region models) from `saved` (Experiment.saved_models) when they were
-    fitted with the same modeler `options` and `dataset`; None when there are none or they differ."""
+    fitted with the same modeler `options`, `dataset` and `system` (settings["system"]); None when
+    there are none or they differ (:func:`saved_mismatch` says how)."""
     if not saved or saved.get("models") is None or "model_json" not in saved["models"]:
         return None
-    meta = saved["meta"]
-    if meta.get("modeler_options") != options_key(options or {}) or meta.get("dataset") != _clean(dataset_dict(dataset)):
+    if saved_mismatch(saved, dataset, options, system):
         return None
     rows = saved["models"]
     app = rows[rows["model_type"] == "application"].rename(columns={"name": APP_KEY})
     regions = rows[rows["model_type"] == "region"].rename(columns={"name": "region"})
     return _frame(app, [APP_KEY]), _frame(regions, REGION_KEYS)
+
+
+def saved_mismatch(saved: dict, dataset, options: dict | None, system: dict | None) -> list[str]:
+    """What differs between how the saved models were fitted and how they are asked for now."""
+    meta = saved.get("meta") or {}
+    differs = {"modeler options": meta.get("modeler_options") != options_key(options or {}),
+               "dataset sizes": meta.get("dataset") != _clean(dataset_dict(dataset)),
+               "system (--system)": meta.get("system") != _clean(system or None)}
+    return [what for what, different in differs.items() if different]
 
 
 def options_key(options: dict) -> dict:

@@ -65,12 +65,15 @@ class ProfilePlan:
     rank_variable: str | None = None
     launcher_args: list[str] = field(default_factory=list)
     sampling: Sampling = field(default_factory=Sampling)
+    planned: list[ProfileRun] | None = None  # runs from a plan file instead of the grid
 
     def __post_init__(self):
         self._check()
 
     def runs(self) -> list[ProfileRun]:
-        """All (ranks, parameter values, repetition) combinations, ranks outermost."""
+        """All (ranks, parameter values, repetition) combinations, ranks outermost (or the planned runs)."""
+        if self.planned is not None:
+            return list(self.planned)
         names = list(self.params)
         combos = itertools.product(*(self.params[n] for n in names))
         return [
@@ -175,9 +178,11 @@ class ProfilePlan:
     def _header(self, n_runs: int) -> list[str]:
         params = "".join(f" x {name}={','.join(map(str, v))}" for name, v in self.params.items())
         ranks = ",".join(map(str, self.ranks))
+        what = (f"{n_runs} runs from a plan (ranks {ranks}{params})" if self.planned is not None
+                else f"{n_runs} runs = ranks {ranks}{params} x {self.reps} repetitions")
         return [
             "#!/bin/bash",
-            f"# extradeep profiling jobs: {n_runs} runs = ranks {ranks}{params} x {self.reps} repetitions.",
+            f"# extradeep profiling jobs: {what}.",
             f"# Reports: {self.outdir}/{self.app}.p<ranks>...r<rep>.mpi<rank>.nsys-rep, exported to .sqlite beside them.",
             f"# Then: extradeep model {self.outdir}/",
         ]

@@ -21,6 +21,7 @@ COMMANDS = (
     "model",
     "evaluate",
     "budget",
+    "plan",
     "report",
     "inspect",
     "predict",

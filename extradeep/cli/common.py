@@ -33,11 +33,7 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument("--param", action="append", metavar="NAME", help="modeled parameter (repeatable; default: every parameter that varies)")
     read.add_argument("--alias", action="append", metavar="TOK=NAME", help="file-name token for a parameter name (repeatable; p=ranks, r=rep, mpi=rank are built in)")
     read.add_argument("--manifest", metavar="FILE", help="CSV or TOML list of exports with path, parameter values, rank and rep, for any file naming")
-    read.add_argument("--epoch-pattern", metavar="REGEX", help="regular expression for NVTX epoch ranges (optionally DOMAIN:REGEX)")
-    read.add_argument("--train-step-pattern", metavar="REGEX", help="regular expression for NVTX training-step ranges (optionally DOMAIN:REGEX)")
-    read.add_argument("--val-step-pattern", metavar="REGEX", help="regular expression for NVTX validation-step ranges (optionally DOMAIN:REGEX)")
-    read.add_argument("--warmup-epochs", type=int, metavar="N", help="leading epochs excluded as warm-up (default 1)")
-    read.add_argument("--warmup-steps", type=int, metavar="N", help="with a single epoch, its first N steps per phase are excluded instead (default 1)")
+    add_step_mark_arguments(read)
     read.add_argument("--kernel-names", choices=["short", "demangled"], help="name kernels by short (default) or demangled name")
     read.add_argument("--min-points", type=int, metavar="N", help="configurations a region needs to be modeled (default 5)")
     read.add_argument("--jobs", type=int, metavar="N", help="files read in parallel (default: number of CPUs)")
@@ -66,6 +62,28 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--weak-scaling", action="store_true", default=None, help="the data sets grow with G (weak scaling)")
     data.add_argument("--last-batch", choices=["drop", "keep"], help="a last partial batch per epoch is dropped "
                       "(default, paper Eq. 2: floor) or kept (ceil; PyTorch drop_last=False)")
+
+
+STEP_MARK_KEYS = ("epoch_pattern", "train_step_pattern", "val_step_pattern", "warmup_epochs", "warmup_steps")
+
+
+def add_step_mark_arguments(group) -> None:
+    """The step-convention options (patterns for epochs and steps, warm-up), for every command that
+    finds steps in profiles: the reading commands, inspect and predict."""
+    nvtx = "regular expression for NVTX {} ranges (optionally DOMAIN:REGEX)"
+    group.add_argument("--epoch-pattern", metavar="REGEX", help=nvtx.format("epoch"))
+    group.add_argument("--train-step-pattern", metavar="REGEX", help=nvtx.format("training-step"))
+    group.add_argument("--val-step-pattern", metavar="REGEX", help=nvtx.format("validation-step"))
+    group.add_argument("--warmup-epochs", type=int, metavar="N", help="leading epochs excluded as warm-up (default 1)")
+    group.add_argument("--warmup-steps", type=int, metavar="N",
+                       help="with a single epoch, its first N steps per phase are excluded instead (default 1)")
+
+
+def step_mark_settings(args: argparse.Namespace):
+    """ReaderSettings from the step-convention options (unset ones keep the reader's defaults)."""
+    from extradeep.io.nsys.settings import ReaderSettings
+
+    return ReaderSettings.from_any({k: getattr(args, k, None) for k in STEP_MARK_KEYS})
 
 
 def resolve_options(args: argparse.Namespace) -> dict:

@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from extradeep.cli.common import add_step_mark_arguments, step_mark_settings
+
 HELP = "show what profiles hold (nsys exports, Kineto traces): version, GPUs, ranks, step marks, event counts"
 DESCRIPTION = """\
 For each export: the nsys version, tables with row counts, GPUs, NVTX domains, the most frequent
@@ -23,12 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="PATH", help="Nsight Systems SQLite exports or Kineto JSON traces, or directories of them (searched recursively)")
     parser.add_argument("--json", action="store_true", help="print one JSON document (files and problems) for scripts")
     parser.add_argument("--top", type=int, default=10, metavar="N", help="how many of the most frequent NVTX range names to list (default 10)")
-    marks = parser.add_argument_group("step marks (as for model and report)")
-    marks.add_argument("--epoch-pattern", metavar="REGEX", help="regular expression for NVTX epoch ranges (optionally DOMAIN:REGEX)")
-    marks.add_argument("--train-step-pattern", metavar="REGEX", help="regular expression for NVTX training-step ranges (optionally DOMAIN:REGEX)")
-    marks.add_argument("--val-step-pattern", metavar="REGEX", help="regular expression for NVTX validation-step ranges (optionally DOMAIN:REGEX)")
-    marks.add_argument("--warmup-epochs", type=int, metavar="N", help="leading epochs excluded as warm-up (default 1)")
-    marks.add_argument("--warmup-steps", type=int, metavar="N", help="with a single epoch, its first N steps per phase are excluded instead (default 1)")
+    add_step_mark_arguments(parser.add_argument_group("step marks (as for model and report)"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,13 +33,11 @@ def run(args: argparse.Namespace) -> int:
     from extradeep.io.kineto.inspect import format_text as format_trace
     from extradeep.io.kineto.inspect import inspect_trace
     from extradeep.io.nsys.inspect import format_text, inspect_export
-    from extradeep.io.nsys.settings import ReaderSettings
     from extradeep.io.read import KINETO, profile_format
 
     if args.top < 0:
         raise InputError("--top", f"must be at least 0, got {args.top}")
-    keys = ("epoch_pattern", "train_step_pattern", "val_step_pattern", "warmup_epochs", "warmup_steps")
-    settings = ReaderSettings.from_any({k: getattr(args, k, None) for k in keys})
+    settings = step_mark_settings(args)
     paths = [p for given in args.files for p in _expand(given)]
     infos, problems = [], []
     for path in paths:

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from extradeep.cli.common import add_step_mark_arguments, step_mark_settings
 from extradeep.errors import InputError
 
 HELP = "replay one run's traces: measured vs replayed step time, critical path, what-ifs"
@@ -28,7 +29,7 @@ scenarios (each replayed on its own, next to the measured durations):
 
 what-if items:
   kernel:PATTERN=F  name:PATTERN=F  category:computation|communication|memory|cuda_api=F
-  comm.bandwidth=F  comm.latency=F  comm.alpha=SECONDS  comm.algorithm=ring|tree
+  comm.bandwidth=F  comm.latency=F  comm.alpha=SECONDS  comm.algorithm=ring|tree|hierarchical
   ranks=P  fusion=K  cpu=F  pmnf.PARAM=V (needs --experiment)
 A kernel:/name: pattern that matches nothing in the run gets a warning.
 
@@ -50,8 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--combine", action="store_true",
                         help="also replay one scenario with the changes of all --what-if scenarios and --ranks "
                              "together (each item once)")
-    parser.add_argument("--algorithm", choices=("ring", "tree"), default="ring",
+    parser.add_argument("--algorithm", choices=("ring", "tree", "hierarchical"), default="ring",
                         help="collective cost model for --ranks (default ring)")
+    parser.add_argument("--system", metavar="PRESET|FILE",
+                        help="cluster layout and links for --ranks/ranks=P (a preset: dgx-8-nvswitch, "
+                             "4gpu-1nic-per-gpu, 4gpu-1nic; or a TOML file, see docs/analysis.md); default: the "
+                             "layout read from the exports, links unknown")
     parser.add_argument("--run", action="append", default=[], metavar="PARAM=VALUE",
                         help="pick one run when RUN_DIR holds several, e.g. --run ranks=4 --run rep=1")
     parser.add_argument("--experiment", metavar="FILE",
@@ -63,6 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="FILE", help="write every table as JSON")
     parser.add_argument("--timeline", metavar="CSV", help="write the replayed timeline (all scenarios) as CSV")
     parser.add_argument("--plot", metavar="PNG", help="plot the critical-path breakdown and the what-if step times")
+    add_step_mark_arguments(parser.add_argument_group("step marks (as for model and report; e.g. "
+                                                      "--train-step-pattern 'forward|backward' for other annotations)"))
 
 
 def _select(items: list[str]) -> dict:
@@ -124,11 +131,17 @@ def run(args) -> int:
     from extradeep.predictor import predict
 
     _check_arguments(args)
+    if args.system:
+        from extradeep.system import load_system
+
+        load_system(args.system)  # a bad file fails before the long read
     models, exp = None, None
     if args.experiment:
         exp, models = _models(args.experiment)
     pred = predict(args.run_dir, what_if=_scenarios(args, models is not None), select=_select(args.run),
-                   gpu_gaps="keep" if args.keep_gpu_gaps else "drop", models=models, progress=True)
+                   settings=step_mark_settings(args),
+                   gpu_gaps="keep" if args.keep_gpu_gaps else "drop", models=models, progress=True,
+                   system=args.system)
     with pd.option_context("display.width", 160, "display.max_columns", 20, "display.max_colwidth", 60):
         _print_report(pred, args, models, exp)
     for line in pred.warnings:

@@ -18,6 +18,7 @@ examples:
   extradeep profile-cmd --app cifar10 --ranks 2,4,8 --param b=32,64 --cuda-profiler \\
       --format slurm --sbatch=--gres=gpu:4 -- python train.py --batch-size {b} > profile.sbatch
   extradeep profile-cmd --app gpt --launcher torchrun --ranks 4,8,16 --gpus-per-node 4 -- python train.py
+  extradeep profile-cmd --plan plan.csv -- python train.py > next.sh      # the runs `extradeep plan` proposed
 """
 
 
@@ -25,7 +26,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                         help="the training command, after --; {ranks}, {rep} and {<param>} are filled in")
     parser.add_argument("--app", default="app", help="application name at the start of every file name (default: app)")
-    parser.add_argument("--ranks", required=True, metavar="N,N,...", help="process counts to profile, e.g. 2,4,6,8,10")
+    parser.add_argument("--ranks", metavar="N,N,...", help="process counts to profile, e.g. 2,4,6,8,10 (or --plan)")
+    parser.add_argument("--plan", metavar="FILE", help="profile the runs of a plan file from `extradeep plan` "
+                        "(its app, ranks, parameters and repetitions) instead of --ranks/--param/--reps")
     parser.add_argument("--reps", type=int, default=2, help="repetitions of every configuration (default: 2)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2",
                         help="another parameter and its values, e.g. b=32,64 (repeatable; grid of all combinations)")
@@ -55,11 +58,14 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from extradeep.errors import InputError
-    from extradeep.capture.frameworks.sampling import Sampling
     from extradeep.capture.profile_cmd import ProfilePlan, parse_list
+    from extradeep.errors import InputError
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if args.plan is not None:
+        return _run_plan(args, command)
+    if args.ranks is None:
+        raise InputError(None, "give --ranks (e.g. 2,4,6,8,10) or --plan FILE")
     params = {}
     for item in args.param:
         name, sep, values = item.partition("=")
@@ -70,11 +76,37 @@ def run(args) -> int:
         ranks = [int(r) for r in parse_list(args.ranks, "--ranks")]
     except ValueError:
         raise InputError(None, f"--ranks {args.ranks!r}: whole numbers only, e.g. 2,4,6,8,10") from None
-    plan = ProfilePlan(
-        app=args.app, command=command, ranks=ranks, reps=args.reps, params=params, launcher=args.launcher,
-        trace=args.trace, cuda_profiler=args.cuda_profiler, outdir=args.outdir, gpus_per_node=args.gpus_per_node,
-        mpi_impl=args.mpi_impl, rank_variable=args.rank_var, launcher_args=args.launcher_arg,
-        sampling=Sampling(args.train_steps, args.val_steps, args.epochs, args.sampling, args.cuda_profiler),
-    )
+    return _print(args, ProfilePlan(app=args.app, command=command, ranks=ranks, reps=args.reps, params=params,
+                                    **_job_options(args)))
+
+
+def _run_plan(args, command) -> int:
+    import sys
+
+    from extradeep.capture.plan_file import read_plan
+    from extradeep.capture.profile_cmd import ProfilePlan
+    from extradeep.errors import InputError
+
+    if args.ranks or args.param:
+        raise InputError(None, "--plan gives the ranks, parameters and repetitions; drop --ranks/--param")
+    planned = read_plan(args.plan)
+    for problem in planned.problems:
+        print(f"extradeep: {problem}", file=sys.stderr)
+    app = planned.app or args.app
+    ranks = sorted({run.ranks for run in planned.runs})
+    return _print(args, ProfilePlan(app=app, command=command, ranks=ranks, params=planned.params,
+                                    planned=planned.runs, **_job_options(args)))
+
+
+def _job_options(args) -> dict:
+    from extradeep.capture.frameworks.sampling import Sampling
+
+    return {"launcher": args.launcher, "trace": args.trace, "cuda_profiler": args.cuda_profiler,
+            "outdir": args.outdir, "gpus_per_node": args.gpus_per_node, "mpi_impl": args.mpi_impl,
+            "rank_variable": args.rank_var, "launcher_args": args.launcher_arg,
+            "sampling": Sampling(args.train_steps, args.val_steps, args.epochs, args.sampling, args.cuda_profiler)}
+
+
+def _print(args, plan) -> int:
     print(plan.to_slurm(args.sbatch) if args.format == "slurm" else plan.to_sh(), end="")
     return 0

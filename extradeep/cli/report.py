@@ -36,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--plot-formats", default="png,svg", metavar="LIST", help="formats for --plots (default png,svg)")
     out.add_argument("--title", help="report title (default: \"Time and cost per epoch: budgeting report\")")
     out.add_argument("--top", type=int, default=10, metavar="N", help="regions in the bottleneck table (default 10)")
+    out.add_argument("--plan-target", metavar="N,N", help="add 'What to profile next': the 3 runs (within --max-ranks) "
+                     "that shrink the 95%% interval at these ranks the most per GPU-hour")
 
 
 def run(args) -> int:
@@ -44,6 +46,7 @@ def run(args) -> int:
     from extradeep.cli.evaluate import evaluation_from_args
     from extradeep.cli.model import check_analysis_options, cost_settings, fixed_values
     from extradeep.cli.outputs import check_outputs
+    from extradeep.cli.plan import plan_for_report
     from extradeep.report.build import build_report
 
     formats = [f.strip().lower() for f in args.plot_formats.split(",") if f.strip()]
@@ -56,7 +59,8 @@ def run(args) -> int:
         analysis, args.output, grid=_requested_grid(args, analysis), cost=cost, limits=limits,
         candidates=parse_values(args.candidates, "--candidates") if args.candidates else None,
         max_ranks=args.max_ranks, fixed=fixed_values(args, analysis), errors=errors, evaluation_points=eval_points,
-        experiment=experiment, level=args.level, title=args.title, plots_dir=args.plots, plot_formats=formats)
+        experiment=experiment, level=args.level, title=args.title, plots_dir=args.plots, plot_formats=formats,
+        plan=plan_for_report(args, experiment, cost))
     size = len(result["html"]) / 1e6
     print(f"extradeep: wrote {args.output} ({size:.1f} MB, {len(result['figures'])} figures)", file=sys.stderr)
     if args.plots:

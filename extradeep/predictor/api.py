@@ -11,13 +11,19 @@ import pandas as pd
 
 from extradeep.errors import InputError
 from extradeep.predictor.collectives import collective_kind, collective_table, fit_alpha_beta, model_time
-from extradeep.predictor.critical_path import CLASSES, breakdown, critical_path, node_classes
+from extradeep.predictor.critical_path import CLASSES, breakdown, critical_path, node_classes, step_sinks
 from extradeep.predictor.graph import OpGraph, build_graph
 from extradeep.predictor.overheads import kernel_sum_baseline, overhead_table
 from extradeep.predictor.replay import ReplayResult, displayed_end, plan_replay, replay
 from extradeep.predictor.trace import RunTrace, load_trace
-from extradeep.predictor.whatif import (CommContext, DEFAULT_STEP_LATENCY, WhatIf, fuse_collectives,
-                                        parse_what_if, scale_durations)
+from extradeep.predictor.whatif import (
+    DEFAULT_STEP_LATENCY,
+    CommContext,
+    WhatIf,
+    fuse_collectives,
+    parse_what_if,
+    scale_durations,
+)
 
 BASELINE = "measured durations"
 
@@ -110,7 +116,7 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
 
 
 def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "drop", models=None,
-            point: dict | None = None, progress: bool = False, settings=None) -> Prediction:
+            point: dict | None = None, progress: bool = False, settings=None, system=None) -> Prediction:
     """Replay one run's traces, compare with the measured step times, and replay each what-if.
 
     `what_if`: spec strings or WhatIf objects (see `extradeep.predictor.whatif`); each is replayed
@@ -118,7 +124,9 @@ def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "dr
     several scenarios into one). `models`: PMNF models (a `fit_models` table with columns region and model) for
     `pmnf.PARAM=V` changes; `point`: the run's parameter values (parsed from file names when absent).
     `settings`: the reader's step conventions (ReaderSettings, dict or None), e.g. a
-    `train_step_pattern` that makes an annotation's instances the steps to analyse.
+    `train_step_pattern` that makes an annotation's instances the steps to analyse. `system`: a
+    preset name, TOML file or System whose layout and links cost `ranks=P` (default: the layout
+    read from the exports, links unknown).
     """
     what_if = [what_if] if isinstance(what_if, (str, WhatIf)) else list(what_if)
     scenarios = [w if isinstance(w, WhatIf) else parse_what_if(w) for w in what_if]
@@ -138,8 +146,8 @@ def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "dr
     base = replay(graph, plan)
     steps = step_times(graph, base, trace)
     colls = collective_table(graph.nodes, _groups_of(graph))
-    comm = CommContext(alpha={k: v.alpha for k, v in fit_alpha_beta(colls).items() if v.sized},
-                       ranks=int(trace.files["rank"].nunique()))
+    comm = comm_context(colls, trace, system)
+    notes = notes + layout_notes(scenarios, comm)
     results, wsteps = {BASELINE: base}, [steps.assign(scenario=BASELINE, predicted=steps["replayed"])]
     for i, scenario in enumerate(scenarios):
         _progress(progress, f"what-if {i + 1}/{len(scenarios)}: {scenario.label}")
@@ -155,6 +163,41 @@ def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "dr
                       breakdown=shares, overheads=overhead_table(trace.ops, trace.ranges, launched, trace.steps),
                       kernel_sums=sums, collectives=colls, what_if_steps=wsteps, files=trace.files,
                       notes=notes + trace_notes(trace, graph), warnings=warnings, graph=graph, results=results)
+
+
+def comm_context(colls: pd.DataFrame, trace: RunTrace, system=None) -> CommContext:
+    """What `ranks=P` re-costs collectives with: the sized alpha fits, the traced ranks and the
+    cluster layout (the system's, else read from the exports; none with one GPU per node)."""
+    from extradeep.io.nsys.layout import run_gpus_per_node
+    from extradeep.system import load_system
+
+    described = None if system is None else load_system(system)
+    gpus = described.gpus_per_node if described is not None else run_gpus_per_node(trace.files)
+    return CommContext(alpha={k: v.alpha for k, v in fit_alpha_beta(colls).items() if v.sized},
+                       ranks=int(trace.files["rank"].nunique()), gpus_per_node=gpus if gpus and gpus >= 2 else None,
+                       system=described)
+
+
+def layout_notes(scenarios: list[WhatIf], comm: CommContext) -> list[str]:
+    """How `ranks=P` scenarios meet node boundaries, and a warning when the trace never crossed
+    one that a scenario crosses and no system file gives the network's links."""
+    targets = sorted({int(c.value) for w in scenarios for c in w.changes if c.key == "ranks"})
+    if not targets:
+        return []
+    g = comm.gpus_per_node
+    if g is None:
+        return ["ranks=P: no cluster layout with more than one GPU per node is known (exports without shared "
+                "host names, no --system), so collectives are re-costed without node boundaries"]
+    source = "the system file" if comm.system is not None else "the exports"
+    nodes = ", ".join(f"ranks={p}: {-(-p // g)}" for p in targets)
+    notes = [f"ranks=P on nodes of {g} GPUs (layout from {source}); the traced run spans {-(-comm.ranks // g)} "
+             f"node(s), nodes per scenario: {nodes}"]
+    crossing = [p for p in targets if p > g]
+    if comm.ranks <= g and crossing and not (comm.system is not None and comm.system.has_links):
+        notes.append(f"WARNING: the traced run lies inside one node, but ranks={', '.join(map(str, crossing))} "
+                     "crosses the network, whose cost this trace cannot know: those scenarios assume the node's "
+                     "links and are too fast if the network is slower. Give --system FILE (or a preset)")
+    return notes
 
 
 def unmatched_patterns(scenarios: list[WhatIf], nodes: pd.DataFrame) -> list[str]:
@@ -246,7 +289,8 @@ def _summary(wsteps: pd.DataFrame, sums: pd.DataFrame) -> pd.DataFrame:
 
 
 def _critical_paths(graph: OpGraph, result: ReplayResult, steps: pd.DataFrame):
-    """Critical path and breakdown of each step (from the slowest rank's end marker)."""
+    """Critical path and breakdown of each step, from the slowest rank's step start to its end
+    marker or, where the GPU finishes the step's work later, to that GPU op's end."""
     n = graph.nodes
     paths, rows = [], []
     if (steps["step_id"] < 0).all():
@@ -255,15 +299,19 @@ def _critical_paths(graph: OpGraph, result: ReplayResult, steps: pd.DataFrame):
         windows = [(-1, sink, float(result.start[keep].min()))]
     else:
         mk = n[n["role"] == "marker"]
-        ends = mk[mk["name"] == "step_end"].assign(r=lambda f: result.start[f.index])
-        starts = mk[mk["name"] == "step_start"].assign(r=lambda f: result.start[f.index]).set_index("step")["r"]
-        sid = steps.set_index("step_id")
+        ends = mk[mk["name"] == "step_end"]
+        starts = mk[mk["name"] == "step_start"].reset_index(names="node").set_index("step")
+        measured = pd.DataFrame({"rank": starts["rank"], "lo": starts["start"],
+                                 "hi": ends.set_index("step")["start"].reindex(starts.index)})
+        sink_of = step_sinks(graph, result)
         windows = []
-        for (epoch, phase, step), grp in sid.groupby(["epoch", "phase", "step"]):
-            ids = grp.index.to_numpy()
+        for _, grp in steps.groupby(["epoch", "phase", "step"]):
+            ids = grp["step_id"].to_numpy()
             e = ends[ends["step"].isin(ids)]
-            s = e.loc[e["r"].idxmax()]
-            windows.append((int(s["step"]), int(s.name), float(starts[s["step"]])))
+            first = int(e.index[np.argmax(result.start[e.index.to_numpy()])])
+            step_id = int(mk.at[first, "step"])
+            lo = float(result.start[starts.at[step_id, "node"]])
+            windows.append((step_id, sink_of(e, measured.loc[ids]), lo))
     for step_id, sink, lo in windows:
         path = critical_path(graph, result, sink, lo).assign(step_id=step_id)
         paths.append(path)

@@ -66,6 +66,39 @@ def critical_path(graph: OpGraph, result: ReplayResult, sink: int, lo: float) ->
                          "wait": [r[3] for r in rows], "os_wait": [r[4] for r in rows]})
 
 
+def step_sinks(graph: OpGraph, result: ReplayResult):
+    """A function (ends, windows) -> the node where one step's critical path ends: the last of its
+    ranks' step-end markers or, where the GPU lags behind the CPU, the last GPU op launched inside
+    the step, as HolisticTraceAnalysis ends a window's path at its last kernel.
+
+    `ends`: the step's end markers (index = node id); `windows`: rank, lo, hi (measured seconds) of
+    the step on each rank. A GPU op belongs to the step when its launching call starts in [lo, hi);
+    a collective member stands for its virtual node, which holds the collective's end.
+    """
+    n = graph.nodes
+    gpu = np.flatnonzero(n["is_gpu"].to_numpy() & (n["role"].to_numpy() == "op"))
+    launch = graph.edge_kind == EDGE_KINDS.index("launch")
+    launched_at = n["start"].to_numpy().copy()
+    launched_at[graph.dst[launch]] = n["start"].to_numpy()[graph.src[launch]]
+    stands_for = np.arange(graph.n)
+    coll = graph.edge_kind == EDGE_KINDS.index("collective")
+    stands_for[graph.src[coll]] = graph.dst[coll]
+    by_rank = {}
+    for r, ids in pd.Series(gpu).groupby(n["rank"].to_numpy()[gpu]):
+        ids = ids.to_numpy()[np.argsort(launched_at[ids.to_numpy()], kind="stable")]
+        by_rank[r] = (ids, launched_at[ids])
+
+    def sink_of(ends: pd.DataFrame, windows: pd.DataFrame) -> int:
+        sink = int(ends.index[np.argmax(result.start[ends.index.to_numpy()])])
+        for w in windows.itertuples(index=False):
+            ids, at = by_rank.get(w.rank, (np.zeros(0, dtype=np.int64), np.zeros(0)))
+            mine = stands_for[ids[np.searchsorted(at, w.lo):np.searchsorted(at, w.hi)]]
+            if len(mine) and result.end[mine].max() > result.end[sink]:
+                sink = int(mine[np.argmax(result.end[mine])])
+        return sink
+    return sink_of
+
+
 def breakdown(path: pd.DataFrame) -> dict[str, float]:
     """Seconds per class along a critical path (the classes sum to the window length), plus
     `os_wait`: how much of the idle time a CPU thread spent inside OS runtime calls."""

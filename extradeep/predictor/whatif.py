@@ -9,8 +9,10 @@ together; a key (with its pattern) may appear once per scenario; no expression i
     comm.bandwidth=F      collectives get F times the bandwidth (their volume term / F)
     comm.latency=F        collectives' latency term x F
     comm.alpha=S          per-step latency in seconds where message sizes are unknown (default 5e-6)
-    comm.algorithm=ring|tree   cost model used when the number of ranks changes
-    ranks=P               collectives re-costed for P ranks (ring/tree models of collectives.py)
+    comm.algorithm=ring|tree|hierarchical   cost model used when the number of ranks changes
+    ranks=P               collectives re-costed for P ranks: on the run's cluster layout (exports or
+                          --system) with the alpha-beta terms of extradeep.system per link class,
+                          else with the flat ring/tree models of collectives.py
     fusion=K              tensor fusion: K consecutive collectives of one name become one
     cpu=F                 CPU overhead (gaps between calls and the calls themselves) x F
     pmnf.PARAM=V          durations from the empirical PMNF models evaluated at PARAM=V
@@ -28,6 +30,9 @@ import pandas as pd
 from extradeep.errors import InputError
 from extradeep.io.nsys.categories import is_nccl_kernel
 from extradeep.predictor.collectives import collective_kind, model_time, rescale_collective
+from extradeep.system import ALGORITHMS as SYSTEM_ALGORITHMS
+from extradeep.system import System, cost_features
+from extradeep.system import collective_kind as system_kind
 
 CATEGORIES = ("computation", "communication", "memory", "cuda_api")
 DEFAULT_STEP_LATENCY = 5e-6
@@ -117,8 +122,8 @@ def _parse_item(item: str, text: str) -> Change:
     if target:
         raise InputError(None, f"what-if {item.strip()!r}: {key} takes no pattern")
     if key == "comm.algorithm":
-        if raw not in ("ring", "tree"):
-            raise InputError(None, f"what-if {item.strip()!r}: algorithm must be ring or tree")
+        if raw not in SYSTEM_ALGORITHMS:
+            raise InputError(None, f"what-if {item.strip()!r}: algorithm must be one of {', '.join(SYSTEM_ALGORITHMS)}")
         return Change(key, None, raw)
     if key in ("ranks", "fusion"):
         value = _number(raw, item, positive=True)
@@ -151,10 +156,13 @@ def name_mask(names: np.ndarray, pattern: str) -> np.ndarray:
 
 @dataclass
 class CommContext:
-    """What collective re-costing needs: alpha fits per name and the measured number of ranks."""
+    """What collective re-costing needs: alpha fits per name, the measured number of ranks and,
+    when known, the cluster layout (GPUs per node) and the system's links."""
 
     alpha: dict           # name -> fitted latency intercept (s) where sizes were known
     ranks: int
+    gpus_per_node: int | None = None   # None: no layout known (every rank its own node)
+    system: System | None = None       # the --system description (its links, when it has them)
 
 
 def scale_durations(nodes: pd.DataFrame, dur: np.ndarray, gap: np.ndarray, changes: list[Change],
@@ -196,15 +204,46 @@ def _recost_collectives(nodes, dur, changes: dict, comm: CommContext) -> np.ndar
     algorithm = changes.get("comm.algorithm", "ring")
     p_to = int(changes.get("ranks", comm.ranks))
     step_latency = changes.get("comm.alpha", DEFAULT_STEP_LATENCY)
+    latency, bandwidth = changes.get("comm.latency", 1.0), changes.get("comm.bandwidth", 1.0)
+    flat = "ring" if algorithm == "hierarchical" else algorithm  # without nodes: a ring over all ranks
     out = dur.copy()
     for i in np.flatnonzero((role == "sync") | single):
         kind = collective_kind(str(names[i]))
-        alpha = step_latency * model_time(kind, comm.ranks, 1.0, 0.0, algorithm)
+        alpha = step_latency * model_time(kind, comm.ranks, 1.0, 0.0, flat)
         if "comm.alpha" not in changes:
             alpha = comm.alpha.get(names[i], alpha)
-        out[i] = rescale_collective(kind, dur[i], alpha, comm.ranks, p_to, algorithm,
-                                    changes.get("comm.latency", 1.0), changes.get("comm.bandwidth", 1.0))
+        on_layout = system_kind(str(names[i])) if comm.gpus_per_node else None
+        if on_layout is not None:
+            out[i] = rescale_on_layout(on_layout, dur[i], alpha, comm.ranks, p_to, algorithm, comm.gpus_per_node,
+                                       comm.system, latency, bandwidth)
+        else:
+            out[i] = rescale_collective(kind, dur[i], alpha, comm.ranks, p_to, flat, latency, bandwidth)
     return out
+
+
+def rescale_on_layout(kind: str, pure: float, alpha: float, p_from: int, p_to: int, algorithm: str,
+                      gpus_per_node: int, system: System | None = None, latency: float = 1.0,
+                      bandwidth: float = 1.0) -> float:
+    """Pure duration at p_to ranks of a collective (``kind`` as :data:`extradeep.system.COLLECTIVES`)
+    measured as ``pure`` at p_from ranks on nodes of ``gpus_per_node`` GPUs, with the step and volume
+    counts per link class of :func:`extradeep.system.cost_features`, so a ring that leaves the node
+    pays the network. With a system's links the latencies and inverse bandwidths per class are the
+    system's and the message size is what makes them add up to ``pure`` at p_from; without them
+    both classes share the measured per-step latency (``alpha``: the latency part of ``pure``) and
+    bandwidth: the network is unknown (the caller warns)."""
+    at_from = cost_features(kind, algorithm, [p_from], 1.0, gpus_per_node)[0]
+    at_to = cost_features(kind, algorithm, [p_to], 1.0, gpus_per_node)[0]
+    steps_from = at_from[0] + at_from[2]
+    if system is not None and system.has_links:
+        a, b = system.coefficients()[[0, 2]], system.coefficients()[[1, 3]]
+    else:
+        a, b = np.full(2, min(alpha, pure) / steps_from if steps_from else 0.0), np.ones(2)
+    lat_from, vol_from = at_from[[0, 2]] @ a, at_from[[1, 3]] @ b
+    lat_to, vol_to = at_to[[0, 2]] @ a, at_to[[1, 3]] @ b
+    if vol_from <= 0 or pure <= lat_from:  # latency-bound (or one rank): the latency part scales alone
+        return float(pure * latency * (lat_to / lat_from if lat_from > 0 else 1.0))
+    message = (pure - lat_from) / vol_from
+    return float(latency * lat_to + message * vol_to / bandwidth)
 
 
 def fuse_collectives(graph, k: int, alpha_of, step_of):

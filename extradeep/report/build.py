@@ -28,7 +28,7 @@ def build_report(analysis: Analysis, output=None, *, grid=None, cost: CostSettin
                  limits: BudgetLimits | None = None, candidates=None, max_ranks: float | None = None,
                  fixed: dict | None = None, errors=None, evaluation_points=None, experiment=None,
                  level: float = 0.95, title: str | None = None, plots_dir=None,
-                 plot_formats=("png", "svg")) -> dict:
+                 plot_formats=("png", "svg"), plan=None) -> dict:
     """Write the budgeting report for `analysis` to `output` (an HTML path; None: only build it).
 
     `grid`: the prediction points (default: :func:`~extradeep.analysis.workflows.prediction_grid`,
@@ -36,7 +36,8 @@ def build_report(analysis: Analysis, output=None, *, grid=None, cost: CostSettin
     deadline and/or budget, searched over `candidates` or multiples of the smallest measured ranks up
     to `max_ranks`, as `extradeep budget` does; `errors` and `evaluation_points`: a held-out
     evaluation (:func:`~extradeep.analysis.workflows.evaluate`); `experiment`: for the provenance
-    table. Returns {"html", "path", "figures" (name -> Figure), "saved" (figure files), "predictions",
+    table; `plan`: a ``MeasurementAdvisor.propose()`` table shown as "What to profile next".
+    Returns {"html", "path", "figures" (name -> Figure), "saved" (figure files), "predictions",
     "budget" (the BudgetResult or None)}."""
     formats = [f.strip().lower() for f in plot_formats]
     unknown = sorted(set(formats) - set(PLOT_FORMATS))
@@ -61,7 +62,7 @@ def build_report(analysis: Analysis, output=None, *, grid=None, cost: CostSettin
         bottlenecks=bottleneck_table(analysis.region_models, grid.iloc[-1].to_dict(), analysis.params),
         cost=cost, x_max=x_max, level=level, provenance=None if experiment is None else experiment.provenance,
         budget=budget, errors=errors, evaluation_points=evaluation_points,
-        title=title or DEFAULT_TITLE)
+        title=title or DEFAULT_TITLE, plan=plan)
     text = build_html(inputs)
     if output is not None:
         write_text_atomic(output, text)

@@ -17,7 +17,8 @@ from extradeep.analysis.cost import CostSettings, amount_text, cost_of
 from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP, quantity_label
 from extradeep.analysis.points import format_point, format_seconds
 from extradeep.report import plots
-from extradeep.report.summary import samples_text
+from extradeep.report.plan import plan_section
+from extradeep.report.summary import nodes_text, samples_text
 from extradeep.report.text import format_pct, format_value
 
 STYLE = """
@@ -51,6 +52,7 @@ class ReportInputs:
     evaluation_points: pd.DataFrame | None = None
     title: str = "Cost per epoch: budgeting report"
     figures: dict = field(default_factory=dict)   # name -> Figure, filled while building
+    plan: pd.DataFrame | None = None              # MeasurementAdvisor.propose(): "What to profile next"
 
 
 def _table(headers: list[str], rows: list[list], numeric: set[int] | None = None, clip: set[int] = frozenset(),
@@ -124,16 +126,22 @@ def epoch_section(inputs: ReportInputs) -> str:
     pred = inputs.predictions[inputs.predictions["quantity"] == quantity]
     extra = [] if inputs.cost.unit == "core-hours" else ["cost"]
     samples = "samples" in pred.columns
-    prow = [[format_point(r, params), format_value(r["T"]), f"{format_value(r['T_lo'])} .. {format_value(r['T_hi'])}",
+    nodes = "nodes" in pred.columns
+    prow = [[format_point(r, params), *([nodes_text(r["nodes"])] if nodes else []), format_value(r["T"]),
+             f"{format_value(r['T_lo'])} .. {format_value(r['T_hi'])}",
              *[f"{r[c]:.4g}" for c in (*extra, "core_hours", "gpu_hours")], *([samples_text(r)] if samples else [])]
             for _, r in pred.iterrows()]
     return (f"<h2>Time and cost per {a.per}</h2>"
             + _image(inputs, "epoch", fig, f"{quantity} and cost per {a.per} vs {a.ranks_param}")
             + "<p>Points: median of the repetitions, bars: their range; line: model; band: "
               f"{inputs.level:.0%} prediction interval; dotted line: largest modeled configuration"
+            + (f"; dash-dotted lines: node boundaries ({a.gpus_per_node} GPUs per node, "
+               f"from the {'system file' if a.layout.get('source') == 'system' else 'exports'})"
+               if a.gpus_per_node else "")
               + ("; red squares: evaluation points not used for modeling" if inputs.evaluation_points is not None else "")
             + ".</p>" + _table(["quantity", "model", "growth", "SMAPE", "what it is"], rows, numeric={3}, formula={1})
-            + _table(["configuration", quantity_label(quantity, a.per), f"{inputs.level:.0%} interval",
+            + _table(["configuration", *([f"nodes ({a.gpus_per_node} GPUs each)"] if nodes else []),
+                      quantity_label(quantity, a.per), f"{inputs.level:.0%} interval",
                       *([inputs.cost.unit] if extra else []), "core-hours", "GPU-hours",
                       *(["training samples per epoch"] if samples else [])], prow))
 
@@ -142,7 +150,7 @@ def scaling_section(inputs: ReportInputs) -> str:
     a = inputs.analysis
     dense = plots.line_grid(a, inputs.x_max, None, n=60)
     table = prediction_table(a, dense, None, inputs.level)
-    fig = plots.scaling_figure(table, a.ranks_param, float(a.points[a.ranks_param].max()))
+    fig = plots.scaling_figure(table, a.ranks_param, float(a.points[a.ranks_param].max()), layout=a)
     quantity = primary_quantity(a)
     pred = inputs.predictions[inputs.predictions["quantity"] == quantity]
     rows = [[format_point(r, a.params), f"{r['speedup']:.2f}", f"{r['efficiency']:.2f}",
@@ -161,7 +169,7 @@ def tradeoff_section(inputs: ReportInputs) -> str:
         return _tradeoff_without_limits(inputs)
     limits = result.limits
     fig = plots.tradeoff_figure(result.table, inputs.analysis.ranks_param, limits.max_time, limits.max_cost,
-                                result.cost_unit, limits.epochs)
+                                result.cost_unit, limits.epochs, layout=inputs.analysis)
     parts = ["<h2>Time/cost trade-off</h2>", _image(inputs, "tradeoff", fig, "time and cost trade-off")]
     asked = [f"at most {format_seconds(limits.max_time)}" if limits.max_time else "",
              f"at most {amount_text(limits.max_cost, result.cost_unit)}" if limits.max_cost else ""]
@@ -185,7 +193,7 @@ def _tradeoff_without_limits(inputs: ReportInputs) -> str:
     a = inputs.analysis
     table = inputs.predictions[inputs.predictions["quantity"] == primary_quantity(a)]
     table = table.assign(total_time=table["T"], total_cost=table["cost"])
-    fig = plots.tradeoff_figure(table, a.ranks_param, None, None, inputs.cost.unit)
+    fig = plots.tradeoff_figure(table, a.ranks_param, None, None, inputs.cost.unit, layout=a)
     return ("<h2>Time/cost trade-off</h2>" + _image(inputs, "tradeoff", fig, "time and cost per epoch")
             + "<p>Per epoch, at the predicted configurations. Give --max-time and/or --max-cost (with "
               "--epochs) to shade the configurations that meet a deadline or a budget.</p>")
@@ -281,6 +289,7 @@ def build_html(inputs: ReportInputs) -> str:
     sections = [configuration_section, epoch_section, scaling_section, tradeoff_section, breakdown_section,
                 bottleneck_section, evaluation_section, methods_section]
     body = "".join(section(inputs) for section in sections)
+    body += plan_section(inputs.plan)  # the plan next to the models it would improve
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     title = html.escape(inputs.title)
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{title}</title>"

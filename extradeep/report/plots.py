@@ -31,6 +31,31 @@ def _figure(width=6.4, height=3.8, ncols=1) -> tuple[Figure, list]:
     return fig, list(axes)
 
 
+NODE_COLOR = "#7f7f7f"
+MAX_BOUNDARIES = 16  # more lines than this hide the curves: then every 2nd, 4th, ... boundary
+
+
+def mark_node_boundaries(ax, layout, x_lo: float, x_hi: float, *, label: str = "node boundary") -> list[float]:
+    """Vertical lines where a run of that many ranks (one GPU each) fills whole nodes: at the
+    multiples of GPUs per node strictly inside (``x_lo``, ``x_hi``); one legend entry. ``layout``:
+    GPUs per node, a layout dict ({"gpus_per_node": g}) or an Analysis; nothing is drawn without a
+    layout of two or more GPUs per node. With more than MAX_BOUNDARIES boundaries only every k-th
+    (k a power of two) is drawn and the label says so. Returns the x positions drawn."""
+    gpus = getattr(layout, "gpus_per_node", layout)
+    gpus = gpus.get("gpus_per_node") if isinstance(gpus, dict) else gpus
+    if not gpus or gpus < 2 or not np.isfinite([x_lo, x_hi]).all():
+        return []
+    first, last = max(int(np.floor(x_lo / gpus)) + 1, 1), int(np.ceil(x_hi / gpus)) - 1
+    every = 1
+    while (last - first) // every + 1 > MAX_BOUNDARIES:
+        every *= 2
+    nodes = [k for k in range(first, last + 1) if k % every == 0]
+    text = f"{label} ({gpus:g} GPUs per node" + (f"; every {every} nodes)" if every > 1 else ")")
+    for i, k in enumerate(nodes):
+        ax.axvline(k * gpus, color=NODE_COLOR, ls="-.", lw=0.8, alpha=0.7, zorder=1, label=text if i == 0 else None)
+    return [float(k * gpus) for k in nodes]
+
+
 def line_grid(analysis: Analysis, x_max: float, fixed: dict | None = None, n: int = 200) -> pd.DataFrame:
     """Evenly spaced points along the ranks parameter, from the smallest modeled to ``x_max``."""
     x_min = float(analysis.points[analysis.ranks_param].min())
@@ -101,6 +126,7 @@ def model_panel(ax, analysis: Analysis, quantity: str, x_max: float, evaluation:
         ev = _on_line(evaluation[evaluation["quantity"] == quantity], analysis, fixed)
         _measured_rows(ax, ev, x, transform, EVAL_COLOR, "measured (evaluation)", "s")
     extrapolation_marker(ax, float(analysis.points[x].max()))
+    mark_node_boundaries(ax, analysis, *ax.get_xlim())
     ax.set_xlabel(x)
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
@@ -127,15 +153,18 @@ def epoch_figure(analysis: Analysis, x_max: float, evaluation: pd.DataFrame | No
         model_panel(axes[1], analysis, quantity, x_max, evaluation, fixed, level,
                     transform=cost_of, ylabel=f"{cost_label} per {analysis.per}")
         axes[1].set_title(f"{cost_label} per {analysis.per}")
+        if analysis.gpus_per_node:
+            axes[1].legend(fontsize=8, loc="best")
     return fig
 
 
 def scaling_panels(ax_speedup, ax_efficiency, table: pd.DataFrame, x: str, measured_max: float, *,
                    by: str = "quantity", highlight: str = EPOCH_TIME, ideal_speedup: bool = True,
-                   x_end: float | None = None) -> None:
+                   x_end: float | None = None, layout=None) -> None:
     """Speedup and efficiency of each ``by`` series of a scaling table (extradeep.analysis.scaling)
     vs ``x``, with the ideal lines; either axis may be None. The ``highlight`` series is drawn
-    thicker; with ``x_end``, the extrapolated range is shaded (else a dotted line marks it)."""
+    thicker; with ``x_end``, the extrapolated range is shaded (else a dotted line marks it); with a
+    ``layout`` (see :func:`mark_node_boundaries`), the node boundaries are marked."""
     mode = table.attrs.get("scaling", "strong")
     xs = np.sort(table[x].unique())
     panels = [(ax, col) for ax, col in ((ax_speedup, "speedup"), (ax_efficiency, "efficiency")) if ax is not None]
@@ -150,6 +179,8 @@ def scaling_panels(ax_speedup, ax_efficiency, table: pd.DataFrame, x: str, measu
         if len(xs) and (col == "efficiency" or ideal_speedup):  # on top: a series may follow it exactly
             ideal = np.ones_like(xs, dtype=float) if col == "efficiency" else xs / xs[0]
             ax.plot(xs, ideal, color="#555555", ls="--", lw=1, label="ideal")
+        if len(xs):
+            mark_node_boundaries(ax, layout, *ax.get_xlim())
         title = f"{'scaled ' if mode == 'weak' and col == 'speedup' else ''}{col}"
         base = f", baseline {x} = {xs[0]:g}" if len(xs) else ""
         ax.set_title(f"{title} ({mode} scaling{base})", fontsize=10)
@@ -160,10 +191,11 @@ def scaling_panels(ax_speedup, ax_efficiency, table: pd.DataFrame, x: str, measu
         ax.legend(fontsize=8)
 
 
-def scaling_figure(scaling: pd.DataFrame, x: str, measured_max: float) -> Figure:
-    """Speedup and efficiency vs ranks for the quantities in ``scaling`` (a scaling/prediction table)."""
+def scaling_figure(scaling: pd.DataFrame, x: str, measured_max: float, layout=None) -> Figure:
+    """Speedup and efficiency vs ranks for the quantities in ``scaling`` (a scaling/prediction
+    table); with a ``layout`` (see :func:`mark_node_boundaries`) the node boundaries are marked."""
     fig, (ax_s, ax_e) = _figure(ncols=2)
-    scaling_panels(ax_s, ax_e, scaling.sort_values("quantity"), x, measured_max)
+    scaling_panels(ax_s, ax_e, scaling.sort_values("quantity"), x, measured_max, layout=layout)
     return fig
 
 
@@ -273,11 +305,12 @@ def time_unit(longest: float) -> tuple[float, str]:
 
 def tradeoff_panels(ax_time, ax_cost, table: pd.DataFrame, x: str, max_time: float | None,
                     max_cost: float | None, cost_label: str, epochs: float = 1.0, *, per: str = "epoch",
-                    twin: bool = False, best: pd.Series | None = None) -> None:
+                    twin: bool = False, best: pd.Series | None = None, layout=None) -> None:
     """Time and cost vs ``x`` (paper Fig. 4b) from a budget table (total_time, total_cost, and with
     limits time_ok, cost_ok, valid): the deadline and budget as dashed lines, the configurations
     that meet each hatched, those that meet both shaded, and ``best`` starred. ``twin``: the cost
-    axis is a twin of the time axis (one plot), so the shading is drawn once."""
+    axis is a twin of the time axis (one plot), so the shading is drawn once. With a ``layout`` (see
+    :func:`mark_node_boundaries`) the node boundaries are marked."""
     table = table.sort_values(x)
     xs = table[x].to_numpy(float)
     scale, unit = time_unit(float(np.nanmax(table["total_time"])) if len(table) else 0.0)
@@ -302,17 +335,21 @@ def tradeoff_panels(ax_time, ax_cost, table: pd.DataFrame, x: str, max_time: flo
                "meets the budget")
         for ax in (ax_time,) if twin else (ax_time, ax_cost):
             _shade(ax, xs, table["valid"].to_numpy(bool), None, "#55a868", "meets both", alpha=0.25)
+    if len(xs):
+        for ax in (ax_time,) if twin else (ax_time, ax_cost):
+            mark_node_boundaries(ax, layout, *ax.get_xlim())
     if twin:
         ax_time.grid(alpha=0.3)
 
 
 def tradeoff_figure(table: pd.DataFrame, x: str, max_time: float | None, max_cost: float | None,
-                    cost_label: str, epochs: float = 1.0) -> Figure:
+                    cost_label: str, epochs: float = 1.0, layout=None) -> Figure:
     """Time and cost vs ranks with the deadline, budget and overlap regions shaded (paper Fig. 4);
-    without limits, the two curves only (``table`` then needs total_time and total_cost)."""
+    without limits, the two curves only (``table`` then needs total_time and total_cost). With a
+    ``layout`` (see :func:`mark_node_boundaries`) the node boundaries are marked."""
     fig, (ax,) = _figure(width=7.2, height=4.2)
     ax2 = ax.twinx()
-    tradeoff_panels(ax, ax2, table, x, max_time, max_cost, cost_label, epochs, twin=True)
+    tradeoff_panels(ax, ax2, table, x, max_time, max_cost, cost_label, epochs, twin=True, layout=layout)
     handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
     fig.legend(handles=handles, fontsize=8, loc="outside lower center", ncols=min(len(handles), 4))
     ax.set_title("time/cost trade-off")

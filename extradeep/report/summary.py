@@ -86,7 +86,8 @@ def prediction_section(analysis: Analysis, predictions: pd.DataFrame, level: flo
     for _, r in main.iterrows():
         key = tuple(r[analysis.params]) if len(analysis.params) > 1 else r[analysis.params[0]]
         idle = wide.loc[key, "idle"] / r["T"] if "idle" in wide.columns and r["T"] > 0 else no_idle
-        row = [format_point(r, analysis.params), format_interval(r["T"], r["T_lo"], r["T_hi"]),
+        row = [format_point(r, analysis.params), *([nodes_text(r["nodes"])] if "nodes" in main.columns else []),
+               format_interval(r["T"], r["T_lo"], r["T_hi"]),
                f"{r['speedup']:.2f}", f"{r['efficiency']:.2f}", format_pct(r["runtime_change_pct"]),
                format_pct(idle * 100)]
         if "samples" in main.columns:
@@ -94,14 +95,22 @@ def prediction_section(analysis: Analysis, predictions: pd.DataFrame, level: flo
         if cost_unit:
             row.append(f"{r['cost']:.4g}")
         rows.append(row)
-    headers = ["point", f"{quantity_label(quantity, analysis.per)} [{level:.0%} interval]", "speedup", "efficiency", "runtime change", "idle share"]
+    headers = ["point", *(["nodes"] if "nodes" in main.columns else []),
+               f"{quantity_label(quantity, analysis.per)} [{level:.0%} interval]", "speedup", "efficiency",
+               "runtime change", "idle share"]
     if "samples" in main.columns:
         headers.append("samples/epoch")
     if cost_unit:
         headers.append(f"{cost_unit}/{analysis.per}")
     title = (f"Predictions per {analysis.per} ({analysis.scaling} scaling; baseline "
-             f"{format_point(analysis.baseline, analysis.params)})")
+             f"{format_point(analysis.baseline, analysis.params)}"
+             + (f"; nodes of {analysis.gpus_per_node} GPUs" if "nodes" in main.columns else "") + ")")
     return section(title, render_table(headers, rows))
+
+
+def nodes_text(nodes: float) -> str:
+    """The nodes a predicted point spans ("-" when unknown)."""
+    return "-" if not np.isfinite(nodes) else f"{nodes:.0f}"
 
 
 def samples_text(row) -> str:

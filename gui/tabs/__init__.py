@@ -12,4 +12,10 @@ def make_tabs(window) -> list:
     from extradeep.gui.tabs.scaling_tab import ScalingTab
 
     return [ModelTab(), ScalingTab("speedup"), ScalingTab("efficiency"), CostTab(), BreakdownTab(),
-            BottleneckTab(), PredictorTab(window)]
+            BottleneckTab(), PredictorTab(window), _plan_panel(window)]
+
+
+def _plan_panel(window):
+    from extradeep.gui.plan_panel import PlanPanel
+
+    return PlanPanel(window)

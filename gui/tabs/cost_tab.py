@@ -11,7 +11,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QGridLayout, QLabel, QSlider
 
-from extradeep.gui.app_models import candidates, frame_of
+from extradeep.gui.app_models import candidates, frame_of, node_layout
 from extradeep.gui.param_panel import View
 from extradeep.gui.plot_tab import PlotTab
 from extradeep.gui.tabs.scaling_tab import ranks_param
@@ -134,7 +134,8 @@ class CostTab(PlotTab):
         self.budget_label.setText(f"{budget:.4g} {res.cost_unit} per {per}")
         ax_t, ax_c = self.kept_axes("pair", lambda fig: fig.subplots(1, 2, sharex=True))
         best = self._best(per)
-        tradeoff_panels(ax_t, ax_c, res.table, view.x_param, deadline, budget, res.cost_unit, per=per, best=best)
+        tradeoff_panels(ax_t, ax_c, res.table, view.x_param, deadline, budget, res.cost_unit, per=per, best=best,
+                        layout=node_layout(view))
         ax_t.legend(fontsize=8, loc="upper right")
         ax_c.legend(fontsize=8, loc="upper left")
         ax_t.set_title(f"Training time ({quantity})", fontsize=10)

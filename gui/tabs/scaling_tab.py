@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
 
-from extradeep.gui.app_models import candidates, frame_of
+from extradeep.gui.app_models import candidates, frame_of, node_layout
 from extradeep.gui.param_panel import View
 from extradeep.gui.plot_tab import PlotTab, one_axes
 from extradeep.gui.tabs.model_tab import MAX_OVERLAY, short
@@ -84,5 +84,6 @@ class ScalingTab(PlotTab):
         axes = (ax, None) if self.quantity == "speedup" else (None, ax)
         application = table["series"].iloc[0] if view.app is not None and view.app.time_quantity else None
         scaling_panels(*axes, table, view.x_param, view.modeled_x_max(), by="series", highlight=application,
-                       ideal_speedup=view.x_param == ranks_param(view.ws.params), x_end=view.x_range()[1])
+                       ideal_speedup=view.x_param == ranks_param(view.ws.params), x_end=view.x_range()[1],
+                       layout=node_layout(view))
         self.apply_scales()

@@ -59,3 +59,45 @@ def test_other_dataset_sizes_fit_again(saved, monkeypatch):
     _forbid_fitting(monkeypatch)
     with pytest.raises(AssertionError, match="fitted although"):
         analyse(experiment, dataset=bigger)
+
+
+@pytest.fixture(scope="module")
+def saved_on_one_node(tmp_path_factory):
+    """Weak scaling inside one 8-GPU node, saved with its models and no system file: its
+    collectives' network part is unknown ("none") in the saved models."""
+    root = tmp_path_factory.mktemp("saved-one-node")
+    sim = simulate(root / "runs", params={"ranks": [2, 3, 4, 6, 8]}, topology="dgx-8-nvswitch", scaling="weak",
+                   repetitions=1, epochs=2, train_steps=3, val_steps=1, truth_ranks=[32])
+    data = Dataset(50_000, 10_000, 64, weak_scaling=True)
+    experiment = load_experiment([root / "runs"], dataset=data, use_cache=False, progress=False)
+    fitted = analyse(experiment)
+    experiment.save(root / "exp.sqlite", extra_tables=models_tables(fitted))
+    return root / "exp.sqlite", fitted, sim
+
+
+def _network_sources(analysis) -> set[str]:
+    comm = analysis.model("epoch time").train.comm
+    return {getattr(m, "inter_source", "pmnf") for m in comm.kernels.values()}
+
+
+def test_another_system_refits_the_communication_models(saved_on_one_node):
+    path, fitted, sim = saved_on_one_node
+    assert "none" in _network_sources(fitted)
+    told = analyse(load_experiment(path, system="dgx-8-nvswitch", progress=False))
+    assert any("other system (--system), so they were refitted" in n for n in told.notes)
+    assert "system" in _network_sources(told) and "none" not in _network_sources(told)
+    # refitted on the system's links, the prediction beyond the node is the simulator's truth
+    truth = {p["params"]["ranks"]: p["epoch_time"] for p in sim.truth["truth_points"]}
+    assert abs(told.model("epoch time").predict(32.0) / truth[32] - 1) <= 0.10
+    assert not any("WARNING: every measured point" in n for n in told.notes)
+
+
+def test_the_same_system_reuses_the_saved_models(saved_on_one_node, tmp_path, monkeypatch):
+    path, _, _ = saved_on_one_node
+    told = load_experiment(path, system="dgx-8-nvswitch", progress=False)
+    refitted = analyse(told)
+    told.save(tmp_path / "with-system.sqlite", extra_tables=models_tables(refitted))
+    _forbid_fitting(monkeypatch)
+    again = analyse(load_experiment(tmp_path / "with-system.sqlite", system="dgx-8-nvswitch", progress=False))
+    assert again.model("epoch time").predict(32.0) == pytest.approx(refitted.model("epoch time").predict(32.0))
+    assert not any("refitted" in n for n in again.notes)

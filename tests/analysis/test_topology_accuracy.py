@@ -77,3 +77,28 @@ def test_one_node_with_a_system_file_predicts_within_10_percent(one_node):
     rows = _errors(told.model("epoch time"), sim.truth)
     assert max(e for e, _, _ in rows) <= 0.10
     assert not any(n.startswith("WARNING: every measured point") for n in told.notes)
+
+
+@pytest.fixture(scope="module", params=["tree", "hierarchical"])
+def other_algorithm(request, tmp_path_factory):
+    """Weak scaling on 4-GPU nodes whose all-reduce is a tree or hierarchical (lean: one repetition)."""
+    out = tmp_path_factory.mktemp(request.param)
+    sim = simulate(out, params={"ranks": [2, 3, 4, 8, 12, 16]}, topology="4gpu-1nic-per-gpu", scaling="weak",
+                   algorithm=request.param, truth_ranks=[64], repetitions=1, epochs=2, train_steps=3, val_steps=1,
+                   truth_replicates=2)
+    experiment = load_experiment([out], progress=False, use_cache=False,
+                                 dataset=Dataset(50000, 10000, 64, weak_scaling=True))
+    return request.param, sim, analyse(experiment)
+
+
+def test_tree_and_hierarchical_all_reduce_at_4x(other_algorithm):
+    algorithm, sim, analysis = other_algorithm
+    model = analysis.model("epoch time")
+    [(error, inside, lo)] = _errors(model, sim.truth)
+    assert error <= 0.05 and inside and lo >= 0
+    # the all-reduce's model is the simulated algorithm's, and right at 4x on its own
+    comm = model.train.comm
+    region, reduce = next((r, m) for r, m in comm.kernels.items() if "AllReduce" in r)
+    assert reduce.algorithm == algorithm and reduce.inter_source == "measured"
+    [truth] = [c["pure_per_step_s"] for c in sim.truth["truth_points"][0]["collectives"] if c["region"] == region]
+    assert abs(reduce.predict(64.0) / truth - 1) <= 0.10

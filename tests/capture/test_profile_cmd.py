@@ -156,3 +156,39 @@ def test_cli_prints_the_script(capsys):
     assert "nsys export --type=sqlite" in script and "EXTRADEEP_CUDA_PROFILER=1" in script
     assert main(["profile-cmd", "--ranks", "2,,4", "--", "python", "t.py"]) == 2
     assert "--ranks: empty value" in capsys.readouterr().err
+
+
+def test_a_plan_from_the_advisor_becomes_jobs_in_one_step(workdir, capsys):
+    """extradeep plan -> plan file -> profile-cmd --plan -> script -> exports named for the reader."""
+    from extradeep.analysis.advisor import MeasurementAdvisor
+    from extradeep.capture.plan_file import read_plan, write_plan
+
+    advisor = MeasurementAdvisor(64, 16, gpus_per_node=4, budget_gpu_hours=12).fit()
+    advisor.fixed_ = {"b": 64.0}  # a fixed parameter of the experiment travels into the file names
+    proposal = advisor.propose()
+    path = write_plan(workdir / "plan.csv", proposal, app="cifar10")
+    planned = read_plan(path)
+    assert planned.app == "cifar10" and planned.params == {"b": ["64"]}
+    assert len(planned.runs) == proposal["reps"].sum()
+    assert main(["profile-cmd", "--plan", str(path), "--", "bash", "record.sh", "--tag", "p{ranks} r{rep}"]) == 0
+    script = capsys.readouterr().out
+    run_script(workdir, script)
+    expected = sorted(f"cifar10.p{r.ranks}.b64.r{r.rep}.mpi{k}.sqlite" for r in planned.runs for k in range(r.ranks))
+    assert exports(workdir) == expected
+
+
+def test_plan_file_problems_are_one_line_each(tmp_path, capsys):
+    from extradeep.capture.plan_file import read_plan
+
+    bad = tmp_path / "plan.csv"
+    bad.write_text("app,ranks,reps,first_rep\ncifar10,8,2,1\ncifar10,x,2,1\n")
+    planned = read_plan(bad)
+    assert [r.ranks for r in planned.runs] == [8, 8] and "line 3" in planned.problems[0]
+    (tmp_path / "other.csv").write_text("path,rank\na,1\n")
+    with pytest.raises(InputError, match="not a plan file"):
+        read_plan(tmp_path / "other.csv")
+    assert main(["profile-cmd", "--plan", str(tmp_path / "missing.csv"), "--", "python", "t.py"]) == 2
+    err = capsys.readouterr().err
+    assert "missing.csv" in err and len(err.strip().splitlines()) == 1
+    assert main(["profile-cmd", "--", "python", "t.py"]) == 2
+    assert "--ranks" in capsys.readouterr().err

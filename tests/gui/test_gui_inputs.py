@@ -55,3 +55,13 @@ def test_bad_files_are_listed_where_they_stay_and_block_nothing(window, open_wai
     window.problems.button.click()
     assert window.problems.isVisible()
     assert not any("--manifest" in line for line in shown)
+
+
+@pytest.mark.real
+def test_a_single_kineto_trace_file_is_read_as_a_profile(window, open_wait, real_kineto):
+    """One PyTorch profiler trace (not a folder) is read as `extradeep model FILE` reads it (before:
+    'not an experiment saved by extradeep'). One file is one configuration, so, as on the command
+    line, what stops it is the missing parameter to model, named on one line."""
+    path = real_kineto("HTA__trace_diff_test_test.json.gz")
+    open_wait(window, path)
+    assert "no modeled parameters" in window.last_error and "saved by extradeep" not in window.last_error

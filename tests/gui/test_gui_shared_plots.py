@@ -29,7 +29,7 @@ def fresh_axes(n=1):
 
 def test_every_plot_tab_draws_what_the_report_panel_draws(opened, show_tab):
     from extradeep.analysis.scaling import predict_table
-    from extradeep.gui.app_models import BREAKDOWN, EPOCH_TIME, candidates, frame_of
+    from extradeep.gui.app_models import BREAKDOWN, EPOCH_TIME, candidates, frame_of, node_layout
     from extradeep.gui.tabs.scaling_tab import ranks_param, scaling_frame
     from extradeep.report import plots
 
@@ -45,7 +45,7 @@ def test_every_plot_tab_draws_what_the_report_panel_draws(opened, show_tab):
             axes = (ax, None) if title == "Speedup" else (None, ax)
             plots.scaling_panels(*axes, table, view.x_param, view.modeled_x_max(), by="series",
                                  highlight=table["series"].iloc[0], x_end=view.x_range()[1],
-                                 ideal_speedup=view.x_param == ranks_param(view.ws.params))
+                                 ideal_speedup=view.x_param == ranks_param(view.ws.params), layout=node_layout(view))
             assert drawn(tab.axes[0]) == drawn(ax)
             assert any(line.get_label().startswith("application") for line in tab.axes[0].lines)
 
@@ -71,7 +71,7 @@ def test_every_plot_tab_draws_what_the_report_panel_draws(opened, show_tab):
         ax_t, ax_c = fresh_axes(2)
         best = res.best[res.best["criterion"] == "efficiency"]
         plots.tradeoff_panels(ax_t, ax_c, res.table, view.x_param, deadline, budget, res.cost_unit, per=app.per,
-                              best=None if best.empty else best.iloc[0])
+                              best=None if best.empty else best.iloc[0], layout=node_layout(view))
         ax_t.legend(), ax_c.legend()
         ax_t.set_title(tab.axes[0].get_title()), ax_c.set_title(tab.axes[1].get_title())
         assert drawn(tab.axes[0]) == drawn(ax_t) and drawn(tab.axes[1]) == drawn(ax_c)

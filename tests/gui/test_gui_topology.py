@@ -48,6 +48,16 @@ def test_gui_predicts_the_epoch_time_of_extradeep_model_across_nodes(window, ope
     assert window.app_notes.isVisibleTo(window)
     assert "4 GPUs per node" in notes and "16 ranks on 4 nodes" in notes
     assert "every measured point lies inside one node" not in notes
+    # The speedup, efficiency and cost plots mark where a run starts to fill another node (4 GPUs each).
+    from extradeep.report.plots import NODE_COLOR
+
+    for title in ("Speedup", "Efficiency", "Cost"):
+        page = next(p for p in window.tab_pages if p.title == title)
+        window.tabs.setCurrentWidget(page)
+        for ax in page.axes:
+            marks = [line.get_xdata()[0] for line in ax.lines if line.get_color() == NODE_COLOR]
+            assert marks and all(x % 4 == 0 for x in marks), title
+            assert any(t.get_text().startswith("node boundary (4 GPUs per node") for t in ax.get_legend().get_texts())
 
 
 def test_gui_warns_when_every_measured_point_lies_inside_one_node(window, open_wait, tmp_path):

@@ -145,3 +145,20 @@ def test_a_folder_with_bad_files_goes_on_with_the_usable_ones(ddp_run, tmp_path)
     assert list(pred.files["path"].map(lambda p: p.rsplit("/", 1)[-1])) == ["good.sqlite"]
     skipped = [n for n in pred.notes if n.startswith("skipped")]
     assert len(skipped) == 2 and any("empty.sqlite" in n for n in skipped) and any("text.sqlite" in n for n in skipped)
+
+
+def test_cli_step_mark_options_reach_the_predictor(ddp_run, tmp_path):
+    """The reading commands' step options work on predict: with --warmup-epochs 0 the first of the
+    simulated run's 2 epochs (3 train + 1 val steps each, on 4 ranks) is analysed too."""
+    counts = {}
+    for warmup in ("1", "0"):
+        out = tmp_path / f"w{warmup}.json"
+        assert main(["predict", str(ddp_run), "--warmup-epochs", warmup, "--json", str(out)]) == 0
+        steps = json.loads(out.read_text())["steps"]
+        counts[warmup] = sum(not s["warmup"] for s in steps)
+    assert counts == {"1": 1 * (3 + 1) * 4, "0": 2 * (3 + 1) * 4}
+    # a training-step pattern that matches nothing: the training steps are gone, validation stays
+    out = tmp_path / "none.json"
+    assert main(["predict", str(ddp_run), "--train-step-pattern", "no such step (\\d+)", "--json", str(out)]) == 0
+    phases = {s["phase"] for s in json.loads(out.read_text())["steps"]}
+    assert phases == {"val"}

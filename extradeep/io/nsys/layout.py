@@ -63,8 +63,7 @@ def cluster_layout(placements: pd.DataFrame, params: list[str], ranks_param: str
                         "communication is modeled without node boundaries (give --system to set the layout)"}
     frame["node"] = _nodes(frame)
     per_node = frame.groupby([*params, "rep", "node"], dropna=False)["rank"].nunique()
-    listed = pd.to_numeric(frame["node_gpus"], errors="coerce").max()
-    gpus = int(max(per_node.max(), 0 if math.isnan(listed) else listed))
+    gpus = _gpus_per_node(frame, per_node)
     points = []
     for key, group in frame.groupby(params, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
@@ -73,6 +72,23 @@ def cluster_layout(placements: pd.DataFrame, params: list[str], ranks_param: str
                        "ranks": int(reps["rank"].nunique().max()), "nodes": int(reps["node"].nunique().max()),
                        "ranks_per_node": int(per_node.loc[key].max())})
     return {"source": "exports", "gpus_per_node": gpus, "points": points, "note": None}
+
+
+def run_gpus_per_node(ranks: pd.DataFrame) -> int | None:
+    """GPUs per node of ONE run from its ranks (columns rank, path: the export each came from),
+    as :func:`cluster_layout` finds it; None without host names."""
+    placements = {path: read_placement(path) for path in ranks["path"].unique()}
+    frame = ranks.assign(**{c: ranks["path"].map(lambda p, c=c: placements[p][c]) for c in PLACEMENT_COLUMNS})
+    if frame["host"].isna().all():
+        return None
+    per_node = frame.groupby(_nodes(frame))["rank"].nunique()
+    return _gpus_per_node(frame, per_node)
+
+
+def _gpus_per_node(frame: pd.DataFrame, ranks_per_node: pd.Series) -> int:
+    """The most ranks found on one node, or the most GPUs a node lists if that is more."""
+    listed = pd.to_numeric(frame["node_gpus"], errors="coerce").max()
+    return int(max(ranks_per_node.max(), 0 if math.isnan(listed) else listed))
 
 
 def _nodes(frame: pd.DataFrame) -> pd.Series:

@@ -1,0 +1,374 @@
+"""Which configurations and repetitions to profile next: a cost-aware measurement-point advisor.
+
+Two situations. From nothing: the target scale, the largest allocation, the node size and a
+profiling budget give an initial set of configurations (the paper's minimum of five, spread
+linearly up to the largest one the budget pays for, since points close to the target predict
+best) and repetitions. From an experiment: the next configurations or repetitions that shrink
+the 95% interval of the primary time model at the target points the most per unit of cost; the
+shrink is estimated with the model's own interval (see :mod:`extradeep.analysis.hypothetical`).
+
+A profiled run costs ``run_seconds`` (start-up, the short sample, the export) on all its GPUs;
+the user's :class:`~extradeep.analysis.cost.CostSettings` turn that into their unit. Node
+boundaries: when targets lie beyond one node, at least two configurations on each side of the
+node boundary are asked for, since communication changes regime there (NVLink -> network).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from extradeep.analysis.cost import CostSettings, cost_of
+from extradeep.analysis.epoch import EPOCH_TIME
+from extradeep.analysis.hypothetical import PointData, interval_width, updated_model
+from extradeep.errors import InputError
+
+DEFAULT_RUN_SECONDS = 300.0   # nsys start-up + 2 sampled epochs + export, per run
+MAX_CANDIDATES = 48
+PLAN_COLUMNS = ["ranks", "reps", "first_rep", "nodes", "action", "gpu_hours", "cost", "interval_before_pct",
+                "interval_after_pct", "shrink_pct", "reason"]
+NEW, REPEAT, INITIAL = "new configuration", "repetition", "initial"
+
+
+class MeasurementAdvisor:
+    """Proposes the profiling runs (configurations and repetitions) that make the predictions at
+    `target` ranks precise for the least cost, within `max_ranks` and a GPU-hour budget.
+
+    Configure in the constructor, ``fit(None | Experiment | DataFrame)``, then ``propose(k)``.
+    A DataFrame holds one row per measurement with columns ``ranks``, ``rep``, ``value``.
+    Fitted attributes: ``targets_``, ``gpus_per_node_``, ``ranks_per_node_``, ``candidates_``,
+    ``measurements_`` (None from nothing), ``model_``, ``current_`` (interval at each target),
+    ``quantity_``, ``app_``, ``fixed_``, ``notes_``.
+    """
+
+    def __init__(self, target, max_ranks: int, gpus_per_node: int | None = None,
+                 budget_gpu_hours: float | None = None, *, cost: CostSettings | None = None,
+                 run_seconds: float = DEFAULT_RUN_SECONDS, level: float = 0.95, reps: int = 2,
+                 min_points: int = 5, quantity: str = EPOCH_TIME, initial_share: float = 0.5,
+                 candidates=None, options: dict | None = None):
+        self.target = target
+        self.max_ranks = max_ranks
+        self.gpus_per_node = gpus_per_node
+        self.budget_gpu_hours = budget_gpu_hours
+        self.cost = cost
+        self.run_seconds = run_seconds
+        self.level = level
+        self.reps = reps
+        self.min_points = min_points
+        self.quantity = quantity
+        self.initial_share = initial_share
+        self.candidates = candidates
+        self.options = options
+
+    # -- fit ----------------------------------------------------------------------------------
+    def fit(self, data=None) -> MeasurementAdvisor:
+        """Read the measurements so far (None: nothing measured yet) and fit the time model."""
+        self._check()
+        self.cost_ = self.cost or CostSettings()
+        self.targets_ = np.array(sorted({int(t) for t in np.atleast_1d(self.target)}), dtype=float)
+        self.notes_: list[str] = []
+        self.app_, self.fixed_, self.quantity_ = "app", {}, self.quantity
+        layout = None
+        if data is not None and not isinstance(data, pd.DataFrame):
+            data, layout = self._from_experiment(data)
+        self.gpus_per_node_ = self._node_size(layout)
+        per_node = self.gpus_per_node_ / self.cost_.gpus_per_rank if self.gpus_per_node_ else None
+        # one rank per node: every run with 2+ ranks uses the network, so there is no boundary to cross
+        self.ranks_per_node_ = int(per_node) if per_node and per_node >= 2 else None
+        self.candidates_ = candidate_ranks(self.max_ranks, self.ranks_per_node_, self.candidates)
+        self.measurements_ = None if data is None else _clean(data)
+        self.model_ = self._fit_model() if self.measurements_ is not None else None
+        self.current_ = self._current()
+        return self
+
+    def _check(self) -> None:
+        targets = np.atleast_1d(np.asarray(self.target, dtype=float))
+        if targets.size == 0 or not np.all(np.isfinite(targets)) or (targets < 2).any() or (targets % 1).any():
+            raise InputError("--target", f"needs whole rank counts >= 2, got {self.target!r}")
+        checks = [("--max-ranks", self.max_ranks, 2, True), ("--reps", self.reps, 1, True),
+                  ("--min-points", self.min_points, 2, True), ("--run-seconds", self.run_seconds, 0, False)]
+        for option, value, low, whole in checks:
+            ok = isinstance(value, (int, float, np.integer, np.floating)) and np.isfinite(value)
+            if not ok or value < low or (low == 0 and value <= 0) or (whole and value % 1):
+                kind = "a whole number" if whole else "a number"
+                raise InputError(option, f"must be {kind} >= {low}{' (> 0)' if low == 0 else ''}, got {value!r}")
+        budget = self.budget_gpu_hours
+        if budget is not None and not (np.isfinite(budget) and budget > 0):
+            raise InputError("--budget", f"must be a positive number of GPU-hours, got {self.budget_gpu_hours!r}")
+        per_node = self.gpus_per_node
+        if per_node is not None and not (float(per_node) >= 1 and float(per_node) % 1 == 0):
+            raise InputError("--gpus-per-node", f"must be a whole number >= 1, got {self.gpus_per_node!r}")
+        if not 0 < self.level < 1:
+            raise InputError("--level", f"must be between 0 and 1, got {self.level!r}")
+        if not 0 < self.initial_share <= 1:
+            raise InputError("initial_share", f"must be in (0, 1], got {self.initial_share!r}")
+
+    def _from_experiment(self, experiment):
+        from extradeep.analysis.core import measured_values
+        from extradeep.analysis.epoch import quantity_label
+
+        params = list(experiment.params)
+        ranks = self.cost_.ranks_param
+        if params != [ranks]:
+            raise InputError("plan", f"proposes rank counts for experiments that model {ranks!r} only; "
+                                     f"this one models {', '.join(params)} (fix the others with --param)")
+        values = measured_values(experiment)
+        values = values[values["quantity"] == self.quantity]
+        if values.empty:
+            raise InputError("plan", f"the experiment has no {self.quantity!r} values to model")
+        self.app_ = str(experiment.settings.get("app") or "app")
+        self.fixed_ = experiment.fixed_params
+        # Per training step, as analyse() models epochs (n_t x step model): the step counts are
+        # exact, so the relative interval of the step time is that of the epoch time.
+        self.quantity_ = quantity_label(self.quantity, "step")
+        frame = values.rename(columns={ranks: "ranks"})[["ranks", "rep", "value"]]
+        # the cluster layout read from the exports or given with --system (settings["system"])
+        return frame, experiment.settings.get("system") or experiment.settings.get("layout")
+
+    def _node_size(self, layout) -> int | None:
+        if self.gpus_per_node is not None:
+            return int(self.gpus_per_node)
+        if isinstance(layout, dict) and layout.get("gpus_per_node"):
+            self.notes_.append(f"node size {int(layout['gpus_per_node'])} GPUs from the experiment's system layout")
+            return int(layout["gpus_per_node"])
+        if self.cost_.gpus_per_node:
+            return int(self.cost_.gpus_per_node)
+        self.notes_.append("node size unknown (give --gpus-per-node): node boundaries are not considered")
+        return None
+
+    def modeled(self) -> pd.DataFrame:
+        """The measurements the time model uses: beyond a crossed node boundary only, once there are
+        `min_points` configurations there (the targets live in that communication regime)."""
+        data = self.measurements_[self.measurements_["ranks"] > 1]
+        rpn = self.ranks_per_node_
+        if self._crosses_boundary():
+            beyond = data[data["ranks"] > rpn]
+            if beyond["ranks"].nunique() >= self.min_points:
+                return beyond
+        return data
+
+    def _fit_model(self):
+        from extradeep.modeling.modeler import PMNFModeler
+
+        data = self.modeled()
+        if self._crosses_boundary() and data["ranks"].min() > self.ranks_per_node_:
+            self.notes_.append(f"the model uses the {data['ranks'].nunique()} configurations beyond the node "
+                               f"boundary ({self.ranks_per_node_} ranks), where the targets are")
+        if data["ranks"].nunique() < self.min_points:
+            self.notes_.append(f"{data['ranks'].nunique()} configurations measured, a model needs "
+                               f"{self.min_points}: the plan completes the initial set first")
+            return None
+        modeler = PMNFModeler(**{"min_points": self.min_points, **(self.options or {})}, param_names=["ranks"])
+        try:
+            return modeler.fit(data[["ranks"]].to_numpy(float), data["value"].to_numpy(float),
+                               reps=data["rep"].to_numpy()).model_
+        except InputError as exc:
+            self.notes_.append(f"no model of the measurements ({exc.problem}): the plan completes the initial set")
+            return None
+
+    def _current(self) -> pd.DataFrame:
+        columns = ["ranks", "predicted", "lo", "hi", "interval_pct"]
+        if self.model_ is None:
+            return pd.DataFrame({"ranks": self.targets_.astype(int)}).reindex(columns=columns)
+        pred = np.asarray(self.model_.predict(self.targets_), float)
+        lo, hi = self.model_.interval(self.targets_, level=self.level)
+        return pd.DataFrame({"ranks": self.targets_.astype(int), "predicted": pred, "lo": lo, "hi": hi,
+                             "interval_pct": _relative_half_width(hi - lo, pred)})
+
+    # -- propose ------------------------------------------------------------------------------
+    def propose(self, k: int = 3) -> pd.DataFrame:
+        """The proposed runs (PLAN_COLUMNS): the initial set, or the next `k` steps for an experiment."""
+        if not hasattr(self, "targets_"):
+            raise RuntimeError("call fit() before propose()")
+        if k < 1:
+            raise InputError("-k", f"must be at least 1, got {k}")
+        rows = self._initial() if self.model_ is None else self._next(int(k))
+        plan = pd.DataFrame(rows, columns=PLAN_COLUMNS)
+        plan.attrs.update(app=self.app_, fixed=dict(self.fixed_), quantity=self.quantity_, notes=list(self.notes_),
+                          targets=self.targets_.astype(int).tolist(), cost_unit=self.cost_.unit,
+                          gpus_per_node=self.gpus_per_node_, level=self.level, current=self.current_.copy(),
+                          formula=None if self.model_ is None else self.model_.formula())
+        return plan
+
+    def run_cost(self, ranks) -> tuple[np.ndarray, np.ndarray]:
+        """(GPU-hours, cost in the user's unit) of one profiled run at each rank count."""
+        ranks = np.asarray(ranks, dtype=float)
+        seconds = np.full_like(ranks, float(self.run_seconds))
+        points = pd.DataFrame({self.cost_.ranks_param: ranks, **{k: v for k, v in self.fixed_.items()}})
+        params = [self.cost_.ranks_param, *self.fixed_]
+        gpu_hours = seconds / 3600.0 * ranks * self.cost_.gpus_per_rank
+        return gpu_hours, np.asarray(cost_of(seconds, points, self.cost_, params), float)
+
+    def nodes(self, ranks) -> np.ndarray:
+        if not self.gpus_per_node_:
+            return np.full(np.shape(ranks), np.nan)
+        return np.ceil(np.asarray(ranks, float) * self.cost_.gpus_per_rank / self.gpus_per_node_)
+
+    def _crosses_boundary(self) -> bool:
+        rpn = self.ranks_per_node_
+        return bool(rpn and self.targets_.max() > rpn)
+
+    def _initial(self) -> list[dict]:
+        """From nothing (or too few points): the largest affordable linear set, completed."""
+        measured = set() if self.measurements_ is None else set(self.measurements_["ranks"].astype(int))
+        budget = None if self.budget_gpu_hours is None else self.budget_gpu_hours * self.initial_share
+        for reps in range(self.reps, 0, -1):
+            for top in sorted(self.candidates_, reverse=True):
+                points = self._spread(top)
+                if points is None:
+                    continue
+                new = [p for p in points if p not in measured]
+                hours = float(self.run_cost(new)[0].sum() * reps) if new else 0.0
+                if budget is None or hours <= budget:
+                    if reps < self.reps:
+                        self.notes_.append(f"the budget pays for {reps} repetition(s) per configuration only, "
+                                           "so the noise cannot be measured well")
+                    return self._initial_rows(points, new, reps)
+        cheapest = self._spread(min(t for t in self.candidates_ if self._spread(t) is not None)) \
+            if any(self._spread(t) is not None for t in self.candidates_) else None
+        if cheapest is None:
+            raise InputError("--max-ranks", f"{self.max_ranks} allows fewer than {self.min_points} configurations "
+                                            f"(candidates: {', '.join(map(str, self.candidates_))})")
+        need = float(self.run_cost(cheapest)[0].sum())
+        raise InputError("--budget", f"{self.budget_gpu_hours:g} GPU-hours cannot pay for {self.min_points} "
+                                     f"configurations: the cheapest set ({', '.join(map(str, cheapest))}, "
+                                     f"one run each) needs {need / self.initial_share:.3g} GPU-hours "
+                                     f"({self.initial_share:.0%} of the budget goes to the initial set)")
+
+    def _spread(self, top: int) -> list[int] | None:
+        """`min_points` candidates spread linearly up to `top`, with two on each side of a crossed node boundary."""
+        below = [c for c in self.candidates_ if c <= top]
+        if len(below) < self.min_points:
+            return None
+        chosen: list[int] = []
+        for k in range(1, self.min_points + 1):
+            want = top * k / self.min_points
+            free = [c for c in below if c not in chosen]
+            chosen.append(min(free, key=lambda c: (abs(c - want), c)))
+        rpn = self.ranks_per_node_
+        if self._crosses_boundary() and top > rpn:
+            for side in (lambda c: c <= rpn, lambda c: c > rpn):
+                while sum(map(side, chosen)) < 2:
+                    free = [c for c in below if side(c) and c not in chosen]
+                    if not free:
+                        return None
+                    # nearest to the boundary: the regime change is best seen next to it
+                    chosen.append(min(free, key=lambda c: abs(c - rpn)))
+        return sorted(chosen)
+
+    def _initial_rows(self, points: list[int], new: list[int], reps: int) -> list[dict]:
+        rpn = self.ranks_per_node_
+        if self._crosses_boundary() and max(points) <= rpn:
+            self.notes_.append(f"targets lie beyond one node ({rpn} ranks) but the largest allocation does not: "
+                               "the change of communication at the node boundary is not measured")
+        gpu_hours, cost = self.run_cost(new)
+        nodes = self.nodes(new)
+        reason = "initial set: " + ", ".join(map(str, points)) + " ranks spread linearly up to the largest affordable"
+        return [{"ranks": int(r), "reps": reps, "first_rep": 1, "nodes": nodes[i], "action": INITIAL,
+                 "gpu_hours": gpu_hours[i] * reps, "cost": cost[i] * reps, "interval_before_pct": np.nan,
+                 "interval_after_pct": np.nan, "shrink_pct": np.nan, "reason": reason}
+                for i, r in enumerate(new)]
+
+    def _next(self, k: int) -> list[dict]:
+        """Greedy: each step takes the run that shrinks the interval at the targets most per cost."""
+        m = self.modeled()
+        data = PointData.from_values(m["ranks"], m["value"])
+        every = self.measurements_
+        next_rep = {int(x): int(every.loc[every["ranks"] == x, "rep"].max()) + 1 for x in every["ranks"].unique()}
+        model, rows = self.model_, []
+        width = self._width(model)
+        spent = 0.0
+        for _ in range(k):
+            options = self._options(data)
+            if not options:
+                break
+            best = None
+            for x, n, action, reason in options:
+                hours, cost = (v[0] * n for v in self.run_cost([x]))
+                if self.budget_gpu_hours is not None and spent + hours > self.budget_gpu_hours + 1e-12:
+                    continue
+                new_model, new_data = updated_model(model, data, float(x), n)
+                new_width = self._width(new_model)
+                gain = (width - new_width) / cost if cost > 0 else -np.inf
+                if best is None or gain > best[0]:
+                    best = (gain, x, n, action, (new_model, new_data, new_width, hours, cost), reason)
+            if best is None:
+                self.notes_.append("the budget is spent: no further run fits")
+                break
+            _, x, n, action, (model, data, new_width, hours, cost), reason = best
+            first = next_rep.get(int(x), 1)
+            next_rep[int(x)] = first + n
+            rows.append({"ranks": int(x), "reps": n, "first_rep": first, "nodes": self.nodes([x])[0],
+                         "action": action, "gpu_hours": hours, "cost": cost,
+                         "interval_before_pct": width, "interval_after_pct": new_width,
+                         "shrink_pct": 100.0 * (1 - new_width / width) if width > 0 else np.nan,
+                         "reason": reason or "largest expected shrink of the interval per cost"})
+            spent += hours
+            width = new_width
+        return rows
+
+    def _options(self, data: PointData) -> list[tuple[int, int, str, str]]:
+        """Candidate runs: (ranks, repetitions, action, reason); with a node rule to meet, only those."""
+        measured = {int(x) for x in data.x} | set(self.measurements_["ranks"].astype(int))
+        rpn = self.ranks_per_node_
+        if self._crosses_boundary() and max(self.candidates_) > rpn:
+            for name, side in (("below", lambda c: c <= rpn), ("beyond", lambda c: c > rpn)):
+                if sum(map(side, measured)) < 2:
+                    reason = (f"node boundary at {rpn} ranks: the predictions cross it, so two configurations "
+                              f"{name} it are needed")
+                    forced = [(c, self.reps, NEW, reason) for c in self.candidates_ if side(c) and c not in measured]
+                    if forced:
+                        return forced
+        new = [(c, self.reps, NEW, "") for c in self.candidates_ if c not in measured]
+        return new + [(int(x), 1, REPEAT, "") for x in data.x]
+
+    def _width(self, model) -> float:
+        """Mean relative half-width (%) of the interval at the targets."""
+        pred = np.asarray(model.predict(self.targets_), float)
+        return float(np.nanmean(_relative_half_width(interval_width(model, self.targets_, self.level), pred)))
+
+
+def _relative_half_width(width, pred) -> np.ndarray:
+    width, pred = np.asarray(width, float), np.asarray(pred, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(pred > 0, 50.0 * width / pred, np.nan)
+
+
+def _clean(data: pd.DataFrame) -> pd.DataFrame:
+    missing = {"ranks", "value"} - set(data.columns)
+    if missing:
+        raise InputError("plan", f"measurements need columns ranks, rep, value; missing {', '.join(sorted(missing))}")
+    frame = data.copy()
+    if "rep" not in frame:
+        frame["rep"] = frame.groupby("ranks").cumcount() + 1
+    frame = frame[np.isfinite(frame["value"].to_numpy(float))]
+    if frame.empty:
+        raise InputError("plan", "no finite measurements")
+    return frame.astype({"ranks": int, "rep": int, "value": float})[["ranks", "rep", "value"]]
+
+
+def candidate_ranks(max_ranks: int, ranks_per_node: int | None = None, given=None) -> list[int]:
+    """Rank counts worth profiling: even counts within a node, multiples of half a node beyond."""
+    if given is not None:
+        values = sorted({int(v) for v in given if 2 <= int(v) <= max_ranks})
+        if not values:
+            raise InputError("--candidates", f"no candidate between 2 and {max_ranks} ranks")
+        return values
+    rpn = ranks_per_node or max_ranks
+    within = set(range(2, min(rpn, max_ranks) + 1, 2)) | ({rpn} if rpn <= max_ranks else set())
+    step = max(2, rpn // 2)
+    beyond = set(range(rpn + step, int(max_ranks) + 1, step)) if rpn < max_ranks else set()
+    values = sorted(within | beyond)
+    if len(values) > MAX_CANDIDATES:  # keep a geometric ladder, always with the largest allocation
+        ladder = np.geomspace(values[0], values[-1], MAX_CANDIDATES)
+        values = sorted({min(values, key=lambda v, t=t: abs(math.log(v / t))) for t in ladder} | {values[-1]})
+    return values
+
+
+def plan_measurements(target, max_ranks: int, gpus_per_node: int | None = None,
+                      budget_gpu_hours: float | None = None, experiment=None, k: int = 3, **options) -> pd.DataFrame:
+    """One call: ``MeasurementAdvisor(...).fit(experiment).propose(k)``."""
+    advisor = MeasurementAdvisor(target, max_ranks, gpus_per_node, budget_gpu_hours, **options)
+    return advisor.fit(experiment).propose(k)

@@ -1,0 +1,135 @@
+"""Plan tab: what to profile next (`extradeep.MeasurementAdvisor`), next to the step-time model it
+would improve: the model with its 95% band up to the target, the measured points, the proposed
+runs as markers, and the plan as a table that can be saved for `extradeep profile-cmd --plan`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtWidgets import (
+    QDoubleSpinBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+)
+
+from extradeep.gui.param_panel import View
+from extradeep.gui.plot_tab import PlotTab
+
+COLUMNS = ["ranks", "reps", "first_rep", "nodes", "action", "gpu_hours", "interval_after_pct", "shrink_pct"]
+
+
+def _spin(low, high, value, step=1, double=False):
+    box = QDoubleSpinBox() if double else QSpinBox()
+    box.setRange(low, high)
+    box.setValue(value)
+    box.setSingleStep(step)
+    return box
+
+
+class PlanPanel(PlotTab):
+    """Proposes the next profiling runs for the open experiment and shows them beside its model."""
+
+    title = "Plan"
+    redraw_on = frozenset()  # computed on request only: the advisor refits the step-time model
+
+    def __init__(self, window, parent=None):
+        super().__init__(parent)
+        self.window = window
+        self.plan = None
+        self.advisor = None
+        row = QHBoxLayout()
+        self.target = _spin(2, 1_000_000, 128)
+        self.max_ranks = _spin(2, 1_000_000, 32)
+        self.per_node = _spin(1, 1024, 8)
+        self.budget = _spin(0.0, 1e9, 0.0, 1.0, double=True)
+        self.budget.setSpecialValueText("no limit")
+        self.k = _spin(1, 20, 3)
+        for label, box in (("target ranks", self.target), ("max ranks", self.max_ranks),
+                           ("GPUs/node", self.per_node), ("budget GPU-h", self.budget), ("runs", self.k)):
+            row.addWidget(QLabel(label))
+            row.addWidget(box)
+        self.propose_button = QPushButton("Propose")
+        self.propose_button.clicked.connect(self.propose)
+        self.save_button = QPushButton("Save plan...", enabled=False)
+        self.save_button.clicked.connect(self.ask_save)
+        row.addWidget(self.propose_button)
+        row.addWidget(self.save_button)
+        self.controls_box.addLayout(row)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setMaximumHeight(180)
+        self.layout().addWidget(self.table)
+        self.show_message("Open profiles or a saved experiment, then press Propose.")
+
+    def models_changed(self) -> None:
+        pass
+
+    def refresh(self, view: View) -> None:
+        if view.ws is None or view.ws.experiment is None:
+            self.show_message("The plan needs profiles or a saved experiment (not an Extra-P text file).")
+        elif self.plan is None:
+            self.show_message("Press Propose: the next runs that shrink the 95% interval at the target the most "
+                              "per GPU-hour.")
+
+    def propose(self) -> None:
+        from extradeep.analysis.advisor import MeasurementAdvisor
+
+        ws = self.window.ws
+        if ws is None or ws.experiment is None:
+            self.show_message("The plan needs profiles or a saved experiment (not an Extra-P text file).")
+            return
+        advisor = MeasurementAdvisor(self.target.value(), self.max_ranks.value(), self.per_node.value(),
+                                     self.budget.value() or None)
+        self.window.runner.start("plan", _propose, advisor, ws.experiment, self.k.value(), on_done=self._show)
+
+    def _show(self, result) -> None:
+        self.advisor, self.plan = result
+        self.save_button.setEnabled(True)
+        self.table.setRowCount(len(self.plan))
+        for i, row in enumerate(self.plan[COLUMNS].itertuples(index=False)):
+            for j, value in enumerate(row):
+                text = f"{value:.3g}" if isinstance(value, float) else str(value)
+                self.table.setItem(i, j, QTableWidgetItem(text))
+        self.table.resizeColumnsToContents()
+        self._draw()
+
+    def _draw(self) -> None:
+        advisor, plan = self.advisor, self.plan
+        self.clear_figure()
+        ax = self.figure.add_subplot(111)
+        m = advisor.measurements_
+        ax.plot(m["ranks"], m["value"], "o", color="0.3", label="measured")
+        if advisor.model_ is not None:
+            x = np.linspace(max(2.0, m["ranks"].min()), advisor.targets_.max(), 200)
+            lo, hi = advisor.model_.interval(x, level=advisor.level)
+            ax.fill_between(x, np.maximum(lo, 0.0), hi, alpha=0.2, label="95% interval now")
+            ax.plot(x, advisor.model_.predict(x), label=advisor.model_.formula())
+        for r in plan.itertuples():
+            ax.axvline(r.ranks, color="tab:red", linestyle="--", linewidth=1)
+        ax.axvline(advisor.targets_.max(), color="k", linewidth=1, label="target")
+        ax.set_xlabel("ranks")
+        ax.set_ylabel(f"{advisor.quantity_} [s]")
+        ax.set_title("proposed runs (red) and the model they would improve", fontsize=9)
+        ax.legend(fontsize=8)
+        self.show_plot()
+
+    def ask_save(self) -> None:
+        from extradeep.capture.plan_file import write_plan
+        from extradeep.errors import InputError
+
+        path, _ = QFileDialog.getSaveFileName(self, "Save plan", "plan.csv", "Plan files (*.csv)")
+        if path and self.plan is not None:
+            try:
+                write_plan(path, self.plan)
+            except InputError as exc:  # an unwritable path is a message, not a dead window
+                self.window.show_error(str(exc))
+
+
+def _propose(report, advisor, experiment, k):
+    return advisor, advisor.fit(experiment).propose(k)

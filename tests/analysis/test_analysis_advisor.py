@@ -1,0 +1,143 @@
+"""The measurement advisor against simulated experiments: budgets, node boundaries, interval shrink."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import extradeep as xd
+from extradeep.analysis.advisor import MeasurementAdvisor, candidate_ranks
+from extradeep.analysis.core import measured_values
+from extradeep.analysis.cost import CostSettings
+from extradeep.analysis.hypothetical import (
+    PointData,
+    check_consistent,
+    interval_width,
+    updated_model,
+)
+from extradeep.errors import InputError
+from extradeep.simulate import simulate
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory):
+    out = tmp_path_factory.mktemp("advisor_sim")
+    simulate(out, params={"ranks": [2, 4, 6, 8, 10]}, repetitions=2, truth_replicates=0, seed=5)
+    return xd.load_experiment(out, params=["ranks"], progress=False, use_cache=False, replay=False, jobs=1)
+
+
+@pytest.fixture(scope="module")
+def fitted(experiment):
+    return MeasurementAdvisor(40, 16, gpus_per_node=8).fit(experiment)
+
+
+def test_from_nothing_respects_budget_allocation_and_node_boundary():
+    advisor = MeasurementAdvisor(128, 32, gpus_per_node=8, budget_gpu_hours=20, run_seconds=300).fit()
+    plan = advisor.propose()
+    ranks = plan["ranks"].to_numpy()
+    assert len(set(ranks)) >= 5 and (ranks <= 32).all() and (ranks >= 2).all()
+    assert plan["gpu_hours"].sum() <= 20 * advisor.initial_share + 1e-9
+    # GPU-hours = repetitions x ranks x the length of a run
+    assert np.allclose(plan["gpu_hours"], plan["reps"] * plan["ranks"] * 300 / 3600)
+    assert (ranks <= 8).sum() >= 2 and (ranks > 8).sum() >= 2
+    assert (plan["nodes"] == np.ceil(plan["ranks"] / 8)).all()
+
+
+def test_a_larger_budget_buys_points_closer_to_the_target():
+    small = MeasurementAdvisor(128, 64, 8, 10).fit().propose()
+    large = MeasurementAdvisor(128, 64, 8, 60).fit().propose()
+    assert large["ranks"].max() > small["ranks"].max()
+
+
+def test_a_budget_too_small_is_one_line_naming_what_it_needs():
+    with pytest.raises(InputError) as err:
+        MeasurementAdvisor(128, 32, 8, 0.01).fit().propose()
+    assert "--budget" in str(err.value) and "GPU-hours" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_user_cost_model_prices_the_runs():
+    cost = CostSettings(price_per_gpu_hour=2.5)
+    plan = MeasurementAdvisor(64, 16, 4, 40, cost=cost).fit().propose()
+    assert np.allclose(plan["cost"], 2.5 * plan["gpu_hours"])
+
+
+def test_candidates_use_whole_half_nodes_beyond_one_node():
+    assert candidate_ranks(32, 8) == [2, 4, 6, 8, 12, 16, 20, 24, 28, 32]
+    assert candidate_ranks(10) == [2, 4, 6, 8, 10]
+
+
+def test_hypothetical_update_starts_from_the_models_own_covariance(fitted):
+    m = fitted.measurements_
+    data = PointData.from_values(m["ranks"], m["value"])
+    assert check_consistent(fitted.model_, data)
+    # a measurement at the target itself removes most of the extrapolation uncertainty
+    before = interval_width(fitted.model_, np.array([40.0]), 0.95)[0]
+    after = interval_width(updated_model(fitted.model_, data, 40.0, 2)[0], np.array([40.0]), 0.95)[0]
+    assert after < 0.6 * before
+
+
+def test_experiment_proposals_cross_the_node_boundary_first_and_never_reuse_a_repetition(fitted, experiment):
+    plan = fitted.propose(4)
+    assert len(plan) == 4 and (plan["ranks"] <= 16).all()
+    # measured: 2..10 with a node of 8, so only 10 lies beyond; the first run adds a second one
+    assert plan["ranks"].iloc[0] > 8 and "node boundary" in plan["reason"].iloc[0]
+    measured = measured_values(experiment)
+    taken = set(zip(measured["ranks"], measured["rep"]))
+    planned = {(r.ranks, r.first_rep + k) for r in plan.itertuples() for k in range(r.reps)}
+    assert not planned & taken and len(planned) == plan["reps"].sum()
+    shrink = plan["interval_before_pct"] - plan["interval_after_pct"]
+    assert (shrink >= 0).all() and np.allclose(plan["interval_before_pct"].iloc[1:],
+                                               plan["interval_after_pct"].iloc[:-1])
+
+
+def test_the_proposed_run_really_narrows_the_interval(fitted, experiment, tmp_path):
+    """Measure the first proposal with the simulator and refit: the interval at the target narrows."""
+    first = fitted.propose(1).iloc[0]
+    out = tmp_path / "next"
+    simulate(out, params={"ranks": [int(first.ranks)]}, repetitions=int(first.reps), truth_replicates=0, seed=6)
+    extra = measured_values(xd.load_experiment(out, params=["ranks"], progress=False, use_cache=False,
+                                               replay=False, jobs=1))
+    extra = extra[extra["quantity"] == "epoch time"].assign(rep=lambda f: f["rep"] + int(first.first_rep) - 1)
+    data = pd.concat([fitted.measurements_, extra[["ranks", "rep", "value"]]], ignore_index=True)
+    refit = MeasurementAdvisor(40, 16, gpus_per_node=8).fit(data)
+    assert refit.current_["interval_pct"].iloc[0] < fitted.current_["interval_pct"].iloc[0]
+
+
+def test_budget_limits_the_follow_up(experiment):
+    plan = MeasurementAdvisor(40, 16, 8, budget_gpu_hours=1.0).fit(experiment).propose(5)
+    assert plan["gpu_hours"].sum() <= 1.0 + 1e-9
+    assert "budget is spent" in " ".join(plan.attrs["notes"])
+
+
+def test_layout_in_the_experiment_gives_the_node_size(experiment):
+    from extradeep.system import System
+
+    experiment.settings["system"] = System(gpus_per_node=4).to_dict()
+    try:
+        advisor = MeasurementAdvisor(40, 16).fit(experiment)
+    finally:
+        del experiment.settings["system"]
+    assert advisor.gpus_per_node_ == 4 and any("layout" in n for n in advisor.notes_)
+
+
+@pytest.mark.parametrize("kwargs, option", [({"target": 1.5}, "--target"), ({"max_ranks": 0}, "--max-ranks"),
+                                            ({"budget_gpu_hours": -1}, "--budget"), ({"level": 2}, "--level")])
+def test_bad_settings_are_one_line_errors(kwargs, option):
+    settings = {"target": 64, "max_ranks": 16, "gpus_per_node": 4, **kwargs}
+    with pytest.raises(InputError) as err:
+        MeasurementAdvisor(**settings).fit()
+    assert option in str(err.value)
+
+
+def test_report_section_and_text_show_the_plan_beside_the_model(fitted):
+    from extradeep.report.plan import plan_section, plan_text
+
+    plan = fitted.propose(2)
+    page = plan_section(plan)
+    assert "What to profile next" in page and fitted.model_.formula() in page
+    for ranks in plan["ranks"]:
+        assert f'<td class="num">{ranks}</td>' in page
+    text = plan_text(plan, fitted.current_)
+    assert "step time at 40 ranks" in text and "proposed runs" in text
+    assert plan_section(None) == ""
