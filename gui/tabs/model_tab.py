@@ -8,9 +8,10 @@ import numpy as np
 from matplotlib.colors import LogNorm
 from PySide6.QtWidgets import QCheckBox
 
+from extradeep.gui.app_models import node_layout
 from extradeep.gui.param_panel import View, model_grid
 from extradeep.gui.plot_tab import PlotTab, one_axes
-from extradeep.report.plots import extrapolation_marker, measured_points, model_curve
+from extradeep.report.plots import extrapolation_marker, mark_node_boundaries, measured_points, model_curve
 
 MAX_OVERLAY = 8
 N_GRID = 160
@@ -68,6 +69,7 @@ class ModelTab(PlotTab):
         ax = self.ax = self.kept_axes(LINES, one_axes)[0]
         lo_x, hi_x = view.x_range()
         extrapolation_marker(ax, view.modeled_x_max(), hi_x)
+        mark_node_boundaries(ax, node_layout(view), lo_x, hi_x)
         x = np.linspace(lo_x, hi_x, N_GRID)
         grid = model_grid(view, x)
         rising = []

@@ -51,7 +51,7 @@ def test_gui_predicts_the_epoch_time_of_extradeep_model_across_nodes(window, ope
     # The speedup, efficiency and cost plots mark where a run starts to fill another node (4 GPUs each).
     from extradeep.report.plots import NODE_COLOR
 
-    for title in ("Speedup", "Efficiency", "Cost"):
+    for title in ("Model", "Speedup", "Efficiency", "Cost"):
         page = next(p for p in window.tab_pages if p.title == title)
         window.tabs.setCurrentWidget(page)
         for ax in page.axes:
