@@ -11,7 +11,7 @@ class InputError(Exception):
 
     def __init__(self, source: str | Path | None, problem: str, *, field: str | None = None):
         self.source = None if source is None else str(source)
-        self.problem = problem
+        self.problem = " ".join(str(problem).splitlines())  # one line, even when it quotes damaged text
         self.field = field
         super().__init__(str(self))
 

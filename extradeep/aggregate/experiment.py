@@ -205,6 +205,10 @@ class Experiment:
         experiment = cls(json.loads(saved.meta["params"]), saved.tables["measurements_by_rep"], points,
                          saved.tables["provenance"], saved.settings, saved.problems)
         experiment.saved_models = saved.models
+        try:
+            experiment.dataset  # noqa: B018 - built here so that a bad stored dataset fails on load
+        except (TypeError, ValueError, InputError) as exc:
+            raise InputError(path, f"{store.DAMAGED}: setting 'dataset' is unusable ({exc})") from None
         return experiment
 
     def parameter_table(self) -> pd.DataFrame:

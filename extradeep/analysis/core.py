@@ -11,6 +11,7 @@ from extradeep.aggregate.experiment import TOTAL, Dataset, Experiment
 from extradeep.analysis.communication import Topology, layout_notes, node_layout, nodes_spanned, pure_times
 from extradeep.analysis.cost import CostSettings, cost_table
 from extradeep.analysis.epoch import (
+    BREAKDOWN,
     EPOCH_TIME,
     REGION_KEYS,
     EpochModel,
@@ -97,6 +98,19 @@ def ranks_parameter(params: list[str], preferred: str | None = None) -> str:
     return "ranks" if "ranks" in params else params[0]
 
 
+def require_parameters(experiment: Experiment) -> None:
+    """Refuse, in one line that says what would help, an experiment where no parameter varies."""
+    if experiment.params:
+        return
+    fixed = experiment.fixed_params
+    if fixed:
+        where = ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in fixed.items())
+        raise InputError(None, f"every export is of one configuration ({where}); models need measurements at "
+                         "several values of a parameter (5 by default, --min-points): profile more scales")
+    raise InputError(None, "no parameter varies across the exports: their names carry no values (like "
+                     "app.p4.r1.mpi0.sqlite) and no --manifest gives them, so there is nothing to model")
+
+
 def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dict | None = None,
             scaling: str | None = None, ranks_param: str | None = None, metrics=("time", "visits", "bytes"),
             progress=None, refit: bool = False) -> Analysis:
@@ -107,9 +121,8 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     are reused when they were fitted with the same options and dataset, unless ``refit``.
     """
     dataset = dataset or experiment.dataset
+    require_parameters(experiment)
     params = list(experiment.params)
-    if not params:
-        raise InputError(None, "the experiment has no modeled parameters (give --param)")
     app_steps, region_steps, application, regions, notes = _measure(experiment, dataset, metrics)
     fixed = experiment.fixed_params
     topology = experiment_topology(experiment)
@@ -134,7 +147,7 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
         notes.append("GPU activity covers the whole measured step everywhere, so no idle time is visible "
                      "(an experiment saved before reader version 2 has no GPU busy time: idle is then step - summed "
                      "GPU time, which overlapping streams push to 0; model the exports again)")
-    notes = reliability_notes(app_models, per_unit(dataset)) + notes
+    notes = reliability_notes(app_models, per_unit(dataset)) + notes + contradiction_notes(app_points, params)
     notes += layout_notes(experiment.settings, topology, _step_comm(app_models))
     baseline = default_baseline(app_points if not app_points.empty else regions, params, ranks)
     if EPOCH_TIME not in set(application["quantity"]):
@@ -189,6 +202,39 @@ def _up_to(experiment: Experiment, upto: float) -> Experiment:
         return frame[frame[first].to_numpy(float) <= upto]
 
     return replace(experiment, values=kept(experiment.values), points=kept(experiment.points))
+
+
+# a part may exceed its whole by rounding and noise, not by more; all parts plus idle may exceed it by
+# the communication that overlapped computation (DDP hides much of it), but not by a quarter
+PART_TOLERANCE = 1.02
+PARTS_TOLERANCE = 1.25
+
+
+def contradiction_notes(app_points: pd.DataFrame, params: list[str]) -> list[str]:
+    """Say where measured parts exceed their whole (computation longer than the epoch, or the parts
+    plus idle longer than it), and why, instead of printing the numbers silently: the parts are sums
+    of kernel times, which count kernels that ran at the same time (several streams, or several GPUs
+    of one process) once each, while idle is measured against the union of GPU activity."""
+    if app_points.empty or EPOCH_TIME not in set(app_points["quantity"]):
+        return []
+    wide = app_points.pivot_table(index=params, columns="quantity", values="value")
+    parts = [c for c in BREAKDOWN if c in wide.columns]
+    if not parts:
+        return []
+    total = wide[EPOCH_TIME]
+    summed = wide[parts].sum(axis=1) + (wide["idle"] if "idle" in wide.columns else 0.0)
+    largest = wide[parts].max(axis=1)
+    bad = ((largest > PART_TOLERANCE * total) | (summed > PARTS_TOLERANCE * total)) & (total > 0)
+    if not bad.any():
+        return []
+    key = bad[bad].index[0]
+    point = ", ".join(f"{p}={v:g}" for p, v in zip(params, key if isinstance(key, tuple) else (key,)))
+    which = wide.loc[key, parts].idxmax()
+    over = "is longer than" if largest[key] > PART_TOLERANCE * total[key] else "plus the other parts and idle exceed"
+    return [f"at {int(bad.sum())} measured point(s), e.g. {point}, {which} ({wide.loc[key, which]:.4g} s) {over} "
+            f"the {EPOCH_TIME} ({total[key]:.4g} s): the parts are sums of kernel times and count kernels that ran "
+            "at the same time (on several streams, or several GPUs of one process) once each, while idle is the "
+            f"time no GPU work ran; read the parts as GPU time, not as shares of the {EPOCH_TIME}"]
 
 
 def _fit(experiment, app_steps, region_steps, regions, dataset, options, progress):

@@ -46,9 +46,12 @@ def reusable_models(saved: dict | None, dataset, options: dict | None,
     if saved_mismatch(saved, dataset, options, system):
         return None
     rows = saved["models"]
-    app = rows[rows["model_type"] == "application"].rename(columns={"name": APP_KEY})
-    regions = rows[rows["model_type"] == "region"].rename(columns={"name": "region"})
-    return _frame(app, [APP_KEY]), _frame(regions, REGION_KEYS)
+    try:
+        app = rows[rows["model_type"] == "application"].rename(columns={"name": APP_KEY})
+        regions = rows[rows["model_type"] == "region"].rename(columns={"name": "region"})
+        return _frame(app, [APP_KEY]), _frame(regions, REGION_KEYS)
+    except (KeyError, TypeError, ValueError):  # a damaged models table (hand edit, crash): refit instead
+        return None
 
 
 def saved_mismatch(saved: dict, dataset, options: dict | None, system: dict | None) -> list[str]:

@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from extradeep.analysis.core import Analysis, analyse, measured_points, primary_quantity, rebase, subset_experiment
+from extradeep.analysis.core import (Analysis, analyse, measured_points, primary_quantity, rebase,
+                                     require_parameters, subset_experiment)
 from extradeep.analysis.budget import BudgetLimits, BudgetResult, budget_search
 from extradeep.analysis.cost import CostSettings
 from extradeep.analysis.evaluation import prediction_errors
@@ -88,8 +89,7 @@ def evaluate(experiment, *, eval_points=None, eval_experiment=None, options: dic
 def split_held_out(experiment, values, ranks_param: str | None = None):
     """(modeling, held-out) experiments: the configurations whose ranks parameter is in `values`
     are held out; refused when one was not measured or nothing would be left to model."""
-    if not experiment.params:
-        raise InputError("eval_points", "the experiment has a single configuration: nothing can be held out")
+    require_parameters(experiment)  # one configuration: nothing to hold out, and the line says what helps
     ranks = ranks_param or ("ranks" if "ranks" in experiment.params else experiment.params[0])
     points = experiment.points[experiment.params].drop_duplicates()
     measured = points[ranks].astype(float)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
+import warnings
 
 from extradeep import __version__
 from extradeep.cli.flags import flag_error
@@ -60,8 +62,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# options whose value may start with a minus (a list of numbers): argparse would take "-4,0" for an
+# option and answer with its usage; joined as "--predict=-4,0", the value reaches our own check
+NUMBER_LIST_OPTIONS = ("--predict", "--candidates", "--eval-points", "--at", "--ranks", "--max-ranks", "--what-if")
+_NEGATIVE = re.compile(r"-[\d.]")
+
+
+def join_negative_values(argv: list[str]) -> list[str]:
+    """`--predict -4,0` -> `--predict=-4,0`, so that a negative value gets a message that explains it."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in NUMBER_LIST_OPTIONS and i + 1 < len(argv) and _NEGATIVE.match(argv[i + 1]):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = join_negative_values(list(sys.argv[1:] if argv is None else argv))
+    with warnings.catch_warnings():
+        # a library warning is one "extradeep: warning:" line, never a raw UserWarning with its source line
+        warnings.showwarning = _show_warning
+        return _main(parser, argv)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"extradeep: warning: {message}", file=sys.stderr)
+
+
+def _main(parser, argv) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
@@ -79,3 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        # the last guard: a file system refusal that no earlier check caught is still one line naming
+        # the file, never a traceback (the checks before the work should make this rare)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"extradeep: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2

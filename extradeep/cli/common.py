@@ -70,10 +70,10 @@ STEP_MARK_KEYS = ("epoch_pattern", "train_step_pattern", "val_step_pattern", "wa
 def add_step_mark_arguments(group) -> None:
     """The step-convention options (patterns for epochs and steps, warm-up), for every command that
     finds steps in profiles: the reading commands, inspect and predict."""
-    nvtx = "regular expression for NVTX {} ranges (optionally DOMAIN:REGEX)"
-    group.add_argument("--epoch-pattern", metavar="REGEX", help=nvtx.format("epoch"))
-    group.add_argument("--train-step-pattern", metavar="REGEX", help=nvtx.format("training-step"))
-    group.add_argument("--val-step-pattern", metavar="REGEX", help=nvtx.format("validation-step"))
+    nvtx = "regular expression searched for in NVTX range names of {} (^...$ for whole names; optionally DOMAIN:REGEX)"
+    group.add_argument("--epoch-pattern", metavar="REGEX", help=nvtx.format("epochs"))
+    group.add_argument("--train-step-pattern", metavar="REGEX", help=nvtx.format("training steps"))
+    group.add_argument("--val-step-pattern", metavar="REGEX", help=nvtx.format("validation steps"))
     group.add_argument("--warmup-epochs", type=int, metavar="N", help="leading epochs excluded as warm-up (default 1)")
     group.add_argument("--warmup-steps", type=int, metavar="N",
                        help="with a single epoch, its first N steps per phase are excluded instead (default 1)")

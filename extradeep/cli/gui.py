@@ -27,7 +27,28 @@ def pyside_problem(pyside_version: str, python: tuple[int, int]) -> str | None:
     return None
 
 
+# Qt platforms that draw without a window system (screenshots, tests, kiosks)
+HEADLESS_PLATFORMS = ("offscreen", "minimal", "minimalegl", "vnc", "eglfs", "linuxfb")
+
+
+def display_problem(environ, platform: str) -> str | None:
+    """Why Qt would abort for lack of a display (it kills the process with SIGABRT), or None."""
+    if not platform.startswith("linux"):
+        return None
+    chosen = environ.get("QT_QPA_PLATFORM", "").split(":")[0].strip()
+    if chosen in HEADLESS_PLATFORMS or environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"):
+        return None
+    return ("no display: neither DISPLAY nor WAYLAND_DISPLAY is set (log in with `ssh -X`, or use "
+            "QT_QPA_PLATFORM=offscreen for screenshots and tests)")
+
+
 def run(args) -> int:
+    import os
+
+    problem = display_problem(os.environ, sys.platform)
+    if problem:
+        print(f"extradeep gui: {problem}", file=sys.stderr)
+        return 2
     try:
         import PySide6
     except ImportError:

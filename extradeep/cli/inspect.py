@@ -38,8 +38,13 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 0:
         raise InputError("--top", f"must be at least 0, got {args.top}")
     settings = step_mark_settings(args)
-    paths = [p for given in args.files for p in _expand(given)]
-    infos, problems = [], []
+    infos, problems, paths = [], [], []
+    for given in args.files:
+        found = _expand(given)
+        if not found:
+            problems.append(f"{given}: no profiles in this folder (nor below it)")
+            print(f"extradeep: error: {problems[-1]}", file=sys.stderr)
+        paths += found
     for path in paths:
         try:
             if profile_format(path) == KINETO:

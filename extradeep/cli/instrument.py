@@ -36,6 +36,11 @@ def run(args) -> int:
         if exc.name != "libcst":
             raise
         raise InputError(None, "extradeep instrument needs libcst: pip install 'extradeep[instrument]'") from None
+    from pathlib import Path
+
+    from extradeep.cli.outputs import check_writable
+
+    check_writable("--out", args.out, Path(args.out).resolve(), may_create=True)  # before any work, like every output
     report = instrument(args.src, args.out, progress=_progress if sys.stderr.isatty() else None)
     if sys.stderr.isatty():
         print("\r\033[K", end="", file=sys.stderr)

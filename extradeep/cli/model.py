@@ -178,8 +178,11 @@ def is_extrap_text(profiles: list[str]) -> bool:
 
     if len(profiles) != 1 or not Path(profiles[0]).is_file() or format_by_name(profiles[0]) is not None:
         return False
-    with open(profiles[0], "rb") as handle:
-        head = handle.read(64)
+    try:
+        with open(profiles[0], "rb") as handle:
+            head = handle.read(64)
+    except OSError:
+        return False  # the profile reader says, in one line, that it cannot be read
     return not head.startswith((SQLITE_MAGIC, GZIP_MAGIC)) and head.lstrip()[:1] not in (b"{", b"[")
 
 
@@ -273,5 +276,6 @@ def _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, d
     if args.save:
         if experiment is None:
             raise InputError("--save", "only experiments read from profiles can be saved")
+        # one atomic write (extradeep.io.store): the experiment and its models appear together or not at all
         experiment.save(args.save, extra_tables=models_tables(analysis))
         print(f"extradeep: saved the experiment and models to {args.save}", file=sys.stderr)

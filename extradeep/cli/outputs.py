@@ -61,6 +61,7 @@ def check_output_path(option: str, path, inputs: set[Path], experiment_ok: bool 
         raise InputError(option, f"{path} exists and is not an experiment saved by extradeep; refusing to overwrite it")
     if not experiment_ok and is_sqlite(target):
         raise InputError(option, f"{path} is an existing SQLite database; refusing to overwrite it")
+    check_writable(option, path, target.parent)
 
 
 def check_output_dir(option: str, path) -> None:
@@ -68,6 +69,29 @@ def check_output_dir(option: str, path) -> None:
     target = _resolved(path)
     if target.exists() and not target.is_dir():
         raise InputError(option, f"{path} exists and is not a directory; refusing to write into it")
+    check_writable(option, path, target, may_create=True)
+
+
+def check_writable(option: str | None, path, folder: Path, may_create: bool = False) -> None:
+    """Refuse, before any work, an output whose folder cannot be written: `folder` itself, or the
+    nearest folder above it that exists (where the missing ones would be created). Tried by creating
+    a temporary file there, which is what counts (permissions, read-only mounts, root).
+    ``may_create``: the command creates `folder` (and missing parents), so it need not exist yet."""
+    import os
+    import tempfile
+
+    where = "" if option is None else f"{option} "
+    existing = next((f for f in (folder, *folder.parents) if f.exists()), None)
+    if existing is None or not existing.is_dir():
+        raise InputError(None, f"{where}{path}: {existing} is not a folder; cannot write there")
+    if existing != folder and not may_create:
+        raise InputError(None, f"{where}{path}: folder {folder} does not exist; create it first")
+    try:
+        handle, name = tempfile.mkstemp(prefix=".extradeep-write-check-", dir=existing)
+    except OSError as exc:
+        raise InputError(None, f"{where}{path}: cannot write in {existing} ({exc.strerror})") from None
+    os.close(handle)
+    os.unlink(name)
 
 
 def check_outputs(args, files: dict[str, str | None], save: str | None = None, plots: str | None = None) -> None:

@@ -111,6 +111,9 @@ def _check_outdir(outdir: Path) -> None:
     if outdir.is_dir() and not (outdir / "truth.json").exists() and any(outdir.glob("*.sqlite")):
         raise InputError(outdir, "already holds .sqlite files that extradeep did not simulate; "
                          "choose an empty or new folder")
+    from extradeep.cli.outputs import check_writable
+
+    check_writable(None, outdir, outdir.resolve(), may_create=True)
 
 
 def run(args) -> int:

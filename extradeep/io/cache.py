@@ -116,6 +116,20 @@ def prune_cache(cache_dir, max_bytes: int | None = None) -> int:
     return removed
 
 
+def cache_problem(cache_dir) -> str | None:
+    """Why results cannot be stored in `cache_dir` (a read-only folder, a file in the way), or None."""
+    import tempfile
+
+    try:
+        Path(cache_dir).mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(prefix=".write-check-", dir=cache_dir)
+    except OSError as exc:
+        return f"the cache folder {cache_dir} cannot be written ({exc.strerror or type(exc).__name__})"
+    os.close(handle)
+    os.unlink(name)
+    return None
+
+
 def store_cache(cache_dir, key: str, result: dict) -> None:
     # Failures are not cached: the user may fix the file or the reader may learn to read it.
     if cache_dir is None or result["problem"] is not None:

@@ -352,9 +352,27 @@ def discover(paths=None, aliases=None, manifest=None, ranks_param: str = "ranks"
     else:
         runs, problems = runs_from_names(paths, aliases)
     runs, problems = validate_runs(runs, problems)
-    runs["sha256"] = [file_sha256(p) for p in runs["path"]]
+    runs, unreadable = _hashed(runs)
     runs, dups = drop_duplicates(runs)
-    return runs, problems + dups + missing_ranks(runs, ranks_param)
+    return runs, problems + unreadable + dups + missing_ranks(runs, ranks_param)
+
+
+def _hashed(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The runs with their sha256; a file the OS will not let us read is skipped with one line."""
+    from extradeep.io.nsys.connect import unreadable
+
+    digests, problems = [], []
+    for path in runs["path"]:
+        try:
+            digests.append(file_sha256(path))
+        except OSError as exc:
+            digests.append(None)
+            problems.append(f"{path}: {unreadable(exc)}; skipped")
+    runs = runs.assign(sha256=digests)
+    runs = runs[runs["sha256"].notna()].reset_index(drop=True)
+    if runs.empty:
+        raise InputError(None, "no usable exports found: " + "; ".join(problems))
+    return runs, problems
 
 
 def validate_runs(runs: pd.DataFrame, problems: list[str]) -> tuple[pd.DataFrame, list[str]]:

@@ -24,10 +24,12 @@ from extradeep.io import discover
 from extradeep.io.cache import (
     cache_key,
     cache_limit_bytes,
+    cache_problem,
     prune_cache,
     read_cache,
     store_cache,
 )
+from extradeep.io.nsys.connect import unreadable
 from extradeep.io.nsys.settings import ReaderSettings
 
 
@@ -50,7 +52,7 @@ def run_tasks(function, calls: list[tuple], *, jobs=None, client=None, on_done=N
             on_done(i, results[i])
         return results, []
     failed = []
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=pool_context()) as pool:
         futures = {pool.submit(function, *call): i for i, call in enumerate(calls)}
         for future in as_completed(futures):
             try:
@@ -76,7 +78,7 @@ def _ignore(i, result) -> None:
 
 
 def _run_alone(function, call):
-    with ProcessPoolExecutor(max_workers=1) as pool:
+    with ProcessPoolExecutor(max_workers=1, mp_context=pool_context()) as pool:
         return pool.submit(function, *call).result()
 
 
@@ -159,6 +161,10 @@ def read_all(runs: pd.DataFrame, settings: ReaderSettings, *, jobs=None, cache_d
     """Read every run: cached results first, the rest by `run_tasks` (in `jobs` local worker
     processes, or on the Dask cluster of `client`). Returns one result per run and notes."""
     limit = cache_limit_bytes() if cache_dir is not None else None  # a bad setting fails before reading
+    if cache_dir is not None and (problem := cache_problem(cache_dir)):
+        # said once: a silently disabled cache makes every later run slow for no visible reason
+        print(f"extradeep: note: {problem}; nothing is cached (give --cache-dir DIR, or --no-cache)",
+              file=sys.stderr)
     tasks = [(row.path, row.size, row.mtime_ns) for row in runs.itertuples(index=False)]
     keys = [cache_key(*task, settings) for task in tasks]
     results: list[dict | None] = [None] * len(tasks)
@@ -194,6 +200,18 @@ def read_and_store(path: str, settings: ReaderSettings, key: str, cache_dir) -> 
     return result
 
 
+def pool_context():
+    """The multiprocessing context for worker pools: fork from the main thread (fast), forkserver from
+    any other thread (a GUI worker): a child forked while another thread holds a lock (Qt, malloc,
+    logging) can wait for that lock forever, which hung a predictor run started from the GUI."""
+    import multiprocessing
+    import threading
+
+    if threading.current_thread() is threading.main_thread() or sys.platform != "linux":
+        return None  # the platform's default
+    return multiprocessing.get_context("forkserver")
+
+
 def read_one(path: str, settings: ReaderSettings) -> dict:
     """The per-file stage: sha256 and step sums of one profile (nsys export or Kineto trace), or a one-line problem. Never raises
     for a bad file, so one broken export cannot stop a batch."""
@@ -208,7 +226,9 @@ def read_one(path: str, settings: ReaderSettings) -> dict:
         result["frame"] = frame
     except InputError as exc:
         result["problem"] = str(exc) if exc.source else f"{path}: {exc.problem}"
-    except (sqlite3.Error, OSError, UnicodeError, ValueError) as exc:
+    except OSError as exc:
+        result["problem"] = f"{path}: {unreadable(exc)}"
+    except (sqlite3.Error, UnicodeError, ValueError) as exc:
         result["problem"] = f"{path}: cannot read ({type(exc).__name__}: {exc})"
     return result
 

@@ -51,7 +51,9 @@ def read_input(path, limit: int = -1) -> bytes:
     except IsADirectoryError:
         raise InputError(path, "is a directory, not a profile") from None
     except OSError as exc:
-        raise InputError(path, f"cannot read ({exc.strerror or exc})") from None
+        from extradeep.io.nsys.connect import unreadable
+
+        raise InputError(path, unreadable(exc)) from None  # one wording for an unreadable file everywhere
 
 
 def profile_format(path) -> str:

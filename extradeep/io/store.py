@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sqlite3
-from contextlib import closing
+import tempfile
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +26,11 @@ from extradeep.io.nsys.connect import open_readonly
 META_TABLE = "extradeep_meta"
 FORMAT = "extradeep-experiment"
 TABLES = ("measurements", "measurements_by_rep", "provenance")  # read back on load
+_MEASURED = ("region", "kind", "category", "metric", "phase", "value")
+# columns a saved experiment cannot be used without (besides one column per modeled parameter)
+REQUIRED_COLUMNS = {"measurements": (*_MEASURED, "modelable"), "measurements_by_rep": (*_MEASURED, "rep"),
+                    "provenance": ("path",)}
+DAMAGED = "damaged saved experiment"
 
 
 @dataclass
@@ -38,41 +45,85 @@ class SavedExperiment:
 
 
 def write_experiment(path, meta: dict, tables: dict, settings: dict, problems: list) -> None:
-    """Write the tables to `path` (replacing an earlier extradeep experiment, never anything else)."""
+    """Write the tables to `path` (replacing an earlier extradeep experiment, never anything else),
+    atomically: a crash leaves the earlier file or nothing, never half a file."""
     import sqlite_utils
 
+    with atomic_path(path) as tmp:
+        db = sqlite_utils.Database(tmp)
+        meta = {"format": FORMAT, "version": __version__, **meta}
+        _write(db, META_TABLE, pd.DataFrame({"key": list(meta), "value": list(meta.values())}))
+        for name, frame in tables.items():
+            _write(db, name, frame)
+        rows = {"key": list(settings), "value": [json.dumps(v) for v in settings.values()]}
+        _write(db, "settings", pd.DataFrame(rows, dtype=object))
+        _write(db, "problems", pd.DataFrame({"problem": list(problems)}, dtype=object))
+        db.conn.commit()
+        db.close()
+
+
+@contextmanager
+def atomic_path(path):
+    """A temporary file name in `path`'s folder to write to; on success it replaces `path` in one
+    step (os.replace), on failure it is removed. `path` may only be an earlier extradeep experiment."""
     path = Path(path)
-    if path.exists():
-        if not is_saved_experiment(path):
-            raise InputError(path, "exists and is not an extradeep experiment; refusing to overwrite it")
-        path.unlink()
-    db = sqlite_utils.Database(path)
-    meta = {"format": FORMAT, "version": __version__, **meta}
-    _write(db, META_TABLE, pd.DataFrame({"key": list(meta), "value": list(meta.values())}))
-    for name, frame in tables.items():
-        _write(db, name, frame)
-    rows = {"key": list(settings), "value": [json.dumps(v) for v in settings.values()]}
-    _write(db, "settings", pd.DataFrame(rows, dtype=object))
-    _write(db, "problems", pd.DataFrame({"problem": list(problems)}, dtype=object))
-    db.conn.commit()
-    db.close()
+    if path.exists() and not is_saved_experiment(path):
+        raise InputError(path, "exists and is not an extradeep experiment; refusing to overwrite it")
+    try:
+        handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise InputError(path, f"cannot write here ({exc.strerror})") from None
+    os.close(handle)
+    tmp = Path(name)
+    tmp.unlink()  # sqlite creates the file itself
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_experiment(path) -> SavedExperiment:
-    """The tables of a saved experiment, opened read-only."""
+    """The tables of a saved experiment, opened read-only; a damaged one (a table or column
+    missing, a setting that is not JSON) is refused with one line saying what is missing."""
     if not is_saved_experiment(path):
         raise InputError(path, "not an experiment saved by extradeep")
     with closing(open_readonly(path)) as conn:
-        meta = dict(conn.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
-        tables = {name: pd.read_sql(f"SELECT * FROM [{name}]", conn) for name in TABLES}
-        settings = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM settings")}
-        problems = [row[0] for row in conn.execute("SELECT problem FROM problems")]
-        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        models = None
-        if {"models", "models_meta"} <= names:
-            models = {"models": pd.read_sql("SELECT * FROM models", conn),
-                      "meta": {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM models_meta")}}
+        present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = [t for t in (*TABLES, "settings", "problems") if t not in present]
+        if missing:
+            raise InputError(path, f"{DAMAGED}: table {', '.join(missing)} missing (save it again with "
+                             "`extradeep model PROFILES --save`)")
+        try:
+            meta = dict(conn.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
+            tables = {name: pd.read_sql(f"SELECT * FROM [{name}]", conn) for name in TABLES}
+            settings = dict(conn.execute("SELECT key, value FROM settings").fetchall())
+            problems = [row[0] for row in conn.execute("SELECT problem FROM problems")]
+            models = None
+            if {"models", "models_meta"} <= present:
+                models = {"models": pd.read_sql("SELECT * FROM models", conn),
+                          "meta": dict(conn.execute("SELECT key, value FROM models_meta").fetchall())}
+        except (sqlite3.Error, pd.errors.DatabaseError) as exc:
+            raise InputError(path, f"{DAMAGED}: {exc}") from None
+    params = _json(path, meta.get("params"), "the parameter list (extradeep_meta 'params')")
+    if not isinstance(params, list) or not all(isinstance(p, str) for p in params):
+        raise InputError(path, f"{DAMAGED}: the parameter list (extradeep_meta 'params') is not a list of names")
+    for name, required in REQUIRED_COLUMNS.items():
+        lacking = [c for c in (*required, *(params if name != "provenance" else ())) if c not in tables[name]]
+        if lacking:
+            raise InputError(path, f"{DAMAGED}: table {name} lacks column(s) {', '.join(lacking)}")
+    settings = {k: _json(path, v, f"setting {k!r}") for k, v in settings.items()}
+    if models is not None:
+        models["meta"] = {k: _json(path, v, f"models_meta {k!r}") for k, v in models["meta"].items()}
     return SavedExperiment(meta, tables, settings, problems, models)
+
+
+def _json(path, text, what: str):
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        raise InputError(path, f"{DAMAGED}: {what} is missing or not valid JSON ({str(text)[:40]!r})") from None
 
 
 def is_saved_experiment(path) -> bool:

@@ -135,23 +135,39 @@ def fit_models(df: pd.DataFrame, params, value="value", by=("region", "metric"),
     bad = ~np.isfinite(numeric).all(axis=1)
     for g in np.unique(groups[bad]):
         rows[g]["reason"] = "non-finite or non-numeric values (NaN/inf) are refused"
-    small = (numeric[:, : len(params)] <= 1).any(axis=1) & ~bad
+    small = (numeric[:, : len(params)] < undefined_below(opts.factors)).any(axis=1) & ~bad
     dropped = list(zip(*np.unique(groups[small], return_counts=True)))
+    why = _undefined_text(opts.factors)
     for g, count in dropped:
-        rows[g]["warnings"].append(
-            f"dropped {count} measurement(s) with a parameter value <= 1 (log terms undefined there)")
+        rows[g]["warnings"].append(f"dropped {count} measurement(s) with a parameter value {why}")
     if dropped:  # one warning for the whole table; each model keeps its own note
-        warnings.warn(f"dropped {int(small.sum())} measurement(s) with a parameter value <= 1 (log terms "
-                      f"undefined there) in {len(dropped)} group(s), e.g. {_label(keys, dropped[0][0])}",
-                      stacklevel=2)
+        warnings.warn(f"dropped {int(small.sum())} measurement(s) with a parameter value {why} in "
+                      f"{len(dropped)} group(s), e.g. {_label(keys, dropped[0][0])}", stacklevel=2)
     keep = ~np.isin(groups, [g for g, r in enumerate(rows) if r["reason"]]) & ~small
     clean = pd.DataFrame(numeric[keep], columns=params + [value]).assign(_g=groups[keep])
     for batch, gids in _batches(clean, params, value):
         _fit_batch(batch, gids, params, opts, modeler, rows)
     for g, r in enumerate(rows):
         if r["model"] is None and not r["reason"]:
-            r["reason"] = f"no measurements with all parameters > 1 (need at least {opts.min_points} points)"
+            r["reason"] = f"no measurements where every parameter is {_defined_text(opts.factors)} " \
+                          f"(need at least {opts.min_points} points)"
     return pd.concat([keys, _result_frame(rows, modeler)], axis=1)
+
+
+def undefined_below(factors) -> float:
+    """The smallest parameter value the terms are defined at: x^i log2(x)^j needs x > 0 (log2(1) = 0
+    is fine, as in Extra-P), and x >= 1 when a log exponent is fractional (log2(x) < 0 below 1)."""
+    fractional_log = any(j.denominator != 1 for _, j in factors)
+    return 1.0 if fractional_log else np.nextafter(0.0, 1.0)
+
+
+def _undefined_text(factors) -> str:
+    return "below 1 (a fractional log exponent is undefined there)" if undefined_below(factors) == 1.0 \
+        else "<= 0 (x^i log2(x)^j is undefined there)"
+
+
+def _defined_text(factors) -> str:
+    return ">= 1" if undefined_below(factors) == 1.0 else "> 0"
 
 
 def _label(keys: pd.DataFrame, g: int) -> str:

@@ -68,7 +68,7 @@ def factor_pairs(exponents_i=DEFAULT_I, exponents_j=DEFAULT_J, pairs=None) -> li
 
 
 def factor_values(x: np.ndarray, factor: Factor) -> np.ndarray:
-    """x^i * log2(x)^j for an array of parameter values (> 1)."""
+    """x^i * log2(x)^j for an array of parameter values (> 0; log2(1) = 0)."""
     i, j = factor
     out = np.ones_like(x, dtype=float)
     if i:

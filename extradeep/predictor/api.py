@@ -15,6 +15,7 @@ from extradeep.predictor.critical_path import CLASSES, breakdown, critical_path,
 from extradeep.predictor.graph import OpGraph, build_graph
 from extradeep.predictor.overheads import kernel_sum_baseline, overhead_table
 from extradeep.predictor.replay import ReplayResult, displayed_end, plan_replay, replay
+from extradeep.predictor.run_identity import check_one_run
 from extradeep.predictor.trace import RunTrace, load_trace
 from extradeep.predictor.whatif import (
     DEFAULT_STEP_LATENCY,
@@ -82,7 +83,8 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
 
     paths, problems = find_exports(run_dir)
     if not paths:
-        raise InputError(run_dir, "; ".join(problems) or "no profiles (.sqlite exports or Kineto .json[.gz] traces) found")
+        raise InputError(None, "; ".join(problems)) if problems else \
+            InputError(run_dir, "no profiles (.sqlite exports or Kineto .json[.gz] traces) found")
     rows = []
     for p in paths:
         try:
@@ -112,6 +114,7 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
                          "(choose with select=/--run)")
             runs = groups.get_group(first if len(keys) > 1 else first[0])
     point = {k: runs[k].iloc[0] for k in keys if k not in ("app", "rep") and pd.notna(runs[k].iloc[0])}
+    check_one_run(list(runs["path"]), run_dir)
     return list(runs["path"]), point, problems + notes
 
 
@@ -148,6 +151,7 @@ def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "dr
     colls = collective_table(graph.nodes, _groups_of(graph))
     comm = comm_context(colls, trace, system)
     notes = notes + layout_notes(scenarios, comm)
+    warnings += extrapolation_warnings(scenarios, comm.ranks)
     results, wsteps = {BASELINE: base}, [steps.assign(scenario=BASELINE, predicted=steps["replayed"])]
     for i, scenario in enumerate(scenarios):
         _progress(progress, f"what-if {i + 1}/{len(scenarios)}: {scenario.label}")
@@ -198,6 +202,24 @@ def layout_notes(scenarios: list[WhatIf], comm: CommContext) -> list[str]:
                      "crosses the network, whose cost this trace cannot know: those scenarios assume the node's "
                      "links and are too fast if the network is slower. Give --system FILE (or a preset)")
     return notes
+
+
+# beyond this many times the measured ranks, only the collective cost model speaks for the replay
+EXTRAPOLATION_FACTOR = 4
+
+
+def extrapolation_warnings(scenarios: list[WhatIf], measured: int) -> list[str]:
+    """One line per `ranks=P` scenario far beyond the measured run: the replay keeps every rank's
+    measured compute and re-costs only the collectives, so waits for stragglers, network contention
+    and memory at that scale are not in the answer."""
+    out = []
+    for scenario in scenarios:
+        for c in scenario.changes:
+            if c.key == "ranks" and float(c.value) > EXTRAPOLATION_FACTOR * measured:
+                out.append(f"what-if {scenario.label!r}: {float(c.value):g} ranks is {float(c.value) / measured:,.0f}x "
+                           f"the {measured} rank(s) measured; only the collectives are re-costed (ring/tree model), "
+                           "so stragglers, contention and memory limits at that scale are not predicted")
+    return out
 
 
 def unmatched_patterns(scenarios: list[WhatIf], nodes: pd.DataFrame) -> list[str]:

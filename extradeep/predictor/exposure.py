@@ -133,7 +133,8 @@ def _traced_runs(experiment) -> list[tuple]:
         at = files[(files[params] == list(values)).all(axis=1)]
         run = at.sort_values(["ranks_read", "rep"], ascending=[False, True]).iloc[0]
         chosen = runs[(runs[params] == run[params]).all(axis=1) & (runs["rep"] == run["rep"])]
-        where = ", ".join(f"{k}={_plain(run[k])}" for k in params) + f", repetition {_plain(run['rep'])}"
+        where = ", ".join(f"{k}={_plain(run[k])}" for k in params) or "the one configuration"
+        where += f", repetition {_plain(run['rep'])}"
         traced.append((run, chosen, where))
     return traced
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from extradeep.errors import InputError
 from extradeep.io.nsys import events
 from extradeep.io.nsys.connect import open_readonly
 from extradeep.io.nsys.events import NULL_INT
-from extradeep.io.nsys.schema import NVTX_RANGE_TYPES, schema_of
+from extradeep.io.nsys.schema import NVTX_RANGE_TYPES, require_nsys_export
 from extradeep.io.nsys.steps import find_steps
 from extradeep.io.read import KINETO, profile_format
 from extradeep.predictor.kineto_trace import read_trace_file
@@ -167,13 +168,14 @@ def _attach_sizes(gpu: pd.DataFrame, runtime: pd.DataFrame, sizes: pd.DataFrame)
     return gpu
 
 
-def _why_nothing_to_replay(conn) -> str:
-    from extradeep.io.store import META_TABLE
-
-    if schema_of(conn).has(META_TABLE):  # an easy mix-up: both are .sqlite files
-        return ("an extradeep experiment (saved by `extradeep model --save`), not an Nsight Systems export; "
-                "give it with --experiment and RUN_DIR as the run's exports")
-    return "no CUDA activity (kernels, memcpy, memset or runtime calls) to replay"
+def _rank_pids(gpu: pd.DataFrame, runtime: pd.DataFrame) -> tuple[list, list]:
+    """(ranks, helpers): a rank is a process with GPU work (kernels, copies, sets); a process with
+    runtime calls only is a helper, unless no process has GPU work (then the callers are replayed)."""
+    working = sorted(set(gpu["pid"]))
+    calling = sorted(set(runtime["pid"]))
+    if not working:
+        return calling, []
+    return working, [p for p in calling if p not in set(working)]
 
 
 def read_file(path: str | Path, settings=None) -> dict:
@@ -184,21 +186,41 @@ def read_file(path: str | Path, settings=None) -> dict:
         return read_trace_file(path, settings, _steps)
     conn = open_readonly(path)
     try:
-        gpu, runtime = _gpu_ops(conn), _runtime(conn)
-        if gpu.empty and runtime.empty:
-            raise InputError(path, _why_nothing_to_replay(conn))
-        syncs, records = _syncs(conn, runtime)
-        pids = sorted(set(gpu["pid"]) | set(runtime["pid"]))
-        nv = events.nvtx(conn)
-        steps, ranges, notes = _steps(nv, path, pids, runtime, settings)
-        mpi_ops, os_calls = _mpi_and_os(conn)
-        gpu = _attach_sizes(gpu, runtime, _nccl_sizes(nv))
+        return _raw_frames(conn, path, settings)
+    except InputError as exc:
+        raise (InputError(path, exc.problem) if exc.source is None else exc) from None
+    except (sqlite3.Error, UnicodeError) as exc:  # damage that the per-query checks did not see
+        raise InputError(path, f"cannot read the export ({exc}); is the file truncated or damaged?") from None
     finally:
         conn.close()
-    gpu = gpu.rename(columns={"correlationId": "corr"})
-    runtime = runtime.rename(columns={"correlationId": "corr"})
-    return {"gpu": gpu, "runtime": runtime, "syncs": syncs, "records": records, "steps": steps, "ranges": ranges, "notes": notes,
-            "os_calls": os_calls, "mpi": mpi_ops,
+
+
+def _raw_frames(conn, path, settings) -> dict:
+    try:
+        require_nsys_export(conn)
+    except InputError as exc:
+        saved = "saved by extradeep" in exc.problem
+        raise InputError(path, "an extradeep experiment (saved by `extradeep model --save`), not an Nsight "
+                         "Systems export; give it with --experiment and RUN_DIR as the run's exports"
+                         if saved else exc.problem) from None
+    gpu, runtime = _gpu_ops(conn), _runtime(conn)
+    if gpu.empty and runtime.empty:
+        raise InputError(path, "no CUDA activity (kernels, memcpy, memset or runtime calls) to replay")
+    pids, helpers = _rank_pids(gpu, runtime)
+    notes = []
+    if helpers:  # e.g. a launcher or data-loader process that made a few CUDA calls
+        pid_list = ", ".join(map(str, helpers[:5]))
+        notes.append(f"{Path(path).name}: {len(helpers)} process(es) without GPU work (pid {pid_list}) are not "
+                     "ranks; their runtime calls are left out")
+        runtime = runtime[runtime["pid"].isin(pids)]
+    syncs, records = _syncs(conn, runtime)
+    nv = events.nvtx(conn)
+    steps, ranges, step_notes = _steps(nv, path, pids, runtime, settings)
+    mpi_ops, os_calls = _mpi_and_os(conn)
+    gpu = _attach_sizes(gpu, runtime, _nccl_sizes(nv))
+    return {"gpu": gpu.rename(columns={"correlationId": "corr"}),
+            "runtime": runtime.rename(columns={"correlationId": "corr"}), "syncs": syncs, "records": records,
+            "steps": steps, "ranges": ranges, "notes": notes + step_notes, "os_calls": os_calls, "mpi": mpi_ops,
             "pids": pids}
 
 
@@ -214,7 +236,9 @@ def _read_files(paths: list[Path], jobs: int | None, settings=None) -> list:
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
     if jobs == 1 or len(paths) < 4:
         return [_read_or_problem(p, settings) for p in paths]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    from extradeep.io.execute import pool_context
+
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=pool_context()) as pool:
         return list(pool.map(_read_or_problem, paths, [settings] * len(paths)))
 
 

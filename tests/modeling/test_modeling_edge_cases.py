@@ -67,13 +67,38 @@ def test_single_repetition_gives_finite_interval():
     assert lo < model.predict(48.0) < hi and np.isfinite(hi)
 
 
-def test_parameter_values_at_most_one_are_dropped_with_warning():
-    x = np.array([0.5, 1.0, *P])
+def test_parameter_values_at_most_zero_are_dropped_with_warning_and_one_is_kept():
+    # log2(1) = 0 is defined (Extra-P models these points); only x <= 0 is not
+    x = np.array([-1.0, 0.0, 1.0, *P])
     y = 2.0 + 3.0 * np.log2(np.maximum(x, 1.0)) ** 2
-    with pytest.warns(UserWarning, match="parameter value <= 1"):
+    with pytest.warns(UserWarning, match="parameter value <= 0"):
         model = PMNFModeler().fit(x, y).model_
-    assert len(model.points) == 5 and any("dropped 2" in w for w in model.warnings)
+    assert len(model.points) == 6 and any("dropped 2" in w for w in model.warnings)
     assert model.predict(256.0) == pytest.approx(2.0 + 3.0 * 64)
+    assert model.predict(1.0) == pytest.approx(2.0)
+
+
+def test_values_between_zero_and_one_are_modeled_with_whole_log_exponents():
+    x = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = PMNFModeler().fit(x, 5.0 + 2.0 * x).model_
+    assert len(model.points) == 6 and model.predict(16.0) == pytest.approx(37.0)
+
+
+def test_a_fractional_log_exponent_drops_values_below_one():
+    x = np.array([0.5, 1.0, *P])
+    with pytest.warns(UserWarning, match="below 1"):
+        model = PMNFModeler(exponents_j=("0", "1/2", "1")).fit(x, 1.0 + x).model_
+    assert len(model.points) == 6 and any("dropped 1" in w for w in model.warnings)
+
+
+def test_a_study_from_one_rank_keeps_its_baseline():
+    x = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = PMNFModeler().fit(x, 10.0 / x + 0.1).model_
+    assert len(model.points) == 5
 
 
 def test_too_few_values_per_parameter_in_two_parameters():

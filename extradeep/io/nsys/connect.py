@@ -21,13 +21,23 @@ class ExportConnection(sqlite3.Connection):
     warnings: list[str]
 
 
+def unreadable(exc: OSError) -> str:
+    """The one-line problem of a file the OS will not let us read."""
+    if isinstance(exc, PermissionError):
+        return "cannot read it: permission denied (check the file's permissions)"
+    return f"cannot read it ({exc.strerror or type(exc).__name__})"
+
+
 def check_header(path: Path) -> None:
     """Cheap checks on the 100-byte SQLite header: catches empty, non-SQLite and truncated files."""
-    size = path.stat().st_size
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            header = fh.read(100)
+    except OSError as exc:  # chmod 000, a file on an unmounted share: one line, the batch goes on
+        raise InputError(path, unreadable(exc)) from None
     if size == 0:
         raise InputError(path, "empty file (0 bytes), not an Nsight Systems SQLite export")
-    with open(path, "rb") as fh:
-        header = fh.read(100)
     if not header.startswith(SQLITE_MAGIC):
         raise InputError(path, "not an SQLite database (export the report with `nsys export --type sqlite`)")
     if len(header) < 100:
@@ -65,7 +75,7 @@ def open_readonly(path: str | Path) -> ExportConnection:
     try:
         conn.execute("PRAGMA query_only = 1")
         conn.execute("SELECT name FROM sqlite_master").fetchall()
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged schema page may not even decode
         conn.close()
         raise InputError(path, f"not a readable SQLite database ({exc})") from None
     return conn

@@ -234,7 +234,8 @@ def strings(conn: ExportConnection) -> StringTable:
         return cached
     if not schema_of(conn).has("StringIds"):
         raise InputError(conn.path, "table StringIds is missing; names cannot be resolved (not a complete nsys export)")
-    rows = fetch_all(conn, "SELECT id, value FROM StringIds")
+    # CAST: in a damaged file a value may come back as a BLOB or an id as text
+    rows = fetch_all(conn, "SELECT CAST(id AS INTEGER), CAST(value AS TEXT) FROM StringIds WHERE id IS NOT NULL")
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     values = np.empty(len(rows), dtype=object)
     values[:] = [r[1] for r in rows]

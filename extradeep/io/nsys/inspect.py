@@ -6,6 +6,7 @@ Every count is a count of rows in the export, classified as `read_export` classi
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +20,7 @@ from extradeep.io.nsys.schema import (
     NVTX_MARK,
     NVTX_RANGE_TYPES,
     metadata,
+    require_nsys_export,
     row_count,
     schema_of,
 )
@@ -36,9 +38,9 @@ def inspect_export(path, settings=None, top: int = 10) -> dict:
     settings = ReaderSettings.from_any(settings)
     conn = open_readonly(path)
     try:
+        require_nsys_export(conn)
         meta = metadata(conn)
         tables = {t: row_count(conn, t) for t in sorted(schema_of(conn).tables)}
-        _refuse_saved_experiment(tables)
         nvtx = events.nvtx(conn)
         kernels = events.kernels(conn, settings.kernel_names, columns=["deviceId"])
         info = {
@@ -59,16 +61,10 @@ def inspect_export(path, settings=None, top: int = 10) -> dict:
         return info
     except InputError as exc:
         raise InputError(path, exc.problem) if exc.source is None else exc from None
+    except (sqlite3.Error, UnicodeError) as exc:  # damage that the per-query checks did not see
+        raise InputError(path, f"cannot read the export ({exc}); is the file truncated or damaged?") from None
     finally:
         conn.close()
-
-
-def _refuse_saved_experiment(tables: dict) -> None:
-    from extradeep.io.store import META_TABLE
-
-    if META_TABLE in tables:
-        raise InputError(None, "an experiment saved by extradeep, not an Nsight Systems export "
-                               "(read it with `extradeep model FILE` or `extradeep report FILE`)")
 
 
 def gpus(conn) -> list[dict]:

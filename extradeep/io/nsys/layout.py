@@ -65,12 +65,13 @@ def cluster_layout(placements: pd.DataFrame, params: list[str], ranks_param: str
     per_node = frame.groupby([*params, "rep", "node"], dropna=False)["rank"].nunique()
     gpus = _gpus_per_node(frame, per_node)
     points = []
-    for key, group in frame.groupby(params, dropna=False):
+    # one configuration (no modeled parameter): the whole batch is one point
+    for key, group in frame.groupby(params, dropna=False) if params else [((), frame)]:
         key = key if isinstance(key, tuple) else (key,)
         reps = group.groupby("rep")
         points.append({"point": {p: _plain(v) for p, v in zip(params, key)},
                        "ranks": int(reps["rank"].nunique().max()), "nodes": int(reps["node"].nunique().max()),
-                       "ranks_per_node": int(per_node.loc[key].max())})
+                       "ranks_per_node": int((per_node.loc[key] if params else per_node).max())})
     return {"source": "exports", "gpus_per_node": gpus, "points": points, "note": None}
 
 

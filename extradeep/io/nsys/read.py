@@ -11,6 +11,7 @@ warm-up, teardown) are not counted. Bucketing is vectorised with np.searchsorted
 
 from __future__ import annotations
 
+import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from extradeep.io.nsys import categories as cat
 from extradeep.io.nsys import events
 from extradeep.io.nsys.connect import open_readonly
 from extradeep.io.nsys.events import NULL_INT, per_category
-from extradeep.io.nsys.schema import NVTX_RANGE_TYPES
+from extradeep.io.nsys.schema import NVTX_RANGE_TYPES, require_nsys_export
 from extradeep.io.nsys.settings import READER_VERSION, ReaderSettings
 from extradeep.io.nsys.steps import StepTable, find_steps
 
@@ -92,11 +93,14 @@ def read_export(path, settings=None) -> pd.DataFrame:
         return _read(conn, settings)
     except InputError as exc:
         raise InputError(path, exc.problem) if exc.source is None else exc from None
+    except (sqlite3.Error, UnicodeError) as exc:  # damage that the per-query checks did not see
+        raise InputError(path, f"cannot read the export ({exc}); is the file truncated or damaged?") from None
     finally:
         conn.close()
 
 
 def _read(conn, settings: ReaderSettings) -> pd.DataFrame:
+    require_nsys_export(conn)
     return step_sums(_read_tables(conn, settings))
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from extradeep.io.nsys.connect import ExportConnection, query
+from extradeep.errors import InputError
+from extradeep.io.nsys.connect import ExportConnection, fetch_all, query
 
 # NVTX event types (ENUM_NSYS_EVENT_TYPE); stable ids across every version seen.
 NVTX_CATEGORY = 33
@@ -60,7 +61,7 @@ def metadata(conn: ExportConnection) -> dict[str, str]:
     table = schema_of(conn).first_table(*METADATA_TABLES)
     if table is None:
         return {}
-    return {str(k): str(v) for k, v in query(conn, f'SELECT name, value FROM "{table}"').fetchall()}
+    return {str(k): str(v) for k, v in fetch_all(conn, f'SELECT name, value FROM "{table}"')}
 
 
 def nsys_version(conn: ExportConnection) -> str | None:
@@ -73,3 +74,23 @@ def row_count(conn: ExportConnection, table: str) -> int:
     if not schema_of(conn).has(table):
         return 0
     return int(query(conn, f'SELECT count(*) FROM "{table}"').fetchone()[0])
+
+
+# Tables that only Nsight Systems writes; every export, of every version, has at least one of them.
+NSYS_TABLE_PREFIXES = ("StringIds", "ThreadNames", "CUPTI_ACTIVITY_KIND_", "TARGET_INFO_", "NVTX_EVENTS",
+                       "ENUM_NSYS_", "META_DATA_", "EXPORT_META_DATA", "OSRT_API", "PROCESSES")
+
+
+def require_nsys_export(conn: ExportConnection) -> None:
+    """Refuse, in one line, an SQLite database that is not an Nsight Systems export (an easy mix-up:
+    any .sqlite file), instead of describing it as an old export without step marks."""
+    from extradeep.io.store import META_TABLE
+
+    tables = schema_of(conn).tables
+    if META_TABLE in tables:
+        raise InputError(None, "an experiment saved by extradeep, not an Nsight Systems export "
+                               "(read it with `extradeep model FILE` or `extradeep report FILE`)")
+    if not any(t.startswith(NSYS_TABLE_PREFIXES) for t in tables):
+        shown = ", ".join(tables[:4]) + (", ..." if len(tables) > 4 else "") if tables else "no tables"
+        raise InputError(None, f"an SQLite database but not an Nsight Systems export (tables: {shown}); "
+                               "export the report with `nsys export --type sqlite`")

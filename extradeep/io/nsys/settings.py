@@ -16,8 +16,9 @@ READER_VERSION = "2"  # 2: region "gpu busy" (union of GPU activity per step)
 class ReaderSettings:
     """How to read one export: step-mark patterns, warm-up exclusion and kernel naming.
 
-    `epoch_pattern`, `train_step_pattern`, `val_step_pattern`: regular expressions matched in full
-    against NVTX range names; `DOMAIN:REGEX` restricts one to an NVTX domain of that name. A given
+    `epoch_pattern`, `train_step_pattern`, `val_step_pattern`: regular expressions searched for
+    anywhere in NVTX range names (re.search; anchor with ^...$ to match whole names only);
+    `DOMAIN:REGEX` restricts one to an NVTX domain of that name. A given
     pattern replaces the built-in conventions for its level only. The first capture group, if any,
     is the epoch/step number. `warmup_epochs` leading epochs are excluded; when the export holds a
     single epoch, its first `warmup_steps` steps of each phase are excluded instead.

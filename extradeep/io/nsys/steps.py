@@ -92,7 +92,7 @@ def _number(names: pd.Series, pattern: re.Pattern | None) -> np.ndarray:
     -1 when there is none (the mark carries no number)."""
     out = np.full(len(names), -1, dtype=np.int64)
     for i, name in enumerate(names):
-        m = pattern.fullmatch(name) if pattern is not None else None
+        m = pattern.search(name) if pattern is not None else None
         group = m.group(1) if m is not None and m.re.groups else None
         digits = group if group and group.isdigit() else (re.findall(r"\d+", name) or [None])[-1]
         if digits is not None:
@@ -116,7 +116,9 @@ def _category_ranges(ranges: pd.DataFrame, level: str) -> _Found | None:
 
 
 def _name_ranges(ranges: pd.DataFrame, pattern: re.Pattern, how: str, domain: str | None = None) -> _Found | None:
-    mask = per_category(ranges["name"], lambda n: pattern.fullmatch(n) is not None)
+    # search, not fullmatch: "iteration" finds "iteration 12" and "myapp:iteration 3"; anchor with
+    # ^...$ for whole names (docs/usage.md, "Step marks")
+    mask = per_category(ranges["name"], lambda n: pattern.search(n) is not None)
     if domain is not None:
         mask &= per_category(ranges["domain"], lambda d: d == domain)
     return _from_ranges(ranges, mask, how, pattern)
@@ -248,8 +250,11 @@ def find_steps(nvtx: pd.DataFrame, settings=None, source=None) -> StepTable:
     except InputError as exc:
         raise InputError(source, exc.problem) from None
     warnings = _close_open_ranges(found)
+    unmatched = [f"{level} pattern {patterns[level]!r} matched no NVTX range name{closest_names(nvtx, patterns[level])}"
+                 for level in LEVELS if patterns[level] and found[level] is None]
     if found["train"] is None and found["val"] is None:
-        raise InputError(source, no_steps_message(nvtx))
+        raise InputError(source, "; ".join(unmatched) if unmatched and not _ranges(nvtx).empty
+                         else no_steps_message(nvtx))
     steps = pd.concat(
         [_interval_frame(found[level]).assign(phase=level) for level in ("train", "val") if found[level]],
         ignore_index=True,
@@ -258,8 +263,7 @@ def find_steps(nvtx: pd.DataFrame, settings=None, source=None) -> StepTable:
     epochs = _epoch_frame(found["epoch"])
     steps["epoch"] = _assign_epochs(steps, epochs, warnings) if found["epoch"] else _infer_epochs(steps)
     steps["step"] = _step_numbers(steps)
-    warnings += [f"{level} pattern {patterns[level]!r} matched no NVTX range" for level in LEVELS
-                 if patterns[level] and found[level] is None]
+    warnings += unmatched
     kept, warmup = _split_warmup(steps, settings, warnings, source)
     convention = {level: (f"{found[level].how} ({len(found[level].start)})" if found[level] else "none") for level in LEVELS}
     if found["epoch"] is None:
@@ -396,6 +400,22 @@ def no_steps_message(nvtx: pd.DataFrame, top: int = 8) -> str:
         f"'train_step 4', 'val_step 1'); most frequent NVTX ranges: {names}; "
         "give --train-step-pattern (and --epoch-pattern, --val-step-pattern)"
     )
+
+
+def closest_names(nvtx: pd.DataFrame, pattern: str, n: int = 5) -> str:
+    """'; closest names: ...' (the NVTX range names most like `pattern`), or '' when there are none."""
+    import difflib
+
+    names = [str(x) for x in _ranges(nvtx)["name"].dropna().unique()]
+    text = pattern.rpartition(":")[2] if ":" in pattern else pattern
+    literal = re.sub(r"\\.|[()\[\]{}?*+^$|.]", " ", text).strip().lower()
+    close = difflib.get_close_matches(literal, [x.lower() for x in names], n=n, cutoff=0.3)
+    by_lower = {x.lower(): x for x in names}
+    picked = [by_lower[c] for c in close]
+    if not picked:
+        words = [w for w in literal.split() if w]
+        picked = [x for x in names if any(w in x.lower() for w in words)][:n]
+    return f"; closest names: {', '.join(repr(shorten(x)) for x in picked)}" if picked else ""
 
 
 def shorten(name: str, width: int = 60) -> str:
