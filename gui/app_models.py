@@ -2,13 +2,14 @@
 
 The quantities and their values come from `extradeep.analysis` (epoch time = measured step wall
 time x steps, computation, communication, memory, GPU total, idle), per epoch when the experiment
-knows its dataset sizes and per training step otherwise; they are modeled with `fit_models` exactly
-like `extradeep model` does.
+knows its dataset sizes and per training step otherwise; they are modeled by the library function
+`analyse` uses (`extradeep.analysis.core.application_models`), so they cannot differ from
+`extradeep model`'s, across node boundaries included.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,7 @@ class AppModels:
     per: str
     models: dict[str, object]
     points: dict[str, RegionPoints]
+    notes: list[str] = field(default_factory=list)  # the layout and warnings about these models, one line each
 
     def model(self, quantity: str):
         return self.models.get(quantity)
@@ -60,39 +62,21 @@ def fit_application_models(report, ws: Workspace, options: dict, n_eval: int) ->
 
 
 def application_models(ws: Workspace, options: dict, n_eval: int) -> AppModels | None:
-    """The application quantities' models and points (the work of `fit_application_models`)."""
-    exp = ws.experiment
-    from extradeep.aggregate.experiment import EPOCH_CATEGORIES
-    from extradeep.analysis.epoch import application_steps, step_values
+    """The application quantities' models and points (the work of `fit_application_models`): the
+    models from `extradeep.analysis.core.application_models`, the very function `analyse` (and so
+    `extradeep model`) fits them with, layout and all; the points per epoch as `analyse` shows them."""
+    from extradeep.analysis.core import application_models as library_models
+    from extradeep.analysis.core import application_step_values, reliability_notes
 
-    # Only the step time (and the reader's GPU-busy union, both category "step") and the regions the
-    # category sums add up are needed.
-    wanted = (*EPOCH_CATEGORIES, "step")
-    needed = exp.values["category"].isin(wanted).to_numpy()
-    keep = exp.points["category"].isin(wanted).to_numpy()
-    app_steps = application_steps(step_values(replace(exp, values=exp.values[needed], points=exp.points[keep])),
-                                  ws.params)
+    exp = ws.experiment
+    app_steps = application_step_values(exp)
     if app_steps.empty:
         return None
-    models = _application_models(ws, exp, app_steps, options, ws.cutoff(n_eval))
+    fitted, notes = library_models(exp, ws.dataset, options, upto=ws.cutoff(n_eval), app_steps=app_steps)
+    models = {r["quantity"]: r["model"] for r in fitted.to_dict("records") if r["model"] is not None}
     values = epoch_values(app_steps, "quantity", ws.params, ws.dataset, ws.fixed)
-    return AppModels(ws.per, models, points_per_row(values, "quantity", ws.params))
-
-
-def _application_models(ws: Workspace, exp, app_steps: pd.DataFrame, options: dict, cutoff: float) -> dict:
-    """The application models exactly as `extradeep model` makes them (per-phase step models, the
-    training step composed of computation and exposed communication), from points up to `cutoff`."""
-    from extradeep.analysis.core import fit_application_models
-    from extradeep.analysis.overlap import Exposure
-
-    first = ws.params[0]
-    steps = app_steps[app_steps[first].to_numpy(float) <= cutoff]
-    if steps.empty:
-        return {}
-    values = exp.values[exp.values[first].to_numpy(float) <= cutoff]
-    exposure = Exposure.from_experiment(exp, upto=cutoff)
-    fitted = fit_application_models(steps, values, ws.params, ws.dataset, ws.fixed, options, exposure)
-    return {r["quantity"]: r["model"] for r in fitted.to_dict("records") if r["model"] is not None}
+    notes = reliability_notes(fitted, ws.per) + notes if not fitted.empty else notes
+    return AppModels(ws.per, models, points_per_row(values, "quantity", ws.params), notes)
 
 
 def candidates(view, count: int = 400) -> np.ndarray:
@@ -105,6 +89,18 @@ def candidates(view, count: int = 400) -> np.ndarray:
             return np.arange(np.ceil(lo), np.floor(hi) + 1)
         return np.unique(np.round(np.geomspace(max(lo, 1.0), hi, count)))
     return np.geomspace(lo, hi, count) if lo > 0 else np.linspace(lo, hi, count)
+
+
+def node_layout(view) -> dict | None:
+    """The cluster layout whose node boundaries the plots along the ranks mark (extradeep.analysis.
+    communication.node_layout); None when the x axis is not the ranks or the input has no layout."""
+    from extradeep.analysis.communication import node_layout as library_layout
+    from extradeep.analysis.core import ranks_parameter
+
+    ws = view.ws
+    if ws.experiment is None or view.x_param != ranks_parameter(ws.params):
+        return None
+    return library_layout(ws.experiment.settings)
 
 
 def frame_of(view, x: np.ndarray) -> pd.DataFrame:

@@ -97,6 +97,11 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.BottomDockWidgetArea, self.problems)
         self.problems.hide()
         self.tabs = QTabWidget()
+        # The layout (GPUs per node, nodes per configuration) and warnings about the application models
+        # (one node only, poor fits), under the plots where the answers are read.
+        self.app_notes = QLabel(wordWrap=True, visible=False)
+        self.app_notes.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.app_notes.setMargin(4)
         self.tab_pages = make_tabs(self)
         for page in self.tab_pages:
             self.tabs.addTab(page, page.title)
@@ -124,9 +129,14 @@ class MainWindow(QMainWindow):
             group = QGroupBox(title)
             QVBoxLayout(group).addWidget(panel)
             box.addWidget(group)
+        right = QWidget()
+        right_box = QVBoxLayout(right)
+        right_box.setContentsMargins(0, 0, 0, 0)
+        right_box.addWidget(self.tabs, 1)
+        right_box.addWidget(self.app_notes)
         split = QSplitter(Qt.Horizontal)
         split.addWidget(left)
-        split.addWidget(self.tabs)
+        split.addWidget(right)
         split.setSizes([620, 880])
         self.setCentralWidget(split)
 
@@ -215,6 +225,7 @@ class MainWindow(QMainWindow):
         gc.unfreeze()  # what belonged to the input open before may now be collected
         self.ws = ws
         self.app_models = None
+        self.show_app_notes([])
         self.remember_recent(ws.source)
         self.source_label.setText(f"{ws.source.name}: {len(ws.regions)} region models per {ws.per}, "
                                   f"params {', '.join(ws.params)}")
@@ -268,7 +279,18 @@ class MainWindow(QMainWindow):
 
     def _application_done(self, app: AppModels | None) -> None:
         self.app_models = app
+        self.show_app_notes(app.notes if app is not None else [])
         self.refresh_current(because="app")
+
+    def show_app_notes(self, notes: list[str]) -> None:
+        """The application models' notes under the tabs, warnings first and in bold."""
+        import html
+
+        warnings = [n for n in notes if n.startswith("WARNING")]
+        lines = [f"<b style='color:#a00'>{html.escape(n)}</b>" for n in warnings]
+        lines += [html.escape(n) for n in notes if n not in warnings]
+        self.app_notes.setText("<br>".join(lines))
+        self.app_notes.setVisible(bool(lines))
 
     def _models_arrived(self, part: dict) -> None:
         if self.ws is None:

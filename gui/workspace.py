@@ -2,7 +2,7 @@
 
 `open_source` reads a profiles folder, a saved experiment or an Extra-P text file through extradeep's
 public API and lists the regions straight away. `fit_region_models` then works a chunk of regions at
-a time, exactly as `extradeep model` does (per-step values per phase, `fit_phase_models`, epoch models
+a time, with the functions `extradeep model` uses (`region_step_values`, `fit_region_models`: epoch models
 from the step counts), so the selected region is drawn first and Cancel stops between chunks. Each
 region (region, kind, category, metric) has an integer row id; its points are NumPy arrays per row so
 a selection change draws without pandas.
@@ -181,15 +181,15 @@ def workspace_from_experiment(exp, path: Path, source_kind: str) -> Workspace:
     index = pd.MultiIndex.from_frame(rows[KEY])
 
     def steps_for(wanted: list[int]) -> pd.DataFrame:
-        """Per-step values of some regions: extradeep.analysis.epoch.step_values of the sub-experiment."""
-        from extradeep.analysis.epoch import step_values
+        """Per-step values of some regions: extradeep.analysis.core.region_step_values of the sub-experiment."""
+        from extradeep.analysis.core import region_step_values
 
         chosen = rows.loc[wanted]
 
         def subset(frame):
             return frame[frame["region"].isin(chosen["region"]) & frame["metric"].isin(chosen["metric"])]
 
-        steps = step_values(replace(exp, values=subset(exp.values), points=subset(exp.points)))
+        steps = region_step_values(replace(exp, values=subset(exp.values), points=subset(exp.points)))
         steps = steps.assign(row=_row_ids(index, steps))
         steps = steps[np.isin(steps["row"].to_numpy(), wanted)]
         return steps[["row", "phase", *params, "rep", "value"]]
@@ -318,14 +318,11 @@ def model_chunk(ws: Workspace, chunk: list[int], options: dict, cutoff: float) -
 
 
 def fit_table(ws: Workspace, steps: pd.DataFrame, key: str, options: dict, cutoff: float) -> dict:
-    """Per-phase step models combined into epoch models (extradeep.analysis.core.fit_phase_models),
-    from points up to `cutoff` of the first parameter; {key value: model fields}."""
-    from extradeep.analysis.core import fit_phase_models
+    """The region models of `analyse` (extradeep.analysis.core.fit_region_models: per-phase step models
+    combined into epoch models) from points up to `cutoff` of the first parameter; {key value: model fields}."""
+    from extradeep.analysis.core import fit_region_models
 
-    steps = steps[steps[ws.params[0]].to_numpy(float) <= cutoff]
-    if steps.empty:
-        return {}
-    fitted = fit_phase_models(steps, [key], ws.params, ws.dataset, ws.fixed, options)
+    fitted = fit_region_models(steps, ws.params, ws.dataset, ws.fixed, options, upto=cutoff, keys=[key])
     return {r[key]: _model_fields(r) for r in fitted.to_dict("records")}
 
 

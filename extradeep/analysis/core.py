@@ -33,6 +33,7 @@ from extradeep.analysis.scaling import (
     scaling_models,
     scaling_table,
 )
+from extradeep.columns import EPOCH_CATEGORIES
 from extradeep.errors import InputError
 
 
@@ -124,8 +125,7 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     params = list(experiment.params)
     app_steps, region_steps, application, regions, notes = _measure(experiment, dataset, metrics)
     fixed = experiment.fixed_params
-    topology = Topology.from_settings(experiment.settings, experiment.points[params[0]].unique()) \
-        if len(params) == 1 else None
+    topology = experiment_topology(experiment)
     system = experiment.settings.get("system")
     saved = None if refit else reusable_models(experiment.saved_models, dataset, options, system)
     if saved is not None:
@@ -135,8 +135,7 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
         if experiment.saved_models and not refit:
             differs = saved_mismatch(experiment.saved_models, dataset, options, system) or ["settings"]
             notes.append(f"the saved models were fitted with other {' and '.join(differs)}, so they were refitted")
-        app_models, region_models = _fit(experiment, app_steps, region_steps, regions, dataset, options, progress,
-                                          topology)
+        app_models, region_models = _fit(experiment, app_steps, region_steps, regions, dataset, options, progress)
     app_points = point_summary(application, ["quantity"], params)
     ranks = ranks_parameter(params, ranks_param)
     mode = scaling or default_scaling(dataset)
@@ -157,6 +156,52 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     return Analysis(params, ranks, per_unit(dataset), mode, baseline, application, app_points, app_models,
                     regions, point_summary(regions, REGION_KEYS, params), region_models, dataset, notes,
                     dict(options or {}), dict(fixed), node_layout(experiment.settings))
+
+
+def experiment_topology(experiment: Experiment) -> Topology | None:
+    """The cluster layout the communication model follows (one parameter only; None without one)."""
+    params = experiment.params
+    if len(params) != 1:
+        return None
+    return Topology.from_settings(experiment.settings, experiment.points[params[0]].unique())
+
+
+def application_step_values(experiment: Experiment) -> pd.DataFrame:
+    """Per-step values of the application quantities (step time, category sums, idle): what
+    :func:`application_models` fits, from only the regions they are made of."""
+    wanted = (*EPOCH_CATEGORIES, "step")  # the step wall time and GPU busy union are category "step"
+    keep = replace(experiment, values=experiment.values[experiment.values["category"].isin(wanted).to_numpy()],
+                   points=experiment.points[experiment.points["category"].isin(wanted).to_numpy()])
+    return application_steps(step_values(keep), experiment.params)
+
+
+def application_models(experiment: Experiment, dataset: Dataset | None = None, options: dict | None = None,
+                       upto: float = np.inf, app_steps: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """(models, notes): the application quantities' models exactly as :func:`analyse` fits them (per-phase
+    step models; the training step composed of computation and exposed communication, across node
+    boundaries with the experiment's layout) from the points whose first parameter is <= ``upto`` (the
+    rest held out), and the layout notes (the one-node warning, each collective's model).
+    ``app_steps``: :func:`application_step_values` of the experiment, when already made."""
+    params = list(experiment.params)
+    if np.isfinite(upto):
+        experiment = _up_to(experiment, upto)
+    steps = application_step_values(experiment) if app_steps is None else \
+        app_steps[app_steps[params[0]].to_numpy(float) <= upto]
+    if steps.empty:
+        return pd.DataFrame(columns=["quantity", "model", "formula", "growth", "smape", "reason"]), []
+    topology = experiment_topology(experiment)
+    models = fit_application_models(steps, experiment.values, params, dataset, experiment.fixed_params, options,
+                                    Exposure.from_experiment(experiment, upto=upto), topology)
+    return models, layout_notes(experiment.settings, topology, _step_comm(models))
+
+
+def _up_to(experiment: Experiment, upto: float) -> Experiment:
+    first = experiment.params[0]
+
+    def kept(frame):
+        return frame[frame[first].to_numpy(float) <= upto]
+
+    return replace(experiment, values=kept(experiment.values), points=kept(experiment.points))
 
 
 # a part may exceed its whole by rounding and noise, not by more; all parts plus idle may exceed it by
@@ -192,14 +237,33 @@ def contradiction_notes(app_points: pd.DataFrame, params: list[str]) -> list[str
             f"time no GPU work ran; read the parts as GPU time, not as shares of the {EPOCH_TIME}"]
 
 
-def _fit(experiment, app_steps, region_steps, regions, dataset, options, progress, topology=None):
+def _fit(experiment, app_steps, region_steps, regions, dataset, options, progress):
     params, fixed = list(experiment.params), experiment.fixed_params
     _say(progress, "modeling the application quantities")
-    exposure = Exposure.from_experiment(experiment)
-    app_models = fit_application_models(app_steps, experiment.values, params, dataset, fixed, options, exposure,
-                                        topology)
+    app_models, _ = application_models(experiment, dataset, options, app_steps=app_steps)
     _say(progress, f"modeling {len(regions[REGION_KEYS].drop_duplicates())} region metrics")
-    return app_models, fit_phase_models(region_steps, REGION_KEYS, params, dataset, fixed, options)
+    return app_models, fit_region_models(region_steps, params, dataset, fixed, options)
+
+
+def region_step_values(experiment: Experiment, metrics=("time", "visits", "bytes")) -> pd.DataFrame:
+    """Per-step values of every region, metric, phase, point and repetition, as :func:`analyse` models
+    them (the category sums left out: they are application quantities)."""
+    return _without_totals(step_values(experiment, metrics))
+
+
+def _without_totals(steps: pd.DataFrame) -> pd.DataFrame:
+    # Category sums (kind total) are modeled once, as application quantities, not again as regions.
+    return steps[steps["kind"] != TOTAL].reset_index(drop=True)
+
+
+def fit_region_models(region_steps: pd.DataFrame, params: list[str], dataset: Dataset | None, fixed: dict,
+                      options: dict | None, upto: float = np.inf, keys=tuple(REGION_KEYS)) -> pd.DataFrame:
+    """The region models exactly as :func:`analyse` fits them (per-phase step models combined into
+    epoch models, :func:`fit_phase_models`) from the points whose first parameter is <= ``upto``;
+    ``keys``: the columns naming a region (the GUI's row id)."""
+    if np.isfinite(upto):
+        region_steps = region_steps[region_steps[params[0]].to_numpy(float) <= upto]
+    return fit_phase_models(region_steps, list(keys), params, dataset, fixed, options)
 
 
 def _measure(experiment: Experiment, dataset: Dataset | None, metrics):
@@ -208,8 +272,7 @@ def _measure(experiment: Experiment, dataset: Dataset | None, metrics):
     steps = step_values(experiment, metrics)
     notes = dataset_notes(experiment, dataset, steps)
     app_steps = application_steps(steps, params)
-    # Category sums (kind total) are modeled once, as application quantities, not again as regions.
-    region_steps = steps[steps["kind"] != TOTAL].reset_index(drop=True)
+    region_steps = _without_totals(steps)
     application = per_epoch(app_steps, ["quantity"], params, dataset, experiment.fixed_params)
     regions = per_epoch(region_steps, REGION_KEYS, params, dataset, experiment.fixed_params)
     return app_steps, region_steps, application, regions, notes

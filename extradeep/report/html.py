@@ -207,7 +207,8 @@ def breakdown_section(inputs: ReportInputs) -> str:
     return ("<h2>Where the time goes</h2>" + _image(inputs, "breakdown", fig, "category breakdown")
             + "<p>Measured configurations and predictions. Computation, communication and memory are sums of "
               "GPU activity (communication includes MPI calls); idle is the step time no GPU activity covers. "
-              "Streams can overlap, so the parts may add up to more than the measured epoch time.</p>")
+              "GPU work on concurrent streams counts once per stream, so the parts can add up to more than the "
+              "epoch time: that part is hatched (overlap), and the stack minus it is the epoch time.</p>")
 
 
 def bottleneck_section(inputs: ReportInputs, top: int = 10) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from extradeep.analysis.core import Analysis, primary_quantity
 from extradeep.analysis.epoch import BREAKDOWN, EPOCH_TIME
@@ -76,6 +77,33 @@ def _X(frame: pd.DataFrame, params: list[str]) -> np.ndarray:
     return X[:, 0] if len(params) == 1 else X
 
 
+def extrapolation_marker(ax, measured_max: float, x_end: float | None = None) -> None:
+    """A dotted line at the largest measured (modeled) configuration; with ``x_end`` beyond it, the
+    extrapolated range up to ``x_end`` shaded."""
+    ax.axvline(measured_max, color="#888888", ls=":", lw=1)
+    if x_end is not None and x_end > measured_max:
+        ax.axvspan(measured_max, x_end, color="0.5", alpha=0.10, lw=0, label="extrapolation")
+
+
+def model_curve(ax, x, y, lo, hi, color, label: str, band_label: str | None = None) -> None:
+    """A model's curve over ``x`` with its prediction band [lo, hi] (clipped at 0: no negative times)."""
+    ax.fill_between(x, np.maximum(np.asarray(lo, float).reshape(-1), 0.0),
+                    np.maximum(np.asarray(hi, float).reshape(-1), 0.0), color=color, alpha=0.15, lw=0,
+                    label=band_label)
+    ax.plot(x, np.asarray(y, float).reshape(-1), color=color, lw=1.6, label=label)
+
+
+def measured_points(ax, x, y, low, high, color, label: str | None, marker: str = "o", hollow: bool = False) -> None:
+    """Measured medians with bars from the smallest to the largest repetition (hollow: evaluation
+    points that modeling did not use)."""
+    y = np.asarray(y, float)
+    if not len(y):
+        return
+    err = np.vstack([y - np.asarray(low, float), np.asarray(high, float) - y]).clip(min=0)
+    ax.errorbar(x, y, yerr=err, fmt=marker, color=color, ms=5, capsize=3, mfc="white" if hollow else color,
+                label=label, zorder=3)
+
+
 def model_panel(ax, analysis: Analysis, quantity: str, x_max: float, evaluation: pd.DataFrame | None = None,
                 fixed: dict | None = None, level: float = 0.95, transform=None, ylabel: str = "") -> None:
     """Measured medians with repetition range, the model curve, its prediction band and any
@@ -86,17 +114,18 @@ def model_panel(ax, analysis: Analysis, quantity: str, x_max: float, evaluation:
     color = COLORS.get(quantity, "#222222")
     if model is not None:
         line = line_grid(analysis, x_max, fixed)
-        lo, hi = (np.maximum(v, 0.0) for v in model.interval(_X(line, analysis.params), level=level))
+        lo, hi = model.interval(_X(line, analysis.params), level=level)
         y = model.predict(_X(line, analysis.params))
-        ax.fill_between(line[x], transform(line, lo), transform(line, hi), color=color, alpha=0.15,
-                        label=f"{level:.0%} prediction interval")
-        ax.plot(line[x], transform(line, y), color=color, lw=1.6, label=f"model: {quantity}")
-    measured = _on_line(analysis.application_points[analysis.application_points["quantity"] == quantity], analysis, fixed)
-    _measured_points(ax, measured, x, transform, color, "measured (modeling)", "o")
+        model_curve(ax, line[x], transform(line, y), transform(line, np.maximum(lo, 0.0)),
+                    transform(line, np.maximum(hi, 0.0)), color, f"model: {quantity}",
+                    f"{level:.0%} prediction interval")
+    app_points = analysis.application_points
+    measured = _on_line(app_points[app_points["quantity"] == quantity], analysis, fixed)
+    _measured_rows(ax, measured, x, transform, color, "measured (modeling)", "o")
     if evaluation is not None and not evaluation.empty:
         ev = _on_line(evaluation[evaluation["quantity"] == quantity], analysis, fixed)
-        _measured_points(ax, ev, x, transform, EVAL_COLOR, "measured (evaluation)", "s")
-    ax.axvline(float(analysis.points[x].max()), color="#888888", ls=":", lw=1)
+        _measured_rows(ax, ev, x, transform, EVAL_COLOR, "measured (evaluation)", "s")
+    extrapolation_marker(ax, float(analysis.points[x].max()))
     mark_node_boundaries(ax, analysis, *ax.get_xlim())
     ax.set_xlabel(x)
     ax.set_ylabel(ylabel)
@@ -104,14 +133,12 @@ def model_panel(ax, analysis: Analysis, quantity: str, x_max: float, evaluation:
     ax.grid(alpha=0.3)
 
 
-def _measured_points(ax, rows: pd.DataFrame, x: str, transform, color, label, marker) -> None:
+def _measured_rows(ax, rows: pd.DataFrame, x: str, transform, color, label, marker) -> None:
     if rows.empty:
         return
-    y = transform(rows, rows["value"].to_numpy(float))
-    low = y - transform(rows, rows["rep_min"].to_numpy(float))
-    high = transform(rows, rows["rep_max"].to_numpy(float)) - y
-    ax.errorbar(rows[x], y, yerr=[np.maximum(low, 0), np.maximum(high, 0)], fmt=marker, color=color, ms=5,
-                capsize=3, label=label, zorder=3)
+    measured_points(ax, rows[x], transform(rows, rows["value"].to_numpy(float)),
+                    transform(rows, rows["rep_min"].to_numpy(float)), transform(rows, rows["rep_max"].to_numpy(float)),
+                    color, label, marker)
 
 
 def epoch_figure(analysis: Analysis, x_max: float, evaluation: pd.DataFrame | None = None, cost_of=None,
@@ -131,60 +158,188 @@ def epoch_figure(analysis: Analysis, x_max: float, evaluation: pd.DataFrame | No
     return fig
 
 
+def scaling_panels(ax_speedup, ax_efficiency, table: pd.DataFrame, x: str, measured_max: float, *,
+                   by: str = "quantity", highlight: str = EPOCH_TIME, ideal_speedup: bool = True,
+                   x_end: float | None = None, layout=None) -> None:
+    """Speedup and efficiency of each ``by`` series of a scaling table (extradeep.analysis.scaling)
+    vs ``x``, with the ideal lines; either axis may be None. The ``highlight`` series is drawn
+    thicker; with ``x_end``, the extrapolated range is shaded (else a dotted line marks it); with a
+    ``layout`` (see :func:`mark_node_boundaries`), the node boundaries are marked."""
+    mode = table.attrs.get("scaling", "strong")
+    xs = np.sort(table[x].unique())
+    panels = [(ax, col) for ax, col in ((ax_speedup, "speedup"), (ax_efficiency, "efficiency")) if ax is not None]
+    for ax, col in panels:
+        extrapolation_marker(ax, measured_max, x_end)
+        for n, (name, rows) in enumerate(table.groupby(by, sort=False)):
+            if name == "idle":
+                continue
+            rows = rows.sort_values(x)
+            ax.plot(rows[x], rows[col], color=COLORS.get(name, f"C{n % 10}"),
+                    lw=2.2 if name == highlight else 1.2, label=name)
+        if len(xs) and (col == "efficiency" or ideal_speedup):  # on top: a series may follow it exactly
+            ideal = np.ones_like(xs, dtype=float) if col == "efficiency" else xs / xs[0]
+            ax.plot(xs, ideal, color="#555555", ls="--", lw=1, label="ideal")
+        if len(xs):
+            mark_node_boundaries(ax, layout, *ax.get_xlim())
+        title = f"{'scaled ' if mode == 'weak' and col == 'speedup' else ''}{col}"
+        base = f", baseline {x} = {xs[0]:g}" if len(xs) else ""
+        ax.set_title(f"{title} ({mode} scaling{base})", fontsize=10)
+        ax.set_xlabel(x)
+        ax.set_ylabel(col)
+        ax.grid(alpha=0.3)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8)
+
+
 def scaling_figure(scaling: pd.DataFrame, x: str, measured_max: float, layout=None) -> Figure:
     """Speedup and efficiency vs ranks for the quantities in ``scaling`` (a scaling/prediction
     table); with a ``layout`` (see :func:`mark_node_boundaries`) the node boundaries are marked."""
     fig, (ax_s, ax_e) = _figure(ncols=2)
-    mode = scaling.attrs.get("scaling", "strong")
-    for quantity, rows in scaling.groupby("quantity"):
-        if quantity == "idle":
-            continue
-        rows = rows.sort_values(x)
-        style = {"color": COLORS.get(quantity), "lw": 2.2 if quantity == "epoch time" else 1.2}
-        ax_s.plot(rows[x], rows["speedup"], label=quantity, **style)
-        ax_e.plot(rows[x], rows["efficiency"], label=quantity, **style)
-    xs = np.sort(scaling[x].unique())
-    if len(xs):
-        ax_s.plot(xs, xs / xs[0], color="#999999", ls="--", lw=1, label="ideal")
-        ax_e.axhline(1.0, color="#999999", ls="--", lw=1)
-    for ax, title in ((ax_s, f"{'scaled ' if mode == 'weak' else ''}speedup"), (ax_e, f"{mode}-scaling efficiency")):
-        ax.axvline(measured_max, color="#888888", ls=":", lw=1)
-        if len(xs):
-            mark_node_boundaries(ax, layout, *ax.get_xlim())
-        ax.set_xlabel(x)
-        ax.set_title(title)
-        ax.grid(alpha=0.3)
-        ax.set_ylim(bottom=0)
-    ax_s.legend(fontsize=8)
-    if ax_e.get_legend_handles_labels()[0]:
-        ax_e.legend(fontsize=8)
+    scaling_panels(ax_s, ax_e, scaling.sort_values("quantity"), x, measured_max, layout=layout)
     return fig
+
+
+BREAKDOWN_PARTS = (*BREAKDOWN, "idle")
+OVERLAP = "overlap"  # summed GPU activity above the epoch time: concurrent streams counted once each
+UNEXPLAINED = "unexplained"  # epoch time above the summed parts
+
+
+def breakdown_parts(table: pd.DataFrame, x: str) -> pd.DataFrame:
+    """One row per x: the stacked parts (computation, communication, memory, idle; >= 0), the epoch
+    time, the overlap (stack above the epoch time) and the unexplained gap (epoch time above it)."""
+    wide = table.pivot_table(index=x, columns="quantity", values="T").sort_index()
+    parts = pd.DataFrame({x: wide.index.to_numpy(float)})
+    for part in BREAKDOWN_PARTS:
+        if part in wide.columns:
+            parts[part] = np.maximum(wide[part].to_numpy(float), 0)
+    if EPOCH_TIME in wide.columns:
+        total = parts[[p for p in BREAKDOWN_PARTS if p in parts.columns]].sum(axis=1).to_numpy()
+        whole = wide[EPOCH_TIME].to_numpy(float)
+        parts[OVERLAP], parts[UNEXPLAINED], parts[EPOCH_TIME] = (total - whole).clip(min=0), \
+            (whole - total).clip(min=0), whole
+    return parts
+
+
+def breakdown_panel(ax, table: pd.DataFrame, x: str, per: str, measured_max: float | None = None, *,
+                    areas: bool = False, measured: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Computation, communication, memory and idle per epoch stacked from a long table (quantity,
+    x, T), the epoch time on top and the difference made visible: the stack above the epoch time
+    hatched as overlap (GPU work on concurrent streams counts once per stream), epoch time above the
+    stack as time in no category. As bars at the table's points, or (``areas``) as continuous areas
+    along the model, with ``measured`` (x, value) epoch times as points. Returns the parts drawn."""
+    parts = breakdown_parts(table, x)
+    names = [p for p in BREAKDOWN_PARTS if p in parts.columns]
+    stack = [parts[p].to_numpy(float) for p in names]
+    total = np.sum(stack, axis=0) if stack else np.zeros(len(parts))
+    xs = parts[x].to_numpy(float)
+    if areas:
+        ax.stackplot(xs, *stack, labels=[f"{p} (model)" for p in names], colors=[COLORS[p] for p in names], alpha=0.85)
+        where = xs
+    else:
+        where = np.arange(len(parts))
+        bottom = np.zeros(len(parts))
+        for name, values in zip(names, stack):
+            ax.bar(where, values, bottom=bottom, color=COLORS[name], label=name, width=0.6)
+            bottom += values
+    if EPOCH_TIME in parts.columns:
+        _difference(ax, where, total, parts, areas)
+    if measured is not None and not measured.empty:
+        ax.plot(measured[x], measured["value"], "ko", ms=5, label=f"{EPOCH_TIME} (measured)")
+    _breakdown_axes(ax, parts, x, per, measured_max, areas)
+    return parts
+
+
+def _difference(ax, where, total, parts: pd.DataFrame, areas: bool) -> None:
+    whole, overlap, unexplained = (parts[c].to_numpy(float) for c in (EPOCH_TIME, OVERLAP, UNEXPLAINED))
+    if areas:
+        if (overlap > 0).any():
+            ax.fill_between(where, whole, total, where=overlap > 0, facecolor="none", hatch="///",
+                            edgecolor="0.15", lw=0, label="overlap (concurrent streams)")
+        if (unexplained > 0).any():
+            ax.fill_between(where, total, whole, where=unexplained > 0, facecolor="white", hatch="..",
+                            edgecolor="0.5", lw=0, label="not in any category")
+        ax.plot(where, whole, color="k", lw=1.6, label=f"{EPOCH_TIME} (model)")
+        return
+    if (overlap > 0).any():
+        ax.bar(where, overlap, bottom=whole, width=0.6, facecolor="none", hatch="///", edgecolor="0.15", lw=0,
+               label="overlap (concurrent streams)")
+    if (unexplained > 0).any():
+        ax.bar(where, unexplained, bottom=total, width=0.6, facecolor="white", hatch="..", edgecolor="0.5", lw=0,
+               label="not in any category")
+    ax.plot(where, whole, "k_", ms=28, mew=2, label=EPOCH_TIME)
+
+
+def _breakdown_axes(ax, parts: pd.DataFrame, x: str, per: str, measured_max: float | None, areas: bool) -> None:
+    xs = parts[x].to_numpy(float)
+    ax.set_xlabel(x)
+    if areas and len(xs):
+        if measured_max is not None and xs[-1] > measured_max:
+            ax.axvline(measured_max, color="0.4", ls=":", lw=1)
+            ax.annotate(" extrapolation →", (measured_max, 0.98), xycoords=("data", "axes fraction"), va="top",
+                        fontsize=8, color="0.3")
+        ax.set_xlim(xs[0], xs[-1])
+    elif not areas:
+        ax.set_xticks(np.arange(len(xs)), [f"{v:g}" for v in xs])
+        if measured_max is not None and (xs > measured_max).any() and (xs <= measured_max).any():
+            ax.axvline(int((xs <= measured_max).sum()) - 0.5, color="#888888", ls="--", lw=1)
+            ax.set_xlabel(f"{x}  (left of the dashed line: measured; right: predicted)")
+    ax.set_ylabel(f"seconds per {per}")
+    ax.set_title(f"Where the time per {per} goes. GPU work is summed over streams, so work on concurrent\n"
+                 f"streams counts more than once: stack minus hatched overlap = {EPOCH_TIME}", fontsize=9)
+    ax.grid(alpha=0.3, axis="y" if not areas else "both")
 
 
 def breakdown_figure(predictions: pd.DataFrame, x: str, per: str, measured_max: float | None = None) -> Figure:
     """Stacked computation, communication, memory and idle per epoch, with the measured-step epoch
     time; a dashed line separates measured configurations (<= ``measured_max``) from predictions."""
-    fig, (ax,) = _figure()
-    wide = predictions.pivot_table(index=x, columns="quantity", values="T").sort_index()
-    positions = np.arange(len(wide))
-    bottom = np.zeros(len(wide))
-    for part in (*BREAKDOWN, "idle"):
-        if part in wide.columns:
-            values = np.maximum(wide[part].to_numpy(float), 0)
-            ax.bar(positions, values, bottom=bottom, color=COLORS[part], label=part, width=0.6)
-            bottom += values
-    if "epoch time" in wide.columns:
-        ax.plot(positions, wide["epoch time"], "k_", ms=28, mew=2, label="epoch time (measured step)")
-    ax.set_xticks(positions, [f"{v:g}" for v in wide.index])
-    ax.set_xlabel(x)
-    if measured_max is not None and (wide.index > measured_max).any() and (wide.index <= measured_max).any():
-        ax.axvline(int((wide.index <= measured_max).sum()) - 0.5, color="#888888", ls="--", lw=1)
-        ax.set_xlabel(f"{x}  (left of the dashed line: measured; right: predicted)")
-    ax.set_ylabel(f"seconds per {per}")
-    ax.set_title("breakdown (sums of GPU activity; streams may overlap)")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3, axis="y")
+    fig, (ax,) = _figure(width=7.6)
+    breakdown_panel(ax, predictions, x, per, measured_max)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     return fig
+
+
+def time_unit(longest: float) -> tuple[float, str]:
+    """(divisor, name) that shows times up to ``longest`` seconds in readable numbers."""
+    return (1.0, "seconds") if longest < 120 else (60.0, "minutes") if longest < 7200 else (3600.0, "hours")
+
+
+def tradeoff_panels(ax_time, ax_cost, table: pd.DataFrame, x: str, max_time: float | None,
+                    max_cost: float | None, cost_label: str, epochs: float = 1.0, *, per: str = "epoch",
+                    twin: bool = False, best: pd.Series | None = None, layout=None) -> None:
+    """Time and cost vs ``x`` (paper Fig. 4b) from a budget table (total_time, total_cost, and with
+    limits time_ok, cost_ok, valid): the deadline and budget as dashed lines, the configurations
+    that meet each hatched, those that meet both shaded, and ``best`` starred. ``twin``: the cost
+    axis is a twin of the time axis (one plot), so the shading is drawn once. With a ``layout`` (see
+    :func:`mark_node_boundaries`) the node boundaries are marked."""
+    table = table.sort_values(x)
+    xs = table[x].to_numpy(float)
+    scale, unit = time_unit(float(np.nanmax(table["total_time"])) if len(table) else 0.0)
+    span = f"for {epochs:g} epoch(s)" if per == "epoch" else f"per {per}"
+    for ax, col, limit, name, color, divisor in (
+            (ax_time, "total_time", max_time, "deadline", COLORS["computation"], scale),
+            (ax_cost, "total_cost", max_cost, "budget", COLORS["communication"], 1.0)):
+        ax.plot(xs, table[col] / divisor, color=color, lw=2, label="training time" if ax is ax_time else "cost")
+        if limit is not None:
+            ax.axhline(limit / divisor, color=color, ls="--", lw=1, label=name)
+        if best is not None:
+            ax.plot([best[x]], [best[col] / divisor], marker="*", ms=16, color="#ffb000", mec="k", ls="none",
+                    zorder=5, label="best (efficiency)" if ax is ax_time or not twin else None)
+        ax.set_xlabel(x)
+        ax.set_ylabel(f"{unit if ax is ax_time else cost_label} {span}", color=color)
+        if not twin:
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+    if max_time is not None or max_cost is not None:
+        _shade(ax_time, xs, table["time_ok"].to_numpy(bool), "//", COLORS["computation"], "meets the deadline")
+        _shade(ax_time if twin else ax_cost, xs, table["cost_ok"].to_numpy(bool), "\\\\", COLORS["communication"],
+               "meets the budget")
+        for ax in (ax_time,) if twin else (ax_time, ax_cost):
+            _shade(ax, xs, table["valid"].to_numpy(bool), None, "#55a868", "meets both", alpha=0.25)
+    if len(xs):
+        for ax in (ax_time,) if twin else (ax_time, ax_cost):
+            mark_node_boundaries(ax, layout, *ax.get_xlim())
+    if twin:
+        ax_time.grid(alpha=0.3)
 
 
 def tradeoff_figure(table: pd.DataFrame, x: str, max_time: float | None, max_cost: float | None,
@@ -193,29 +348,10 @@ def tradeoff_figure(table: pd.DataFrame, x: str, max_time: float | None, max_cos
     without limits, the two curves only (``table`` then needs total_time and total_cost). With a
     ``layout`` (see :func:`mark_node_boundaries`) the node boundaries are marked."""
     fig, (ax,) = _figure(width=7.2, height=4.2)
-    table = table.sort_values(x)
-    xs = table[x].to_numpy(float)
-    longest = float(np.nanmax(table["total_time"])) if len(table) else 0.0
-    scale, unit = (1.0, "seconds") if longest < 120 else (60.0, "minutes") if longest < 7200 else (3600.0, "hours")
-    ax.plot(xs, table["total_time"] / scale, color=COLORS["computation"], lw=2, label="training time")
-    ax.set_xlabel(x)
-    ax.set_ylabel(f"{unit} for {epochs:g} epoch(s)", color=COLORS["computation"])
     ax2 = ax.twinx()
-    ax2.plot(xs, table["total_cost"], color=COLORS["communication"], lw=2, label="cost")
-    ax2.set_ylabel(f"{cost_label} for {epochs:g} epoch(s)", color=COLORS["communication"])
-    if max_time is not None:
-        ax.axhline(max_time / scale, color=COLORS["computation"], ls="--", lw=1)
-    if max_cost is not None:
-        ax2.axhline(max_cost, color=COLORS["communication"], ls="--", lw=1)
-    if max_time is not None or max_cost is not None:
-        _shade(ax, xs, table["time_ok"].to_numpy(bool), "//", COLORS["computation"], "meets the deadline")
-        _shade(ax, xs, table["cost_ok"].to_numpy(bool), "\\\\", COLORS["communication"], "meets the budget")
-        _shade(ax, xs, table["valid"].to_numpy(bool), None, "#55a868", "meets both", alpha=0.25)
-    if len(xs):
-        mark_node_boundaries(ax, layout, *ax.get_xlim())
+    tradeoff_panels(ax, ax2, table, x, max_time, max_cost, cost_label, epochs, twin=True, layout=layout)
     handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
-    fig.legend(handles=handles, fontsize=8, loc="outside lower center", ncols=len(handles))
-    ax.grid(alpha=0.3)
+    fig.legend(handles=handles, fontsize=8, loc="outside lower center", ncols=min(len(handles), 4))
     ax.set_title("time/cost trade-off")
     return fig
 
@@ -239,16 +375,36 @@ def _runs(mask: np.ndarray):
             start = None
 
 
+BOTTLENECK_VALUES = {"predicted": "predicted seconds per {per}", "share_of_total": "predicted share of GPU time [%]"}
+
+
+def bottleneck_panel(ax, table: pd.DataFrame, per: str, top: int = 10, value: str = "predicted",
+                     where: str = "") -> int:
+    """Bars of the ``top`` regions of a bottleneck table (extradeep.analysis.bottlenecks), first on
+    top, coloured by category: their predicted time (``value="predicted"``) or share of all GPU work
+    (``"share_of_total"``, in %) at the target point ``where``. Returns the number of bars."""
+    rows = table.head(top).iloc[::-1]
+    y = np.arange(len(rows))
+    scale = 100.0 if value.startswith("share") else 1.0
+    ax.barh(y, scale * rows[value].to_numpy(float), color=[COLORS.get(c, "#999999") for c in rows["category"]])
+    ax.set_yticks(y, [f"#{r} {_short(n, 40)}  [{g}]" for r, n, g in zip(rows["rank"], rows["region"], rows["growth"])],
+                  fontsize=8)
+    ax.set_ylim(-0.6, max(len(rows), 1) - 0.4)
+    ax.set_xlabel(BOTTLENECK_VALUES[value].format(per=per))
+    ax.set_title("top regions by growth, then share" + (f" at {where}" if where else ""), fontsize=10)
+    shown = [c for c in ("computation", "communication", "memory") if (rows["category"] == c).any()]
+    ax.legend(handles=[Patch(color=COLORS[c], label=c) for c in shown], fontsize=8, loc="lower right")
+    ax.grid(alpha=0.3, axis="x")
+    return len(rows)
+
+
+BAR_INCHES = 0.3  # height per bar of the bottleneck chart, so labels never squeeze
+
+
 def bottleneck_figure(table: pd.DataFrame, per: str, top: int = 10) -> Figure:
     """Predicted time of the top regions at the target point, coloured by category."""
-    rows = table.head(top).iloc[::-1]
-    fig, (ax,) = _figure(width=7.2, height=0.35 * max(len(rows), 3) + 1.2)
-    labels = [f"#{r['rank']} {_short(r['region'])}  {r['growth']}" for _, r in rows.iterrows()]
-    ax.barh(np.arange(len(rows)), rows["predicted"], color=[COLORS.get(c, "#999999") for c in rows["category"]])
-    ax.set_yticks(np.arange(len(rows)), labels, fontsize=8)
-    ax.set_xlabel(f"predicted seconds per {per}")
-    ax.set_title("top regions by growth (then share)")
-    ax.grid(alpha=0.3, axis="x")
+    fig, (ax,) = _figure(width=7.2, height=BAR_INCHES * max(min(len(table), top), 3) + 1.4)
+    bottleneck_panel(ax, table, per, top)
     return fig
 
 

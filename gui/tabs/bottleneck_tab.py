@@ -4,16 +4,15 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
-from matplotlib.patches import Patch
 from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
 
 from extradeep.gui.param_panel import View
-from extradeep.gui.plot_tab import MARGINS, PlotTab
-from extradeep.gui.tabs.model_tab import short
+from extradeep.gui.plot_tab import MARGINS, PlotTab, one_axes
 
 TOP_BARS = 15
+LABEL_ROOM_IN = 1.3  # title, x label and ticks below the bars, in inches
+MAX_LEFT = 0.6  # labels never take more than this share of the width
 TABLE_ROWS = 200
 COLUMNS = ["rank", "region", "category", "growth", "formula", "predicted", "share_of_category",
            "share_of_total", "smape"]
@@ -28,7 +27,8 @@ class BottleneckTab(PlotTab):
     """Ranked table plus bars of each top region's predicted share of all GPU work at the target."""
 
     title = "Bottlenecks"
-    margins = {**MARGINS, "left": 0.42, "bottom": 0.14}
+    margins = {**MARGINS, "bottom": 0.14}
+    log_scales = False
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -37,6 +37,8 @@ class BottleneckTab(PlotTab):
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.layout().addWidget(self.table, 1)
         self.ranking = pd.DataFrame(columns=COLUMNS)
+        self._bars = 0
+        self.canvas.mpl_connect("resize_event", lambda event: self._fit_to_labels() if self.axes else None)
 
     def refresh(self, view: View) -> None:
         from extradeep.analysis.bottlenecks import bottleneck_table
@@ -77,15 +79,21 @@ class BottleneckTab(PlotTab):
             self.table.setColumnWidth(col, min(self.table.columnWidth(col), 320))
 
     def _draw(self, view: View, target: dict) -> None:
-        top = self.ranking.head(TOP_BARS).iloc[::-1]
-        self.clear_figure()
-        ax = self.figure.add_subplot()
-        colors = {c: f"C{i}" for i, c in enumerate(["computation", "communication", "memory"])}
-        y = np.arange(len(top))
-        ax.barh(y, 100 * top["share_of_total"], color=[colors.get(c, "C7") for c in top["category"]])
-        ax.set_yticks(y, [f"{short(r, 32)}  [{g}]" for r, g in zip(top["region"], top["growth"])], fontsize=7)
-        ax.set_xlabel("predicted share of GPU time at the target [%]")
+        from extradeep.report.plots import BAR_INCHES, bottleneck_panel
+
+        (ax,) = self.kept_axes("one", one_axes)
         where = ", ".join(f"{k} = {v:g}" for k, v in target.items())
-        ax.set_title(f"Top regions by growth, then share at {where}", fontsize=10)
-        ax.legend(handles=[Patch(color=c, label=k) for k, c in colors.items()], fontsize=8, loc="lower right")
-        ax.grid(axis="x", alpha=0.3)
+        self._bars = bottleneck_panel(ax, self.ranking, view.ws.per, TOP_BARS, value="share_of_total", where=where)
+        self.canvas.setMinimumHeight(int((BAR_INCHES * self._bars + LABEL_ROOM_IN) * self.figure.dpi
+                                         / self.canvas.device_pixel_ratio))
+        self._fit_to_labels()
+
+    def _fit_to_labels(self) -> None:
+        """Room for every bar and its whole label: the canvas is at least as tall as the bars need,
+        and the left margin as wide as the longest label (measured, not guessed)."""
+        ax = self.axes[0]
+        renderer = self.canvas.get_renderer()
+        widest = max((t.get_window_extent(renderer).width for t in ax.get_yticklabels()), default=0.0)
+        width = self.figure.bbox.width
+        left = min(MAX_LEFT, (widest + 12) / width) if width > 0 else MARGINS["left"]
+        self.figure.subplots_adjust(left=max(left, MARGINS["left"]))

@@ -11,7 +11,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QGridLayout, QLabel, QSlider
 
-from extradeep.gui.app_models import candidates, frame_of
+from extradeep.gui.app_models import candidates, frame_of, node_layout
 from extradeep.gui.param_panel import View
 from extradeep.gui.plot_tab import PlotTab
 from extradeep.gui.tabs.scaling_tab import ranks_param
@@ -58,6 +58,7 @@ class CostTab(PlotTab):
         self.view: View | None = None
         self.result = None
         self._ranges = (1.0, 1.0, 1.0, 1.0)
+        self._ranges_for = None  # what the slider ranges were computed for
         for slider in (self.deadline_slider, self.budget_slider):
             slider.valueChanged.connect(self._redraw)
         self.cores.valueChanged.connect(self._redraw)
@@ -102,7 +103,10 @@ class CostTab(PlotTab):
         grid = frame_of(view, candidates(view))
         cost = CostSettings(cores_per_rank=self.cores.value(), ranks_param=ranks_param(ws.params))
         baseline = {p: float(grid[p].min()) if p == view.x_param else view.fixed[p] for p in ws.params}
-        self._update_ranges(model, grid, cost, baseline)
+        key = (id(model), tuple(grid[view.x_param]), tuple(sorted(view.fixed.items())), cost.cores_per_rank)
+        if key != self._ranges_for:  # a slider move keeps them: one budget search per redraw, not two
+            self._update_ranges(model, grid, cost, baseline)
+            self._ranges_for = key
         deadline, budget = self.limits()
         self.result = budget_search(model, grid, ws.params, BudgetLimits(max_time=deadline, max_cost=budget),
                                     cost, baseline, scaling=self.mode.currentText())
@@ -121,49 +125,36 @@ class CostTab(PlotTab):
         self._ranges = (T.min() * 0.8, T.max() * 1.25, C.min() * 0.8, C.max() * 1.25)
 
     def _draw(self, view: View, quantity: str, per: str) -> None:
-        from extradeep.report.text import format_value
-
-        table, res = self.result.table, self.result
-        deadline, budget = self.limits()
-        self.deadline_label.setText(f"{format_value(deadline)} per {per}")
-        self.budget_label.setText(f"{budget:.4g} {res.cost_unit} per {per}")
-        x = table[view.x_param].to_numpy(float)
-        self.clear_figure()
-        ax_t, ax_c = self.figure.subplots(1, 2, sharex=True)
-        for ax, col, limit, ok, label in ((ax_t, "T", deadline, "time_ok", f"{quantity} [s]"),
-                                          (ax_c, "cost", budget, "cost_ok", f"{res.cost_unit} per {per}")):
-            y = table[col].to_numpy(float)
-            ax.plot(x, y, color="C0", lw=2)
-            ax.axhline(limit, color="C3", lw=1.2, ls="--", label="deadline" if col == "T" else "budget")
-            ax.fill_between(x, 0, y, where=table[ok].to_numpy(), hatch="//", facecolor="none", edgecolor="C0",
-                            lw=0, alpha=0.6, label="meets this limit", step="mid")
-            ax.fill_between(x, 0, y, where=table["valid"].to_numpy(), color="C2", alpha=0.25, lw=0,
-                            label="meets both", step="mid")
-            ax.set_xlabel(view.x_param)
-            ax.set_ylabel(label)
-            ax.set_ylim(bottom=0)
-            ax.grid(alpha=0.3)
-        self._mark_best(view, ax_t, ax_c, per)
-        ax_t.legend(fontsize=8, loc="upper right")
-        ax_c.legend(fontsize=8, loc="upper left")
-        ax_t.set_title("Training time", fontsize=10)
-        ax_c.set_title("Training cost", fontsize=10)
-
-    def _mark_best(self, view: View, ax_t, ax_c, per: str) -> None:
-        from extradeep.analysis.points import format_point
+        from extradeep.report.plots import tradeoff_panels
         from extradeep.report.text import format_value
 
         res = self.result
+        deadline, budget = self.limits()
+        self.deadline_label.setText(f"{format_value(deadline)} per {per}")
+        self.budget_label.setText(f"{budget:.4g} {res.cost_unit} per {per}")
+        ax_t, ax_c = self.kept_axes("pair", lambda fig: fig.subplots(1, 2, sharex=True))
+        best = self._best(per)
+        tradeoff_panels(ax_t, ax_c, res.table, view.x_param, deadline, budget, res.cost_unit, per=per, best=best,
+                        layout=node_layout(view))
+        ax_t.legend(fontsize=8, loc="upper right")
+        ax_c.legend(fontsize=8, loc="upper left")
+        ax_t.set_title(f"Training time ({quantity})", fontsize=10)
+        ax_c.set_title("Training cost", fontsize=10)
+        self.apply_scales()
+
+    def _best(self, per: str):
+        """The best configuration by efficiency (its row), said in the answer line; None if none is valid."""
+        from extradeep.analysis.points import format_point
+        from extradeep.report.text import format_value
+
+        res, view = self.result, self.view
         best = res.best[res.best["criterion"] == "efficiency"]
         if best.empty:
             # The library counts limits for a number of epochs; with per-step values, one is one step.
             failure = res.failure if per == "epoch" else res.failure.replace("for 1 epoch", "per step")
             self.answer.setText(f"<b>No configuration meets both limits.</b> {failure}")
-            return
+            return None
         row = best.iloc[0]
-        for ax, col in ((ax_t, "T"), (ax_c, "total_cost")):
-            ax.plot([row[view.x_param]], [row[col]], marker="*", ms=16, color="C1", mec="k", zorder=5,
-                    label="best (efficiency)")
         spans = "; ".join(f"{view.x_param} {r['from']:g}" + (f"–{r['to']:g}" if r["to"] != r["from"] else "")
                           for _, r in res.intervals.iterrows())
         self.answer.setText(
@@ -171,3 +162,4 @@ class CostTab(PlotTab):
             f"{format_value(row['T'])} and {row['total_cost']:.4g} {res.cost_unit} per "
             f"{view.app.per}, efficiency {row['efficiency']:.2f}. Valid: {spans}."
             + (f" <i>{'; '.join(res.notes)}</i>" if res.notes else ""))
+        return row

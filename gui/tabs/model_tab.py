@@ -8,12 +8,14 @@ import numpy as np
 from matplotlib.colors import LogNorm
 from PySide6.QtWidgets import QCheckBox
 
+from extradeep.gui.app_models import node_layout
 from extradeep.gui.param_panel import View, model_grid
-from extradeep.gui.plot_tab import PlotTab
+from extradeep.gui.plot_tab import PlotTab, one_axes
+from extradeep.report.plots import extrapolation_marker, mark_node_boundaries, measured_points, model_curve
 
 MAX_OVERLAY = 8
 N_GRID = 160
-TICKS_AHEAD = 16  # more than the auto locator puts on either axis of this figure
+LINES = "lines"  # the key of the line plot's kept axes
 UNITS = {"time": "time per {per} [s]", "visits": "visits per {per}", "bytes": "bytes per {per}"}
 
 
@@ -38,7 +40,7 @@ class ModelTab(PlotTab):
         self.heatmap.toggled.connect(lambda *_: self.refresh(self.view) if self.view else None)
         self.controls_box.addWidget(self.heatmap)
         self.view: View | None = None
-        self._new_line_axes()
+        self.ax = self.kept_axes(LINES, one_axes)[0]
 
     def refresh(self, view: View) -> None:
         self.view = view
@@ -56,41 +58,18 @@ class ModelTab(PlotTab):
             return
         if self.heatmap.isChecked() and len(ws.params) > 1:
             self.clear_figure()
-            self._line_axes = False
             self._draw_heatmap(view, rows[0])
         else:
             self._draw_lines(view, rows)
         self.show_plot()
 
-    def _new_line_axes(self) -> None:
-        self.ax = self.figure.add_subplot()
-        self.ax.grid(alpha=0.3)
-        # Ticks are made on an axis' first draw (about 1 ms each): made here, the first plot of an
-        # input does not pay for them in the UI pass that draws it.
-        for axis in (self.ax.xaxis, self.ax.yaxis):
-            axis.get_major_ticks(TICKS_AHEAD)
-        self._line_axes = True  # self.ax holds the line plot (not the heatmap and its colour bar)
-
-    def _empty_line_axes(self):
-        """The line plot's axes without the last selection's artists. Kept rather than re-created:
-        a new Axes and its ticks cost about 25 ms of a redraw."""
-        if not self._line_axes:
-            self.clear_figure()
-            self._new_line_axes()
-        ax = self.ax
-        for artist in [*ax.lines, *ax.collections, *ax.patches]:
-            artist.remove()
-        ax.containers.clear()
-        ax.relim()  # no artists left: empty data limits, as on a new Axes
-        return ax
-
     def _draw_lines(self, view: View, rows: list[int]) -> None:
         ws = view.ws
-        ax = self._empty_line_axes()
+        # Kept rather than re-created, only their artists replaced: a new Axes costs ~25 ms a redraw.
+        ax = self.ax = self.kept_axes(LINES, one_axes)[0]
         lo_x, hi_x = view.x_range()
-        x_model = view.modeled_x_max()
-        if hi_x > x_model:
-            ax.axvspan(x_model, hi_x, color="0.5", alpha=0.10, lw=0, label="extrapolation")
+        extrapolation_marker(ax, view.modeled_x_max(), hi_x)
+        mark_node_boundaries(ax, node_layout(view), lo_x, hi_x)
         x = np.linspace(lo_x, hi_x, N_GRID)
         grid = model_grid(view, x)
         rising = []
@@ -104,11 +83,9 @@ class ModelTab(PlotTab):
             X = grid[:, 0] if len(ws.params) == 1 else grid
             y = np.asarray(model.predict(X), float).reshape(-1)
             rising.append(y[-1] > y[0])
-            ax.plot(x, y, color=color, lw=1.8, label=f"{name}: {short(model.formula(), 60)}")
             lo, hi = model.interval(X, level=0.95)
-            ax.fill_between(x, np.maximum(np.asarray(lo, float).reshape(-1), 0.0),
-                            np.maximum(np.asarray(hi, float).reshape(-1), 0.0),
-                            color=color, alpha=0.15, lw=0, label="95% prediction interval" if n == 0 else None)
+            model_curve(ax, x, y, lo, hi, color, f"{name}: {short(model.formula(), 60)}",
+                        "95% prediction interval" if n == 0 else None)
         ax.set_xlabel(view.x_param)
         ax.set_ylabel(unit_label(view))
         fixed = ", ".join(f"{k} = {v:g}" for k, v in view.fixed.items())
@@ -117,6 +94,7 @@ class ModelTab(PlotTab):
         ax.set_xlim(lo_x - 0.02 * (hi_x - lo_x), hi_x)
         # A fixed corner away from the curves: loc="best" costs tens of milliseconds per redraw.
         ax.legend(fontsize=8, loc="upper left" if rising and all(rising) else "upper right")
+        self.apply_scales()
 
     def _draw_points(self, ax, view: View, row: int, color: str, first: bool) -> None:
         points = view.ws.points[row]
@@ -127,14 +105,12 @@ class ModelTab(PlotTab):
                                     (on_slice & ~used, False, "evaluation points (not modeled)")):
             if not mask.any():
                 continue
-            x, v = points.X[mask, xi], points.value[mask]
-            err = np.vstack([v - points.lo[mask], points.hi[mask] - v]).clip(min=0)
-            ax.errorbar(x, v, yerr=err, fmt="o" if filled else "D", color=color, ms=5, capsize=3,
-                        mfc=color if filled else "white", label=label if first else None, zorder=3)
+            measured_points(ax, points.X[mask, xi], points.value[mask], points.lo[mask], points.hi[mask], color,
+                            label if first else None, "o" if filled else "D", hollow=not filled)
 
     def _draw_heatmap(self, view: View, row: int) -> None:
         ws = view.ws
-        ax = self.ax = self.figure.add_subplot()
+        ax = self.ax = self.figure.add_subplot()  # not kept: the colour bar takes part of the figure
         model = ws.models.get(row)
         y_param = view.y_param if view.y_param != view.x_param else next(p for p in ws.params if p != view.x_param)
         if model is None:

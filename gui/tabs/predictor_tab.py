@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 from extradeep.gui.param_panel import View
 from extradeep.gui.plot_tab import MARGINS, PlotTab
 
+LABEL_PX = 10  # vertical room a lane label needs at font size 7 (pixels): below it labels overlap
 CLASS_COLORS = {"compute": "#4c72b0", "communication": "#dd8452", "memory": "#55a868",
                 "cpu_overhead": "#b0b0b0", "idle": "#ffffff"}
 
@@ -71,6 +72,7 @@ class PredictorTab(PlotTab):
     title = "Predictor"
     redraw_on = frozenset({"app"})
     margins = {**MARGINS, "left": 0.22, "top": 0.92, "hspace": 0.35}
+    log_scales = False
 
     def __init__(self, window, parent=None):
         super().__init__(parent)
@@ -78,6 +80,8 @@ class PredictorTab(PlotTab):
         self.view: View | None = None
         self.prediction = None
         self.critical_drawn = pd.DataFrame()  # critical-path ops outlined in the timeline
+        self.lanes = pd.DataFrame(columns=["rank", "queue"])  # the timeline's lanes, top to bottom
+        self.canvas.mpl_connect("resize_event", lambda event: self._label_lanes() if self.has_plot else None)
         self.runs: dict[str, tuple[object, dict | None]] = {}
         self.run_combo = QComboBox()
         self.browse = QPushButton("Other run…")
@@ -203,15 +207,42 @@ class PredictorTab(PlotTab):
             y = lane_of[(row.rank, row.queue)]
             ax.broken_barh([((row.start - lo) * ms, (row.end - row.start) * ms)], (y - 0.45, 0.9),
                            facecolors="none", edgecolors="#d62728", lw=1.6)
-        ax.set_yticks(range(len(lanes)), [lane_label(r, q) for r, q in zip(lanes["rank"], lanes["queue"])],
-                      fontsize=7)
-        ax.invert_yaxis()
+        self.lanes = lanes
+        ax.set_ylim(len(lanes) - 0.5, -0.5)  # the first lane on top
+        self._label_lanes()
         ax.set_xlim(0, (hi - lo) * ms)
         ax.set_xlabel("ms since the step started (replayed)")
         handles = [Patch(color=c, label=k) for k, c in CLASS_COLORS.items() if k != "idle"]
         handles.append(Patch(facecolor="none", edgecolor="#d62728", label="critical path"))
         ax.legend(handles=handles, fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=5,
                   frameon=False, title="Replayed training step per rank and stream", title_fontsize=9)
+
+    def _label_lanes(self) -> None:
+        """One label per lane when they fit; else one per rank (its lanes counted) with a thin line
+        between ranks, and only every k-th rank named if even those would overlap."""
+        if not self.figure.axes or self.lanes.empty:
+            return
+        ax, lanes = self.figure.axes[0], self.lanes
+        height = ax.get_window_extent().height / self.canvas.device_pixel_ratio
+        if height / len(lanes) >= LABEL_PX:
+            ax.set_yticks(range(len(lanes)), [lane_label(r, q) for r, q in zip(lanes["rank"], lanes["queue"])],
+                          fontsize=7)
+            ax.set_yticks([], minor=True)
+            return
+        ranks = lanes.groupby("rank", sort=False).indices
+        every = int(np.ceil(len(ranks) * LABEL_PX / max(height, 1.0)))
+        centres, labels = [], []
+        for i, (rank, rows) in enumerate(ranks.items()):
+            if i % every == 0:
+                centres.append(float(np.mean(rows)))
+                labels.append(lane_label(rank, f"{len(rows)} streams"))
+        ax.set_yticks(centres, labels, fontsize=7)
+        ax.set_yticks(range(len(lanes)), minor=True)
+        starts = [rows[0] - 0.5 for rows in ranks.values()][1:]
+        for line in [line for line in ax.lines if line.get_gid() == "rank boundary"]:
+            line.remove()
+        for y in starts:
+            ax.axhline(y, color="0.6", lw=0.6, gid="rank boundary")
 
     def _draw_comparison(self, ax, pred) -> None:
         bars = self.comparison(pred)

@@ -4,13 +4,12 @@ for the application and the selected regions, against the smallest point as base
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
 
-from extradeep.gui.app_models import candidates, frame_of
+from extradeep.gui.app_models import candidates, frame_of, node_layout
 from extradeep.gui.param_panel import View
-from extradeep.gui.plot_tab import PlotTab
+from extradeep.gui.plot_tab import PlotTab, one_axes
 from extradeep.gui.tabs.model_tab import MAX_OVERLAY, short
 
 TITLES = {"speedup": "Speedup", "efficiency": "Efficiency"}
@@ -79,30 +78,12 @@ class ScalingTab(PlotTab):
         self.show_plot()
 
     def _draw(self, view: View, table: pd.DataFrame) -> None:
-        self.clear_figure()
-        ax = self.figure.add_subplot()
-        x_model = view.modeled_x_max()
-        lo, hi = view.x_range()
-        if hi > x_model:
-            ax.axvspan(x_model, hi, color="0.5", alpha=0.10, lw=0, label="extrapolation")
-        x = table[view.x_param].to_numpy(float)
-        base = x[0] if len(x) else 1.0
-        ideal = self._ideal(np.unique(x), view)
-        if ideal is not None:
-            ax.plot(np.unique(x), ideal, "k--", lw=1, label="ideal")
-        for n, (name, group) in enumerate(table.groupby("series", sort=False)):
-            ax.plot(group[view.x_param], group[self.quantity], color=f"C{n % 10}", lw=2 if n == 0 else 1.4,
-                    label=name)
-        ax.set_xlabel(view.x_param)
-        ax.set_ylabel(self.quantity)
-        ax.set_title(f"{self.title} ({self.mode.currentText()} scaling, baseline {view.x_param} = {base:g})",
-                     fontsize=10)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        from extradeep.report.plots import scaling_panels
 
-    def _ideal(self, x: np.ndarray, view: View) -> np.ndarray | None:
-        if self.quantity == "efficiency":
-            return np.ones_like(x)
-        if view.x_param == ranks_param(view.ws.params):
-            return x / x[0]
-        return None
+        (ax,) = self.kept_axes("one", one_axes)
+        axes = (ax, None) if self.quantity == "speedup" else (None, ax)
+        application = table["series"].iloc[0] if view.app is not None and view.app.time_quantity else None
+        scaling_panels(*axes, table, view.x_param, view.modeled_x_max(), by="series", highlight=application,
+                       ideal_speedup=view.x_param == ranks_param(view.ws.params), x_end=view.x_range()[1],
+                       layout=node_layout(view))
+        self.apply_scales()

@@ -34,6 +34,18 @@ def test_predictor_tab_replays_a_simulator_run_and_answers_a_what_if(opened, set
     ax = tab.figure.axes[0]
     lanes = [t.get_text() for t in ax.get_yticklabels()]
     assert {lane.split(" · ")[0] for lane in lanes} - {"all ranks"} == {f"rank {r}" for r in range(4)}
+    # Lane labels never overlap (issue 17 item 16: ~49 lanes of labels were drawn on top of each other),
+    # at the window's size and at a smaller one.
+    from matplotlib.backend_bases import ResizeEvent
+
+    for inches in (None, 2.6):  # 2.6 inches: a short window, or a splitter dragged down
+        if inches:
+            tab.figure.set_size_inches(tab.figure.get_figwidth(), inches, forward=False)
+            tab.canvas.callbacks.process("resize_event", ResizeEvent("resize_event", tab.canvas))
+        tab.canvas.draw()
+        boxes = sorted((t.get_window_extent() for t in ax.get_yticklabels() if t.get_text()), key=lambda b: b.y0)
+        assert len(boxes) >= 2
+        assert all(low.y1 <= high.y0 + 0.5 for low, high in zip(boxes, boxes[1:]))
     # Every op of the shown step's critical path is outlined: together they cover its whole span.
     crit = tab.critical_drawn
     assert len(crit) > 0 and crit["step_id"].nunique() == 1
@@ -50,7 +62,7 @@ def test_speedup_efficiency_and_breakdown_are_drawn_from_the_models(opened, show
     for title in ("Speedup", "Efficiency"):
         tab = show_tab(opened, title)
         assert tab.has_plot, tab.message.text()
-        line = next(l for l in tab.figure.axes[0].get_lines() if l.get_label().startswith("application"))
+        line = next(ln for ln in tab.figure.axes[0].get_lines() if ln.get_label().startswith("application"))
         x, y = line.get_data()
         app = opened.app_models
         model = app.model(app.time_quantity)

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from matplotlib import image
 
-from extradeep.analysis.core import prediction_table
 from extradeep.analysis.budget import BudgetLimits, budget_search
+from extradeep.analysis.core import prediction_table
 from extradeep.analysis.cost import CostSettings
 from extradeep.report import plots
 
@@ -60,3 +60,26 @@ def test_scaling_breakdown_tradeoff_bottleneck_and_files(small_analysis, tmp_pat
     paths = plots.save_figure(bars, tmp_path, "bars", ("png", "svg"))
     assert [p.suffix for p in paths] == [".png", ".svg"]
     assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and b"<svg" in paths[1].read_bytes()
+
+
+def test_breakdown_shows_the_overlap_so_the_parts_add_up_to_the_epoch_time(small_analysis):
+    """The report's breakdown is the GUI's: bars of the parts, the stack above the epoch time hatched
+    as overlap (and epoch time above the stack as time in no category), so stack - overlap +
+    unexplained is the epoch time at every configuration."""
+    a = small_analysis
+    table = prediction_table(a, pd.DataFrame({"ranks": np.arange(2.0, 33.0, 6.0)}))
+    fig = plots.breakdown_figure(table, "ranks", "epoch", measured_max=10.0)
+    parts = plots.breakdown_parts(table, "ranks")
+    stack = parts[[p for p in plots.BREAKDOWN_PARTS if p in parts.columns]].sum(axis=1)
+    epoch = table[table["quantity"] == "epoch time"].sort_values("ranks")["T"].to_numpy()
+    np.testing.assert_allclose(stack - parts[plots.OVERLAP] + parts[plots.UNEXPLAINED], epoch)
+    ax = fig.axes[0]
+    assert (parts[plots.OVERLAP] > 0).any()  # the simulator overlaps communication with computation
+    bars = {c.get_label(): c for c in ax.containers}
+    assert ("overlap (concurrent streams)" in bars) == bool((parts[plots.OVERLAP] > 0).any())
+    assert ("not in any category" in bars) == bool((parts[plots.UNEXPLAINED] > 0).any())
+    for label in ("overlap (concurrent streams)", "not in any category"):
+        if label in bars:  # hatched from the lower to the higher of stack and epoch time
+            assert all(p.get_hatch() for p in bars[label])
+            tops = np.array([p.get_y() + p.get_height() for p in bars[label]])
+            assert np.allclose(tops, np.maximum(stack, epoch))
