@@ -23,8 +23,9 @@ from extradeep.simulate.campaign import Scenario, compare
 SCENARIOS = [
     Scenario("compute-bound", kernel_scale={"*gemm*": 2.0}, bandwidth_scale=8.0, seed=1),
     Scenario("communication-bound", bandwidth_scale=0.25, seed=2),
-    Scenario("node boundary (emulated at 8 ranks)", boundary=8, bandwidth_scale=2.0, beyond_bandwidth_scale=0.5,
-             seed=3),
+    Scenario(
+        "node boundary (emulated at 8 ranks)", boundary=8, bandwidth_scale=2.0, beyond_bandwidth_scale=0.5, seed=3
+    ),
     Scenario("node boundary (simulated topology dgx-8-nvswitch)", topology="dgx-8-nvswitch", seed=4),
     Scenario("compute-bound, allocation 16", max_ranks=16, kernel_scale={"*gemm*": 2.0}, bandwidth_scale=8.0, seed=1),
 ]

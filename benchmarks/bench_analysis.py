@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from extradeep.analysis.core import analyse, measured_points, prediction_table
-from extradeep.analysis.bottlenecks import bottleneck_table
-from extradeep.analysis.cost import CostSettings
-from extradeep.aggregate.experiment import Dataset
 from extradeep import load_experiment
+from extradeep.aggregate.experiment import Dataset
+from extradeep.analysis.bottlenecks import bottleneck_table
+from extradeep.analysis.core import analyse, measured_points, prediction_table
+from extradeep.analysis.cost import CostSettings
 from extradeep.report.html import ReportInputs, build_html
 from extradeep.simulate import simulate
 
@@ -44,7 +44,9 @@ def accuracy(tmp: Path, name: str, kw: dict, seed: int, repetitions: int) -> Non
     held = load_experiment([tmp / "eval"], params=["ranks"], cache_dir=cache, progress=False, replay=False)
     measured, _ = measured_points(held, DATASET)
     measured = measured[measured["quantity"] == "epoch time"].set_index("ranks")["value"]
-    truth = {p["params"]["ranks"]: p["epoch_time"] for p in json.loads((tmp / "eval" / "truth.json").read_text())["points"]}
+    truth = {
+        p["params"]["ranks"]: p["epoch_time"] for p in json.loads((tmp / "eval" / "truth.json").read_text())["points"]
+    }
     noise = "/".join(f"{abs(measured[r] - truth[r]) / truth[r] * 100:.1f}" for r in (20, 40))
     cells = []
     for replay in (True, False):
@@ -70,14 +72,21 @@ def speed(tmp: Path) -> None:
     t1, c1 = time.perf_counter(), time.process_time()
     grid = pd.DataFrame({"ranks": [32.0, 64.0, 128.0]})
     predictions = prediction_table(analysis, grid, CostSettings())
-    inputs = ReportInputs(analysis, predictions, bottleneck_table(analysis.region_models, {"ranks": 128.0}, ["ranks"]),
-                          CostSettings(), x_max=128.0)
+    inputs = ReportInputs(
+        analysis,
+        predictions,
+        bottleneck_table(analysis.region_models, {"ranks": 128.0}, ["ranks"]),
+        CostSettings(),
+        x_max=128.0,
+    )
     html = build_html(inputs)
     t2, c2 = time.perf_counter(), time.process_time()
     regions = len(analysis.region_models)
-    print(f"speed: analyse() of the sample set ({regions} region metrics x 2 phases + 6 quantities): "
-          f"{t1 - t0:.2f} s wall, {c1 - c0:.2f} s CPU; predictions + HTML report ({len(inputs.figures)} figures, "
-          f"{len(html) / 1e6:.1f} MB): {t2 - t1:.2f} s wall, {c2 - c1:.2f} s CPU")
+    print(
+        f"speed: analyse() of the sample set ({regions} region metrics x 2 phases + 6 quantities): "
+        f"{t1 - t0:.2f} s wall, {c1 - c0:.2f} s CPU; predictions + HTML report ({len(inputs.figures)} figures, "
+        f"{len(html) / 1e6:.1f} MB): {t2 - t1:.2f} s wall, {c2 - c1:.2f} s CPU"
+    )
 
 
 def main() -> None:
@@ -88,8 +97,10 @@ def main() -> None:
     parser.add_argument("--repetitions", type=int, default=2, help="repetitions of the modeling points")
     parser.add_argument("--no-speed", action="store_true", help="accuracy only")
     args = parser.parse_args()
-    print("| case | measurement noise 2x/4x | with replay: rule, error 2x / 4x (±half-width of the 95% interval) "
-          "| --no-replay: rule, error 2x / 4x |")
+    print(
+        "| case | measurement noise 2x/4x | with replay: rule, error 2x / 4x (±half-width of the 95% interval) "
+        "| --no-replay: rule, error 2x / 4x |"
+    )
     print("|---|---|---|---|")
     for name, kw in CASES.items():
         for seed in (int(s) for s in args.seeds.split(",")):

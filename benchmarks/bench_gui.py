@@ -26,14 +26,14 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 def build_experiment(n_regions: int, workdir: Path) -> Path:
     """A saved experiment with `n_regions` regions: simulator kernels cloned with scaled values."""
-    from extradeep.aggregate.experiment import Dataset
     from extradeep import load_experiment
+    from extradeep.aggregate.experiment import Dataset
     from extradeep.simulate import simulate
 
-    sim = simulate(workdir / "profiles", params={"ranks": [2, 3, 4, 5, 6]}, repetitions=2, train_steps=3,
-                   val_steps=1)
-    exp = load_experiment([workdir / "profiles"], dataset=Dataset(**sim.truth["dataset"]), progress=False,
-                          use_cache=False, jobs=1)
+    sim = simulate(workdir / "profiles", params={"ranks": [2, 3, 4, 5, 6]}, repetitions=2, train_steps=3, val_steps=1)
+    exp = load_experiment(
+        [workdir / "profiles"], dataset=Dataset(**sim.truth["dataset"]), progress=False, use_cache=False, jobs=1
+    )
     have = exp.points["region"].nunique()
     stepped = exp.points[(exp.points["kind"] == "kernel") & exp.points["phase"].isin(["train", "val"])]
     kernels = sorted(stepped["region"].unique())
@@ -88,8 +88,14 @@ def run(n_regions: int, experiment: Path | None = None) -> dict:
         def first_plot_drawn():
             ws = window.ws
             rows = window.regions.selected_rows()
-            return (ws is not None and rows and ws.models.get(rows[0]) is not None and model_tab.has_plot
-                    and draws and draws[-1] > start)
+            return (
+                ws is not None
+                and rows
+                and ws.models.get(rows[0]) is not None
+                and model_tab.has_plot
+                and draws
+                and draws[-1] > start
+            )
 
         start = time.perf_counter()
         window.open_path(path)
@@ -114,11 +120,20 @@ def run(n_regions: int, experiment: Path | None = None) -> dict:
             _wait(app, lambda: time.perf_counter() > idle, 10)
         reference = _reference_draw_ms(model_tab)
         window.close()
-    return {"reference_draw_ms": reference, "warm_up_s": warm_up, "regions": int(regions["region"].nunique()), "region_models": n_models, "first_plot_s": first_plot,
-            "all_models_s": all_models, "redraw_median_ms": 1e3 * float(np.median(redraws)),
-            "redraw_max_ms": 1e3 * float(np.max(redraws)), "shown_median_ms": 1e3 * float(np.median(shown)),
-            "shown_max_ms": 1e3 * float(np.max(shown)), "longest_ui_stall_ms": stall["max_gap_ms"],
-            "stall_after_open_s": stall["ended_at"] - start}
+    return {
+        "reference_draw_ms": reference,
+        "warm_up_s": warm_up,
+        "regions": int(regions["region"].nunique()),
+        "region_models": n_models,
+        "first_plot_s": first_plot,
+        "all_models_s": all_models,
+        "redraw_median_ms": 1e3 * float(np.median(redraws)),
+        "redraw_max_ms": 1e3 * float(np.max(redraws)),
+        "shown_median_ms": 1e3 * float(np.median(shown)),
+        "shown_max_ms": 1e3 * float(np.max(shown)),
+        "longest_ui_stall_ms": stall["max_gap_ms"],
+        "stall_after_open_s": stall["ended_at"] - start,
+    }
 
 
 def _draw_and_paint_times(canvas) -> tuple[list, list]:
@@ -181,11 +196,15 @@ def main() -> None:
     print(f"window start with import warm-up (background): {result['warm_up_s']:.2f} s")
     print(f"regions: {result['regions']} ({result['region_models']} region/metric models)")
     print(f"open saved experiment -> first model plot: {result['first_plot_s']:.2f} s (target < 2 s)")
-    print(f"selection change redraw: median {result['redraw_median_ms']:.0f} ms, max "
-          f"{result['redraw_max_ms']:.0f} ms (target < 100 ms); on screen (painted): median "
-          f"{result['shown_median_ms']:.0f} ms, max {result['shown_max_ms']:.0f} ms")
-    print(f"longest UI-thread stall while reading and modeling: {result['longest_ui_stall_ms']:.0f} ms "
-          f"(ended {result['stall_after_open_s']:.2f} s after open)")
+    print(
+        f"selection change redraw: median {result['redraw_median_ms']:.0f} ms, max "
+        f"{result['redraw_max_ms']:.0f} ms (target < 100 ms); on screen (painted): median "
+        f"{result['shown_median_ms']:.0f} ms, max {result['shown_max_ms']:.0f} ms"
+    )
+    print(
+        f"longest UI-thread stall while reading and modeling: {result['longest_ui_stall_ms']:.0f} ms "
+        f"(ended {result['stall_after_open_s']:.2f} s after open)"
+    )
     print(f"reference: one plain line plot draws in {result['reference_draw_ms']:.0f} ms on this machine now")
     print(f"load average: {' '.join(f'{v:.1f}' for v in os.getloadavg())} on {os.cpu_count()} cores")
     print(f"all region models done (background): {result['all_models_s']:.1f} s")

@@ -49,8 +49,17 @@ def kernel_rows(path: Path) -> int:
 def _simulate_one(out: Path, steps: int, progress: bool = False) -> Path:
     from extradeep.simulate import simulate
 
-    simulate(out, app="big", params={"ranks": [1]}, repetitions=1, epochs=2, train_steps=steps, val_steps=2,
-             noise=(0.02, 0.0, 0.0), progress=progress)
+    simulate(
+        out,
+        app="big",
+        params={"ranks": [1]},
+        repetitions=1,
+        epochs=2,
+        train_steps=steps,
+        val_steps=2,
+        noise=(0.02, 0.0, 0.0),
+        progress=progress,
+    )
     return next(out.glob("*.sqlite"))
 
 
@@ -75,8 +84,9 @@ def make_many(workdir: Path, n_files: int) -> Path:
         per_rep = n_files // 2
         base = per_rep // 15
         ranks = [base, 2 * base, 3 * base, 4 * base, per_rep - 10 * base]
-        simulate(out, app="many", params={"ranks": ranks}, repetitions=2, epochs=2, train_steps=2, val_steps=1,
-                 progress=True)
+        simulate(
+            out, app="many", params={"ranks": ranks}, repetitions=2, epochs=2, train_steps=2, val_steps=1, progress=True
+        )
     return out
 
 
@@ -92,9 +102,17 @@ def floor_and_read(path: Path) -> dict:
 
     n_kernels = kernel_rows(path)
     (t_floor, c_floor), (t_read, c_read) = best_of(floor), best_of(lambda: read_export(path, None))
-    return {"file": str(path), "bytes": path.stat().st_size, "kernel_rows": n_kernels,
-            "floor_s": t_floor, "read_export_s": t_read, "ratio": t_read / t_floor,
-            "floor_cpu_s": c_floor, "read_export_cpu_s": c_read, "cpu_ratio": c_read / c_floor}
+    return {
+        "file": str(path),
+        "bytes": path.stat().st_size,
+        "kernel_rows": n_kernels,
+        "floor_s": t_floor,
+        "read_export_s": t_read,
+        "ratio": t_read / t_floor,
+        "floor_cpu_s": c_floor,
+        "read_export_cpu_s": c_read,
+        "cpu_ratio": c_read / c_floor,
+    }
 
 
 def batch(directory: Path, jobs: int, cache_dir: str | None, save: str | None) -> dict:
@@ -113,11 +131,19 @@ def batch(directory: Path, jobs: int, cache_dir: str | None, save: str | None) -
     n = len(exp.provenance)
     usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     cpu = sum(u.ru_utime + u.ru_stime for u in usage)
-    return {"jobs": jobs, "cache": cache_dir is not None, "files": n, "wall_s": wall, "files_per_s": n / wall,
-            "cpu_s": cpu, "files_per_cpu_s": n / cpu,
-            "problems": len(exp.problems), "tracemalloc_peak_mb": traced_peak / 2**20,
-            "maxrss_self_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "maxrss_workers_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+    return {
+        "jobs": jobs,
+        "cache": cache_dir is not None,
+        "files": n,
+        "wall_s": wall,
+        "files_per_s": n / wall,
+        "cpu_s": cpu,
+        "files_per_cpu_s": n / cpu,
+        "problems": len(exp.problems),
+        "tracemalloc_peak_mb": traced_peak / 2**20,
+        "maxrss_self_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "maxrss_workers_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+    }
 
 
 def load_saved(path: str) -> dict:
@@ -141,12 +167,15 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         kind, *rest = args.child
-        result = {"big": lambda: {"path": str(make_big(Path(rest[0]), int(rest[1])))},
-                  "many": lambda: {"path": str(make_many(Path(rest[0]), int(rest[1])))},
-                  "floor": lambda: floor_and_read(Path(rest[0])),
-                  "batch": lambda: batch(Path(rest[0]), int(rest[1]), rest[2] if rest[2] != "-" else None,
-                                         rest[3] if len(rest) > 3 else None),
-                  "load": lambda: load_saved(rest[0])}[kind]()
+        result = {
+            "big": lambda: {"path": str(make_big(Path(rest[0]), int(rest[1])))},
+            "many": lambda: {"path": str(make_many(Path(rest[0]), int(rest[1])))},
+            "floor": lambda: floor_and_read(Path(rest[0])),
+            "batch": lambda: batch(
+                Path(rest[0]), int(rest[1]), rest[2] if rest[2] != "-" else None, rest[3] if len(rest) > 3 else None
+            ),
+            "load": lambda: load_saved(rest[0]),
+        }[kind]()
         print(json.dumps(result))
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -156,20 +185,28 @@ def main() -> None:
         # would inflate every child's peak-memory figure.
         big = child(["big", str(workdir), str(args.big_rows)])["path"]
         a = child(["floor", big])
-        print(f"(a) {a['kernel_rows']:,} kernel rows, {a['bytes'] / 2**20:.0f} MiB: floor {a['floor_s']:.2f} s "
-              f"({a['floor_cpu_s']:.2f} s CPU), read_export {a['read_export_s']:.2f} s ({a['read_export_cpu_s']:.2f} s CPU), "
-              f"ratio {a['ratio']:.2f}x wall, {a['cpu_ratio']:.2f}x CPU (target <= 2x)")
+        print(
+            f"(a) {a['kernel_rows']:,} kernel rows, {a['bytes'] / 2**20:.0f} MiB: floor {a['floor_s']:.2f} s "
+            f"({a['floor_cpu_s']:.2f} s CPU), read_export {a['read_export_s']:.2f} s ({a['read_export_cpu_s']:.2f} s CPU), "
+            f"ratio {a['ratio']:.2f}x wall, {a['cpu_ratio']:.2f}x CPU (target <= 2x)"
+        )
         many = child(["many", str(workdir), str(args.files)])["path"]
         saved = str(workdir / "many_experiment.sqlite")
         cache = str(workdir / "cache")
-        runs = ((1, "-", saved, "no cache"), (2, "-", None, "no cache"), (2, cache, None, "cold cache"),
-                (2, cache, None, "warm cache"))
+        runs = (
+            (1, "-", saved, "no cache"),
+            (2, "-", None, "no cache"),
+            (2, cache, None, "cold cache"),
+            (2, cache, None, "warm cache"),
+        )
         for jobs, cache_dir, save, label in runs:
             b = child(["batch", many, str(jobs), cache_dir, *([save] if save else [])])
-            print(f"(b) {b['files']} files, jobs={jobs}, {label}: {b['wall_s']:.1f} s wall, {b['files_per_s']:.1f} files/s, "
-                  f"{b['cpu_s']:.1f} s CPU (all processes), "
-                  f"peak RSS {b['maxrss_self_mb']:.0f} MiB (workers {b['maxrss_workers_mb']:.0f} MiB), "
-                  f"tracemalloc peak {b['tracemalloc_peak_mb']:.0f} MiB, {b['problems']} problems")
+            print(
+                f"(b) {b['files']} files, jobs={jobs}, {label}: {b['wall_s']:.1f} s wall, {b['files_per_s']:.1f} files/s, "
+                f"{b['cpu_s']:.1f} s CPU (all processes), "
+                f"peak RSS {b['maxrss_self_mb']:.0f} MiB (workers {b['maxrss_workers_mb']:.0f} MiB), "
+                f"tracemalloc peak {b['tracemalloc_peak_mb']:.0f} MiB, {b['problems']} problems"
+            )
         c = child(["load", saved])
         print(f"(c) loading the saved experiment of those files: {c['load_saved_s']:.3f} s")
 

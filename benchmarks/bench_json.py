@@ -82,17 +82,25 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = write_input(Path(tmp), args.regions, args.params)
         out = Path(tmp) / "models.json"
-        runs = [timed([sys.executable, "-m", "extradeep", "model", str(path), "--json", str(out)])
-                for _ in range(args.repeat)]
+        runs = [
+            timed([sys.executable, "-m", "extradeep", "model", str(path), "--json", str(out)])
+            for _ in range(args.repeat)
+        ]
         wall, cpu = min(r[0] for r in runs), min(r[1] for r in runs)
-        print(f"extradeep model --json, {args.regions} regions, {args.params} parameter(s): "
-              f"wall {wall:.2f} s, CPU {cpu:.2f} s (best of {args.repeat}); JSON {out.stat().st_size / 1e6:.1f} MB")
+        print(
+            f"extradeep model --json, {args.regions} regions, {args.params} parameter(s): "
+            f"wall {wall:.2f} s, CPU {cpu:.2f} s (best of {args.repeat}); JSON {out.stat().st_size / 1e6:.1f} MB"
+        )
         steps = json_step(path)
-        print(f"  JSON step alone: document {steps['document']:.3f} s, orjson {steps['orjson']:.3f} s, "
-              f"standard library {steps['stdlib json']:.3f} s ({steps['MB']:.1f} MB)")
+        print(
+            f"  JSON step alone: document {steps['document']:.3f} s, orjson {steps['orjson']:.3f} s, "
+            f"standard library {steps['stdlib json']:.3f} s ({steps['MB']:.1f} MB)"
+        )
         if args.no_extrap or not EXTRAP_PYTHON.exists():
-            print(f"Extra-P skipped ({EXTRAP_PYTHON} absent: python -m venv /tmp/extrap-venv && "
-                  "/tmp/extrap-venv/bin/pip install extrap==4.2.5)")
+            print(
+                f"Extra-P skipped ({EXTRAP_PYTHON} absent: python -m venv /tmp/extrap-venv && "
+                "/tmp/extrap-venv/bin/pip install extrap==4.2.5)"
+            )
             return 0
         e_wall, e_cpu = timed([str(EXTRAP_PYTHON), str(HERE / "extrap_run.py"), str(path)])
         print(f"Extra-P 4.2.5 on the same file: wall {e_wall:.1f} s, CPU {e_cpu:.1f} s")

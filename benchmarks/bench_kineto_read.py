@@ -68,8 +68,13 @@ def build(source: Path, copies: int, out: Path) -> tuple[int, int]:
 
 
 def measure(what: str, path: Path) -> tuple[float, float, int]:
-    proc = subprocess.run([sys.executable, "-c", RUNNER.format(code=CODE[what]), str(path)], cwd=REPO,
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", RUNNER.format(code=CODE[what]), str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     wall, cpu, rss_kb = proc.stdout.split()
     return float(wall), float(cpu), int(rss_kb)
 

@@ -32,13 +32,16 @@ def row(label: str, paths) -> str:
     base = (s["kernel_sum_baseline"] - s["measured"]) / s["measured"] if s["measured"] else float("nan")
     shares = pred.breakdown[[c for c in pred.breakdown.columns if c.endswith("_share")]]
     text = ", ".join(f"{c.removesuffix('_share')} {100 * v:.1f}%" for c, v in shares.mean().items() if v >= 0.0005)
-    return (f"| {label} | {s['phase']} x{int(s['steps'])} | {s['measured']:.6f} | {s['replayed']:.6f} | "
-            f"{100 * err:.4f}% | {100 * base:+.1f}% | {text} | {seconds:.1f} s |")
+    return (
+        f"| {label} | {s['phase']} x{int(s['steps'])} | {s['measured']:.6f} | {s['replayed']:.6f} | "
+        f"{100 * err:.4f}% | {100 * base:+.1f}% | {text} | {seconds:.1f} s |"
+    )
 
 
 def main() -> None:
-    print("| trace | steps | measured (s) | replayed (s) | max step error | kernel-sum baseline | critical path "
-          "| time |")
+    print(
+        "| trace | steps | measured (s) | replayed (s) | max step error | kernel-sum baseline | critical path | time |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for path in sorted(REAL.glob("*.json.gz")):
         print(row(path.name.removeprefix("HTA__")[:40], [path]))

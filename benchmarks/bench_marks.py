@@ -42,8 +42,10 @@ def marks_section(calls: int, label: str) -> None:
     mark = per_call_ns(with_marks, calls)
     bare = per_call_ns(lambda: plain(1), calls)
     wrapped = per_call_ns(lambda: decorated(1), calls)
-    print(f"{label:<42} with train_step: {mark:7.0f} ns   decorated call: {wrapped:6.0f} ns "
-          f"(plain {bare:.0f} ns, +{wrapped - bare:.0f} ns)")
+    print(
+        f"{label:<42} with train_step: {mark:7.0f} ns   decorated call: {wrapped:6.0f} ns "
+        f"(plain {bare:.0f} ns, +{wrapped - bare:.0f} ns)"
+    )
 
 
 def sampler_section(calls: int) -> None:
@@ -72,8 +74,10 @@ def instrument_section() -> None:
         report = instrument(REPO / "extradeep", Path(out) / "copy")
         seconds = time.perf_counter() - start
     n = len(report.modules)
-    print(f"instrument extradeep/: {n} modules, {report.n_instrumented} functions in {seconds:.2f} s "
-          f"({n / seconds:.0f} modules/s, {report.n_instrumented / seconds:.0f} functions/s)")
+    print(
+        f"instrument extradeep/: {n} modules, {report.n_instrumented} functions in {seconds:.2f} s "
+        f"({n / seconds:.0f} modules/s, {report.n_instrumented / seconds:.0f} functions/s)"
+    )
 
 
 def main() -> None:

@@ -50,8 +50,15 @@ def truth_table(n_regions: int, n_params: int, seed: int) -> pd.DataFrame:
         c0 = float(np.exp(rng.uniform(np.log(1), np.log(1000))))
         # each term reaches 0.25x..4x of the constant at the largest point, so it is identifiable
         share = np.exp(rng.uniform(np.log(0.25), np.log(4), size=2))
-        rows.append({"region": f"r{r}", "classes": cls, "c0": c0, "share": share,
-                     "multiplicative": bool(rng.integers(2)) if n_params == 2 else False})
+        rows.append(
+            {
+                "region": f"r{r}",
+                "classes": cls,
+                "c0": c0,
+                "share": share,
+                "multiplicative": bool(rng.integers(2)) if n_params == 2 else False,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -104,9 +111,11 @@ def score(truth: pd.DataFrame, found: list[list[set]], predicted: np.ndarray, fa
 
 def run_extradeep(path: Path, far: np.ndarray, options: dict) -> tuple[dict, list, np.ndarray]:
     """End to end in a fresh interpreter (import, read, model), then the models in-process for scoring."""
-    code = ("import resource,time,sys;t=time.perf_counter();from extradeep.modeling import model_extrap_text;"
-            f"model_extrap_text(sys.argv[1],{options!r});"
-            "print(time.perf_counter()-t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    code = (
+        "import resource,time,sys;t=time.perf_counter();from extradeep.modeling import model_extrap_text;"
+        f"model_extrap_text(sys.argv[1],{options!r});"
+        "print(time.perf_counter()-t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
     wall = time.perf_counter() - start
@@ -122,16 +131,22 @@ def run_extradeep(path: Path, far: np.ndarray, options: dict) -> tuple[dict, lis
     for m in table["model"]:
         found.append(exponents_of([{str(k): f for k, f in enumerate(t)} for t in m.terms], n_params))
         preds.append(m.predict(far if n_params > 1 else far[0]))
-    return ({"wall": wall, "inner": float(inner), "warm": warm, "peak_mb": int(rss_kb) / 1024},
-            found, np.asarray(preds, float))
+    return (
+        {"wall": wall, "inner": float(inner), "warm": warm, "peak_mb": int(rss_kb) / 1024},
+        found,
+        np.asarray(preds, float),
+    )
 
 
 def run_extrap(path: Path, far: np.ndarray):
     if not EXTRAP_PYTHON.exists():
         return None
     start = time.perf_counter()
-    out = subprocess.run([str(EXTRAP_PYTHON), str(HERE / "extrap_run.py"), str(path), "--at",
-                          json.dumps([far.tolist()]), "--rss"], capture_output=True, text=True)
+    out = subprocess.run(
+        [str(EXTRAP_PYTHON), str(HERE / "extrap_run.py"), str(path), "--at", json.dumps([far.tolist()]), "--rss"],
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - start
     if out.returncode:
         print(f"  Extra-P failed: {out.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
@@ -139,8 +154,11 @@ def run_extrap(path: Path, far: np.ndarray):
     result = json.loads(out.stdout)
     found = [exponents_of(m["terms"], far.size) for m in result["models"]]
     preds = np.array([m["predict"][0] for m in result["models"]])
-    return {"wall": wall, "inner": result["seconds"], "warm": result["seconds"],
-            "peak_mb": result["peak_kb"] / 1024}, found, preds
+    return (
+        {"wall": wall, "inner": result["seconds"], "warm": result["seconds"], "peak_mb": result["peak_kb"] / 1024},
+        found,
+        preds,
+    )
 
 
 def _literal(text: str):
@@ -157,16 +175,26 @@ def main(argv=None) -> int:
     parser.add_argument("--noise", type=float, nargs="+", default=[0.01, 0.05], help="relative noise levels")
     parser.add_argument("--seed", type=int, default=7, help="random seed")
     parser.add_argument("--no-extrap", action="store_true", help="skip Extra-P")
-    parser.add_argument("-o", "--option", action="append", default=[],
-                        help="extradeep modeler option key=value (Python literal), e.g. tie_tolerance=0.1")
+    parser.add_argument(
+        "-o",
+        "--option",
+        action="append",
+        default=[],
+        help="extradeep modeler option key=value (Python literal), e.g. tie_tolerance=0.1",
+    )
     args = parser.parse_args(argv)
     options = {k: _literal(v) for k, v in (o.split("=", 1) for o in args.option)}
     if not args.no_extrap and not EXTRAP_PYTHON.exists():
-        print(f"Extra-P skipped: {EXTRAP_PYTHON} not found (python -m venv /tmp/extrap-venv && "
-              "/tmp/extrap-venv/bin/pip install extrap==4.2.5)", file=sys.stderr)
+        print(
+            f"Extra-P skipped: {EXTRAP_PYTHON} not found (python -m venv /tmp/extrap-venv && "
+            "/tmp/extrap-venv/bin/pip install extrap==4.2.5)",
+            file=sys.stderr,
+        )
     print(f"options {options or 'defaults'}")
-    print(f"{'tool':9} {'par':>3} {'regions':>7} {'noise':>5} {'wall s':>7} {'model s':>7} {'warm s':>7} "
-          f"{'peak MB':>7} {'right':>9} {'ext med%':>8} {'p90%':>7} {'max%':>8}")
+    print(
+        f"{'tool':9} {'par':>3} {'regions':>7} {'noise':>5} {'wall s':>7} {'model s':>7} {'warm s':>7} "
+        f"{'peak MB':>7} {'right':>9} {'ext med%':>8} {'p90%':>7} {'max%':>8}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for n_params in args.params:
             far = np.array([4.0 * max(POINTS[n]) for n in list(POINTS)[:n_params]])
@@ -186,10 +214,12 @@ def main(argv=None) -> int:
                             continue
                         timing, found, preds = res
                         s = score(truth, found, preds, far)
-                        print(f"{name:9} {n_params:>3} {n_regions:>7} {noise:>5.2f} {timing['wall']:>7.2f} "
-                              f"{timing['inner']:>7.2f} {timing['warm']:>7.3f} {timing['peak_mb']:>7.0f} "
-                              f"{s['right']:>4}/{n_regions:<4} {s['median']:>8.2f} {s['p90']:>7.2f} {s['max']:>8.1f}",
-                              flush=True)
+                        print(
+                            f"{name:9} {n_params:>3} {n_regions:>7} {noise:>5.2f} {timing['wall']:>7.2f} "
+                            f"{timing['inner']:>7.2f} {timing['warm']:>7.3f} {timing['peak_mb']:>7.0f} "
+                            f"{s['right']:>4}/{n_regions:<4} {s['median']:>8.2f} {s['p90']:>7.2f} {s['max']:>8.1f}",
+                            flush=True,
+                        )
     return 0
 
 

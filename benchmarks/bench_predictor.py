@@ -47,9 +47,23 @@ def synthetic_trace(ranks: int, activities: int, steps: int, seed: int = 0) -> R
             start = np.maximum(gpu, cpu + 3 * US)
             gpu = start + dur
             for r in range(ranks):
-                ops.append((r, "cpu/t1", False, "runtime", "cudaLaunchKernel", "cuda_api", cpu[r], launch_end[r], corr, 0.0))
-                ops.append((r, "gpu0/s7", True, "kernel", f"gemm_{k % 7}" if k % 3 == 0 else f"elementwise_{k % 11}",
-                            "computation", start[r], gpu[r], corr, 0.0))
+                ops.append(
+                    (r, "cpu/t1", False, "runtime", "cudaLaunchKernel", "cuda_api", cpu[r], launch_end[r], corr, 0.0)
+                )
+                ops.append(
+                    (
+                        r,
+                        "gpu0/s7",
+                        True,
+                        "kernel",
+                        f"gemm_{k % 7}" if k % 3 == 0 else f"elementwise_{k % 11}",
+                        "computation",
+                        start[r],
+                        gpu[r],
+                        corr,
+                        0.0,
+                    )
+                )
             cpu = launch_end
             if (k + 1) % (kernels // buckets) == 0 and k > kernels // 2:
                 corr += 1
@@ -59,18 +73,43 @@ def synthetic_trace(ranks: int, activities: int, steps: int, seed: int = 0) -> R
                 for r in range(ranks):
                     records.append((r, "gpu0/s7", event, corr, cpu[r]))
                     syncs.append((r, 2, "gpu0/s13", event, corr, cpu[r]))
-                    ops.append((r, "cpu/t1", False, "runtime", "ncclAllReduce", "cuda_api", cpu[r], cpu[r] + 6 * US,
-                                corr, 0.0))
-                    ops.append((r, "gpu0/s13", True, "kernel", "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-                                "communication", nccl_ready[r], nccl_end, corr, 0.0))
+                    ops.append(
+                        (r, "cpu/t1", False, "runtime", "ncclAllReduce", "cuda_api", cpu[r], cpu[r] + 6 * US, corr, 0.0)
+                    )
+                    ops.append(
+                        (
+                            r,
+                            "gpu0/s13",
+                            True,
+                            "kernel",
+                            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                            "communication",
+                            nccl_ready[r],
+                            nccl_end,
+                            corr,
+                            0.0,
+                        )
+                    )
                 nccl = np.full(ranks, nccl_end)
                 cpu += 6 * US
         corr += 1
         done = np.maximum(gpu, nccl)
         for r in range(ranks):
             syncs.append((r, 3, "gpu0/s7", -1, corr, cpu[r]))
-            ops.append((r, "cpu/t1", False, "runtime", "cudaStreamSynchronize", "cuda_api", cpu[r], done[r] + 4 * US,
-                        corr, 0.0))
+            ops.append(
+                (
+                    r,
+                    "cpu/t1",
+                    False,
+                    "runtime",
+                    "cudaStreamSynchronize",
+                    "cuda_api",
+                    cpu[r],
+                    done[r] + 4 * US,
+                    corr,
+                    0.0,
+                )
+            )
             step_rows.append((r, False, 0, "train", step, step_start[r], done[r] + 6 * US, "cpu/t1"))
         t0 = float(done.max()) + 20 * US
     ops = pd.DataFrame(ops, columns=OP_COLUMNS)
@@ -84,8 +123,15 @@ def synthetic_trace(ranks: int, activities: int, steps: int, seed: int = 0) -> R
     steps_df["step_id"] = np.arange(len(steps_df))
     files = pd.DataFrame({"rank": range(ranks), "path": [f"r{r}" for r in range(ranks)], "pid": 0, "offset_ns": 0})
     ranges = pd.DataFrame(columns=["rank", "queue", "name", "start", "end"])
-    return RunTrace(ops=ops, syncs=syncs, records=records, steps=steps_df, ranges=ranges,
-                    os_calls=ranges.drop(columns="name"), files=files)
+    return RunTrace(
+        ops=ops,
+        syncs=syncs,
+        records=records,
+        steps=steps_df,
+        ranges=ranges,
+        os_calls=ranges.drop(columns="name"),
+        files=files,
+    )
 
 
 def timed(label, fn):
@@ -120,11 +166,15 @@ def bench_simulator(ranks: int) -> None:
     with tempfile.TemporaryDirectory() as out:
         simulate(out, params={"ranks": [ranks]}, repetitions=1, epochs=2, train_steps=4, val_steps=1, ddp=True)
         print(f"simulator DDP run: {ranks} ranks, 2 epochs x 5 steps")
-        pred = timed("predict() incl. reading, 2 what-ifs",
-                     lambda: predict(out, what_if=["kernel:*gemm*=0.5", "comm.bandwidth=2"]))
+        pred = timed(
+            "predict() incl. reading, 2 what-ifs",
+            lambda: predict(out, what_if=["kernel:*gemm*=0.5", "comm.bandwidth=2"]),
+        )
         err = pred.steps["error"].abs()
-        print(f"  {len(pred.graph.nodes)} nodes; step-time error median {100 * err.median():.4f} %, "
-              f"max {100 * err.max():.4f} %")
+        print(
+            f"  {len(pred.graph.nodes)} nodes; step-time error median {100 * err.median():.4f} %, "
+            f"max {100 * err.max():.4f} %"
+        )
 
 
 def main() -> None:

@@ -30,8 +30,16 @@ def simulate_study(directory: Path, files: int, train_steps: int = 2) -> Path:
     reps = max(1, -(-files // sum(ranks)))
     out = directory / f"study-{files}-{train_steps}"
     if not out.exists():
-        simulate(out, app="toy", params={"ranks": ranks}, repetitions=reps, epochs=2, train_steps=train_steps,
-                 val_steps=1, seed=1)
+        simulate(
+            out,
+            app="toy",
+            params={"ranks": ranks},
+            repetitions=reps,
+            epochs=2,
+            train_steps=train_steps,
+            val_steps=1,
+            seed=1,
+        )
     return out
 
 
@@ -81,8 +89,16 @@ def small_folder(directory: Path, repeat: int = 3) -> dict:
 
     out = directory / "small"
     if not out.exists():
-        simulate(out, app="toy", params={"ranks": [2, 3, 4, 5, 6]}, repetitions=1, epochs=2, train_steps=2,
-                 val_steps=1, seed=5)
+        simulate(
+            out,
+            app="toy",
+            params={"ranks": [2, 3, 4, 5, 6]},
+            repetitions=1,
+            epochs=2,
+            train_steps=2,
+            val_steps=1,
+            seed=5,
+        )
     times = {}
     for label, scheduler in (("local pool", None), ("LocalCluster", "local")):
         walls = []
@@ -123,14 +139,20 @@ def main() -> None:
     print("| worker processes | Dask files/s | MB/s | speedup | local pool files/s | MB/s | speedup |")
     print("|---|---|---|---|---|---|---|")
     for row in throughput_table(runs, [int(n) for n in args.workers.split(",")]):
-        print(f"| {row['workers']} | {row['dask_files_s']:.1f} | {row['dask_mb_s']:.2f} | {row['dask_speedup']:.2f} "
-              f"| {row['pool_files_s']:.1f} | {row['pool_mb_s']:.2f} | {row['pool_speedup']:.2f} |")
+        print(
+            f"| {row['workers']} | {row['dask_files_s']:.1f} | {row['dask_mb_s']:.2f} | {row['dask_speedup']:.2f} "
+            f"| {row['pool_files_s']:.1f} | {row['pool_mb_s']:.2f} | {row['pool_speedup']:.2f} |"
+        )
     times = small_folder(directory)
-    print("(b) 20-export folder end to end (median of 3): "
-          + ", ".join(f"{label} {seconds:.2f} s" for label, seconds in times.items()))
+    print(
+        "(b) 20-export folder end to end (median of 3): "
+        + ", ".join(f"{label} {seconds:.2f} s" for label, seconds in times.items())
+    )
     per_file, per_byte, small, large = cost_per_file_and_byte(directory)
-    print(f"(c) one process: {per_file * 1e3:.1f} ms per file + {per_byte * 1e9:.2f} s per GB "
-          f"(from files of {small / 1e3:.0f} kB and {large / 1e3:.0f} kB)")
+    print(
+        f"(c) one process: {per_file * 1e3:.1f} ms per file + {per_byte * 1e9:.2f} s per GB "
+        f"(from files of {small / 1e3:.0f} kB and {large / 1e3:.0f} kB)"
+    )
 
 
 if __name__ == "__main__":

@@ -14,8 +14,9 @@ from extradeep.simulate import simulate
 
 CASES = {
     "sample set (ranks 2-16, 2 reps, 116 files)": dict(params={"ranks": [2, 4, 6, 8, 10, 12, 16]}, repetitions=2),
-    "sample set without truth replicates": dict(params={"ranks": [2, 4, 6, 8, 10, 12, 16]}, repetitions=2,
-                                                truth_replicates=0),
+    "sample set without truth replicates": dict(
+        params={"ranks": [2, 4, 6, 8, 10, 12, 16]}, repetitions=2, truth_replicates=0
+    ),
     "DDP run, 64 ranks, 1 rep": dict(params={"ranks": [64]}, repetitions=1, ddp=True),
 }
 
@@ -27,8 +28,10 @@ def main() -> None:
             sim = simulate(Path(tmp) / "out", **kw)
             seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
             size = sum(Path(p).stat().st_size for p in sim.files.path)
-            print(f"{name}: {seconds:.2f} s wall, {cpu:.2f} s CPU, {len(sim.files)} files, "
-                  f"{len(sim.files) / cpu:.0f} files per CPU-second, {size / 1e6:.1f} MB")
+            print(
+                f"{name}: {seconds:.2f} s wall, {cpu:.2f} s CPU, {len(sim.files)} files, "
+                f"{len(sim.files) / cpu:.0f} files per CPU-second, {size / 1e6:.1f} MB"
+            )
 
 
 if __name__ == "__main__":

@@ -65,8 +65,9 @@ print(json.dumps(rows))
 
 
 def evaluate(code: Path, outdir: Path, system: str = "") -> list:
-    done = subprocess.run([sys.executable, "-c", EVALUATE, str(outdir), system], cwd=code, capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", EVALUATE, str(outdir), system], cwd=code, capture_output=True, text=True, check=True
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -94,8 +95,10 @@ def main() -> None:
     sys.path.insert(0, str(here))
     from extradeep.simulate import simulate
 
-    print("| scenario | predicted ranks | after: median / worst / in 95% | all-reduce model: worst error "
-          "| before: median / worst / in 95% |")
+    print(
+        "| scenario | predicted ranks | after: median / worst / in 95% | all-reduce model: worst error "
+        "| before: median / worst / in 95% |"
+    )
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for k, (name, preset, scaling, ranks, algorithm) in enumerate(SCENARIOS):
@@ -103,15 +106,19 @@ def main() -> None:
                 continue
             out = Path(tmp) / f"s{k}"
             predict = [2 * ranks[-1], 3 * ranks[-1], 4 * ranks[-1]]
-            simulate(out, params={"ranks": ranks}, topology=preset, scaling=scaling, truth_ranks=predict,
-                     algorithm=algorithm)
-            runs = [("", name)] + ([(preset, f"{name[:-len(', no system file')]}, --system {preset}")]
-                                   if "no system" in name else [])
+            simulate(
+                out, params={"ranks": ranks}, topology=preset, scaling=scaling, truth_ranks=predict, algorithm=algorithm
+            )
+            runs = [("", name)] + (
+                [(preset, f"{name[: -len(', no system file')]}, --system {preset}")] if "no system" in name else []
+            )
             for system, label in runs:
                 rows = evaluate(here, out, system)
                 before = summary(evaluate(args.before, out)) if args.before else "-"
-                print(f"| {label} | {', '.join(map(str, predict))} | {summary(rows)} | {allreduce(rows)} | {before} |",
-                      flush=True)
+                print(
+                    f"| {label} | {', '.join(map(str, predict))} | {summary(rows)} | {allreduce(rows)} | {before} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -41,8 +41,12 @@ def _scaled(x: np.ndarray, pair) -> np.ndarray:
 
 def one_parameter_frame() -> pd.DataFrame:
     """One region per default pair (constant 20 + k + term) and one constant region; 2 equal repetitions."""
-    frames = [pd.DataFrame({"p": np.repeat(P, 2), "value": np.repeat(20.0 + k + _scaled(P, f), 2),
-                            "region": f"r{k}", "metric": "time"}) for k, f in enumerate(EXTRAP_PAIRS)]
+    frames = [
+        pd.DataFrame(
+            {"p": np.repeat(P, 2), "value": np.repeat(20.0 + k + _scaled(P, f), 2), "region": f"r{k}", "metric": "time"}
+        )
+        for k, f in enumerate(EXTRAP_PAIRS)
+    ]
     frames.append(pd.DataFrame({"p": P, "value": 5.0, "region": "const", "metric": "time"}))
     return pd.concat(frames, ignore_index=True)
 
@@ -74,8 +78,13 @@ def sha256(path: Path) -> str:
 
 
 def run_extrap(python: Path, path: Path) -> list[dict]:
-    out = subprocess.run([str(python), str(REPO / "benchmarks" / "extrap_run.py"), str(path)],
-                         capture_output=True, text=True, timeout=600, check=True)
+    out = subprocess.run(
+        [str(python), str(REPO / "benchmarks" / "extrap_run.py"), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     return json.loads(out.stdout)["models"]
 
 
@@ -86,21 +95,26 @@ def extrap_version(python: Path) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--extrap-python", default="/tmp/extrap-venv/bin/python",
-                        help="python of a venv with extrap==4.2.5 installed")
+    parser.add_argument(
+        "--extrap-python", default="/tmp/extrap-venv/bin/python", help="python of a venv with extrap==4.2.5 installed"
+    )
     parser.add_argument("--out", default=str(FIXTURE), help="fixture file to write")
     args = parser.parse_args()
     python = Path(args.extrap_python)
     version = extrap_version(python)
-    record = {"extrap_version": version,
-              "command": "python benchmarks/extrap_record.py --extrap-python " + args.extrap_python,
-              "inputs": {}}
+    record = {
+        "extrap_version": version,
+        "command": "python benchmarks/extrap_record.py --extrap-python " + args.extrap_python,
+        "inputs": {},
+    }
     with tempfile.TemporaryDirectory() as tmp:
         for name, path in make_inputs(Path(tmp)).items():
             print(f"Extra-P {version} on {name}.txt", file=sys.stderr)
             models = sorted(run_extrap(python, path), key=lambda m: m["region"])
-            record["inputs"][name] = {"sha256": sha256(path), "models": [
-                {k: m[k] for k in ("region", "metric", "formula", "terms", "coefficients")} for m in models]}
+            record["inputs"][name] = {
+                "sha256": sha256(path),
+                "models": [{k: m[k] for k in ("region", "metric", "formula", "terms", "coefficients")} for m in models],
+            }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {args.out}", file=sys.stderr)

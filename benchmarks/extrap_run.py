@@ -61,8 +61,16 @@ def main():
         else:
             predict = []
         coefficients = [float(function.constant_coefficient)] + [float(t.coefficient) for t in function.compound_terms]
-        models.append({"region": callpath.name, "metric": metric.name, "formula": str(function),
-                       "terms": terms_of(function), "coefficients": coefficients, "predict": predict})
+        models.append(
+            {
+                "region": callpath.name,
+                "metric": metric.name,
+                "formula": str(function),
+                "terms": terms_of(function),
+                "coefficients": coefficients,
+                "predict": predict,
+            }
+        )
     result = {"seconds": seconds, "models": models}
     if args.rss:
         import resource

@@ -24,8 +24,8 @@ SAMPLE = Path(__file__).resolve().parent.parent / "sample_profiles"
 
 
 def saved_experiment(profiles: Path, truth: dict, out: Path) -> Path:
-    from extradeep.aggregate.experiment import Dataset
     from extradeep import load_experiment
+    from extradeep.aggregate.experiment import Dataset
 
     exp = load_experiment([profiles], dataset=Dataset(**truth["dataset"]), progress=False)
     exp.save(out)
@@ -35,8 +35,13 @@ def saved_experiment(profiles: Path, truth: dict, out: Path) -> Path:
 def two_parameter_run(outdir: Path) -> Path:
     from extradeep.simulate import simulate
 
-    sim = simulate(outdir / "profiles", params={"ranks": [2, 3, 4, 5, 6], "batch": [16, 32, 64, 128, 256]},
-                   repetitions=1, train_steps=2, val_steps=1)
+    sim = simulate(
+        outdir / "profiles",
+        params={"ranks": [2, 3, 4, 5, 6], "batch": [16, 32, 64, 128, 256]},
+        repetitions=1,
+        train_steps=2,
+        val_steps=1,
+    )
     return saved_experiment(outdir / "profiles", sim.truth, outdir / "two.sqlite")
 
 

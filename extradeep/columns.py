@@ -8,11 +8,19 @@ from __future__ import annotations
 
 # columns of a reader's per-step sums (one row per region, metric, epoch, phase and step)
 REGION, KIND, CATEGORY, METRIC, PHASE, EPOCH, STEP, VALUE = (
-    "region", "kind", "category", "metric", "phase", "epoch", "step", "value")
+    "region",
+    "kind",
+    "category",
+    "metric",
+    "phase",
+    "epoch",
+    "step",
+    "value",
+)
 STEP_SUM_COLUMNS = [REGION, KIND, CATEGORY, METRIC, EPOCH, PHASE, STEP, VALUE]
-REGION_ID = [REGION, KIND, CATEGORY, METRIC]            # one region's metric (an analysis models both phases)
-REGION_KEYS = [*REGION_ID, PHASE]                        # one measured series, per phase (aggregation)
-REP, RANK = "rep", "rank"                               # repetition and rank of a file
+REGION_ID = [REGION, KIND, CATEGORY, METRIC]  # one region's metric (an analysis models both phases)
+REGION_KEYS = [*REGION_ID, PHASE]  # one measured series, per phase (aggregation)
+REP, RANK = "rep", "rank"  # repetition and rank of a file
 
 # metrics
 TIME, VISITS, BYTES = "time", "visits", "bytes"
@@ -25,11 +33,11 @@ PHASES = (TRAIN, VAL, BETWEEN)
 # categories
 COMPUTATION, COMMUNICATION, MEMORY = "computation", "communication", "memory"
 NVTX, CUDA_API, OS, LIBRARY = "nvtx", "cuda_api", "os", "library"
-STEP_CATEGORY = "step"   # the measured step wall time (region "step") and GPU busy time (region "gpu busy")
+STEP_CATEGORY = "step"  # the measured step wall time (region "step") and GPU busy time (region "gpu busy")
 EPOCH_CATEGORIES = (COMPUTATION, COMMUNICATION, MEMORY)
 CPU_CATEGORIES = (NVTX, CUDA_API, OS, LIBRARY)
-TOTAL = "total"          # region/category name of Eq. 6: computation + communication + memory
+TOTAL = "total"  # region/category name of Eq. 6: computation + communication + memory
 
 # special regions
-STEP_REGION = "step"          # the NVTX step wall time
-BUSY_REGION = "gpu busy"      # the union of all GPU work inside a step (idle = step - busy)
+STEP_REGION = "step"  # the NVTX step wall time
+BUSY_REGION = "gpu busy"  # the union of all GPU work inside a step (idle = step - busy)

@@ -13,10 +13,23 @@ from extradeep.io.cluster import connect, scheduler_from_env, scheduler_from_opt
 from extradeep.predictor.exposure import add_exposure_curves
 
 
-def load_experiment(paths=None, params=None, settings=None, *, aliases=None, manifest=None,
-                    dataset: Dataset | None = None, min_points: int = 5, jobs: int | None = None,
-                    cache_dir=None, use_cache: bool = True, progress=None, replay: bool = True,
-                    system=None, scheduler=None) -> Experiment:
+def load_experiment(
+    paths=None,
+    params=None,
+    settings=None,
+    *,
+    aliases=None,
+    manifest=None,
+    dataset: Dataset | None = None,
+    min_points: int = 5,
+    jobs: int | None = None,
+    cache_dir=None,
+    use_cache: bool = True,
+    progress=None,
+    replay: bool = True,
+    system=None,
+    scheduler=None,
+) -> Experiment:
     """Read profiles into an Experiment (:func:`extradeep.aggregate.ingest.read_experiment`; its
     `.problems` lists every skipped input), then, with `replay`, replay the traces of the runs at
     the largest points (:func:`extradeep.predictor.exposure.add_exposure_curves`) so the step model
@@ -33,12 +46,24 @@ def load_experiment(paths=None, params=None, settings=None, *, aliases=None, man
     if single is not None and manifest is None and is_saved_experiment(single):
         return with_system(Experiment.load(single), system)
     with connect(scheduler_from_env(scheduler), jobs=jobs) as client:
-        experiment = read_experiment(paths, params, settings, aliases=aliases, manifest=manifest, dataset=dataset,
-                                     min_points=min_points, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache,
-                                     progress=progress, scheduler=client)
+        experiment = read_experiment(
+            paths,
+            params,
+            settings,
+            aliases=aliases,
+            manifest=manifest,
+            dataset=dataset,
+            min_points=min_points,
+            jobs=jobs,
+            cache_dir=cache_dir,
+            use_cache=use_cache,
+            progress=progress,
+            scheduler=client,
+        )
         if replay:
-            add_exposure_curves(experiment, cache_dir=cache_dir, use_cache=use_cache, progress=progress,
-                                jobs=jobs, client=client)
+            add_exposure_curves(
+                experiment, cache_dir=cache_dir, use_cache=use_cache, progress=progress, jobs=jobs, client=client
+            )
     return with_system(experiment, system)
 
 
@@ -87,11 +112,20 @@ def load_arguments(options: dict) -> dict:
     from extradeep.io.discover import parse_aliases
 
     aliases = parse_aliases(options["alias"])
-    return {"params": options["param"] or None, "settings": reader_settings(options), "aliases": aliases,
-            "manifest": options["manifest"], "dataset": dataset_from_options(options, aliases),
-            "min_points": int(options["min_points"]), "jobs": options["jobs"], "cache_dir": options["cache_dir"],
-            "use_cache": not options["no_cache"], "replay": not options["no_replay"],
-            "system": _system(options["system"]), "scheduler": scheduler_from_options(options)}
+    return {
+        "params": options["param"] or None,
+        "settings": reader_settings(options),
+        "aliases": aliases,
+        "manifest": options["manifest"],
+        "dataset": dataset_from_options(options, aliases),
+        "min_points": int(options["min_points"]),
+        "jobs": options["jobs"],
+        "cache_dir": options["cache_dir"],
+        "use_cache": not options["no_cache"],
+        "replay": not options["no_replay"],
+        "system": _system(options["system"]),
+        "scheduler": scheduler_from_options(options),
+    }
 
 
 def _system(spec):

@@ -58,8 +58,9 @@ class System:
 
     def coefficients(self) -> np.ndarray:
         """(alpha_intra, beta_intra, alpha_inter, beta_inter) in the order of :data:`FEATURES`."""
-        return np.array([self.intra_latency, 1.0 / self.intra_bandwidth, self.inter_latency,
-                         1.0 / self.inter_bandwidth_per_gpu])
+        return np.array(
+            [self.intra_latency, 1.0 / self.intra_bandwidth, self.inter_latency, 1.0 / self.inter_bandwidth_per_gpu]
+        )
 
     def nodes(self, ranks) -> np.ndarray:
         return np.ceil(np.asarray(ranks, float) / self.gpus_per_node)
@@ -84,9 +85,16 @@ PRESETS = {
     "4gpu-1nic": System(4, 100e9, 3e-6, 12.5e9, 8e-6, 1, "4gpu-1nic"),
 }
 
-TOML_KEYS = {"gpus-per-node": "gpus_per_node", "intra-bandwidth": "intra_bandwidth",
-             "intra-latency": "intra_latency", "inter-bandwidth": "inter_bandwidth",
-             "inter-latency": "inter_latency", "nics-per-node": "nics_per_node", "preset": None, "name": "name"}
+TOML_KEYS = {
+    "gpus-per-node": "gpus_per_node",
+    "intra-bandwidth": "intra_bandwidth",
+    "intra-latency": "intra_latency",
+    "inter-bandwidth": "inter_bandwidth",
+    "inter-latency": "inter_latency",
+    "nics-per-node": "nics_per_node",
+    "preset": None,
+    "name": "name",
+}
 
 
 def load_system(spec) -> System:
@@ -129,8 +137,18 @@ def load_system(spec) -> System:
     return replace(system, name=system.name or path.stem)
 
 
-UNITS = {"gb/s": 1e9, "mb/s": 1e6, "gbit/s": 1e9 / 8, "gb": 1e9, "b/s": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6,
-         "µs": 1e-6, "ns": 1e-9}
+UNITS = {
+    "gb/s": 1e9,
+    "mb/s": 1e6,
+    "gbit/s": 1e9 / 8,
+    "gb": 1e9,
+    "b/s": 1.0,
+    "s": 1.0,
+    "ms": 1e-3,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ns": 1e-9,
+}
 
 
 def _quantity(path, key: str, value) -> float:
@@ -141,8 +159,9 @@ def _quantity(path, key: str, value) -> float:
         try:
             number = float(parts[0]) * (UNITS[parts[1].lower()] if len(parts) > 1 else 1.0)
         except (ValueError, KeyError, IndexError):
-            raise InputError(path, f"{key}: cannot read {value!r} (a number, or with a unit: "
-                                   f"{', '.join(UNITS)})") from None
+            raise InputError(
+                path, f"{key}: cannot read {value!r} (a number, or with a unit: {', '.join(UNITS)})"
+            ) from None
     if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number) or number <= 0:
         raise InputError(path, f"{key} must be a number > 0, got {value!r}")
     return float(number)

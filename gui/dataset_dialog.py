@@ -37,5 +37,9 @@ class DatasetDialog(QDialog):
         form.addRow(buttons)
 
     def dataset(self) -> Dataset:
-        return Dataset(train_samples=self.train.value(), val_samples=self.val.value(),
-                       batch_per_rank=self.batch.value(), weak_scaling=self.weak.isChecked())
+        return Dataset(
+            train_samples=self.train.value(),
+            val_samples=self.val.value(),
+            batch_per_rank=self.batch.value(),
+            weak_scaling=self.weak.isChecked(),
+        )

@@ -50,9 +50,18 @@ UI_SETTLE_MS = 100
 
 
 # CSV columns of the model table: (workspace column, header); units in the headers
-CSV_COLUMNS = (("region", "region"), ("kind", "kind"), ("category", "category"), ("metric", "metric"),
-               ("formula", "formula"), ("growth", "growth"), ("smape", "smape_percent"),
-               ("share", "share_of_group_fraction"), ("n_points", "n_points"), ("reason", "reason"))
+CSV_COLUMNS = (
+    ("region", "region"),
+    ("kind", "kind"),
+    ("category", "category"),
+    ("metric", "metric"),
+    ("formula", "formula"),
+    ("growth", "growth"),
+    ("smape", "smape_percent"),
+    ("share", "share_of_group_fraction"),
+    ("n_points", "n_points"),
+    ("reason", "reason"),
+)
 
 
 def model_table(ws: Workspace):
@@ -227,8 +236,9 @@ class MainWindow(QMainWindow):
         self.app_models = None
         self.show_app_notes([])
         self.remember_recent(ws.source)
-        self.source_label.setText(f"{ws.source.name}: {len(ws.regions)} region models per {ws.per}, "
-                                  f"params {', '.join(ws.params)}")
+        self.source_label.setText(
+            f"{ws.source.name}: {len(ws.regions)} region models per {ws.per}, params {', '.join(ws.params)}"
+        )
         self.setWindowTitle(f"extradeep: {ws.source.name}")
         self.params.set_workspace(ws)
         self.regions.show_workspace(ws)
@@ -267,15 +277,25 @@ class MainWindow(QMainWindow):
         self._app_started = False
         ui_settled = threading.Event()
         QTimer.singleShot(UI_SETTLE_MS, ui_settled.set)  # once the UI has laid out and painted the new tree
-        self.runner.start("model", fit_region_models, self.ws, options, self._options[1],
-                          self.regions.metric or "time", first, ui_settled,
-                          on_partial=self._models_arrived, on_done=self._models_done)
+        self.runner.start(
+            "model",
+            fit_region_models,
+            self.ws,
+            options,
+            self._options[1],
+            self.regions.metric or "time",
+            first,
+            ui_settled,
+            on_partial=self._models_arrived,
+            on_done=self._models_done,
+        )
 
     def _start_application(self) -> None:
         # Started after the first chunk, so the first plot does not wait for it.
         self._app_started = True
-        self.runner.start("application", fit_application_models, self.ws, *self._options,
-                          on_done=self._application_done)
+        self.runner.start(
+            "application", fit_application_models, self.ws, *self._options, on_done=self._application_done
+        )
 
     def _application_done(self, app: AppModels | None) -> None:
         self.app_models = app
@@ -307,8 +327,11 @@ class MainWindow(QMainWindow):
 
     def _models_done(self, count: int) -> None:
         failed = sum(1 for m in self.ws.models.values() if m is None)
-        self.statusBar().showMessage(f"Modeled {count - failed} of {count} regions"
-                                     + (f"; {failed} without a model (see the tooltips)" if failed else ""), 8000)
+        self.statusBar().showMessage(
+            f"Modeled {count - failed} of {count} regions"
+            + (f"; {failed} without a model (see the tooltips)" if failed else ""),
+            8000,
+        )
         rank_growth(self.ws)
         self.regions.model.models_changed()
         self.regions.apply_sort(self.regions.sort_combo.currentText())
@@ -318,8 +341,13 @@ class MainWindow(QMainWindow):
 
     # --- drawing
     def current_view(self) -> View:
-        view = View(ws=self.ws, metric=self.regions.metric or "time", rows=self.regions.selected_rows(),
-                    n_eval=self.options.n_eval.value(), app=self.app_models)
+        view = View(
+            ws=self.ws,
+            metric=self.regions.metric or "time",
+            rows=self.regions.selected_rows(),
+            n_eval=self.options.n_eval.value(),
+            app=self.app_models,
+        )
         if self.ws is not None:
             self.params.fill(view)
         return view
@@ -431,8 +459,13 @@ class MainWindow(QMainWindow):
         except InputError as exc:
             self.show_error(str(exc))
             return
-        self.runner.start("report", write_report, self.ws, request,
-                          on_done=lambda out: self.statusBar().showMessage(f"Saved {out}", 5000))
+        self.runner.start(
+            "report",
+            write_report,
+            self.ws,
+            request,
+            on_done=lambda out: self.statusBar().showMessage(f"Saved {out}", 5000),
+        )
 
     def closeEvent(self, event) -> None:
         self.runner.cancel_all()

@@ -28,8 +28,7 @@ def pool() -> ProcessPoolExecutor:
     """The one modeling process, started on first use (its imports take a second or two)."""
     global _pool
     if _pool is None:
-        _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                                    initializer=_warm)
+        _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_warm)
     return _pool
 
 

@@ -35,6 +35,8 @@ def exponent_presets() -> dict:
         "Polynomial only": ("0, 1/2, 1, 3/2, 2, 5/2, 3", "0"),
         "Custom": None,
     }
+
+
 DEBOUNCE_MS = 400
 
 
@@ -74,13 +76,16 @@ class OptionsPanel(QWidget):
         self.term_signs.addItems(list(TERM_SIGNS))
         default = PMNFModeler().nonnegative
         self.term_signs.setCurrentText(next(k for k, v in TERM_SIGNS.items() if v == default))
-        self.term_signs.setToolTip("Signs allowed for the coefficients of the terms (as the CLI's --nonnegative). "
-                                   "The constant is never constrained: it may be negative.")
+        self.term_signs.setToolTip(
+            "Signs allowed for the coefficients of the terms (as the CLI's --nonnegative). "
+            "The constant is never constrained: it may be negative."
+        )
         self.min_points = QSpinBox(minimum=2, maximum=20, value=5)
         self.min_points.setToolTip("Regions with fewer measured points get no model")
         self.n_eval = QSpinBox(minimum=0, maximum=10, value=0)
-        self.n_eval.setToolTip("Keep the largest values of the first parameter out of modeling, "
-                               "to show as evaluation points")
+        self.n_eval.setToolTip(
+            "Keep the largest values of the first parameter out of modeling, to show as evaluation points"
+        )
         self.error = QLabel(wordWrap=True)
         self.error.setStyleSheet("color: #b00020")
         form = QFormLayout(self)

@@ -177,8 +177,9 @@ class ParamPanel(QWidget):
         self.limits = x_limits(self.ws, name, self._fixed())
         self.x_max.setDecimals(0 if self.limits.integral else 2)
         self.x_max.setRange(float(values.max()), self.limits.supported)
-        self.x_max.setValue(min(float(values.max()) * 4 if values.min() > 0 else float(values.max()) * 2,
-                                self.limits.supported))
+        self.x_max.setValue(
+            min(float(values.max()) * 4 if values.min() > 0 else float(values.max()) * 2, self.limits.supported)
+        )
         self._say_range()
 
     def _say_range(self) -> None:
@@ -187,8 +188,10 @@ class ParamPanel(QWidget):
         if lim is None:
             return
         name = self.x_combo.currentText()
-        text = (f"Measured up to {lim.measured:g}; beyond {lim.far:g} predictions extrapolate far; "
-                f"the range ends at {lim.supported:g} ({lim.reason}).")
+        text = (
+            f"Measured up to {lim.measured:g}; beyond {lim.far:g} predictions extrapolate far; "
+            f"the range ends at {lim.supported:g} ({lim.reason})."
+        )
         if self.x_max.value() > lim.far:
             text = "<b>" + text + "</b>"
         self.range_note.setText(text)

@@ -49,8 +49,13 @@ class PlanPanel(PlotTab):
         self.budget = _spin(0.0, 1e9, 0.0, 1.0, double=True)
         self.budget.setSpecialValueText("no limit")
         self.k = _spin(1, 20, 3)
-        for label, box in (("target ranks", self.target), ("max ranks", self.max_ranks),
-                           ("GPUs/node", self.per_node), ("budget GPU-h", self.budget), ("runs", self.k)):
+        for label, box in (
+            ("target ranks", self.target),
+            ("max ranks", self.max_ranks),
+            ("GPUs/node", self.per_node),
+            ("budget GPU-h", self.budget),
+            ("runs", self.k),
+        ):
             row.addWidget(QLabel(label))
             row.addWidget(box)
         self.propose_button = QPushButton("Propose")
@@ -74,8 +79,9 @@ class PlanPanel(PlotTab):
         if view.ws is None or view.ws.experiment is None:
             self.show_message("The plan needs profiles or a saved experiment (not an Extra-P text file).")
         elif self.plan is None:
-            self.show_message("Press Propose: the next runs that shrink the 95% interval at the target the most "
-                              "per GPU-hour.")
+            self.show_message(
+                "Press Propose: the next runs that shrink the 95% interval at the target the most per GPU-hour."
+            )
 
     def propose(self) -> None:
         from extradeep.analysis.advisor import MeasurementAdvisor
@@ -84,8 +90,9 @@ class PlanPanel(PlotTab):
         if ws is None or ws.experiment is None:
             self.show_message("The plan needs profiles or a saved experiment (not an Extra-P text file).")
             return
-        advisor = MeasurementAdvisor(self.target.value(), self.max_ranks.value(), self.per_node.value(),
-                                     self.budget.value() or None)
+        advisor = MeasurementAdvisor(
+            self.target.value(), self.max_ranks.value(), self.per_node.value(), self.budget.value() or None
+        )
         self.window.runner.start("plan", _propose, advisor, ws.experiment, self.k.value(), on_done=self._show)
 
     def _show(self, result) -> None:

@@ -122,8 +122,10 @@ class PlotTab(QWidget):
         """Log or linear x and y on the kept axes, as the check boxes say (set only when it changes:
         a new scale resets the axis' locators)."""
         for ax in self.axes:
-            for box, get, set_, axis in ((self.log_x, ax.get_xscale, ax.set_xscale, "x"),
-                                         (self.log_y, ax.get_yscale, ax.set_yscale, "y")):
+            for box, get, set_, axis in (
+                (self.log_x, ax.get_xscale, ax.set_xscale, "x"),
+                (self.log_y, ax.get_yscale, ax.set_yscale, "y"),
+            ):
                 scale = "log" if box.isChecked() else "linear"
                 if get() != scale:
                     set_(scale)

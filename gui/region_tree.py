@@ -62,9 +62,9 @@ class RegionTreeModel(QAbstractItemModel):
         self.ws: Workspace | None = None
         self.all_groups: list[str] = []
         self.all_members: list[np.ndarray] = []  # all row ids per group for the metric
-        self.groups: list[str] = []              # the groups shown (all but those the filter empties)
-        self.members: list[np.ndarray] = []      # all row ids of each shown group
-        self.children: list[np.ndarray] = []     # shown row ids per shown group, filtered and sorted
+        self.groups: list[str] = []  # the groups shown (all but those the filter empties)
+        self.members: list[np.ndarray] = []  # all row ids of each shown group
+        self.children: list[np.ndarray] = []  # shown row ids per shown group, filtered and sorted
         self.filter_text = ""
         self.sort_column, self.sort_order = 0, Qt.AscendingOrder
         self._cols: dict[str, np.ndarray] = {}
@@ -107,10 +107,13 @@ class RegionTreeModel(QAbstractItemModel):
             return
         r = self.ws.regions
         lower = self._cols.get("lower")
-        self._cols = {c: r[c].to_numpy() for c in ("region", "formula", "growth", "smape", "share",
-                                                  "growth_rank", "reason", "kind")}
-        self._cols["lower"] = lower if lower is not None and len(lower) == len(r) else \
-            np.char.lower(r["region"].to_numpy().astype(str))
+        self._cols = {
+            c: r[c].to_numpy()
+            for c in ("region", "formula", "growth", "smape", "share", "growth_rank", "reason", "kind")
+        }
+        self._cols["lower"] = (
+            lower if lower is not None and len(lower) == len(r) else np.char.lower(r["region"].to_numpy().astype(str))
+        )
 
     def _rebuild(self) -> None:
         self.beginResetModel()

@@ -28,8 +28,10 @@ class ReportRequest:
 def write_report(report, ws: Workspace, request: ReportRequest) -> Path:
     """Model and write the report (in a worker); returns the written file."""
     if ws.experiment is None:
-        raise InputError(ws.source, "the HTML report needs profiles or a saved experiment (Extra-P text has "
-                         "no application time to budget)")
+        raise InputError(
+            ws.source,
+            "the HTML report needs profiles or a saved experiment (Extra-P text has no application time to budget)",
+        )
     report(0, 0, "Writing the HTML report (modeling the experiment)")
     if ws.reopen is not None:
         from extradeep.gui.modeling_process import run_remote
@@ -46,6 +48,11 @@ def build_in_workspace(ws: Workspace, request: ReportRequest) -> Path:
     if request.max_time is not None or request.max_cost is not None:
         limits = extradeep.BudgetLimits(max_time=request.max_time, max_cost=request.max_cost)
     analysis = extradeep.analyse(ws.experiment, options=request.options)
-    extradeep.build_report(analysis, request.output, cost=extradeep.CostSettings(cores_per_rank=request.cores_per_rank),
-                           limits=limits, experiment=ws.experiment)
+    extradeep.build_report(
+        analysis,
+        request.output,
+        cost=extradeep.CostSettings(cores_per_rank=request.cores_per_rank),
+        limits=limits,
+        experiment=ws.experiment,
+    )
     return request.output

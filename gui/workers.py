@@ -60,8 +60,9 @@ class Task(QRunnable):
     def is_cancelled(self) -> bool:
         return self._cancel.is_set()
 
-    def report(self, done: int = 0, total: int = 0, message: str = "", partial: object = None,
-               wait_for_ui: bool = False) -> None:
+    def report(
+        self, done: int = 0, total: int = 0, message: str = "", partial: object = None, wait_for_ui: bool = False
+    ) -> None:
         """Progress, and optionally a partial result for the UI to show early; with `wait_for_ui`,
         pause until the UI has handled it (so its first plot does not compete for the GIL).
         Raises Cancelled once the user pressed Cancel."""
@@ -122,8 +123,9 @@ class TaskRunner(QObject):
     def busy(self) -> bool:
         return bool(self._running)
 
-    def start(self, slot: str, fn: Callable, *args, on_done: Callable | None = None,
-              on_partial: Callable | None = None) -> Task:
+    def start(
+        self, slot: str, fn: Callable, *args, on_done: Callable | None = None, on_partial: Callable | None = None
+    ) -> Task:
         old = self._current.get(slot)
         if old is not None:
             old.cancel()

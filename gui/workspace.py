@@ -150,8 +150,11 @@ def _open_folder(report, path: Path, dataset) -> Workspace:
     ws = workspace_from_experiment(exp, path, "profiles")
     ws.min_points = int(options["min_points"])
     if ((path if path.is_dir() else path.parent) / CONFIG_NAME).is_file():
-        ws.notes.insert(0, f"settings from {CONFIG_NAME}" + (" (dataset sizes from the Dataset dialog)"
-                                                              if dataset is not None else ""))
+        ws.notes.insert(
+            0,
+            f"settings from {CONFIG_NAME}"
+            + (" (dataset sizes from the Dataset dialog)" if dataset is not None else ""),
+        )
     return ws
 
 
@@ -199,8 +202,20 @@ def workspace_from_experiment(exp, path: Path, source_kind: str) -> Workspace:
     grid = {p: np.unique(exp.points[p].to_numpy(float)) for p in params}
     notes = [] if exp.dataset is not None else ["no dataset sizes: values are per training step"]
     notes += list(exp.settings.get("notes", []))
-    return Workspace(path, source_kind, params, rows, grid, steps_for, exp, exp.dataset, exp.fixed_params,
-                     per_unit(exp.dataset), notes, list(exp.problems))
+    return Workspace(
+        path,
+        source_kind,
+        params,
+        rows,
+        grid,
+        steps_for,
+        exp,
+        exp.dataset,
+        exp.fixed_params,
+        per_unit(exp.dataset),
+        notes,
+        list(exp.problems),
+    )
 
 
 def workspace_from_steps(steps: pd.DataFrame, params: list[str], path: Path, source_kind: str) -> Workspace:
@@ -208,8 +223,7 @@ def workspace_from_steps(steps: pd.DataFrame, params: list[str], path: Path, sou
     if not params:
         raise InputError(path, "no numeric parameter columns to model against")
     steps = steps.copy()
-    for col, default in (("kind", ""), ("category", "other"), ("metric", "time"), ("rep", 0),
-                         ("phase", "train")):
+    for col, default in (("kind", ""), ("category", "other"), ("metric", "time"), ("rep", 0), ("phase", "train")):
         if col not in steps.columns:
             steps[col] = default
     rows = _region_rows(steps, path)
@@ -231,8 +245,14 @@ def _region_rows(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
         raise InputError(path, "no measured values")
     rows = frame[KEY].drop_duplicates().reset_index(drop=True)
     rows["group"] = [group_of(c, k) for c, k in zip(rows["category"], rows["kind"])]
-    for col, empty in (("formula", ""), ("growth", ""), ("growth_rank", np.nan), ("smape", np.nan),
-                       ("reason", "not modeled yet"), ("n_points", 0)):
+    for col, empty in (
+        ("formula", ""),
+        ("growth", ""),
+        ("growth_rank", np.nan),
+        ("smape", np.nan),
+        ("reason", "not modeled yet"),
+        ("n_points", 0),
+    ):
         rows[col] = empty
     return rows
 
@@ -276,8 +296,15 @@ def modeling_cutoff(values: np.ndarray, n_eval: int) -> float:
     return float(firsts[-n_eval - 1])
 
 
-def fit_region_models(report, ws: Workspace, options: dict, n_eval: int = 0, metric_first: str = "time",
-                      first_rows: list[int] | None = None, ui_settled=None) -> int:
+def fit_region_models(
+    report,
+    ws: Workspace,
+    options: dict,
+    n_eval: int = 0,
+    metric_first: str = "time",
+    first_rows: list[int] | None = None,
+    ui_settled=None,
+) -> int:
     """Model every region as `extradeep model` does, a chunk at a time; each chunk's points and
     models go to `report` as partial results {"points": {row: RegionPoints}, "models": {row: fields}}.
 
@@ -290,7 +317,7 @@ def fit_region_models(report, ws: Workspace, options: dict, n_eval: int = 0, met
         ui_settled.wait(UI_SETTLE_S)
     first = [r for r in (first_rows or []) if r in ws.regions.index]
     rest = _fit_order(ws.regions, metric_first, first)
-    chunks = ([first] if first else []) + [rest[i:i + CHUNK] for i in range(0, len(rest), CHUNK)]
+    chunks = ([first] if first else []) + [rest[i : i + CHUNK] for i in range(0, len(rest), CHUNK)]
     cutoff = ws.cutoff(n_eval)
     done = 0
     for chunk in chunks:
@@ -303,8 +330,13 @@ def fit_region_models(report, ws: Workspace, options: dict, n_eval: int = 0, met
         else:
             part = model_chunk(ws, chunk, options, cutoff)
         done += len(chunk)
-        report(done, len(ws.regions), f"Modeling regions ({done}/{len(ws.regions)})", partial=part,
-               wait_for_ui=chunk is chunks[0])
+        report(
+            done,
+            len(ws.regions),
+            f"Modeling regions ({done}/{len(ws.regions)})",
+            partial=part,
+            wait_for_ui=chunk is chunks[0],
+        )
     return done
 
 
@@ -336,10 +368,22 @@ def _fit_order(rows: pd.DataFrame, metric_first: str, first: list[int]) -> list[
 def _model_fields(record: dict) -> dict:
     model = record.get("model")
     if model is None or (isinstance(model, float) and np.isnan(model)):
-        return {"model": None, "formula": "", "growth": "", "growth_key": None, "smape": np.nan,
-                "reason": record.get("reason") or "no model"}
-    return {"model": model, "formula": model.formula(), "growth": model.growth(),
-            "growth_key": model.growth_key(), "smape": float(model.smape), "reason": ""}
+        return {
+            "model": None,
+            "formula": "",
+            "growth": "",
+            "growth_key": None,
+            "smape": np.nan,
+            "reason": record.get("reason") or "no model",
+        }
+    return {
+        "model": model,
+        "formula": model.formula(),
+        "growth": model.growth(),
+        "growth_key": model.growth_key(),
+        "smape": float(model.smape),
+        "reason": "",
+    }
 
 
 def apply_models(ws: Workspace, part: dict) -> list[int]:

@@ -1,7 +1,7 @@
 import subprocess
 import sys
 
-from extradeep.cli import COMMANDS, build_parser, main
+from extradeep.cli import COMMANDS, build_parser
 
 
 def test_help_lists_every_available_subcommand(capsys):

@@ -7,10 +7,10 @@ import ast
 import importlib
 import importlib.metadata
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 import extradeep
 
@@ -62,7 +62,7 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
         stack.append(node)
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == "open":
-                found.append(stack[stack.index(nxt):] + [nxt])
+                found.append(stack[stack.index(nxt) :] + [nxt])
             elif nxt not in state:
                 visit(nxt)
         stack.pop()
@@ -89,18 +89,27 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_the_gui_folder_is_imported_as_extradeep_gui_only():
     for path in list((REPO / "gui").rglob("*.py")) + list(PACKAGE.rglob("*.py")) + list((REPO / "tests").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
             assert not [n for n in names if n == "gui" or n.startswith("gui.")], path
 
 
 def test_installed_packages_match_the_folders():
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     listed = set(config["packages"])
-    folders = {"extradeep." + ".".join(p.parent.relative_to(PACKAGE).parts) if p.parent != PACKAGE else "extradeep"
-               for p in PACKAGE.rglob("__init__.py")}
-    folders |= {"extradeep.gui" + "".join("." + part for part in p.parent.relative_to(REPO / "gui").parts)
-                for p in (REPO / "gui").rglob("__init__.py")}
+    folders = {
+        "extradeep." + ".".join(p.parent.relative_to(PACKAGE).parts) if p.parent != PACKAGE else "extradeep"
+        for p in PACKAGE.rglob("__init__.py")
+    }
+    folders |= {
+        "extradeep.gui" + "".join("." + part for part in p.parent.relative_to(REPO / "gui").parts)
+        for p in (REPO / "gui").rglob("__init__.py")
+    }
     assert listed == folders
     assert config["package-dir"] == {"extradeep.gui": "gui"}
     assert not any(name == "gui" or name.startswith("gui.") for name in listed)
@@ -121,8 +130,18 @@ def test_the_installed_distribution_has_no_top_level_gui():
 
 
 def test_the_root_exports_the_pipeline():
-    assert {"load_experiment", "Experiment", "Dataset", "fit_models", "analyse", "Analysis", "predict",
-            "build_report", "evaluate", "plan_budget"} <= set(extradeep.__all__)
+    assert {
+        "load_experiment",
+        "Experiment",
+        "Dataset",
+        "fit_models",
+        "analyse",
+        "Analysis",
+        "predict",
+        "build_report",
+        "evaluate",
+        "plan_budget",
+    } <= set(extradeep.__all__)
     importlib.import_module("extradeep.simulate")  # a subpackage import sets an attribute of the root
 
     subpackages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
@@ -140,8 +159,10 @@ def test_the_root_exports_the_pipeline():
 def test_importing_the_core_needs_no_pyside6():
     import subprocess
 
-    code = ("import sys; sys.modules['PySide6'] = None; import extradeep as xd; "
-            "[getattr(xd, n) for n in xd.__all__]; import extradeep.cli; print('ok')")
+    code = (
+        "import sys; sys.modules['PySide6'] = None; import extradeep as xd; "
+        "[getattr(xd, n) for n in xd.__all__]; import extradeep.cli; print('ok')"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "ok", done.stderr
 
@@ -157,6 +178,9 @@ def test_every_model_kind_satisfies_the_model_protocol():
     model = PMNFModeler().fit(x, [1.0 + 0.5 * v for v in x]).model_
     assert isinstance(model, PerformanceModel)
     for kind in (Model, CommunicationSum, StepComposition, EpochModel):
-        missing = [m for m in ("predict", "interval", "formula", "growth", "growth_key", "to_dict")
-                   if not callable(getattr(kind, m, None))]
+        missing = [
+            m
+            for m in ("predict", "interval", "formula", "growth", "growth_key", "to_dict")
+            if not callable(getattr(kind, m, None))
+        ]
         assert missing == [], kind

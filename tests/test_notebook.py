@@ -22,12 +22,30 @@ def test_the_notebook_runs_through_the_root_api(monkeypatch, tmp_path):
     namespace: dict = {}
     for cell in code:  # our own documentation's code, run as a reader would run it
         exec(compile(cell, "docs/notebook.ipynb", "exec"), namespace)  # noqa: S102
-    used = {node.attr for cell in code for node in ast.walk(ast.parse(cell))
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "xd"}
-    imports = {alias.name for cell in code for node in ast.walk(ast.parse(cell)) if isinstance(node, ast.Import)
-               for alias in node.names if alias.name.startswith("extradeep")}
+    used = {
+        node.attr
+        for cell in code
+        for node in ast.walk(ast.parse(cell))
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "xd"
+    }
+    imports = {
+        alias.name
+        for cell in code
+        for node in ast.walk(ast.parse(cell))
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name.startswith("extradeep")
+    }
     assert imports == {"extradeep"} and used <= set(extradeep.__all__)  # the root API and nothing else
-    assert {"load_experiment", "analyse", "prediction_table", "plan_budget", "evaluate", "build_report", "predict"} <= used
+    assert {
+        "load_experiment",
+        "analyse",
+        "prediction_table",
+        "plan_budget",
+        "evaluate",
+        "build_report",
+        "predict",
+    } <= used
     epoch = namespace["epoch"]
     assert (epoch["T_lo"] <= epoch["T"]).all() and (epoch["T"] <= epoch["T_hi"]).all() and (epoch["T_lo"] >= 0).all()
     assert epoch["ranks"].tolist() == [32, 64, 128]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,7 +17,6 @@ from extradeep.aggregate.medians import REGION_KEYS, point_counts
 from extradeep.columns import EPOCH_CATEGORIES, TOTAL  # noqa: F401 (re-exported)
 from extradeep.errors import InputError
 from extradeep.io import store
-
 
 NEED_DATASET = (
     "epoch values need the dataset sizes (training and validation samples, batch size per rank); "
@@ -50,12 +48,17 @@ class Dataset:
     def __post_init__(self):
         _check_count(self.train_samples, "train_samples", least=0, inclusive=False)
         _check_count(self.val_samples, "val_samples", least=0, inclusive=True)
-        for value, option in ((self.batch_per_rank, "batch_per_rank"), (self.gpus_param, "gpus_param"),
-                              (self.model_parallel, "model_parallel")):
+        for value, option in (
+            (self.batch_per_rank, "batch_per_rank"),
+            (self.gpus_param, "gpus_param"),
+            (self.model_parallel, "model_parallel"),
+        ):
             if not isinstance(value, str):
                 _check_count(value, option, least=0, inclusive=False)
         if self.last_batch not in LAST_BATCH:
-            raise InputError(None, field="last_batch", problem=f"must be one of {', '.join(LAST_BATCH)}, got {self.last_batch!r}")
+            raise InputError(
+                None, field="last_batch", problem=f"must be one of {', '.join(LAST_BATCH)}, got {self.last_batch!r}"
+            )
 
     def steps_per_epoch(self, points: pd.DataFrame, fixed: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(n_t, n_v) for each row of `points`: n = floor((D / (G/M)) / B), or ceil with last_batch "keep"."""
@@ -79,13 +82,17 @@ class Dataset:
         processed = n_t * (gpus / model) * batch
         size = float(self.train_samples) * (gpus if self.weak_scaling else 1.0)
         skipped = np.divide(size - processed, size, out=np.zeros(len(points)), where=np.full(len(points), size > 0))
-        return pd.DataFrame({"n_t": n_t, "samples": processed, "train_samples": size,
-                             "skipped_share": np.clip(skipped, 0.0, 1.0)}, index=points.index)
+        return pd.DataFrame(
+            {"n_t": n_t, "samples": processed, "train_samples": size, "skipped_share": np.clip(skipped, 0.0, 1.0)},
+            index=points.index,
+        )
 
     def _degrees(self, points, fixed):
-        return (_resolve(self.gpus_param, "G (--gpus-param)", points, fixed),
-                _resolve(self.batch_per_rank, "B (--batch-size)", points, fixed),
-                _resolve(self.model_parallel, "M (--model-parallel)", points, fixed))
+        return (
+            _resolve(self.gpus_param, "G (--gpus-param)", points, fixed),
+            _resolve(self.batch_per_rank, "B (--batch-size)", points, fixed),
+            _resolve(self.model_parallel, "M (--model-parallel)", points, fixed),
+        )
 
 
 def _check_count(value, option: str, least: float, inclusive: bool) -> None:
@@ -107,7 +114,9 @@ def _resolve(spec, what: str, points: pd.DataFrame, fixed: dict | None) -> np.nd
         elif fixed and spec in fixed:
             values = np.full(len(points), float(fixed[spec]))
         else:
-            raise InputError(None, f"{what}: no parameter named {spec!r}; give a number or one of {list(points.columns)}")
+            raise InputError(
+                None, f"{what}: no parameter named {spec!r}; give a number or one of {list(points.columns)}"
+            )
     else:
         values = np.full(len(points), float(spec))
     if (values <= 0).any() or np.isnan(values).any():
@@ -192,9 +201,14 @@ class Experiment:
     def save(self, path, extra_tables: dict | None = None) -> None:
         """Write one SQLite file (overwriting an earlier extradeep experiment, never anything else);
         `extra_tables` (name -> DataFrame) are written with it, such as the fitted models."""
-        tables = {"measurements": self.points, "measurements_by_rep": self.values,
-                  "regions": region_table(self.points), "parameters": self.parameter_table(),
-                  "provenance": self.provenance, **(extra_tables or {})}
+        tables = {
+            "measurements": self.points,
+            "measurements_by_rep": self.values,
+            "regions": region_table(self.points),
+            "parameters": self.parameter_table(),
+            "provenance": self.provenance,
+            **(extra_tables or {}),
+        }
         store.write_experiment(path, {"params": json.dumps(self.params)}, tables, self.settings, self.problems)
 
     @classmethod
@@ -202,8 +216,14 @@ class Experiment:
         saved = store.read_experiment(path)
         points = saved.tables["measurements"]
         points["modelable"] = points["modelable"].astype(bool)
-        experiment = cls(json.loads(saved.meta["params"]), saved.tables["measurements_by_rep"], points,
-                         saved.tables["provenance"], saved.settings, saved.problems)
+        experiment = cls(
+            json.loads(saved.meta["params"]),
+            saved.tables["measurements_by_rep"],
+            points,
+            saved.tables["provenance"],
+            saved.settings,
+            saved.problems,
+        )
         experiment.saved_models = saved.models
         try:
             experiment.dataset  # noqa: B018 - built here so that a bad stored dataset fails on load
@@ -212,7 +232,10 @@ class Experiment:
         return experiment
 
     def parameter_table(self) -> pd.DataFrame:
-        rows = [{"name": p, "modeled": True, "values": json.dumps(sorted(self.points[p].unique().tolist()))} for p in self.params]
+        rows = [
+            {"name": p, "modeled": True, "values": json.dumps(sorted(self.points[p].unique().tolist()))}
+            for p in self.params
+        ]
         rows += [{"name": k, "modeled": False, "values": json.dumps([v])} for k, v in self.fixed_params.items()]
         return pd.DataFrame(rows, columns=["name", "modeled", "values"])
 
@@ -235,7 +258,11 @@ def category_sums(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 def region_table(points: pd.DataFrame) -> pd.DataFrame:
     """One row per region/metric/phase: at how many points it was measured and whether it is modelable."""
     keys = list(REGION_KEYS)
-    return points.groupby(keys, dropna=False).agg(n_points=("value", "size"), modelable=("modelable", "first")).reset_index()
+    return (
+        points.groupby(keys, dropna=False)
+        .agg(n_points=("value", "size"), modelable=("modelable", "first"))
+        .reset_index()
+    )
 
 
 def dataset_dict(dataset: Dataset | None) -> dict | None:

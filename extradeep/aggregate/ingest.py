@@ -51,7 +51,7 @@ def read_experiment(
     :func:`extradeep.io.cluster.connect`: a Dask scheduler's address, "local", "slurm", a Client;
     default env EXTRADEEP_SCHEDULER, else this machine's worker processes). Bad files are skipped and listed; InputError is raised only when nothing
     usable remains or the batch is inconsistent (mixed apps, a varying parameter not modeled).
-"""
+    """
     aliases = discover.parse_aliases(aliases) if not isinstance(aliases, dict) else aliases
     settings = ReaderSettings.from_any(settings)
     if manifest is not None:
@@ -129,7 +129,10 @@ def choose_params(runs: pd.DataFrame, params, aliases: dict) -> list[str]:
     chosen = [aliases.get(p, p) for p in params]
     unknown = [p for p in chosen if p not in available]
     if unknown:
-        raise InputError(None, f"no parameter {', '.join(map(repr, unknown))} in the inputs; they have: {', '.join(available) or 'none'}")
+        raise InputError(
+            None,
+            f"no parameter {', '.join(map(repr, unknown))} in the inputs; they have: {', '.join(available) or 'none'}",
+        )
     unmodeled = [p for p in varying if p not in chosen]
     if unmodeled:
         detail = "; ".join(f"{p} takes {sorted(runs[p].unique().tolist())}" for p in unmodeled)

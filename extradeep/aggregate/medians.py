@@ -9,9 +9,10 @@ would inflate rare regions when they are extrapolated to whole epochs.
 
 from __future__ import annotations
 
-from extradeep.columns import REGION_KEYS
 import numpy as np
 import pandas as pd
+
+from extradeep.columns import REGION_KEYS
 
 SPREAD = ("min", "q1", "q3", "max")
 

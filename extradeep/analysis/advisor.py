@@ -25,11 +25,22 @@ from extradeep.analysis.epoch import EPOCH_TIME
 from extradeep.analysis.hypothetical import PointData, interval_width, updated_model
 from extradeep.errors import InputError
 
-DEFAULT_RUN_SECONDS = 300.0   # nsys start-up + 2 sampled epochs + export, per run
+DEFAULT_RUN_SECONDS = 300.0  # nsys start-up + 2 sampled epochs + export, per run
 MAX_CANDIDATES = 48
-MIN_SHRINK_PCT = 2.0      # expected shrink (% of the interval) below which a run is not worth its cost
-PLAN_COLUMNS = ["ranks", "reps", "first_rep", "nodes", "action", "gpu_hours", "cost", "interval_before_pct",
-                "interval_after_pct", "shrink_pct", "reason"]
+MIN_SHRINK_PCT = 2.0  # expected shrink (% of the interval) below which a run is not worth its cost
+PLAN_COLUMNS = [
+    "ranks",
+    "reps",
+    "first_rep",
+    "nodes",
+    "action",
+    "gpu_hours",
+    "cost",
+    "interval_before_pct",
+    "interval_after_pct",
+    "shrink_pct",
+    "reason",
+]
 NEW, REPEAT, INITIAL = "new configuration", "repetition", "initial"
 
 
@@ -44,11 +55,24 @@ class MeasurementAdvisor:
     ``quantity_``, ``app_``, ``fixed_``, ``notes_``.
     """
 
-    def __init__(self, target, max_ranks: int, gpus_per_node: int | None = None,
-                 budget_gpu_hours: float | None = None, *, cost: CostSettings | None = None,
-                 run_seconds: float = DEFAULT_RUN_SECONDS, level: float = 0.95, reps: int = 2,
-                 min_points: int = 5, quantity: str = EPOCH_TIME, initial_share: float = 0.5,
-                 candidates=None, options: dict | None = None, min_shrink: float = MIN_SHRINK_PCT):
+    def __init__(
+        self,
+        target,
+        max_ranks: int,
+        gpus_per_node: int | None = None,
+        budget_gpu_hours: float | None = None,
+        *,
+        cost: CostSettings | None = None,
+        run_seconds: float = DEFAULT_RUN_SECONDS,
+        level: float = 0.95,
+        reps: int = 2,
+        min_points: int = 5,
+        quantity: str = EPOCH_TIME,
+        initial_share: float = 0.5,
+        candidates=None,
+        options: dict | None = None,
+        min_shrink: float = MIN_SHRINK_PCT,
+    ):
         self.target = target
         self.max_ranks = max_ranks
         self.gpus_per_node = gpus_per_node
@@ -89,8 +113,12 @@ class MeasurementAdvisor:
         targets = np.atleast_1d(np.asarray(self.target, dtype=float))
         if targets.size == 0 or not np.all(np.isfinite(targets)) or (targets < 2).any() or (targets % 1).any():
             raise InputError("--target", f"needs whole rank counts >= 2, got {self.target!r}")
-        checks = [("--max-ranks", self.max_ranks, 2, True), ("--reps", self.reps, 1, True),
-                  ("--min-points", self.min_points, 2, True), ("--run-seconds", self.run_seconds, 0, False)]
+        checks = [
+            ("--max-ranks", self.max_ranks, 2, True),
+            ("--reps", self.reps, 1, True),
+            ("--min-points", self.min_points, 2, True),
+            ("--run-seconds", self.run_seconds, 0, False),
+        ]
         for option, value, low, whole in checks:
             ok = isinstance(value, (int, float, np.integer, np.floating)) and np.isfinite(value)
             if not ok or value < low or (low == 0 and value <= 0) or (whole and value % 1):
@@ -114,8 +142,11 @@ class MeasurementAdvisor:
         params = list(experiment.params)
         ranks = self.cost_.ranks_param
         if params != [ranks]:
-            raise InputError("plan", f"proposes rank counts for experiments that model {ranks!r} only; "
-                                     f"this one models {', '.join(params)} (fix the others with --param)")
+            raise InputError(
+                "plan",
+                f"proposes rank counts for experiments that model {ranks!r} only; "
+                f"this one models {', '.join(params)} (fix the others with --param)",
+            )
         values = measured_values(experiment)
         values = values[values["quantity"] == self.quantity]
         if values.empty:
@@ -156,16 +187,21 @@ class MeasurementAdvisor:
 
         data = self.modeled()
         if self._crosses_boundary() and data["ranks"].min() > self.ranks_per_node_:
-            self.notes_.append(f"the model uses the {data['ranks'].nunique()} configurations beyond the node "
-                               f"boundary ({self.ranks_per_node_} ranks), where the targets are")
+            self.notes_.append(
+                f"the model uses the {data['ranks'].nunique()} configurations beyond the node "
+                f"boundary ({self.ranks_per_node_} ranks), where the targets are"
+            )
         if data["ranks"].nunique() < self.min_points:
-            self.notes_.append(f"{data['ranks'].nunique()} configurations measured, a model needs "
-                               f"{self.min_points}: the plan completes the initial set first")
+            self.notes_.append(
+                f"{data['ranks'].nunique()} configurations measured, a model needs "
+                f"{self.min_points}: the plan completes the initial set first"
+            )
             return None
         modeler = PMNFModeler(**{"min_points": self.min_points, **(self.options or {})}, param_names=["ranks"])
         try:
-            return modeler.fit(data[["ranks"]].to_numpy(float), data["value"].to_numpy(float),
-                               reps=data["rep"].to_numpy()).model_
+            return modeler.fit(
+                data[["ranks"]].to_numpy(float), data["value"].to_numpy(float), reps=data["rep"].to_numpy()
+            ).model_
         except InputError as exc:
             self.notes_.append(f"no model of the measurements ({exc.problem}): the plan completes the initial set")
             return None
@@ -176,8 +212,15 @@ class MeasurementAdvisor:
             return pd.DataFrame({"ranks": self.targets_.astype(int)}).reindex(columns=columns)
         pred = np.asarray(self.model_.predict(self.targets_), float)
         lo, hi = self.model_.interval(self.targets_, level=self.level)
-        return pd.DataFrame({"ranks": self.targets_.astype(int), "predicted": pred, "lo": lo, "hi": hi,
-                             "interval_pct": _relative_half_width(hi - lo, pred)})
+        return pd.DataFrame(
+            {
+                "ranks": self.targets_.astype(int),
+                "predicted": pred,
+                "lo": lo,
+                "hi": hi,
+                "interval_pct": _relative_half_width(hi - lo, pred),
+            }
+        )
 
     # -- propose ------------------------------------------------------------------------------
     def propose(self, k: int = 3) -> pd.DataFrame:
@@ -188,10 +231,18 @@ class MeasurementAdvisor:
             raise InputError("-k", f"must be at least 1, got {k}")
         rows = self._initial() if self.model_ is None else self._next(int(k))
         plan = pd.DataFrame(rows, columns=PLAN_COLUMNS)
-        plan.attrs.update(app=self.app_, fixed=dict(self.fixed_), quantity=self.quantity_, notes=list(self.notes_),
-                          targets=self.targets_.astype(int).tolist(), cost_unit=self.cost_.unit,
-                          gpus_per_node=self.gpus_per_node_, level=self.level, current=self.current_.copy(),
-                          formula=None if self.model_ is None else self.model_.formula())
+        plan.attrs.update(
+            app=self.app_,
+            fixed=dict(self.fixed_),
+            quantity=self.quantity_,
+            notes=list(self.notes_),
+            targets=self.targets_.astype(int).tolist(),
+            cost_unit=self.cost_.unit,
+            gpus_per_node=self.gpus_per_node_,
+            level=self.level,
+            current=self.current_.copy(),
+            formula=None if self.model_ is None else self.model_.formula(),
+        )
         return plan
 
     def run_cost(self, ranks) -> tuple[np.ndarray, np.ndarray]:
@@ -225,19 +276,30 @@ class MeasurementAdvisor:
                 hours = float(self.run_cost(new)[0].sum() * reps) if new else 0.0
                 if budget is None or hours <= budget:
                     if reps < self.reps:
-                        self.notes_.append(f"the budget pays for {reps} repetition(s) per configuration only, "
-                                           "so the noise cannot be measured well")
+                        self.notes_.append(
+                            f"the budget pays for {reps} repetition(s) per configuration only, "
+                            "so the noise cannot be measured well"
+                        )
                     return self._initial_rows(points, new, reps)
-        cheapest = self._spread(min(t for t in self.candidates_ if self._spread(t) is not None)) \
-            if any(self._spread(t) is not None for t in self.candidates_) else None
+        cheapest = (
+            self._spread(min(t for t in self.candidates_ if self._spread(t) is not None))
+            if any(self._spread(t) is not None for t in self.candidates_)
+            else None
+        )
         if cheapest is None:
-            raise InputError("--max-ranks", f"{self.max_ranks} allows fewer than {self.min_points} configurations "
-                                            f"(candidates: {', '.join(map(str, self.candidates_))})")
+            raise InputError(
+                "--max-ranks",
+                f"{self.max_ranks} allows fewer than {self.min_points} configurations "
+                f"(candidates: {', '.join(map(str, self.candidates_))})",
+            )
         need = float(self.run_cost(cheapest)[0].sum())
-        raise InputError("--budget", f"{self.budget_gpu_hours:g} GPU-hours cannot pay for {self.min_points} "
-                                     f"configurations: the cheapest set ({', '.join(map(str, cheapest))}, "
-                                     f"one run each) needs {need / self.initial_share:.3g} GPU-hours "
-                                     f"({self.initial_share:.0%} of the budget goes to the initial set)")
+        raise InputError(
+            "--budget",
+            f"{self.budget_gpu_hours:g} GPU-hours cannot pay for {self.min_points} "
+            f"configurations: the cheapest set ({', '.join(map(str, cheapest))}, "
+            f"one run each) needs {need / self.initial_share:.3g} GPU-hours "
+            f"({self.initial_share:.0%} of the budget goes to the initial set)",
+        )
 
     def _spread(self, top: int) -> list[int] | None:
         """`min_points` candidates spread linearly up to `top`, with two on each side of a crossed node boundary."""
@@ -263,15 +325,29 @@ class MeasurementAdvisor:
     def _initial_rows(self, points: list[int], new: list[int], reps: int) -> list[dict]:
         rpn = self.ranks_per_node_
         if self._crosses_boundary() and max(points) <= rpn:
-            self.notes_.append(f"targets lie beyond one node ({rpn} ranks) but the largest allocation does not: "
-                               "the change of communication at the node boundary is not measured")
+            self.notes_.append(
+                f"targets lie beyond one node ({rpn} ranks) but the largest allocation does not: "
+                "the change of communication at the node boundary is not measured"
+            )
         gpu_hours, cost = self.run_cost(new)
         nodes = self.nodes(new)
         reason = "initial set: " + ", ".join(map(str, points)) + " ranks spread linearly up to the largest affordable"
-        return [{"ranks": int(r), "reps": reps, "first_rep": 1, "nodes": nodes[i], "action": INITIAL,
-                 "gpu_hours": gpu_hours[i] * reps, "cost": cost[i] * reps, "interval_before_pct": np.nan,
-                 "interval_after_pct": np.nan, "shrink_pct": np.nan, "reason": reason}
-                for i, r in enumerate(new)]
+        return [
+            {
+                "ranks": int(r),
+                "reps": reps,
+                "first_rep": 1,
+                "nodes": nodes[i],
+                "action": INITIAL,
+                "gpu_hours": gpu_hours[i] * reps,
+                "cost": cost[i] * reps,
+                "interval_before_pct": np.nan,
+                "interval_after_pct": np.nan,
+                "shrink_pct": np.nan,
+                "reason": reason,
+            }
+            for i, r in enumerate(new)
+        ]
 
     def _next(self, k: int) -> list[dict]:
         """Greedy: each step takes the run that shrinks the interval at the targets most per cost."""
@@ -301,11 +377,21 @@ class MeasurementAdvisor:
             _, x, n, action, (model, data, new_width, hours, cost), reason = best
             first = next_rep.get(int(x), 1)
             next_rep[int(x)] = first + n
-            rows.append({"ranks": int(x), "reps": n, "first_rep": first, "nodes": self.nodes([x])[0],
-                         "action": action, "gpu_hours": hours, "cost": cost,
-                         "interval_before_pct": width, "interval_after_pct": new_width,
-                         "shrink_pct": 100.0 * (1 - new_width / width) if width > 0 else np.nan,
-                         "reason": reason or "largest expected shrink of the interval per cost"})
+            rows.append(
+                {
+                    "ranks": int(x),
+                    "reps": n,
+                    "first_rep": first,
+                    "nodes": self.nodes([x])[0],
+                    "action": action,
+                    "gpu_hours": hours,
+                    "cost": cost,
+                    "interval_before_pct": width,
+                    "interval_after_pct": new_width,
+                    "shrink_pct": 100.0 * (1 - new_width / width) if width > 0 else np.nan,
+                    "reason": reason or "largest expected shrink of the interval per cost",
+                }
+            )
             spent += hours
             width = new_width
         return rows
@@ -315,6 +401,7 @@ class MeasurementAdvisor:
         the estimate assumes a run lands on the model, so a series of cheap repetitions with ~1%
         each never tests the model's form. Then a new configuration (beyond a crossed node boundary
         until `min_points` are there, the regime the targets live in), else a run worth the threshold."""
+
         def worth(s):
             return width - s[4][2] >= self.min_shrink / 100.0 * width
 
@@ -341,8 +428,10 @@ class MeasurementAdvisor:
         if self._crosses_boundary() and max(self.candidates_) > rpn:
             for name, side in (("below", lambda c: c <= rpn), ("beyond", lambda c: c > rpn)):
                 if sum(map(side, measured)) < 2:
-                    reason = (f"node boundary at {rpn} ranks: the predictions cross it, so two configurations "
-                              f"{name} it are needed")
+                    reason = (
+                        f"node boundary at {rpn} ranks: the predictions cross it, so two configurations "
+                        f"{name} it are needed"
+                    )
                     forced = [(c, self.reps, NEW, reason) for c in self.candidates_ if side(c) and c not in measured]
                     if forced:
                         return forced
@@ -393,8 +482,15 @@ def candidate_ranks(max_ranks: int, ranks_per_node: int | None = None, given=Non
     return values
 
 
-def plan_measurements(target, max_ranks: int, gpus_per_node: int | None = None,
-                      budget_gpu_hours: float | None = None, experiment=None, k: int = 3, **options) -> pd.DataFrame:
+def plan_measurements(
+    target,
+    max_ranks: int,
+    gpus_per_node: int | None = None,
+    budget_gpu_hours: float | None = None,
+    experiment=None,
+    k: int = 3,
+    **options,
+) -> pd.DataFrame:
     """One call: ``MeasurementAdvisor(...).fit(experiment).propose(k)``."""
     advisor = MeasurementAdvisor(target, max_ranks, gpus_per_node, budget_gpu_hours, **options)
     return advisor.fit(experiment).propose(k)

@@ -16,19 +16,37 @@ from extradeep.analysis.scaling import design
 EPOCH_CATEGORIES = ("computation", "communication", "memory")
 
 
-def bottleneck_table(region_models: pd.DataFrame, target: dict, params: list[str],
-                     categories=EPOCH_CATEGORIES, metric: str = "time", top: int | None = None) -> pd.DataFrame:
+def bottleneck_table(
+    region_models: pd.DataFrame,
+    target: dict,
+    params: list[str],
+    categories=EPOCH_CATEGORIES,
+    metric: str = "time",
+    top: int | None = None,
+) -> pd.DataFrame:
     """Rank the ``metric`` models of ``region_models`` (fit_models output with region, kind,
     category, metric, model) by growth class, then by predicted share at ``target``.
 
     Columns: rank, region, kind, category, growth, formula, predicted, share_of_category,
     share_of_total, smape.
     """
-    columns = ["rank", "region", "kind", "category", "growth", "formula", "predicted",
-               "share_of_category", "share_of_total", "smape"]
-    rows = region_models[(region_models["metric"] == metric)
-                         & region_models["category"].isin(categories)
-                         & region_models["model"].notna()]
+    columns = [
+        "rank",
+        "region",
+        "kind",
+        "category",
+        "growth",
+        "formula",
+        "predicted",
+        "share_of_category",
+        "share_of_total",
+        "smape",
+    ]
+    rows = region_models[
+        (region_models["metric"] == metric)
+        & region_models["category"].isin(categories)
+        & region_models["model"].notna()
+    ]
     if rows.empty:
         return pd.DataFrame(columns=columns)
     X = design(pd.DataFrame([{p: float(target[p]) for p in params}]), params)
@@ -41,8 +59,9 @@ def bottleneck_table(region_models: pd.DataFrame, target: dict, params: list[str
     table["predicted"] = [max(float(np.asarray(m.predict(X)).reshape(-1)[0]), 0.0) for m in models]
     table["smape"] = [getattr(m, "smape", np.nan) for m in models]
     category_total = table.groupby("category")["predicted"].transform("sum")
-    table["share_of_category"] = np.divide(table["predicted"], category_total,
-                                           out=np.zeros(len(table)), where=category_total.to_numpy() > 0)
+    table["share_of_category"] = np.divide(
+        table["predicted"], category_total, out=np.zeros(len(table)), where=category_total.to_numpy() > 0
+    )
     total = table["predicted"].sum()
     table["share_of_total"] = table["predicted"] / total if total > 0 else 0.0
     table = _sort_by_growth_then_share(table)

@@ -55,8 +55,16 @@ class BudgetResult:
         return self.failure is None
 
 
-def budget_search(epoch_model, candidates: pd.DataFrame, params: list[str], limits: BudgetLimits,
-                  cost: CostSettings, baseline: dict, scaling: str = "strong", level: float = 0.95) -> BudgetResult:
+def budget_search(
+    epoch_model,
+    candidates: pd.DataFrame,
+    params: list[str],
+    limits: BudgetLimits,
+    cost: CostSettings,
+    baseline: dict,
+    scaling: str = "strong",
+    level: float = 0.95,
+) -> BudgetResult:
     """Evaluate ``epoch_model`` (seconds per epoch) at ``candidates`` and check the limits."""
     if candidates.empty:
         raise InputError("budget", "there are no candidate configurations to search")
@@ -67,8 +75,10 @@ def budget_search(epoch_model, candidates: pd.DataFrame, params: list[str], limi
     failure = None if table["valid"].any() else explain_failure(table, limits, cost.unit, params)
     notes = _varied_note(candidates, params, along) + _skipped_notes(table, params)
     if table["valid"].any() and not table["valid_upper"].any():
-        notes.append("every valid configuration fails a limit at the upper end of the "
-                     f"{level:.0%} prediction interval: plan with a margin")
+        notes.append(
+            "every valid configuration fails a limit at the upper end of the "
+            f"{level:.0%} prediction interval: plan with a margin"
+        )
     return BudgetResult(table, intervals, best, limits, scaling, cost.unit, failure, notes)
 
 
@@ -77,8 +87,10 @@ def _varied_note(candidates: pd.DataFrame, params: list[str], along: str) -> lis
     held = [p for p in params if p != along and candidates[p].nunique() == 1]
     if not held:
         return []
-    return [f"the search varies {along} only; {format_point(candidates.iloc[0], held)} stays fixed "
-            "(give other values with --at)"]
+    return [
+        f"the search varies {along} only; {format_point(candidates.iloc[0], held)} stays fixed "
+        "(give other values with --at)"
+    ]
 
 
 def _skipped_notes(table: pd.DataFrame, params: list[str]) -> list[str]:
@@ -87,8 +99,10 @@ def _skipped_notes(table: pd.DataFrame, params: list[str]) -> list[str]:
     notes = skipped_data_note(table, params)
     valid = table[table["valid"]]
     if notes and (valid["skipped_share"] > SKIP_WARN).any() and (valid["skipped_share"] <= SKIP_WARN).any():
-        notes.append(f"the best configurations are picked among those that skip at most {SKIP_WARN:.0%} of the "
-                     "training samples per epoch (those listed above look faster and cheaper than the work they stand for)")
+        notes.append(
+            f"the best configurations are picked among those that skip at most {SKIP_WARN:.0%} of the "
+            "training samples per epoch (those listed above look faster and cheaper than the work they stand for)"
+        )
     return notes
 
 
@@ -118,8 +132,11 @@ def _candidate_table(model, candidates, params, baseline, limits, cost, scaling,
     table["time_ok"] = _within(table["total_time"], limits.max_time) & (table["T"] > 0)
     table["cost_ok"] = _within(table["total_cost"], limits.max_cost) & (table["T"] > 0)
     table["valid"] = table["time_ok"] & table["cost_ok"]
-    table["valid_upper"] = (_within(table["total_time_hi"], limits.max_time)
-                            & _within(table["total_cost_hi"], limits.max_cost) & table["valid"])
+    table["valid_upper"] = (
+        _within(table["total_time_hi"], limits.max_time)
+        & _within(table["total_cost_hi"], limits.max_cost)
+        & table["valid"]
+    )
     return table
 
 
@@ -164,21 +181,26 @@ def best_configurations(table: pd.DataFrame, params: list[str]) -> pd.DataFrame:
 def explain_failure(table: pd.DataFrame, limits: BudgetLimits, unit: str, params: list[str]) -> str:
     """Say which limit no candidate meets, and by how much the closest candidate misses it."""
     epochs = f"{limits.epochs:g} epoch{'s' if limits.epochs != 1 else ''}"
-    checks = (("time", limits.max_time, "total_time", "fastest", "needs", format_seconds),
-              ("cost", limits.max_cost, "total_cost", "cheapest", "costs", lambda v: amount_text(v, unit)))
+    checks = (
+        ("time", limits.max_time, "total_time", "fastest", "needs", format_seconds),
+        ("cost", limits.max_cost, "total_cost", "cheapest", "costs", lambda v: amount_text(v, unit)),
+    )
     problems = []
     for name, limit, column, closest, verb, show in checks:
         if limit is not None and not table[f"{name}_ok"].any():
             row = table.loc[table[column].idxmin()]
-            problems.append(f"{name} limit: the {closest} configuration ({format_point(row, params)}) {verb} "
-                            f"{show(row[column])} for {epochs}, {_over(row[column], limit)} over the "
-                            f"{show(limit)} limit")
+            problems.append(
+                f"{name} limit: the {closest} configuration ({format_point(row, params)}) {verb} "
+                f"{show(row[column])} for {epochs}, {_over(row[column], limit)} over the "
+                f"{show(limit)} limit"
+            )
     if not problems:
         fast = table[table["time_ok"]]
         cheap = table[table["cost_ok"]]
         problems.append(
             "each limit can be met but never both at once: the time limit needs one of "
-            f"{_span(fast, params)}, the cost limit one of {_span(cheap, params)}")
+            f"{_span(fast, params)}, the cost limit one of {_span(cheap, params)}"
+        )
     return "; ".join(problems)
 
 
@@ -188,4 +210,8 @@ def _over(value: float, limit: float) -> str:
 
 def _span(rows: pd.DataFrame, params: list[str]) -> str:
     first, last = rows.iloc[0], rows.iloc[-1]
-    return format_point(first, params) if len(rows) == 1 else f"{format_point(first, params)} .. {format_point(last, params)}"
+    return (
+        format_point(first, params)
+        if len(rows) == 1
+        else f"{format_point(first, params)} .. {format_point(last, params)}"
+    )

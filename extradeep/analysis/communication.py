@@ -34,8 +34,8 @@ class CommunicationSum:
     wait for the slowest rank. Same interface as :class:`extradeep.modeling.Model` for the parts
     the step composition uses (predict, interval, points, formula, growth, serialisation)."""
 
-    kernels: dict   # region -> Model (PMNF) or CollectiveModel (alpha-beta) of its pure time per step
-    wait: float     # wait for the slowest rank per step that does not grow with the ranks (s)
+    kernels: dict  # region -> Model (PMNF) or CollectiveModel (alpha-beta) of its pure time per step
+    wait: float  # wait for the slowest rank per step that does not grow with the ranks (s)
     straggler: float = 0.0  # s per unit of E[max of p standard normals]: the wait that grows with p
     choices: dict = field(default_factory=dict)  # region -> why its model was chosen
 
@@ -82,13 +82,22 @@ class CommunicationSum:
         return self.formula()
 
     def to_dict(self) -> dict:
-        return {"type": "communication sum", "wait": float(self.wait), "straggler": float(self.straggler),
-                "choices": dict(self.choices), "kernels": {name: m.to_dict() for name, m in self.kernels.items()}}
+        return {
+            "type": "communication sum",
+            "wait": float(self.wait),
+            "straggler": float(self.straggler),
+            "choices": dict(self.choices),
+            "kernels": {name: m.to_dict() for name, m in self.kernels.items()},
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> CommunicationSum:
-        return cls({name: _load_part(m) for name, m in data["kernels"].items()}, float(data["wait"]),
-                   float(data.get("straggler", 0.0)), dict(data.get("choices", {})))
+        return cls(
+            {name: _load_part(m) for name, m in data["kernels"].items()},
+            float(data["wait"]),
+            float(data.get("straggler", 0.0)),
+            dict(data.get("choices", {})),
+        )
 
 
 def _load_part(data: dict):
@@ -160,8 +169,9 @@ def pure_times(values: pd.DataFrame, params: list[str], phase: str = "train") ->
     columns = ["region", *params, "rep", "pure"]
     if values is None or "rank_min" not in values.columns:
         return pd.DataFrame(columns=columns)
-    rows = values[(values["category"] == "communication") & (values["metric"] == "time")
-                  & (values["phase"] == phase)].dropna(subset=["rank_min"])
+    rows = values[
+        (values["category"] == "communication") & (values["metric"] == "time") & (values["phase"] == phase)
+    ].dropna(subset=["rank_min"])
     lowest = rows.groupby(["region", *params], as_index=False)["rank_min"].min()
     return lowest.rename(columns={"rank_min": "pure"}).assign(rep=1)[columns]
 
@@ -178,13 +188,14 @@ def pure_long(pure: pd.DataFrame, parts: pd.DataFrame, params: list[str]) -> pd.
     return pure.assign(part=PURE + pure["region"], value=pure["pure"])[[*params, "rep", "part", "value"]]
 
 
-def communication_sum(models: dict, parts: pd.DataFrame, pure: pd.DataFrame, params: list[str],
-                      topology: Topology | None = None):
+def communication_sum(
+    models: dict, parts: pd.DataFrame, pure: pd.DataFrame, params: list[str], topology: Topology | None = None
+):
     """A :class:`CommunicationSum` from the fitted ``pure:`` parts of ``models``, the wait taken
     from the points those parts were fitted on; None without pure parts or when one has no model.
     With a ``topology`` each collective's alpha-beta model competes with its PMNF
     (:func:`choose_collective_model`)."""
-    kernels = {k[len(PURE):]: m for k, m in models.items() if k.startswith(PURE)}
+    kernels = {k[len(PURE) :]: m for k, m in models.items() if k.startswith(PURE)}
     if not kernels or any(m is None for m in kernels.values()):
         return None
     used = pure[pure[params[0]].isin(np.asarray(next(iter(kernels.values())).points, float).reshape(-1))]
@@ -193,7 +204,8 @@ def communication_sum(models: dict, parts: pd.DataFrame, pure: pd.DataFrame, par
         for region, pmnf in list(kernels.items()):
             rows = used[used["region"] == region].sort_values(params[0])
             kernels[region], choices[region] = choose_collective_model(
-                region, pmnf, rows[params[0]].to_numpy(float), rows["pure"].to_numpy(float), topology, params[0])
+                region, pmnf, rows[params[0]].to_numpy(float), rows["pure"].to_numpy(float), topology, params[0]
+            )
     total = used.groupby([*params, "rep"])["pure"].sum()
     comm = parts.set_index([*params, "rep"])["C"]
     wait = (comm - total).dropna().groupby(level=params).median()
@@ -206,8 +218,7 @@ def communication_sum(models: dict, parts: pd.DataFrame, pure: pd.DataFrame, par
     return CommunicationSum(kernels, constant, straggler, choices)
 
 
-def choose_collective_model(region: str, pmnf, ranks: np.ndarray, pure: np.ndarray, topology: Topology,
-                            param: str):
+def choose_collective_model(region: str, pmnf, ranks: np.ndarray, pure: np.ndarray, topology: Topology, param: str):
     """(model, reason): the collective's alpha-beta model (:mod:`extradeep.modeling.collective`) or
     its PMNF, by leave-one-out SMAPE. The alpha-beta model knows the algorithm's rank dependence
     and where the ring leaves the node, which leave-one-out over the points cannot check, so the
@@ -216,17 +227,26 @@ def choose_collective_model(region: str, pmnf, ranks: np.ndarray, pure: np.ndarr
     from extradeep.modeling.collective import fit_collective
 
     kind = collective_kind(region)
-    hybrid = fit_collective(ranks, pure, kind, topology.gpus_per_node, topology.system, param=param) \
-        if kind is not None else None
+    hybrid = (
+        fit_collective(ranks, pure, kind, topology.gpus_per_node, topology.system, param=param)
+        if kind is not None
+        else None
+    )
     if hybrid is None:
         return pmnf, "PMNF (no alpha-beta model: " + ("unknown collective" if kind is None else "too few points") + ")"
     pm, hy = float(getattr(pmnf, "cv_smape", np.nan)), hybrid.cv_smape
     if np.isfinite(pm) and pm < hy - max(hy / 2, 1.0):
         return pmnf, f"PMNF (leave-one-out {pm:.2g}% vs {hy:.2g}% for {hybrid.algorithm} alpha-beta)"
-    return hybrid, (f"{hybrid.algorithm} alpha-beta, {topology.gpus_per_node} GPUs/node (leave-one-out {hy:.2g}% "
-                    f"vs {pm:.2g}% for PMNF; network from "
-                    + {"measured": "points across nodes", "system": "the system file",
-                       "none": "nowhere: unsupported beyond one node"}[hybrid.inter_source] + ")")
+    return hybrid, (
+        f"{hybrid.algorithm} alpha-beta, {topology.gpus_per_node} GPUs/node (leave-one-out {hy:.2g}% "
+        f"vs {pm:.2g}% for PMNF; network from "
+        + {
+            "measured": "points across nodes",
+            "system": "the system file",
+            "none": "nowhere: unsupported beyond one node",
+        }[hybrid.inter_source]
+        + ")"
+    )
 
 
 def straggler_wait(ranks: np.ndarray, wait: np.ndarray) -> tuple[float, float, str]:
@@ -246,8 +266,14 @@ def straggler_wait(ranks: np.ndarray, wait: np.ndarray) -> tuple[float, float, s
         err_max.append(abs(design[k] @ nnls(design[keep], wait[keep])[0] - wait[k]))
     coef = nnls(design, wait)[0]
     if np.mean(err_max) < np.mean(err_const) and coef[1] > 0:
-        return float(coef[0]), float(coef[1]), (f"slowest of p: {coef[1]:.3g} s x E[max of p] (leave-one-out error "
-                                                f"{np.mean(err_max):.3g} s vs {np.mean(err_const):.3g} s constant)")
+        return (
+            float(coef[0]),
+            float(coef[1]),
+            (
+                f"slowest of p: {coef[1]:.3g} s x E[max of p] (leave-one-out error "
+                f"{np.mean(err_max):.3g} s vs {np.mean(err_const):.3g} s constant)"
+            ),
+        )
     return constant, 0.0, f"constant (leave-one-out error {np.mean(err_const):.3g} s vs {np.mean(err_max):.3g} s)"
 
 
@@ -259,10 +285,12 @@ def layout_notes(settings: dict, topology: Topology | None, comm=None) -> list[s
 
     notes = layout_text(settings.get("layout"), settings.get("system"))
     if topology is not None and topology.one_node and not (topology.system and topology.system.has_links):
-        notes.append(f"WARNING: every measured point lies inside one node ({topology.gpus_per_node} GPUs per node); "
-                     f"predictions beyond {topology.gpus_per_node} ranks cross the network, which these measurements "
-                     "cannot know: they are unsupported, and their intervals allow a network up to "
-                     "20x slower than the node's links. Give --system FILE (or a preset) to predict from its links")
+        notes.append(
+            f"WARNING: every measured point lies inside one node ({topology.gpus_per_node} GPUs per node); "
+            f"predictions beyond {topology.gpus_per_node} ranks cross the network, which these measurements "
+            "cannot know: they are unsupported, and their intervals allow a network up to "
+            "20x slower than the node's links. Give --system FILE (or a preset) to predict from its links"
+        )
     for region, why in (getattr(comm, "choices", None) or {}).items():
         notes.append(f"communication model of {region}: {why}")
     return notes

@@ -50,17 +50,17 @@ class Analysis:
     per: str
     scaling: str
     baseline: dict
-    application: pd.DataFrame          # quantity, params, rep, value
-    application_points: pd.DataFrame   # quantity, params, value (median), rep_min, rep_max, n_reps
-    application_models: pd.DataFrame   # quantity, model, formula, growth, smape, reason
-    regions: pd.DataFrame              # region, kind, category, metric, params, rep, value
-    region_points: pd.DataFrame        # region keys, params, value (median), rep_min, rep_max, n_reps
-    region_models: pd.DataFrame        # region keys, model, formula, growth, smape, reason
+    application: pd.DataFrame  # quantity, params, rep, value
+    application_points: pd.DataFrame  # quantity, params, value (median), rep_min, rep_max, n_reps
+    application_models: pd.DataFrame  # quantity, model, formula, growth, smape, reason
+    regions: pd.DataFrame  # region, kind, category, metric, params, rep, value
+    region_points: pd.DataFrame  # region keys, params, value (median), rep_min, rep_max, n_reps
+    region_models: pd.DataFrame  # region keys, model, formula, growth, smape, reason
     dataset: Dataset | None = None
     notes: list[str] = field(default_factory=list)
     options: dict = field(default_factory=dict)
-    fixed: dict = field(default_factory=dict)          # parameters with one value (not modeled)
-    layout: dict = field(default_factory=dict)         # gpus_per_node, source; {} when unknown (node_layout)
+    fixed: dict = field(default_factory=dict)  # parameters with one value (not modeled)
+    layout: dict = field(default_factory=dict)  # gpus_per_node, source; {} when unknown (node_layout)
 
     @property
     def gpus_per_node(self) -> int | None:
@@ -93,7 +93,9 @@ def ranks_parameter(params: list[str], preferred: str | None = None) -> str:
     """The parameter that counts ranks (resources): ``preferred``, else "ranks", else the first."""
     if preferred:
         if preferred not in params:
-            raise InputError(None, field="ranks_param", problem=f"{preferred!r} is not a parameter ({', '.join(params)})")
+            raise InputError(
+                None, field="ranks_param", problem=f"{preferred!r} is not a parameter ({', '.join(params)})"
+            )
         return preferred
     return "ranks" if "ranks" in params else params[0]
 
@@ -105,15 +107,28 @@ def require_parameters(experiment: Experiment) -> None:
     fixed = experiment.fixed_params
     if fixed:
         where = ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in fixed.items())
-        raise InputError(None, f"every export is of one configuration ({where}); models need measurements at "
-                         "several values of a parameter (5 by default, --min-points): profile more scales")
-    raise InputError(None, "no parameter varies across the exports: their names carry no values (like "
-                     "app.p4.r1.mpi0.sqlite) and no --manifest gives them, so there is nothing to model")
+        raise InputError(
+            None,
+            f"every export is of one configuration ({where}); models need measurements at "
+            "several values of a parameter (5 by default, --min-points): profile more scales",
+        )
+    raise InputError(
+        None,
+        "no parameter varies across the exports: their names carry no values (like "
+        "app.p4.r1.mpi0.sqlite) and no --manifest gives them, so there is nothing to model",
+    )
 
 
-def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dict | None = None,
-            scaling: str | None = None, ranks_param: str | None = None, metrics=("time", "visits", "bytes"),
-            progress=None, refit: bool = False) -> Analysis:
+def analyse(
+    experiment: Experiment,
+    dataset: Dataset | None = None,
+    options: dict | None = None,
+    scaling: str | None = None,
+    ranks_param: str | None = None,
+    metrics=("time", "visits", "bytes"),
+    progress=None,
+    refit: bool = False,
+) -> Analysis:
     """Fit application and region models of ``experiment`` (per epoch when a dataset is known).
 
     ``options`` go to the modeler (exponents, terms, nonnegative, min_points); ``scaling`` is
@@ -140,22 +155,43 @@ def analyse(experiment: Experiment, dataset: Dataset | None = None, options: dic
     ranks = ranks_parameter(params, ranks_param)
     mode = scaling or default_scaling(dataset)
     if dataset is None and scaling is None:
-        notes.append("per-step values: each rank's step keeps its batch as ranks grow, so efficiency is "
-                     "the weak-scaling T(x1)/T(xk) (throughput per GPU); --scaling strong overrides")
+        notes.append(
+            "per-step values: each rank's step keeps its batch as ranks grow, so efficiency is "
+            "the weak-scaling T(x1)/T(xk) (throughput per GPU); --scaling strong overrides"
+        )
     idle = application[application["quantity"] == "idle"]["value"]
     if len(idle) and not (idle > 0).any():
-        notes.append("GPU activity covers the whole measured step everywhere, so no idle time is visible "
-                     "(an experiment saved before reader version 2 has no GPU busy time: idle is then step - summed "
-                     "GPU time, which overlapping streams push to 0; model the exports again)")
+        notes.append(
+            "GPU activity covers the whole measured step everywhere, so no idle time is visible "
+            "(an experiment saved before reader version 2 has no GPU busy time: idle is then step - summed "
+            "GPU time, which overlapping streams push to 0; model the exports again)"
+        )
     notes = reliability_notes(app_models, per_unit(dataset)) + notes + contradiction_notes(app_points, params)
     notes += layout_notes(experiment.settings, topology, _step_comm(app_models))
     baseline = default_baseline(app_points if not app_points.empty else regions, params, ranks)
     if EPOCH_TIME not in set(application["quantity"]):
-        notes.append("no step marks were measured, so there is no measured time per "
-                     f"{per_unit(dataset)}; the GPU-activity sum (paper Eq. 6) stands in for it")
-    return Analysis(params, ranks, per_unit(dataset), mode, baseline, application, app_points, app_models,
-                    regions, point_summary(regions, REGION_KEYS, params), region_models, dataset, notes,
-                    dict(options or {}), dict(fixed), node_layout(experiment.settings))
+        notes.append(
+            "no step marks were measured, so there is no measured time per "
+            f"{per_unit(dataset)}; the GPU-activity sum (paper Eq. 6) stands in for it"
+        )
+    return Analysis(
+        params,
+        ranks,
+        per_unit(dataset),
+        mode,
+        baseline,
+        application,
+        app_points,
+        app_models,
+        regions,
+        point_summary(regions, REGION_KEYS, params),
+        region_models,
+        dataset,
+        notes,
+        dict(options or {}),
+        dict(fixed),
+        node_layout(experiment.settings),
+    )
 
 
 def experiment_topology(experiment: Experiment) -> Topology | None:
@@ -170,13 +206,21 @@ def application_step_values(experiment: Experiment) -> pd.DataFrame:
     """Per-step values of the application quantities (step time, category sums, idle): what
     :func:`application_models` fits, from only the regions they are made of."""
     wanted = (*EPOCH_CATEGORIES, "step")  # the step wall time and GPU busy union are category "step"
-    keep = replace(experiment, values=experiment.values[experiment.values["category"].isin(wanted).to_numpy()],
-                   points=experiment.points[experiment.points["category"].isin(wanted).to_numpy()])
+    keep = replace(
+        experiment,
+        values=experiment.values[experiment.values["category"].isin(wanted).to_numpy()],
+        points=experiment.points[experiment.points["category"].isin(wanted).to_numpy()],
+    )
     return application_steps(step_values(keep), experiment.params)
 
 
-def application_models(experiment: Experiment, dataset: Dataset | None = None, options: dict | None = None,
-                       upto: float = np.inf, app_steps: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
+def application_models(
+    experiment: Experiment,
+    dataset: Dataset | None = None,
+    options: dict | None = None,
+    upto: float = np.inf,
+    app_steps: pd.DataFrame | None = None,
+) -> tuple[pd.DataFrame, list[str]]:
     """(models, notes): the application quantities' models exactly as :func:`analyse` fits them (per-phase
     step models; the training step composed of computation and exposed communication, across node
     boundaries with the experiment's layout) from the points whose first parameter is <= ``upto`` (the
@@ -185,13 +229,24 @@ def application_models(experiment: Experiment, dataset: Dataset | None = None, o
     params = list(experiment.params)
     if np.isfinite(upto):
         experiment = _up_to(experiment, upto)
-    steps = application_step_values(experiment) if app_steps is None else \
-        app_steps[app_steps[params[0]].to_numpy(float) <= upto]
+    steps = (
+        application_step_values(experiment)
+        if app_steps is None
+        else app_steps[app_steps[params[0]].to_numpy(float) <= upto]
+    )
     if steps.empty:
         return pd.DataFrame(columns=["quantity", "model", "formula", "growth", "smape", "reason"]), []
     topology = experiment_topology(experiment)
-    models = fit_application_models(steps, experiment.values, params, dataset, experiment.fixed_params, options,
-                                    Exposure.from_experiment(experiment, upto=upto), topology)
+    models = fit_application_models(
+        steps,
+        experiment.values,
+        params,
+        dataset,
+        experiment.fixed_params,
+        options,
+        Exposure.from_experiment(experiment, upto=upto),
+        topology,
+    )
     return models, layout_notes(experiment.settings, topology, _step_comm(models))
 
 
@@ -231,10 +286,12 @@ def contradiction_notes(app_points: pd.DataFrame, params: list[str]) -> list[str
     point = ", ".join(f"{p}={v:g}" for p, v in zip(params, key if isinstance(key, tuple) else (key,)))
     which = wide.loc[key, parts].idxmax()
     over = "is longer than" if largest[key] > PART_TOLERANCE * total[key] else "plus the other parts and idle exceed"
-    return [f"at {int(bad.sum())} measured point(s), e.g. {point}, {which} ({wide.loc[key, which]:.4g} s) {over} "
-            f"the {EPOCH_TIME} ({total[key]:.4g} s): the parts are sums of kernel times and count kernels that ran "
-            "at the same time (on several streams, or several GPUs of one process) once each, while idle is the "
-            f"time no GPU work ran; read the parts as GPU time, not as shares of the {EPOCH_TIME}"]
+    return [
+        f"at {int(bad.sum())} measured point(s), e.g. {point}, {which} ({wide.loc[key, which]:.4g} s) {over} "
+        f"the {EPOCH_TIME} ({total[key]:.4g} s): the parts are sums of kernel times and count kernels that ran "
+        "at the same time (on several streams, or several GPUs of one process) once each, while idle is the "
+        f"time no GPU work ran; read the parts as GPU time, not as shares of the {EPOCH_TIME}"
+    ]
 
 
 def _fit(experiment, app_steps, region_steps, regions, dataset, options, progress):
@@ -256,8 +313,15 @@ def _without_totals(steps: pd.DataFrame) -> pd.DataFrame:
     return steps[steps["kind"] != TOTAL].reset_index(drop=True)
 
 
-def fit_region_models(region_steps: pd.DataFrame, params: list[str], dataset: Dataset | None, fixed: dict,
-                      options: dict | None, upto: float = np.inf, keys=tuple(REGION_KEYS)) -> pd.DataFrame:
+def fit_region_models(
+    region_steps: pd.DataFrame,
+    params: list[str],
+    dataset: Dataset | None,
+    fixed: dict,
+    options: dict | None,
+    upto: float = np.inf,
+    keys=tuple(REGION_KEYS),
+) -> pd.DataFrame:
     """The region models exactly as :func:`analyse` fits them (per-phase step models combined into
     epoch models, :func:`fit_phase_models`) from the points whose first parameter is <= ``upto``;
     ``keys``: the columns naming a region (the GUI's row id)."""
@@ -291,8 +355,9 @@ def measured_values(experiment: Experiment, dataset: Dataset | None = None) -> p
     return _measure(experiment, dataset, ("time",))[2]
 
 
-def fit_phase_models(steps: pd.DataFrame, keys: list[str], params: list[str], dataset: Dataset | None,
-                     fixed: dict, options: dict | None) -> pd.DataFrame:
+def fit_phase_models(
+    steps: pd.DataFrame, keys: list[str], params: list[str], dataset: Dataset | None, fixed: dict, options: dict | None
+) -> pd.DataFrame:
     """Fit per-step models per phase and combine them per key into epoch models (or, without a
     dataset, keep the training-step model)."""
     from extradeep.modeling import fit_models
@@ -311,30 +376,50 @@ def fit_phase_models(steps: pd.DataFrame, keys: list[str], params: list[str], da
         by_phase = {row.phase: row for row in group.itertuples(index=False)}
         model = _combine(by_phase.get("train"), by_phase.get("val"), dataset, params, fixed)
         reasons = "; ".join(f"{r.phase}: {r.reason}" for r in by_phase.values() if r.model is None and r.reason)
-        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "model": model,
-                     "formula": "" if model is None else model.formula(),
-                     "growth": "" if model is None else model.growth(),
-                     "smape": np.nan if model is None else float(getattr(model, "smape", np.nan)),
-                     "reason": "" if model is not None else reasons})
+        rows.append(
+            {
+                **dict(zip(keys, key if isinstance(key, tuple) else (key,))),
+                "model": model,
+                "formula": "" if model is None else model.formula(),
+                "growth": "" if model is None else model.growth(),
+                "smape": np.nan if model is None else float(getattr(model, "smape", np.nan)),
+                "reason": "" if model is not None else reasons,
+            }
+        )
     return pd.DataFrame(rows, columns=columns)
 
 
-def fit_application_models(app_steps: pd.DataFrame, values: pd.DataFrame, params: list[str],
-                           dataset: Dataset | None, fixed: dict, options: dict | None,
-                           exposure: Exposure | None = None, topology: Topology | None = None) -> pd.DataFrame:
+def fit_application_models(
+    app_steps: pd.DataFrame,
+    values: pd.DataFrame,
+    params: list[str],
+    dataset: Dataset | None,
+    fixed: dict,
+    options: dict | None,
+    exposure: Exposure | None = None,
+    topology: Topology | None = None,
+) -> pd.DataFrame:
     """The application models of :func:`analyse`: per-phase step models of every quantity, the
     training step time composed of computation and exposed communication. ``values``: the
     Experiment's per-repetition values (their rank spreads give the pure collective durations);
     ``exposure``: a traced run's exposure curve (``Exposure.from_experiment``)."""
     models = fit_phase_models(app_steps, ["quantity"], params, dataset, fixed, options)
-    return compose_step_time(models, app_steps, params, dataset, fixed, options, pure_times(values, params),
-                             exposure, topology)
+    return compose_step_time(
+        models, app_steps, params, dataset, fixed, options, pure_times(values, params), exposure, topology
+    )
 
 
-def compose_step_time(app_models: pd.DataFrame, app_steps: pd.DataFrame, params: list[str],
-                      dataset: Dataset | None, fixed: dict, options: dict | None,
-                      pure: pd.DataFrame | None = None, exposure: Exposure | None = None,
-                      topology: Topology | None = None) -> pd.DataFrame:
+def compose_step_time(
+    app_models: pd.DataFrame,
+    app_steps: pd.DataFrame,
+    params: list[str],
+    dataset: Dataset | None,
+    fixed: dict,
+    options: dict | None,
+    pure: pd.DataFrame | None = None,
+    exposure: Exposure | None = None,
+    topology: Topology | None = None,
+) -> pd.DataFrame:
     """The epoch-time model with its training step as computation + exposed communication
     (:mod:`extradeep.analysis.overlap`), when that applies; the models unchanged otherwise.
     ``pure``: pure collective durations (:func:`extradeep.analysis.communication.pure_times`)."""
@@ -387,16 +472,20 @@ def reliability_notes(app_models: pd.DataFrame, per: str) -> list[str]:
     notes, others = [], []
     for row in poor.itertuples(index=False):
         if row.quantity == main:
-            notes.append(f"WARNING: the {quantity_label(main, per)} model misses its own measured points by "
-                         f"{row.smape:.1f}% (SMAPE > {UNRELIABLE_SMAPE:g}%): its predictions and the speedup, "
-                         "efficiency, cost and budgets made from it are not reliable. Compare the model with the "
-                         "measured points; a parameter the model ignores, too few points or very noisy steps are "
-                         "the usual causes")
+            notes.append(
+                f"WARNING: the {quantity_label(main, per)} model misses its own measured points by "
+                f"{row.smape:.1f}% (SMAPE > {UNRELIABLE_SMAPE:g}%): its predictions and the speedup, "
+                "efficiency, cost and budgets made from it are not reliable. Compare the model with the "
+                "measured points; a parameter the model ignores, too few points or very noisy steps are "
+                "the usual causes"
+            )
         else:
             others.append(f"{quantity_label(row.quantity, per)} ({row.smape:.1f}%)")
     if others:
-        notes.append(f"WARNING: the models of {', '.join(others)} miss their measured points by more than "
-                     f"{UNRELIABLE_SMAPE:g}% (SMAPE): do not rely on their predictions")
+        notes.append(
+            f"WARNING: the models of {', '.join(others)} miss their measured points by more than "
+            f"{UNRELIABLE_SMAPE:g}% (SMAPE): do not rely on their predictions"
+        )
     return notes
 
 
@@ -411,8 +500,10 @@ def primary_quantity(analysis: Analysis) -> str:
         if analysis.model(quantity) is not None:
             return quantity
     if analysis.per == "measurement":
-        raise InputError(None, "a plain measurement table (e.g. Extra-P text) has no time per epoch; "
-                               "this needs Nsight Systems exports")
+        raise InputError(
+            None,
+            "a plain measurement table (e.g. Extra-P text) has no time per epoch; this needs Nsight Systems exports",
+        )
     rows = analysis.application_models
     reasons = "; ".join(sorted(set(r for r in rows["reason"] if r))) or "no step marks and no GPU activity"
     hint = " (--min-points N lowers the number of configurations a model needs)" if "need at least" in reasons else ""
@@ -426,8 +517,12 @@ def subset_experiment(experiment: Experiment, keep: pd.DataFrame) -> Experiment:
     def restrict(frame: pd.DataFrame) -> pd.DataFrame:
         if frame.empty or not set(params) <= set(frame.columns):
             return frame
-        marks = frame[params].astype(float).merge(keep[params].astype(float).drop_duplicates(),
-                                                  how="left", indicator=True)["_merge"].to_numpy()
+        marks = (
+            frame[params]
+            .astype(float)
+            .merge(keep[params].astype(float).drop_duplicates(), how="left", indicator=True)["_merge"]
+            .to_numpy()
+        )
         return frame[marks == "both"].reset_index(drop=True)
 
     values, points = restrict(experiment.values), restrict(experiment.points)
@@ -436,14 +531,24 @@ def subset_experiment(experiment: Experiment, keep: pd.DataFrame) -> Experiment:
     return replace(experiment, values=values, points=points, provenance=restrict(experiment.provenance))
 
 
-def prediction_table(analysis: Analysis, grid: pd.DataFrame, cost: CostSettings | None = None,
-                     level: float = 0.95) -> pd.DataFrame:
+def prediction_table(
+    analysis: Analysis, grid: pd.DataFrame, cost: CostSettings | None = None, level: float = 0.95
+) -> pd.DataFrame:
     """Every application quantity at every ``grid`` point: T with its prediction interval,
     speedup, efficiency and runtime change vs the baseline (per sample with a dataset), the
     training samples an epoch processes and the share it leaves out, and (with ``cost``)
     core-hours, GPU-hours and cost."""
-    table = scaling_table(analysis.application_models, grid, analysis.params, ["quantity"], analysis.baseline,
-                          analysis.scaling, analysis.ranks_param, level=level, samples=sample_counter(analysis))
+    table = scaling_table(
+        analysis.application_models,
+        grid,
+        analysis.params,
+        ["quantity"],
+        analysis.baseline,
+        analysis.scaling,
+        analysis.ranks_param,
+        level=level,
+        samples=sample_counter(analysis),
+    )
     if analysis.dataset is not None and not table.empty:
         counts = analysis.dataset.samples_per_epoch(table[analysis.params], analysis.fixed)
         table["samples"], table["skipped_share"] = counts["samples"], counts["skipped_share"]
@@ -455,8 +560,13 @@ def prediction_table(analysis: Analysis, grid: pd.DataFrame, cost: CostSettings 
     return table
 
 
-def analyse_table(table: pd.DataFrame, params: list[str], options: dict | None = None, scaling: str | None = None,
-                  ranks_param: str | None = None) -> Analysis:
+def analyse_table(
+    table: pd.DataFrame,
+    params: list[str],
+    options: dict | None = None,
+    scaling: str | None = None,
+    ranks_param: str | None = None,
+) -> Analysis:
     """Models of a plain measurement table (region, metric, params, rep, value), e.g. an Extra-P
     text file: region models only, fastest-growing first; no epoch or category quantities."""
     from extradeep.modeling import fit_models
@@ -467,11 +577,21 @@ def analyse_table(table: pd.DataFrame, params: list[str], options: dict | None =
     models = models.iloc[order].reset_index(drop=True)
     ranks = ranks_parameter(params, ranks_param)
     empty = pd.DataFrame(columns=["quantity", *params, "value"])
-    return Analysis(params, ranks, "measurement", scaling or "strong", default_baseline(table, params, ranks),
-                    empty.assign(rep=[]), empty, pd.DataFrame(columns=["quantity", "model", "formula", "growth", "smape", "reason"]),
-                    table, point_summary(table, REGION_KEYS, params), models,
-                    notes=["plain measurement table: values are modeled as given (no epochs, no categories)"],
-                    options=dict(options or {}))
+    return Analysis(
+        params,
+        ranks,
+        "measurement",
+        scaling or "strong",
+        default_baseline(table, params, ranks),
+        empty.assign(rep=[]),
+        empty,
+        pd.DataFrame(columns=["quantity", "model", "formula", "growth", "smape", "reason"]),
+        table,
+        point_summary(table, REGION_KEYS, params),
+        models,
+        notes=["plain measurement table: values are modeled as given (no epochs, no categories)"],
+        options=dict(options or {}),
+    )
 
 
 def sample_counter(analysis: Analysis):
@@ -500,8 +620,16 @@ def derived_models(analysis: Analysis) -> pd.DataFrame:
     if others:
         same = (points[others].astype(float) == pd.Series({p: float(analysis.baseline[p]) for p in others})).all(axis=1)
         points = points[same.to_numpy()]
-    table = scaling_table(analysis.application_models, points, analysis.params, ["quantity"],
-                          analysis.baseline, analysis.scaling, ranks, samples=sample_counter(analysis))
+    table = scaling_table(
+        analysis.application_models,
+        points,
+        analysis.params,
+        ["quantity"],
+        analysis.baseline,
+        analysis.scaling,
+        ranks,
+        samples=sample_counter(analysis),
+    )
     fitted = scaling_models(table, [ranks] if others else analysis.params, ["quantity"], analysis.options)
     if not fitted.empty:
         fitted["at"] = format_point(analysis.baseline, others) if others else ""
@@ -535,17 +663,23 @@ def extrapolation_notes(analysis: Analysis, grid: pd.DataFrame) -> list[str]:
     far = sorted(v for v in grid[ranks].unique() if v > 2 * largest)
     if not far:
         return notes
-    head = (f"predictions at {ranks} = {', '.join(f'{v:g}' for v in far)} extrapolate more than 2x beyond the "
-            f"largest measured configuration ({largest:g}); ")
+    head = (
+        f"predictions at {ranks} = {', '.join(f'{v:g}' for v in far)} extrapolate more than 2x beyond the "
+        f"largest measured configuration ({largest:g}); "
+    )
     step = step_time_model(analysis)
     if getattr(step, "choice", None) == "replayed":
-        return notes + [head + "the step time takes the communication it can hide from the replayed trace at "
-                        f"{step.exposure.x_ref:g}, but waits for the slowest of more ranks are not measured "
-                        "(docs/performance.md: up to 2.3% error at 4x on simulated training)"]
-    return notes + [head + "a change of regime there (e.g. communication no longer hidden behind computation) "
-                    "is not measured: the epoch-time interval spans the regimes the measured points allow, and "
-                    "the point prediction can be far off (docs/performance.md: 1-14% error at 4x on simulated "
-                    "training without the replayed trace, the truth inside the interval)"]
+        return notes + [
+            head + "the step time takes the communication it can hide from the replayed trace at "
+            f"{step.exposure.x_ref:g}, but waits for the slowest of more ranks are not measured "
+            "(docs/performance.md: up to 2.3% error at 4x on simulated training)"
+        ]
+    return notes + [
+        head + "a change of regime there (e.g. communication no longer hidden behind computation) "
+        "is not measured: the epoch-time interval spans the regimes the measured points allow, and "
+        "the point prediction can be far off (docs/performance.md: 1-14% error at 4x on simulated "
+        "training without the replayed trace, the truth inside the interval)"
+    ]
 
 
 def step_time_model(analysis: Analysis):
@@ -571,10 +705,13 @@ def _wide_interval_note(analysis: Analysis, grid: pd.DataFrame, level: float = 0
     wide = width > UNRELIABLE_WIDTH
     if not wide.any():
         return []
-    shown = ", ".join(f"{format_point(points.iloc[i], analysis.params)} (+-{width[i]:.0%})"
-                      for i in np.flatnonzero(wide)[:6])
-    return [f"WARNING: the {level:.0%} interval of the {quantity_label(quantity, analysis.per)} is wider than "
-            f"+-{UNRELIABLE_WIDTH:.0%} of the prediction at {shown}: treat these predictions as rough"]
+    shown = ", ".join(
+        f"{format_point(points.iloc[i], analysis.params)} (+-{width[i]:.0%})" for i in np.flatnonzero(wide)[:6]
+    )
+    return [
+        f"WARNING: the {level:.0%} interval of the {quantity_label(quantity, analysis.per)} is wider than "
+        f"+-{UNRELIABLE_WIDTH:.0%} of the prediction at {shown}: treat these predictions as rough"
+    ]
 
 
 def region_scaling(analysis: Analysis, grid: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
@@ -582,5 +719,14 @@ def region_scaling(analysis: Analysis, grid: pd.DataFrame, level: float = 0.95) 
     definitions and baseline as the application quantities)."""
     models = analysis.region_models[analysis.region_models["metric"] == "time"]
     # Per sample, as for the application quantities: floor() in n_t must not pass for speedup.
-    return scaling_table(models, grid, analysis.params, ["region", "kind", "category"], analysis.baseline,
-                         analysis.scaling, analysis.ranks_param, level=level, samples=sample_counter(analysis))
+    return scaling_table(
+        models,
+        grid,
+        analysis.params,
+        ["region", "kind", "category"],
+        analysis.baseline,
+        analysis.scaling,
+        analysis.ranks_param,
+        level=level,
+        samples=sample_counter(analysis),
+    )

@@ -27,7 +27,7 @@ class CostSettings:
     price_per_gpu_hour: float | None = None
     formula: str | None = None
     ranks_param: str = "ranks"
-    currency: str | None = None   # what a price is in (EUR, USD, credits); only labels the numbers
+    currency: str | None = None  # what a price is in (EUR, USD, credits); only labels the numbers
 
     def __post_init__(self):
         for name in ("cores_per_rank", "gpus_per_rank", "gpus_per_node", "price_per_core_hour", "price_per_gpu_hour"):
@@ -49,8 +49,10 @@ class CostSettings:
 
     def describe(self) -> str:
         """One sentence for reports saying exactly how cost was computed."""
-        base = (f"core-hours = T[s] / 3600 x ranks x {self.cores_per_rank:g} cores per rank; "
-                f"GPU-hours = T[s] / 3600 x ranks x {self.gpus_per_rank:g} GPUs per rank")
+        base = (
+            f"core-hours = T[s] / 3600 x ranks x {self.cores_per_rank:g} cores per rank; "
+            f"GPU-hours = T[s] / 3600 x ranks x {self.gpus_per_rank:g} GPUs per rank"
+        )
         if self.formula is not None:
             return f"{base}; cost = {self.formula} (user formula, T in seconds)"
         if self.price_per_core_hour is not None:
@@ -78,8 +80,9 @@ def resources(points: pd.DataFrame, settings: CostSettings) -> dict[str, np.ndar
     """ranks, gpus, cores and nodes for each row of ``points`` (which holds the parameter columns)."""
     if settings.ranks_param not in points.columns:
         raise InputError(
-            "cost", f"needs the number of ranks but there is no parameter {settings.ranks_param!r} "
-            f"(parameters: {', '.join(map(str, points.columns))}); name it with --ranks-param"
+            "cost",
+            f"needs the number of ranks but there is no parameter {settings.ranks_param!r} "
+            f"(parameters: {', '.join(map(str, points.columns))}); name it with --ranks-param",
         )
     ranks = points[settings.ranks_param].to_numpy(dtype=float)
     gpus = ranks * settings.gpus_per_rank

@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import REGION_ID
 from extradeep.aggregate.experiment import NEED_DATASET, TOTAL, Dataset, Experiment
+from extradeep.columns import REGION_ID
 from extradeep.io.nsys.read import BUSY_REGION
 
 EPOCH_TIME = "epoch time"
@@ -90,11 +90,13 @@ def _idle(time: pd.DataFrame, step: pd.DataFrame, keys: list[str]) -> pd.DataFra
     return frame[keys + ["value"]].assign(quantity="idle")
 
 
-def per_epoch(steps: pd.DataFrame, keys: list[str], params: list[str], dataset: Dataset | None,
-              fixed: dict | None = None) -> pd.DataFrame:
+def per_epoch(
+    steps: pd.DataFrame, keys: list[str], params: list[str], dataset: Dataset | None, fixed: dict | None = None
+) -> pd.DataFrame:
     """F = n_t * V_t + n_v * V_v per key, point and repetition (Eq. 4); without a dataset, V_t."""
-    wide = steps.pivot_table(index=[*keys, *params, "rep"], columns="phase", values="value",
-                             aggfunc="first").reset_index()
+    wide = steps.pivot_table(
+        index=[*keys, *params, "rep"], columns="phase", values="value", aggfunc="first"
+    ).reset_index()
     for phase in ("train", "val"):
         if phase not in wide.columns:
             wide[phase] = 0.0
@@ -147,15 +149,20 @@ def skipped_data_note(table: pd.DataFrame, params: list[str], limit: float = SKI
     bad = table[table["skipped_share"] > limit].sort_values("skipped_share", ascending=False, kind="stable")
     if bad.empty:
         return []
-    shown = ", ".join(f"{format_point(r, params)} ({r['samples']:,.0f} of {r['train_samples']:,.0f}, "
-                      f"{r['skipped_share']:.1%} left out)" for _, r in bad.head(6).iterrows())
+    shown = ", ".join(
+        f"{format_point(r, params)} ({r['samples']:,.0f} of {r['train_samples']:,.0f}, "
+        f"{r['skipped_share']:.1%} left out)"
+        for _, r in bad.head(6).iterrows()
+    )
     more = f" and {len(bad) - 6} more" if len(bad) > 6 else ""
-    return [f"floor() in the steps per epoch (Eq. 2) makes {len(bad)} configuration(s) skip more than {limit:.0%} "
-            f"of the training samples per epoch, so their epoch time looks shorter than the work it stands "
-            f"for (the worst first): {shown}{more}. "
-            "Speedup and efficiency compare time per sample. Pick a batch size or rank count that divides "
-            "the data set; if the training keeps the last partial batch (drop_last=False), say "
-            "--last-batch keep"]
+    return [
+        f"floor() in the steps per epoch (Eq. 2) makes {len(bad)} configuration(s) skip more than {limit:.0%} "
+        f"of the training samples per epoch, so their epoch time looks shorter than the work it stands "
+        f"for (the worst first): {shown}{more}. "
+        "Speedup and efficiency compare time per sample. Pick a batch size or rank count that divides "
+        "the data set; if the training keeps the last partial batch (drop_last=False), say "
+        "--last-batch keep"
+    ]
 
 
 @dataclass
@@ -181,8 +188,11 @@ class EpochModel:
         for model, n in ((self.train, n_t), (self.val, n_v)):
             if model is not None:
                 value = evaluate(model)
-                out.append(tuple(n * np.asarray(v, float).reshape(-1) for v in value) if isinstance(value, tuple)
-                           else n * np.asarray(value, float).reshape(-1))
+                out.append(
+                    tuple(n * np.asarray(v, float).reshape(-1) for v in value)
+                    if isinstance(value, tuple)
+                    else n * np.asarray(value, float).reshape(-1)
+                )
         return out, np.ndim(X) == 0 or (len(self.params) > 1 and np.ndim(X) == 1)
 
     def predict(self, X):
@@ -201,8 +211,11 @@ class EpochModel:
         return self.train if self.train is not None else self.val
 
     def formula(self, names: dict | None = None, digits: int = 4) -> str:
-        parts = [f"n_{p[0]} * ({m.formula(names, digits)})" for p, m in (("train", self.train), ("val", self.val))
-                 if m is not None]
+        parts = [
+            f"n_{p[0]} * ({m.formula(names, digits)})"
+            for p, m in (("train", self.train), ("val", self.val))
+            if m is not None
+        ]
         return " + ".join(parts)
 
     def __str__(self) -> str:
@@ -219,10 +232,14 @@ class EpochModel:
         return float(getattr(self.lead, "smape", np.nan))
 
     def to_dict(self) -> dict:
-        return {"type": "epoch", "dataset": asdict(self.dataset), "params": list(self.params),
-                "fixed": dict(self.fixed),
-                "train": None if self.train is None else self.train.to_dict(),
-                "val": None if self.val is None else self.val.to_dict()}
+        return {
+            "type": "epoch",
+            "dataset": asdict(self.dataset),
+            "params": list(self.params),
+            "fixed": dict(self.fixed),
+            "train": None if self.train is None else self.train.to_dict(),
+            "val": None if self.val is None else self.val.to_dict(),
+        }
 
 
 def model_from_dict(data: dict | None):
@@ -237,5 +254,10 @@ def model_from_dict(data: dict | None):
         return StepComposition.from_dict(data)
     if data.get("type") != "epoch":
         return Model.from_dict(data)
-    return EpochModel(model_from_dict(data["train"]), model_from_dict(data["val"]), Dataset(**data["dataset"]),
-                      list(data["params"]), dict(data["fixed"]))
+    return EpochModel(
+        model_from_dict(data["train"]),
+        model_from_dict(data["val"]),
+        Dataset(**data["dataset"]),
+        list(data["params"]),
+        dict(data["fixed"]),
+    )

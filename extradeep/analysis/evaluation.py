@@ -14,12 +14,26 @@ from extradeep.analysis.core import Analysis
 from extradeep.analysis.epoch import REGION_KEYS
 from extradeep.analysis.scaling import design
 
-ERROR_COLUMNS = ["model_type", "name", "kind", "category", "metric", "role", "value", "predicted",
-                 "lo", "hi", "error_pct", "inside_interval", "spread_pct"]
+ERROR_COLUMNS = [
+    "model_type",
+    "name",
+    "kind",
+    "category",
+    "metric",
+    "role",
+    "value",
+    "predicted",
+    "lo",
+    "hi",
+    "error_pct",
+    "inside_interval",
+    "spread_pct",
+]
 
 
-def prediction_errors(analysis: Analysis, app_points: pd.DataFrame, region_points: pd.DataFrame,
-                      role: str, level: float = 0.95) -> pd.DataFrame:
+def prediction_errors(
+    analysis: Analysis, app_points: pd.DataFrame, region_points: pd.DataFrame, role: str, level: float = 0.95
+) -> pd.DataFrame:
     """Percentage error of every model at the measured points given (median over repetitions).
 
     ``role`` labels the rows ("modeling" or "evaluation"); ``spread_pct`` is the measured
@@ -28,8 +42,9 @@ def prediction_errors(analysis: Analysis, app_points: pd.DataFrame, region_point
     """
     params = analysis.params
     app = app_points.merge(analysis.application_models[["quantity", "model"]], on="quantity")
-    app = app.assign(model_type="application", name=app["quantity"], kind="application",
-                     category=app["quantity"], metric="time")
+    app = app.assign(
+        model_type="application", name=app["quantity"], kind="application", category=app["quantity"], metric="time"
+    )
     reg = region_points.merge(analysis.region_models[[*REGION_KEYS, "model"]], on=REGION_KEYS)
     reg = reg.assign(model_type="region", name=reg["region"])
     frame = pd.concat([app, reg], ignore_index=True)
@@ -39,12 +54,17 @@ def prediction_errors(analysis: Analysis, app_points: pd.DataFrame, region_point
     frame["predicted"], frame["lo"], frame["hi"] = _predict_rows(frame, params, level)
     measured = frame["value"].to_numpy(dtype=float)
     positive = measured > 0
-    frame["error_pct"] = np.divide(np.abs(frame["predicted"] - measured) * 100, measured,
-                                   out=np.full(len(frame), np.nan), where=positive)
+    frame["error_pct"] = np.divide(
+        np.abs(frame["predicted"] - measured) * 100, measured, out=np.full(len(frame), np.nan), where=positive
+    )
     frame["inside_interval"] = (frame["lo"] <= measured) & (measured <= frame["hi"])
     # One repetition shows no spread; NaN says "unknown" rather than a reassuring 0.
-    frame["spread_pct"] = np.divide((frame["rep_max"] - frame["rep_min"]) * 100, measured,
-                                    out=np.full(len(frame), np.nan), where=positive & (frame["n_reps"] > 1))
+    frame["spread_pct"] = np.divide(
+        (frame["rep_max"] - frame["rep_min"]) * 100,
+        measured,
+        out=np.full(len(frame), np.nan),
+        where=positive & (frame["n_reps"] > 1),
+    )
     frame["role"] = role
     columns = [*ERROR_COLUMNS[:5], *params, *ERROR_COLUMNS[5:]]
     return frame[columns]

@@ -9,8 +9,8 @@ compiled to Python code, so a formula can only do arithmetic on the variables it
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -56,9 +56,7 @@ class Expression:
             result = np.asarray(self._evaluate(arrays), dtype=float)
         inputs_finite = all(np.all(np.isfinite(arrays[k])) for k in self.variables)
         if inputs_finite and not np.all(np.isfinite(result)):
-            raise InputError(
-                "formula", f"{self.text!r} gives a non-finite value (division by zero or overflow)"
-            )
+            raise InputError("formula", f"{self.text!r} gives a non-finite value (division by zero or overflow)")
         return result
 
 
@@ -89,8 +87,9 @@ def _reason(exc: Exception) -> str:
 
 
 def _reject(text: str, what: str) -> InputError:
-    return InputError("formula", f"{text!r}: {what} is not allowed (only numbers, variables, "
-                      "+ - * / **, min, max, ceil, floor)")
+    return InputError(
+        "formula", f"{text!r}: {what} is not allowed (only numbers, variables, + - * / **, min, max, ceil, floor)"
+    )
 
 
 def _compile(node: ast.AST, text: str, allowed: frozenset[str] | None, used: set[str]) -> Evaluator:

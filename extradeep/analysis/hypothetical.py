@@ -23,9 +23,9 @@ from extradeep.modeling.terms import design_matrix
 class PointData:
     """The measurements behind a one-parameter model: per point its value, mean, count, spread."""
 
-    x: np.ndarray       # (n,) distinct parameter values
-    mean: np.ndarray    # (n,) mean over repetitions
-    count: np.ndarray   # (n,) repetitions
+    x: np.ndarray  # (n,) distinct parameter values
+    mean: np.ndarray  # (n,) mean over repetitions
+    count: np.ndarray  # (n,) repetitions
 
     @classmethod
     def from_values(cls, x, values) -> PointData:
@@ -43,8 +43,9 @@ class PointData:
             count = self.count + n * hit
             return PointData(self.x, self.mean.copy(), count)
         order = np.argsort(np.append(self.x, x))
-        return PointData(np.append(self.x, x)[order], np.append(self.mean, value)[order],
-                         np.append(self.count, float(n))[order])
+        return PointData(
+            np.append(self.x, x)[order], np.append(self.mean, value)[order], np.append(self.count, float(n))[order]
+        )
 
 
 def _weights(model: Model, data: PointData) -> np.ndarray:

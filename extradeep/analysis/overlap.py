@@ -70,15 +70,23 @@ class Exposure:
         return share / at_one if at_one > 0 else np.ones_like(k)
 
     def to_dict(self) -> dict:
-        return {"x_ref": float(self.x_ref), "k": [float(v) for v in self.k], "hidden": [float(v) for v in self.hidden],
-                "share": float(self.share)}
+        return {
+            "x_ref": float(self.x_ref),
+            "k": [float(v) for v in self.k],
+            "hidden": [float(v) for v in self.hidden],
+            "share": float(self.share),
+        }
 
     @classmethod
     def from_dict(cls, data: dict | None) -> Exposure | None:
         if not data:
             return None
-        return cls(float(data["x_ref"]), np.asarray(data["k"], float), np.asarray(data["hidden"], float),
-                   float(data.get("share", np.nan)))
+        return cls(
+            float(data["x_ref"]),
+            np.asarray(data["k"], float),
+            np.asarray(data["hidden"], float),
+            float(data.get("share", np.nan)),
+        )
 
     @classmethod
     def from_experiment(cls, experiment, upto: float = np.inf) -> Exposure | None:
@@ -89,8 +97,13 @@ class Exposure:
         if len(params) != 1:
             return None
         modeled = set(experiment.points[params[0]].astype(float))
-        usable = [c for c in experiment.settings.get("exposure") or () if params[0] in c.get("point", {})
-                  and float(c["point"][params[0]]) <= upto and float(c["point"][params[0]]) in modeled]
+        usable = [
+            c
+            for c in experiment.settings.get("exposure") or ()
+            if params[0] in c.get("point", {})
+            and float(c["point"][params[0]]) <= upto
+            and float(c["point"][params[0]]) in modeled
+        ]
         if not usable:
             return None
         data = max(usable, key=lambda c: float(c["point"][params[0]]))
@@ -107,8 +120,8 @@ class StepComposition:
     direct: object
     base: object
     comm: object
-    share: float          # f: hidden share of communication at the measured points
-    window: float         # O_max: the largest measured overlap (s per step)
+    share: float  # f: hidden share of communication at the measured points
+    window: float  # O_max: the largest measured overlap (s per step)
     choice: str
     cv_smapes: dict = field(default_factory=dict)
     smape: float = float("nan")
@@ -171,12 +184,15 @@ class StepComposition:
         chosen, *ends = (self._composed(X, b, end)["replayed"] for end in (c, c_lo, c_hi))
         ends = np.stack(ends)
         rule = chosen * np.nan_to_num(self.cv_smape, nan=0.0) / 100
-        return (np.minimum(ends.min(axis=0), chosen) - (b - b_lo) - rule,
-                np.maximum(ends.max(axis=0), chosen) + (b_hi - b) + rule)
+        return (
+            np.minimum(ends.min(axis=0), chosen) - (b - b_lo) - rule,
+            np.maximum(ends.max(axis=0), chosen) + (b_hi - b) + rule,
+        )
 
     def _comm_reach(self, X, level: float) -> tuple[np.ndarray, np.ndarray]:
         """C scaled by how much its relative interval has grown since the largest measured point:
         1 inside the measured range, so the band there stays that of the measured step time."""
+
         def relative(x):
             c = as_vector(self.comm.predict(x))
             lo, hi = (as_vector(v) for v in self.comm.interval(x, level=level))
@@ -200,7 +216,9 @@ class StepComposition:
         if self.choice == "proportional":
             return f"{base} + {1 - self.share:.3g} * ({comm})"
         if self.choice == "replayed":
-            return f"{base} + C - {self.exposure.share:.3g} * C * r(k), C = {comm}, r replayed at {self.exposure.x_ref:g}"
+            return (
+                f"{base} + C - {self.exposure.share:.3g} * C * r(k), C = {comm}, r replayed at {self.exposure.x_ref:g}"
+            )
         return f"{base} + max({1 - self.share:.3g} * C, C - {self.window:.{digits}g}), C = {comm}"
 
     def __str__(self) -> str:
@@ -219,18 +237,34 @@ class StepComposition:
         return float(self.cv_smapes.get(self.choice, np.nan))
 
     def to_dict(self) -> dict:
-        return {"type": "step composition", "choice": self.choice, "share": float(self.share),
-                "window": float(self.window), "cv_smapes": {k: float(v) for k, v in self.cv_smapes.items()},
-                "smape": float(self.smape), "direct": self.direct.to_dict(), "base": self.base.to_dict(),
-                "comm": self.comm.to_dict(), "exposure": None if self.exposure is None else self.exposure.to_dict()}
+        return {
+            "type": "step composition",
+            "choice": self.choice,
+            "share": float(self.share),
+            "window": float(self.window),
+            "cv_smapes": {k: float(v) for k, v in self.cv_smapes.items()},
+            "smape": float(self.smape),
+            "direct": self.direct.to_dict(),
+            "base": self.base.to_dict(),
+            "comm": self.comm.to_dict(),
+            "exposure": None if self.exposure is None else self.exposure.to_dict(),
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> StepComposition:
         from extradeep.modeling import Model
 
-        return cls(Model.from_dict(data["direct"]), Model.from_dict(data["base"]), load_comm_model(data["comm"]),
-                   float(data["share"]), float(data["window"]), data["choice"], dict(data["cv_smapes"]),
-                   float(data["smape"]), Exposure.from_dict(data.get("exposure")))
+        return cls(
+            Model.from_dict(data["direct"]),
+            Model.from_dict(data["base"]),
+            load_comm_model(data["comm"]),
+            float(data["share"]),
+            float(data["window"]),
+            data["choice"],
+            dict(data["cv_smapes"]),
+            float(data["smape"]),
+            Exposure.from_dict(data.get("exposure")),
+        )
 
 
 def step_parts(app_steps: pd.DataFrame, params: list[str], phase: str = "train") -> pd.DataFrame:
@@ -242,14 +276,21 @@ def step_parts(app_steps: pd.DataFrame, params: list[str], phase: str = "train")
         return pd.DataFrame(columns=[*params, "rep", "S", "B", "C", "O"])
     wide = wide[need].dropna(subset=["epoch time"]).fillna(0.0)  # a part never measured is 0, a step is not
     busy = wide["epoch time"] - wide["idle"]
-    out = pd.DataFrame({"S": wide["epoch time"], "B": wide["idle"] + wide["computation"] + wide["memory"],
-                        "C": wide["communication"]})
+    out = pd.DataFrame(
+        {"S": wide["epoch time"], "B": wide["idle"] + wide["computation"] + wide["memory"], "C": wide["communication"]}
+    )
     out["O"] = (wide["computation"] + wide["communication"] + wide["memory"] - busy).clip(lower=0.0)
     return out.reset_index()
 
 
-def fit_step_composition(parts: pd.DataFrame, params: list[str], options: dict | None = None,
-                         pure: pd.DataFrame | None = None, exposure: Exposure | None = None, topology=None):
+def fit_step_composition(
+    parts: pd.DataFrame,
+    params: list[str],
+    options: dict | None = None,
+    pure: pd.DataFrame | None = None,
+    exposure: Exposure | None = None,
+    topology=None,
+):
     """A :class:`StepComposition` for the step parts of one phase, or None when it does not apply
     (several parameters, no communication, fewer than 3 points or a component without a model).
 
@@ -267,8 +308,15 @@ def fit_step_composition(parts: pd.DataFrame, params: list[str], options: dict |
     if full is None:
         return None
     n = len(points)
-    folds = _fit_parts(parts, params, {**(options or {}), "min_points": max(2, min(n - 1, _min_points(options)))},
-                       folds=points[params[0]].to_numpy(float), extra=extra, pure=pure, topology=topology)
+    folds = _fit_parts(
+        parts,
+        params,
+        {**(options or {}), "min_points": max(2, min(n - 1, _min_points(options)))},
+        folds=points[params[0]].to_numpy(float),
+        extra=extra,
+        pure=pure,
+        topology=topology,
+    )
     medians = parts.groupby(params)[["S", "C", "O"]].median()
     if exposure is not None:
         # anchored at the traced point: its measured hidden share is where the curve starts
@@ -338,8 +386,15 @@ def _overlap_rule(medians: pd.DataFrame) -> tuple[float, float]:
     return float(np.clip(share, 0.0, 1.0)), float(medians["O"].max())
 
 
-def _fit_parts(parts: pd.DataFrame, params: list[str], options: dict | None, folds, extra: pd.DataFrame,
-               pure: pd.DataFrame | None, topology=None):
+def _fit_parts(
+    parts: pd.DataFrame,
+    params: list[str],
+    options: dict | None,
+    folds,
+    extra: pd.DataFrame,
+    pure: pd.DataFrame | None,
+    topology=None,
+):
     """PMNF models of S, B and C: one set (``folds`` None), or one set per left-out point
     ({point: {"S": model, ...}}) fitted in one batch. None when any model is missing. With pure
     collective durations (``extra`` rows) C is their :class:`CommunicationSum`."""
@@ -352,12 +407,13 @@ def _fit_parts(parts: pd.DataFrame, params: list[str], options: dict | None, fol
         frames = [long.assign(fold=0.0)]
     else:
         frames = [long[long[params[0]] != x].assign(fold=x) for x in folds]
-    fitted = fit_models(pd.concat(frames, ignore_index=True), params, by=("fold", "part"), rep="rep",
-                        options=options)
+    fitted = fit_models(pd.concat(frames, ignore_index=True), params, by=("fold", "part"), rep="rep", options=options)
     if fitted.loc[fitted["part"].isin(["S", "B", "C"]), "model"].isna().any():
         return None
-    models = {fold: _with_comm_sum(dict(zip(group["part"], group["model"])), parts, pure, params, topology)
-              for fold, group in fitted.groupby("fold")}
+    models = {
+        fold: _with_comm_sum(dict(zip(group["part"], group["model"])), parts, pure, params, topology)
+        for fold, group in fitted.groupby("fold")
+    }
     return models[0.0] if folds is None else models
 
 

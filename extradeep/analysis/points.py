@@ -97,8 +97,13 @@ def format_seconds(seconds: float) -> str:
     if not np.isfinite(seconds):
         return "n/a"
     size = abs(seconds)
-    for limit, scale, unit in ((1e-3, 1e6, "us"), (1.0, 1e3, "ms"), (120.0, 1.0, "s"),
-                               (7200.0, 1 / 60, "min"), (172800.0, 1 / 3600, "h")):
+    for limit, scale, unit in (
+        (1e-3, 1e6, "us"),
+        (1.0, 1e3, "ms"),
+        (120.0, 1.0, "s"),
+        (7200.0, 1 / 60, "min"),
+        (172800.0, 1 / 3600, "h"),
+    ):
         if size < limit:
             return f"{seconds * scale:.3g} {unit}" if size else "0 s"
     return f"{seconds / 86400:.3g} d"
@@ -111,7 +116,7 @@ def parse_duration(text: str, option: str = "--max-time") -> float:
     """``"3600"``, ``"90s"``, ``"45min"``, ``"10h"``, ``"2d"`` -> seconds."""
     text = str(text).strip().lower()
     number = text.rstrip("abcdefghijklmnopqrstuvwxyz").strip()
-    unit = text[len(number):].strip() or "s"
+    unit = text[len(number) :].strip() or "s"
     if unit not in _DURATION_UNITS:
         raise InputError(option, f"{text!r}: unknown unit {unit!r} (use s, min, h or d)")
     return _number(number, option) * _DURATION_UNITS[unit]

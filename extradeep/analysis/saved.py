@@ -23,21 +23,58 @@ MODEL_COLUMNS = ["model", "formula", "growth", "smape", "reason"]
 
 def models_tables(analysis) -> dict[str, pd.DataFrame]:
     """The `models` and `models_meta` tables of a saved experiment for `analysis`."""
-    rows = [{"model_type": "application", "name": r[APP_KEY], "kind": "", "category": r[APP_KEY], "metric": "time",
-             **_model_row(r)} for r in analysis.application_models.to_dict("records")]
-    rows += [{"model_type": "region", "name": r["region"], "kind": r["kind"], "category": r["category"],
-              "metric": r["metric"], **_model_row(r)} for r in analysis.region_models.to_dict("records")]
-    meta = {"per": analysis.per, "scaling": analysis.scaling, "ranks_param": analysis.ranks_param,
-            "baseline": analysis.baseline, "modeler_options": options_key(analysis.options),
-            "dataset": dataset_dict(analysis.dataset), "system": analysis.layout.get("system")}
-    columns = ["model_type", "name", "kind", "category", "metric", "formula", "growth", "smape_pct",
-               "reason", "model_json"]
-    return {"models": pd.DataFrame(rows, columns=columns),
-            "models_meta": pd.DataFrame({"key": list(meta), "value": [json.dumps(_clean(v)) for v in meta.values()]})}
+    rows = [
+        {
+            "model_type": "application",
+            "name": r[APP_KEY],
+            "kind": "",
+            "category": r[APP_KEY],
+            "metric": "time",
+            **_model_row(r),
+        }
+        for r in analysis.application_models.to_dict("records")
+    ]
+    rows += [
+        {
+            "model_type": "region",
+            "name": r["region"],
+            "kind": r["kind"],
+            "category": r["category"],
+            "metric": r["metric"],
+            **_model_row(r),
+        }
+        for r in analysis.region_models.to_dict("records")
+    ]
+    meta = {
+        "per": analysis.per,
+        "scaling": analysis.scaling,
+        "ranks_param": analysis.ranks_param,
+        "baseline": analysis.baseline,
+        "modeler_options": options_key(analysis.options),
+        "dataset": dataset_dict(analysis.dataset),
+        "system": analysis.layout.get("system"),
+    }
+    columns = [
+        "model_type",
+        "name",
+        "kind",
+        "category",
+        "metric",
+        "formula",
+        "growth",
+        "smape_pct",
+        "reason",
+        "model_json",
+    ]
+    return {
+        "models": pd.DataFrame(rows, columns=columns),
+        "models_meta": pd.DataFrame({"key": list(meta), "value": [json.dumps(_clean(v)) for v in meta.values()]}),
+    }
 
 
-def reusable_models(saved: dict | None, dataset, options: dict | None,
-                    system: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+def reusable_models(
+    saved: dict | None, dataset, options: dict | None, system: dict | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """(application models, region models) from `saved` (Experiment.saved_models) when they were
     fitted with the same modeler `options`, `dataset` and `system` (settings["system"]); None when
     there are none or they differ (:func:`saved_mismatch` says how)."""
@@ -57,9 +94,11 @@ def reusable_models(saved: dict | None, dataset, options: dict | None,
 def saved_mismatch(saved: dict, dataset, options: dict | None, system: dict | None) -> list[str]:
     """What differs between how the saved models were fitted and how they are asked for now."""
     meta = saved.get("meta") or {}
-    differs = {"modeler options": meta.get("modeler_options") != options_key(options or {}),
-               "dataset sizes": meta.get("dataset") != _clean(dataset_dict(dataset)),
-               "system (--system)": meta.get("system") != _clean(system or None)}
+    differs = {
+        "modeler options": meta.get("modeler_options") != options_key(options or {}),
+        "dataset sizes": meta.get("dataset") != _clean(dataset_dict(dataset)),
+        "system (--system)": meta.get("system") != _clean(system or None),
+    }
     return [what for what, different in differs.items() if different]
 
 
@@ -73,15 +112,25 @@ def _frame(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     for r in rows.to_dict("records"):
         model = None if not r["model_json"] else model_from_dict(json.loads(r["model_json"]))
         smape = r["smape_pct"]
-        records.append({**{k: r[k] for k in keys}, "model": model, "formula": r["formula"] or "",
-                         "growth": r["growth"] or "", "smape": np.nan if smape is None else float(smape),
-                         "reason": r["reason"] or ""})
+        records.append(
+            {
+                **{k: r[k] for k in keys},
+                "model": model,
+                "formula": r["formula"] or "",
+                "growth": r["growth"] or "",
+                "smape": np.nan if smape is None else float(smape),
+                "reason": r["reason"] or "",
+            }
+        )
     return pd.DataFrame(records, columns=[*keys, *MODEL_COLUMNS])
 
 
 def _model_row(row) -> dict:
     model = row["model"]
-    return {"formula": row["formula"] or "", "growth": row["growth"] or "",
-            "smape_pct": None if model is None else _clean(float(row["smape"])),
-            "reason": row["reason"] or "",
-            "model_json": None if model is None else json.dumps(_clean(model.to_dict()))}
+    return {
+        "formula": row["formula"] or "",
+        "growth": row["growth"] or "",
+        "smape_pct": None if model is None else _clean(float(row["smape"])),
+        "reason": row["reason"] or "",
+        "model_json": None if model is None else json.dumps(_clean(model.to_dict())),
+    }

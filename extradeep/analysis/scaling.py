@@ -27,8 +27,9 @@ def design(points: pd.DataFrame, params: list[str]) -> np.ndarray:
     return X[:, 0] if len(params) == 1 else X
 
 
-def predict_table(models: pd.DataFrame, grid: pd.DataFrame, params: list[str], keys: list[str],
-                  level: float = 0.95) -> pd.DataFrame:
+def predict_table(
+    models: pd.DataFrame, grid: pd.DataFrame, params: list[str], keys: list[str], level: float = 0.95
+) -> pd.DataFrame:
     """Evaluate every model in ``models`` (columns ``keys`` + ``model``) at every point of ``grid``.
 
     Returns one row per model and point: keys, params, T (prediction), T_lo, T_hi (prediction
@@ -64,9 +65,17 @@ def default_baseline(points: pd.DataFrame, params: list[str], ranks_param: str) 
     return {p: float(first[p]) for p in params}
 
 
-def scaling_table(models: pd.DataFrame, grid: pd.DataFrame, params: list[str], keys: list[str],
-                  baseline: dict, mode: str = "strong", ranks_param: str = "ranks", level: float = 0.95,
-                  samples=None) -> pd.DataFrame:
+def scaling_table(
+    models: pd.DataFrame,
+    grid: pd.DataFrame,
+    params: list[str],
+    keys: list[str],
+    baseline: dict,
+    mode: str = "strong",
+    ranks_param: str = "ranks",
+    level: float = 0.95,
+    samples=None,
+) -> pd.DataFrame:
     """Speedup, efficiency and runtime change of every model at every grid point vs ``baseline``.
 
     ``samples``: optional function of a points frame -> samples processed per epoch; speedup and
@@ -86,8 +95,9 @@ def scaling_table(models: pd.DataFrame, grid: pd.DataFrame, params: list[str], k
     return add_scaling_columns(table, baseline, mode, ranks_param)
 
 
-def add_scaling_columns(table: pd.DataFrame, baseline: dict, mode: str, ranks_param: str,
-                        time: str = "T", base: str = "T_base") -> pd.DataFrame:
+def add_scaling_columns(
+    table: pd.DataFrame, baseline: dict, mode: str, ranks_param: str, time: str = "T", base: str = "T_base"
+) -> pd.DataFrame:
     """Add speedup, efficiency and runtime_change_pct to a table holding ``time`` and ``base``.
 
     With columns ``samples`` and ``samples_base`` (samples processed per epoch), the ratio is one of
@@ -120,8 +130,9 @@ def add_scaling_columns(table: pd.DataFrame, baseline: dict, mode: str, ranks_pa
     return out
 
 
-def scaling_models(scaling: pd.DataFrame, params: list[str], keys: list[str],
-                   options: dict | None = None) -> pd.DataFrame:
+def scaling_models(
+    scaling: pd.DataFrame, params: list[str], keys: list[str], options: dict | None = None
+) -> pd.DataFrame:
     """Models of speedup, efficiency and runtime change as functions of the parameters (Eq. 12).
 
     ``scaling`` is a :func:`scaling_table` evaluated at the modeled points; each derived quantity

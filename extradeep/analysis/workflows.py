@@ -11,16 +11,23 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from extradeep.analysis.core import (Analysis, analyse, measured_points, primary_quantity, rebase,
-                                     require_parameters, subset_experiment)
 from extradeep.analysis.budget import BudgetLimits, BudgetResult, budget_search
+from extradeep.analysis.core import (
+    Analysis,
+    analyse,
+    measured_points,
+    primary_quantity,
+    rebase,
+    require_parameters,
+    subset_experiment,
+)
 from extradeep.analysis.cost import CostSettings
 from extradeep.analysis.evaluation import prediction_errors
 from extradeep.analysis.points import point_grid, value_range
 from extradeep.errors import InputError
 
-DEFAULT_FACTORS = (2, 4, 8)   # default predictions: these multiples of the largest measured ranks
-BUDGET_REACH = 8              # default budget candidates reach this multiple of the largest measured ranks
+DEFAULT_FACTORS = (2, 4, 8)  # default predictions: these multiples of the largest measured ranks
+BUDGET_REACH = 8  # default budget candidates reach this multiple of the largest measured ranks
 
 
 def prediction_grid(analysis: Analysis, values=None, fixed: dict | None = None) -> tuple[Analysis, pd.DataFrame]:
@@ -48,8 +55,16 @@ def budget_candidates(analysis: Analysis, candidates=None, max_ranks: float | No
     return value_range(smallest, top, smallest)
 
 
-def plan_budget(analysis: Analysis, limits: BudgetLimits, *, candidates=None, max_ranks: float | None = None,
-                fixed: dict | None = None, cost: CostSettings | None = None, level: float = 0.95) -> BudgetResult:
+def plan_budget(
+    analysis: Analysis,
+    limits: BudgetLimits,
+    *,
+    candidates=None,
+    max_ranks: float | None = None,
+    fixed: dict | None = None,
+    cost: CostSettings | None = None,
+    level: float = 0.95,
+) -> BudgetResult:
     """Which configurations meet `limits`, and the best by efficiency, cost and time (paper Q5)."""
     values = budget_candidates(analysis, candidates, max_ranks)
     analysis, grid = prediction_grid(analysis, values, fixed)
@@ -63,13 +78,21 @@ class Evaluation:
     """Models fitted without the held-out configurations, and every model's error at every point."""
 
     analysis: Analysis
-    errors: pd.DataFrame            # prediction_errors rows, role "modeling" or "evaluation"
+    errors: pd.DataFrame  # prediction_errors rows, role "modeling" or "evaluation"
     evaluation_points: pd.DataFrame  # the measured application quantities at the held-out points
 
 
-def evaluate(experiment, *, eval_points=None, eval_experiment=None, options: dict | None = None,
-             scaling: str | None = None, ranks_param: str | None = None, level: float = 0.95,
-             progress=None) -> Evaluation:
+def evaluate(
+    experiment,
+    *,
+    eval_points=None,
+    eval_experiment=None,
+    options: dict | None = None,
+    scaling: str | None = None,
+    ranks_param: str | None = None,
+    level: float = 0.95,
+    progress=None,
+) -> Evaluation:
     """Hold out the measured `eval_points` (values of the ranks parameter) of `experiment`, or use
     the separate `eval_experiment`, fit on the rest, and compare every model with the held-out
     measurements (paper section 4: accuracy and predictive power)."""
@@ -81,8 +104,10 @@ def evaluate(experiment, *, eval_points=None, eval_experiment=None, options: dic
         modeling, held = split_held_out(experiment, eval_points, ranks_param)
     analysis = analyse(modeling, options=options, scaling=scaling, ranks_param=ranks_param, progress=progress)
     app_points, region_points = measured_points(held, analysis.dataset)
-    errors = [prediction_errors(analysis, analysis.application_points, analysis.region_points, "modeling", level),
-              prediction_errors(analysis, app_points, region_points, "evaluation", level)]
+    errors = [
+        prediction_errors(analysis, analysis.application_points, analysis.region_points, "modeling", level),
+        prediction_errors(analysis, app_points, region_points, "evaluation", level),
+    ]
     return Evaluation(analysis, pd.concat(errors, ignore_index=True), app_points)
 
 
@@ -95,7 +120,10 @@ def split_held_out(experiment, values, ranks_param: str | None = None):
     measured = points[ranks].astype(float)
     missing = [v for v in values if not (measured == v).any()]
     if missing:
-        raise InputError("eval_points", f"{', '.join(f'{v:g}' for v in missing)} not measured "
-                         f"(measured {ranks}: {', '.join(f'{v:g}' for v in sorted(points[ranks].unique()))})")
+        raise InputError(
+            "eval_points",
+            f"{', '.join(f'{v:g}' for v in missing)} not measured "
+            f"(measured {ranks}: {', '.join(f'{v:g}' for v in sorted(points[ranks].unique()))})",
+        )
     held = measured.isin(values)
     return subset_experiment(experiment, points[~held]), subset_experiment(experiment, points[held])

@@ -44,8 +44,23 @@ MARKS_ALIAS = "_extradeep_marks"
 IMPORT_LINE = f"import {MARKS_MODULE} as {MARKS_ALIAS}\n"
 MARK_DECORATORS = (f"{MARKS_ALIAS}.range", f"{MARKS_MODULE}.range", "marks.range")
 KEPT_DUNDERS = ("__init__", "__call__")
-SKIP_DIRS = {"site-packages", "dist-packages", "build", "dist", "__pycache__", ".git", ".hg", ".tox",
-             ".nox", ".eggs", "node_modules", ".mypy_cache", ".pytest_cache", "venv", ".venv"}
+SKIP_DIRS = {
+    "site-packages",
+    "dist-packages",
+    "build",
+    "dist",
+    "__pycache__",
+    ".git",
+    ".hg",
+    ".tox",
+    ".nox",
+    ".eggs",
+    "node_modules",
+    ".mypy_cache",
+    ".pytest_cache",
+    "venv",
+    ".venv",
+}
 # Decorators whose function must stay plain Python source (JIT/graph compilers, typing stubs).
 COMPILING = re.compile(r"(^|\.)(jit|njit|script|compile|function|vectorize|guvectorize|overload|cfunc)$")
 # A generated-file header: a comment saying "generated", or such words anywhere in the first lines.
@@ -259,7 +274,9 @@ def _with_import(module):
 
 
 def _is_import(statement) -> bool:
-    return isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], (cst.Import, cst.ImportFrom))
+    return isinstance(statement, cst.SimpleStatementLine) and isinstance(
+        statement.body[0], (cst.Import, cst.ImportFrom)
+    )
 
 
 def _is_marks_import(statement) -> bool:

@@ -18,8 +18,16 @@ from extradeep.capture.profile_cmd import NAME, NUMBER, RESERVED_NAMES, ProfileR
 from extradeep.errors import InputError
 
 REQUIRED = ("app", "ranks", "reps", "first_rep")
-EXPLANATION = ("nodes", "action", "gpu_hours", "cost", "interval_before_pct", "interval_after_pct", "shrink_pct",
-               "reason")
+EXPLANATION = (
+    "nodes",
+    "action",
+    "gpu_hours",
+    "cost",
+    "interval_before_pct",
+    "interval_after_pct",
+    "shrink_pct",
+    "reason",
+)
 
 
 @dataclass
@@ -27,7 +35,7 @@ class PlannedRuns:
     """What a plan file asks for: the application, its other parameters, the runs, skipped rows."""
 
     app: str
-    params: dict = field(default_factory=dict)      # name -> values (strings), for profile-cmd
+    params: dict = field(default_factory=dict)  # name -> values (strings), for profile-cmd
     runs: list[ProfileRun] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 

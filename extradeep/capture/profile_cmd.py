@@ -18,8 +18,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from extradeep.errors import InputError
 from extradeep.capture.frameworks.sampling import ENV, Sampling
+from extradeep.errors import InputError
 
 LAUNCHERS = ("srun", "mpirun", "torchrun")
 RANK_VARIABLES = {"srun": "SLURM_PROCID", "mpirun": "OMPI_COMM_WORLD_RANK", "torchrun": "RANK"}
@@ -85,12 +85,19 @@ class ProfilePlan:
     def to_sh(self) -> str:
         """A bash script that runs every configuration in turn, then exports its reports."""
         runs = self.runs()
-        lines = [*self._header(len(runs)), "set -euo pipefail", "shopt -s nullglob", *self._environment(), f"mkdir -p {self.outdir}", ""]
+        lines = [
+            *self._header(len(runs)),
+            "set -euo pipefail",
+            "shopt -s nullglob",
+            *self._environment(),
+            f"mkdir -p {self.outdir}",
+            "",
+        ]
         for i, run in enumerate(runs, 1):
             values = {"ranks": str(run.ranks), "rep": str(run.rep), **run.params}
             stem = f"{self.outdir}/{run.stem(self.app)}"
             label = " ".join(f"{k}={v}" for k, v in values.items())
-            launch = self._launch(str(run.ranks), self._nodes(run.ranks), stem, lambda t: _fill(t, values), slurm=False)
+            launch = self._launch(str(run.ranks), self._nodes(run.ranks), stem, lambda t: _fill(t, values), slurm=False)  # noqa: B023 (called here)
             export = self._export(shlex.quote(stem), _in_double_quotes(stem))
             lines += [f"# run {i}/{len(runs)}: {label}", *launch, *export, ""]
         return "\n".join(lines)
@@ -135,8 +142,9 @@ class ProfilePlan:
         names = ["ranks", "rep", *self.params]
         stem = f"{self.outdir}/{self.app}.p${{ranks}}" + "".join(f".{n}${{{n}}}" for n in self.params) + ".r${rep}"
         lines += [*self._environment(), f"mkdir -p {self.outdir}", f'stem="{stem}"', ""]
-        launch = self._launch('"$ranks"', ('"$nodes"', '"$per_node"'), "${stem}", lambda t: _fill_shell(t, names),
-                              slurm=True)
+        launch = self._launch(
+            '"$ranks"', ('"$nodes"', '"$per_node"'), "${stem}", lambda t: _fill_shell(t, names), slurm=True
+        )
         lines += [*launch, *self._export('"$stem"', "${stem}")]
         return "\n".join(lines) + "\n"
 
@@ -171,15 +179,19 @@ class ProfilePlan:
         if ranks <= self.gpus_per_node:
             return 1, ranks
         if self.launcher == "torchrun" and ranks % self.gpus_per_node:
-            raise InputError(None, f"torchrun: {ranks} ranks do not fill nodes of {self.gpus_per_node} GPUs "
-                                   "(--gpus-per-node)")
+            raise InputError(
+                None, f"torchrun: {ranks} ranks do not fill nodes of {self.gpus_per_node} GPUs (--gpus-per-node)"
+            )
         return math.ceil(ranks / self.gpus_per_node), self.gpus_per_node
 
     def _header(self, n_runs: int) -> list[str]:
         params = "".join(f" x {name}={','.join(map(str, v))}" for name, v in self.params.items())
         ranks = ",".join(map(str, self.ranks))
-        what = (f"{n_runs} runs from a plan (ranks {ranks}{params})" if self.planned is not None
-                else f"{n_runs} runs = ranks {ranks}{params} x {self.reps} repetitions")
+        what = (
+            f"{n_runs} runs from a plan (ranks {ranks}{params})"
+            if self.planned is not None
+            else f"{n_runs} runs = ranks {ranks}{params} x {self.reps} repetitions"
+        )
         return [
             "#!/bin/bash",
             f"# extradeep profiling jobs: {what}.",
@@ -189,8 +201,12 @@ class ProfilePlan:
 
     def _environment(self) -> list[str]:
         s = self.sampling
-        settings = {ENV["train_steps"]: s.train_steps, ENV["val_steps"]: s.val_steps, ENV["epochs"]: s.epochs,
-                    ENV["mode"]: s.mode}
+        settings = {
+            ENV["train_steps"]: s.train_steps,
+            ENV["val_steps"]: s.val_steps,
+            ENV["epochs"]: s.epochs,
+            ENV["mode"]: s.mode,
+        }
         if self.cuda_profiler:
             settings[ENV["cuda_profiler"]] = 1
         exports = " ".join(f"{k}={v}" for k, v in settings.items())
@@ -228,8 +244,10 @@ class ProfilePlan:
         if n_nodes == 1:
             return _continued([*torchrun, "--standalone", *extra, "--no-python"], nsys, command)
         rdzv = ["--rdzv-backend=c10d", f'--rdzv-endpoint="${{MASTER_ADDR:?set MASTER_ADDR}}:{RDZV_PORT}"']
-        return [f"# start on each of the {n_nodes} nodes, MASTER_ADDR = the first node's address",
-                *_continued([*torchrun, *rdzv, *extra, "--no-python"], nsys, command)]
+        return [
+            f"# start on each of the {n_nodes} nodes, MASTER_ADDR = the first node's address",
+            *_continued([*torchrun, *rdzv, *extra, "--no-python"], nsys, command),
+        ]
 
     def _export(self, stem: str, shown: str) -> list[str]:
         """Export each rank's report of a run (`stem`: shell word of the name; `shown`: for messages)."""
@@ -261,7 +279,7 @@ def _fill_shell(token: str, names: list[str]) -> str:
         return shlex.quote(token)
     parts, at = [], 0
     for match in PLACEHOLDER.finditer(token):
-        parts.append(_in_double_quotes(token[at:match.start()]))
+        parts.append(_in_double_quotes(token[at : match.start()]))
         parts.append(f"${{{match[1]}}}")
         at = match.end()
     parts.append(_in_double_quotes(token[at:]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+
 from extradeep.cli.common import add_reading_arguments
 from extradeep.cli.model import CONFIG_NOTE, add_analysis_arguments
 from extradeep.errors import InputError
@@ -35,10 +36,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def add_budget_arguments(parser: argparse.ArgumentParser, required: bool) -> None:
     group = parser.add_argument_group("budget (limits are for --epochs epochs)")
     group.add_argument("--max-time", metavar="DURATION", help="deadline: 3600, 90min, 10h or 2d")
-    group.add_argument("--max-cost", type=float, metavar="X", help="budget, in the cost unit (core-hours, or money with --price-per-*)")
+    group.add_argument(
+        "--max-cost", type=float, metavar="X", help="budget, in the cost unit (core-hours, or money with --price-per-*)"
+    )
     group.add_argument("--epochs", type=float, default=1.0, metavar="E", help="epochs the limits are for (default 1)")
-    group.add_argument("--candidates", metavar="LIST", help="values of the ranks parameter to consider: 8,16,32 or 8:256:8 (other parameters: the baseline or --at)")
-    group.add_argument("--max-ranks", type=float, metavar="N", help="consider multiples of the smallest measured ranks up to N (default: 8x the largest measured)")
+    group.add_argument(
+        "--candidates",
+        metavar="LIST",
+        help="values of the ranks parameter to consider: 8,16,32 or 8:256:8 (other parameters: the baseline or --at)",
+    )
+    group.add_argument(
+        "--max-ranks",
+        type=float,
+        metavar="N",
+        help="consider multiples of the smallest measured ranks up to N (default: 8x the largest measured)",
+    )
     parser.set_defaults(_budget_required=required)
 
 
@@ -65,8 +77,15 @@ def budget_from_args(args, analysis, limits):
     if limits is None:
         return None
     candidates = parse_values(args.candidates, "--candidates") if args.candidates else None
-    return plan_budget(analysis, limits, candidates=candidates, max_ranks=args.max_ranks,
-                       fixed=fixed_values(args, analysis), cost=cost_settings(args), level=args.level)
+    return plan_budget(
+        analysis,
+        limits,
+        candidates=candidates,
+        max_ranks=args.max_ranks,
+        fixed=fixed_values(args, analysis),
+        cost=cost_settings(args),
+        level=args.level,
+    )
 
 
 def _cost_limit(max_cost: float, unit: str) -> str:
@@ -87,35 +106,75 @@ def run(args) -> int:
     result = budget_from_args(args, analysis, limits)
     params, unit = analysis.params, result.cost_unit
     limits = result.limits
-    asked = [f"time <= {format_seconds(limits.max_time)}" if limits.max_time else "",
-             _cost_limit(limits.max_cost, unit) if limits.max_cost else ""]
-    print(f"Limits for {limits.epochs:g} {analysis.per}(s): {' and '.join(a for a in asked if a)}; "
-          f"{len(result.table)} candidates; {result.scaling} scaling")
+    asked = [
+        f"time <= {format_seconds(limits.max_time)}" if limits.max_time else "",
+        _cost_limit(limits.max_cost, unit) if limits.max_cost else "",
+    ]
+    print(
+        f"Limits for {limits.epochs:g} {analysis.per}(s): {' and '.join(a for a in asked if a)}; "
+        f"{len(result.table)} candidates; {result.scaling} scaling"
+    )
     print()
     shown = result.table if args.all else result.table[result.table["valid"]]
     if len(shown) > MAX_ROWS and not args.all:
         print(f"{len(shown)} valid candidates (--all lists every candidate)\n")
     elif not shown.empty:
         samples = "samples" in shown and "skipped_share" in shown
-        rows = [[format_point(r, params), format_seconds(r["T"]), format_seconds(r["total_time"]),
-                 f"{r['total_cost']:.4g}", f"{r['efficiency']:.2f}", "yes" if r["valid"] else "no",
-                 "yes" if r["valid_upper"] else "no"]
-                + ([f"{r['samples']:,.0f}", f"{r['skipped_share']:.1%}"] if samples else [])
-                for _, r in shown.iterrows()]
-        print(render_table(["configuration", f"time/{analysis.per}", "total time", f"total {unit}", "efficiency",
-                            "valid", "valid at upper bound"] + (["samples/epoch", "skipped"] if samples else []),
-                           rows))
+        rows = [
+            [
+                format_point(r, params),
+                format_seconds(r["T"]),
+                format_seconds(r["total_time"]),
+                f"{r['total_cost']:.4g}",
+                f"{r['efficiency']:.2f}",
+                "yes" if r["valid"] else "no",
+                "yes" if r["valid_upper"] else "no",
+            ]
+            + ([f"{r['samples']:,.0f}", f"{r['skipped_share']:.1%}"] if samples else [])
+            for _, r in shown.iterrows()
+        ]
+        print(
+            render_table(
+                [
+                    "configuration",
+                    f"time/{analysis.per}",
+                    "total time",
+                    f"total {unit}",
+                    "efficiency",
+                    "valid",
+                    "valid at upper bound",
+                ]
+                + (["samples/epoch", "skipped"] if samples else []),
+                rows,
+            )
+        )
         print()
     if result.failure:
         print(f"No configuration meets the limits: {result.failure}.")
         return 1
-    spans = "; ".join(f"{r['from']:g}" if r["from"] == r["to"] else f"{r['from']:g} .. {r['to']:g}"
-                      for _, r in result.intervals.iterrows())
+    spans = "; ".join(
+        f"{r['from']:g}" if r["from"] == r["to"] else f"{r['from']:g} .. {r['to']:g}"
+        for _, r in result.intervals.iterrows()
+    )
     print(f"Valid {analysis.ranks_param}: {spans}\n")
-    best = [[r["criterion"], format_point(r, params), format_seconds(r["total_time"]), f"{r['total_cost']:.4g}",
-             f"{r['efficiency']:.2f}", "yes" if r["valid_upper"] else "no"] for _, r in result.best.iterrows()]
-    print(render_table(["best by", "configuration", "total time", f"total {unit}", "efficiency",
-                        "valid at upper bound"], best, "llrrrl"))
+    best = [
+        [
+            r["criterion"],
+            format_point(r, params),
+            format_seconds(r["total_time"]),
+            f"{r['total_cost']:.4g}",
+            f"{r['efficiency']:.2f}",
+            "yes" if r["valid_upper"] else "no",
+        ]
+        for _, r in result.best.iterrows()
+    ]
+    print(
+        render_table(
+            ["best by", "configuration", "total time", f"total {unit}", "efficiency", "valid at upper bound"],
+            best,
+            "llrrrl",
+        )
+    )
     for note in result.notes:
         print(f"\nNote: {note}")
     return 0

@@ -25,43 +25,98 @@ from extradeep.io.config import (
 def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     """Add PROFILES and the reading, caching and dataset options to a subcommand's parser."""
     parser.add_argument(
-        "profiles", nargs="*", metavar="PROFILES",
+        "profiles",
+        nargs="*",
+        metavar="PROFILES",
         help="Nsight Systems SQLite exports or directories of them (searched recursively), "
         "or one experiment .sqlite saved by extradeep",
     )
     read = parser.add_argument_group("reading profiles")
-    read.add_argument("--param", action="append", metavar="NAME", help="modeled parameter (repeatable; default: every parameter that varies)")
-    read.add_argument("--alias", action="append", metavar="TOK=NAME", help="file-name token for a parameter name (repeatable; p=ranks, r=rep, mpi=rank are built in)")
-    read.add_argument("--manifest", metavar="FILE", help="CSV or TOML list of exports with path, parameter values, rank and rep, for any file naming")
+    read.add_argument(
+        "--param",
+        action="append",
+        metavar="NAME",
+        help="modeled parameter (repeatable; default: every parameter that varies)",
+    )
+    read.add_argument(
+        "--alias",
+        action="append",
+        metavar="TOK=NAME",
+        help="file-name token for a parameter name (repeatable; p=ranks, r=rep, mpi=rank are built in)",
+    )
+    read.add_argument(
+        "--manifest",
+        metavar="FILE",
+        help="CSV or TOML list of exports with path, parameter values, rank and rep, for any file naming",
+    )
     add_step_mark_arguments(read)
-    read.add_argument("--kernel-names", choices=["short", "demangled"], help="name kernels by short (default) or demangled name")
-    read.add_argument("--min-points", type=int, metavar="N", help="configurations a region needs to be modeled (default 5)")
+    read.add_argument(
+        "--kernel-names", choices=["short", "demangled"], help="name kernels by short (default) or demangled name"
+    )
+    read.add_argument(
+        "--min-points", type=int, metavar="N", help="configurations a region needs to be modeled (default 5)"
+    )
     read.add_argument("--jobs", type=int, metavar="N", help="files read in parallel (default: number of CPUs)")
-    read.add_argument("--scheduler", metavar="ADDRESS", help=(
-        "read on a Dask cluster: a scheduler address (tcp://HOST:8786) or scheduler file (.json), 'local' "
-        "(worker processes here) or 'slurm' (workers as Slurm jobs, options in the config's [slurm] table); "
-        "default env EXTRADEEP_SCHEDULER, else this machine without Dask (docs/cluster.md)"))
-    read.add_argument("--cache-dir", metavar="DIR", help="cache of per-file results (default $XDG_CACHE_HOME/extradeep or ~/.cache/extradeep)")
+    read.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help=(
+            "read on a Dask cluster: a scheduler address (tcp://HOST:8786) or scheduler file (.json), 'local' "
+            "(worker processes here) or 'slurm' (workers as Slurm jobs, options in the config's [slurm] table); "
+            "default env EXTRADEEP_SCHEDULER, else this machine without Dask (docs/cluster.md)"
+        ),
+    )
+    read.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="cache of per-file results (default $XDG_CACHE_HOME/extradeep or ~/.cache/extradeep)",
+    )
     read.add_argument("--no-cache", action="store_true", default=None, help="read every export again and cache nothing")
-    read.add_argument("--no-replay", action="store_true", default=None, help=(
-        "do not replay the largest runs' traces to learn how much communication a step can hide "
-        "(the step-time model then assumes the measured share; saves time with very large exports)"))
-    read.add_argument("--system", metavar="PRESET|FILE", help=(
-        "the cluster: a preset (dgx-8-nvswitch, 4gpu-1nic-per-gpu, 4gpu-1nic) or a TOML file with gpus-per-node, "
-        "intra-bandwidth, intra-latency, inter-bandwidth (per NIC), inter-latency, nics-per-node; overrides or "
-        "completes the layout read from the exports, and lets predictions leave the nodes that were measured"))
-    read.add_argument("--config", metavar="FILE", help=(
-        f"TOML file with any of these keys: {', '.join(k.replace('_', '-') for k in DEFAULTS)} (other options "
-        f"are command-line only; command-line options win; default: {CONFIG_NAME} in the one PROFILES folder)"))
+    read.add_argument(
+        "--no-replay",
+        action="store_true",
+        default=None,
+        help=(
+            "do not replay the largest runs' traces to learn how much communication a step can hide "
+            "(the step-time model then assumes the measured share; saves time with very large exports)"
+        ),
+    )
+    read.add_argument(
+        "--system",
+        metavar="PRESET|FILE",
+        help=(
+            "the cluster: a preset (dgx-8-nvswitch, 4gpu-1nic-per-gpu, 4gpu-1nic) or a TOML file with gpus-per-node, "
+            "intra-bandwidth, intra-latency, inter-bandwidth (per NIC), inter-latency, nics-per-node; overrides or "
+            "completes the layout read from the exports, and lets predictions leave the nodes that were measured"
+        ),
+    )
+    read.add_argument(
+        "--config",
+        metavar="FILE",
+        help=(
+            f"TOML file with any of these keys: {', '.join(k.replace('_', '-') for k in DEFAULTS)} (other options "
+            f"are command-line only; command-line options win; default: {CONFIG_NAME} in the one PROFILES folder)"
+        ),
+    )
     data = parser.add_argument_group("dataset (turns per-step values into per-epoch values, paper Eq. 2-4)")
     data.add_argument("--train-samples", type=float, metavar="D_T", help="samples in the training set")
     data.add_argument("--val-samples", type=float, metavar="D_V", help="samples in the validation set (default 0)")
     data.add_argument("--batch-size", metavar="B", help="batch size per rank: a number or a parameter name")
-    data.add_argument("--gpus-param", metavar="G", help="data-parallel degree G: a parameter name or a number (default: ranks)")
-    data.add_argument("--model-parallel", metavar="M", help="model-parallel degree M: a number or a parameter name (default 1)")
-    data.add_argument("--weak-scaling", action="store_true", default=None, help="the data sets grow with G (weak scaling)")
-    data.add_argument("--last-batch", choices=["drop", "keep"], help="a last partial batch per epoch is dropped "
-                      "(default, paper Eq. 2: floor) or kept (ceil; PyTorch drop_last=False)")
+    data.add_argument(
+        "--gpus-param", metavar="G", help="data-parallel degree G: a parameter name or a number (default: ranks)"
+    )
+    data.add_argument(
+        "--model-parallel", metavar="M", help="model-parallel degree M: a number or a parameter name (default 1)"
+    )
+    data.add_argument(
+        "--weak-scaling", action="store_true", default=None, help="the data sets grow with G (weak scaling)"
+    )
+    data.add_argument(
+        "--last-batch",
+        choices=["drop", "keep"],
+        help="a last partial batch per epoch is dropped "
+        "(default, paper Eq. 2: floor) or kept (ceil; PyTorch drop_last=False)",
+    )
 
 
 STEP_MARK_KEYS = ("epoch_pattern", "train_step_pattern", "val_step_pattern", "warmup_epochs", "warmup_steps")
@@ -75,8 +130,12 @@ def add_step_mark_arguments(group) -> None:
     group.add_argument("--train-step-pattern", metavar="REGEX", help=nvtx.format("training steps"))
     group.add_argument("--val-step-pattern", metavar="REGEX", help=nvtx.format("validation steps"))
     group.add_argument("--warmup-epochs", type=int, metavar="N", help="leading epochs excluded as warm-up (default 1)")
-    group.add_argument("--warmup-steps", type=int, metavar="N",
-                       help="with a single epoch, its first N steps per phase are excluded instead (default 1)")
+    group.add_argument(
+        "--warmup-steps",
+        type=int,
+        metavar="N",
+        help="with a single epoch, its first N steps per phase are excluded instead (default 1)",
+    )
 
 
 def step_mark_settings(args: argparse.Namespace):

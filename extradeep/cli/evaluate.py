@@ -34,7 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_evaluation_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("evaluation")
-    group.add_argument("--eval-points", metavar="LIST", help="measured values of the ranks parameter held out of modeling, e.g. 16,32")
+    group.add_argument(
+        "--eval-points", metavar="LIST", help="measured values of the ranks parameter held out of modeling, e.g. 16,32"
+    )
     group.add_argument("--eval-dir", metavar="DIR", help="exports of further configurations, not used for modeling")
 
 
@@ -53,10 +55,20 @@ def evaluation_from_args(args, required: bool):
         analysis, experiment = analysis_from_args(args)
         return analysis, experiment, None, None
     experiment = experiment_from_args(args)
-    held = dict(eval_experiment=_evaluation_experiment(args, experiment)) if args.eval_dir else \
-        dict(eval_points=parse_values(args.eval_points, "--eval-points"))
-    result = evaluate(experiment, **held, options=modeler_options(args), scaling=args.scaling,
-                      ranks_param=args.ranks_param, level=args.level, progress=progress_line)
+    held = (
+        dict(eval_experiment=_evaluation_experiment(args, experiment))
+        if args.eval_dir
+        else dict(eval_points=parse_values(args.eval_points, "--eval-points"))
+    )
+    result = evaluate(
+        experiment,
+        **held,
+        options=modeler_options(args),
+        scaling=args.scaling,
+        ranks_param=args.ranks_param,
+        level=args.level,
+        progress=progress_line,
+    )
     return result.analysis, experiment, result.errors, result.evaluation_points
 
 
@@ -82,24 +94,28 @@ def check_compatible(modeling, evaluation, source) -> None:
         raise InputError(source, f"holds application {apps[1]!r}, the models are of {apps[0]!r}")
     names = set(modeling.params) | set(modeling.fixed_params), set(evaluation.params) | set(evaluation.fixed_params)
     if names[0] != names[1]:
-        raise InputError(source, f"has parameters {', '.join(sorted(names[1]))}; the modeling runs have "
-                         f"{', '.join(sorted(names[0]))}")
+        raise InputError(
+            source,
+            f"has parameters {', '.join(sorted(names[1]))}; the modeling runs have {', '.join(sorted(names[0]))}",
+        )
     fixed = {k: v for k, v in modeling.fixed_params.items() if k not in modeling.params}
-    differ = [f"{k}={evaluation.fixed_params.get(k)!s} (modeling runs: {v})" for k, v in fixed.items()
-              if k in evaluation.fixed_params and float(evaluation.fixed_params[k]) != float(v)]
+    differ = [
+        f"{k}={evaluation.fixed_params.get(k)!s} (modeling runs: {v})"
+        for k, v in fixed.items()
+        if k in evaluation.fixed_params and float(evaluation.fixed_params[k]) != float(v)
+    ]
     if differ:
         raise InputError(source, f"differs in a parameter that is not modeled: {'; '.join(differ)}")
 
 
 def run(args) -> int:
-    from extradeep.analysis.evaluation import error_summary
-    from extradeep.analysis.points import format_point
     from extradeep.analysis.core import primary_quantity
     from extradeep.analysis.epoch import quantity_label
-    from extradeep.report.text import format_pct, format_value, render_table
-
+    from extradeep.analysis.evaluation import error_summary
+    from extradeep.analysis.points import format_point
     from extradeep.cli.model import check_analysis_options
     from extradeep.cli.outputs import check_outputs
+    from extradeep.report.text import format_pct, format_value, render_table
 
     check_analysis_options(args)
     check_outputs(args, {"--csv": args.csv})
@@ -107,23 +123,58 @@ def run(args) -> int:
     params = analysis.params
     quantity = primary_quantity(analysis)
     main = errors[(errors["model_type"] == "application") & (errors["name"] == quantity)].sort_values(params)
-    rows = [[format_point(r, params), r["role"], format_value(r["value"]), format_value(r["predicted"]),
-             format_pct(r["error_pct"], 2), format_pct(r["spread_pct"], 2), "yes" if r["inside_interval"] else "no"]
-            for _, r in main.iterrows()]
-    print(f"{quantity_label(quantity, analysis.per)} per {analysis.per}: model accuracy (modeling points) and predictive power (evaluation points)")
-    print(render_table(["configuration", "role", "measured", "model", "error", "repetition spread", "inside interval"],
-                       rows, "llrrrrl"))
-    app = errors[(errors["model_type"] == "application") & (errors["role"] == "evaluation")].sort_values(["name", *params])
-    rows = [[quantity_label(r["name"], analysis.per), format_point(r, params), format_value(r["value"]),
-             format_value(r["predicted"]), format_pct(r["error_pct"], 2), "yes" if r["inside_interval"] else "no"]
-            for _, r in app.iterrows()]
+    rows = [
+        [
+            format_point(r, params),
+            r["role"],
+            format_value(r["value"]),
+            format_value(r["predicted"]),
+            format_pct(r["error_pct"], 2),
+            format_pct(r["spread_pct"], 2),
+            "yes" if r["inside_interval"] else "no",
+        ]
+        for _, r in main.iterrows()
+    ]
+    print(
+        f"{quantity_label(quantity, analysis.per)} per {analysis.per}: model accuracy (modeling points) and predictive power (evaluation points)"
+    )
+    print(
+        render_table(
+            ["configuration", "role", "measured", "model", "error", "repetition spread", "inside interval"],
+            rows,
+            "llrrrrl",
+        )
+    )
+    app = errors[(errors["model_type"] == "application") & (errors["role"] == "evaluation")].sort_values(
+        ["name", *params]
+    )
+    rows = [
+        [
+            quantity_label(r["name"], analysis.per),
+            format_point(r, params),
+            format_value(r["value"]),
+            format_value(r["predicted"]),
+            format_pct(r["error_pct"], 2),
+            "yes" if r["inside_interval"] else "no",
+        ]
+        for _, r in app.iterrows()
+    ]
     print(f"\nEvery application model at the evaluation points (per {analysis.per})")
     print(render_table(["quantity", "configuration", "measured", "model", "error", "inside interval"], rows, "llrrrl"))
     for by, title in (("category", "category"), ("kind", "region class")):
         summary = error_summary(errors[errors["model_type"] == "region"], params, by)
         summary = summary[summary["role"] == "evaluation"]
-        rows = [[r[by], r["metric"], format_point(r, params), format_pct(r["mpe_pct"], 2), int(r["models"]),
-                 format_pct(r["inside_interval_pct"], 0)] for _, r in summary.iterrows()]
+        rows = [
+            [
+                r[by],
+                r["metric"],
+                format_point(r, params),
+                format_pct(r["mpe_pct"], 2),
+                int(r["models"]),
+                format_pct(r["inside_interval_pct"], 0),
+            ]
+            for _, r in summary.iterrows()
+        ]
         print(f"\nMedian percentage error (MPE) at the evaluation points, per {title} and metric")
         print(render_table([title, "metric", "configuration", "MPE", "models", "inside interval"], rows, "lllrrr"))
     if args.csv:

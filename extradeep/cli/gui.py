@@ -14,16 +14,22 @@ or an Extra-P text file. Without PATH, use File > Open. Needs PySide6: pip insta
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("path", nargs="?", metavar="PROFILES|exp.sqlite|extrap.txt",
-                        help="what to open: a profiles folder, a saved experiment or an Extra-P text file")
+    parser.add_argument(
+        "path",
+        nargs="?",
+        metavar="PROFILES|exp.sqlite|extrap.txt",
+        help="what to open: a profiles folder, a saved experiment or an Extra-P text file",
+    )
 
 
 def pyside_problem(pyside_version: str, python: tuple[int, int]) -> str | None:
     """Why this PySide6 cannot run the GUI, or None. PySide6 6.12.0 drops a reference to True on every
     Python Signal.emit; before Python 3.12 (no immortal objects) that crashes the app within minutes."""
     if pyside_version.startswith("6.12.0") and tuple(python) < (3, 12):
-        return (f"PySide6 {pyside_version} crashes under Python {python[0]}.{python[1]} (a reference-counting "
-                "bug in Signal.emit); install another version: pip install 'PySide6>=6.6,!=6.12.0'")
+        return (
+            f"PySide6 {pyside_version} crashes under Python {python[0]}.{python[1]} (a reference-counting "
+            "bug in Signal.emit); install another version: pip install 'PySide6>=6.6,!=6.12.0'"
+        )
     return None
 
 
@@ -38,8 +44,10 @@ def display_problem(environ, platform: str) -> str | None:
     chosen = environ.get("QT_QPA_PLATFORM", "").split(":")[0].strip()
     if chosen in HEADLESS_PLATFORMS or environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"):
         return None
-    return ("no display: neither DISPLAY nor WAYLAND_DISPLAY is set (log in with `ssh -X`, or use "
-            "QT_QPA_PLATFORM=offscreen for screenshots and tests)")
+    return (
+        "no display: neither DISPLAY nor WAYLAND_DISPLAY is set (log in with `ssh -X`, or use "
+        "QT_QPA_PLATFORM=offscreen for screenshots and tests)"
+    )
 
 
 def run(args) -> int:

@@ -22,9 +22,20 @@ is non-zero only when no file could be read."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="PATH", help="Nsight Systems SQLite exports or Kineto JSON traces, or directories of them (searched recursively)")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="PATH",
+        help="Nsight Systems SQLite exports or Kineto JSON traces, or directories of them (searched recursively)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON document (files and problems) for scripts")
-    parser.add_argument("--top", type=int, default=10, metavar="N", help="how many of the most frequent NVTX range names to list (default 10)")
+    parser.add_argument(
+        "--top",
+        type=int,
+        default=10,
+        metavar="N",
+        help="how many of the most frequent NVTX range names to list (default 10)",
+    )
     add_step_mark_arguments(parser.add_argument_group("step marks (as for model and report)"))
 
 

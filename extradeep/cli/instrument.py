@@ -23,7 +23,9 @@ examples:
 
 def add_arguments(parser) -> None:
     parser.add_argument("src", metavar="SRC", help="entry script, package directory or project directory to instrument")
-    parser.add_argument("--out", required=True, metavar="DIR", help="directory for the instrumented copies (created if missing)")
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="directory for the instrumented copies (created if missing)"
+    )
     parser.add_argument("--verbose", action="store_true", help="list every function instrumented or left out, and why")
 
 

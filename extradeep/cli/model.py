@@ -35,7 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_reading_arguments(parser)
     add_analysis_arguments(parser)
     out = parser.add_argument_group("output")
-    out.add_argument("--top", type=int, default=10, metavar="N", help="regions shown in the bottleneck table (default 10)")
+    out.add_argument(
+        "--top", type=int, default=10, metavar="N", help="regions shown in the bottleneck table (default 10)"
+    )
     out.add_argument("--json", metavar="FILE", help="write every model and value as JSON (schema: docs/json-schema.md)")
     out.add_argument("--save", metavar="FILE", help="save the experiment and its models as one SQLite file")
 
@@ -43,26 +45,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
     """Modeler, prediction, scaling and cost options shared by model, budget, evaluate and report."""
     mod = parser.add_argument_group("modeler")
-    mod.add_argument("--exponents-i", metavar="LIST", help="polynomial exponents, e.g. 0,1/2,1,3/2,2 (default: Extra-P's set)")
+    mod.add_argument(
+        "--exponents-i", metavar="LIST", help="polynomial exponents, e.g. 0,1/2,1,3/2,2 (default: Extra-P's set)"
+    )
     mod.add_argument("--exponents-j", metavar="LIST", help="logarithm exponents, e.g. 0,1,2 (default 0,1,2)")
     mod.add_argument("--terms", type=int, metavar="N", help="terms per parameter besides the constant (1-3, default 1)")
     mod.add_argument("--nonnegative", action="store_true", default=None, help="only non-negative coefficients")
     mod.add_argument("--refit", action="store_true", help="fit the models again even where a saved experiment has them")
     ana = parser.add_argument_group("analysis")
-    ana.add_argument("--predict", metavar="LIST", help="predict at these values of the ranks parameter: 16,32,64 or 8:64:8 (default: 2x, 4x, 8x the largest measured)")
-    ana.add_argument("--at", action="append", metavar="PARAM=VALUE", help="value of another parameter for predictions (repeatable; default: the baseline's)")
-    ana.add_argument("--scaling", choices=("strong", "weak"), help="how efficiency is defined (default: weak with --weak-scaling, else strong)")
-    ana.add_argument("--ranks-param", metavar="NAME", help="the parameter that counts ranks (default: ranks, else the first)")
+    ana.add_argument(
+        "--predict",
+        metavar="LIST",
+        help="predict at these values of the ranks parameter: 16,32,64 or 8:64:8 (default: 2x, 4x, 8x the largest measured)",
+    )
+    ana.add_argument(
+        "--at",
+        action="append",
+        metavar="PARAM=VALUE",
+        help="value of another parameter for predictions (repeatable; default: the baseline's)",
+    )
+    ana.add_argument(
+        "--scaling",
+        choices=("strong", "weak"),
+        help="how efficiency is defined (default: weak with --weak-scaling, else strong)",
+    )
+    ana.add_argument(
+        "--ranks-param", metavar="NAME", help="the parameter that counts ranks (default: ranks, else the first)"
+    )
     ana.add_argument("--level", type=float, default=0.95, metavar="P", help="prediction interval level (default 0.95)")
     cost = parser.add_argument_group("cost (paper Eq. 14)")
     cost.add_argument("--cores-per-rank", type=float, default=1.0, metavar="N", help="CPU cores per rank (default 1)")
     cost.add_argument("--gpus-per-rank", type=float, default=1.0, metavar="N", help="GPUs per rank (default 1)")
-    cost.add_argument("--gpus-per-node", type=float, metavar="N", help="GPUs per node (needed for `nodes` in --cost-formula)")
+    cost.add_argument(
+        "--gpus-per-node", type=float, metavar="N", help="GPUs per node (needed for `nodes` in --cost-formula)"
+    )
     cost.add_argument("--price-per-core-hour", type=float, metavar="X", help="price of one core-hour")
     cost.add_argument("--price-per-gpu-hour", type=float, metavar="X", help="price of one GPU-hour")
-    cost.add_argument("--currency", metavar="NAME", help="what the prices are in, for labels: EUR, USD, credits (default: currency units)")
-    cost.add_argument("--cost-formula", metavar="EXPR", help="custom cost, e.g. 'T/3600 * nodes * 12.5' (T in seconds; "
-                      "variables: T, ranks, gpus, nodes, every parameter; + - * / ** min max ceil floor)")
+    cost.add_argument(
+        "--currency",
+        metavar="NAME",
+        help="what the prices are in, for labels: EUR, USD, credits (default: currency units)",
+    )
+    cost.add_argument(
+        "--cost-formula",
+        metavar="EXPR",
+        help="custom cost, e.g. 'T/3600 * nodes * 12.5' (T in seconds; "
+        "variables: T, ranks, gpus, nodes, every parameter; + - * / ** min max ceil floor)",
+    )
 
 
 def modeler_options(args) -> dict:
@@ -101,10 +130,15 @@ def cost_settings(args):
 
     if args.cost_formula is not None:
         _check_formula(args.cost_formula, _given_params(args))
-    return CostSettings(cores_per_rank=args.cores_per_rank, gpus_per_rank=args.gpus_per_rank,
-                        gpus_per_node=args.gpus_per_node, price_per_core_hour=args.price_per_core_hour,
-                        price_per_gpu_hour=args.price_per_gpu_hour, formula=args.cost_formula,
-                        currency=args.currency)
+    return CostSettings(
+        cores_per_rank=args.cores_per_rank,
+        gpus_per_rank=args.gpus_per_rank,
+        gpus_per_node=args.gpus_per_node,
+        price_per_core_hour=args.price_per_core_hour,
+        price_per_gpu_hour=args.price_per_gpu_hour,
+        formula=args.cost_formula,
+        currency=args.currency,
+    )
 
 
 def _given_params(args) -> list[str] | None:
@@ -197,8 +231,14 @@ def analysis_from_args(args):
         table = read_extrap_text(args.profiles[0])
         return analyse_table(table, table.attrs["params"], modeler_options(args), args.scaling, args.ranks_param), None
     experiment = experiment_from_args(args)
-    analysis = analyse(experiment, options=modeler_options(args), scaling=args.scaling,
-                       ranks_param=args.ranks_param, progress=progress_line, refit=args.refit)
+    analysis = analyse(
+        experiment,
+        options=modeler_options(args),
+        scaling=args.scaling,
+        ranks_param=args.ranks_param,
+        progress=progress_line,
+        refit=args.refit,
+    )
     return analysis, experiment
 
 
@@ -213,11 +253,10 @@ def prediction_grid(args, analysis):
 
 
 def run(args) -> int:
-    from extradeep.analysis.core import derived_models, extrapolation_notes, prediction_table, region_scaling
     from extradeep.analysis.bottlenecks import bottleneck_table
-    from extradeep.report import summary
-
+    from extradeep.analysis.core import derived_models, extrapolation_notes, prediction_table, region_scaling
     from extradeep.cli.outputs import check_outputs
+    from extradeep.report import summary
 
     check_analysis_options(args)
     check_outputs(args, {"--json": args.json}, save=args.save)
@@ -237,12 +276,15 @@ def run(args) -> int:
     bottlenecks = bottleneck_table(analysis.region_models, target, analysis.params)
     derived = derived_models(analysis)
     n_exports = len(experiment.provenance) if experiment is not None else None
-    parts = [summary.header(analysis, n_exports) + scaling_note(analysis), summary.application_section(analysis),
-             summary.measured_section(analysis, args.level),
-             summary.prediction_section(analysis, predictions, args.level, cost.unit),
-             summary.derived_section(analysis, derived),
-             summary.bottleneck_section(bottlenecks.head(args.top), target, analysis.params, analysis.per),
-             summary.notes_section(cli_notes(analysis.notes + extrapolation_notes(analysis, grid)))]
+    parts = [
+        summary.header(analysis, n_exports) + scaling_note(analysis),
+        summary.application_section(analysis),
+        summary.measured_section(analysis, args.level),
+        summary.prediction_section(analysis, predictions, args.level, cost.unit),
+        summary.derived_section(analysis, derived),
+        summary.bottleneck_section(bottlenecks.head(args.top), target, analysis.params, analysis.per),
+        summary.notes_section(cli_notes(analysis.notes + extrapolation_notes(analysis, grid))),
+    ]
     print("\n".join(p for p in parts if p))
     regions = region_scaling(analysis, grid, args.level) if args.json else None
     _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, derived, regions)
@@ -262,8 +304,10 @@ def scaling_note(analysis) -> str:
     if analysis.per != "step" or analysis.scaling != "weak":
         return ""
     ranks = analysis.ranks_param
-    return (f"per-step values, weak-scaling definitions: efficiency = T(baseline)/T; speedup = efficiency x "
-            f"{ranks}/{ranks}(baseline) (scaled speedup: the work grows with {ranks})\n")
+    return (
+        f"per-step values, weak-scaling definitions: efficiency = T(baseline)/T; speedup = efficiency x "
+        f"{ranks}/{ranks}(baseline) (scaled speedup: the work grows with {ranks})\n"
+    )
 
 
 def _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, derived, regions) -> None:

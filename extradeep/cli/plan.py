@@ -32,11 +32,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     plan.add_argument("--target", required=True, metavar="N,N,...", help="rank counts the predictions are for")
     plan.add_argument("--max-ranks", type=int, required=True, metavar="N", help="largest allocation you can profile")
     plan.add_argument("--budget", type=float, metavar="GPU_HOURS", help="profiling budget in GPU-hours")
-    plan.add_argument("--run-seconds", type=float, default=300.0, metavar="S",
-                      help="length of one profiled run incl. start-up and export (default 300)")
-    plan.add_argument("--reps", type=int, default=2,
-                      help="repetitions per configuration of the initial set and the node rule (default 2; "
-                           "later new configurations get one)")
+    plan.add_argument(
+        "--run-seconds",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="length of one profiled run incl. start-up and export (default 300)",
+    )
+    plan.add_argument(
+        "--reps",
+        type=int,
+        default=2,
+        help="repetitions per configuration of the initial set and the node rule (default 2; "
+        "later new configurations get one)",
+    )
     plan.add_argument("-k", type=int, default=3, help="how many next runs to propose for an experiment (default 3)")
     plan.add_argument("--app", help="application name for the plan file (default: the experiment's, else app)")
     plan.add_argument("-o", "--output", metavar="FILE.csv", help="write the plan file for profile-cmd --plan")
@@ -55,16 +64,26 @@ def run(args) -> int:
     if args.output:
         check_output_path("--output", args.output, input_paths(args))
     options = modeler_options(args)
-    advisor = MeasurementAdvisor(targets, args.max_ranks, args.gpus_per_node, args.budget, cost=cost,
-                                 run_seconds=args.run_seconds, level=args.level, reps=args.reps,
-                                 min_points=options["min_points"], options=options)
+    advisor = MeasurementAdvisor(
+        targets,
+        args.max_ranks,
+        args.gpus_per_node,
+        args.budget,
+        cost=cost,
+        run_seconds=args.run_seconds,
+        level=args.level,
+        reps=args.reps,
+        min_points=options["min_points"],
+        options=options,
+    )
     experiment = experiment_from_args(args) if (args.profiles or args.manifest) else None
     plan = advisor.fit(experiment).propose(args.k)
     print(plan_text(plan, advisor.current_))
     if args.output:
         path = write_plan(args.output, plan, app=args.app)
-        print(f"extradeep: plan written to {path}; next: extradeep profile-cmd --plan {path} -- COMMAND",
-              file=sys.stderr)
+        print(
+            f"extradeep: plan written to {path}; next: extradeep profile-cmd --plan {path} -- COMMAND", file=sys.stderr
+        )
     return 0
 
 
@@ -78,6 +97,7 @@ def plan_for_report(args, experiment, cost):
 
     measured = experiment.points[cost.ranks_param].max()
     max_ranks = int(args.max_ranks or 2 * measured)
-    advisor = MeasurementAdvisor(parse_values(args.plan_target, "--plan-target"), max_ranks, args.gpus_per_node,
-                                 cost=cost, level=args.level)
+    advisor = MeasurementAdvisor(
+        parse_values(args.plan_target, "--plan-target"), max_ranks, args.gpus_per_node, cost=cost, level=args.level
+    )
     return advisor.fit(experiment).propose(3)

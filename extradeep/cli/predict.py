@@ -42,34 +42,69 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="folder (or file) with the exports of one run")
-    parser.add_argument("--what-if", action="append", default=[], metavar="SPEC",
-                        help="one what-if scenario, e.g. 'kernel:gemm*=0.5', or several items applied together "
-                             "joined with ';', e.g. 'comm.bandwidth=2; cpu=0.5' (repeatable: one scenario each)")
-    parser.add_argument("--ranks", type=int, metavar="P",
-                        help="add a scenario at P ranks (P >= 1): collectives re-costed by the ring/tree model, and "
-                             "kernels from the PMNF models when --experiment is given")
-    parser.add_argument("--combine", action="store_true",
-                        help="also replay one scenario with the changes of all --what-if scenarios and --ranks "
-                             "together (each item once)")
-    parser.add_argument("--algorithm", choices=("ring", "tree", "hierarchical"), default="ring",
-                        help="collective cost model for --ranks (default ring)")
-    parser.add_argument("--system", metavar="PRESET|FILE",
-                        help="cluster layout and links for --ranks/ranks=P (a preset: dgx-8-nvswitch, "
-                             "4gpu-1nic-per-gpu, 4gpu-1nic; or a TOML file, see docs/analysis.md); default: the "
-                             "layout read from the exports, links unknown")
-    parser.add_argument("--run", action="append", default=[], metavar="PARAM=VALUE",
-                        help="pick one run when RUN_DIR holds several, e.g. --run ranks=4 --run rep=1")
-    parser.add_argument("--experiment", metavar="FILE",
-                        help="experiment saved by `extradeep model --save`: PMNF models for pmnf.* what-ifs and the "
-                             "empirical step-time model shown beside the replay")
-    parser.add_argument("--keep-gpu-gaps", action="store_true",
-                        help="also replay unexplained idle time on GPU streams (default: drop it)")
-    parser.add_argument("--top", type=int, default=10, metavar="N", help="critical-path ops and overheads shown (default 10)")
+    parser.add_argument(
+        "--what-if",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="one what-if scenario, e.g. 'kernel:gemm*=0.5', or several items applied together "
+        "joined with ';', e.g. 'comm.bandwidth=2; cpu=0.5' (repeatable: one scenario each)",
+    )
+    parser.add_argument(
+        "--ranks",
+        type=int,
+        metavar="P",
+        help="add a scenario at P ranks (P >= 1): collectives re-costed by the ring/tree model, and "
+        "kernels from the PMNF models when --experiment is given",
+    )
+    parser.add_argument(
+        "--combine",
+        action="store_true",
+        help="also replay one scenario with the changes of all --what-if scenarios and --ranks "
+        "together (each item once)",
+    )
+    parser.add_argument(
+        "--algorithm",
+        choices=("ring", "tree", "hierarchical"),
+        default="ring",
+        help="collective cost model for --ranks (default ring)",
+    )
+    parser.add_argument(
+        "--system",
+        metavar="PRESET|FILE",
+        help="cluster layout and links for --ranks/ranks=P (a preset: dgx-8-nvswitch, "
+        "4gpu-1nic-per-gpu, 4gpu-1nic; or a TOML file, see docs/analysis.md); default: the "
+        "layout read from the exports, links unknown",
+    )
+    parser.add_argument(
+        "--run",
+        action="append",
+        default=[],
+        metavar="PARAM=VALUE",
+        help="pick one run when RUN_DIR holds several, e.g. --run ranks=4 --run rep=1",
+    )
+    parser.add_argument(
+        "--experiment",
+        metavar="FILE",
+        help="experiment saved by `extradeep model --save`: PMNF models for pmnf.* what-ifs and the "
+        "empirical step-time model shown beside the replay",
+    )
+    parser.add_argument(
+        "--keep-gpu-gaps",
+        action="store_true",
+        help="also replay unexplained idle time on GPU streams (default: drop it)",
+    )
+    parser.add_argument(
+        "--top", type=int, default=10, metavar="N", help="critical-path ops and overheads shown (default 10)"
+    )
     parser.add_argument("--json", metavar="FILE", help="write every table as JSON")
     parser.add_argument("--timeline", metavar="CSV", help="write the replayed timeline (all scenarios) as CSV")
     parser.add_argument("--plot", metavar="PNG", help="plot the critical-path breakdown and the what-if step times")
-    add_step_mark_arguments(parser.add_argument_group("step marks (as for model and report; e.g. "
-                                                      "--train-step-pattern 'forward|backward' for other annotations)"))
+    add_step_mark_arguments(
+        parser.add_argument_group(
+            "step marks (as for model and report; e.g. --train-step-pattern 'forward|backward' for other annotations)"
+        )
+    )
 
 
 def _select(items: list[str]) -> dict:
@@ -138,10 +173,16 @@ def run(args) -> int:
     models, exp = None, None
     if args.experiment:
         exp, models = _models(args.experiment)
-    pred = predict(args.run_dir, what_if=_scenarios(args, models is not None), select=_select(args.run),
-                   settings=step_mark_settings(args),
-                   gpu_gaps="keep" if args.keep_gpu_gaps else "drop", models=models, progress=True,
-                   system=args.system)
+    pred = predict(
+        args.run_dir,
+        what_if=_scenarios(args, models is not None),
+        select=_select(args.run),
+        settings=step_mark_settings(args),
+        gpu_gaps="keep" if args.keep_gpu_gaps else "drop",
+        models=models,
+        progress=True,
+        system=args.system,
+    )
     with pd.option_context("display.width", 160, "display.max_columns", 20, "display.max_colwidth", 60):
         _print_report(pred, args, models, exp)
     for line in pred.warnings:
@@ -173,9 +214,11 @@ def _print_report(pred, args, models, exp) -> None:
     print(base[cols].to_string(index=False, float_format=lambda v: f"{v:.6g}"))
     b = pred.breakdown
     shares = {c: b[c].sum() / b["span"].sum() for c in CLASSES}
-    print("\nCritical path, share of the step time: "
-          + ", ".join(f"{c} {100 * v:.1f}%" for c, v in shares.items())
-          + f" (idle includes {100 * b['os_wait'].sum() / b['span'].sum():.1f}% in OS calls, e.g. data loading)")
+    print(
+        "\nCritical path, share of the step time: "
+        + ", ".join(f"{c} {100 * v:.1f}%" for c, v in shares.items())
+        + f" (idle includes {100 * b['os_wait'].sum() / b['span'].sum():.1f}% in OS calls, e.g. data loading)"
+    )
     path = pred.critical_path.assign(name=pred.critical_path["name"].astype(str).str.slice(0, 70))
     top = path.groupby(["class", "name"])["contribution"].sum().sort_values(ascending=False)
     print(f"top {args.top} ops on the critical path (s, summed over steps):")
@@ -186,13 +229,18 @@ def _print_report(pred, args, models, exp) -> None:
     print(ov.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     if len(pred.collectives):
         c = pred.collectives
-        print(f"\nCollectives: {len(c)} matched; median pure {c['pure'].median():.4g} s, "
-              f"median wait for the slowest rank {c['wait'].median():.4g} s")
+        print(
+            f"\nCollectives: {len(c)} matched; median pure {c['pure'].median():.4g} s, "
+            f"median wait for the slowest rank {c['wait'].median():.4g} s"
+        )
     wi = s[s["scenario"] != s["scenario"].iloc[0]]
     if len(wi):
         print("\nWhat-if (each re-replayed):")
-        print(wi[["scenario", "phase", "replayed", "predicted", "speedup"]].to_string(
-            index=False, float_format=lambda v: f"{v:.6g}"))
+        print(
+            wi[["scenario", "phase", "replayed", "predicted", "speedup"]].to_string(
+                index=False, float_format=lambda v: f"{v:.6g}"
+            )
+        )
     if exp is not None and args.ranks:
         _print_empirical(models, args.ranks)
 
@@ -211,9 +259,25 @@ def _print_empirical(models, ranks: int) -> None:
 
 
 def _write_json(pred, path) -> None:
-    tables = {name: getattr(pred, name) for name in ("summary", "steps", "breakdown", "critical_path", "overheads",
-                                                     "kernel_sums", "collectives", "what_if_steps", "files")}
-    out = {"notes": pred.notes, "warnings": pred.warnings, **{k: json.loads(v.to_json(orient="records")) for k, v in tables.items()}}
+    tables = {
+        name: getattr(pred, name)
+        for name in (
+            "summary",
+            "steps",
+            "breakdown",
+            "critical_path",
+            "overheads",
+            "kernel_sums",
+            "collectives",
+            "what_if_steps",
+            "files",
+        )
+    }
+    out = {
+        "notes": pred.notes,
+        "warnings": pred.warnings,
+        **{k: json.loads(v.to_json(orient="records")) for k, v in tables.items()},
+    }
     try:
         with open(path, "w") as fh:
             json.dump(out, fh, indent=1)

@@ -23,38 +23,88 @@ examples:
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
-                        help="the training command, after --; {ranks}, {rep} and {<param>} are filled in")
+    parser.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND",
+        help="the training command, after --; {ranks}, {rep} and {<param>} are filled in",
+    )
     parser.add_argument("--app", default="app", help="application name at the start of every file name (default: app)")
     parser.add_argument("--ranks", metavar="N,N,...", help="process counts to profile, e.g. 2,4,6,8,10 (or --plan)")
-    parser.add_argument("--plan", metavar="FILE", help="profile the runs of a plan file from `extradeep plan` "
-                        "(its app, ranks, parameters and repetitions) instead of --ranks/--param/--reps")
+    parser.add_argument(
+        "--plan",
+        metavar="FILE",
+        help="profile the runs of a plan file from `extradeep plan` "
+        "(its app, ranks, parameters and repetitions) instead of --ranks/--param/--reps",
+    )
     parser.add_argument("--reps", type=int, default=2, help="repetitions of every configuration (default: 2)")
-    parser.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2",
-                        help="another parameter and its values, e.g. b=32,64 (repeatable; grid of all combinations)")
-    parser.add_argument("--launcher", choices=("srun", "mpirun", "torchrun"), default="srun",
-                        help="how processes are started (default: srun)")
-    parser.add_argument("--format", choices=("sh", "slurm"), default="sh",
-                        help="a bash script running every configuration in turn, or a Slurm job array (default: sh)")
-    parser.add_argument("--outdir", default="profiles", help="folder for the reports and SQLite exports (default: profiles)")
-    parser.add_argument("--trace", metavar="APIS",
-                        help="nsys --trace value (default: cuda,nvtx,osrt,cudnn,cublas plus mpi for srun and mpirun)")
-    parser.add_argument("--cuda-profiler", action="store_true",
-                        help="capture only between the helpers' cudaProfilerStart/Stop (--capture-range=cudaProfilerApi)")
-    parser.add_argument("--mpi-impl", choices=("openmpi", "mpich"), help="nsys --mpi-impl, for MPI tracing on older nsys")
-    parser.add_argument("--rank-var", metavar="VAR",
-                        help="environment variable holding the rank, for %%q{VAR} in report names "
-                             "(default: SLURM_PROCID, OMPI_COMM_WORLD_RANK or RANK by launcher)")
-    parser.add_argument("--gpus-per-node", type=int, default=4, help="GPUs per node, for torchrun node counts (default: 4)")
-    parser.add_argument("--launcher-arg", action="append", default=[], metavar="ARG",
-                        help="extra argument for the launcher, e.g. --launcher-arg=--gpus-per-task=1 (repeatable)")
-    parser.add_argument("--sbatch", action="append", default=[], metavar="OPTION",
-                        help="extra #SBATCH line for --format slurm, e.g. --sbatch=--time=00:30:00 (repeatable)")
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2",
+        help="another parameter and its values, e.g. b=32,64 (repeatable; grid of all combinations)",
+    )
+    parser.add_argument(
+        "--launcher",
+        choices=("srun", "mpirun", "torchrun"),
+        default="srun",
+        help="how processes are started (default: srun)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("sh", "slurm"),
+        default="sh",
+        help="a bash script running every configuration in turn, or a Slurm job array (default: sh)",
+    )
+    parser.add_argument(
+        "--outdir", default="profiles", help="folder for the reports and SQLite exports (default: profiles)"
+    )
+    parser.add_argument(
+        "--trace",
+        metavar="APIS",
+        help="nsys --trace value (default: cuda,nvtx,osrt,cudnn,cublas plus mpi for srun and mpirun)",
+    )
+    parser.add_argument(
+        "--cuda-profiler",
+        action="store_true",
+        help="capture only between the helpers' cudaProfilerStart/Stop (--capture-range=cudaProfilerApi)",
+    )
+    parser.add_argument(
+        "--mpi-impl", choices=("openmpi", "mpich"), help="nsys --mpi-impl, for MPI tracing on older nsys"
+    )
+    parser.add_argument(
+        "--rank-var",
+        metavar="VAR",
+        help="environment variable holding the rank, for %%q{VAR} in report names "
+        "(default: SLURM_PROCID, OMPI_COMM_WORLD_RANK or RANK by launcher)",
+    )
+    parser.add_argument(
+        "--gpus-per-node", type=int, default=4, help="GPUs per node, for torchrun node counts (default: 4)"
+    )
+    parser.add_argument(
+        "--launcher-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra argument for the launcher, e.g. --launcher-arg=--gpus-per-task=1 (repeatable)",
+    )
+    parser.add_argument(
+        "--sbatch",
+        action="append",
+        default=[],
+        metavar="OPTION",
+        help="extra #SBATCH line for --format slurm, e.g. --sbatch=--time=00:30:00 (repeatable)",
+    )
     parser.add_argument("--train-steps", type=int, default=5, help="training steps marked per epoch (default: 5)")
     parser.add_argument("--val-steps", type=int, default=2, help="validation steps marked per epoch (default: 2)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs marked; the first is a warm-up (default: 2)")
-    parser.add_argument("--sampling", choices=("truncate", "stop"), default="truncate",
-                        help="after the sample: end epochs early and stop training, or also exit (default: truncate)")
+    parser.add_argument(
+        "--sampling",
+        choices=("truncate", "stop"),
+        default="truncate",
+        help="after the sample: end epochs early and stop training, or also exit (default: truncate)",
+    )
 
 
 def run(args) -> int:
@@ -76,8 +126,10 @@ def run(args) -> int:
         ranks = [int(r) for r in parse_list(args.ranks, "--ranks")]
     except ValueError:
         raise InputError(None, f"--ranks {args.ranks!r}: whole numbers only, e.g. 2,4,6,8,10") from None
-    return _print(args, ProfilePlan(app=args.app, command=command, ranks=ranks, reps=args.reps, params=params,
-                                    **_job_options(args)))
+    return _print(
+        args,
+        ProfilePlan(app=args.app, command=command, ranks=ranks, reps=args.reps, params=params, **_job_options(args)),
+    )
 
 
 def _run_plan(args, command) -> int:
@@ -94,17 +146,28 @@ def _run_plan(args, command) -> int:
         print(f"extradeep: {problem}", file=sys.stderr)
     app = planned.app or args.app
     ranks = sorted({run.ranks for run in planned.runs})
-    return _print(args, ProfilePlan(app=app, command=command, ranks=ranks, params=planned.params,
-                                    planned=planned.runs, **_job_options(args)))
+    return _print(
+        args,
+        ProfilePlan(
+            app=app, command=command, ranks=ranks, params=planned.params, planned=planned.runs, **_job_options(args)
+        ),
+    )
 
 
 def _job_options(args) -> dict:
     from extradeep.capture.frameworks.sampling import Sampling
 
-    return {"launcher": args.launcher, "trace": args.trace, "cuda_profiler": args.cuda_profiler,
-            "outdir": args.outdir, "gpus_per_node": args.gpus_per_node, "mpi_impl": args.mpi_impl,
-            "rank_variable": args.rank_var, "launcher_args": args.launcher_arg,
-            "sampling": Sampling(args.train_steps, args.val_steps, args.epochs, args.sampling, args.cuda_profiler)}
+    return {
+        "launcher": args.launcher,
+        "trace": args.trace,
+        "cuda_profiler": args.cuda_profiler,
+        "outdir": args.outdir,
+        "gpus_per_node": args.gpus_per_node,
+        "mpi_impl": args.mpi_impl,
+        "rank_variable": args.rank_var,
+        "launcher_args": args.launcher_arg,
+        "sampling": Sampling(args.train_steps, args.val_steps, args.epochs, args.sampling, args.cuda_profiler),
+    }
 
 
 def _print(args, plan) -> int:

@@ -9,7 +9,6 @@ from extradeep.cli.budget import add_budget_arguments
 from extradeep.cli.common import add_reading_arguments
 from extradeep.cli.evaluate import add_evaluation_arguments
 from extradeep.cli.model import CONFIG_NOTE, add_analysis_arguments
-from extradeep.errors import InputError
 
 HELP = "write the cost-per-epoch budgeting report (one self-contained HTML file)"
 DESCRIPTION = """Write an HTML report for whoever pays for the GPUs: configurations and dataset, time
@@ -31,13 +30,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_budget_arguments(parser, required=False)
     add_evaluation_arguments(parser)
     out = parser.add_argument_group("output")
-    out.add_argument("-o", "--output", default="report.html", metavar="FILE", help="HTML file to write (default report.html)")
+    out.add_argument(
+        "-o", "--output", default="report.html", metavar="FILE", help="HTML file to write (default report.html)"
+    )
     out.add_argument("--plots", metavar="DIR", help="also save every figure here")
     out.add_argument("--plot-formats", default="png,svg", metavar="LIST", help="formats for --plots (default png,svg)")
-    out.add_argument("--title", help="report title (default: \"Time and cost per epoch: budgeting report\")")
+    out.add_argument("--title", help='report title (default: "Time and cost per epoch: budgeting report")')
     out.add_argument("--top", type=int, default=10, metavar="N", help="regions in the bottleneck table (default 10)")
-    out.add_argument("--plan-target", metavar="N,N", help="add 'What to profile next': the 3 runs (within --max-ranks) "
-                     "that shrink the 95%% interval at these ranks the most per GPU-hour")
+    out.add_argument(
+        "--plan-target",
+        metavar="N,N",
+        help="add 'What to profile next': the 3 runs (within --max-ranks) "
+        "that shrink the 95%% interval at these ranks the most per GPU-hour",
+    )
 
 
 def run(args) -> int:
@@ -56,11 +61,23 @@ def run(args) -> int:
     limits = limits_from_args(args)
     analysis, experiment, errors, eval_points = evaluation_from_args(args, required=False)
     result = build_report(
-        analysis, args.output, grid=_requested_grid(args, analysis), cost=cost, limits=limits,
+        analysis,
+        args.output,
+        grid=_requested_grid(args, analysis),
+        cost=cost,
+        limits=limits,
         candidates=parse_values(args.candidates, "--candidates") if args.candidates else None,
-        max_ranks=args.max_ranks, fixed=fixed_values(args, analysis), errors=errors, evaluation_points=eval_points,
-        experiment=experiment, level=args.level, title=args.title, plots_dir=args.plots, plot_formats=formats,
-        plan=plan_for_report(args, experiment, cost))
+        max_ranks=args.max_ranks,
+        fixed=fixed_values(args, analysis),
+        errors=errors,
+        evaluation_points=eval_points,
+        experiment=experiment,
+        level=args.level,
+        title=args.title,
+        plots_dir=args.plots,
+        plot_formats=formats,
+        plan=plan_for_report(args, experiment, cost),
+    )
     size = len(result["html"]) / 1e6
     print(f"extradeep: wrote {args.output} ({size:.1f} MB, {len(result['figures'])} figures)", file=sys.stderr)
     if args.plots:

@@ -39,7 +39,9 @@ def default_cache_dir() -> Path:
 def reader_version() -> str:
     """extradeep's version plus a digest of the reader's sources, so any reader change invalidates
     cached results (developers edit the reader without bumping versions)."""
-    return f"{extradeep.__version__}+{sources_digest(f'{extradeep.__version__} {READER_VERSION}', 'io/nsys', 'io/kineto')}"
+    return (
+        f"{extradeep.__version__}+{sources_digest(f'{extradeep.__version__} {READER_VERSION}', 'io/nsys', 'io/kineto')}"
+    )
 
 
 def sources_digest(seed: str, *packages: str) -> str:

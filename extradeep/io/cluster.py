@@ -77,7 +77,9 @@ class SlurmOptions:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"slurm.{name}", f"must be a whole number >= 1, got {value!r}")
         if self.processes is not None and not (isinstance(self.processes, int) and 1 <= self.processes <= self.cores):
-            raise InputError("slurm.processes", f"must be a whole number from 1 to cores ({self.cores}), got {self.processes!r}")
+            raise InputError(
+                "slurm.processes", f"must be a whole number from 1 to cores ({self.cores}), got {self.processes!r}"
+            )
         if not re.fullmatch(r"(\d+-)?\d{1,2}(:\d{2}){0,2}", str(self.walltime)):
             raise InputError("slurm.walltime", f"must look like HH:MM:SS or D-HH:MM:SS, got {self.walltime!r}")
         object.__setattr__(self, "job_extra", tuple(str(line) for line in self.job_extra))
@@ -97,9 +99,14 @@ class SlurmOptions:
     def cluster_arguments(self) -> dict:
         """The keyword arguments of dask_jobqueue.SLURMCluster."""
         arguments = {
-            "queue": self.queue, "account": self.account, "cores": self.cores,
-            "processes": self.processes or self.cores, "memory": self.memory, "walltime": self.walltime,
-            "job_extra_directives": list(self.job_extra), "python": self.python or sys.executable,
+            "queue": self.queue,
+            "account": self.account,
+            "cores": self.cores,
+            "processes": self.processes or self.cores,
+            "memory": self.memory,
+            "walltime": self.walltime,
+            "job_extra_directives": list(self.job_extra),
+            "python": self.python or sys.executable,
             "local_directory": self.local_directory,
         }
         return {k: v for k, v in arguments.items() if v is not None}
@@ -122,8 +129,7 @@ def _client_retries():
     only the tasks it runs (saturation 1), so a dying worker takes no queued, innocent file with it."""
     import dask
 
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0,
-                          "distributed.scheduler.worker-saturation": 1.0}):
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.scheduler.worker-saturation": 1.0}):
         yield
 
 
@@ -169,27 +175,41 @@ def _open(scheduler, distributed, jobs):
         options = scheduler if isinstance(scheduler, SlurmOptions) else SlurmOptions()
         with options.cluster() as cluster:
             cluster.scale(jobs=options.jobs)
-            print(f"extradeep: submitted {options.jobs} Slurm job(s); their workers join as Slurm starts them "
-                  f"(dashboard {cluster.dashboard_link})", file=sys.stderr)
+            print(
+                f"extradeep: submitted {options.jobs} Slurm job(s); their workers join as Slurm starts them "
+                f"(dashboard {cluster.dashboard_link})",
+                file=sys.stderr,
+            )
             with distributed.Client(cluster) as client:
                 yield client
         return
     if scheduler == "local":
-        with _client_retries(), distributed.LocalCluster(
-            n_workers=jobs or os.cpu_count() or 1, threads_per_worker=1, processes=True, dashboard_address=None
-        ) as cluster, distributed.Client(cluster) as client:
+        with (
+            _client_retries(),
+            distributed.LocalCluster(
+                n_workers=jobs or os.cpu_count() or 1, threads_per_worker=1, processes=True, dashboard_address=None
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
             yield client
         return
     target = str(scheduler)
     by_file = target.endswith(".json") and Path(target).is_file()
     if not by_file and not ADDRESS.match(target):
-        raise InputError("--scheduler", f"{target!r} is no scheduler address (tcp://HOST:PORT), scheduler file "
-                         "(.json), 'local' or 'slurm'")
+        raise InputError(
+            "--scheduler",
+            f"{target!r} is no scheduler address (tcp://HOST:PORT), scheduler file (.json), 'local' or 'slurm'",
+        )
     try:
-        client = distributed.Client(scheduler_file=target, timeout=CONNECT_TIMEOUT_S) if by_file else \
-            distributed.Client(target, timeout=CONNECT_TIMEOUT_S)
+        client = (
+            distributed.Client(scheduler_file=target, timeout=CONNECT_TIMEOUT_S)
+            if by_file
+            else distributed.Client(target, timeout=CONNECT_TIMEOUT_S)
+        )
     except (OSError, TimeoutError, ValueError) as exc:
-        raise InputError(target, f"cannot reach the Dask scheduler ({type(exc).__name__}: {_first_line(exc)})") from None
+        raise InputError(
+            target, f"cannot reach the Dask scheduler ({type(exc).__name__}: {_first_line(exc)})"
+        ) from None
     with client:
         yield client
 

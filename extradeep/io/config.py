@@ -43,8 +43,14 @@ DEFAULTS = {
 }
 CONFIG_NAME = "extradeep.toml"  # the settings file of a profiles folder
 POSITIVE_INT_OPTIONS = ("jobs", "min_points")
-READER_KEYS = ("epoch_pattern", "train_step_pattern", "val_step_pattern", "warmup_epochs", "warmup_steps",
-               "kernel_names")
+READER_KEYS = (
+    "epoch_pattern",
+    "train_step_pattern",
+    "val_step_pattern",
+    "warmup_epochs",
+    "warmup_steps",
+    "kernel_names",
+)
 
 
 def read_config(path) -> dict:
@@ -55,8 +61,9 @@ def read_config(path) -> dict:
     config = {str(k).replace("-", "_"): v for k, v in data.items()}
     unknown = sorted(set(config) - set(DEFAULTS))
     if unknown:
-        raise InputError(path, f"unknown key(s) {', '.join(unknown)}; known: "
-                         f"{', '.join(k.replace('_', '-') for k in DEFAULTS)}")
+        raise InputError(
+            path, f"unknown key(s) {', '.join(unknown)}; known: {', '.join(k.replace('_', '-') for k in DEFAULTS)}"
+        )
     for key in ("profiles", "param", "alias"):
         if isinstance(config.get(key), str):
             config[key] = [config[key]]

@@ -104,7 +104,9 @@ def find_exports(paths) -> tuple[list[Path], list[str]]:
                     "(run: nsys export --type sqlite FILE.nsys-rep)"
                 )
             if not exports:
-                problems.append(f"{path}: no profiles (*{EXPORT_SUFFIX} exports or *.json[.gz] Kineto traces) found in this directory")
+                problems.append(
+                    f"{path}: no profiles (*{EXPORT_SUFFIX} exports or *.json[.gz] Kineto traces) found in this directory"
+                )
             found.extend(exports)
         elif path.is_file():
             found.append(path)
@@ -133,8 +135,10 @@ def one_format_per_run(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     problems = []
     for _, group in runs[drop].groupby(keys, dropna=False, sort=True):
         label = _point_label(group.iloc[0], keys)
-        problems.append(f"{label}: profiled as nsys exports and as Kineto traces; using the nsys exports, "
-                        f"skipping {len(group)} Kineto trace(s)")
+        problems.append(
+            f"{label}: profiled as nsys exports and as Kineto traces; using the nsys exports, "
+            f"skipping {len(group)} Kineto trace(s)"
+        )
     return runs[~drop].reset_index(drop=True), problems
 
 
@@ -292,8 +296,11 @@ def check_single_app(runs: pd.DataFrame) -> None:
     counts = runs["app"].value_counts()
     if len(counts) > 1:
         listed = ", ".join(f"{app!r} ({n} files)" for app, n in counts.items())
-        raise InputError(None, f"the inputs mix applications: {listed}; give one application's exports at a time "
-                         "(or name the runs in a manifest file)")
+        raise InputError(
+            None,
+            f"the inputs mix applications: {listed}; give one application's exports at a time "
+            "(or name the runs in a manifest file)",
+        )
 
 
 def drop_duplicates(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -389,7 +396,10 @@ def validate_runs(runs: pd.DataFrame, problems: list[str]) -> tuple[pd.DataFrame
     params = param_columns(runs)
     clash = sorted(set(params) & set(STEP_SUM_COLUMNS))
     if clash:
-        raise InputError(None, f"parameter name(s) {', '.join(clash)} are reserved; rename them, e.g. --alias {clash[0]}=n_{clash[0]}")
+        raise InputError(
+            None,
+            f"parameter name(s) {', '.join(clash)} are reserved; rename them, e.g. --alias {clash[0]}=n_{clash[0]}",
+        )
     incomplete = runs[params].isna().any(axis=1) if params else pd.Series(False, index=runs.index)
     for _, row in runs[incomplete].iterrows():
         absent = ", ".join(k for k in params if pd.isna(row[k]))

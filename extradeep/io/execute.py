@@ -124,9 +124,13 @@ def _run_on_cluster(function, calls, client, on_done) -> tuple[list, list[str]]:
 
 def _lost_scheduler(client, finished: int, total: int, why: str) -> InputError:
     """The scheduler went away: one line (dask's own logging is quiet), and what is done stays cached."""
-    return InputError(str(client.scheduler.address), (
-        f"lost the Dask scheduler after {finished} of {total} task(s) ({why}); with the cache on, "
-        "what was read is not read again when you run once more"))
+    return InputError(
+        str(client.scheduler.address),
+        (
+            f"lost the Dask scheduler after {finished} of {total} task(s) ({why}); with the cache on, "
+            "what was read is not read again when you run once more"
+        ),
+    )
 
 
 def _worker_addresses(client) -> set[str]:
@@ -156,15 +160,15 @@ def _retry_notes(retried: int, lost: int) -> list[str]:
     return notes
 
 
-def read_all(runs: pd.DataFrame, settings: ReaderSettings, *, jobs=None, cache_dir=None, progress=None,
-             client=None) -> tuple[list[dict], list[str]]:
+def read_all(
+    runs: pd.DataFrame, settings: ReaderSettings, *, jobs=None, cache_dir=None, progress=None, client=None
+) -> tuple[list[dict], list[str]]:
     """Read every run: cached results first, the rest by `run_tasks` (in `jobs` local worker
     processes, or on the Dask cluster of `client`). Returns one result per run and notes."""
     limit = cache_limit_bytes() if cache_dir is not None else None  # a bad setting fails before reading
     if cache_dir is not None and (problem := cache_problem(cache_dir)):
         # said once: a silently disabled cache makes every later run slow for no visible reason
-        print(f"extradeep: note: {problem}; nothing is cached (give --cache-dir DIR, or --no-cache)",
-              file=sys.stderr)
+        print(f"extradeep: note: {problem}; nothing is cached (give --cache-dir DIR, or --no-cache)", file=sys.stderr)
     tasks = [(row.path, row.size, row.mtime_ns) for row in runs.itertuples(index=False)]
     keys = [cache_key(*task, settings) for task in tasks]
     results: list[dict | None] = [None] * len(tasks)
@@ -178,7 +182,12 @@ def read_all(runs: pd.DataFrame, settings: ReaderSettings, *, jobs=None, cache_d
     def done(j, result):
         i = todo[j]
         if isinstance(result, WorkerLost):
-            result = {"path": tasks[i][0], "sha256": None, "frame": None, "problem": f"{tasks[i][0]}: reading failed: {result}"}
+            result = {
+                "path": tasks[i][0],
+                "sha256": None,
+                "frame": None,
+                "problem": f"{tasks[i][0]}: reading failed: {result}",
+            }
         elif client is not None:  # the workers' cache may not be this machine's
             store_cache(cache_dir, keys[i], result)
         results[i] = result

@@ -28,8 +28,11 @@ FORMAT = "extradeep-experiment"
 TABLES = ("measurements", "measurements_by_rep", "provenance")  # read back on load
 _MEASURED = ("region", "kind", "category", "metric", "phase", "value")
 # columns a saved experiment cannot be used without (besides one column per modeled parameter)
-REQUIRED_COLUMNS = {"measurements": (*_MEASURED, "modelable"), "measurements_by_rep": (*_MEASURED, "rep"),
-                    "provenance": ("path",)}
+REQUIRED_COLUMNS = {
+    "measurements": (*_MEASURED, "modelable"),
+    "measurements_by_rep": (*_MEASURED, "rep"),
+    "provenance": ("path",),
+}
 DAMAGED = "damaged saved experiment"
 
 
@@ -41,7 +44,7 @@ class SavedExperiment:
     tables: dict
     settings: dict
     problems: list
-    models: dict | None = None   # {"models": DataFrame, "meta": dict} when models were saved
+    models: dict | None = None  # {"models": DataFrame, "meta": dict} when models were saved
 
 
 def write_experiment(path, meta: dict, tables: dict, settings: dict, problems: list) -> None:
@@ -93,8 +96,10 @@ def read_experiment(path) -> SavedExperiment:
         present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         missing = [t for t in (*TABLES, "settings", "problems") if t not in present]
         if missing:
-            raise InputError(path, f"{DAMAGED}: table {', '.join(missing)} missing (save it again with "
-                             "`extradeep model PROFILES --save`)")
+            raise InputError(
+                path,
+                f"{DAMAGED}: table {', '.join(missing)} missing (save it again with `extradeep model PROFILES --save`)",
+            )
         try:
             meta = dict(conn.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
             tables = {name: pd.read_sql(f"SELECT * FROM [{name}]", conn) for name in TABLES}
@@ -102,8 +107,10 @@ def read_experiment(path) -> SavedExperiment:
             problems = [row[0] for row in conn.execute("SELECT problem FROM problems")]
             models = None
             if {"models", "models_meta"} <= present:
-                models = {"models": pd.read_sql("SELECT * FROM models", conn),
-                          "meta": dict(conn.execute("SELECT key, value FROM models_meta").fetchall())}
+                models = {
+                    "models": pd.read_sql("SELECT * FROM models", conn),
+                    "meta": dict(conn.execute("SELECT key, value FROM models_meta").fetchall()),
+                }
         except (sqlite3.Error, pd.errors.DatabaseError) as exc:
             raise InputError(path, f"{DAMAGED}: {exc}") from None
     params = _json(path, meta.get("params"), "the parameter list (extradeep_meta 'params')")

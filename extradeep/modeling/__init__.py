@@ -10,6 +10,14 @@ from extradeep.modeling.modeler import PMNFModeler, fit_models
 from extradeep.modeling.terms import DEFAULT_I, DEFAULT_J, EXTRAP_PAIRS, SHORT_NAMES
 
 __all__ = [
-    "DEFAULT_I", "DEFAULT_J", "EXTRAP_PAIRS", "SHORT_NAMES", "Model", "PMNFModeler", "fit_models",
-    "model_extrap_text", "read_extrap_text", "write_extrap_text",
+    "DEFAULT_I",
+    "DEFAULT_J",
+    "EXTRAP_PAIRS",
+    "SHORT_NAMES",
+    "Model",
+    "PMNFModeler",
+    "fit_models",
+    "model_extrap_text",
+    "read_extrap_text",
+    "write_extrap_text",
 ]

@@ -23,10 +23,10 @@ LEVERAGE_TOL = 1e-9
 class BatchFit:
     """Results of a batched fit; leading axes are the broadcast batch axes (e.g. region, hypothesis)."""
 
-    coef: np.ndarray       # (..., p)
-    fitted: np.ndarray     # (..., n)
-    loo_pred: np.ndarray   # (..., n) leave-one-out prediction at each point
-    valid: np.ndarray      # (...,) full rank and leave-one-out defined everywhere
+    coef: np.ndarray  # (..., p)
+    fitted: np.ndarray  # (..., n)
+    loo_pred: np.ndarray  # (..., n) leave-one-out prediction at each point
+    valid: np.ndarray  # (...,) full rank and leave-one-out defined everywhere
     r_inv: np.ndarray | None = None  # (..., p, p) inverse of R from sqrt(W) A = Q R
 
 
@@ -104,7 +104,7 @@ def _upper_inverse(Rm: np.ndarray) -> np.ndarray:
     eye = np.broadcast_to(np.eye(p), Rm.shape)
     out = np.zeros_like(Rm)
     for k in range(p - 1, -1, -1):
-        acc = eye[..., k, :] - np.einsum("...j,...jc->...c", Rm[..., k, k + 1:], out[..., k + 1:, :])
+        acc = eye[..., k, :] - np.einsum("...j,...jc->...c", Rm[..., k, k + 1 :], out[..., k + 1 :, :])
         out[..., k, :] = acc / Rm[..., k, k][..., None]
     return out
 

@@ -41,15 +41,14 @@ class CollectiveModel:
     coef: np.ndarray
     points: np.ndarray
     values: np.ndarray
-    folds: list = field(default_factory=list)   # coefficient sets without one point each (jackknife)
+    folds: list = field(default_factory=list)  # coefficient sets without one point each (jackknife)
     cv_smape: float = float("nan")
     smape: float = float("nan")
-    inter_source: str = "measured"              # measured | system | none
+    inter_source: str = "measured"  # measured | system | none
     param: str = "ranks"
 
     def _features(self, X) -> np.ndarray:
-        return cost_features(self.collective, self.algorithm, np.asarray(X, float).reshape(-1), 1.0,
-                             self.gpus_per_node)
+        return cost_features(self.collective, self.algorithm, np.asarray(X, float).reshape(-1), 1.0, self.gpus_per_node)
 
     def predict(self, X):
         value = self._features(X) @ self.coef
@@ -80,8 +79,13 @@ class CollectiveModel:
         p = (names or {}).get(self.param, "p")
         a_i, b_i, a_e, b_e = (f"{v:.{digits}g}" for v in self.coef)
         within = f"{a_i}*n_intra({p}) + {b_i}*v_intra({p})"
-        across = f"{a_e}*n_inter({p}) + {b_e}*v_inter({p})" + (" [system file]" if self.inter_source == "system" else
-                                                                 " [unknown network]" if self.inter_source == "none" else "")
+        across = f"{a_e}*n_inter({p}) + {b_e}*v_inter({p})" + (
+            " [system file]"
+            if self.inter_source == "system"
+            else " [unknown network]"
+            if self.inter_source == "none"
+            else ""
+        )
         return f"{self.algorithm} {self.collective}, {self.gpus_per_node} GPUs/node: {within} + {across}"
 
     def __str__(self) -> str:
@@ -97,22 +101,47 @@ class CollectiveModel:
         return {(1.0, 0.0): f"O({p})", (0.0, 1.0): f"O(log {p})"}.get(self.growth_key(), "O(1)")
 
     def to_dict(self) -> dict:
-        return {"type": "collective alpha-beta", "collective": self.collective, "algorithm": self.algorithm,
-                "gpus_per_node": int(self.gpus_per_node), "coef": [float(v) for v in self.coef],
-                "points": [float(v) for v in self.points], "values": [float(v) for v in self.values],
-                "folds": [[float(v) for v in c] for c in self.folds], "cv_smape": float(self.cv_smape),
-                "smape": float(self.smape), "inter_source": self.inter_source, "param": self.param}
+        return {
+            "type": "collective alpha-beta",
+            "collective": self.collective,
+            "algorithm": self.algorithm,
+            "gpus_per_node": int(self.gpus_per_node),
+            "coef": [float(v) for v in self.coef],
+            "points": [float(v) for v in self.points],
+            "values": [float(v) for v in self.values],
+            "folds": [[float(v) for v in c] for c in self.folds],
+            "cv_smape": float(self.cv_smape),
+            "smape": float(self.smape),
+            "inter_source": self.inter_source,
+            "param": self.param,
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> CollectiveModel:
-        return cls(data["collective"], data["algorithm"], int(data["gpus_per_node"]), np.asarray(data["coef"], float),
-                   np.asarray(data["points"], float), np.asarray(data["values"], float),
-                   [np.asarray(c, float) for c in data.get("folds", [])], float(data["cv_smape"]),
-                   float(data["smape"]), data.get("inter_source", "measured"), data.get("param", "ranks"))
+        return cls(
+            data["collective"],
+            data["algorithm"],
+            int(data["gpus_per_node"]),
+            np.asarray(data["coef"], float),
+            np.asarray(data["points"], float),
+            np.asarray(data["values"], float),
+            [np.asarray(c, float) for c in data.get("folds", [])],
+            float(data["cv_smape"]),
+            float(data["smape"]),
+            data.get("inter_source", "measured"),
+            data.get("param", "ranks"),
+        )
 
 
-def fit_collective(ranks, values, collective: str, gpus_per_node: int, system: System | None = None,
-                   algorithms=ALGORITHMS, param: str = "ranks") -> CollectiveModel | None:
+def fit_collective(
+    ranks,
+    values,
+    collective: str,
+    gpus_per_node: int,
+    system: System | None = None,
+    algorithms=ALGORITHMS,
+    param: str = "ranks",
+) -> CollectiveModel | None:
     """The alpha-beta model of the best algorithm by leave-one-out error; None with fewer than 3
     points or when no algorithm fits."""
     x, y = np.asarray(ranks, float), np.asarray(values, float)
@@ -135,10 +164,11 @@ def fit_collective(ranks, values, collective: str, gpus_per_node: int, system: S
             if c is None:
                 continue
             folds.append(c)
-            guess = cost_features(collective, algorithm, x[k:k + 1], 1.0, gpus_per_node) @ c
+            guess = cost_features(collective, algorithm, x[k : k + 1], 1.0, gpus_per_node) @ c
             errors.append(_smape(y[k], guess[0]))
-        model = CollectiveModel(collective, algorithm, gpus_per_node, coef, x, y, folds, np.nan,
-                                inter_source=source, param=param)
+        model = CollectiveModel(
+            collective, algorithm, gpus_per_node, coef, x, y, folds, np.nan, inter_source=source, param=param
+        )
         model.smape = float(np.mean([_smape(a, b) for a, b in zip(y, model.predict(x))]))
         model.cv_smape = float(np.mean(errors)) if errors else model.smape
         if best is None or model.cv_smape < best.cv_smape - 1e-9:

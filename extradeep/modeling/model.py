@@ -8,7 +8,12 @@ from fractions import Fraction
 import numpy as np
 
 from extradeep.modeling.terms import (
-    Term, design_matrix, display_names, factor_text, growth_text, term_growth_key,
+    Term,
+    design_matrix,
+    display_names,
+    factor_text,
+    growth_text,
+    term_growth_key,
 )
 
 
@@ -118,23 +123,33 @@ class Model:
             "terms": _terms_to_text(self.terms),
             "coefficients": [float(c) for c in self.coefficients],
             "cov_unscaled": np.asarray(self.cov_unscaled, float).tolist(),
-            "sigma2": float(self.sigma2), "dof": int(self.dof), "weighting": self.weighting,
-            "var_floor": float(self.var_floor), "smape": float(self.smape),
-            "cv_smape": float(self.cv_smape), "rss": float(self.rss), "ar2": float(self.ar2),
+            "sigma2": float(self.sigma2),
+            "dof": int(self.dof),
+            "weighting": self.weighting,
+            "var_floor": float(self.var_floor),
+            "smape": float(self.smape),
+            "cv_smape": float(self.cv_smape),
+            "rss": float(self.rss),
+            "ar2": float(self.ar2),
             "points": np.asarray(self.points, float).tolist(),
             "point_errors": np.asarray(self.point_errors, float).tolist(),
-            "n_measurements": int(self.n_measurements), "names": dict(self.names),
+            "n_measurements": int(self.n_measurements),
+            "names": dict(self.names),
             "warnings": list(self.warnings),
-            "rivals": [{"terms": _terms_to_text(r["terms"]), "coefficients": [float(c) for c in r["coefficients"]]}
-                       for r in self.rivals],
+            "rivals": [
+                {"terms": _terms_to_text(r["terms"]), "coefficients": [float(c) for c in r["coefficients"]]}
+                for r in self.rivals
+            ],
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> Model:
         kw = dict(data)
         kw["terms"] = _terms_from_text(data["terms"])
-        kw["rivals"] = [{"terms": _terms_from_text(r["terms"]), "coefficients": np.asarray(r["coefficients"], float)}
-                        for r in data.get("rivals", [])]
+        kw["rivals"] = [
+            {"terms": _terms_from_text(r["terms"]), "coefficients": np.asarray(r["coefficients"], float)}
+            for r in data.get("rivals", [])
+        ]
         for key in ("coefficients", "cov_unscaled", "point_errors"):
             kw[key] = np.asarray(data[key], dtype=float)
         kw["points"] = np.asarray(data["points"], dtype=float).reshape(-1, len(data["params"]))

@@ -12,7 +12,12 @@ from extradeep.errors import InputError
 from extradeep.modeling.batched import fit_batched, smape
 from extradeep.modeling.model import Model
 from extradeep.modeling.search import (
-    PointBatch, SearchOptions, line_indices, search_multi_parameter, search_single_parameter, weights,
+    PointBatch,
+    SearchOptions,
+    line_indices,
+    search_multi_parameter,
+    search_single_parameter,
+    weights,
 )
 from extradeep.modeling.terms import DEFAULT_I, DEFAULT_J, factor_pairs, term_values
 
@@ -25,8 +30,19 @@ DEFAULT_PAIRS = None
 DEFAULT_CRITERION = "cv+reps"
 # "auto": search.SIGNIFICANCE_AUTO (stricter with repetitions than with one).
 DEFAULT_SIGNIFICANCE = "auto"
-RESULT_COLUMNS = ["model", "formula", "smape", "cv_smape", "ar2", "rss", "growth", "growth_key",
-                  "n_points", "reason", "warnings"]
+RESULT_COLUMNS = [
+    "model",
+    "formula",
+    "smape",
+    "cv_smape",
+    "ar2",
+    "rss",
+    "growth",
+    "growth_key",
+    "n_points",
+    "reason",
+    "warnings",
+]
 
 
 class PMNFModeler:
@@ -39,11 +55,23 @@ class PMNFModeler:
     one measurement point.
     """
 
-    def __init__(self, exponents_i=DEFAULT_I, exponents_j=DEFAULT_J, pairs=DEFAULT_PAIRS, n_terms=1,
-                 nonnegative=DEFAULT_NONNEGATIVE, min_points=5, weighting="relative",
-                 tie_tolerance=DEFAULT_TIE_TOLERANCE, criterion=DEFAULT_CRITERION, significance=DEFAULT_SIGNIFICANCE,
-                 min_term_contribution=0.0005, top_k=3,
-                 param_names=None, names=None):
+    def __init__(
+        self,
+        exponents_i=DEFAULT_I,
+        exponents_j=DEFAULT_J,
+        pairs=DEFAULT_PAIRS,
+        n_terms=1,
+        nonnegative=DEFAULT_NONNEGATIVE,
+        min_points=5,
+        weighting="relative",
+        tie_tolerance=DEFAULT_TIE_TOLERANCE,
+        criterion=DEFAULT_CRITERION,
+        significance=DEFAULT_SIGNIFICANCE,
+        min_term_contribution=0.0005,
+        top_k=3,
+        param_names=None,
+        names=None,
+    ):
         self.exponents_i = exponents_i
         self.exponents_j = exponents_j
         self.pairs = pairs
@@ -62,12 +90,16 @@ class PMNFModeler:
     def search_options(self) -> SearchOptions:
         if self.n_terms not in (1, 2, 3):
             raise InputError(None, f"n_terms must be 1, 2 or 3, not {self.n_terms}")
-        for name, allowed in (("weighting", ("relative", "none")), ("criterion", ("cv", "cv+reps")),
-                              ("nonnegative", (True, False, "auto"))):
+        for name, allowed in (
+            ("weighting", ("relative", "none")),
+            ("criterion", ("cv", "cv+reps")),
+            ("nonnegative", (True, False, "auto")),
+        ):
             if getattr(self, name) not in allowed:
                 raise InputError(None, f"{name} must be one of {allowed}, not {getattr(self, name)!r}")
-        if self.significance != "auto" and not (isinstance(self.significance, (int, float))
-                                                  and 0 < self.significance < 1):
+        if self.significance != "auto" and not (
+            isinstance(self.significance, (int, float)) and 0 < self.significance < 1
+        ):
             raise InputError(None, f"significance must be 'auto' or a level between 0 and 1, not {self.significance!r}")
         if self.min_points < 2:
             raise InputError(None, f"min_points must be at least 2, not {self.min_points}")
@@ -86,8 +118,7 @@ class PMNFModeler:
         else:
             X = np.asarray(X, dtype=float)
             X = X.reshape(-1, 1) if X.ndim == 1 else X
-            params = list(self.param_names or (["p"] if X.shape[1] == 1 else
-                                               [f"x{k + 1}" for k in range(X.shape[1])]))
+            params = list(self.param_names or (["p"] if X.shape[1] == 1 else [f"x{k + 1}" for k in range(X.shape[1])]))
         y = np.asarray(y, dtype=float).ravel()
         if len(y) != len(X) or len(params) != X.shape[1]:
             raise InputError(None, f"X has {len(X)} rows x {X.shape[1]} parameters but y has {len(y)} values")
@@ -106,8 +137,9 @@ class PMNFModeler:
         return self.model_.predict(X)
 
 
-def fit_models(df: pd.DataFrame, params, value="value", by=("region", "metric"), rep=None,
-               options=None) -> pd.DataFrame:
+def fit_models(
+    df: pd.DataFrame, params, value="value", by=("region", "metric"), rep=None, options=None
+) -> pd.DataFrame:
     """One PMNF model per group of `df` (rows are measurements; equal points are repetitions).
 
     `rep`: the repetition column, if any (rows at the same point are repetitions either way).
@@ -141,16 +173,21 @@ def fit_models(df: pd.DataFrame, params, value="value", by=("region", "metric"),
     for g, count in dropped:
         rows[g]["warnings"].append(f"dropped {count} measurement(s) with a parameter value {why}")
     if dropped:  # one warning for the whole table; each model keeps its own note
-        warnings.warn(f"dropped {int(small.sum())} measurement(s) with a parameter value {why} in "
-                      f"{len(dropped)} group(s), e.g. {_label(keys, dropped[0][0])}", stacklevel=2)
+        warnings.warn(
+            f"dropped {int(small.sum())} measurement(s) with a parameter value {why} in "
+            f"{len(dropped)} group(s), e.g. {_label(keys, dropped[0][0])}",
+            stacklevel=2,
+        )
     keep = ~np.isin(groups, [g for g, r in enumerate(rows) if r["reason"]]) & ~small
     clean = pd.DataFrame(numeric[keep], columns=params + [value]).assign(_g=groups[keep])
     for batch, gids in _batches(clean, params, value):
         _fit_batch(batch, gids, params, opts, modeler, rows)
-    for g, r in enumerate(rows):
+    for r in rows:
         if r["model"] is None and not r["reason"]:
-            r["reason"] = f"no measurements where every parameter is {_defined_text(opts.factors)} " \
-                          f"(need at least {opts.min_points} points)"
+            r["reason"] = (
+                f"no measurements where every parameter is {_defined_text(opts.factors)} "
+                f"(need at least {opts.min_points} points)"
+            )
     return pd.concat([keys, _result_frame(rows, modeler)], axis=1)
 
 
@@ -162,8 +199,11 @@ def undefined_below(factors) -> float:
 
 
 def _undefined_text(factors) -> str:
-    return "below 1 (a fractional log exponent is undefined there)" if undefined_below(factors) == 1.0 \
+    return (
+        "below 1 (a fractional log exponent is undefined there)"
+        if undefined_below(factors) == 1.0
         else "<= 0 (x^i log2(x)^j is undefined there)"
+    )
 
 
 def _defined_text(factors) -> str:
@@ -179,8 +219,9 @@ def _batches(clean: pd.DataFrame, params, value):
     if clean.empty:
         return
     grouped = clean.groupby(["_g"] + params, sort=True)[value]
-    agg = pd.DataFrame({"y": grouped.mean(), "count": grouped.count(),
-                        "pure": grouped.var(ddof=0).fillna(0.0) * grouped.count()}).reset_index()
+    agg = pd.DataFrame(
+        {"y": grouped.mean(), "count": grouped.count(), "pure": grouped.var(ddof=0).fillna(0.0) * grouped.count()}
+    ).reset_index()
     gid = agg["_g"].to_numpy()
     pid = agg.groupby(params, sort=True).ngroup().to_numpy()
     groups, row_of = np.unique(gid, return_inverse=True)
@@ -192,9 +233,15 @@ def _batches(clean: pd.DataFrame, params, value):
         part = agg[np.isin(row_of, members)]  # already sorted by group, then point
         n = int(signatures[b].sum())
         shape = (len(members), n)
-        yield PointBatch(X=part[params].to_numpy(float)[:n], y=part["y"].to_numpy().reshape(shape),
-                         count=part["count"].to_numpy(float).reshape(shape),
-                         pure_ss=part["pure"].to_numpy().reshape(shape)), groups[members]
+        yield (
+            PointBatch(
+                X=part[params].to_numpy(float)[:n],
+                y=part["y"].to_numpy().reshape(shape),
+                count=part["count"].to_numpy(float).reshape(shape),
+                pure_ss=part["pure"].to_numpy().reshape(shape),
+            ),
+            groups[members],
+        )
 
 
 def _shortage(X: np.ndarray, params, min_points: int) -> str:
@@ -204,8 +251,10 @@ def _shortage(X: np.ndarray, params, min_points: int) -> str:
             if len(X) < min_points:
                 return f"only {len(X)} measurement point(s) (need at least {min_points})"
         elif line_indices(X, col, min_points) is None:
-            return (f"fewer than {min_points} values of {name} with the other parameters fixed "
-                    f"(need at least {min_points} points per parameter)")
+            return (
+                f"fewer than {min_points} values of {name} with the other parameters fixed "
+                f"(need at least {min_points} points per parameter)"
+            )
     return ""
 
 
@@ -221,7 +270,7 @@ def _fit_batch(batch: PointBatch, gids, params, opts: SearchOptions, modeler: PM
     by_width: dict[int, list[int]] = {}
     for r, ch in enumerate(choices):
         by_width.setdefault(len(ch.terms) + 1, []).append(r)
-    for p, members in by_width.items():
+    for _p, members in by_width.items():
         idx = np.array(members)
         A = _designs(batch.X, [choices[r].terms for r in members])
         fit = fit_batched(A, batch.y[idx], batch.w[idx], want_r_inv=True)
@@ -233,12 +282,24 @@ def _fit_batch(batch: PointBatch, gids, params, opts: SearchOptions, modeler: PM
             g = gids[r]
             st = {key: val[k] for key, val in fit_stats.items()}
             rows[g]["model"] = Model(
-                params=list(params), terms=list(choices[r].terms), coefficients=fit.coef[k],
-                cov_unscaled=st["cov"], sigma2=float(st["sigma2"]), dof=int(st["dof"]),
-                weighting=opts.weighting if st["scale"] > 0 else "none", var_floor=float(batch.floor[r]),
-                smape=float(st["smape"]), cv_smape=choices[r].cv_smape, rss=float(st["rss"]),
-                ar2=float(st["ar2"]), points=X, point_errors=st["errors"], n_measurements=int(st["n_meas"]),
-                names=dict(modeler.names or {}), warnings=rows[g]["warnings"])
+                params=list(params),
+                terms=list(choices[r].terms),
+                coefficients=fit.coef[k],
+                cov_unscaled=st["cov"],
+                sigma2=float(st["sigma2"]),
+                dof=int(st["dof"]),
+                weighting=opts.weighting if st["scale"] > 0 else "none",
+                var_floor=float(batch.floor[r]),
+                smape=float(st["smape"]),
+                cv_smape=choices[r].cv_smape,
+                rss=float(st["rss"]),
+                ar2=float(st["ar2"]),
+                points=X,
+                point_errors=st["errors"],
+                n_measurements=int(st["n_meas"]),
+                names=dict(modeler.names or {}),
+                warnings=rows[g]["warnings"],
+            )
     _fit_rivals(batch, choices, gids, rows)
 
 
@@ -284,20 +345,36 @@ def _fit_statistics(batch: PointBatch, idx: np.ndarray, fit) -> dict[str, np.nda
         ar2 = np.where(tss == 0, np.where(exact, 1.0, np.nan), ar2) if n > p else ar2
         errors = np.where(y != 0, 100.0 * (f - y) / np.where(y != 0, y, 1.0), np.where(f == 0, 0.0, np.inf))
         sigma2 = np.where(dof > 0, ss / np.maximum(dof, 1), np.nan)
-    return {"n_meas": n_meas, "dof": dof, "sigma2": sigma2, "rss": rss, "ar2": ar2, "errors": errors,
-            "smape": smape(y, f), "scale": np.abs(y).max(axis=1),
-            "cov": np.einsum("rij,rkj->rik", fit.r_inv, fit.r_inv)}
+    return {
+        "n_meas": n_meas,
+        "dof": dof,
+        "sigma2": sigma2,
+        "rss": rss,
+        "ar2": ar2,
+        "errors": errors,
+        "smape": smape(y, f),
+        "scale": np.abs(y).max(axis=1),
+        "cov": np.einsum("rij,rkj->rik", fit.r_inv, fit.r_inv),
+    }
 
 
 def _result_frame(rows, modeler: PMNFModeler) -> pd.DataFrame:
     out = []
     for r in rows:
         m = r["model"]
-        out.append({
-            "model": m, "formula": m.formula() if m else None, "smape": m.smape if m else np.nan,
-            "cv_smape": m.cv_smape if m else np.nan, "ar2": m.ar2 if m else np.nan,
-            "rss": m.rss if m else np.nan, "growth": m.growth() if m else None,
-            "growth_key": m.growth_key() if m else None, "n_points": len(m.points) if m else 0,
-            "reason": r["reason"], "warnings": "; ".join(r["warnings"]),
-        })
+        out.append(
+            {
+                "model": m,
+                "formula": m.formula() if m else None,
+                "smape": m.smape if m else np.nan,
+                "cv_smape": m.cv_smape if m else np.nan,
+                "ar2": m.ar2 if m else np.nan,
+                "rss": m.rss if m else np.nan,
+                "growth": m.growth() if m else None,
+                "growth_key": m.growth_key() if m else None,
+                "n_points": len(m.points) if m else 0,
+                "reason": r["reason"],
+                "warnings": "; ".join(r["warnings"]),
+            }
+        )
     return pd.DataFrame(out, columns=RESULT_COLUMNS)

@@ -18,7 +18,6 @@ import numpy as np
 from extradeep.modeling.batched import chunk_rows, fit_batched, fit_one_term, fold, smape
 from extradeep.modeling.terms import Factor, Term, factor_values, term_growth_key
 
-
 NO_FACTOR = (Fraction(0), Fraction(0))  # a term's factor for a parameter it does not involve
 # F-test levels for extra terms (with repetitions, with one), measured on sample_profiles and
 # benchmarks/bench_modeling.py (docs/performance.md): 0.05 with repetitions let constant kernels
@@ -33,16 +32,16 @@ class SearchOptions:
 
     exponents_i: tuple = ()
     exponents_j: tuple = ()
-    pairs: object = None            # see terms.factor_pairs
+    pairs: object = None  # see terms.factor_pairs
     n_terms: int = 1
-    nonnegative: object = "auto"    # True: term coefficients >= 0; "auto": terms follow the data's trend
+    nonnegative: object = "auto"  # True: term coefficients >= 0; "auto": terms follow the data's trend
     min_points: int = 5
-    weighting: str = "relative"     # "relative": noise proportional to the value; "none": constant
+    weighting: str = "relative"  # "relative": noise proportional to the value; "none": constant
     tie_tolerance: float = 0.0
-    criterion: str = "cv"           # "cv": LOO SMAPE over all; "cv+reps": see `choose`
-    significance: object = "auto"   # a level in (0, 1), or "auto": see SIGNIFICANCE_AUTO
+    criterion: str = "cv"  # "cv": LOO SMAPE over all; "cv+reps": see `choose`
+    significance: object = "auto"  # a level in (0, 1), or "auto": see SIGNIFICANCE_AUTO
     min_term_contribution: float = 0.0005
-    top_k: int = 3                  # single-parameter candidates per parameter for multi-parameter forms
+    top_k: int = 3  # single-parameter candidates per parameter for multi-parameter forms
     factors: list = field(default_factory=list)
 
 
@@ -50,9 +49,9 @@ class SearchOptions:
 class PointBatch:
     """Regions sharing the same measurement points: per-point means, weights and repetition spread."""
 
-    X: np.ndarray        # (n, m) parameter values
-    y: np.ndarray        # (R, n) mean over repetitions
-    count: np.ndarray    # (R, n) repetitions per point
+    X: np.ndarray  # (n, m) parameter values
+    y: np.ndarray  # (R, n) mean over repetitions
+    count: np.ndarray  # (R, n) repetitions per point
     pure_ss: np.ndarray  # (R, n) sum of squared deviations of repetitions from the point mean
     w: np.ndarray = None  # (R, n) least-squares weights (set by `weights`)
     v: np.ndarray = None  # (R, n) relative noise variance per repetition
@@ -161,8 +160,9 @@ def _score(A, y, w, opts: SearchOptions, sign=None, want_press=True):
     return out_s, out_ss, out_press, out_ok
 
 
-def choose(scores, ok, rank, opts: SearchOptions, size=None, wss=None, noise=None, press=None,
-           n_coef=None, n_points=0) -> np.ndarray:
+def choose(
+    scores, ok, rank, opts: SearchOptions, size=None, wss=None, noise=None, press=None, n_coef=None, n_points=0
+) -> np.ndarray:
     """Per row: the simplest admissible hypothesis whose LOO SMAPE is within the tie tolerance of the best.
 
     With criterion "cv+reps" only the maximum-likelihood (least weighted squares over all
@@ -313,8 +313,9 @@ def line_candidates(batch: PointBatch, col: int, hyps: Hypotheses, opts: SearchO
     wss = wss.reshape(R, n_lines, -1).sum(axis=1)
     press = press.reshape(R, n_lines, -1).sum(axis=1)
     ok = ok.reshape(R, n_lines, -1).mean(axis=1) >= 0.5
-    chosen = choose(s, ok, hyps.rank, opts, hyps.size * n_lines, wss, batch.noise(), press,
-                    (hyps.size + 1) * n_lines, L.size)
+    chosen = choose(
+        s, ok, hyps.rank, opts, hyps.size * n_lines, wss, batch.noise(), press, (hyps.size + 1) * n_lines, L.size
+    )
     ranked = np.where(ok, s, np.inf)
     ranked[:, 0] = np.inf  # the constant hypothesis is never a multi-parameter factor
     ranked[np.arange(R), chosen] = -1.0
@@ -401,10 +402,14 @@ def _search_forms(batch: PointBatch, rows, cols, per_param, opts: SearchOptions)
         # combinations that differ only in parameters the form does not use are the same hypothesis
         keep = np.unique(combos[:, used], axis=0, return_index=True)[1] if used else np.array([0])
         columns = [np.ones_like(values[0][:, keep])] + [
-            np.prod([values[a][:, keep] for a in mono], axis=0) for mono in form]
+            np.prod([values[a][:, keep] for a in mono], axis=0) for mono in form
+        ]
         A = np.stack(columns, axis=-1)  # (R, C', n, p)
-        sign = np.stack([_monomial_sign(trend, [cols[a] for a in mono]) for mono in form], axis=-1) \
-            if form else np.zeros((len(rows), 0))
+        sign = (
+            np.stack([_monomial_sign(trend, [cols[a] for a in mono]) for mono in form], axis=-1)
+            if form
+            else np.zeros((len(rows), 0))
+        )
         s, ss, press, ok = _score(A, y, w, opts, sign[:, None, :], batch.single_rows(rows).any())
         all_s.append(s)
         all_ss.append(ss)
@@ -424,8 +429,10 @@ def _search_forms(batch: PointBatch, rows, cols, per_param, opts: SearchOptions)
     def terms(r, h):
         form, ci = labels[h]
         factor_of = {col: opts.factors[cand[a][r, ci] - 1] for a, col in enumerate(cols)}
-        return [tuple(factor_of[col] if col in used else NO_FACTOR for col in all_cols)
-                for used in ({cols[a] for a in mono} for mono in form)]
+        return [
+            tuple(factor_of[col] if col in used else NO_FACTOR for col in all_cols)
+            for used in ({cols[a] for a in mono} for mono in form)
+        ]
 
     def key(r, h):  # hypotheses with equal keys have equal terms (cheaper than comparing Fractions)
         form, ci = labels[h]

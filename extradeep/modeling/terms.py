@@ -14,20 +14,82 @@ import numpy as np
 Factor = tuple[Fraction, Fraction]
 Term = tuple[Factor, ...]
 
-DEFAULT_I = tuple(Fraction(s) for s in (
-    "0", "1/4", "1/3", "1/2", "2/3", "3/4", "4/5", "1", "5/4", "4/3", "3/2", "5/3", "7/4", "2",
-    "9/4", "7/3", "5/2", "8/3", "11/4", "3"))
+DEFAULT_I = tuple(
+    Fraction(s)
+    for s in (
+        "0",
+        "1/4",
+        "1/3",
+        "1/2",
+        "2/3",
+        "3/4",
+        "4/5",
+        "1",
+        "5/4",
+        "4/3",
+        "3/2",
+        "5/3",
+        "7/4",
+        "2",
+        "9/4",
+        "7/3",
+        "5/2",
+        "8/3",
+        "11/4",
+        "3",
+    )
+)
 DEFAULT_J = (Fraction(0), Fraction(1), Fraction(2))
 
 # Extra-P 4.2.5 default building blocks (extrap/modelers/single_parameter/basic.py,
 # create_default_building_blocks with log terms): 42 of the 59 (i, j) pairs of DEFAULT_I x DEFAULT_J.
-EXTRAP_PAIRS = tuple((Fraction(a, b), Fraction(j)) for a, b, j in (
-    (0, 1, 1), (0, 1, 2), (1, 4, 0), (1, 3, 0), (1, 4, 1), (1, 3, 1), (1, 4, 2), (1, 3, 2),
-    (1, 2, 0), (1, 2, 1), (1, 2, 2), (2, 3, 0), (3, 4, 0), (2, 3, 1), (3, 4, 1), (4, 5, 0),
-    (2, 3, 2), (3, 4, 2), (1, 1, 0), (1, 1, 1), (1, 1, 2), (5, 4, 0), (5, 4, 1), (4, 3, 0),
-    (4, 3, 1), (3, 2, 0), (3, 2, 1), (3, 2, 2), (5, 3, 0), (7, 4, 0), (2, 1, 0), (2, 1, 1),
-    (2, 1, 2), (9, 4, 0), (7, 3, 0), (5, 2, 0), (5, 2, 1), (5, 2, 2), (8, 3, 0), (11, 4, 0),
-    (3, 1, 0), (3, 1, 1)))
+EXTRAP_PAIRS = tuple(
+    (Fraction(a, b), Fraction(j))
+    for a, b, j in (
+        (0, 1, 1),
+        (0, 1, 2),
+        (1, 4, 0),
+        (1, 3, 0),
+        (1, 4, 1),
+        (1, 3, 1),
+        (1, 4, 2),
+        (1, 3, 2),
+        (1, 2, 0),
+        (1, 2, 1),
+        (1, 2, 2),
+        (2, 3, 0),
+        (3, 4, 0),
+        (2, 3, 1),
+        (3, 4, 1),
+        (4, 5, 0),
+        (2, 3, 2),
+        (3, 4, 2),
+        (1, 1, 0),
+        (1, 1, 1),
+        (1, 1, 2),
+        (5, 4, 0),
+        (5, 4, 1),
+        (4, 3, 0),
+        (4, 3, 1),
+        (3, 2, 0),
+        (3, 2, 1),
+        (3, 2, 2),
+        (5, 3, 0),
+        (7, 4, 0),
+        (2, 1, 0),
+        (2, 1, 1),
+        (2, 1, 2),
+        (9, 4, 0),
+        (7, 3, 0),
+        (5, 2, 0),
+        (5, 2, 1),
+        (5, 2, 2),
+        (8, 3, 0),
+        (11, 4, 0),
+        (3, 1, 0),
+        (3, 1, 1),
+    )
+)
 
 # Display names used in formulas when the caller gives none (paper notation: p for ranks).
 SHORT_NAMES = {"ranks": "p", "gpus": "g", "nodes": "n", "batch_size": "b", "processes": "p"}
@@ -48,8 +110,9 @@ def factor_pairs(exponents_i=DEFAULT_I, exponents_j=DEFAULT_J, pairs=None) -> li
     `pairs` None: Extra-P's default pairs when I and J are the defaults, else all of I x J.
     """
     if pairs is None:
-        default = {as_fraction(i) for i in exponents_i} == set(DEFAULT_I) and \
-            {as_fraction(j) for j in exponents_j} == set(DEFAULT_J)
+        default = {as_fraction(i) for i in exponents_i} == set(DEFAULT_I) and {
+            as_fraction(j) for j in exponents_j
+        } == set(DEFAULT_J)
         pairs = "extrap" if default else "all"
     if isinstance(pairs, str) and pairs == "all":
         found = product((as_fraction(i) for i in exponents_i), (as_fraction(j) for j in exponents_j))

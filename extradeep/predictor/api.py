@@ -54,7 +54,7 @@ class Prediction:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # e.g. a what-if pattern that matches nothing
     graph: OpGraph | None = None
-    results: dict = field(default_factory=dict)   # scenario label -> ReplayResult
+    results: dict = field(default_factory=dict)  # scenario label -> ReplayResult
 
     def timeline(self, scenario: str = BASELINE) -> pd.DataFrame:
         """The replayed timeline of a scenario (see `replay_timeline`)."""
@@ -70,9 +70,18 @@ def replay_timeline(graph: OpGraph, result: ReplayResult) -> pd.DataFrame:
     on_path = np.zeros(graph.n, dtype=bool)
     sink = int(np.argmax(np.where(keep, result.end, -np.inf)))
     on_path[critical_path(graph, result, sink, float(result.start[keep].min()))["node"].to_numpy()] = True
-    t = pd.DataFrame({"rank": n["rank"], "queue": n["queue"], "name": n["name"], "category": n["category"],
-                      "class": node_classes(n), "start": result.start, "end": end,
-                      "on_critical_path": on_path})
+    t = pd.DataFrame(
+        {
+            "rank": n["rank"],
+            "queue": n["queue"],
+            "name": n["name"],
+            "category": n["category"],
+            "class": node_classes(n),
+            "start": result.start,
+            "end": end,
+            "on_critical_path": on_path,
+        }
+    )
     return t[keep].sort_values(["rank", "queue", "start"]).reset_index(drop=True)
 
 
@@ -83,8 +92,11 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
 
     paths, problems = find_exports(run_dir)
     if not paths:
-        raise InputError(None, "; ".join(problems)) if problems else \
-            InputError(run_dir, "no profiles (.sqlite exports or Kineto .json[.gz] traces) found")
+        raise (
+            InputError(None, "; ".join(problems))
+            if problems
+            else InputError(run_dir, "no profiles (.sqlite exports or Kineto .json[.gz] traces) found")
+        )
     rows = []
     for p in paths:
         try:
@@ -95,8 +107,9 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
     runs = pd.DataFrame(rows)
     # names without parameters (good.sqlite, rank0.sqlite) say nothing about runs: the folder is
     # the run, and files that cannot be read are skipped later, one line each
-    has_params = (any(c not in ("path", "app", "rep") for c in runs.columns)
-                  or ("rep" in runs and runs["rep"].nunique() > 1))
+    has_params = any(c not in ("path", "app", "rep") for c in runs.columns) or (
+        "rep" in runs and runs["rep"].nunique() > 1
+    )
     keys = [c for c in runs.columns if c != "path"] if has_params else []
     for k, v in (select or {}).items():
         if k not in runs:
@@ -110,16 +123,24 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
         if groups.ngroups > 1:
             first = next(iter(groups.groups))
             first = first if isinstance(first, tuple) else (first,)
-            notes.append(f"{groups.ngroups} runs found; replaying {dict(zip(keys, first))} "
-                         "(choose with select=/--run)")
+            notes.append(f"{groups.ngroups} runs found; replaying {dict(zip(keys, first))} (choose with select=/--run)")
             runs = groups.get_group(first if len(keys) > 1 else first[0])
     point = {k: runs[k].iloc[0] for k in keys if k not in ("app", "rep") and pd.notna(runs[k].iloc[0])}
     check_one_run(list(runs["path"]), run_dir)
     return list(runs["path"]), point, problems + notes
 
 
-def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "drop", models=None,
-            point: dict | None = None, progress: bool = False, settings=None, system=None) -> Prediction:
+def predict(
+    run_dir,
+    what_if=(),
+    select: dict | None = None,
+    gpu_gaps: str = "drop",
+    models=None,
+    point: dict | None = None,
+    progress: bool = False,
+    settings=None,
+    system=None,
+) -> Prediction:
     """Replay one run's traces, compare with the measured step times, and replay each what-if.
 
     `what_if`: spec strings or WhatIf objects (see `extradeep.predictor.whatif`); each is replayed
@@ -163,10 +184,21 @@ def predict(run_dir, what_if=(), select: dict | None = None, gpu_gaps: str = "dr
     paths_frame, shares = _critical_paths(graph, base, steps[~steps["warmup"].astype(bool)])
     sums = kernel_sum_baseline(trace.ops, trace.steps)
     launched = _launched_names(graph)
-    return Prediction(steps=steps, summary=_summary(wsteps, sums), critical_path=paths_frame,
-                      breakdown=shares, overheads=overhead_table(trace.ops, trace.ranges, launched, trace.steps),
-                      kernel_sums=sums, collectives=colls, what_if_steps=wsteps, files=trace.files,
-                      notes=notes + trace_notes(trace, graph), warnings=warnings, graph=graph, results=results)
+    return Prediction(
+        steps=steps,
+        summary=_summary(wsteps, sums),
+        critical_path=paths_frame,
+        breakdown=shares,
+        overheads=overhead_table(trace.ops, trace.ranges, launched, trace.steps),
+        kernel_sums=sums,
+        collectives=colls,
+        what_if_steps=wsteps,
+        files=trace.files,
+        notes=notes + trace_notes(trace, graph),
+        warnings=warnings,
+        graph=graph,
+        results=results,
+    )
 
 
 def comm_context(colls: pd.DataFrame, trace: RunTrace, system=None) -> CommContext:
@@ -177,9 +209,12 @@ def comm_context(colls: pd.DataFrame, trace: RunTrace, system=None) -> CommConte
 
     described = None if system is None else load_system(system)
     gpus = described.gpus_per_node if described is not None else run_gpus_per_node(trace.files)
-    return CommContext(alpha={k: v.alpha for k, v in fit_alpha_beta(colls).items() if v.sized},
-                       ranks=int(trace.files["rank"].nunique()), gpus_per_node=gpus if gpus and gpus >= 2 else None,
-                       system=described)
+    return CommContext(
+        alpha={k: v.alpha for k, v in fit_alpha_beta(colls).items() if v.sized},
+        ranks=int(trace.files["rank"].nunique()),
+        gpus_per_node=gpus if gpus and gpus >= 2 else None,
+        system=described,
+    )
 
 
 def layout_notes(scenarios: list[WhatIf], comm: CommContext) -> list[str]:
@@ -190,17 +225,23 @@ def layout_notes(scenarios: list[WhatIf], comm: CommContext) -> list[str]:
         return []
     g = comm.gpus_per_node
     if g is None:
-        return ["ranks=P: no cluster layout with more than one GPU per node is known (exports without shared "
-                "host names, no --system), so collectives are re-costed without node boundaries"]
+        return [
+            "ranks=P: no cluster layout with more than one GPU per node is known (exports without shared "
+            "host names, no --system), so collectives are re-costed without node boundaries"
+        ]
     source = "the system file" if comm.system is not None else "the exports"
     nodes = ", ".join(f"ranks={p}: {-(-p // g)}" for p in targets)
-    notes = [f"ranks=P on nodes of {g} GPUs (layout from {source}); the traced run spans {-(-comm.ranks // g)} "
-             f"node(s), nodes per scenario: {nodes}"]
+    notes = [
+        f"ranks=P on nodes of {g} GPUs (layout from {source}); the traced run spans {-(-comm.ranks // g)} "
+        f"node(s), nodes per scenario: {nodes}"
+    ]
     crossing = [p for p in targets if p > g]
     if comm.ranks <= g and crossing and not (comm.system is not None and comm.system.has_links):
-        notes.append(f"WARNING: the traced run lies inside one node, but ranks={', '.join(map(str, crossing))} "
-                     "crosses the network, whose cost this trace cannot know: those scenarios assume the node's "
-                     "links and are too fast if the network is slower. Give --system FILE (or a preset)")
+        notes.append(
+            f"WARNING: the traced run lies inside one node, but ranks={', '.join(map(str, crossing))} "
+            "crosses the network, whose cost this trace cannot know: those scenarios assume the node's "
+            "links and are too fast if the network is slower. Give --system FILE (or a preset)"
+        )
     return notes
 
 
@@ -216,9 +257,11 @@ def extrapolation_warnings(scenarios: list[WhatIf], measured: int) -> list[str]:
     for scenario in scenarios:
         for c in scenario.changes:
             if c.key == "ranks" and float(c.value) > EXTRAPOLATION_FACTOR * measured:
-                out.append(f"what-if {scenario.label!r}: {float(c.value):g} ranks is {float(c.value) / measured:,.0f}x "
-                           f"the {measured} rank(s) measured; only the collectives are re-costed (ring/tree model), "
-                           "so stragglers, contention and memory limits at that scale are not predicted")
+                out.append(
+                    f"what-if {scenario.label!r}: {float(c.value):g} ranks is {float(c.value) / measured:,.0f}x "
+                    f"the {measured} rank(s) measured; only the collectives are re-costed (ring/tree model), "
+                    "so stragglers, contention and memory limits at that scale are not predicted"
+                )
     return out
 
 
@@ -234,8 +277,10 @@ def unmatched_patterns(scenarios: list[WhatIf], nodes: pd.DataFrame) -> list[str
             pool = kernels if c.key == "kernel" else every if c.key == "name" else None
             if pool is not None and change_key(c) not in out and not name_mask(pool, c.target).any():
                 what = "kernel" if c.key == "kernel" else "op"
-                out[change_key(c)] = (f"what-if {scenario.label!r}: pattern {c.target!r} matches no {what} "
-                                      "of this run, so it changes nothing")
+                out[change_key(c)] = (
+                    f"what-if {scenario.label!r}: pattern {c.target!r} matches no {what} "
+                    "of this run, so it changes nothing"
+                )
     return list(out.values())
 
 
@@ -247,8 +292,14 @@ def _progress(on: bool, text: str) -> None:
 def _groups_of(graph: OpGraph) -> pd.DataFrame:
     n = graph.nodes
     members = n[(n["coll"] >= 0) & (n["role"] == "op")]
-    return pd.DataFrame({"node": members.index.to_numpy(), "group": members["coll"].to_numpy(),
-                         "rank": members["rank"].to_numpy(), "name": members["name"].to_numpy()})
+    return pd.DataFrame(
+        {
+            "node": members.index.to_numpy(),
+            "group": members["coll"].to_numpy(),
+            "rank": members["rank"].to_numpy(),
+            "name": members["name"].to_numpy(),
+        }
+    )
 
 
 def trace_notes(trace: RunTrace, graph: OpGraph) -> list[str]:
@@ -257,11 +308,14 @@ def trace_notes(trace: RunTrace, graph: OpGraph) -> list[str]:
     if trace.steps.empty:
         notes.append("no NVTX step marks: comparing whole-trace spans per rank instead of step times")
     if trace.records.empty and (trace.syncs["sync_type"] == 2).any():
-        notes.append("CUDA event records missing (CUPTI_ACTIVITY_KIND_CUDA_EVENT empty): "
-                     "cross-stream waits inferred from timing")
+        notes.append(
+            "CUDA event records missing (CUPTI_ACTIVITY_KIND_CUDA_EVENT empty): cross-stream waits inferred from timing"
+        )
     if (trace.files["offset_ns"] != 0).any():
-        notes.append("clocks aligned per file from collective end times: offsets (ns) "
-                     + ", ".join(f"{Path(p).name}={o}" for p, o in zip(trace.files["path"], trace.files["offset_ns"])))
+        notes.append(
+            "clocks aligned per file from collective end times: offsets (ns) "
+            + ", ".join(f"{Path(p).name}={o}" for p, o in zip(trace.files["path"], trace.files["offset_ns"]))
+        )
     return notes
 
 
@@ -271,17 +325,34 @@ def step_times(graph: OpGraph, result: ReplayResult, trace: RunTrace) -> pd.Data
     if trace.steps.empty:
         ops = n[n["role"].isin(["op", "wake"])]
         end = displayed_end(graph, result)
-        g = pd.DataFrame({"rank": ops["rank"], "ms": ops["start"], "me": ops["end"],
-                          "rs": result.start[ops.index], "re": end[ops.index]}).groupby("rank")
+        g = pd.DataFrame(
+            {
+                "rank": ops["rank"],
+                "ms": ops["start"],
+                "me": ops["end"],
+                "rs": result.start[ops.index],
+                "re": end[ops.index],
+            }
+        ).groupby("rank")
         out = pd.DataFrame({"measured": g["me"].max() - g["ms"].min(), "replayed": g["re"].max() - g["rs"].min()})
         out = out.reset_index().assign(step_id=-1, warmup=False, epoch=-1, phase="span", step=-1)
     else:
         mk = n[n["role"] == "marker"]
-        frame = pd.DataFrame({"step_id": mk["step"].to_numpy(), "edge": mk["name"].to_numpy(),
-                              "m": mk["start"].to_numpy(), "r": result.start[mk.index]})
+        frame = pd.DataFrame(
+            {
+                "step_id": mk["step"].to_numpy(),
+                "edge": mk["name"].to_numpy(),
+                "m": mk["start"].to_numpy(),
+                "r": result.start[mk.index],
+            }
+        )
         wide = frame.pivot_table(index="step_id", columns="edge", values=["m", "r"])
-        out = pd.DataFrame({"measured": wide[("m", "step_end")] - wide[("m", "step_start")],
-                            "replayed": wide[("r", "step_end")] - wide[("r", "step_start")]}).reset_index()
+        out = pd.DataFrame(
+            {
+                "measured": wide[("m", "step_end")] - wide[("m", "step_start")],
+                "replayed": wide[("r", "step_end")] - wide[("r", "step_start")],
+            }
+        ).reset_index()
         out = out.merge(trace.steps[["step_id", "rank", "warmup", "epoch", "phase", "step"]], on="step_id")
     out["error"] = (out["replayed"] - out["measured"]) / out["measured"]
     cols = ["rank", "step_id", "warmup", "epoch", "phase", "step", "measured", "replayed", "error"]
@@ -292,14 +363,25 @@ def _summary(wsteps: pd.DataFrame, sums: pd.DataFrame) -> pd.DataFrame:
     """Median over steady-state steps of the slowest rank's time, per scenario and phase."""
     wsteps = wsteps[~wsteps["warmup"].astype(bool)]
     key = ["scenario", "phase", "epoch", "step"]
-    per_step = wsteps.groupby(key, sort=False).agg(measured=("measured", "max"), replayed=("replayed", "max"),
-                                                   predicted=("predicted", "max")).reset_index()
-    out = per_step.groupby(["scenario", "phase"], sort=False).agg(
-        steps=("step", "size"), measured=("measured", "median"), replayed=("replayed", "median"),
-        predicted=("predicted", "median")).reset_index()
+    per_step = (
+        wsteps.groupby(key, sort=False)
+        .agg(measured=("measured", "max"), replayed=("replayed", "max"), predicted=("predicted", "max"))
+        .reset_index()
+    )
+    out = (
+        per_step.groupby(["scenario", "phase"], sort=False)
+        .agg(
+            steps=("step", "size"),
+            measured=("measured", "median"),
+            replayed=("replayed", "median"),
+            predicted=("predicted", "median"),
+        )
+        .reset_index()
+    )
     base = wsteps[wsteps["scenario"] == BASELINE]
-    err = base.groupby("phase")["error"].agg(median_abs_error=lambda e: float(np.median(np.abs(e))),
-                                             max_abs_error=lambda e: float(np.max(np.abs(e))))
+    err = base.groupby("phase")["error"].agg(
+        median_abs_error=lambda e: float(np.median(np.abs(e))), max_abs_error=lambda e: float(np.max(np.abs(e)))
+    )
     out = out.merge(err, left_on="phase", right_index=True, how="left")
     if len(sums):
         step_phase = base.drop_duplicates("step_id").set_index("step_id")["phase"]
@@ -323,8 +405,9 @@ def _critical_paths(graph: OpGraph, result: ReplayResult, steps: pd.DataFrame):
         mk = n[n["role"] == "marker"]
         ends = mk[mk["name"] == "step_end"]
         starts = mk[mk["name"] == "step_start"].reset_index(names="node").set_index("step")
-        measured = pd.DataFrame({"rank": starts["rank"], "lo": starts["start"],
-                                 "hi": ends.set_index("step")["start"].reindex(starts.index)})
+        measured = pd.DataFrame(
+            {"rank": starts["rank"], "lo": starts["start"], "hi": ends.set_index("step")["start"].reindex(starts.index)}
+        )
         sink_of = step_sinks(graph, result)
         windows = []
         for _, grp in steps.groupby(["epoch", "phase", "step"]):
@@ -394,6 +477,7 @@ def _step_of_nodes(graph: OpGraph, trace: RunTrace):
         for k, w in enumerate(windows.itertuples(index=False)):
             out[(t >= w.lo) & (t <= w.hi)] = k
         return out
+
     return step_of
 
 
@@ -403,8 +487,9 @@ def _check_pmnf(scenarios: list[WhatIf], models, point: dict) -> None:
     if params and models is None:
         raise InputError(None, "pmnf.* what-ifs need PMNF models (--experiment FILE or models=...)")
     for param in sorted(params - set(point)):
-        raise InputError(None, f"pmnf.{param}: the run's value of {param!r} is unknown "
-                         f"(file names give {sorted(point)})")
+        raise InputError(
+            None, f"pmnf.{param}: the run's value of {param!r} is unknown (file names give {sorted(point)})"
+        )
 
 
 def _pmnf_substitution(models, point: dict):
@@ -428,4 +513,5 @@ def _pmnf_substitution(models, point: dict):
                 dur[hit] *= max(float(np.ravel(model.predict(new))[0]), 0.0) / now
                 touched |= hit
         return dur, touched
+
     return substitute

@@ -42,19 +42,32 @@ def collective_groups(ops: pd.DataFrame) -> pd.DataFrame:
     k = k[counts >= 2]
     k["group"] = k.groupby(key, sort=False).ngroup()
     order = k.groupby("group")["start"].min().rank(method="first").astype(int) - 1
-    return pd.DataFrame({"node": k.index.to_numpy(), "group": order.reindex(k["group"]).to_numpy(),
-                         "rank": k["rank"].to_numpy(), "name": k["name"].to_numpy()})
+    return pd.DataFrame(
+        {
+            "node": k.index.to_numpy(),
+            "group": order.reindex(k["group"]).to_numpy(),
+            "rank": k["rank"].to_numpy(),
+            "name": k["name"].to_numpy(),
+        }
+    )
 
 
 def collective_table(ops: pd.DataFrame, groups: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per matched collective: name, ranks, bytes, earliest/latest start, end, wait and pure duration."""
     groups = collective_groups(ops) if groups is None else groups
     if groups.empty:
-        return pd.DataFrame(columns=["group", "name", "ranks", "bytes", "first_start", "latest_start",
-                                     "end", "wait", "pure"])
+        return pd.DataFrame(
+            columns=["group", "name", "ranks", "bytes", "first_start", "latest_start", "end", "wait", "pure"]
+        )
     m = ops.loc[groups["node"]].assign(group=groups["group"].to_numpy())
-    t = m.groupby("group").agg(name=("name", "first"), ranks=("rank", "nunique"), bytes=("bytes", "max"),
-                               first_start=("start", "min"), latest_start=("start", "max"), end=("end", "max"))
+    t = m.groupby("group").agg(
+        name=("name", "first"),
+        ranks=("rank", "nunique"),
+        bytes=("bytes", "max"),
+        first_start=("start", "min"),
+        latest_start=("start", "max"),
+        end=("end", "max"),
+    )
     t["wait"] = t["latest_start"] - t["first_start"]
     t["pure"] = t["end"] - t["latest_start"]
     return t.reset_index()
@@ -73,8 +86,9 @@ def clock_offsets(ops: pd.DataFrame, rank_file: dict) -> dict:
     if len(files) < 2 or groups.empty:
         return offsets
     end = ops.loc[groups["node"], "end"].to_numpy()
-    frame = pd.DataFrame({"group": groups["group"].to_numpy(), "end": end,
-                          "file": [rank_file[r] for r in groups["rank"]]})
+    frame = pd.DataFrame(
+        {"group": groups["group"].to_numpy(), "end": end, "file": [rank_file[r] for r in groups["rank"]]}
+    )
     per_file = frame.groupby(["group", "file"])["end"].median().unstack()
     ref = files[0]
     for f in files[1:]:
@@ -89,10 +103,10 @@ class AlphaBeta:
     """Latency-bandwidth model t = alpha + bytes / bandwidth of one collective, fitted to pure times."""
 
     name: str
-    alpha: float          # seconds
-    bandwidth: float      # bytes per second (inf when sizes are unknown)
+    alpha: float  # seconds
+    bandwidth: float  # bytes per second (inf when sizes are unknown)
     n: int
-    sized: bool           # whether message sizes were known
+    sized: bool  # whether message sizes were known
 
     def time(self, nbytes) -> np.ndarray:
         return self.alpha + np.asarray(nbytes, dtype=float) / self.bandwidth
@@ -128,9 +142,15 @@ def _nonnegative_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 def collective_kind(name: str) -> str:
     """all_reduce, all_gather, reduce_scatter, broadcast, send_recv or other, from a kernel name."""
     low = name.lower().replace("_", "")
-    for key, kind in (("allreduce", "all_reduce"), ("allgather", "all_gather"),
-                      ("reducescatter", "reduce_scatter"), ("broadcast", "broadcast"),
-                      ("sendrecv", "send_recv"), ("send", "send_recv"), ("recv", "send_recv")):
+    for key, kind in (
+        ("allreduce", "all_reduce"),
+        ("allgather", "all_gather"),
+        ("reducescatter", "reduce_scatter"),
+        ("broadcast", "broadcast"),
+        ("sendrecv", "send_recv"),
+        ("send", "send_recv"),
+        ("recv", "send_recv"),
+    ):
         if key in low:
             return kind
     return "other"
@@ -153,8 +173,16 @@ def model_time(kind: str, p: int, alpha: float, volume_time: float, algorithm: s
     return factor * (math.log2(p) * alpha + volume_time)
 
 
-def rescale_collective(kind: str, pure: float, alpha: float, p_from: int, p_to: int,
-                       algorithm: str = "ring", latency: float = 1.0, bandwidth: float = 1.0) -> float:
+def rescale_collective(
+    kind: str,
+    pure: float,
+    alpha: float,
+    p_from: int,
+    p_to: int,
+    algorithm: str = "ring",
+    latency: float = 1.0,
+    bandwidth: float = 1.0,
+) -> float:
     """Pure duration at p_to ranks of a collective measured as `pure` at p_from ranks, with its
     latency multiplied by `latency` and its bandwidth by `bandwidth`.
 

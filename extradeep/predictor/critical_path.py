@@ -59,11 +59,21 @@ def critical_path(graph: OpGraph, result: ReplayResult, sink: int, lo: float) ->
         v = int(graph.src[edge])
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     n = graph.nodes
-    return pd.DataFrame({"node": ids, "rank": n["rank"].to_numpy()[ids], "queue": n["queue"].to_numpy()[ids],
-                         "name": n["name"].to_numpy()[ids], "class": classes[ids],
-                         "start": result.start[ids], "end": result.end[ids],
-                         "contribution": [r[1] for r in rows], "wait_class": [r[2] for r in rows],
-                         "wait": [r[3] for r in rows], "os_wait": [r[4] for r in rows]})
+    return pd.DataFrame(
+        {
+            "node": ids,
+            "rank": n["rank"].to_numpy()[ids],
+            "queue": n["queue"].to_numpy()[ids],
+            "name": n["name"].to_numpy()[ids],
+            "class": classes[ids],
+            "start": result.start[ids],
+            "end": result.end[ids],
+            "contribution": [r[1] for r in rows],
+            "wait_class": [r[2] for r in rows],
+            "wait": [r[3] for r in rows],
+            "os_wait": [r[4] for r in rows],
+        }
+    )
 
 
 def step_sinks(graph: OpGraph, result: ReplayResult):
@@ -92,10 +102,11 @@ def step_sinks(graph: OpGraph, result: ReplayResult):
         sink = int(ends.index[np.argmax(result.start[ends.index.to_numpy()])])
         for w in windows.itertuples(index=False):
             ids, at = by_rank.get(w.rank, (np.zeros(0, dtype=np.int64), np.zeros(0)))
-            mine = stands_for[ids[np.searchsorted(at, w.lo):np.searchsorted(at, w.hi)]]
+            mine = stands_for[ids[np.searchsorted(at, w.lo) : np.searchsorted(at, w.hi)]]
             if len(mine) and result.end[mine].max() > result.end[sink]:
                 sink = int(mine[np.argmax(result.end[mine])])
         return sink
+
     return sink_of
 
 

@@ -27,8 +27,34 @@ import numpy as np
 import pandas as pd
 
 # scale factors of the pure collective durations; the last two give the fully exposed slope P
-FACTORS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0,
-           12.0, 16.0, 24.0, 32.0, 48.0, 64.0, 96.0, 128.0)
+FACTORS = (
+    0.0,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    1.25,
+    1.5,
+    1.75,
+    2.0,
+    2.5,
+    3.0,
+    3.5,
+    4.0,
+    5.0,
+    6.0,
+    7.0,
+    8.0,
+    10.0,
+    12.0,
+    16.0,
+    24.0,
+    32.0,
+    48.0,
+    64.0,
+    96.0,
+    128.0,
+)
 
 
 def exposure_curve(paths, factors=FACTORS, phase: str = "train", settings=None) -> pd.DataFrame:
@@ -81,8 +107,7 @@ def curve_frame(k: np.ndarray, step: np.ndarray) -> pd.DataFrame:
 TRACED_POINTS = 3  # the largest points get an exposure curve: evaluation often holds out the top one or two
 
 
-def add_exposure_curves(experiment, *, cache_dir=None, use_cache: bool = True, progress=None, jobs=None,
-                        client=None):
+def add_exposure_curves(experiment, *, cache_dir=None, use_cache: bool = True, progress=None, jobs=None, client=None):
     """The pipeline step after aggregation: replay the runs at the TRACED_POINTS largest points of
     `experiment` (at each, the repetition with the most ranks) and keep their exposure curves in
     `experiment.settings["exposure"]` as {"point", "rep", "k", "hidden"}; a run that cannot be replayed
@@ -100,8 +125,7 @@ def add_exposure_curves(experiment, *, cache_dir=None, use_cache: bool = True, p
     outcomes = [read_cache(cache, key) if cache is not None else None for key in keys]
     todo = [i for i, outcome in enumerate(outcomes) if outcome is None]
     if todo and progress is None:
-        print(f"replaying the traces of {len(todo)} run(s) to see how much communication a step hides",
-              file=sys.stderr)
+        print(f"replaying the traces of {len(todo)} run(s) to see how much communication a step hides", file=sys.stderr)
     calls = [(list(traced[i][1]["path"]), settings, keys[i], cache) for i in todo]
     done, worker_notes = run_tasks(replay_and_store, calls, jobs=jobs, client=client)
     for i, outcome in zip(todo, done):
@@ -142,8 +166,11 @@ def _traced_runs(experiment) -> list[tuple]:
 def _curve_key(chosen: pd.DataFrame, settings) -> str:
     from extradeep.io.cache import reader_version
 
-    return hashlib.sha256(json.dumps(["exposure", predictor_version(), reader_version(), settings.key(),
-                                      sorted(map(str, chosen["sha256"]))]).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(
+            ["exposure", predictor_version(), reader_version(), settings.key(), sorted(map(str, chosen["sha256"]))]
+        ).encode()
+    ).hexdigest()
 
 
 def replay_and_store(paths: list[str], settings, key: str, cache_dir) -> dict:

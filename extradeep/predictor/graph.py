@@ -29,17 +29,31 @@ LATE = 5e-6
 # appear to return slightly before the GPU op it waited for ends.
 CLOCK_SLACK = 20e-6
 LATENCY_QUANTILE = 0.1
-BLOCKING_PREFIXES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
-                     "cudaCtxSynchronize", "cuStreamSynchronize", "cuCtxSynchronize",
-                     "cuEventSynchronize", "cudaThreadSynchronize",
-                     "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize")  # ROCm traces
+BLOCKING_PREFIXES = (
+    "cudaStreamSynchronize",
+    "cudaDeviceSynchronize",
+    "cudaEventSynchronize",
+    "cudaCtxSynchronize",
+    "cuStreamSynchronize",
+    "cuCtxSynchronize",
+    "cuEventSynchronize",
+    "cudaThreadSynchronize",
+    "hipStreamSynchronize",
+    "hipDeviceSynchronize",
+    "hipEventSynchronize",
+)  # ROCm traces
 # Synchronous copies block the caller until their own GPU copy has finished.
-BLOCKING_COPY_PREFIXES = ("cudaMemcpy_", "cudaMemcpy2D_", "cudaMemcpy3D_", "cudaMemset_",
-                          "cuMemcpyDtoH_", "cuMemcpyHtoD_", "cuMemcpy_")
+BLOCKING_COPY_PREFIXES = (
+    "cudaMemcpy_",
+    "cudaMemcpy2D_",
+    "cudaMemcpy3D_",
+    "cudaMemset_",
+    "cuMemcpyDtoH_",
+    "cuMemcpyHtoD_",
+    "cuMemcpy_",
+)
 # the same calls as Kineto names them (no nsys version suffix such as _v3020)
 BLOCKING_COPY_NAMES = tuple(p.rstrip("_") for p in BLOCKING_COPY_PREFIXES) + ("hipMemcpy", "hipMemset")
-
-
 
 
 def is_blocking_copy(name: str) -> bool:
@@ -50,15 +64,15 @@ def is_blocking_copy(name: str) -> bool:
 class OpGraph:
     """The replayable graph: a node table plus edge arrays sorted by destination (CSR order)."""
 
-    nodes: pd.DataFrame          # rank, queue, is_gpu, kind, name, category, start, end (s), role, coll, step
-    src: np.ndarray              # edge source node
-    dst: np.ndarray              # edge destination node, sorted
-    lag: np.ndarray              # seconds added to the source's end
-    edge_kind: np.ndarray        # index into EDGE_KINDS
-    dur: np.ndarray              # node durations (s)
-    gap: np.ndarray              # delay after the latest predecessor that no edge explains (s)
-    release: np.ndarray          # start of nodes without predecessors (s), -inf elsewhere
-    coll_offset: np.ndarray      # collective members: own measured end minus the group's end (s)
+    nodes: pd.DataFrame  # rank, queue, is_gpu, kind, name, category, start, end (s), role, coll, step
+    src: np.ndarray  # edge source node
+    dst: np.ndarray  # edge destination node, sorted
+    lag: np.ndarray  # seconds added to the source's end
+    edge_kind: np.ndarray  # index into EDGE_KINDS
+    dur: np.ndarray  # node durations (s)
+    gap: np.ndarray  # delay after the latest predecessor that no edge explains (s)
+    release: np.ndarray  # start of nodes without predecessors (s), -inf elsewhere
+    coll_offset: np.ndarray  # collective members: own measured end minus the group's end (s)
     info: dict = field(default_factory=dict)
     os_wait: np.ndarray | None = None  # part of each CPU gap spent inside OS runtime calls (s)
 
@@ -78,8 +92,7 @@ def build_graph(trace: RunTrace, gpu_gaps: str = "drop") -> OpGraph:
     launch = _launch_edges(nodes)
     index = _QueueIndex(nodes, launch)
     nodes, blocking = _add_wakes(nodes, trace, index)
-    edges = pd.concat([_queue_edges(nodes), launch, blocking, _event_edges(nodes, trace, index)],
-                      ignore_index=True)
+    edges = pd.concat([_queue_edges(nodes), launch, blocking, _event_edges(nodes, trace, index)], ignore_index=True)
     nodes, edges, coll_offset = _add_collectives(nodes, edges)
     graph = _finish(nodes, edges, coll_offset)
     graph = _infer_gpu_waits(graph)
@@ -106,18 +119,38 @@ def _node_table(trace: RunTrace) -> pd.DataFrame:
 def _step_markers(trace: RunTrace) -> pd.DataFrame:
     """Zero-length marker nodes at each NVTX step start and end, on the thread that marked it."""
     st = trace.steps
-    parts = [pd.DataFrame({"rank": st["rank"], "queue": st["queue"], "is_gpu": False, "kind": "marker",
-                           "name": f"step_{edge}", "category": "step", "start": st[edge],
-                           "end": st[edge], "corr": -1, "bytes": 0.0, "role": "marker",
-                           "step": st["step_id"]}) for edge in ("start", "end")]
+    parts = [
+        pd.DataFrame(
+            {
+                "rank": st["rank"],
+                "queue": st["queue"],
+                "is_gpu": False,
+                "kind": "marker",
+                "name": f"step_{edge}",
+                "category": "step",
+                "start": st[edge],
+                "end": st[edge],
+                "corr": -1,
+                "bytes": 0.0,
+                "role": "marker",
+                "step": st["step_id"],
+            }
+        )
+        for edge in ("start", "end")
+    ]
     return pd.concat(parts, ignore_index=True)
 
 
 def _edges(src, dst, kind: str, lag=0.0) -> pd.DataFrame:
     src = np.asarray(src, dtype=np.int64)
-    return pd.DataFrame({"src": src, "dst": np.asarray(dst, dtype=np.int64),
-                         "lag": np.broadcast_to(np.asarray(lag, dtype=float), src.shape).copy(),
-                         "kind": EDGE_KINDS.index(kind)})
+    return pd.DataFrame(
+        {
+            "src": src,
+            "dst": np.asarray(dst, dtype=np.int64),
+            "lag": np.broadcast_to(np.asarray(lag, dtype=float), src.shape).copy(),
+            "kind": EDGE_KINDS.index(kind),
+        }
+    )
 
 
 def _queue_edges(nodes: pd.DataFrame) -> pd.DataFrame:
@@ -223,8 +256,11 @@ def _add_wakes(nodes: pd.DataFrame, trace: RunTrace, index: _QueueIndex):
     syncs = trace.syncs[trace.syncs["sync_type"].isin([1, 3, 4])]
     by_corr = {(s.rank, s.corr): s for s in syncs.itertuples(index=False)}
     cpu = nodes[(~nodes["is_gpu"]) & (nodes["kind"] == "runtime")]
-    blocking = (cpu["name"].str.startswith(BLOCKING_PREFIXES + BLOCKING_COPY_PREFIXES)
-                | cpu["name"].isin(BLOCKING_COPY_NAMES)).to_numpy().copy()
+    blocking = (
+        (cpu["name"].str.startswith(BLOCKING_PREFIXES + BLOCKING_COPY_PREFIXES) | cpu["name"].isin(BLOCKING_COPY_NAMES))
+        .to_numpy()
+        .copy()
+    )
     # a sync row marks a blocking call, except for polls such as cudaEventQuery / cudaStreamQuery
     polls = cpu["name"].str.contains("Query", regex=False).to_numpy()
     blocking |= np.array([k in by_corr for k in zip(cpu["rank"], cpu["corr"])], dtype=bool) & ~polls
@@ -278,16 +314,36 @@ def _add_collectives(nodes: pd.DataFrame, edges: pd.DataFrame):
     members, gid = groups["node"].to_numpy(), groups["group"].to_numpy()
     nodes.loc[members, "coll"] = gid
     start, end = nodes["start"].to_numpy(), nodes["end"].to_numpy()
-    g = pd.DataFrame({"group": gid, "start": start[members], "end": end[members],
-                      "name": nodes["name"].to_numpy()[members], "bytes": nodes["bytes"].to_numpy()[members]})
-    agg = g.groupby("group").agg(start=("start", "max"), end=("end", "max"), name=("name", "first"),
-                                 bytes=("bytes", "max"))
+    g = pd.DataFrame(
+        {
+            "group": gid,
+            "start": start[members],
+            "end": end[members],
+            "name": nodes["name"].to_numpy()[members],
+            "bytes": nodes["bytes"].to_numpy()[members],
+        }
+    )
+    agg = g.groupby("group").agg(
+        start=("start", "max"), end=("end", "max"), name=("name", "first"), bytes=("bytes", "max")
+    )
     base = len(nodes)
-    virtual = pd.DataFrame({"rank": -1, "queue": "collective", "is_gpu": True, "kind": "collective",
-                            "name": agg["name"].to_numpy(), "category": "communication",
-                            "start": agg["start"].to_numpy(), "end": agg["end"].to_numpy(), "corr": -1,
-                            "bytes": agg["bytes"].to_numpy(), "role": "sync", "step": -1,
-                            "coll": agg.index.to_numpy()})
+    virtual = pd.DataFrame(
+        {
+            "rank": -1,
+            "queue": "collective",
+            "is_gpu": True,
+            "kind": "collective",
+            "name": agg["name"].to_numpy(),
+            "category": "communication",
+            "start": agg["start"].to_numpy(),
+            "end": agg["end"].to_numpy(),
+            "corr": -1,
+            "bytes": agg["bytes"].to_numpy(),
+            "role": "sync",
+            "step": -1,
+            "coll": agg.index.to_numpy(),
+        }
+    )
     nodes = pd.concat([nodes, virtual], ignore_index=True)
     nodes.attrs.update(attrs)
     sync_of = base + np.searchsorted(agg.index.to_numpy(), gid)
@@ -313,8 +369,14 @@ def _finish(nodes: pd.DataFrame, edges: pd.DataFrame, coll_offset: np.ndarray) -
     dur = end - start
     is_member = (nodes["coll"].to_numpy() >= 0) & (role == "op")
     has_wake = np.zeros(len(nodes), dtype=bool)
-    has_wake[src[(kind == EDGE_KINDS.index("blocking")) & (role[src] == "op") & (role[dst] == "wake")
-                 & ~nodes["is_gpu"].to_numpy()[src]]] = True
+    has_wake[
+        src[
+            (kind == EDGE_KINDS.index("blocking"))
+            & (role[src] == "op")
+            & (role[dst] == "wake")
+            & ~nodes["is_gpu"].to_numpy()[src]
+        ]
+    ] = True
     dur[is_member | has_wake] = 0.0  # members arrive; a blocking call's time sits on its wake
     eff_end = start + dur
     eff_end[role == "wake"] = end[role == "wake"]
@@ -327,9 +389,18 @@ def _finish(nodes: pd.DataFrame, edges: pd.DataFrame, coll_offset: np.ndarray) -
     dur[wake] = np.maximum(end - wake_start, 0.0)[wake]
     gap = np.where(has_pred & ~wake, np.maximum(start - ready, 0.0), 0.0)
     release = np.where(has_pred, -np.inf, start)
-    return OpGraph(nodes=nodes, src=src, dst=dst, lag=lag, edge_kind=kind, dur=dur, gap=gap,
-                   release=release, coll_offset=np.resize(coll_offset, len(nodes)),
-                   info={"t0_ns": nodes.attrs.get("t0_ns", 0)})
+    return OpGraph(
+        nodes=nodes,
+        src=src,
+        dst=dst,
+        lag=lag,
+        edge_kind=kind,
+        dur=dur,
+        gap=gap,
+        release=release,
+        coll_offset=np.resize(coll_offset, len(nodes)),
+        info={"t0_ns": nodes.attrs.get("t0_ns", 0)},
+    )
 
 
 def _edge_lags(nodes, src, dst, kind, src_end, start) -> np.ndarray:
@@ -401,9 +472,19 @@ def _infer_gpu_waits(graph: OpGraph) -> OpGraph:
     np.maximum.at(ready, e_dst, end[e_src] + lag)
     fix = np.asarray(dst)
     gap[fix] = np.maximum(start[fix] - ready[fix], 0.0)
-    return OpGraph(nodes=nodes, src=e_src, dst=e_dst, lag=lag, edge_kind=edges["kind"].to_numpy(),
-                   dur=graph.dur, gap=gap, release=graph.release, coll_offset=graph.coll_offset,
-                   info=graph.info, os_wait=graph.os_wait)
+    return OpGraph(
+        nodes=nodes,
+        src=e_src,
+        dst=e_dst,
+        lag=lag,
+        edge_kind=edges["kind"].to_numpy(),
+        dur=graph.dur,
+        gap=gap,
+        release=graph.release,
+        coll_offset=graph.coll_offset,
+        info=graph.info,
+        os_wait=graph.os_wait,
+    )
 
 
 def _collective_ranks(graph: OpGraph) -> dict[int, set]:

@@ -17,8 +17,18 @@ from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import NO_INT, KinetoTrace, load
 from extradeep.io.nsys import categories as cat
 
-MPI_DTYPES = {"pid": np.int64, "queue": object, "is_gpu": bool, "kind": object, "name": object,
-              "category": object, "start": np.int64, "end": np.int64, "corr": np.int64, "bytes": float}
+MPI_DTYPES = {
+    "pid": np.int64,
+    "queue": object,
+    "is_gpu": bool,
+    "kind": object,
+    "name": object,
+    "category": object,
+    "start": np.int64,
+    "end": np.int64,
+    "corr": np.int64,
+    "bytes": float,
+}
 _GPU_COLUMNS = ["start", "end", "pid", "queue", "correlationId", "name", "kind", "category", "bytes"]
 
 
@@ -29,19 +39,36 @@ def read_trace_file(path, settings, steps_of) -> dict:
     pid = _main_pid(trace)
     gpu, runtime = _gpu(trace, pid), _runtime(trace)
     if gpu.empty and runtime.empty:
-        raise InputError(path, "no GPU activity (kernels, memcpy, memset or runtime calls) to replay: "
-                               "a CPU-only trace; `extradeep inspect` shows what it holds")
+        raise InputError(
+            path,
+            "no GPU activity (kernels, memcpy, memset or runtime calls) to replay: "
+            "a CPU-only trace; `extradeep inspect` shows what it holds",
+        )
     runtime = runtime.assign(pid=pid)
     syncs, records = _syncs(trace, runtime, pid)
     nvtx = kt.nvtx_table(trace).assign(pid=pid)
     steps, ranges, notes = steps_of(nvtx, path, [pid], runtime, settings)
-    empty_cpu = pd.DataFrame({"pid": pd.Series([], dtype=np.int64), "queue": pd.Series([], dtype=object),
-                              "start": pd.Series([], dtype=np.int64), "end": pd.Series([], dtype=np.int64)})
+    empty_cpu = pd.DataFrame(
+        {
+            "pid": pd.Series([], dtype=np.int64),
+            "queue": pd.Series([], dtype=object),
+            "start": pd.Series([], dtype=np.int64),
+            "end": pd.Series([], dtype=np.int64),
+        }
+    )
     mpi = pd.DataFrame({c: pd.Series([], dtype=t) for c, t in MPI_DTYPES.items()})
-    return {"gpu": gpu.rename(columns={"correlationId": "corr"}),
-            "runtime": runtime.rename(columns={"correlationId": "corr"}),
-            "syncs": syncs, "records": records, "steps": steps, "ranges": ranges,
-            "notes": list(trace.notes) + notes, "os_calls": empty_cpu, "mpi": mpi, "pids": [pid]}
+    return {
+        "gpu": gpu.rename(columns={"correlationId": "corr"}),
+        "runtime": runtime.rename(columns={"correlationId": "corr"}),
+        "syncs": syncs,
+        "records": records,
+        "steps": steps,
+        "ranges": ranges,
+        "notes": list(trace.notes) + notes,
+        "os_calls": empty_cpu,
+        "mpi": mpi,
+        "pids": [pid],
+    }
 
 
 def _main_pid(trace: KinetoTrace) -> int:
@@ -60,26 +87,44 @@ def _gpu(trace: KinetoTrace, pid: int) -> pd.DataFrame:
     if g.empty:
         return pd.DataFrame({c: [] for c in _GPU_COLUMNS})
     kernel = (g["kind"] == "kernel").to_numpy()
-    names = np.where(kernel, g["name"].map(kt.short_kernel_name),
-                     np.where(g["kind"] == "memcpy", g["name"].map(kt.memcpy_region), cat.MEMSET_NAME))
+    names = np.where(
+        kernel,
+        g["name"].map(kt.short_kernel_name),
+        np.where(g["kind"] == "memcpy", g["name"].map(kt.memcpy_region), cat.MEMSET_NAME),
+    )
     category = np.where(kernel, cat.kernel_categories(names), cat.MEMORY)
     nccl_bytes = np.where(kernel & (category == cat.COMMUNICATION), g["msg_bytes"], 0)
-    out = pd.DataFrame({
-        "start": g["start"].to_numpy(np.int64), "end": g["end"].to_numpy(np.int64), "pid": pid,
-        "queue": _queue(g["device"], g["stream"]), "correlationId": g["corr"].to_numpy(np.int64),
-        "name": names.astype(object), "kind": g["kind"].to_numpy(object), "category": category.astype(object),
-        "bytes": np.where(kernel, nccl_bytes, g["bytes"]).astype(float),
-        "deviceId": g["device"].to_numpy(np.int64), "streamId": g["stream"].to_numpy(np.int64),
-    })
+    out = pd.DataFrame(
+        {
+            "start": g["start"].to_numpy(np.int64),
+            "end": g["end"].to_numpy(np.int64),
+            "pid": pid,
+            "queue": _queue(g["device"], g["stream"]),
+            "correlationId": g["corr"].to_numpy(np.int64),
+            "name": names.astype(object),
+            "kind": g["kind"].to_numpy(object),
+            "category": category.astype(object),
+            "bytes": np.where(kernel, nccl_bytes, g["bytes"]).astype(float),
+            "deviceId": g["device"].to_numpy(np.int64),
+            "streamId": g["stream"].to_numpy(np.int64),
+        }
+    )
     return out.sort_values("start", kind="stable", ignore_index=True)
 
 
 def _runtime(trace: KinetoTrace) -> pd.DataFrame:
     r = trace.runtime
-    return pd.DataFrame({"start": r["start"].to_numpy(np.int64), "end": r["end"].to_numpy(np.int64),
-                         "pid": r["pid"].to_numpy(np.int64), "tid": r["tid"].to_numpy(np.int64),
-                         "correlationId": r["corr"].to_numpy(np.int64), "name": r["name"].to_numpy(object),
-                         "queue": "cpu/t" + r["tid"].astype(str)})
+    return pd.DataFrame(
+        {
+            "start": r["start"].to_numpy(np.int64),
+            "end": r["end"].to_numpy(np.int64),
+            "pid": r["pid"].to_numpy(np.int64),
+            "tid": r["tid"].to_numpy(np.int64),
+            "correlationId": r["corr"].to_numpy(np.int64),
+            "name": r["name"].to_numpy(object),
+            "queue": "cpu/t" + r["tid"].astype(str),
+        }
+    )
 
 
 def _syncs(trace: KinetoTrace, runtime: pd.DataFrame, pid: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -91,14 +136,28 @@ def _syncs(trace: KinetoTrace, runtime: pd.DataFrame, pid: int) -> tuple[pd.Data
     if s.empty:
         empty = pd.DataFrame({c: pd.Series([], dtype=np.int64 if c not in ("queue",) else object) for c in cols})
         return empty, empty.copy()
-    syncs = pd.DataFrame({"pid": pid, "sync_type": s["sync_type"].to_numpy(np.int64),
-                          "queue": _queue(s["device"], s["stream"]), "stream": s["stream"].to_numpy(np.int64),
-                          "event_id": _event_ids(s), "corr": s["corr"].to_numpy(np.int64)})
+    syncs = pd.DataFrame(
+        {
+            "pid": pid,
+            "sync_type": s["sync_type"].to_numpy(np.int64),
+            "queue": _queue(s["device"], s["stream"]),
+            "stream": s["stream"].to_numpy(np.int64),
+            "event_id": _event_ids(s),
+            "corr": s["corr"].to_numpy(np.int64),
+        }
+    )
     syncs["call_start"] = call.reindex(syncs["corr"]).to_numpy()
     rec = s[s["record_corr"].to_numpy() != NO_INT].drop_duplicates("record_corr")
-    records = pd.DataFrame({"pid": pid, "sync_type": 0, "queue": _queue(rec["device"], rec["record_stream"]),
-                            "stream": rec["record_stream"].to_numpy(np.int64), "event_id": _event_ids(rec),
-                            "corr": rec["record_corr"].to_numpy(np.int64)})
+    records = pd.DataFrame(
+        {
+            "pid": pid,
+            "sync_type": 0,
+            "queue": _queue(rec["device"], rec["record_stream"]),
+            "stream": rec["record_stream"].to_numpy(np.int64),
+            "event_id": _event_ids(rec),
+            "corr": rec["record_corr"].to_numpy(np.int64),
+        }
+    )
     records["call_start"] = call.reindex(records["corr"]).to_numpy()
     out = []
     for f in (syncs, records):

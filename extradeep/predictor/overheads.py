@@ -32,8 +32,16 @@ def _stats(kind: str, names, values) -> pd.DataFrame:
     if f.empty:
         return pd.DataFrame(columns=STAT_COLUMNS)
     g = f.groupby("name")["v"]
-    out = pd.DataFrame({"count": g.size(), "mean": g.mean(), "median": g.median(), "std": g.std(ddof=0),
-                        "p95": g.quantile(0.95), "total": g.sum()}).reset_index()
+    out = pd.DataFrame(
+        {
+            "count": g.size(),
+            "mean": g.mean(),
+            "median": g.median(),
+            "std": g.std(ddof=0),
+            "p95": g.quantile(0.95),
+            "total": g.sum(),
+        }
+    ).reset_index()
     return out.assign(type=kind)[STAT_COLUMNS]
 
 
@@ -47,8 +55,9 @@ def top_level(ranges: pd.DataFrame) -> pd.DataFrame:
     return r[(r["end"] > prev_max).to_numpy()]
 
 
-def overhead_table(ops: pd.DataFrame, ranges: pd.DataFrame, launched_name: dict,
-                   steps: pd.DataFrame | None = None) -> pd.DataFrame:
+def overhead_table(
+    ops: pd.DataFrame, ranges: pd.DataFrame, launched_name: dict, steps: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """T1-T5 statistics (seconds) per op or API name: type, name, count, mean, median, std, p95, total.
 
     `ops` are the trace's ops (ns), `ranges` its NVTX op ranges, `launched_name` maps a runtime
@@ -122,7 +131,8 @@ def kernel_sum_baseline(ops: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
             k = np.searchsorted(st["start"].to_numpy(), t, side="right") - 1
             inside = (k >= 0) & (t < st["end"].to_numpy()[np.maximum(k, 0)])
             step_id[mine[inside]] = st["step_id"].to_numpy()[k[inside]]
-    frame = pd.DataFrame({"rank": gpu["rank"].to_numpy(), "step_id": step_id, "queue": gpu["queue"].to_numpy(),
-                          "kernel_time": dur})
+    frame = pd.DataFrame(
+        {"rank": gpu["rank"].to_numpy(), "step_id": step_id, "queue": gpu["queue"].to_numpy(), "kernel_time": dur}
+    )
     frame = frame[frame["step_id"] != -2]
     return frame.groupby(["rank", "step_id", "queue"], as_index=False)["kernel_time"].sum()

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from extradeep.predictor.critical_path import CLASSES
 
-COLORS = {"compute": "#4C72B0", "communication": "#DD8452", "memory": "#55A868",
-          "cpu_overhead": "#C44E52", "idle": "#BBBBBB"}
+COLORS = {
+    "compute": "#4C72B0",
+    "communication": "#DD8452",
+    "memory": "#55A868",
+    "cpu_overhead": "#C44E52",
+    "idle": "#BBBBBB",
+}
 
 
 def plot_prediction(pred, path) -> None:

@@ -22,10 +22,10 @@ class ReplayPlan:
     """Topological levels of a graph's nodes, with nodes and edges renumbered so that levels are
     contiguous slices; built once per graph and reused by every what-if replay."""
 
-    perm: np.ndarray         # new position -> node id
-    edge_perm: np.ndarray    # new edge position -> edge id (edges sorted by new destination)
-    src: np.ndarray          # edge sources in new positions
-    bounds: list             # per level: (node_from, node_to, edge_from, reduceat offsets)
+    perm: np.ndarray  # new position -> node id
+    edge_perm: np.ndarray  # new edge position -> edge id (edges sorted by new destination)
+    src: np.ndarray  # edge sources in new positions
+    bounds: list  # per level: (node_from, node_to, edge_from, reduceat offsets)
 
 
 def plan_replay(graph: OpGraph) -> ReplayPlan:

@@ -31,8 +31,11 @@ def run_identity(path) -> dict:
             if schema_of(conn).has("TARGET_INFO_SESSION_START_TIME"):
                 rows = fetch_all(conn, 'SELECT utcEpochNs FROM "TARGET_INFO_SESSION_START_TIME"')
                 start = int(rows[0][0]) if rows and rows[0][0] is not None else None
-            return {"nsys": nsys_version(conn), "gpus": ", ".join(sorted({g["name"] for g in gpus(conn)})),
-                    "start": start}
+            return {
+                "nsys": nsys_version(conn),
+                "gpus": ", ".join(sorted({g["name"] for g in gpus(conn)})),
+                "start": start,
+            }
     except InputError:
         return {}
 
@@ -59,8 +62,11 @@ def check_one_run(paths: list[Path], where) -> None:
 
 
 def _refuse(where, a: Path, b: Path, why: str) -> None:
-    raise InputError(where, f"these exports are not one run ({a.name} and {b.name}: {why}); give the exports of "
-                     "one run (a folder per run, or --run PARAM=VALUE with file names like app.p4.r1.mpi0.sqlite)")
+    raise InputError(
+        where,
+        f"these exports are not one run ({a.name} and {b.name}: {why}); give the exports of "
+        "one run (a folder per run, or --run PARAM=VALUE with file names like app.p4.r1.mpi0.sqlite)",
+    )
 
 
 def _duration(seconds: float) -> str:

@@ -29,35 +29,46 @@ from extradeep.predictor.kineto_trace import read_trace_file
 
 OP_COLUMNS = ["rank", "queue", "is_gpu", "kind", "name", "category", "start", "end", "corr", "bytes"]
 # MPI calls every rank makes together; they are synchronised across ranks like NCCL collectives
-MPI_COLLECTIVE = re.compile(r"^P?MPI_I?(?:Barrier|Allreduce|Allgatherv?|Alltoallv?|Bcast|Reduce|Reduce_scatter"
-                            r"(?:_block)?|Gatherv?|Scatterv?|Scan|Exscan)$")
+MPI_COLLECTIVE = re.compile(
+    r"^P?MPI_I?(?:Barrier|Allreduce|Allgatherv?|Alltoallv?|Bcast|Reduce|Reduce_scatter"
+    r"(?:_block)?|Gatherv?|Scatterv?|Scan|Exscan)$"
+)
 
 
 @dataclass
 class RunTrace:
     """Everything the graph builder needs from one run, as DataFrames (times in ns)."""
 
-    ops: pd.DataFrame        # OP_COLUMNS: runtime calls (CPU) and kernels/memcpy/memset (GPU)
-    syncs: pd.DataFrame      # rank, sync_type, queue, event_id, corr, call_start
-    records: pd.DataFrame    # rank, queue, event_id, corr, call_start (CUDA event records)
-    steps: pd.DataFrame      # rank, warmup, epoch, phase, step, start, end, queue, step_id
-    ranges: pd.DataFrame     # rank, queue, name, start, end: NVTX ranges other than step marks
-    os_calls: pd.DataFrame   # rank, queue, start, end: OS runtime calls (waits, I/O) on CPU threads
+    ops: pd.DataFrame  # OP_COLUMNS: runtime calls (CPU) and kernels/memcpy/memset (GPU)
+    syncs: pd.DataFrame  # rank, sync_type, queue, event_id, corr, call_start
+    records: pd.DataFrame  # rank, queue, event_id, corr, call_start (CUDA event records)
+    steps: pd.DataFrame  # rank, warmup, epoch, phase, step, start, end, queue, step_id
+    ranges: pd.DataFrame  # rank, queue, name, start, end: NVTX ranges other than step marks
+    os_calls: pd.DataFrame  # rank, queue, start, end: OS runtime calls (waits, I/O) on CPU threads
     files: pd.DataFrame = field(default_factory=pd.DataFrame)  # rank, path, pid, offset_ns
-    problems: list[str] = field(default_factory=list)           # skipped files, unusable marks
+    problems: list[str] = field(default_factory=list)  # skipped files, unusable marks
 
 
 def _gpu_ops(conn) -> pd.DataFrame:
     """Kernels, memcpy and memset with pid, queue, name, kind, category and bytes."""
     k = events.kernels(conn)
-    parts = [k.assign(kind="kernel", bytes=0.0),
-             events.memcpy(conn).assign(kind="memcpy", category="memory"),
-             events.memset(conn).assign(kind="memset", category="memory")]
-    g = pd.concat([p.assign(name=p["name"].astype(str), category=p["category"].astype(str))
-                   for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) else None
+    parts = [
+        k.assign(kind="kernel", bytes=0.0),
+        events.memcpy(conn).assign(kind="memcpy", category="memory"),
+        events.memset(conn).assign(kind="memset", category="memory"),
+    ]
+    g = (
+        pd.concat(
+            [p.assign(name=p["name"].astype(str), category=p["category"].astype(str)) for p in parts if len(p)],
+            ignore_index=True,
+        )
+        if any(len(p) for p in parts)
+        else None
+    )
     if g is None:
-        return pd.DataFrame(columns=["start", "end", "pid", "queue", "correlationId", "name", "kind",
-                                     "category", "bytes"])
+        return pd.DataFrame(
+            columns=["start", "end", "pid", "queue", "correlationId", "name", "kind", "category", "bytes"]
+        )
     g["queue"] = _gpu_queue(g)
     g["bytes"] = g["bytes"].astype(float)
     return g
@@ -77,9 +88,16 @@ def _syncs(conn, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     call = runtime.drop_duplicates(["pid", "correlationId"]).set_index(["pid", "correlationId"])["start"]
     out = []
     for frame in (events.synchronization(conn), events.cuda_events(conn).assign(syncType=0)):
-        f = pd.DataFrame({"pid": frame["pid"], "sync_type": frame["syncType"], "queue": _gpu_queue(frame),
-                          "stream": frame["streamId"], "event_id": frame["eventId"],
-                          "corr": frame["correlationId"]})
+        f = pd.DataFrame(
+            {
+                "pid": frame["pid"],
+                "sync_type": frame["syncType"],
+                "queue": _gpu_queue(frame),
+                "stream": frame["streamId"],
+                "event_id": frame["eventId"],
+                "corr": frame["correlationId"],
+            }
+        )
         f["call_start"] = call.reindex(pd.MultiIndex.from_arrays([f["pid"], f["corr"]])).to_numpy()
         out.append(f.dropna(subset=["call_start"]).astype({"call_start": np.int64}))
     return out[0], out[1]
@@ -105,8 +123,17 @@ def _steps(nv: pd.DataFrame, path, pids, runtime: pd.DataFrame, settings=None) -
         if table is not None:
             used[table.mark_rows] = True
         op = mine[is_range & ~used]
-        others.append(pd.DataFrame({"pid": pid, "queue": "cpu/t" + op["tid"].astype(str),
-                                    "name": op["name"].astype(str), "start": op["start"], "end": op["end"]}))
+        others.append(
+            pd.DataFrame(
+                {
+                    "pid": pid,
+                    "queue": "cpu/t" + op["tid"].astype(str),
+                    "name": op["name"].astype(str),
+                    "start": op["start"],
+                    "end": op["end"],
+                }
+            )
+        )
         if table is None:
             continue
         rows = mine.iloc[table.mark_rows]
@@ -132,22 +159,44 @@ def _mpi_and_os(conn) -> tuple[pd.DataFrame, pd.DataFrame]:
     names = mpi["name"].astype(str)
     coll = names.str.match(MPI_COLLECTIVE).to_numpy()
     m = mpi[coll]
-    ops = pd.DataFrame({"pid": m["pid"], "queue": "cpu/t" + m["tid"].astype(str), "is_gpu": False, "kind": "mpi",
-                        "name": names[coll], "category": "communication", "start": m["start"], "end": m["end"],
-                        "corr": -1, "bytes": np.where(m["bytes"] == NULL_INT, 0, m["bytes"]).astype(float)})
+    ops = pd.DataFrame(
+        {
+            "pid": m["pid"],
+            "queue": "cpu/t" + m["tid"].astype(str),
+            "is_gpu": False,
+            "kind": "mpi",
+            "name": names[coll],
+            "category": "communication",
+            "start": m["start"],
+            "end": m["end"],
+            "corr": -1,
+            "bytes": np.where(m["bytes"] == NULL_INT, 0, m["bytes"]).astype(float),
+        }
+    )
     waits = pd.concat([mpi[~coll], osrt], ignore_index=True)
-    return ops, pd.DataFrame({"pid": waits["pid"], "queue": "cpu/t" + waits["tid"].astype(str),
-                              "start": waits["start"], "end": waits["end"]})
+    return ops, pd.DataFrame(
+        {"pid": waits["pid"], "queue": "cpu/t" + waits["tid"].astype(str), "start": waits["start"], "end": waits["end"]}
+    )
 
 
 def _nccl_sizes(nv: pd.DataFrame) -> pd.DataFrame:
     """NCCL's own NVTX ranges (ncclAllReduce, ...) that carry the message size as a plain uint64
     payload: pid, tid, start, end, bytes. (Sizes inside NCCL's structured `binaryData` payloads
     are not decoded.)"""
-    sized = nv[nv["eventType"].isin(NVTX_RANGE_TYPES).to_numpy() & (nv["end"] != NULL_INT).to_numpy()
-               & (nv["uint64Value"] != NULL_INT).to_numpy()]
-    return pd.DataFrame({"pid": sized["pid"], "tid": sized["tid"], "start": sized["start"], "end": sized["end"],
-                         "bytes": sized["uint64Value"].astype(float)})
+    sized = nv[
+        nv["eventType"].isin(NVTX_RANGE_TYPES).to_numpy()
+        & (nv["end"] != NULL_INT).to_numpy()
+        & (nv["uint64Value"] != NULL_INT).to_numpy()
+    ]
+    return pd.DataFrame(
+        {
+            "pid": sized["pid"],
+            "tid": sized["tid"],
+            "start": sized["start"],
+            "end": sized["end"],
+            "bytes": sized["uint64Value"].astype(float),
+        }
+    )
 
 
 def _attach_sizes(gpu: pd.DataFrame, runtime: pd.DataFrame, sizes: pd.DataFrame) -> pd.DataFrame:
@@ -200,9 +249,13 @@ def _raw_frames(conn, path, settings) -> dict:
         require_nsys_export(conn)
     except InputError as exc:
         saved = "saved by extradeep" in exc.problem
-        raise InputError(path, "an extradeep experiment (saved by `extradeep model --save`), not an Nsight "
-                         "Systems export; give it with --experiment and RUN_DIR as the run's exports"
-                         if saved else exc.problem) from None
+        raise InputError(
+            path,
+            "an extradeep experiment (saved by `extradeep model --save`), not an Nsight "
+            "Systems export; give it with --experiment and RUN_DIR as the run's exports"
+            if saved
+            else exc.problem,
+        ) from None
     gpu, runtime = _gpu_ops(conn), _runtime(conn)
     if gpu.empty and runtime.empty:
         raise InputError(path, "no CUDA activity (kernels, memcpy, memset or runtime calls) to replay")
@@ -210,18 +263,28 @@ def _raw_frames(conn, path, settings) -> dict:
     notes = []
     if helpers:  # e.g. a launcher or data-loader process that made a few CUDA calls
         pid_list = ", ".join(map(str, helpers[:5]))
-        notes.append(f"{Path(path).name}: {len(helpers)} process(es) without GPU work (pid {pid_list}) are not "
-                     "ranks; their runtime calls are left out")
+        notes.append(
+            f"{Path(path).name}: {len(helpers)} process(es) without GPU work (pid {pid_list}) are not "
+            "ranks; their runtime calls are left out"
+        )
         runtime = runtime[runtime["pid"].isin(pids)]
     syncs, records = _syncs(conn, runtime)
     nv = events.nvtx(conn)
     steps, ranges, step_notes = _steps(nv, path, pids, runtime, settings)
     mpi_ops, os_calls = _mpi_and_os(conn)
     gpu = _attach_sizes(gpu, runtime, _nccl_sizes(nv))
-    return {"gpu": gpu.rename(columns={"correlationId": "corr"}),
-            "runtime": runtime.rename(columns={"correlationId": "corr"}), "syncs": syncs, "records": records,
-            "steps": steps, "ranges": ranges, "notes": notes + step_notes, "os_calls": os_calls, "mpi": mpi_ops,
-            "pids": pids}
+    return {
+        "gpu": gpu.rename(columns={"correlationId": "corr"}),
+        "runtime": runtime.rename(columns={"correlationId": "corr"}),
+        "syncs": syncs,
+        "records": records,
+        "steps": steps,
+        "ranges": ranges,
+        "notes": notes + step_notes,
+        "os_calls": os_calls,
+        "mpi": mpi_ops,
+        "pids": pids,
+    }
 
 
 def _read_or_problem(path: Path, settings=None):
@@ -259,8 +322,13 @@ def load_trace(paths, jobs: int | None = None, settings=None) -> RunTrace:
             rank = len(files)
             files.append({"rank": rank, "path": str(path), "pid": int(pid)})
             ops += _rank_ops(raw, pid, rank)
-            for key, out in (("syncs", syncs), ("records", records), ("steps", steps), ("ranges", ranges),
-                             ("os_calls", os_calls)):
+            for key, out in (
+                ("syncs", syncs),
+                ("records", records),
+                ("steps", steps),
+                ("ranges", ranges),
+                ("os_calls", os_calls),
+            ):
                 f = raw[key]
                 out.append(f[f["pid"] == pid].drop(columns=["pid"]).assign(rank=rank))
     if not ops:
@@ -275,11 +343,16 @@ def load_trace(paths, jobs: int | None = None, settings=None) -> RunTrace:
     ops["end"] -= shift.reindex(ops["rank"]).to_numpy()
     steps = _aligned(pd.concat(steps, ignore_index=True), shift, ("start", "end"))
     steps["step_id"] = np.arange(len(steps))
-    return RunTrace(ops=ops, syncs=_aligned(syncs, shift, ("call_start",)),
-                    records=_aligned(records, shift, ("call_start",)),
-                    steps=steps, ranges=_aligned(pd.concat(ranges, ignore_index=True), shift, ("start", "end")),
-                    os_calls=_aligned(pd.concat(os_calls, ignore_index=True), shift, ("start", "end")),
-                    files=files, problems=problems)
+    return RunTrace(
+        ops=ops,
+        syncs=_aligned(syncs, shift, ("call_start",)),
+        records=_aligned(records, shift, ("call_start",)),
+        steps=steps,
+        ranges=_aligned(pd.concat(ranges, ignore_index=True), shift, ("start", "end")),
+        os_calls=_aligned(pd.concat(os_calls, ignore_index=True), shift, ("start", "end")),
+        files=files,
+        problems=problems,
+    )
 
 
 def _rank_queues(frame: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
@@ -302,8 +375,7 @@ def _rank_ops(raw: dict, pid: int, rank: int) -> list[pd.DataFrame]:
     g = raw["gpu"][raw["gpu"]["pid"] == pid]
     r = raw["runtime"][raw["runtime"]["pid"] == pid]
     gpu = g.assign(rank=rank, is_gpu=True, name=g["name"].fillna("?"))
-    cpu = r.assign(rank=rank, is_gpu=False, kind="runtime", category="cuda_api", bytes=0.0,
-                   name=r["name"].fillna("?"))
+    cpu = r.assign(rank=rank, is_gpu=False, kind="runtime", category="cuda_api", bytes=0.0, name=r["name"].fillna("?"))
     mpi = raw["mpi"][raw["mpi"]["pid"] == pid].assign(rank=rank)
     return [gpu[OP_COLUMNS], cpu[OP_COLUMNS], mpi[OP_COLUMNS]]
 

@@ -45,8 +45,8 @@ _FACTOR_KEYS = ("comm.bandwidth", "comm.latency", "cpu")
 class Change:
     """One parsed what-if item."""
 
-    key: str                  # kernel, name, category, comm.bandwidth, ..., pmnf
-    target: str | None        # pattern, category or PMNF parameter
+    key: str  # kernel, name, category, comm.bandwidth, ..., pmnf
+    target: str | None  # pattern, category or PMNF parameter
     value: float | str
 
 
@@ -78,8 +78,10 @@ def parse_what_if(text: str) -> WhatIf:
     for item, change in zip(items, changes):
         key = change_key(change)
         if key in seen:
-            raise InputError(None, f"what-if {text!r}: {key} is given twice ({seen[key]!r}, {item!r}); "
-                             "give each key once per scenario")
+            raise InputError(
+                None,
+                f"what-if {text!r}: {key} is given twice ({seen[key]!r}, {item!r}); give each key once per scenario",
+            )
         seen[key] = item
     return WhatIf(label=text.strip(), changes=changes)
 
@@ -92,8 +94,9 @@ def combine_what_ifs(scenarios: list[WhatIf]) -> WhatIf:
         for item, change in zip(_items(scenario), scenario.changes):
             key = change_key(change)
             if key in merged and merged[key][1].value != change.value:
-                raise InputError(None, f"cannot combine the what-ifs: {key} has two values "
-                                 f"({merged[key][0]!r} and {item!r})")
+                raise InputError(
+                    None, f"cannot combine the what-ifs: {key} has two values ({merged[key][0]!r} and {item!r})"
+                )
             merged.setdefault(key, (item, change))
     return WhatIf(label="; ".join(item for item, _ in merged.values()), changes=[c for _, c in merged.values()])
 
@@ -128,8 +131,10 @@ def _parse_item(item: str, text: str) -> Change:
     if key in ("ranks", "fusion"):
         value = _number(raw, item, positive=True)
         if value != int(value) or value < (2 if key == "fusion" else 1):
-            raise InputError(None, f"what-if {item.strip()!r}: {key} must be a whole number"
-                             + (" >= 2" if key == "fusion" else " >= 1"))
+            raise InputError(
+                None,
+                f"what-if {item.strip()!r}: {key} must be a whole number" + (" >= 2" if key == "fusion" else " >= 1"),
+            )
         return Change(key, None, int(value))
     if key in _FACTOR_KEYS or key == "comm.alpha":
         return Change(key, None, _number(raw, item, positive=key != "cpu" and key != "comm.alpha"))
@@ -142,8 +147,9 @@ def _number(raw: str, item: str, positive: bool) -> float:
     except ValueError:
         raise InputError(None, f"what-if {item.strip()!r}: {raw!r} is not a number") from None
     if not np.isfinite(value) or value < 0 or (positive and value == 0):
-        raise InputError(None, f"what-if {item.strip()!r}: the value must be a finite number "
-                         + ("> 0" if positive else ">= 0"))
+        raise InputError(
+            None, f"what-if {item.strip()!r}: the value must be a finite number " + ("> 0" if positive else ">= 0")
+        )
     return value
 
 
@@ -159,14 +165,21 @@ class CommContext:
     """What collective re-costing needs: alpha fits per name, the measured number of ranks and,
     when known, the cluster layout (GPUs per node) and the system's links."""
 
-    alpha: dict           # name -> fitted latency intercept (s) where sizes were known
+    alpha: dict  # name -> fitted latency intercept (s) where sizes were known
     ranks: int
-    gpus_per_node: int | None = None   # None: no layout known (every rank its own node)
-    system: System | None = None       # the --system description (its links, when it has them)
+    gpus_per_node: int | None = None  # None: no layout known (every rank its own node)
+    system: System | None = None  # the --system description (its links, when it has them)
 
 
-def scale_durations(nodes: pd.DataFrame, dur: np.ndarray, gap: np.ndarray, changes: list[Change],
-                    comm: CommContext, pmnf=None, os_wait=None) -> tuple[np.ndarray, np.ndarray]:
+def scale_durations(
+    nodes: pd.DataFrame,
+    dur: np.ndarray,
+    gap: np.ndarray,
+    changes: list[Change],
+    comm: CommContext,
+    pmnf=None,
+    os_wait=None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Durations and gaps after the duration-type changes (everything but fusion). `os_wait`: the
     part of each gap spent in OS runtime calls, which `cpu=F` does not scale."""
     dur, gap = dur.copy(), gap.copy()
@@ -214,16 +227,35 @@ def _recost_collectives(nodes, dur, changes: dict, comm: CommContext) -> np.ndar
             alpha = comm.alpha.get(names[i], alpha)
         on_layout = system_kind(str(names[i])) if comm.gpus_per_node else None
         if on_layout is not None:
-            out[i] = rescale_on_layout(on_layout, dur[i], alpha, comm.ranks, p_to, algorithm, comm.gpus_per_node,
-                                       comm.system, latency, bandwidth)
+            out[i] = rescale_on_layout(
+                on_layout,
+                dur[i],
+                alpha,
+                comm.ranks,
+                p_to,
+                algorithm,
+                comm.gpus_per_node,
+                comm.system,
+                latency,
+                bandwidth,
+            )
         else:
             out[i] = rescale_collective(kind, dur[i], alpha, comm.ranks, p_to, flat, latency, bandwidth)
     return out
 
 
-def rescale_on_layout(kind: str, pure: float, alpha: float, p_from: int, p_to: int, algorithm: str,
-                      gpus_per_node: int, system: System | None = None, latency: float = 1.0,
-                      bandwidth: float = 1.0) -> float:
+def rescale_on_layout(
+    kind: str,
+    pure: float,
+    alpha: float,
+    p_from: int,
+    p_to: int,
+    algorithm: str,
+    gpus_per_node: int,
+    system: System | None = None,
+    latency: float = 1.0,
+    bandwidth: float = 1.0,
+) -> float:
     """Pure duration at p_to ranks of a collective (``kind`` as :data:`extradeep.system.COLLECTIVES`)
     measured as ``pure`` at p_from ranks on nodes of ``gpus_per_node`` GPUs, with the step and volume
     counts per link class of :func:`extradeep.system.cost_features`, so a ring that leaves the node
@@ -258,8 +290,14 @@ def fuse_collectives(graph, k: int, alpha_of, step_of):
     nodes = graph.nodes
     # GPU collectives only: tensor fusion merges NCCL calls, never MPI barriers of the host
     syncs = nodes.index[(nodes["role"] == "sync") & nodes["name"].map(is_nccl_kernel)].to_numpy()
-    frame = pd.DataFrame({"node": syncs, "name": nodes["name"].to_numpy()[syncs],
-                          "step": step_of(syncs), "start": nodes["start"].to_numpy()[syncs]})
+    frame = pd.DataFrame(
+        {
+            "node": syncs,
+            "name": nodes["name"].to_numpy()[syncs],
+            "step": step_of(syncs),
+            "start": nodes["start"].to_numpy()[syncs],
+        }
+    )
     frame = frame.sort_values("start", kind="stable")
     frame["block"] = frame.groupby(["name", "step"]).cumcount() // k
     dur, src = graph.dur.copy(), graph.src.copy()
@@ -279,7 +317,16 @@ def fuse_collectives(graph, k: int, alpha_of, step_of):
                 src[e] = last
     edges = pd.DataFrame({"src": src, "dst": graph.dst, "lag": graph.lag, "kind": graph.edge_kind})
     edges = edges.sort_values(["dst", "src"], kind="stable").drop_duplicates(["src", "dst"])
-    return OpGraph(nodes=nodes, src=edges["src"].to_numpy(), dst=edges["dst"].to_numpy(),
-                   lag=edges["lag"].to_numpy(), edge_kind=edges["kind"].to_numpy(), dur=dur, gap=graph.gap,
-                   release=graph.release, coll_offset=graph.coll_offset, info=dict(graph.info),
-                   os_wait=graph.os_wait)
+    return OpGraph(
+        nodes=nodes,
+        src=edges["src"].to_numpy(),
+        dst=edges["dst"].to_numpy(),
+        lag=edges["lag"].to_numpy(),
+        edge_kind=edges["kind"].to_numpy(),
+        dur=dur,
+        gap=graph.gap,
+        release=graph.release,
+        coll_offset=graph.coll_offset,
+        info=dict(graph.info),
+        os_wait=graph.os_wait,
+    )

@@ -11,9 +11,9 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from extradeep.analysis.core import Analysis, prediction_table, rebase
 from extradeep.analysis.bottlenecks import bottleneck_table
 from extradeep.analysis.budget import BudgetLimits
+from extradeep.analysis.core import Analysis, prediction_table, rebase
 from extradeep.analysis.cost import CostSettings
 from extradeep.analysis.workflows import DEFAULT_FACTORS, plan_budget, prediction_grid
 from extradeep.errors import InputError
@@ -24,11 +24,25 @@ PLOT_FORMATS = ("png", "svg", "pdf")
 DEFAULT_TITLE = "Time and cost per epoch: budgeting report"
 
 
-def build_report(analysis: Analysis, output=None, *, grid=None, cost: CostSettings | None = None,
-                 limits: BudgetLimits | None = None, candidates=None, max_ranks: float | None = None,
-                 fixed: dict | None = None, errors=None, evaluation_points=None, experiment=None,
-                 level: float = 0.95, title: str | None = None, plots_dir=None,
-                 plot_formats=("png", "svg"), plan=None) -> dict:
+def build_report(
+    analysis: Analysis,
+    output=None,
+    *,
+    grid=None,
+    cost: CostSettings | None = None,
+    limits: BudgetLimits | None = None,
+    candidates=None,
+    max_ranks: float | None = None,
+    fixed: dict | None = None,
+    errors=None,
+    evaluation_points=None,
+    experiment=None,
+    level: float = 0.95,
+    title: str | None = None,
+    plots_dir=None,
+    plot_formats=("png", "svg"),
+    plan=None,
+) -> dict:
     """Write the budgeting report for `analysis` to `output` (an HTML path; None: only build it).
 
     `grid`: the prediction points (default: :func:`~extradeep.analysis.workflows.prediction_grid`,
@@ -42,12 +56,19 @@ def build_report(analysis: Analysis, output=None, *, grid=None, cost: CostSettin
     formats = [f.strip().lower() for f in plot_formats]
     unknown = sorted(set(formats) - set(PLOT_FORMATS))
     if unknown:
-        raise InputError(None, f"unknown format(s) {', '.join(unknown)} ({', '.join(PLOT_FORMATS)})", field="plot_formats")
+        raise InputError(
+            None, f"unknown format(s) {', '.join(unknown)} ({', '.join(PLOT_FORMATS)})", field="plot_formats"
+        )
     if analysis.application_models.empty:
         raise InputError(None, "the report needs profiles with step marks (a plain measurement table has no epochs)")
     # the budget is searched on the analysis as measured, exactly as `extradeep budget` does
-    budget = None if limits is None else plan_budget(analysis, limits, candidates=candidates, max_ranks=max_ranks,
-                                                     fixed=fixed, cost=cost, level=level)
+    budget = (
+        None
+        if limits is None
+        else plan_budget(
+            analysis, limits, candidates=candidates, max_ranks=max_ranks, fixed=fixed, cost=cost, level=level
+        )
+    )
     if grid is None:
         analysis, grid = prediction_grid(analysis, default_predictions(analysis, max_ranks), fixed)
     else:  # rebase to the grid's values of the other parameters, so efficiency compares like with like
@@ -58,18 +79,35 @@ def build_report(analysis: Analysis, output=None, *, grid=None, cost: CostSettin
     if evaluation_points is not None and not evaluation_points.empty:
         x_max = max(x_max, float(evaluation_points[analysis.ranks_param].max()))
     inputs = ReportInputs(
-        analysis=analysis, predictions=predictions,
+        analysis=analysis,
+        predictions=predictions,
         bottlenecks=bottleneck_table(analysis.region_models, grid.iloc[-1].to_dict(), analysis.params),
-        cost=cost, x_max=x_max, level=level, provenance=None if experiment is None else experiment.provenance,
-        budget=budget, errors=errors, evaluation_points=evaluation_points,
-        title=title or DEFAULT_TITLE, plan=plan)
+        cost=cost,
+        x_max=x_max,
+        level=level,
+        provenance=None if experiment is None else experiment.provenance,
+        budget=budget,
+        errors=errors,
+        evaluation_points=evaluation_points,
+        title=title or DEFAULT_TITLE,
+        plan=plan,
+    )
     text = build_html(inputs)
     if output is not None:
         write_text_atomic(output, text)
-    saved = [p for name, fig in inputs.figures.items() for p in save_figure(fig, plots_dir, name, formats)] \
-        if plots_dir else []
-    return {"html": text, "path": None if output is None else Path(output), "figures": inputs.figures, "saved": saved,
-            "predictions": predictions, "budget": budget}
+    saved = (
+        [p for name, fig in inputs.figures.items() for p in save_figure(fig, plots_dir, name, formats)]
+        if plots_dir
+        else []
+    )
+    return {
+        "html": text,
+        "path": None if output is None else Path(output),
+        "figures": inputs.figures,
+        "saved": saved,
+        "predictions": predictions,
+        "budget": budget,
+    }
 
 
 def default_predictions(analysis: Analysis, max_ranks: float | None) -> list[float] | None:

@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from extradeep import __version__
-from extradeep.analysis.core import (Analysis, extrapolation_notes, prediction_table, primary_quantity,
-                                        step_time_model)
 from extradeep.analysis.budget import BudgetResult
+from extradeep.analysis.core import Analysis, extrapolation_notes, prediction_table, primary_quantity, step_time_model
 from extradeep.analysis.cost import CostSettings, amount_text, cost_of
 from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP, quantity_label
 from extradeep.analysis.points import format_point, format_seconds
@@ -51,18 +50,25 @@ class ReportInputs:
     errors: pd.DataFrame | None = None
     evaluation_points: pd.DataFrame | None = None
     title: str = "Cost per epoch: budgeting report"
-    figures: dict = field(default_factory=dict)   # name -> Figure, filled while building
-    plan: pd.DataFrame | None = None              # MeasurementAdvisor.propose(): "What to profile next"
+    figures: dict = field(default_factory=dict)  # name -> Figure, filled while building
+    plan: pd.DataFrame | None = None  # MeasurementAdvisor.propose(): "What to profile next"
 
 
-def _table(headers: list[str], rows: list[list], numeric: set[int] | None = None, clip: set[int] = frozenset(),
-           formula: set[int] = frozenset()) -> str:
+def _table(
+    headers: list[str],
+    rows: list[list],
+    numeric: set[int] | None = None,
+    clip: set[int] = frozenset(),
+    formula: set[int] = frozenset(),
+) -> str:
     """An HTML table; columns in ``clip`` show at most CLIP characters (the full text in a tooltip),
     columns in ``formula`` are set in a monospace font. Long cells wrap (CSS) rather than widen the page."""
     numeric = numeric if numeric is not None else set(range(1, len(headers)))
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(_cell(str(c), i in numeric, i in clip, i in formula) for i, c in enumerate(r))
-                   + "</tr>" for r in rows)
+    body = "".join(
+        "<tr>" + "".join(_cell(str(c), i in numeric, i in clip, i in formula) for i, c in enumerate(r)) + "</tr>"
+        for r in rows
+    )
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
@@ -71,7 +77,7 @@ def _cell(text: str, numeric: bool, clip: bool, formula: bool) -> str:
     attrs = f' class="{classes}"' if classes else ""
     if clip and len(text) > CLIP:
         attrs += f' title="{html.escape(text)}"'
-        text = text[:CLIP - 1] + "\u2026"
+        text = text[: CLIP - 1] + "\u2026"
     return f"<td{attrs}>{html.escape(text)}</td>"
 
 
@@ -100,50 +106,89 @@ def configuration_section(inputs: ReportInputs) -> str:
         headers.append("exports")
         rows = [r + [int(files.get(k, 0))] for r, k in zip(rows, keys)]
     ds = a.dataset
-    dataset = ("<p>Dataset: no sizes given, so every value is <b>per training step</b>.</p>" if ds is None else
-               f"<p>Dataset: {ds.train_samples:,.0f} training and {ds.val_samples:,.0f} validation samples, "
-               f"batch {html.escape(str(ds.batch_per_rank))} per rank, data-parallel degree G = "
-               f"{html.escape(str(ds.gpus_param))}, model-parallel degree M = {html.escape(str(ds.model_parallel))}"
-               f"{'; the data sets grow with G (weak scaling)' if ds.weak_scaling else ''}.</p>")
-    return (f"<h2>Configurations and dataset</h2>{_table(headers, rows)}{dataset}"
-            f"<p>Cost: {html.escape(inputs.cost.describe())}.</p>")
+    dataset = (
+        "<p>Dataset: no sizes given, so every value is <b>per training step</b>.</p>"
+        if ds is None
+        else f"<p>Dataset: {ds.train_samples:,.0f} training and {ds.val_samples:,.0f} validation samples, "
+        f"batch {html.escape(str(ds.batch_per_rank))} per rank, data-parallel degree G = "
+        f"{html.escape(str(ds.gpus_param))}, model-parallel degree M = {html.escape(str(ds.model_parallel))}"
+        f"{'; the data sets grow with G (weak scaling)' if ds.weak_scaling else ''}.</p>"
+    )
+    return (
+        f"<h2>Configurations and dataset</h2>{_table(headers, rows)}{dataset}"
+        f"<p>Cost: {html.escape(inputs.cost.describe())}.</p>"
+    )
 
 
 def epoch_section(inputs: ReportInputs) -> str:
     a = inputs.analysis
     params = a.params
-    fig = plots.epoch_figure(a, inputs.x_max, inputs.evaluation_points,
-                             cost_of=lambda frame, y: cost_of(y, frame, inputs.cost, params),
-                             cost_label=inputs.cost.unit, level=inputs.level)
+    fig = plots.epoch_figure(
+        a,
+        inputs.x_max,
+        inputs.evaluation_points,
+        cost_of=lambda frame, y: cost_of(y, frame, inputs.cost, params),
+        cost_label=inputs.cost.unit,
+        level=inputs.level,
+    )
     rows = []
     for q in QUANTITIES:
         found = a.application_models[a.application_models["quantity"] == q]
         if not found.empty:
             r = found.iloc[0]
-            rows.append([quantity_label(q, a.per), r["formula"] or f"no model: {r['reason']}", r["growth"], format_pct(r["smape"], 2),
-                         QUANTITY_HELP[q]])
+            rows.append(
+                [
+                    quantity_label(q, a.per),
+                    r["formula"] or f"no model: {r['reason']}",
+                    r["growth"],
+                    format_pct(r["smape"], 2),
+                    QUANTITY_HELP[q],
+                ]
+            )
     quantity = primary_quantity(a)
     pred = inputs.predictions[inputs.predictions["quantity"] == quantity]
     extra = [] if inputs.cost.unit == "core-hours" else ["cost"]
     samples = "samples" in pred.columns
     nodes = "nodes" in pred.columns
-    prow = [[format_point(r, params), *([nodes_text(r["nodes"])] if nodes else []), format_value(r["T"]),
-             f"{format_value(r['T_lo'])} .. {format_value(r['T_hi'])}",
-             *[f"{r[c]:.4g}" for c in (*extra, "core_hours", "gpu_hours")], *([samples_text(r)] if samples else [])]
-            for _, r in pred.iterrows()]
-    return (f"<h2>Time and cost per {a.per}</h2>"
-            + _image(inputs, "epoch", fig, f"{quantity} and cost per {a.per} vs {a.ranks_param}")
-            + "<p>Points: median of the repetitions, bars: their range; line: model; band: "
-              f"{inputs.level:.0%} prediction interval; dotted line: largest modeled configuration"
-            + (f"; dash-dotted lines: node boundaries ({a.gpus_per_node} GPUs per node, "
-               f"from the {'system file' if a.layout.get('source') == 'system' else 'exports'})"
-               if a.gpus_per_node else "")
-              + ("; red squares: evaluation points not used for modeling" if inputs.evaluation_points is not None else "")
-            + ".</p>" + _table(["quantity", "model", "growth", "SMAPE", "what it is"], rows, numeric={3}, formula={1})
-            + _table(["configuration", *([f"nodes ({a.gpus_per_node} GPUs each)"] if nodes else []),
-                      quantity_label(quantity, a.per), f"{inputs.level:.0%} interval",
-                      *([inputs.cost.unit] if extra else []), "core-hours", "GPU-hours",
-                      *(["training samples per epoch"] if samples else [])], prow))
+    prow = [
+        [
+            format_point(r, params),
+            *([nodes_text(r["nodes"])] if nodes else []),
+            format_value(r["T"]),
+            f"{format_value(r['T_lo'])} .. {format_value(r['T_hi'])}",
+            *[f"{r[c]:.4g}" for c in (*extra, "core_hours", "gpu_hours")],
+            *([samples_text(r)] if samples else []),
+        ]
+        for _, r in pred.iterrows()
+    ]
+    return (
+        f"<h2>Time and cost per {a.per}</h2>"
+        + _image(inputs, "epoch", fig, f"{quantity} and cost per {a.per} vs {a.ranks_param}")
+        + "<p>Points: median of the repetitions, bars: their range; line: model; band: "
+        f"{inputs.level:.0%} prediction interval; dotted line: largest modeled configuration"
+        + (
+            f"; dash-dotted lines: node boundaries ({a.gpus_per_node} GPUs per node, "
+            f"from the {'system file' if a.layout.get('source') == 'system' else 'exports'})"
+            if a.gpus_per_node
+            else ""
+        )
+        + ("; red squares: evaluation points not used for modeling" if inputs.evaluation_points is not None else "")
+        + ".</p>"
+        + _table(["quantity", "model", "growth", "SMAPE", "what it is"], rows, numeric={3}, formula={1})
+        + _table(
+            [
+                "configuration",
+                *([f"nodes ({a.gpus_per_node} GPUs each)"] if nodes else []),
+                quantity_label(quantity, a.per),
+                f"{inputs.level:.0%} interval",
+                *([inputs.cost.unit] if extra else []),
+                "core-hours",
+                "GPU-hours",
+                *(["training samples per epoch"] if samples else []),
+            ],
+            prow,
+        )
+    )
 
 
 def scaling_section(inputs: ReportInputs) -> str:
@@ -153,14 +198,27 @@ def scaling_section(inputs: ReportInputs) -> str:
     fig = plots.scaling_figure(table, a.ranks_param, float(a.points[a.ranks_param].max()), layout=a)
     quantity = primary_quantity(a)
     pred = inputs.predictions[inputs.predictions["quantity"] == quantity]
-    rows = [[format_point(r, a.params), f"{r['speedup']:.2f}", f"{r['efficiency']:.2f}",
-             format_pct(r["runtime_change_pct"])] for _, r in pred.iterrows()]
-    definition = ("strong scaling: speedup S = T(x1)/T(xk), efficiency E = S * x1/xk" if a.scaling == "strong" else
-                  "weak scaling: efficiency E = T(x1)/T(xk), scaled speedup = E * xk/x1")
-    return (f"<h2>Speedup and efficiency</h2>" + _image(inputs, "scaling", fig, "speedup and efficiency")
-            + f"<p>Derived from the models, not refitted; baseline {format_point(a.baseline, a.params)}; "
-              f"{definition}; runtime change = (T(x1) - T(xk)) / T(x1) x 100 (the paper's Eq. 11).</p>"
-            + _table(["configuration", "speedup", "efficiency", "runtime change"], rows))
+    rows = [
+        [
+            format_point(r, a.params),
+            f"{r['speedup']:.2f}",
+            f"{r['efficiency']:.2f}",
+            format_pct(r["runtime_change_pct"]),
+        ]
+        for _, r in pred.iterrows()
+    ]
+    definition = (
+        "strong scaling: speedup S = T(x1)/T(xk), efficiency E = S * x1/xk"
+        if a.scaling == "strong"
+        else "weak scaling: efficiency E = T(x1)/T(xk), scaled speedup = E * xk/x1"
+    )
+    return (
+        "<h2>Speedup and efficiency</h2>"
+        + _image(inputs, "scaling", fig, "speedup and efficiency")
+        + f"<p>Derived from the models, not refitted; baseline {format_point(a.baseline, a.params)}; "
+        f"{definition}; runtime change = (T(x1) - T(xk)) / T(x1) x 100 (the paper's Eq. 11).</p>"
+        + _table(["configuration", "speedup", "efficiency", "runtime change"], rows)
+    )
 
 
 def tradeoff_section(inputs: ReportInputs) -> str:
@@ -168,23 +226,47 @@ def tradeoff_section(inputs: ReportInputs) -> str:
     if result is None:
         return _tradeoff_without_limits(inputs)
     limits = result.limits
-    fig = plots.tradeoff_figure(result.table, inputs.analysis.ranks_param, limits.max_time, limits.max_cost,
-                                result.cost_unit, limits.epochs, layout=inputs.analysis)
+    fig = plots.tradeoff_figure(
+        result.table,
+        inputs.analysis.ranks_param,
+        limits.max_time,
+        limits.max_cost,
+        result.cost_unit,
+        limits.epochs,
+        layout=inputs.analysis,
+    )
     parts = ["<h2>Time/cost trade-off</h2>", _image(inputs, "tradeoff", fig, "time and cost trade-off")]
-    asked = [f"at most {format_seconds(limits.max_time)}" if limits.max_time else "",
-             f"at most {amount_text(limits.max_cost, result.cost_unit)}" if limits.max_cost else ""]
+    asked = [
+        f"at most {format_seconds(limits.max_time)}" if limits.max_time else "",
+        f"at most {amount_text(limits.max_cost, result.cost_unit)}" if limits.max_cost else "",
+    ]
     parts.append(f"<p>Limits for {limits.epochs:g} epoch(s): {html.escape(' and '.join(a for a in asked if a))}.</p>")
     if result.failure:
         parts.append(f'<p class="fail">No configuration is valid: {html.escape(result.failure)}.</p>')
     else:
-        spans = "; ".join(f"{r['from']:g}" if r["from"] == r["to"] else f"{r['from']:g} to {r['to']:g}"
-                          for _, r in result.intervals.iterrows())
+        spans = "; ".join(
+            f"{r['from']:g}" if r["from"] == r["to"] else f"{r['from']:g} to {r['to']:g}"
+            for _, r in result.intervals.iterrows()
+        )
         parts.append(f"<p>Valid {inputs.analysis.ranks_param}: {html.escape(spans)}.</p>")
-        rows = [[r["criterion"], format_point(r, inputs.analysis.params), format_seconds(r["total_time"]),
-                 f"{r['total_cost']:.4g}", f"{r['efficiency']:.2f}", "yes" if r["valid_upper"] else "no"]
-                for _, r in result.best.iterrows()]
-        parts.append(_table(["best by", "configuration", "time", result.cost_unit, "efficiency",
-                             "valid at interval's upper end"], rows, numeric={2, 3, 4}))
+        rows = [
+            [
+                r["criterion"],
+                format_point(r, inputs.analysis.params),
+                format_seconds(r["total_time"]),
+                f"{r['total_cost']:.4g}",
+                f"{r['efficiency']:.2f}",
+                "yes" if r["valid_upper"] else "no",
+            ]
+            for _, r in result.best.iterrows()
+        ]
+        parts.append(
+            _table(
+                ["best by", "configuration", "time", result.cost_unit, "efficiency", "valid at interval's upper end"],
+                rows,
+                numeric={2, 3, 4},
+            )
+        )
     parts += [f'<p class="note">{html.escape(n)}</p>' for n in result.notes]
     return "".join(parts)
 
@@ -194,9 +276,12 @@ def _tradeoff_without_limits(inputs: ReportInputs) -> str:
     table = inputs.predictions[inputs.predictions["quantity"] == primary_quantity(a)]
     table = table.assign(total_time=table["T"], total_cost=table["cost"])
     fig = plots.tradeoff_figure(table, a.ranks_param, None, None, inputs.cost.unit, layout=a)
-    return ("<h2>Time/cost trade-off</h2>" + _image(inputs, "tradeoff", fig, "time and cost per epoch")
-            + "<p>Per epoch, at the predicted configurations. Give --max-time and/or --max-cost (with "
-              "--epochs) to shade the configurations that meet a deadline or a budget.</p>")
+    return (
+        "<h2>Time/cost trade-off</h2>"
+        + _image(inputs, "tradeoff", fig, "time and cost per epoch")
+        + "<p>Per epoch, at the predicted configurations. Give --max-time and/or --max-cost (with "
+        "--epochs) to shade the configurations that meet a deadline or a budget.</p>"
+    )
 
 
 def breakdown_section(inputs: ReportInputs) -> str:
@@ -204,11 +289,14 @@ def breakdown_section(inputs: ReportInputs) -> str:
     measured = a.application_points.rename(columns={"value": "T"})
     combined = pd.concat([measured, inputs.predictions], ignore_index=True)
     fig = plots.breakdown_figure(combined, a.ranks_param, a.per, float(a.points[a.ranks_param].max()))
-    return ("<h2>Where the time goes</h2>" + _image(inputs, "breakdown", fig, "category breakdown")
-            + "<p>Measured configurations and predictions. Computation, communication and memory are sums of "
-              "GPU activity (communication includes MPI calls); idle is the step time no GPU activity covers. "
-              "GPU work on concurrent streams counts once per stream, so the parts can add up to more than the "
-              "epoch time: that part is hatched (overlap), and the stack minus it is the epoch time.</p>")
+    return (
+        "<h2>Where the time goes</h2>"
+        + _image(inputs, "breakdown", fig, "category breakdown")
+        + "<p>Measured configurations and predictions. Computation, communication and memory are sums of "
+        "GPU activity (communication includes MPI calls); idle is the step time no GPU activity covers. "
+        "GPU work on concurrent streams counts once per stream, so the parts can add up to more than the "
+        "epoch time: that part is hatched (overlap), and the stack minus it is the epoch time.</p>"
+    )
 
 
 def bottleneck_section(inputs: ReportInputs, top: int = 10) -> str:
@@ -217,13 +305,31 @@ def bottleneck_section(inputs: ReportInputs, top: int = 10) -> str:
         return ""
     a = inputs.analysis
     fig = plots.bottleneck_figure(table, a.per, top)
-    rows = [[r["rank"], r["region"], r["category"], r["growth"], r["formula"], format_value(r["predicted"]),
-             format_pct(r["share_of_category"] * 100)] for _, r in table.head(top).iterrows()]
+    rows = [
+        [
+            r["rank"],
+            r["region"],
+            r["category"],
+            r["growth"],
+            r["formula"],
+            format_value(r["predicted"]),
+            format_pct(r["share_of_category"] * 100),
+        ]
+        for _, r in table.head(top).iterrows()
+    ]
     target = format_point(inputs.predictions.iloc[-1], a.params) if not inputs.predictions.empty else ""
-    return ("<h2>Top bottlenecks</h2>" + _image(inputs, "bottlenecks", fig, "top regions")
-            + f"<p>Ranked by asymptotic growth of the runtime model, then by predicted time at {target}.</p>"
-            + _table(["#", "region", "category", "growth", "model", f"at {target}", "share of category"], rows,
-                     numeric={0, 5, 6}, clip={1, 4}, formula={4}))
+    return (
+        "<h2>Top bottlenecks</h2>"
+        + _image(inputs, "bottlenecks", fig, "top regions")
+        + f"<p>Ranked by asymptotic growth of the runtime model, then by predicted time at {target}.</p>"
+        + _table(
+            ["#", "region", "category", "growth", "model", f"at {target}", "share of category"],
+            rows,
+            numeric={0, 5, 6},
+            clip={1, 4},
+            formula={4},
+        )
+    )
 
 
 def evaluation_section(inputs: ReportInputs) -> str:
@@ -234,21 +340,35 @@ def evaluation_section(inputs: ReportInputs) -> str:
     quantity = primary_quantity(a)
     fig = plots.evaluation_figure(errors, a.ranks_param, quantity)
     rows = errors[(errors["model_type"] == "application") & (errors["name"] == quantity)].sort_values(a.ranks_param)
-    table = [[format_point(r, a.params), r["role"], format_value(r["value"]), format_value(r["predicted"]),
-              format_pct(r["error_pct"], 2), format_pct(r["spread_pct"], 2), "yes" if r["inside_interval"] else "no"]
-             for _, r in rows.iterrows()]
-    return ("<h2>Accuracy and predictive power</h2>" + _image(inputs, "evaluation", fig, "percentage errors")
-            + _table(["configuration", "role", "measured", "model", "error", "repetition spread",
-                      "inside interval"], table))
+    table = [
+        [
+            format_point(r, a.params),
+            r["role"],
+            format_value(r["value"]),
+            format_value(r["predicted"]),
+            format_pct(r["error_pct"], 2),
+            format_pct(r["spread_pct"], 2),
+            "yes" if r["inside_interval"] else "no",
+        ]
+        for _, r in rows.iterrows()
+    ]
+    return (
+        "<h2>Accuracy and predictive power</h2>"
+        + _image(inputs, "evaluation", fig, "percentage errors")
+        + _table(["configuration", "role", "measured", "model", "error", "repetition spread", "inside interval"], table)
+    )
 
 
 def methods_section(inputs: ReportInputs) -> str:
     a = inputs.analysis
     opts = ", ".join(f"{k}={v}" for k, v in a.options.items()) or "defaults"
-    per_epoch = ("Per-step values are turned into per-epoch values with the exact step counts n_t = "
-                 "floor((D_t/(G/M))/B) and n_v = floor((D_v/(G/M))/B) (paper Eq. 2-3): each quantity is modeled "
-                 "per step and phase with PMNF, then F(x) = n_t(x) V_t(x) + n_v(x) V_v(x) (Eq. 4). "
-                 if a.per == "epoch" else "No dataset sizes were given, so all values are per training step. ")
+    per_epoch = (
+        "Per-step values are turned into per-epoch values with the exact step counts n_t = "
+        "floor((D_t/(G/M))/B) and n_v = floor((D_v/(G/M))/B) (paper Eq. 2-3): each quantity is modeled "
+        "per step and phase with PMNF, then F(x) = n_t(x) V_t(x) + n_v(x) V_v(x) (Eq. 4). "
+        if a.per == "epoch"
+        else "No dataset sizes were given, so all values are per training step. "
+    )
     text = (
         "<h2>Methods</h2><p>Each export holds a few steps of two epochs; the first epoch is a warm-up and is left "
         "out. For every region (kernel, memcpy, memset, MPI call, NVTX range, ...) the values of its events are "
@@ -256,21 +376,28 @@ def methods_section(inputs: ReportInputs) -> str:
         "repetitions; the range over repetitions gives the error bars. The time per epoch is the measured NVTX step "
         "duration (so it includes GPU idle time and overlap); computation, communication and memory are sums of "
         "the per-region medians of their categories (Eq. 6-10); idle is the step time that the union of all GPU "
-        "activity intervals does not cover. " + per_epoch
+        "activity intervals does not cover. "
+        + per_epoch
         + "Models are Extra-P performance model normal forms chosen by leave-one-out cross-validated SMAPE "
-          f"(modeler options: {html.escape(opts)}); prediction intervals are {inputs.level:.0%} intervals for one new "
-          "measurement. The training step time is also modeled as the step without communication plus the "
-          "communication minus its hidden part: proportional to it, capped at the largest measured overlap, or "
-          "falling as the replayed trace of the largest modeled run shows once the communication outgrows the computation "
-          "that hides it. The replayed rule predicts unless leave-one-out clearly prefers another (then the "
-          "epoch-time interval spans all rules); " + _step_rule(a) + " "
-          "Speedup, efficiency and runtime change are computed by evaluating these models against "
-          f"the baseline {html.escape(format_point(a.baseline, a.params))} ({a.scaling} scaling), never by refitting"
-          + ("; speedup and efficiency compare time per training sample, because floor() in n_t makes some "
-             "epochs process fewer samples" if a.per == "epoch" else "")
-          + f". Cost: {html.escape(inputs.cost.describe())}.</p>")
-    notes = "".join(f'<p class="note">Note: {html.escape(n)}</p>'
-                    for n in a.notes + extrapolation_notes(a, inputs.predictions))
+        f"(modeler options: {html.escape(opts)}); prediction intervals are {inputs.level:.0%} intervals for one new "
+        "measurement. The training step time is also modeled as the step without communication plus the "
+        "communication minus its hidden part: proportional to it, capped at the largest measured overlap, or "
+        "falling as the replayed trace of the largest modeled run shows once the communication outgrows the computation "
+        "that hides it. The replayed rule predicts unless leave-one-out clearly prefers another (then the "
+        "epoch-time interval spans all rules); " + _step_rule(a) + " "
+        "Speedup, efficiency and runtime change are computed by evaluating these models against "
+        f"the baseline {html.escape(format_point(a.baseline, a.params))} ({a.scaling} scaling), never by refitting"
+        + (
+            "; speedup and efficiency compare time per training sample, because floor() in n_t makes some "
+            "epochs process fewer samples"
+            if a.per == "epoch"
+            else ""
+        )
+        + f". Cost: {html.escape(inputs.cost.describe())}.</p>"
+    )
+    notes = "".join(
+        f'<p class="note">Note: {html.escape(n)}</p>' for n in a.notes + extrapolation_notes(a, inputs.predictions)
+    )
     return text + notes
 
 
@@ -286,12 +413,22 @@ def _step_rule(a) -> str:
 
 def build_html(inputs: ReportInputs) -> str:
     """The whole report as one HTML string."""
-    sections = [configuration_section, epoch_section, scaling_section, tradeoff_section, breakdown_section,
-                bottleneck_section, evaluation_section, methods_section]
+    sections = [
+        configuration_section,
+        epoch_section,
+        scaling_section,
+        tradeoff_section,
+        breakdown_section,
+        bottleneck_section,
+        evaluation_section,
+        methods_section,
+    ]
     body = "".join(section(inputs) for section in sections)
     body += plan_section(inputs.plan)  # the plan next to the models it would improve
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     title = html.escape(inputs.title)
-    return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{title}</title>"
-            f"<style>{STYLE}</style></head><body><h1>{title}</h1>"
-            f"<p>Made by extradeep {__version__} on {stamp}.</p>{body}</body></html>")
+    return (
+        f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{title}</title>"
+        f"<style>{STYLE}</style></head><body><h1>{title}</h1>"
+        f"<p>Made by extradeep {__version__} on {stamp}.</p>{body}</body></html>"
+    )

@@ -20,8 +20,14 @@ from extradeep.analysis.core import Analysis, primary_quantity
 from extradeep.analysis.epoch import BREAKDOWN, EPOCH_TIME
 from extradeep.analysis.points import point_grid
 
-COLORS = {"computation": "#4c72b0", "communication": "#dd8452", "memory": "#55a868", "idle": "#c0c0c0",
-          "epoch time": "#222222", "gpu total": "#8172b3"}
+COLORS = {
+    "computation": "#4c72b0",
+    "communication": "#dd8452",
+    "memory": "#55a868",
+    "idle": "#c0c0c0",
+    "epoch time": "#222222",
+    "gpu total": "#8172b3",
+}
 EVAL_COLOR = "#c44e52"
 
 
@@ -87,9 +93,15 @@ def extrapolation_marker(ax, measured_max: float, x_end: float | None = None) ->
 
 def model_curve(ax, x, y, lo, hi, color, label: str, band_label: str | None = None) -> None:
     """A model's curve over ``x`` with its prediction band [lo, hi] (clipped at 0: no negative times)."""
-    ax.fill_between(x, np.maximum(np.asarray(lo, float).reshape(-1), 0.0),
-                    np.maximum(np.asarray(hi, float).reshape(-1), 0.0), color=color, alpha=0.15, lw=0,
-                    label=band_label)
+    ax.fill_between(
+        x,
+        np.maximum(np.asarray(lo, float).reshape(-1), 0.0),
+        np.maximum(np.asarray(hi, float).reshape(-1), 0.0),
+        color=color,
+        alpha=0.15,
+        lw=0,
+        label=band_label,
+    )
     ax.plot(x, np.asarray(y, float).reshape(-1), color=color, lw=1.6, label=label)
 
 
@@ -100,12 +112,31 @@ def measured_points(ax, x, y, low, high, color, label: str | None, marker: str =
     if not len(y):
         return
     err = np.vstack([y - np.asarray(low, float), np.asarray(high, float) - y]).clip(min=0)
-    ax.errorbar(x, y, yerr=err, fmt=marker, color=color, ms=5, capsize=3, mfc="white" if hollow else color,
-                label=label, zorder=3)
+    ax.errorbar(
+        x,
+        y,
+        yerr=err,
+        fmt=marker,
+        color=color,
+        ms=5,
+        capsize=3,
+        mfc="white" if hollow else color,
+        label=label,
+        zorder=3,
+    )
 
 
-def model_panel(ax, analysis: Analysis, quantity: str, x_max: float, evaluation: pd.DataFrame | None = None,
-                fixed: dict | None = None, level: float = 0.95, transform=None, ylabel: str = "") -> None:
+def model_panel(
+    ax,
+    analysis: Analysis,
+    quantity: str,
+    x_max: float,
+    evaluation: pd.DataFrame | None = None,
+    fixed: dict | None = None,
+    level: float = 0.95,
+    transform=None,
+    ylabel: str = "",
+) -> None:
     """Measured medians with repetition range, the model curve, its prediction band and any
     evaluation points (measured, not used for modeling) on one axis (paper Fig. 3)."""
     transform = transform or (lambda frame, y: y)
@@ -116,9 +147,16 @@ def model_panel(ax, analysis: Analysis, quantity: str, x_max: float, evaluation:
         line = line_grid(analysis, x_max, fixed)
         lo, hi = model.interval(_X(line, analysis.params), level=level)
         y = model.predict(_X(line, analysis.params))
-        model_curve(ax, line[x], transform(line, y), transform(line, np.maximum(lo, 0.0)),
-                    transform(line, np.maximum(hi, 0.0)), color, f"model: {quantity}",
-                    f"{level:.0%} prediction interval")
+        model_curve(
+            ax,
+            line[x],
+            transform(line, y),
+            transform(line, np.maximum(lo, 0.0)),
+            transform(line, np.maximum(hi, 0.0)),
+            color,
+            f"model: {quantity}",
+            f"{level:.0%} prediction interval",
+        )
     app_points = analysis.application_points
     measured = _on_line(app_points[app_points["quantity"] == quantity], analysis, fixed)
     _measured_rows(ax, measured, x, transform, color, "measured (modeling)", "o")
@@ -136,13 +174,27 @@ def model_panel(ax, analysis: Analysis, quantity: str, x_max: float, evaluation:
 def _measured_rows(ax, rows: pd.DataFrame, x: str, transform, color, label, marker) -> None:
     if rows.empty:
         return
-    measured_points(ax, rows[x], transform(rows, rows["value"].to_numpy(float)),
-                    transform(rows, rows["rep_min"].to_numpy(float)), transform(rows, rows["rep_max"].to_numpy(float)),
-                    color, label, marker)
+    measured_points(
+        ax,
+        rows[x],
+        transform(rows, rows["value"].to_numpy(float)),
+        transform(rows, rows["rep_min"].to_numpy(float)),
+        transform(rows, rows["rep_max"].to_numpy(float)),
+        color,
+        label,
+        marker,
+    )
 
 
-def epoch_figure(analysis: Analysis, x_max: float, evaluation: pd.DataFrame | None = None, cost_of=None,
-                 cost_label: str = "cost", fixed: dict | None = None, level: float = 0.95) -> Figure:
+def epoch_figure(
+    analysis: Analysis,
+    x_max: float,
+    evaluation: pd.DataFrame | None = None,
+    cost_of=None,
+    cost_label: str = "cost",
+    fixed: dict | None = None,
+    level: float = 0.95,
+) -> Figure:
     """Time per epoch (and, with ``cost_of(points, seconds)``, cost per epoch) vs ranks."""
     quantity = primary_quantity(analysis)
     fig, axes = _figure(ncols=2 if cost_of else 1)
@@ -150,17 +202,36 @@ def epoch_figure(analysis: Analysis, x_max: float, evaluation: pd.DataFrame | No
     axes[0].set_title(f"time per {analysis.per}" if quantity == EPOCH_TIME else f"{quantity} per {analysis.per}")
     axes[0].legend(fontsize=8, loc="best")
     if cost_of:
-        model_panel(axes[1], analysis, quantity, x_max, evaluation, fixed, level,
-                    transform=cost_of, ylabel=f"{cost_label} per {analysis.per}")
+        model_panel(
+            axes[1],
+            analysis,
+            quantity,
+            x_max,
+            evaluation,
+            fixed,
+            level,
+            transform=cost_of,
+            ylabel=f"{cost_label} per {analysis.per}",
+        )
         axes[1].set_title(f"{cost_label} per {analysis.per}")
         if analysis.gpus_per_node:
             axes[1].legend(fontsize=8, loc="best")
     return fig
 
 
-def scaling_panels(ax_speedup, ax_efficiency, table: pd.DataFrame, x: str, measured_max: float, *,
-                   by: str = "quantity", highlight: str = EPOCH_TIME, ideal_speedup: bool = True,
-                   x_end: float | None = None, layout=None) -> None:
+def scaling_panels(
+    ax_speedup,
+    ax_efficiency,
+    table: pd.DataFrame,
+    x: str,
+    measured_max: float,
+    *,
+    by: str = "quantity",
+    highlight: str = EPOCH_TIME,
+    ideal_speedup: bool = True,
+    x_end: float | None = None,
+    layout=None,
+) -> None:
     """Speedup and efficiency of each ``by`` series of a scaling table (extradeep.analysis.scaling)
     vs ``x``, with the ideal lines; either axis may be None. The ``highlight`` series is drawn
     thicker; with ``x_end``, the extrapolated range is shaded (else a dotted line marks it); with a
@@ -174,8 +245,13 @@ def scaling_panels(ax_speedup, ax_efficiency, table: pd.DataFrame, x: str, measu
             if name == "idle":
                 continue
             rows = rows.sort_values(x)
-            ax.plot(rows[x], rows[col], color=COLORS.get(name, f"C{n % 10}"),
-                    lw=2.2 if name == highlight else 1.2, label=name)
+            ax.plot(
+                rows[x],
+                rows[col],
+                color=COLORS.get(name, f"C{n % 10}"),
+                lw=2.2 if name == highlight else 1.2,
+                label=name,
+            )
         if len(xs) and (col == "efficiency" or ideal_speedup):  # on top: a series may follow it exactly
             ideal = np.ones_like(xs, dtype=float) if col == "efficiency" else xs / xs[0]
             ax.plot(xs, ideal, color="#555555", ls="--", lw=1, label="ideal")
@@ -215,13 +291,24 @@ def breakdown_parts(table: pd.DataFrame, x: str) -> pd.DataFrame:
     if EPOCH_TIME in wide.columns:
         total = parts[[p for p in BREAKDOWN_PARTS if p in parts.columns]].sum(axis=1).to_numpy()
         whole = wide[EPOCH_TIME].to_numpy(float)
-        parts[OVERLAP], parts[UNEXPLAINED], parts[EPOCH_TIME] = (total - whole).clip(min=0), \
-            (whole - total).clip(min=0), whole
+        parts[OVERLAP], parts[UNEXPLAINED], parts[EPOCH_TIME] = (
+            (total - whole).clip(min=0),
+            (whole - total).clip(min=0),
+            whole,
+        )
     return parts
 
 
-def breakdown_panel(ax, table: pd.DataFrame, x: str, per: str, measured_max: float | None = None, *,
-                    areas: bool = False, measured: pd.DataFrame | None = None) -> pd.DataFrame:
+def breakdown_panel(
+    ax,
+    table: pd.DataFrame,
+    x: str,
+    per: str,
+    measured_max: float | None = None,
+    *,
+    areas: bool = False,
+    measured: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Computation, communication, memory and idle per epoch stacked from a long table (quantity,
     x, T), the epoch time on top and the difference made visible: the stack above the epoch time
     hatched as overlap (GPU work on concurrent streams counts once per stream), epoch time above the
@@ -253,19 +340,55 @@ def _difference(ax, where, total, parts: pd.DataFrame, areas: bool) -> None:
     whole, overlap, unexplained = (parts[c].to_numpy(float) for c in (EPOCH_TIME, OVERLAP, UNEXPLAINED))
     if areas:
         if (overlap > 0).any():
-            ax.fill_between(where, whole, total, where=overlap > 0, facecolor="none", hatch="///",
-                            edgecolor="0.15", lw=0, label="overlap (concurrent streams)")
+            ax.fill_between(
+                where,
+                whole,
+                total,
+                where=overlap > 0,
+                facecolor="none",
+                hatch="///",
+                edgecolor="0.15",
+                lw=0,
+                label="overlap (concurrent streams)",
+            )
         if (unexplained > 0).any():
-            ax.fill_between(where, total, whole, where=unexplained > 0, facecolor="white", hatch="..",
-                            edgecolor="0.5", lw=0, label="not in any category")
+            ax.fill_between(
+                where,
+                total,
+                whole,
+                where=unexplained > 0,
+                facecolor="white",
+                hatch="..",
+                edgecolor="0.5",
+                lw=0,
+                label="not in any category",
+            )
         ax.plot(where, whole, color="k", lw=1.6, label=f"{EPOCH_TIME} (model)")
         return
     if (overlap > 0).any():
-        ax.bar(where, overlap, bottom=whole, width=0.6, facecolor="none", hatch="///", edgecolor="0.15", lw=0,
-               label="overlap (concurrent streams)")
+        ax.bar(
+            where,
+            overlap,
+            bottom=whole,
+            width=0.6,
+            facecolor="none",
+            hatch="///",
+            edgecolor="0.15",
+            lw=0,
+            label="overlap (concurrent streams)",
+        )
     if (unexplained > 0).any():
-        ax.bar(where, unexplained, bottom=total, width=0.6, facecolor="white", hatch="..", edgecolor="0.5", lw=0,
-               label="not in any category")
+        ax.bar(
+            where,
+            unexplained,
+            bottom=total,
+            width=0.6,
+            facecolor="white",
+            hatch="..",
+            edgecolor="0.5",
+            lw=0,
+            label="not in any category",
+        )
     ax.plot(where, whole, "k_", ms=28, mew=2, label=EPOCH_TIME)
 
 
@@ -275,8 +398,14 @@ def _breakdown_axes(ax, parts: pd.DataFrame, x: str, per: str, measured_max: flo
     if areas and len(xs):
         if measured_max is not None and xs[-1] > measured_max:
             ax.axvline(measured_max, color="0.4", ls=":", lw=1)
-            ax.annotate(" extrapolation →", (measured_max, 0.98), xycoords=("data", "axes fraction"), va="top",
-                        fontsize=8, color="0.3")
+            ax.annotate(
+                " extrapolation →",
+                (measured_max, 0.98),
+                xycoords=("data", "axes fraction"),
+                va="top",
+                fontsize=8,
+                color="0.3",
+            )
         ax.set_xlim(xs[0], xs[-1])
     elif not areas:
         ax.set_xticks(np.arange(len(xs)), [f"{v:g}" for v in xs])
@@ -284,8 +413,11 @@ def _breakdown_axes(ax, parts: pd.DataFrame, x: str, per: str, measured_max: flo
             ax.axvline(int((xs <= measured_max).sum()) - 0.5, color="#888888", ls="--", lw=1)
             ax.set_xlabel(f"{x}  (left of the dashed line: measured; right: predicted)")
     ax.set_ylabel(f"seconds per {per}")
-    ax.set_title(f"Where the time per {per} goes. GPU work is summed over streams, so work on concurrent\n"
-                 f"streams counts more than once: stack minus hatched overlap = {EPOCH_TIME}", fontsize=9)
+    ax.set_title(
+        f"Where the time per {per} goes. GPU work is summed over streams, so work on concurrent\n"
+        f"streams counts more than once: stack minus hatched overlap = {EPOCH_TIME}",
+        fontsize=9,
+    )
     ax.grid(alpha=0.3, axis="y" if not areas else "both")
 
 
@@ -303,9 +435,21 @@ def time_unit(longest: float) -> tuple[float, str]:
     return (1.0, "seconds") if longest < 120 else (60.0, "minutes") if longest < 7200 else (3600.0, "hours")
 
 
-def tradeoff_panels(ax_time, ax_cost, table: pd.DataFrame, x: str, max_time: float | None,
-                    max_cost: float | None, cost_label: str, epochs: float = 1.0, *, per: str = "epoch",
-                    twin: bool = False, best: pd.Series | None = None, layout=None) -> None:
+def tradeoff_panels(
+    ax_time,
+    ax_cost,
+    table: pd.DataFrame,
+    x: str,
+    max_time: float | None,
+    max_cost: float | None,
+    cost_label: str,
+    epochs: float = 1.0,
+    *,
+    per: str = "epoch",
+    twin: bool = False,
+    best: pd.Series | None = None,
+    layout=None,
+) -> None:
     """Time and cost vs ``x`` (paper Fig. 4b) from a budget table (total_time, total_cost, and with
     limits time_ok, cost_ok, valid): the deadline and budget as dashed lines, the configurations
     that meet each hatched, those that meet both shaded, and ``best`` starred. ``twin``: the cost
@@ -316,14 +460,24 @@ def tradeoff_panels(ax_time, ax_cost, table: pd.DataFrame, x: str, max_time: flo
     scale, unit = time_unit(float(np.nanmax(table["total_time"])) if len(table) else 0.0)
     span = f"for {epochs:g} epoch(s)" if per == "epoch" else f"per {per}"
     for ax, col, limit, name, color, divisor in (
-            (ax_time, "total_time", max_time, "deadline", COLORS["computation"], scale),
-            (ax_cost, "total_cost", max_cost, "budget", COLORS["communication"], 1.0)):
+        (ax_time, "total_time", max_time, "deadline", COLORS["computation"], scale),
+        (ax_cost, "total_cost", max_cost, "budget", COLORS["communication"], 1.0),
+    ):
         ax.plot(xs, table[col] / divisor, color=color, lw=2, label="training time" if ax is ax_time else "cost")
         if limit is not None:
             ax.axhline(limit / divisor, color=color, ls="--", lw=1, label=name)
         if best is not None:
-            ax.plot([best[x]], [best[col] / divisor], marker="*", ms=16, color="#ffb000", mec="k", ls="none",
-                    zorder=5, label="best (efficiency)" if ax is ax_time or not twin else None)
+            ax.plot(
+                [best[x]],
+                [best[col] / divisor],
+                marker="*",
+                ms=16,
+                color="#ffb000",
+                mec="k",
+                ls="none",
+                zorder=5,
+                label="best (efficiency)" if ax is ax_time or not twin else None,
+            )
         ax.set_xlabel(x)
         ax.set_ylabel(f"{unit if ax is ax_time else cost_label} {span}", color=color)
         if not twin:
@@ -331,8 +485,14 @@ def tradeoff_panels(ax_time, ax_cost, table: pd.DataFrame, x: str, max_time: flo
             ax.grid(alpha=0.3)
     if max_time is not None or max_cost is not None:
         _shade(ax_time, xs, table["time_ok"].to_numpy(bool), "//", COLORS["computation"], "meets the deadline")
-        _shade(ax_time if twin else ax_cost, xs, table["cost_ok"].to_numpy(bool), "\\\\", COLORS["communication"],
-               "meets the budget")
+        _shade(
+            ax_time if twin else ax_cost,
+            xs,
+            table["cost_ok"].to_numpy(bool),
+            "\\\\",
+            COLORS["communication"],
+            "meets the budget",
+        )
         for ax in (ax_time,) if twin else (ax_time, ax_cost):
             _shade(ax, xs, table["valid"].to_numpy(bool), None, "#55a868", "meets both", alpha=0.25)
     if len(xs):
@@ -342,8 +502,15 @@ def tradeoff_panels(ax_time, ax_cost, table: pd.DataFrame, x: str, max_time: flo
         ax_time.grid(alpha=0.3)
 
 
-def tradeoff_figure(table: pd.DataFrame, x: str, max_time: float | None, max_cost: float | None,
-                    cost_label: str, epochs: float = 1.0, layout=None) -> Figure:
+def tradeoff_figure(
+    table: pd.DataFrame,
+    x: str,
+    max_time: float | None,
+    max_cost: float | None,
+    cost_label: str,
+    epochs: float = 1.0,
+    layout=None,
+) -> Figure:
     """Time and cost vs ranks with the deadline, budget and overlap regions shaded (paper Fig. 4);
     without limits, the two curves only (``table`` then needs total_time and total_cost). With a
     ``layout`` (see :func:`mark_node_boundaries`) the node boundaries are marked."""
@@ -360,8 +527,16 @@ def _shade(ax, xs, ok, hatch, color, label, alpha=0.0) -> None:
     step = np.min(np.diff(xs)) / 2 if len(xs) > 1 else 0.5
     first = True
     for start, end in _runs(ok):
-        ax.axvspan(xs[start] - step, xs[end] + step, hatch=hatch, facecolor=color if alpha else "none",
-                   edgecolor=color, alpha=alpha or 0.35, lw=0, label=label if first else None)
+        ax.axvspan(
+            xs[start] - step,
+            xs[end] + step,
+            hatch=hatch,
+            facecolor=color if alpha else "none",
+            edgecolor=color,
+            alpha=alpha or 0.35,
+            lw=0,
+            label=label if first else None,
+        )
         first = False
 
 
@@ -378,8 +553,9 @@ def _runs(mask: np.ndarray):
 BOTTLENECK_VALUES = {"predicted": "predicted seconds per {per}", "share_of_total": "predicted share of GPU time [%]"}
 
 
-def bottleneck_panel(ax, table: pd.DataFrame, per: str, top: int = 10, value: str = "predicted",
-                     where: str = "") -> int:
+def bottleneck_panel(
+    ax, table: pd.DataFrame, per: str, top: int = 10, value: str = "predicted", where: str = ""
+) -> int:
     """Bars of the ``top`` regions of a bottleneck table (extradeep.analysis.bottlenecks), first on
     top, coloured by category: their predicted time (``value="predicted"``) or share of all GPU work
     (``"share_of_total"``, in %) at the target point ``where``. Returns the number of bars."""
@@ -387,8 +563,9 @@ def bottleneck_panel(ax, table: pd.DataFrame, per: str, top: int = 10, value: st
     y = np.arange(len(rows))
     scale = 100.0 if value.startswith("share") else 1.0
     ax.barh(y, scale * rows[value].to_numpy(float), color=[COLORS.get(c, "#999999") for c in rows["category"]])
-    ax.set_yticks(y, [f"#{r} {_short(n, 40)}  [{g}]" for r, n, g in zip(rows["rank"], rows["region"], rows["growth"])],
-                  fontsize=8)
+    ax.set_yticks(
+        y, [f"#{r} {_short(n, 40)}  [{g}]" for r, n, g in zip(rows["rank"], rows["region"], rows["growth"])], fontsize=8
+    )
     ax.set_ylim(-0.6, max(len(rows), 1) - 0.4)
     ax.set_xlabel(BOTTLENECK_VALUES[value].format(per=per))
     ax.set_title("top regions by growth, then share" + (f" at {where}" if where else ""), fontsize=10)

@@ -62,4 +62,4 @@ def shorten(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     keep = width - 3
-    return text[: keep - keep // 3] + "..." + text[len(text) - keep // 3:]
+    return text[: keep - keep // 3] + "..." + text[len(text) - keep // 3 :]

@@ -43,9 +43,9 @@ class Scenario:
     gpus_per_node: int = 8
     kernel_scale: dict = field(default_factory=dict)
     bandwidth_scale: float = 1.0
-    boundary: int | None = None            # emulated node boundary: slower network beyond it
+    boundary: int | None = None  # emulated node boundary: slower network beyond it
     beyond_bandwidth_scale: float = 1.0
-    topology: str | None = None            # a simulator topology preset (real node boundaries), e.g. dgx-8-nvswitch
+    topology: str | None = None  # a simulator topology preset (real node boundaries), e.g. dgx-8-nvswitch
     seed: int = 0
 
     @property
@@ -69,10 +69,18 @@ class SimulatedProfiler:
 
         s = self.scenario
         beyond = s.boundary is not None and ranks > s.boundary
-        return simulate(outdir, params={"ranks": [ranks]}, repetitions=1, train_steps=4, val_steps=1, seed=seed,
-                        kernel_scale=s.kernel_scale or None,
-                        nccl_bandwidth_scale=s.beyond_bandwidth_scale if beyond else s.bandwidth_scale,
-                        topology=s.topology, **kw)
+        return simulate(
+            outdir,
+            params={"ranks": [ranks]},
+            repetitions=1,
+            train_steps=4,
+            val_steps=1,
+            seed=seed,
+            kernel_scale=s.kernel_scale or None,
+            nccl_bandwidth_scale=s.beyond_bandwidth_scale if beyond else s.bandwidth_scale,
+            topology=s.topology,
+            **kw,
+        )
 
     def measure(self, ranks: int, rep: int) -> float:
         key = (int(ranks), int(rep))
@@ -82,10 +90,12 @@ class SimulatedProfiler:
 
             outdir = self.workdir / f"p{ranks}.r{rep}"
             seed = [self.scenario.seed, int(ranks), int(rep)]
-            self._simulate(outdir, int(ranks), int(np.random.SeedSequence(seed).generate_state(1)[0]),
-                           truth_replicates=0)
-            experiment = load_experiment(outdir, params=["ranks"], progress=False, use_cache=False, replay=False,
-                                         jobs=1)
+            self._simulate(
+                outdir, int(ranks), int(np.random.SeedSequence(seed).generate_state(1)[0]), truth_replicates=0
+            )
+            experiment = load_experiment(
+                outdir, params=["ranks"], progress=False, use_cache=False, replay=False, jobs=1
+            )
             values = measured_values(experiment)
             self._cache[key] = float(values.loc[values["quantity"] == "epoch time", "value"].iloc[0])
             shutil.rmtree(outdir, ignore_errors=True)
@@ -97,8 +107,9 @@ class SimulatedProfiler:
         sim = self._simulate(outdir, int(ranks), self.scenario.seed + 10_000, truth_replicates=8)
         shutil.rmtree(outdir, ignore_errors=True)
         rows = sim.truth["points"][0]["per_step"]
-        return next(r["expected"] for r in rows if r["region"] == "step" and r["phase"] == "train"
-                    and r["metric"] == "time")
+        return next(
+            r["expected"] for r in rows if r["region"] == "step" and r["phase"] == "train" and r["metric"] == "time"
+        )
 
     def close(self) -> None:
         if self._own:
@@ -110,22 +121,30 @@ class CampaignResult:
     """One strategy's campaign: what it ran, what it cost, how precise and how accurate it ended."""
 
     strategy: str
-    runs: pd.DataFrame          # ranks, rep, value, in the order measured
+    runs: pd.DataFrame  # ranks, rep, value, in the order measured
     gpu_hours: float
-    interval_pct: float         # relative half-width of the 95% interval at the target, at the end
-    error_pct: float            # |prediction - truth| / truth at the target, at the end
+    interval_pct: float  # relative half-width of the 95% interval at the target, at the end
+    error_pct: float  # |prediction - truth| / truth at the target, at the end
     reached: bool
     steps: int
 
 
-def run_campaign(strategy: str, scenario: Scenario, profiler: SimulatedProfiler, truth: float,
-                 goal_pct: float = 5.0, max_gpu_hours: float = 100.0, max_steps: int = 20) -> CampaignResult:
+def run_campaign(
+    strategy: str,
+    scenario: Scenario,
+    profiler: SimulatedProfiler,
+    truth: float,
+    goal_pct: float = 5.0,
+    max_gpu_hours: float = 100.0,
+    max_steps: int = 20,
+) -> CampaignResult:
     """Follow `strategy` ("grid", "advisor", "gp") until the interval at 4x scale is below `goal_pct`."""
     from extradeep.analysis.advisor import MeasurementAdvisor
 
     def advisor():
-        return MeasurementAdvisor(scenario.target, scenario.max_ranks, scenario.gpus_per_node,
-                                  run_seconds=profiler.run_seconds)
+        return MeasurementAdvisor(
+            scenario.target, scenario.max_ranks, scenario.gpus_per_node, run_seconds=profiler.run_seconds
+        )
 
     runs = [(r, k) for r in GRID_START for k in (1, 2)]  # the cheap initial set, the same for all
     steps, previous = 0, np.nan
@@ -190,6 +209,7 @@ def _kernel(a, b, length, scale):
 
 def _gp_hyperparameters(z, y) -> np.ndarray:
     """Length scale, signal and noise variance by maximal marginal likelihood (log parameters)."""
+
     def nll(log_theta):
         length, scale, noise = np.exp(log_theta)
         K = _kernel(z, z, length, scale) + (noise + 1e-9) * np.eye(len(z))
@@ -200,8 +220,13 @@ def _gp_hyperparameters(z, y) -> np.ndarray:
         alpha = np.linalg.solve(L.T, np.linalg.solve(L, y))
         return 0.5 * y @ alpha + np.log(np.diag(L)).sum()
 
-    best = min((minimize(nll, start, method="L-BFGS-B", bounds=[(-3, 3), (-5, 3), (-9, 1)])
-                for start in ([0.0, 0.0, -4.0], [1.0, 0.0, -2.0])), key=lambda r: r.fun)
+    best = min(
+        (
+            minimize(nll, start, method="L-BFGS-B", bounds=[(-3, 3), (-5, 3), (-9, 1)])
+            for start in ([0.0, 0.0, -4.0], [1.0, 0.0, -2.0])
+        ),
+        key=lambda r: r.fun,
+    )
     return np.exp(best.x)
 
 
@@ -221,10 +246,20 @@ def compare(scenario: Scenario, goal_pct: float = 5.0, strategies=("grid", "advi
         rows = []
         for name in strategies:
             result = run_campaign(name, scenario, profiler, truth, goal_pct=goal_pct, **kw)
-            rows.append({"scenario": scenario.name, "strategy": name, "gpu_hours": result.gpu_hours,
-                         "runs": len(result.runs), "configurations": result.runs["ranks"].nunique(),
-                         "largest": int(result.runs["ranks"].max()), "interval_pct": result.interval_pct,
-                         "error_pct": result.error_pct, "reached": result.reached, "steps": result.steps})
+            rows.append(
+                {
+                    "scenario": scenario.name,
+                    "strategy": name,
+                    "gpu_hours": result.gpu_hours,
+                    "runs": len(result.runs),
+                    "configurations": result.runs["ranks"].nunique(),
+                    "largest": int(result.runs["ranks"].max()),
+                    "interval_pct": result.interval_pct,
+                    "error_pct": result.error_pct,
+                    "reached": result.reached,
+                    "steps": result.steps,
+                }
+            )
         return pd.DataFrame(rows)
     finally:
         profiler.close()

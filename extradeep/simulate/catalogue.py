@@ -51,9 +51,20 @@ def _k(name, demangled, block, visits, coef, exps=None, library=None, grid=(128,
 
 def _nccl(name, block, visits, latency, coef, exps, nbytes):
     """A collective: per-step time = visits x latency + bandwidth term; nbytes per step (payload)."""
-    return OpSpec(name, f"{name}(ncclDevComm *, unsigned long, ncclWork *)", "kernel", "communication",
-                  block, visits, ((latency * visits, {}), (coef, exps)), batch_scaled=False,
-                  bandwidth_terms=(1,), bytes_terms=((nbytes, {}),), grid=(2, 1, 1, 544, 1, 1), registers=96)
+    return OpSpec(
+        name,
+        f"{name}(ncclDevComm *, unsigned long, ncclWork *)",
+        "kernel",
+        "communication",
+        block,
+        visits,
+        ((latency * visits, {}), (coef, exps)),
+        batch_scaled=False,
+        bandwidth_terms=(1,),
+        bytes_terms=((nbytes, {}),),
+        grid=(2, 1, 1, 544, 1, 1),
+        registers=96,
+    )
 
 
 CONV_FWD = ("cudnn", "cudnnConvolutionForward")
@@ -70,44 +81,232 @@ def default_catalogue(ddp: bool = False, buckets: int | None = None) -> list[OpS
     """The op list; buckets = gradient all-reduce buckets per step (default 2, 4 with ddp; 1 = fused)."""
     buckets = buckets or (4 if ddp else 2)
     ops = [
-        OpSpec("[CUDA memcpy HtoD]", "[CUDA memcpy HtoD]", "memcpy", "memory", "data", 1,
-               ((8e-6, {}), (SAMPLE_BYTES / HTOD_BANDWIDTH, {"batch": (1, 0)})), batch_scaled=False,
-               copy_kind=1, bytes_terms=((SAMPLE_BYTES, {"batch": (1, 0)}),)),
-        OpSpec("[CUDA memset]", "[CUDA memset]", "memset", "memory", "zero_grad", 1,
-               ((6.3e-5, {}),), batch_scaled=False, bytes_terms=((PARAM_BYTES, {}),)),
+        OpSpec(
+            "[CUDA memcpy HtoD]",
+            "[CUDA memcpy HtoD]",
+            "memcpy",
+            "memory",
+            "data",
+            1,
+            ((8e-6, {}), (SAMPLE_BYTES / HTOD_BANDWIDTH, {"batch": (1, 0)})),
+            batch_scaled=False,
+            copy_kind=1,
+            bytes_terms=((SAMPLE_BYTES, {"batch": (1, 0)}),),
+        ),
+        OpSpec(
+            "[CUDA memset]",
+            "[CUDA memset]",
+            "memset",
+            "memory",
+            "zero_grad",
+            1,
+            ((6.3e-5, {}),),
+            batch_scaled=False,
+            bytes_terms=((PARAM_BYTES, {}),),
+        ),
         _nccl("ncclDevKernel_Broadcast_RING_LL", "forward", 1, 2e-5, 4e-5, {"ranks": (0.5, 0)}, 212_992),
-        _k("implicit_convolve_sgemm", "void cudnn::detail::implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, true, false, true>(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned long long, int, float, float, int, float const*, float const*, bool, int, int)", "forward", 2, 6.0e-3, library=CONV_FWD),
-        _k(XMMA.format("fprop"), "void " + XMMA.format("fprop") + "(cudnn::cnn::xmma_params)", "forward", 2, 5.0e-3, library=CONV_FWD),
-        _k("bn_fw_tr_1C11_kernel_NCHW", "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, 512, true, 1>(cudnnTensorStruct, float const*, cudnnTensorStruct, float*, float const*, float const*, float, float, float*, float*, float*, float*, float, float)", "forward", 2, 1.5e-3, library=BN_FWD),
-        _k("vectorized_elementwise_kernel", EW.format("vectorized_elementwise_kernel", "(anonymous namespace)::launch_clamp_scalar", "(anonymous namespace)::launch_clamp_scalar"), "forward", 2, 1.2e-3),
-        _k("max_pool_forward_nchw", "void at::native::(anonymous namespace)::max_pool_forward_nchw<float, float>(int, float const*, long, long, long, int, int, int, int, int, int, int, int, int, int, float*, long*)", "forward", 1, 1.1e-4),
+        _k(
+            "implicit_convolve_sgemm",
+            "void cudnn::detail::implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, true, false, true>(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned long long, int, float, float, int, float const*, float const*, bool, int, int)",
+            "forward",
+            2,
+            6.0e-3,
+            library=CONV_FWD,
+        ),
+        _k(
+            XMMA.format("fprop"),
+            "void " + XMMA.format("fprop") + "(cudnn::cnn::xmma_params)",
+            "forward",
+            2,
+            5.0e-3,
+            library=CONV_FWD,
+        ),
+        _k(
+            "bn_fw_tr_1C11_kernel_NCHW",
+            "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, 512, true, 1>(cudnnTensorStruct, float const*, cudnnTensorStruct, float*, float const*, float const*, float, float, float*, float*, float*, float*, float, float)",
+            "forward",
+            2,
+            1.5e-3,
+            library=BN_FWD,
+        ),
+        _k(
+            "vectorized_elementwise_kernel",
+            EW.format(
+                "vectorized_elementwise_kernel",
+                "(anonymous namespace)::launch_clamp_scalar",
+                "(anonymous namespace)::launch_clamp_scalar",
+            ),
+            "forward",
+            2,
+            1.2e-3,
+        ),
+        _k(
+            "max_pool_forward_nchw",
+            "void at::native::(anonymous namespace)::max_pool_forward_nchw<float, float>(int, float const*, long, long, long, int, int, int, int, int, int, int, int, int, int, float*, long*)",
+            "forward",
+            1,
+            1.1e-4,
+        ),
         _k("ampere_sgemm_128x64_tn", "ampere_sgemm_128x64_tn", "forward", 1, 3.0e-4, library=SGEMM),
-        _k("cunn_SoftMaxForward", "void (anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, (anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)", "forward", 1, 2.0e-5),
-        _k("nll_loss_forward_reduce_cuda_kernel_2d", "void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, float*, float const*, long const*, float const*, bool, long, long, long, long)", "forward", 1, 1.2e-5),
-        _k("DeviceRadixSortOnesweepKernel", "void at_cuda_detail::cub::DeviceRadixSortOnesweepKernel<at_cuda_detail::cub::DeviceRadixSortPolicy<long, long, int>::Policy800, false, long, long, int, int>(int*, int*, long*, long const*, long*, long const*, int, int, int)", "forward", 1, 3.0e-5, {"ranks": (0, 1)}, floor=5e-6),
-        _k(XMMA.format("dgrad"), "void " + XMMA.format("dgrad") + "(cudnn::cnn::xmma_params)", "backward", 2, 8.0e-3, library=CONV_BWD_D),
-        _k(XMMA.format("wgrad"), "void " + XMMA.format("wgrad") + "(cudnn::cnn::xmma_params)", "backward", 2, 9.0e-3, library=CONV_BWD_W),
-        _k("bn_bw_1C11_kernel_new", "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>(float, float, float, float, cudnnTensorStruct, float const*, cudnnTensorStruct, float const*, cudnnTensorStruct, float*, float const*, float*, float*, float const*, float const*, float)", "backward", 2, 2.5e-3, library=BN_BWD),
-        _k("vectorized_elementwise_kernel", EW.format("vectorized_elementwise_kernel", "(anonymous namespace)::threshold_backward", "(anonymous namespace)::threshold_backward"), "backward", 2, 1.3e-3),
-        _k("elementwise_kernel", "void at::native::elementwise_kernel<128, 4, at::native::AddFunctor<float>>(int, at::native::AddFunctor<float>)", "backward", 1, 4.0e-4),
-        _k("gemmSN_TN_kernel", "void gemmSN_TN_kernel<float, 128, 16, 2, 4, 4, 4, true, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>>(cublasGemmSmallNParams<cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float>)", "backward", 1, 2.0e-4, library=SGEMM),
-        _k("max_pool_backward_nchw", "void at::native::(anonymous namespace)::max_pool_backward_nchw<float, float>(float const*, long const*, int, long, long, long, int, int, int, int, int, int, int, int, int, int, float*)", "backward", 1, 1.6e-4),
-        _k("cunn_SoftMaxBackward", "void (anonymous namespace)::cunn_SoftMaxBackward<4, float, float, float, (anonymous namespace)::LogSoftMaxBackwardEpilogue>(float*, float const*, float const*, int)", "backward", 1, 2.2e-5),
-        _k("batch_norm_collect_statistics_kernel", "void at::native::batch_norm_collect_statistics_kernel<at::native::InvStd, float, float, float, int>(at::native::GenericPackedTensorAccessor<float const, 3, at::native::RestrictPtrTraits, int>, float, float, at::native::GenericPackedTensorAccessor<float, 1, at::native::RestrictPtrTraits, int>, at::native::GenericPackedTensorAccessor<float, 1, at::native::RestrictPtrTraits, int>)", "backward", 1, 2.0e-5, {"ranks": (1, 0)}),
-        _nccl("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "bucket", buckets, 1.5e-4, 2.0e-4, {"ranks": (1, 1)},
-              PARAM_BYTES),
+        _k(
+            "cunn_SoftMaxForward",
+            "void (anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, (anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)",
+            "forward",
+            1,
+            2.0e-5,
+        ),
+        _k(
+            "nll_loss_forward_reduce_cuda_kernel_2d",
+            "void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, float*, float const*, long const*, float const*, bool, long, long, long, long)",
+            "forward",
+            1,
+            1.2e-5,
+        ),
+        _k(
+            "DeviceRadixSortOnesweepKernel",
+            "void at_cuda_detail::cub::DeviceRadixSortOnesweepKernel<at_cuda_detail::cub::DeviceRadixSortPolicy<long, long, int>::Policy800, false, long, long, int, int>(int*, int*, long*, long const*, long*, long const*, int, int, int)",
+            "forward",
+            1,
+            3.0e-5,
+            {"ranks": (0, 1)},
+            floor=5e-6,
+        ),
+        _k(
+            XMMA.format("dgrad"),
+            "void " + XMMA.format("dgrad") + "(cudnn::cnn::xmma_params)",
+            "backward",
+            2,
+            8.0e-3,
+            library=CONV_BWD_D,
+        ),
+        _k(
+            XMMA.format("wgrad"),
+            "void " + XMMA.format("wgrad") + "(cudnn::cnn::xmma_params)",
+            "backward",
+            2,
+            9.0e-3,
+            library=CONV_BWD_W,
+        ),
+        _k(
+            "bn_bw_1C11_kernel_new",
+            "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>(float, float, float, float, cudnnTensorStruct, float const*, cudnnTensorStruct, float const*, cudnnTensorStruct, float*, float const*, float*, float*, float const*, float const*, float)",
+            "backward",
+            2,
+            2.5e-3,
+            library=BN_BWD,
+        ),
+        _k(
+            "vectorized_elementwise_kernel",
+            EW.format(
+                "vectorized_elementwise_kernel",
+                "(anonymous namespace)::threshold_backward",
+                "(anonymous namespace)::threshold_backward",
+            ),
+            "backward",
+            2,
+            1.3e-3,
+        ),
+        _k(
+            "elementwise_kernel",
+            "void at::native::elementwise_kernel<128, 4, at::native::AddFunctor<float>>(int, at::native::AddFunctor<float>)",
+            "backward",
+            1,
+            4.0e-4,
+        ),
+        _k(
+            "gemmSN_TN_kernel",
+            "void gemmSN_TN_kernel<float, 128, 16, 2, 4, 4, 4, true, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>>(cublasGemmSmallNParams<cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float>)",
+            "backward",
+            1,
+            2.0e-4,
+            library=SGEMM,
+        ),
+        _k(
+            "max_pool_backward_nchw",
+            "void at::native::(anonymous namespace)::max_pool_backward_nchw<float, float>(float const*, long const*, int, long, long, long, int, int, int, int, int, int, int, int, int, int, float*)",
+            "backward",
+            1,
+            1.6e-4,
+        ),
+        _k(
+            "cunn_SoftMaxBackward",
+            "void (anonymous namespace)::cunn_SoftMaxBackward<4, float, float, float, (anonymous namespace)::LogSoftMaxBackwardEpilogue>(float*, float const*, float const*, int)",
+            "backward",
+            1,
+            2.2e-5,
+        ),
+        _k(
+            "batch_norm_collect_statistics_kernel",
+            "void at::native::batch_norm_collect_statistics_kernel<at::native::InvStd, float, float, float, int>(at::native::GenericPackedTensorAccessor<float const, 3, at::native::RestrictPtrTraits, int>, float, float, at::native::GenericPackedTensorAccessor<float, 1, at::native::RestrictPtrTraits, int>, at::native::GenericPackedTensorAccessor<float, 1, at::native::RestrictPtrTraits, int>)",
+            "backward",
+            1,
+            2.0e-5,
+            {"ranks": (1, 0)},
+        ),
+        _nccl(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "bucket", buckets, 1.5e-4, 2.0e-4, {"ranks": (1, 1)}, PARAM_BYTES
+        ),
         _nccl("ncclDevKernel_AllGather_RING_LL", "optimizer", 1, 1e-5, 1.0e-4, {"ranks": (1, 0)}, 65_536),
-        _k("multi_tensor_apply_kernel", "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>)", "optimizer", 2, 9.0e-4),
-        _k("reduce_kernel", "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator ()(at::TensorIterator &)::[lambda(float, float) (instance 1)]>, unsigned int, float, 4>>(at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator ()(at::TensorIterator &)::[lambda(float, float) (instance 1)]>, unsigned int, float, 4>)", "between", 1, 6.0e-6),
-        OpSpec("[CUDA memcpy DtoH]", "[CUDA memcpy DtoH]", "memcpy", "memory", "between", 1,
-               ((2.0e-6, {}),), batch_scaled=False, copy_kind=2, bytes_terms=((DTOH_BYTES, {}),)),
-        _k("fft2d_r2c_32x32", "void fft2d_r2c_32x32<float, false, 1u, false>(float2*, float const*, int, int, int, int, int, int, int, int, int, cudnn::reduced_divisor, bool, int2, int, int)", "warmup", 4, 2.0e-3, library=CONV_FWD),
-        _k("winograd_nonfused_4x4_fwd", "void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(cudnn::winograd_nonfused::WinogradDataParams<float, float>)", "warmup", 4, 1.5e-3, library=CONV_FWD),
+        _k(
+            "multi_tensor_apply_kernel",
+            "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>)",
+            "optimizer",
+            2,
+            9.0e-4,
+        ),
+        _k(
+            "reduce_kernel",
+            "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator ()(at::TensorIterator &)::[lambda(float, float) (instance 1)]>, unsigned int, float, 4>>(at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator ()(at::TensorIterator &)::[lambda(float, float) (instance 1)]>, unsigned int, float, 4>)",
+            "between",
+            1,
+            6.0e-6,
+        ),
+        OpSpec(
+            "[CUDA memcpy DtoH]",
+            "[CUDA memcpy DtoH]",
+            "memcpy",
+            "memory",
+            "between",
+            1,
+            ((2.0e-6, {}),),
+            batch_scaled=False,
+            copy_kind=2,
+            bytes_terms=((DTOH_BYTES, {}),),
+        ),
+        _k(
+            "fft2d_r2c_32x32",
+            "void fft2d_r2c_32x32<float, false, 1u, false>(float2*, float const*, int, int, int, int, int, int, int, int, int, cudnn::reduced_divisor, bool, int2, int, int)",
+            "warmup",
+            4,
+            2.0e-3,
+            library=CONV_FWD,
+        ),
+        _k(
+            "winograd_nonfused_4x4_fwd",
+            "void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(cudnn::winograd_nonfused::WinogradDataParams<float, float>)",
+            "warmup",
+            4,
+            1.5e-3,
+            library=CONV_FWD,
+        ),
     ]
     if ddp:
         ops = [op for op in ops if op.category != "communication"] + ring_collectives(buckets)
         # foreach-less optimizer: many tiny kernels, CPU launch overhead dominates (launch-bound phase)
-        ops.append(_k("unrolled_elementwise_kernel", EW.format("unrolled_elementwise_kernel", "AUnaryFunctor<float, float, float, at::native::MulFunctor<float>>", "AUnaryFunctor<float, float, float, at::native::MulFunctor<float>>"), "optimizer", 120, 3.0e-4, grid=(2, 1, 1, 128, 1, 1)))
+        ops.append(
+            _k(
+                "unrolled_elementwise_kernel",
+                EW.format(
+                    "unrolled_elementwise_kernel",
+                    "AUnaryFunctor<float, float, float, at::native::MulFunctor<float>>",
+                    "AUnaryFunctor<float, float, float, at::native::MulFunctor<float>>",
+                ),
+                "optimizer",
+                120,
+                3.0e-4,
+                grid=(2, 1, 1, 128, 1, 1),
+            )
+        )
     return ops
 
 
@@ -124,19 +323,53 @@ def ring_collectives(buckets: int) -> list[OpSpec]:
     p1, pm1, logp = {"ranks": (1, 0)}, {"ranks": (-1, 0)}, {"ranks": (0, 1)}
 
     def spec(name, block, visits, terms, bandwidth, nbytes):
-        return OpSpec(name, f"{name}(ncclDevComm *, unsigned long, ncclWork *)", "kernel", "communication",
-                      block, visits, terms, batch_scaled=False, bandwidth_terms=bandwidth,
-                      bytes_terms=((nbytes, {}),), grid=(2, 1, 1, 544, 1, 1), registers=96)
+        return OpSpec(
+            name,
+            f"{name}(ncclDevComm *, unsigned long, ncclWork *)",
+            "kernel",
+            "communication",
+            block,
+            visits,
+            terms,
+            batch_scaled=False,
+            bandwidth_terms=bandwidth,
+            bytes_terms=((nbytes, {}),),
+            grid=(2, 1, 1, 544, 1, 1),
+            registers=96,
+        )
 
     gather, bcast = 65_536, 212_992
     return [
-        spec("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "bucket", buckets,
-             ((NCCL_LAUNCH * buckets, {}), (2 * a * buckets, p1), (-2 * a * buckets, {}), (2 * m / bw, {}),
-              (-2 * m / bw, pm1)), (3, 4), m),
-        spec("ncclDevKernel_AllGather_RING_LL", "optimizer", 1,
-             ((NCCL_LAUNCH, {}), (a, p1), (-a, {}), (gather / bw, {}), (-gather / bw, pm1)), (3, 4), gather),
-        spec("ncclDevKernel_Broadcast_RING_LL", "forward", 1,
-             ((NCCL_LAUNCH, {}), (a, logp), (bcast / bw, {})), (2,), bcast),
+        spec(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            "bucket",
+            buckets,
+            (
+                (NCCL_LAUNCH * buckets, {}),
+                (2 * a * buckets, p1),
+                (-2 * a * buckets, {}),
+                (2 * m / bw, {}),
+                (-2 * m / bw, pm1),
+            ),
+            (3, 4),
+            m,
+        ),
+        spec(
+            "ncclDevKernel_AllGather_RING_LL",
+            "optimizer",
+            1,
+            ((NCCL_LAUNCH, {}), (a, p1), (-a, {}), (gather / bw, {}), (-gather / bw, pm1)),
+            (3, 4),
+            gather,
+        ),
+        spec(
+            "ncclDevKernel_Broadcast_RING_LL",
+            "forward",
+            1,
+            ((NCCL_LAUNCH, {}), (a, logp), (bcast / bw, {})),
+            (2,),
+            bcast,
+        ),
     ]
 
 
@@ -149,8 +382,9 @@ def apply_scales(ops: list[OpSpec], kernel_scale: dict | None, bandwidth_scale: 
         for pattern, value in (kernel_scale or {}).items():
             if fnmatch.fnmatch(op.name.lower(), pattern.lower()):
                 factor *= float(value)
-        terms = tuple((c * factor / (bandwidth_scale if i in op.bandwidth_terms else 1.0), e)
-                      for i, (c, e) in enumerate(op.terms))
+        terms = tuple(
+            (c * factor / (bandwidth_scale if i in op.bandwidth_terms else 1.0), e) for i, (c, e) in enumerate(op.terms)
+        )
         out.append(replace(op, terms=terms, scale=factor))
     return out
 
@@ -169,7 +403,7 @@ def resolve_terms(terms, batch_scaled: bool, params: list[str], batch: int, refs
                 named[role] = (i, j)
             else:
                 value = batch if role == "batch" else 1.0
-                coef *= value ** i * math.log2(value) ** j if j else value ** i
+                coef *= value**i * math.log2(value) ** j if j else value**i
         if batch_scaled:
             for name in params:
                 if name not in ("ranks", "batch"):
@@ -185,7 +419,7 @@ def evaluate(terms: list[Term], point: dict) -> float:
         value = coef
         for name, (i, j) in exps.items():
             x = float(point[name])
-            value *= x ** i * (math.log2(x) ** j if j else 1.0)
+            value *= x**i * (math.log2(x) ** j if j else 1.0)
         total += value
     return total
 
@@ -215,8 +449,7 @@ def format_terms(terms: list[Term], prefixes: dict) -> str:
 
 
 def terms_json(terms: list[Term]) -> list[dict]:
-    return [{"coefficient": c, "exponents": {k: [_num(i), _num(j)] for k, (i, j) in e.items()}}
-            for c, e in terms]
+    return [{"coefficient": c, "exponents": {k: [_num(i), _num(j)] for k, (i, j) in e.items()}} for c, e in terms]
 
 
 def _num(x):

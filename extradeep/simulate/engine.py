@@ -34,8 +34,15 @@ class Records:
 class Engine:
     """Clock state of all ranks of one run and the primitives the training program calls."""
 
-    def __init__(self, n_ranks: int, rng: np.random.Generator, noise: tuple, t0: float,
-                 rank_skew: np.ndarray | None = None, cpu_scale: float = 1.0):
+    def __init__(
+        self,
+        n_ranks: int,
+        rng: np.random.Generator,
+        noise: tuple,
+        t0: float,
+        rank_skew: np.ndarray | None = None,
+        cpu_scale: float = 1.0,
+    ):
         self.n = n_ranks
         self.rng = rng
         self.sigma_instance, sigma_rank, sigma_rep = noise
@@ -103,8 +110,15 @@ class Engine:
         self.cpu = end
 
     # -- GPU side --------------------------------------------------------------------------
-    def launch(self, op: int, sid: int, dur_ns: float, api: str = "cudaLaunchKernel_v7000",
-               api_ns: float = 5_000.0, skewed: bool = True) -> np.ndarray:
+    def launch(
+        self,
+        op: int,
+        sid: int,
+        dur_ns: float,
+        api: str = "cudaLaunchKernel_v7000",
+        api_ns: float = 5_000.0,
+        skewed: bool = True,
+    ) -> np.ndarray:
         start, _, corr = self.api(api, api_ns)
         ready = np.maximum(start + LAUNCH_LATENCY_NS, self.stream(sid))
         end = ready + dur_ns * self.warmup * self.noise(skewed)

@@ -49,18 +49,38 @@ def write_kineto_rank(path: Path, cols: RunColumns, rank: int, world_size: int) 
         start, end, corr = cols("runtime", 1, rank), cols("runtime", 2, rank), cols("runtime", 3, rank)
         for item, s, e, c in zip(runtime, start, end, corr):
             name = _VERSION_SUFFIX.sub("", str(item[0]))
-            events.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": pid, "tid": pid, "ts": _us(s),
-                           "dur": _us(e - s), "args": {"correlation": int(c)}})
-            events.append({"ph": "s", "id": int(c), "pid": pid, "tid": pid, "ts": _us(s), "cat": "ac2g",
-                           "name": "ac2g"})
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": name,
+                    "pid": pid,
+                    "tid": pid,
+                    "ts": _us(s),
+                    "dur": _us(e - s),
+                    "args": {"correlation": int(c)},
+                }
+            )
+            events.append(
+                {"ph": "s", "id": int(c), "pid": pid, "tid": pid, "ts": _us(s), "cat": "ac2g", "name": "ac2g"}
+            )
     for kind in ("kernel", "memcpy", "memset"):
         events += _gpu_events(cols, kind, rank)
     events += _syncs(cols, rank, pid)
     events += _annotations(cols, rank, pid)
     doc = {
         "schemaVersion": 1,
-        "deviceProperties": [{"id": 0, "name": GPU_NAME, "totalGlobalMem": 42505273344, "computeMajor": 8,
-                              "computeMinor": 0, "numSms": 108, "warpSize": 32}],
+        "deviceProperties": [
+            {
+                "id": 0,
+                "name": GPU_NAME,
+                "totalGlobalMem": 42505273344,
+                "computeMajor": 8,
+                "computeMinor": 0,
+                "numSms": 108,
+                "warpSize": 32,
+            }
+        ],
         "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world_size},
         "traceEvents": events,
         "traceName": str(path),
@@ -84,16 +104,27 @@ def _gpu_events(cols: RunColumns, kind: str, rank: int) -> list[dict]:
         if kind == "kernel":
             name, cat = op.demangled, "kernel"
         elif kind == "memcpy":
-            label = MEMCPY_LABELS.get(op.copy_kind, "[CUDA memcpy Unknown]")[len("[CUDA memcpy "):-1]
+            label = MEMCPY_LABELS.get(op.copy_kind, "[CUDA memcpy Unknown]")[len("[CUDA memcpy ") : -1]
             name, cat = f"Memcpy {label} ({_COPY_TEXT.get(label, label)})", "gpu_memcpy"
             args["bytes"] = int(cols.op_bytes[int(i)])
         else:
             name, cat = "Memset (Device)", "gpu_memset"
             args["bytes"] = int(cols.op_bytes[int(i)])
-        out.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": int(sid), "ts": _us(s), "dur": _us(e - s),
-                    "args": args})
-        out.append({"ph": "f", "id": int(c), "pid": 0, "tid": int(sid), "ts": _us(s), "cat": "ac2g", "name": "ac2g",
-                    "bp": "e"})
+        out.append(
+            {
+                "ph": "X",
+                "cat": cat,
+                "name": name,
+                "pid": 0,
+                "tid": int(sid),
+                "ts": _us(s),
+                "dur": _us(e - s),
+                "args": args,
+            }
+        )
+        out.append(
+            {"ph": "f", "id": int(c), "pid": 0, "tid": int(sid), "ts": _us(s), "cat": "ac2g", "name": "ac2g", "bp": "e"}
+        )
     return out
 
 
@@ -103,23 +134,43 @@ def _syncs(cols: RunColumns, rank: int, pid: int) -> list[dict]:
         return []
     recorded = {}
     if cols.subsets["cuda_event"]:
-        for sid, corr, event in zip(cols("cuda_event", 0, rank), cols("cuda_event", 1, rank),
-                                    cols("cuda_event", 2, rank)):
+        for sid, corr, event in zip(
+            cols("cuda_event", 0, rank), cols("cuda_event", 1, rank), cols("cuda_event", 2, rank)
+        ):
             recorded[int(event)] = (int(corr), int(sid))
     out = []
     for kind, sid, s, e, c, event in zip(*(cols("sync", k, rank) for k in range(6))):
         kind, event = int(kind), int(event)
         stream = int(sid) if kind in (2, 3) else -1
         record_corr, record_stream = recorded.get(event, (-1, -1))
-        args = {"cuda_sync_kind": SYNC_KINDS.get(kind, "Unknown"), "stream": stream, "correlation": int(c),
-                "device": 0, "context": 1}
+        args = {
+            "cuda_sync_kind": SYNC_KINDS.get(kind, "Unknown"),
+            "stream": stream,
+            "correlation": int(c),
+            "device": 0,
+            "context": 1,
+        }
         if kind in (1, 2):
-            args |= {"wait_on_stream": record_stream, "wait_on_cuda_event_record_corr_id": record_corr,
-                     "wait_on_cuda_event_id": event}
-        out.append({"ph": "X", "cat": "cuda_sync", "name": args["cuda_sync_kind"], "pid": 0, "tid": stream,
-                    "ts": _us(s), "dur": _us(e - s), "args": args})
-        out.append({"ph": "f", "id": int(c), "pid": 0, "tid": stream, "ts": _us(s), "cat": "ac2g", "name": "ac2g",
-                    "bp": "e"})
+            args |= {
+                "wait_on_stream": record_stream,
+                "wait_on_cuda_event_record_corr_id": record_corr,
+                "wait_on_cuda_event_id": event,
+            }
+        out.append(
+            {
+                "ph": "X",
+                "cat": "cuda_sync",
+                "name": args["cuda_sync_kind"],
+                "pid": 0,
+                "tid": stream,
+                "ts": _us(s),
+                "dur": _us(e - s),
+                "args": args,
+            }
+        )
+        out.append(
+            {"ph": "f", "id": int(c), "pid": 0, "tid": stream, "ts": _us(s), "cat": "ac2g", "name": "ac2g", "bp": "e"}
+        )
     return out
 
 
@@ -136,6 +187,16 @@ def _annotations(cols: RunColumns, rank: int, pid: int) -> list[dict]:
         if end is None or event_type not in (59, 60) or domain == MPI_DOMAIN:
             continue
         s, e = pick(start), pick(end)
-        out.append({"ph": "X", "cat": "user_annotation", "name": str(text), "pid": pid, "tid": pid, "ts": _us(s),
-                    "dur": _us(e - s), "args": {}})
+        out.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": str(text),
+                "pid": pid,
+                "tid": pid,
+                "ts": _us(s),
+                "dur": _us(e - s),
+                "args": {},
+            }
+        )
     return out

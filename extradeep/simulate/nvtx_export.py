@@ -34,8 +34,9 @@ def write_nvtx_export(path, ranges, layout: str = "2026", nvtx_strings: str = "t
             domains[domain] = len(domains) + 1
             rows.append([domain, int(start), None, 75, None, domains[domain], global_tid(PID, int(thread)), None])
         event_type = 34 if end is None else 59
-        rows.append([name, int(start), end, event_type, None, domains.get(domain, 0), global_tid(PID, int(thread)),
-                     None])
+        rows.append(
+            [name, int(start), end, event_type, None, domains.get(domain, 0), global_tid(PID, int(thread)), None]
+        )
     conn, w = new_export(path, load_layout(layout))
     strings = StringTable()
     write_nvtx(w, strings, rows, 0, global_tid(PID, PID), nvtx_strings)

@@ -42,8 +42,9 @@ def interleave(indexes: list[int], visits: list[int]) -> list[int]:
 class TrainingProgram:
     """Issues the calls of every step of a run through an Engine, in program order."""
 
-    def __init__(self, engine: Engine, ops: list[OpSpec], durations_ns: np.ndarray, nbytes: np.ndarray,
-                 cfg: LoopConfig):
+    def __init__(
+        self, engine: Engine, ops: list[OpSpec], durations_ns: np.ndarray, nbytes: np.ndarray, cfg: LoopConfig
+    ):
         self.e, self.ops, self.dur, self.nbytes, self.cfg = engine, ops, durations_ns, nbytes, cfg
         self.order = {}
         for block in ("forward", "backward", "optimizer", "warmup"):

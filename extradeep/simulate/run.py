@@ -24,9 +24,9 @@ from extradeep.simulate.catalogue import (
     resolve_terms,
 )
 from extradeep.simulate.engine import Engine
+from extradeep.simulate.kineto_writer import kineto_name, write_kineto_rank
 from extradeep.simulate.program import MARKS, LoopConfig, TrainingProgram
 from extradeep.simulate.schema import LAYOUTS, load_layout
-from extradeep.simulate.kineto_writer import kineto_name, write_kineto_rank
 from extradeep.simulate.writer import Placement, RunColumns, write_rank
 from extradeep.system import ALGORITHMS, collective_kind, collective_time, load_system
 
@@ -43,16 +43,40 @@ class Simulation:
     truth: dict
 
 
-def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefixes: dict | None = None,
-             repetitions: int = 2, epochs: int = 2, train_steps: int = 5, val_steps: int = 2,
-             batch: int = 64, train_samples: int = 50_000, val_samples: int = 10_000,
-             scaling: str = "strong", layout: str = "2026", marks: str = "ranges",
-             nvtx_strings: str = "text", ddp: bool = False, kernel_scale: dict | None = None,
-             nccl_bandwidth_scale: float = 1.0, cpu_scale: float = 1.0, buckets: int | None = None,
-             noise=(0.02, 0.01, 0.01), seed: int = 0,
-             warmup_factor: float = 1.3, imbalance: float | None = None, truth_replicates: int = 8,
-             clock_offset_ns: float = 0.0, topology=None, algorithm: str = "ring",
-             truth_ranks=(), formats=("nsys",), progress: bool = False) -> Simulation:
+def simulate(
+    outdir,
+    *,
+    app: str = "cifar10",
+    params: dict | None = None,
+    prefixes: dict | None = None,
+    repetitions: int = 2,
+    epochs: int = 2,
+    train_steps: int = 5,
+    val_steps: int = 2,
+    batch: int = 64,
+    train_samples: int = 50_000,
+    val_samples: int = 10_000,
+    scaling: str = "strong",
+    layout: str = "2026",
+    marks: str = "ranges",
+    nvtx_strings: str = "text",
+    ddp: bool = False,
+    kernel_scale: dict | None = None,
+    nccl_bandwidth_scale: float = 1.0,
+    cpu_scale: float = 1.0,
+    buckets: int | None = None,
+    noise=(0.02, 0.01, 0.01),
+    seed: int = 0,
+    warmup_factor: float = 1.3,
+    imbalance: float | None = None,
+    truth_replicates: int = 8,
+    clock_offset_ns: float = 0.0,
+    topology=None,
+    algorithm: str = "ring",
+    truth_ranks=(),
+    formats=("nsys",),
+    progress: bool = False,
+) -> Simulation:
     """Simulate every point of the parameter grid and write its exports and truth.json.
 
     ``topology``: None (every rank its own host, collectives as in the catalogue) or a
@@ -69,11 +93,23 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
     system = None if topology is None else load_system(topology)
     if algorithm not in ALGORITHMS:
         raise InputError(None, f"algorithm must be one of {', '.join(ALGORITHMS)}, not {algorithm!r}")
-    _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, train_steps, val_steps,
-           buckets, cpu_scale, nccl_bandwidth_scale, truth_replicates)
+    _check(
+        params,
+        scaling,
+        layout,
+        marks,
+        nvtx_strings,
+        repetitions,
+        epochs,
+        train_steps,
+        val_steps,
+        buckets,
+        cpu_scale,
+        nccl_bandwidth_scale,
+        truth_replicates,
+    )
     _check_values(batch, train_samples, val_samples, warmup_factor, kernel_scale)
-    prefixes = {name: (prefixes or {}).get(name, {"ranks": "p", "batch": "b"}.get(name, name[0]))
-                for name in params}
+    prefixes = {name: (prefixes or {}).get(name, {"ranks": "p", "batch": "b"}.get(name, name[0])) for name in params}
     _check_names(app, params, prefixes)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -86,8 +122,11 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
     steady = set(range(1, epochs)) or {0}
     truth = _truth_header(locals())
     truth["regions"] = truth_mod.region_models(ops, names, batch, refs, prefixes)
-    truth["topology"] = None if system is None else {"gpus_per_node": system.gpus_per_node, "algorithm": algorithm,
-                                                   "system": system.to_dict()}
+    truth["topology"] = (
+        None
+        if system is None
+        else {"gpus_per_node": system.gpus_per_node, "algorithm": algorithm, "system": system.to_dict()}
+    )
     placement = None if system is None else Placement(system.gpus_per_node)
     rows, points = [], []
     grid = list(itertools.product(*params.values()))
@@ -102,22 +141,29 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
         skew = 1.0 + imbalance * np.linspace(0.0, 1.0, ranks)
 
         def run_once(key, sigma):
-            engine = Engine(ranks, np.random.default_rng([seed, p_index, *key]), tuple(sigma), T0_NS, skew,
-                            cpu_scale)
+            engine = Engine(ranks, np.random.default_rng([seed, p_index, *key]), tuple(sigma), T0_NS, skew, cpu_scale)
             program = TrainingProgram(engine, ops, durations, op_bytes, cfg)
             program.run()
             return engine.rec, program.windows
 
         exact = truth_mod.point_values(*run_once([0], (0.0, 0.0, 0.0)), ops, op_bytes, steady, lay.tables)
         # expected measured values: independent noisy replicates (seeds never used for the files)
-        replicates = [truth_mod.point_values(*run_once([0, k + 1], noise), ops, op_bytes, steady, lay.tables)
-                      for k in range(truth_replicates if any(noise) else 0)]
+        replicates = [
+            truth_mod.point_values(*run_once([0, k + 1], noise), ops, op_bytes, steady, lay.tables)
+            for k in range(truth_replicates if any(noise) else 0)
+        ]
         values_ = truth_mod.expected_values(exact, replicates)
         weak = scaling == "weak"
         n_t = truth_mod.steps_per_epoch(train_samples, ranks, per_rank_batch, weak)
         n_v = truth_mod.steps_per_epoch(val_samples, ranks, per_rank_batch, weak)
-        entry = {"params": point, "batch_per_rank": per_rank_batch, "n_t": n_t, "n_v": n_v, **values_,
-                 **truth_mod.epoch_values(values_, n_t, n_v)}
+        entry = {
+            "params": point,
+            "batch_per_rank": per_rank_batch,
+            "n_t": n_t,
+            "n_v": n_v,
+            **values_,
+            **truth_mod.epoch_values(values_, n_t, n_v),
+        }
         if system is not None:
             entry["nodes"] = int(system.nodes(ranks))
             entry["collectives"] = _collective_truth(ops, durations, op_bytes)
@@ -145,16 +191,21 @@ def simulate(outdir, *, app: str = "cifar10", params: dict | None = None, prefix
                     files.append(trace)
                     rows.append({"path": str(outdir / trace), **point, "rep": rep, "rank": rank})
             if progress:
-                print(f"\rsimulate: point {p_index + 1}/{len(grid)} repetition {rep}/{repetitions}",
-                      end="", file=sys.stderr, flush=True)
+                print(
+                    f"\rsimulate: point {p_index + 1}/{len(grid)} repetition {rep}/{repetitions}",
+                    end="",
+                    file=sys.stderr,
+                    flush=True,
+                )
         points.append({**entry, "files": files, "clock_offsets_ns": offsets_by_rep})
     if progress:
         print(file=sys.stderr)
     truth["points"] = points
     if truth_ranks:
         first = {name: values[0] for name, values in params.items()}
-        truth["truth_points"] = [point_truth(len(grid) + k, {**first, "ranks": int(r)})[2]
-                                 for k, r in enumerate(truth_ranks)]
+        truth["truth_points"] = [
+            point_truth(len(grid) + k, {**first, "ranks": int(r)})[2] for k, r in enumerate(truth_ranks)
+        ]
     (outdir / "truth.json").write_text(json.dumps(truth, indent=1))
     (outdir / "extradeep.toml").write_text(_reading_config(truth["dataset"], names, truth["prefixes"]))
     return Simulation(outdir, pd.DataFrame(rows), truth)
@@ -173,9 +224,17 @@ def _topology_durations(ops, durations, op_bytes, ranks, system, algorithm) -> n
 
 def _collective_truth(ops, durations, op_bytes) -> list[dict]:
     """The true pure time per instance and per training step of every collective."""
-    return [{"region": op.name, "collective": collective_kind(op.name), "bytes": int(op_bytes[i]),
-             "pure_s": float(durations[i] / 1e9), "pure_per_step_s": float(durations[i] / 1e9 * op.visits)}
-            for i, op in enumerate(ops) if op.category == "communication" and op.block != "warmup"]
+    return [
+        {
+            "region": op.name,
+            "collective": collective_kind(op.name),
+            "bytes": int(op_bytes[i]),
+            "pure_s": float(durations[i] / 1e9),
+            "pure_per_step_s": float(durations[i] / 1e9 * op.visits),
+        }
+        for i, op in enumerate(ops)
+        if op.category == "communication" and op.block != "warmup"
+    ]
 
 
 def _reading_config(dataset: dict, names: list[str], prefixes: dict) -> str:
@@ -197,10 +256,13 @@ def _reading_config(dataset: dict, names: list[str], prefixes: dict) -> str:
 
 def _per_instance(ops, names, batch, refs, point) -> tuple[np.ndarray, np.ndarray]:
     """Per-instance duration (ns) and bytes of every op at this point."""
-    dur = np.array([evaluate(resolve_terms(op.terms, op.batch_scaled, names, batch, refs), point)
-                    / op.visits * 1e9 for op in ops])
-    nbytes = np.array([round(evaluate(resolve_terms(op.bytes_terms, False, names, batch, refs), point)
-                             / op.visits) for op in ops], dtype=np.int64)
+    dur = np.array(
+        [evaluate(resolve_terms(op.terms, op.batch_scaled, names, batch, refs), point) / op.visits * 1e9 for op in ops]
+    )
+    nbytes = np.array(
+        [round(evaluate(resolve_terms(op.bytes_terms, False, names, batch, refs), point) / op.visits) for op in ops],
+        dtype=np.int64,
+    )
     return dur, nbytes
 
 
@@ -222,8 +284,21 @@ def _fmt(value) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-def _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, train_steps, val_steps,
-           buckets, cpu_scale, bandwidth, truth_replicates) -> None:
+def _check(
+    params,
+    scaling,
+    layout,
+    marks,
+    nvtx_strings,
+    repetitions,
+    epochs,
+    train_steps,
+    val_steps,
+    buckets,
+    cpu_scale,
+    bandwidth,
+    truth_replicates,
+) -> None:
     problems = []
     if "ranks" not in params:
         problems.append("the parameter 'ranks' is required (it sets the number of files per point)")
@@ -232,15 +307,25 @@ def _check(params, scaling, layout, marks, nvtx_strings, repetitions, epochs, tr
             problems.append(f"parameter {name!r} needs positive values")
     if any(not float(v).is_integer() or int(v) < 1 for v in params.get("ranks", [])):
         problems.append("ranks must be positive integers")
-    choices = {"scaling": (scaling, ("strong", "weak")), "layout": (layout, LAYOUTS),
-               "marks": (marks, MARKS), "nvtx_strings": (nvtx_strings, ("text", "textId"))}
+    choices = {
+        "scaling": (scaling, ("strong", "weak")),
+        "layout": (layout, LAYOUTS),
+        "marks": (marks, MARKS),
+        "nvtx_strings": (nvtx_strings, ("text", "textId")),
+    }
     for what, (value, allowed) in choices.items():
         if value not in allowed:
             problems.append(f"{what} must be one of {', '.join(allowed)}, not {value!r}")
-    if min(repetitions, epochs, train_steps, 1 if buckets is None else buckets) < 1 or val_steps < 0 or min(cpu_scale, bandwidth) <= 0 \
-            or truth_replicates < 0:
-        problems.append("repetitions, epochs, train steps and buckets must be >= 1, validation steps and truth "
-                        "replicates >= 0, scale factors > 0")
+    if (
+        min(repetitions, epochs, train_steps, 1 if buckets is None else buckets) < 1
+        or val_steps < 0
+        or min(cpu_scale, bandwidth) <= 0
+        or truth_replicates < 0
+    ):
+        problems.append(
+            "repetitions, epochs, train steps and buckets must be >= 1, validation steps and truth "
+            "replicates >= 0, scale factors > 0"
+        )
     if problems:
         raise InputError(None, "; ".join(problems))
 
@@ -262,37 +347,67 @@ def _check_names(app: str, params: dict, prefixes: dict) -> None:
     from extradeep.io.discover import DEFAULT_ALIASES, RESERVED
 
     if not APP.match(app):
-        raise InputError(None, f"app {app!r}: use letters, digits, '_' or '-' (no dots: they separate file-name tokens)")
+        raise InputError(
+            None, f"app {app!r}: use letters, digits, '_' or '-' (no dots: they separate file-name tokens)"
+        )
     for name in params:
         if not NAME.match(name) or name in RESERVED:
             raise InputError(None, f"parameter {name!r}: use letters and '_' only, not {', '.join(RESERVED)}")
     for name, prefix in prefixes.items():
         clash = DEFAULT_ALIASES.get(prefix, name) != name
         if not NAME.match(prefix) or clash:
-            raise InputError(None, f"prefix {name}={prefix}: use letters and '_', not r or mpi (repetition and rank "
-                                   "tokens), and p only for ranks")
+            raise InputError(
+                None,
+                f"prefix {name}={prefix}: use letters and '_', not r or mpi (repetition and rank "
+                "tokens), and p only for ranks",
+            )
     taken = list(prefixes.values())
     if len(set(taken)) < len(taken):
-        raise InputError(None, f"two parameters share a file-name prefix ({', '.join(f'{n}={p}' for n, p in prefixes.items())}); "
-                               "give --prefix NAME=LETTERS")
+        raise InputError(
+            None,
+            f"two parameters share a file-name prefix ({', '.join(f'{n}={p}' for n, p in prefixes.items())}); "
+            "give --prefix NAME=LETTERS",
+        )
 
 
 def _truth_header(o: dict) -> dict:
     """The run-wide part of truth.json; o holds simulate()'s resolved arguments and op list."""
     return {
-        "format": FORMAT, **{k: o[k] for k in ("app", "seed", "layout", "marks", "nvtx_strings", "ddp")},
-        "kernel_scale": dict(o["kernel_scale"] or {}), "nccl_bandwidth_scale": o["nccl_bandwidth_scale"],
-        "cpu_scale": o["cpu_scale"], "buckets": o["buckets"], "params": o["names"], "prefixes": o["prefixes"],
+        "format": FORMAT,
+        **{k: o[k] for k in ("app", "seed", "layout", "marks", "nvtx_strings", "ddp")},
+        "kernel_scale": dict(o["kernel_scale"] or {}),
+        "nccl_bandwidth_scale": o["nccl_bandwidth_scale"],
+        "cpu_scale": o["cpu_scale"],
+        "buckets": o["buckets"],
+        "params": o["names"],
+        "prefixes": o["prefixes"],
         "scaling": o["scaling"],
-        "dataset": {"train_samples": o["train_samples"], "val_samples": o["val_samples"],
-                    "batch_per_rank": o["batch"], "gpus_param": "ranks", "model_parallel": 1,
-                    "weak_scaling": o["scaling"] == "weak"},
-        "epochs": o["epochs"], "warmup_epochs": [0] if o["epochs"] > 1 else [],
-        "warmup_factor": o["warmup_factor"], "train_steps": o["train_steps"], "val_steps": o["val_steps"],
+        "dataset": {
+            "train_samples": o["train_samples"],
+            "val_samples": o["val_samples"],
+            "batch_per_rank": o["batch"],
+            "gpus_param": "ranks",
+            "model_parallel": 1,
+            "weak_scaling": o["scaling"] == "weak",
+        },
+        "epochs": o["epochs"],
+        "warmup_epochs": [0] if o["epochs"] > 1 else [],
+        "warmup_factor": o["warmup_factor"],
+        "train_steps": o["train_steps"],
+        "val_steps": o["val_steps"],
         "repetitions": o["repetitions"],
         "noise": dict(zip(("instance", "rank", "repetition"), map(float, o["noise"]))),
-        "rank_imbalance": o["imbalance"], "clock_offset_ns": o["clock_offset_ns"],
-        "nccl_model": ({"alpha_s": NCCL_ALPHA, "bandwidth_Bps": NCCL_BANDWIDTH / o["nccl_bandwidth_scale"],
-                        "launch_s": NCCL_LAUNCH, "bucket_bytes": PARAM_BYTES / next(op.visits for op in o["ops"] if op.block == "bucket")}
-                       if o["ddp"] else None), "truth_replicates": o["truth_replicates"] if any(o["noise"]) else 0,
+        "rank_imbalance": o["imbalance"],
+        "clock_offset_ns": o["clock_offset_ns"],
+        "nccl_model": (
+            {
+                "alpha_s": NCCL_ALPHA,
+                "bandwidth_Bps": NCCL_BANDWIDTH / o["nccl_bandwidth_scale"],
+                "launch_s": NCCL_LAUNCH,
+                "bucket_bytes": PARAM_BYTES / next(op.visits for op in o["ops"] if op.block == "bucket"),
+            }
+            if o["ddp"]
+            else None
+        ),
+        "truth_replicates": o["truth_replicates"] if any(o["noise"]) else 0,
     }

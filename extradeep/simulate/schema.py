@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 import numpy as np
@@ -37,7 +37,7 @@ class Layout:
         return table in self.tables
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_layout(name: str) -> Layout:
     if name not in LAYOUTS:
         raise ValueError(f"unknown layout {name!r}; choose one of {', '.join(LAYOUTS)}")

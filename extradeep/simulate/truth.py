@@ -17,8 +17,14 @@ from extradeep.simulate.engine import Records
 
 TRAIN_BLOCKS = ("data", "zero_grad", "forward", "backward", "bucket", "optimizer")
 CPU_KINDS = {"runtime": "cuda_api", "osrt": "os", "cudnn": "cudnn", "cublas": "cublas", "mpi": "mpi"}
-CPU_TABLES = {"runtime": "CUPTI_ACTIVITY_KIND_RUNTIME", "osrt": "OSRT_API", "cudnn": "CUDNN_EVENTS",
-              "cublas": "CUBLAS_EVENTS", "mpi": "MPI_COLLECTIVES_EVENTS", "nccl_nvtx": "NVTX_EVENTS"}
+CPU_TABLES = {
+    "runtime": "CUPTI_ACTIVITY_KIND_RUNTIME",
+    "osrt": "OSRT_API",
+    "cudnn": "CUDNN_EVENTS",
+    "cublas": "CUBLAS_EVENTS",
+    "mpi": "MPI_COLLECTIVES_EVENTS",
+    "nccl_nvtx": "NVTX_EVENTS",
+}
 
 
 def in_phase(op: OpSpec, phase: str) -> bool:
@@ -47,15 +53,24 @@ def region_models(ops: list[OpSpec], params: list[str], batch: int, refs: dict, 
                 "visits": merge_terms([[(float(op.visits), {})] for op in members]),
             }
             if group[0].kind in ("memcpy", "memset"):
-                metrics["bytes"] = merge_terms(resolve_terms(op.bytes_terms, False, params, batch, refs)
-                                               for op in members)
-            models[phase] = {m: {"formula": format_terms(t, prefixes), "terms": terms_json(t)}
-                             for m, t in metrics.items()}
-        regions.append({"region": name, "kind": group[0].kind, "category": group[0].category,
-                        "demangled": sorted({op.demangled for op in group}),
-                        "warmup_only": all(op.block == "warmup" for op in group),
-                        "between": any(op.block == "between" for op in group),
-                        "kernel_scale": group[0].scale, "models": models})
+                metrics["bytes"] = merge_terms(
+                    resolve_terms(op.bytes_terms, False, params, batch, refs) for op in members
+                )
+            models[phase] = {
+                m: {"formula": format_terms(t, prefixes), "terms": terms_json(t)} for m, t in metrics.items()
+            }
+        regions.append(
+            {
+                "region": name,
+                "kind": group[0].kind,
+                "category": group[0].category,
+                "demangled": sorted({op.demangled for op in group}),
+                "warmup_only": all(op.block == "warmup" for op in group),
+                "between": any(op.block == "between" for op in group),
+                "kernel_scale": group[0].scale,
+                "models": models,
+            }
+        )
     return regions
 
 
@@ -67,11 +82,14 @@ def _tag_by_time(times: np.ndarray, windows: list[tuple]) -> list[tuple]:
     return [windows[p][:3] if p >= 0 and times[i] < ends[p] else None for i, p in enumerate(pos)]
 
 
-def point_values(rec: Records, windows: list[tuple], ops: list[OpSpec], op_bytes: np.ndarray,
-                 steady: set[int], tables) -> dict:
+def point_values(
+    rec: Records, windows: list[tuple], ops: list[OpSpec], op_bytes: np.ndarray, steady: set[int], tables
+) -> dict:
     """Noise-free expected per-step values (median over steps, then ranks) and between-step totals."""
     n_ranks = len(windows[0][3])
-    sums = defaultdict(lambda: defaultdict(lambda: np.zeros(n_ranks)))  # (region, kind, cat, phase, metric) -> step -> ranks
+    sums = defaultdict(
+        lambda: defaultdict(lambda: np.zeros(n_ranks))
+    )  # (region, kind, cat, phase, metric) -> step -> ranks
     between = defaultdict(lambda: np.zeros(n_ranks))
     for idx, _sid, start, end, _corr, tag in rec.gpu:
         epoch, phase, step = tag
@@ -93,22 +111,36 @@ def point_values(rec: Records, windows: list[tuple], ops: list[OpSpec], op_bytes
             sums[("step", "step", "step", phase, "visits")][(epoch, step)] += 1.0
     _cpu_visits(rec, windows, steady, sums, tables)
     # a step without the region counts as 0, as the reader sees it
-    all_steps = {phase: [(w[0], w[2]) for w in windows if w[0] in steady and w[1] == phase] for phase in ("train", "val")}
+    all_steps = {
+        phase: [(w[0], w[2]) for w in windows if w[0] in steady and w[1] == phase] for phase in ("train", "val")
+    }
     zero = np.zeros(n_ranks)
-    per_step = [dict(region=k[0], kind=k[1], category=k[2], phase=k[3], metric=k[4],
-                     value=float(np.median(np.median([steps.get(s, zero) for s in all_steps[k[3]]], axis=0))))
-                for k, steps in sums.items()]
+    per_step = [
+        dict(
+            region=k[0],
+            kind=k[1],
+            category=k[2],
+            phase=k[3],
+            metric=k[4],
+            value=float(np.median(np.median([steps.get(s, zero) for s in all_steps[k[3]]], axis=0))),
+        )
+        for k, steps in sums.items()
+    ]
     n_epochs = max(len(steady), 1)
-    per_epoch_between = [dict(region=k[0], kind=k[1], category=k[2], metric=k[4],
-                              value=float(np.median(v)) / n_epochs) for k, v in between.items()]
+    per_epoch_between = [
+        dict(region=k[0], kind=k[1], category=k[2], metric=k[4], value=float(np.median(v)) / n_epochs)
+        for k, v in between.items()
+    ]
     return {"per_step": per_step, "between_per_epoch": per_epoch_between}
 
 
 def _cpu_visits(rec: Records, windows, steady, sums, tables) -> None:
     """Visits per step of CPU-side calls, for the kinds the layout has a table for."""
-    sources = [("runtime", [(r[0], r[1][0]) for r in rec.runtime]),
-               ("osrt", [(o[0], o[1][0]) for o in rec.osrt if o[3] == 0]),
-               ("mpi", [(m[0], m[1][0]) for m in rec.mpi])]
+    sources = [
+        ("runtime", [(r[0], r[1][0]) for r in rec.runtime]),
+        ("osrt", [(o[0], o[1][0]) for o in rec.osrt if o[3] == 0]),
+        ("mpi", [(m[0], m[1][0]) for m in rec.mpi]),
+    ]
     for lib in ("cudnn", "cublas"):
         sources.append((lib, [(x[1], x[2][0]) for x in rec.library if x[0] == lib]))
     sources.append(("nccl_nvtx", [(n[0], n[1][0]) for n in rec.nvtx if n[5] == 1 and n[3] == 59]))
@@ -117,7 +149,9 @@ def _cpu_visits(rec: Records, windows, steady, sums, tables) -> None:
             continue
         tags = _tag_by_time(np.array([t for _, t in items]), windows)
         kind = CPU_KINDS.get(source, source)
-        category = {"cuda_api": "cuda_api", "os": "os", "mpi": "communication", "nccl_nvtx": "nvtx"}.get(kind, "library")
+        category = {"cuda_api": "cuda_api", "os": "os", "mpi": "communication", "nccl_nvtx": "nvtx"}.get(
+            kind, "library"
+        )
         for (name, _), tag in zip(items, tags):
             if tag is not None and tag[0] in steady:
                 sums[(name, kind, category, tag[1], "visits")][(tag[0], tag[2])] += 1.0
@@ -128,8 +162,10 @@ def expected_values(exact: dict, replicates: list[dict]) -> dict:
     expected = median over noisy replicates of the same reduction, i.e. what a measurement is
     expected to give, waits for the slowest rank included (equal to value without replicates)."""
     out = {}
-    for part, key_fields in (("per_step", ("region", "kind", "phase", "metric")),
-                             ("between_per_epoch", ("region", "kind", "metric"))):
+    for part, key_fields in (
+        ("per_step", ("region", "kind", "phase", "metric")),
+        ("between_per_epoch", ("region", "kind", "metric")),
+    ):
         samples = defaultdict(list)
         for rep in replicates:
             for row in rep[part]:
@@ -156,14 +192,18 @@ def epoch_values(values: dict, n_t: int, n_v: int) -> dict:
         meta[key] = row
     per_epoch = [dict(region=k[0], kind=k[1], category=k[2], metric=k[3], value=v) for k, v in per.items()]
     by_cat = defaultdict(float)
-    for (region, kind, category, metric), v in per.items():
+    for (_region, _kind, category, metric), v in per.items():
         if metric == "time" and category in ("computation", "communication", "memory"):
             by_cat[category] += v
-    step = {row["phase"]: row["value"] for row in values["per_step"]
-            if row["kind"] == "step" and row["metric"] == "time"}
-    return {"per_epoch": per_epoch, "step_time": step,
-            "epoch_time": n_t * step.get("train", 0.0) + n_v * step.get("val", 0.0),
-            "epoch_time_by_category": dict(by_cat)}
+    step = {
+        row["phase"]: row["value"] for row in values["per_step"] if row["kind"] == "step" and row["metric"] == "time"
+    }
+    return {
+        "per_epoch": per_epoch,
+        "step_time": step,
+        "epoch_time": n_t * step.get("train", 0.0) + n_v * step.get("val", 0.0),
+        "epoch_time_by_category": dict(by_cat),
+    }
 
 
 def steps_per_epoch(samples: int, ranks: int, batch: int, weak: bool) -> int:

@@ -20,8 +20,18 @@ GPU_NAME = "NVIDIA A100-SXM4-40GB"
 THREAD_NAMES = ("python3", "pt_data_worker", "NCCL proxy")
 LIBRARY_CLASS = {"cudnn": 28, "cublas": 29}
 # record fields holding timestamps, per subset (shifted by a rank's clock offset)
-TIME_FIELDS = {"runtime": (1, 2), "kernel": (2, 3), "memcpy": (2, 3), "memset": (2, 3), "sync": (2, 3),
-               "cuda_event": (4,), "mpi": (1, 2), "osrt": (1, 2), "cudnn": (2, 3), "cublas": (2, 3)}
+TIME_FIELDS = {
+    "runtime": (1, 2),
+    "kernel": (2, 3),
+    "memcpy": (2, 3),
+    "memset": (2, 3),
+    "sync": (2, 3),
+    "cuda_event": (4,),
+    "mpi": (1, 2),
+    "osrt": (1, 2),
+    "cudnn": (2, 3),
+    "cublas": (2, 3),
+}
 
 
 def global_pid(pid: int) -> int:
@@ -66,8 +76,17 @@ def new_export(path: Path, layout: Layout) -> tuple[sqlite3.Connection, ExportWr
     return conn, writer
 
 
-def write_metadata(w: ExportWriter, strings: StringTable, path: Path, pid: int, threads: dict, streams,
-                   span, placement: Placement | None = None, rank: int = 0) -> None:
+def write_metadata(
+    w: ExportWriter,
+    strings: StringTable,
+    path: Path,
+    pid: int,
+    threads: dict,
+    streams,
+    span,
+    placement: Placement | None = None,
+    rank: int = 0,
+) -> None:
     """Process/thread/GPU/session tables every real export carries; threads maps tid -> name.
     Without a placement each rank has its own host with one GPU."""
     uuids = [DEFAULT_UUID] if placement is None else placement.uuids(rank)
@@ -76,41 +95,129 @@ def write_metadata(w: ExportWriter, strings: StringTable, path: Path, pid: int, 
     gpid = global_pid(pid)
     start, stop = span
     when = dt.datetime.fromtimestamp(SESSION_UTC_NS / 1e9, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-    w.insert("ThreadNames", len(threads), nameId=strings.many(threads.values()), priority=20,
-             globalTid=[global_tid(pid, tid) for tid in threads])
+    w.insert(
+        "ThreadNames",
+        len(threads),
+        nameId=strings.many(threads.values()),
+        priority=20,
+        globalTid=[global_tid(pid, tid) for tid in threads],
+    )
     w.insert("PROCESSES", 1, globalPid=gpid, pid=pid, name="python3")
     n_gpus = len(uuids)
-    w.insert("TARGET_INFO_GPU", n_gpus, vmId=VM, id=list(range(n_gpus)), name=GPU_NAME,
-             busLocation=[f"0000:{7 + 16 * k:02x}:00.0" for k in range(n_gpus)], isDiscrete=1,
-             l2CacheSize=41943040, totalMemory=42505273344, memoryBandwidth=1555200000000,
-             clockRate=1410000000, smCount=108, pwGpuId=list(range(n_gpus)), uuid=uuids,
-             luid=0, chipName="GA100", cuDevice=list(range(n_gpus)), ctxswDevPath="", ctrlDevPath="", revision=161, nodeMask=0,
-             constantMemory=65536, maxIPC=4, maxRegistersPerBlock=65536, maxShmemPerBlock=49152,
-             maxShmemPerBlockOptin=166912, maxShmemPerSm=167936, maxRegistersPerSm=65536,
-             threadsPerWarp=32, asyncEngines=3, maxWarpsPerSm=64, maxBlocksPerSm=32, maxThreadsPerBlock=1024,
-             maxBlockDimX=1024, maxBlockDimY=1024, maxBlockDimZ=64, maxGridDimX=2147483647,
-             maxGridDimY=65535, maxGridDimZ=65535, computeMajor=8, computeMinor=0, smMajor=8, smMinor=0)
+    w.insert(
+        "TARGET_INFO_GPU",
+        n_gpus,
+        vmId=VM,
+        id=list(range(n_gpus)),
+        name=GPU_NAME,
+        busLocation=[f"0000:{7 + 16 * k:02x}:00.0" for k in range(n_gpus)],
+        isDiscrete=1,
+        l2CacheSize=41943040,
+        totalMemory=42505273344,
+        memoryBandwidth=1555200000000,
+        clockRate=1410000000,
+        smCount=108,
+        pwGpuId=list(range(n_gpus)),
+        uuid=uuids,
+        luid=0,
+        chipName="GA100",
+        cuDevice=list(range(n_gpus)),
+        ctxswDevPath="",
+        ctrlDevPath="",
+        revision=161,
+        nodeMask=0,
+        constantMemory=65536,
+        maxIPC=4,
+        maxRegistersPerBlock=65536,
+        maxShmemPerBlock=49152,
+        maxShmemPerBlockOptin=166912,
+        maxShmemPerSm=167936,
+        maxRegistersPerSm=65536,
+        threadsPerWarp=32,
+        asyncEngines=3,
+        maxWarpsPerSm=64,
+        maxBlocksPerSm=32,
+        maxThreadsPerBlock=1024,
+        maxBlockDimX=1024,
+        maxBlockDimY=1024,
+        maxBlockDimZ=64,
+        maxGridDimX=2147483647,
+        maxGridDimY=65535,
+        maxGridDimZ=65535,
+        computeMajor=8,
+        computeMinor=0,
+        smMajor=8,
+        smMinor=0,
+    )
     w.insert("TARGET_INFO_CUDA_DEVICE", 1, gpuId=device, cudaId=device, pid=pid, numMultiprocessors=108)
-    w.insert("TARGET_INFO_CUDA_CONTEXT_INFO", 1, nullStreamId=COMPUTE, hwId=device, vmId=1, processId=pid,
-             deviceId=device, contextId=1, parentContextId=0, isGreenContext=0, numMultiprocessors=0)
-    w.insert("TARGET_INFO_CUDA_NULL_STREAM", 1, streamId=COMPUTE, hwId=device, vmId=1, processId=pid,
-             deviceId=device, contextId=1)
+    w.insert(
+        "TARGET_INFO_CUDA_CONTEXT_INFO",
+        1,
+        nullStreamId=COMPUTE,
+        hwId=device,
+        vmId=1,
+        processId=pid,
+        deviceId=device,
+        contextId=1,
+        parentContextId=0,
+        isGreenContext=0,
+        numMultiprocessors=0,
+    )
+    w.insert(
+        "TARGET_INFO_CUDA_NULL_STREAM",
+        1,
+        streamId=COMPUTE,
+        hwId=device,
+        vmId=1,
+        processId=pid,
+        deviceId=device,
+        contextId=1,
+    )
     side = sorted(s for s in streams if s != COMPUTE)
-    w.insert("TARGET_INFO_CUDA_STREAM", len(side), streamId=side, hwId=0, vmId=1, processId=pid,
-             contextId=1, priority=0, flag=2)
-    w.insert("TARGET_INFO_SESSION_START_TIME", 1, utcEpochNs=SESSION_UTC_NS, utcTime=when, localTime=when,
-             systemClockNs=0)
+    w.insert(
+        "TARGET_INFO_CUDA_STREAM",
+        len(side),
+        streamId=side,
+        hwId=0,
+        vmId=1,
+        processId=pid,
+        contextId=1,
+        priority=0,
+        flag=2,
+    )
+    w.insert(
+        "TARGET_INFO_SESSION_START_TIME", 1, utcEpochNs=SESSION_UTC_NS, utcTime=when, localTime=when, systemClockNs=0
+    )
     env = [("CpuCores", 1, "64"), ("CpuArchitecture", 3, "x86_64"), ("Hostname", 4, host)]
-    w.insert("TARGET_INFO_SYSTEM_ENV", len(env), globalVid=VM, devStateName="Local (CLI)",
-             name=[e[0] for e in env], nameEnum=[e[1] for e in env], value=[e[2] for e in env])
-    w.insert("ANALYSIS_DETAILS", 1, globalVid=VM, duration=int(stop - start), startTime=int(start),
-             stopTime=int(stop))
-    capture = [("CAPTURE_EVENT_TYPE", "NvtxEvents"), ("CAPTURE_EVENT_TYPE", "Cuda"),
-               ("CUDA_TRACE_SCOPE", "ProcessTree"), ("PROCESS_0:COMMAND", "python3")]
+    w.insert(
+        "TARGET_INFO_SYSTEM_ENV",
+        len(env),
+        globalVid=VM,
+        devStateName="Local (CLI)",
+        name=[e[0] for e in env],
+        nameEnum=[e[1] for e in env],
+        value=[e[2] for e in env],
+    )
+    w.insert("ANALYSIS_DETAILS", 1, globalVid=VM, duration=int(stop - start), startTime=int(start), stopTime=int(stop))
+    capture = [
+        ("CAPTURE_EVENT_TYPE", "NvtxEvents"),
+        ("CAPTURE_EVENT_TYPE", "Cuda"),
+        ("CUDA_TRACE_SCOPE", "ProcessTree"),
+        ("PROCESS_0:COMMAND", "python3"),
+    ]
     w.insert("META_DATA_CAPTURE", len(capture), name=[c[0] for c in capture], value=[c[1] for c in capture])
-    rows = [(k, path.with_suffix(".nsys-rep").name if "INPUT_FILE" in k else path.name if "OUTPUT_FILE" in k
-             or "OUTUPT_FILE" in k else v) for k, v in w.layout.export_metadata
-            if "_PATH" not in k and k not in ("EXPORT_HOST", "EXPORT_TIME")]
+    rows = [
+        (
+            k,
+            path.with_suffix(".nsys-rep").name
+            if "INPUT_FILE" in k
+            else path.name
+            if "OUTPUT_FILE" in k or "OUTUPT_FILE" in k
+            else v,
+        )
+        for k, v in w.layout.export_metadata
+        if "_PATH" not in k and k not in ("EXPORT_HOST", "EXPORT_TIME")
+    ]
     rows.append(("EXPORT_SIMULATED_BY", "extradeep.simulate"))
     w.insert(w.layout.metadata_table, len(rows), name=[r[0] for r in rows], value=[r[1] for r in rows])
 
@@ -122,8 +229,14 @@ class RunColumns:
     StringTable whose ids are valid in every file of the run.
     """
 
-    def __init__(self, rec: Records, ops: list[OpSpec], op_bytes: np.ndarray, offsets: np.ndarray | None = None,
-                 placement: Placement | None = None):
+    def __init__(
+        self,
+        rec: Records,
+        ops: list[OpSpec],
+        op_bytes: np.ndarray,
+        offsets: np.ndarray | None = None,
+        placement: Placement | None = None,
+    ):
         self.rec, self.ops, self.op_bytes = rec, ops, op_bytes
         self.placement = placement
         self.offsets = offsets  # clock offset (ns) per rank, or None
@@ -162,35 +275,91 @@ def write_rank(path: Path, layout: Layout, cols: RunColumns, rank: int, nvtx_str
     gpid, main = global_pid(pid), global_tid(pid, pid)
     device = 0 if cols.placement is None else cols.placement.device(rank)
     n = {name: len(items) for name, items in cols.subsets.items()}
-    w.insert("CUPTI_ACTIVITY_KIND_RUNTIME", n["runtime"], start=cols("runtime", 1, rank), end=cols("runtime", 2, rank),
-             eventClass=0, globalTid=main, correlationId=cols("runtime", 3, rank), nameId=cols.ids("runtime", 0),
-             returnValue=0)
-    for kind, table in (("kernel", "CUPTI_ACTIVITY_KIND_KERNEL"), ("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"),
-                        ("memset", "CUPTI_ACTIVITY_KIND_MEMSET")):
+    w.insert(
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+        n["runtime"],
+        start=cols("runtime", 1, rank),
+        end=cols("runtime", 2, rank),
+        eventClass=0,
+        globalTid=main,
+        correlationId=cols("runtime", 3, rank),
+        nameId=cols.ids("runtime", 0),
+        returnValue=0,
+    )
+    for kind, table in (
+        ("kernel", "CUPTI_ACTIVITY_KIND_KERNEL"),
+        ("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"),
+        ("memset", "CUPTI_ACTIVITY_KIND_MEMSET"),
+    ):
         if n[kind]:
             _write_gpu(w, cols, table, kind, rank, gpid)
-    w.insert("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", n["sync"], start=cols("sync", 2, rank), end=cols("sync", 3, rank),
-             deviceId=device, contextId=1, streamId=cols("sync", 1, rank), correlationId=cols("sync", 4, rank),
-             globalPid=gpid, syncType=cols("sync", 0, rank), eventId=cols("sync", 5, rank),
-             eventSyncId=cols("sync", 6, rank))
-    w.insert("CUPTI_ACTIVITY_KIND_CUDA_EVENT", n["cuda_event"], timestamp=cols("cuda_event", 4, rank), deviceId=device,
-             contextId=1, streamId=cols("cuda_event", 0, rank), correlationId=cols("cuda_event", 1, rank),
-             globalPid=gpid, eventId=cols("cuda_event", 2, rank), eventSyncId=cols("cuda_event", 3, rank))
+    w.insert(
+        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+        n["sync"],
+        start=cols("sync", 2, rank),
+        end=cols("sync", 3, rank),
+        deviceId=device,
+        contextId=1,
+        streamId=cols("sync", 1, rank),
+        correlationId=cols("sync", 4, rank),
+        globalPid=gpid,
+        syncType=cols("sync", 0, rank),
+        eventId=cols("sync", 5, rank),
+        eventSyncId=cols("sync", 6, rank),
+    )
+    w.insert(
+        "CUPTI_ACTIVITY_KIND_CUDA_EVENT",
+        n["cuda_event"],
+        timestamp=cols("cuda_event", 4, rank),
+        deviceId=device,
+        contextId=1,
+        streamId=cols("cuda_event", 0, rank),
+        correlationId=cols("cuda_event", 1, rank),
+        globalPid=gpid,
+        eventId=cols("cuda_event", 2, rank),
+        eventSyncId=cols("cuda_event", 3, rank),
+    )
     nvtx = list(rec.nvtx)
     if layout.has("MPI_COLLECTIVES_EVENTS"):
         size = cols("mpi", 3, rank)
-        w.insert("MPI_COLLECTIVES_EVENTS", n["mpi"], start=cols("mpi", 1, rank), end=cols("mpi", 2, rank),
-                 globalTid=main, textId=cols.ids("mpi", 0), commHandle=1, rootRank=0, size=size, recvSize=size)
+        w.insert(
+            "MPI_COLLECTIVES_EVENTS",
+            n["mpi"],
+            start=cols("mpi", 1, rank),
+            end=cols("mpi", 2, rank),
+            globalTid=main,
+            textId=cols.ids("mpi", 0),
+            commHandle=1,
+            rootRank=0,
+            size=size,
+            recvSize=size,
+        )
         w.insert("MPI_RANKS", 1 if n["mpi"] else 0, globalTid=main, rank=rank)
     else:  # older nsys recorded MPI calls as NVTX ranges in an "MPI" domain
         nvtx += [[name, s, e, 59, None, MPI_DOMAIN, None, None] for name, s, e, _ in rec.mpi]
     write_nvtx(w, strings, nvtx, rank, main, nvtx_strings, 0.0 if cols.offsets is None else cols.offsets[rank])
-    w.insert("OSRT_API", n["osrt"], start=cols("osrt", 1, rank), end=cols("osrt", 2, rank), eventClass=27,
-             globalTid=global_tid(pid, pid) + cols("osrt", 3, rank), nameId=cols.ids("osrt", 0), returnValue=0,
-             nestingLevel=0, callchainId=0)
+    w.insert(
+        "OSRT_API",
+        n["osrt"],
+        start=cols("osrt", 1, rank),
+        end=cols("osrt", 2, rank),
+        eventClass=27,
+        globalTid=global_tid(pid, pid) + cols("osrt", 3, rank),
+        nameId=cols.ids("osrt", 0),
+        returnValue=0,
+        nestingLevel=0,
+        callchainId=0,
+    )
     for lib, table in (("cudnn", "CUDNN_EVENTS"), ("cublas", "CUBLAS_EVENTS")):
-        w.insert(table, n[lib], start=cols(lib, 2, rank), end=cols(lib, 3, rank), eventClass=LIBRARY_CLASS[lib],
-                 globalTid=main, nameId=cols.ids(lib, 1))
+        w.insert(
+            table,
+            n[lib],
+            start=cols(lib, 2, rank),
+            end=cols(lib, 3, rank),
+            eventClass=LIBRARY_CLASS[lib],
+            globalTid=main,
+            nameId=cols.ids(lib, 1),
+        )
     span = (cols("runtime", 1, rank).min(), cols("runtime", 2, rank).max()) if n["runtime"] else (0, 0)
     streams = {g[1] for g in rec.gpu} | {COMPUTE}
     threads = {pid + k: name for k, name in enumerate(THREAD_NAMES)}
@@ -206,24 +375,66 @@ def _write_gpu(w, cols: RunColumns, table: str, kind: str, rank: int, gpid: int)
     n = len(items)
     idx = cols(kind, 0, rank)
     device = 0 if cols.placement is None else cols.placement.device(rank)
-    common = dict(start=cols(kind, 2, rank), end=cols(kind, 3, rank), deviceId=device, contextId=1, greenContextId=0,
-                  streamId=cols(kind, 1, rank), correlationId=cols(kind, 4, rank), globalPid=gpid)
+    common = dict(
+        start=cols(kind, 2, rank),
+        end=cols(kind, 3, rank),
+        deviceId=device,
+        contextId=1,
+        greenContextId=0,
+        streamId=cols(kind, 1, rank),
+        correlationId=cols(kind, 4, rank),
+        globalPid=gpid,
+    )
     if kind == "kernel":
         demangled = cols.ids(kind, 0, lambda g: ops[g[0]].demangled)
         grid = np.array([ops[i].grid for i in idx])
-        w.insert(table, n, **common, demangledName=demangled, shortName=cols.ids(kind, 0, lambda g: ops[g[0]].name),
-                 mangledName=demangled, launchType=1, cacheConfig=1,
-                 registersPerThread=np.array([ops[i].registers for i in idx]),
-                 gridX=grid[:, 0], gridY=grid[:, 1], gridZ=grid[:, 2], blockX=grid[:, 3], blockY=grid[:, 4],
-                 blockZ=grid[:, 5], staticSharedMemory=0, dynamicSharedMemory=0, localMemoryPerThread=0,
-                 localMemoryTotal=0, gridId=np.arange(1, n + 1), sharedMemoryExecuted=0,
-                 sharedMemoryLimitConfig=0, clusterX=0, clusterY=0, clusterZ=0, clusterSchedulingPolicy=0,
-                 maxPotentialClusterSize=0, maxActiveClusters=0, tensorSizeMinusOneElements="[]")
+        w.insert(
+            table,
+            n,
+            **common,
+            demangledName=demangled,
+            shortName=cols.ids(kind, 0, lambda g: ops[g[0]].name),
+            mangledName=demangled,
+            launchType=1,
+            cacheConfig=1,
+            registersPerThread=np.array([ops[i].registers for i in idx]),
+            gridX=grid[:, 0],
+            gridY=grid[:, 1],
+            gridZ=grid[:, 2],
+            blockX=grid[:, 3],
+            blockY=grid[:, 4],
+            blockZ=grid[:, 5],
+            staticSharedMemory=0,
+            dynamicSharedMemory=0,
+            localMemoryPerThread=0,
+            localMemoryTotal=0,
+            gridId=np.arange(1, n + 1),
+            sharedMemoryExecuted=0,
+            sharedMemoryLimitConfig=0,
+            clusterX=0,
+            clusterY=0,
+            clusterZ=0,
+            clusterSchedulingPolicy=0,
+            maxPotentialClusterSize=0,
+            maxActiveClusters=0,
+            tensorSizeMinusOneElements="[]",
+        )
     elif kind == "memcpy":
         copy_kind = np.array([ops[i].copy_kind for i in idx])
-        w.insert(table, n, **common, bytes=cols.op_bytes[idx], copyKind=copy_kind,
-                 srcKind=np.where(copy_kind == 1, 1, 2), dstKind=np.where(copy_kind == 1, 2, 0),
-                 srcDeviceId=device, srcContextId=1, dstDeviceId=device, dstContextId=1, copyCount=1)
+        w.insert(
+            table,
+            n,
+            **common,
+            bytes=cols.op_bytes[idx],
+            copyKind=copy_kind,
+            srcKind=np.where(copy_kind == 1, 1, 2),
+            dstKind=np.where(copy_kind == 1, 2, 0),
+            srcDeviceId=device,
+            srcContextId=1,
+            dstDeviceId=device,
+            dstContextId=1,
+            copyCount=1,
+        )
     else:
         w.insert(table, n, **common, value=0, bytes=cols.op_bytes[idx], memKind=2)
 
@@ -231,12 +442,23 @@ def _write_gpu(w, cols: RunColumns, table: str, kind: str, rank: int, gpid: int)
 def write_nvtx(w, strings, nvtx, r, main, mode, offset: float = 0.0) -> None:
     """nvtx rows: [text, start, end, eventType, category, domainId, globalTid, uint64Value]; start/end
     may be per-rank arrays; globalTid None means the main thread."""
-    pick = lambda v: (v[r] if isinstance(v, np.ndarray) else v) + offset
+
+    def pick(v):
+        return (v[r] if isinstance(v, np.ndarray) else v) + offset
+
     end = [None if row[2] is None else int(round(pick(row[2]))) for row in nvtx]
     texts = [row[0] for row in nvtx]
     by_id = mode == "textId"
-    w.insert("NVTX_EVENTS", len(nvtx), start=np.array([pick(row[1]) for row in nvtx]), end=end,
-             eventType=[row[3] for row in nvtx], category=[row[4] for row in nvtx],
-             text=None if by_id else texts, textId=strings.many(texts) if by_id else None,
-             globalTid=[main if row[6] is None else row[6] for row in nvtx], domainId=[row[5] for row in nvtx],
-             uint64Value=[row[7] for row in nvtx])
+    w.insert(
+        "NVTX_EVENTS",
+        len(nvtx),
+        start=np.array([pick(row[1]) for row in nvtx]),
+        end=end,
+        eventType=[row[3] for row in nvtx],
+        category=[row[4] for row in nvtx],
+        text=None if by_id else texts,
+        textId=strings.many(texts) if by_id else None,
+        globalTid=[main if row[6] is None else row[6] for row in nvtx],
+        domainId=[row[5] for row in nvtx],
+        uint64Value=[row[7] for row in nvtx],
+    )

@@ -11,8 +11,16 @@ def make_tabs(window) -> list:
     from extradeep.gui.tabs.predictor_tab import PredictorTab
     from extradeep.gui.tabs.scaling_tab import ScalingTab
 
-    return [ModelTab(), ScalingTab("speedup"), ScalingTab("efficiency"), CostTab(), BreakdownTab(),
-            BottleneckTab(), PredictorTab(window), _plan_panel(window)]
+    return [
+        ModelTab(),
+        ScalingTab("speedup"),
+        ScalingTab("efficiency"),
+        CostTab(),
+        BreakdownTab(),
+        BottleneckTab(),
+        PredictorTab(window),
+        _plan_panel(window),
+    ]
 
 
 def _plan_panel(window):

@@ -14,8 +14,17 @@ TOP_BARS = 15
 LABEL_ROOM_IN = 1.3  # title, x label and ticks below the bars, in inches
 MAX_LEFT = 0.6  # labels never take more than this share of the width
 TABLE_ROWS = 200
-COLUMNS = ["rank", "region", "category", "growth", "formula", "predicted", "share_of_category",
-           "share_of_total", "smape"]
+COLUMNS = [
+    "rank",
+    "region",
+    "category",
+    "growth",
+    "formula",
+    "predicted",
+    "share_of_category",
+    "share_of_total",
+    "smape",
+]
 
 
 def target_point(view: View) -> dict:
@@ -51,7 +60,8 @@ class BottleneckTab(PlotTab):
             self.show_message("No region models yet: wait for modeling to finish.")
             return
         region_models = ws.regions.loc[rows, ["region", "kind", "category", "metric"]].assign(
-            model=[ws.models[r] for r in rows])
+            model=[ws.models[r] for r in rows]
+        )
         target = target_point(view)
         self.ranking = bottleneck_table(region_models, target, ws.params, metric="time")
         if self.ranking.empty:
@@ -84,8 +94,9 @@ class BottleneckTab(PlotTab):
         (ax,) = self.kept_axes("one", one_axes)
         where = ", ".join(f"{k} = {v:g}" for k, v in target.items())
         self._bars = bottleneck_panel(ax, self.ranking, view.ws.per, TOP_BARS, value="share_of_total", where=where)
-        self.canvas.setMinimumHeight(int((BAR_INCHES * self._bars + LABEL_ROOM_IN) * self.figure.dpi
-                                         / self.canvas.device_pixel_ratio))
+        self.canvas.setMinimumHeight(
+            int((BAR_INCHES * self._bars + LABEL_ROOM_IN) * self.figure.dpi / self.canvas.device_pixel_ratio)
+        )
         self._fit_to_labels()
 
     def _fit_to_labels(self) -> None:

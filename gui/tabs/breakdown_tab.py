@@ -35,8 +35,10 @@ class BreakdownTab(PlotTab):
         if view.ws is None:
             return
         if app is None or not any(app.model(q) is not None for q in BREAKDOWN):
-            self.show_message("The breakdown needs the category models of an experiment (profiles or a saved "
-                              "experiment; Extra-P text has none). Wait for modeling to finish.")
+            self.show_message(
+                "The breakdown needs the category models of an experiment (profiles or a saved "
+                "experiment; Extra-P text has none). Wait for modeling to finish."
+            )
             return
         grid = frame_of(view, candidates(view))
         names = [q for q in (*BREAKDOWN, EPOCH_TIME) if app.model(q) is not None]
@@ -53,7 +55,8 @@ class BreakdownTab(PlotTab):
         if points is not None:
             mask = view.point_mask(points)
             measured = pd.DataFrame({view.x_param: points.X[mask, view.x_index], "value": points.value[mask]})
-        self.parts = breakdown_panel(ax, table, view.x_param, view.app.per, view.modeled_x_max(), areas=True,
-                                     measured=measured)
+        self.parts = breakdown_panel(
+            ax, table, view.x_param, view.app.per, view.modeled_x_max(), areas=True, measured=measured
+        )
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
         self.apply_scales()

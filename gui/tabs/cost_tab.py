@@ -87,9 +87,11 @@ class CostTab(PlotTab):
         quantity = app.time_quantity if app is not None else None
         if quantity is None:
             self.result = None
-            self.show_message("The cost view needs a model of the application's time per epoch or step. "
-                              "Open profiles or a saved experiment (Extra-P text has none), and wait for "
-                              "modeling to finish.")
+            self.show_message(
+                "The cost view needs a model of the application's time per epoch or step. "
+                "Open profiles or a saved experiment (Extra-P text has none), and wait for "
+                "modeling to finish."
+            )
             return
         self._search(view, app.model(quantity))
         self._draw(view, app.time_label, app.per)
@@ -108,15 +110,21 @@ class CostTab(PlotTab):
             self._update_ranges(model, grid, cost, baseline)
             self._ranges_for = key
         deadline, budget = self.limits()
-        self.result = budget_search(model, grid, ws.params, BudgetLimits(max_time=deadline, max_cost=budget),
-                                    cost, baseline, scaling=self.mode.currentText())
+        self.result = budget_search(
+            model,
+            grid,
+            ws.params,
+            BudgetLimits(max_time=deadline, max_cost=budget),
+            cost,
+            baseline,
+            scaling=self.mode.currentText(),
+        )
 
     def _update_ranges(self, model, grid, cost, baseline) -> None:
         """Slider ranges span the predicted time and cost over the grid (positive values only)."""
         from extradeep.analysis.budget import BudgetLimits, budget_search
 
-        table = budget_search(model, grid, self.view.ws.params, BudgetLimits(max_time=1e300), cost,
-                              baseline).table
+        table = budget_search(model, grid, self.view.ws.params, BudgetLimits(max_time=1e300), cost, baseline).table
         T = table.loc[table["T"] > 0, "T"].to_numpy()
         C = table.loc[table["T"] > 0, "cost"].to_numpy()
         if len(T) == 0:
@@ -134,8 +142,18 @@ class CostTab(PlotTab):
         self.budget_label.setText(f"{budget:.4g} {res.cost_unit} per {per}")
         ax_t, ax_c = self.kept_axes("pair", lambda fig: fig.subplots(1, 2, sharex=True))
         best = self._best(per)
-        tradeoff_panels(ax_t, ax_c, res.table, view.x_param, deadline, budget, res.cost_unit, per=per, best=best,
-                        layout=node_layout(view))
+        tradeoff_panels(
+            ax_t,
+            ax_c,
+            res.table,
+            view.x_param,
+            deadline,
+            budget,
+            res.cost_unit,
+            per=per,
+            best=best,
+            layout=node_layout(view),
+        )
         ax_t.legend(fontsize=8, loc="upper right")
         ax_c.legend(fontsize=8, loc="upper left")
         ax_t.set_title(f"Training time ({quantity})", fontsize=10)
@@ -155,11 +173,14 @@ class CostTab(PlotTab):
             self.answer.setText(f"<b>No configuration meets both limits.</b> {failure}")
             return None
         row = best.iloc[0]
-        spans = "; ".join(f"{view.x_param} {r['from']:g}" + (f"–{r['to']:g}" if r["to"] != r["from"] else "")
-                          for _, r in res.intervals.iterrows())
+        spans = "; ".join(
+            f"{view.x_param} {r['from']:g}" + (f"–{r['to']:g}" if r["to"] != r["from"] else "")
+            for _, r in res.intervals.iterrows()
+        )
         self.answer.setText(
             f"<b>Best by efficiency: {format_point(row, view.ws.params)}</b> — "
             f"{format_value(row['T'])} and {row['total_cost']:.4g} {res.cost_unit} per "
             f"{view.app.per}, efficiency {row['efficiency']:.2f}. Valid: {spans}."
-            + (f" <i>{'; '.join(res.notes)}</i>" if res.notes else ""))
+            + (f" <i>{'; '.join(res.notes)}</i>" if res.notes else "")
+        )
         return row

@@ -84,8 +84,16 @@ class ModelTab(PlotTab):
             y = np.asarray(model.predict(X), float).reshape(-1)
             rising.append(y[-1] > y[0])
             lo, hi = model.interval(X, level=0.95)
-            model_curve(ax, x, y, lo, hi, color, f"{name}: {short(model.formula(), 60)}",
-                        "95% prediction interval" if n == 0 else None)
+            model_curve(
+                ax,
+                x,
+                y,
+                lo,
+                hi,
+                color,
+                f"{name}: {short(model.formula(), 60)}",
+                "95% prediction interval" if n == 0 else None,
+            )
         ax.set_xlabel(view.x_param)
         ax.set_ylabel(unit_label(view))
         fixed = ", ".join(f"{k} = {v:g}" for k, v in view.fixed.items())
@@ -101,12 +109,23 @@ class ModelTab(PlotTab):
         on_slice = view.point_mask(points)
         used = view.modeling_mask(points)
         xi = view.x_index
-        for mask, filled, label in ((on_slice & used, True, "measured (median, min-max of repetitions)"),
-                                    (on_slice & ~used, False, "evaluation points (not modeled)")):
+        for mask, filled, label in (
+            (on_slice & used, True, "measured (median, min-max of repetitions)"),
+            (on_slice & ~used, False, "evaluation points (not modeled)"),
+        ):
             if not mask.any():
                 continue
-            measured_points(ax, points.X[mask, xi], points.value[mask], points.lo[mask], points.hi[mask], color,
-                            label if first else None, "o" if filled else "D", hollow=not filled)
+            measured_points(
+                ax,
+                points.X[mask, xi],
+                points.value[mask],
+                points.lo[mask],
+                points.hi[mask],
+                color,
+                label if first else None,
+                "o" if filled else "D",
+                hollow=not filled,
+            )
 
     def _draw_heatmap(self, view: View, row: int) -> None:
         ws = view.ws
@@ -134,8 +153,15 @@ class ModelTab(PlotTab):
             ticks = np.geomspace(z.min(), z.max(), 6)
             bar.set_ticks(ticks, labels=[f"{t:.3g}" for t in ticks])
         pts = ws.points[row]
-        ax.scatter(pts.X[:, view.x_index], pts.X[:, ws.params.index(y_param)], c="white", edgecolors="k",
-                   s=30, label="measured points", zorder=3)
+        ax.scatter(
+            pts.X[:, view.x_index],
+            pts.X[:, ws.params.index(y_param)],
+            c="white",
+            edgecolors="k",
+            s=30,
+            label="measured points",
+            zorder=3,
+        )
         ax.set_xlabel(view.x_param)
         ax.set_ylabel(y_param)
         ax.set_title(f"{short(ws.regions.at[row, 'region'], 60)}: {short(model.formula(), 60)}", fontsize=9)

@@ -25,8 +25,13 @@ from extradeep.gui.param_panel import View
 from extradeep.gui.plot_tab import MARGINS, PlotTab
 
 LABEL_PX = 10  # vertical room a lane label needs at font size 7 (pixels): below it labels overlap
-CLASS_COLORS = {"compute": "#4c72b0", "communication": "#dd8452", "memory": "#55a868",
-                "cpu_overhead": "#b0b0b0", "idle": "#ffffff"}
+CLASS_COLORS = {
+    "compute": "#4c72b0",
+    "communication": "#dd8452",
+    "memory": "#55a868",
+    "cpu_overhead": "#b0b0b0",
+    "idle": "#ffffff",
+}
 
 
 def run_choices(ws) -> dict[str, tuple[list[str], dict]]:
@@ -132,8 +137,10 @@ class PredictorTab(PlotTab):
             self.set_runs(run_choices(view.ws))
         if self.prediction is None:
             if not self.runs:
-                self.show_message("No run to replay: the exports of this input are not on disk. "
-                                  "Choose a run folder with “Other run…”.")
+                self.show_message(
+                    "No run to replay: the exports of this input are not on disk. "
+                    "Choose a run folder with “Other run…”."
+                )
             elif not self.window.runner.busy:
                 self.replay()
             return
@@ -166,8 +173,13 @@ class PredictorTab(PlotTab):
         spec = self.what_if_spec()
         self.show_message("Replaying the traces…")
         source = self._source
-        self.window.runner.start("predict", run_prediction, run, [spec] if spec else [],
-                                 on_done=lambda prediction: self._replayed(prediction, source))
+        self.window.runner.start(
+            "predict",
+            run_prediction,
+            run,
+            [spec] if spec else [],
+            on_done=lambda prediction: self._replayed(prediction, source),
+        )
 
     def _replayed(self, prediction, source) -> None:
         if source != self._source:  # another input was opened meanwhile
@@ -189,10 +201,12 @@ class PredictorTab(PlotTab):
 
         timeline = pred.timeline(BASELINE)
         step_id = steady_train_step(pred)
-        path = pred.critical_path[pred.critical_path["step_id"] == step_id] if step_id is not None else \
-            pred.critical_path
-        lo, hi = (path["start"].min(), path["end"].max()) if len(path) else (timeline["start"].min(),
-                                                                             timeline["end"].max())
+        path = (
+            pred.critical_path[pred.critical_path["step_id"] == step_id] if step_id is not None else pred.critical_path
+        )
+        lo, hi = (
+            (path["start"].min(), path["end"].max()) if len(path) else (timeline["start"].min(), timeline["end"].max())
+        )
         shown = timeline[(timeline["end"] > lo) & (timeline["start"] < hi)]
         lanes = pd.concat([shown[["rank", "queue"]], path[["rank", "queue"]]]).drop_duplicates()
         lanes = lanes.sort_values(["rank", "queue"]).reset_index(drop=True)
@@ -205,8 +219,13 @@ class PredictorTab(PlotTab):
         self.critical_drawn = path
         for row in path.itertuples(index=False):
             y = lane_of[(row.rank, row.queue)]
-            ax.broken_barh([((row.start - lo) * ms, (row.end - row.start) * ms)], (y - 0.45, 0.9),
-                           facecolors="none", edgecolors="#d62728", lw=1.6)
+            ax.broken_barh(
+                [((row.start - lo) * ms, (row.end - row.start) * ms)],
+                (y - 0.45, 0.9),
+                facecolors="none",
+                edgecolors="#d62728",
+                lw=1.6,
+            )
         self.lanes = lanes
         ax.set_ylim(len(lanes) - 0.5, -0.5)  # the first lane on top
         self._label_lanes()
@@ -214,8 +233,16 @@ class PredictorTab(PlotTab):
         ax.set_xlabel("ms since the step started (replayed)")
         handles = [Patch(color=c, label=k) for k, c in CLASS_COLORS.items() if k != "idle"]
         handles.append(Patch(facecolor="none", edgecolor="#d62728", label="critical path"))
-        ax.legend(handles=handles, fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=5,
-                  frameon=False, title="Replayed training step per rank and stream", title_fontsize=9)
+        ax.legend(
+            handles=handles,
+            fontsize=7,
+            loc="lower center",
+            bbox_to_anchor=(0.5, 1.0),
+            ncols=5,
+            frameon=False,
+            title="Replayed training step per rank and stream",
+            title_fontsize=9,
+        )
 
     def _label_lanes(self) -> None:
         """One label per lane when they fit; else one per rank (its lanes counted) with a thin line
@@ -225,8 +252,9 @@ class PredictorTab(PlotTab):
         ax, lanes = self.figure.axes[0], self.lanes
         height = ax.get_window_extent().height / self.canvas.device_pixel_ratio
         if height / len(lanes) >= LABEL_PX:
-            ax.set_yticks(range(len(lanes)), [lane_label(r, q) for r, q in zip(lanes["rank"], lanes["queue"])],
-                          fontsize=7)
+            ax.set_yticks(
+                range(len(lanes)), [lane_label(r, q) for r, q in zip(lanes["rank"], lanes["queue"])], fontsize=7
+            )
             ax.set_yticks([], minor=True)
             return
         ranks = lanes.groupby("rank", sort=False).indices
@@ -254,8 +282,10 @@ class PredictorTab(PlotTab):
             ax.text(v, i, f" {v:.2f} ms", va="center", fontsize=8)
         ax.set_xlabel("training step time [ms] (median over steady steps, slowest rank)")
         ax.set_xlim(0, bars["ms"].max() * 1.25)
-        self.answer.setText(" · ".join(f"{lab}: <b>{v:.2f} ms</b>" for lab, v in zip(bars["label"], bars["ms"]))
-                            + (f"<br><i>{'; '.join(pred.notes)}</i>" if pred.notes else ""))
+        self.answer.setText(
+            " · ".join(f"{lab}: <b>{v:.2f} ms</b>" for lab, v in zip(bars["label"], bars["ms"]))
+            + (f"<br><i>{'; '.join(pred.notes)}</i>" if pred.notes else "")
+        )
 
     def comparison(self, pred) -> pd.DataFrame:
         """Step times to compare: measured, replayed, kernel-sum baseline, what-if, empirical model."""

@@ -52,8 +52,9 @@ class ScalingTab(PlotTab):
         self.title = TITLES[quantity]
         self.mode = QComboBox()
         self.mode.addItems(["strong", "weak"])
-        self.mode.setToolTip("strong: fixed total work (S = T1/Tk, E = S*r1/rk); weak: work grows with "
-                             "ranks (E = T1/Tk)")
+        self.mode.setToolTip(
+            "strong: fixed total work (S = T1/Tk, E = S*r1/rk); weak: work grows with ranks (E = T1/Tk)"
+        )
         row = QHBoxLayout()
         row.addWidget(QLabel("Scaling"))
         row.addWidget(self.mode)
@@ -71,8 +72,10 @@ class ScalingTab(PlotTab):
             return
         table = scaling_frame(view, self.mode.currentText())
         if table.empty:
-            self.show_message(f"No runtime models yet to derive {self.quantity} from "
-                              "(select regions with a model, or wait for modeling to finish).")
+            self.show_message(
+                f"No runtime models yet to derive {self.quantity} from "
+                "(select regions with a model, or wait for modeling to finish)."
+            )
             return
         self._draw(view, table)
         self.show_plot()
@@ -83,7 +86,15 @@ class ScalingTab(PlotTab):
         (ax,) = self.kept_axes("one", one_axes)
         axes = (ax, None) if self.quantity == "speedup" else (None, ax)
         application = table["series"].iloc[0] if view.app is not None and view.app.time_quantity else None
-        scaling_panels(*axes, table, view.x_param, view.modeled_x_max(), by="series", highlight=application,
-                       ideal_speedup=view.x_param == ranks_param(view.ws.params), x_end=view.x_range()[1],
-                       layout=node_layout(view))
+        scaling_panels(
+            *axes,
+            table,
+            view.x_param,
+            view.modeled_x_max(),
+            by="series",
+            highlight=application,
+            ideal_speedup=view.x_param == ranks_param(view.ws.params),
+            x_end=view.x_range()[1],
+            layout=node_layout(view),
+        )
         self.apply_scales()

@@ -24,7 +24,12 @@ def step_sums():
                 file_id += 1
                 for phase, n_steps in PHASE_STEPS.items():
                     for step in range(n_steps):
-                        for region, category in (("gemm", "computation"), ("nccl", "communication"), ("rare", "computation"), ("late", "memory")):
+                        for region, category in (
+                            ("gemm", "computation"),
+                            ("nccl", "communication"),
+                            ("rare", "computation"),
+                            ("late", "memory"),
+                        ):
                             if region == "rare" and (rank != 0 or step != 0):
                                 continue
                             if region == "nccl" and rng.random() < 0.3:
@@ -32,8 +37,22 @@ def step_sums():
                             if region == "late" and ranks < 8:  # measured at 3 points only
                                 continue
                             value = rng.lognormal(np.log(ranks * 1e-3), 0.2)
-                            rows.append((file_id, rank, rep, ranks, region, "kernel", category, "time", 1, phase,
-                                         step if phase != "between" else -1, value))
+                            rows.append(
+                                (
+                                    file_id,
+                                    rank,
+                                    rep,
+                                    ranks,
+                                    region,
+                                    "kernel",
+                                    category,
+                                    "time",
+                                    1,
+                                    phase,
+                                    step if phase != "between" else -1,
+                                    value,
+                                )
+                            )
     cols = ["file", "rank", "rep", "ranks", "region", "kind", "category", "metric", "epoch", "phase", "step", "value"]
     return pd.DataFrame(rows, columns=cols)
 
@@ -66,8 +85,12 @@ def test_medians_and_spreads_match_brute_force(step_sums):
         assert row["rank_min"] == pytest.approx(group["value"].min())
         assert row["n_reps"] == 3
         for rep, rep_group in group.groupby("rep"):
-            vrow = values[(values["ranks"] == ranks) & (values["region"] == region)
-                          & (values["phase"] == phase) & (values["rep"] == rep)].iloc[0]
+            vrow = values[
+                (values["ranks"] == ranks)
+                & (values["region"] == region)
+                & (values["phase"] == phase)
+                & (values["rep"] == rep)
+            ].iloc[0]
             assert vrow["value"] == pytest.approx(np.median(rep_group["value"]))
             assert vrow["rank_q1"] == pytest.approx(np.quantile(rep_group["value"], 0.25))
             assert vrow["n_ranks"] == ranks and vrow["n_steps"] == PHASE_STEPS[phase]

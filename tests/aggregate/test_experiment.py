@@ -7,14 +7,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from extradeep.aggregate.experiment import Dataset, Experiment
 from extradeep.aggregate.medians import aggregate
 from extradeep.errors import InputError
-from extradeep.aggregate.experiment import Dataset, Experiment
 from extradeep.io.store import is_saved_experiment
 
-REGIONS = [("gemm", "kernel", "computation"), ("ncclAllReduce", "kernel", "communication"),
-           ("[CUDA memcpy HtoD]", "memcpy", "memory"), ("cudaLaunchKernel", "cuda_api", "cuda_api"),
-           ("step", "step", "step")]
+REGIONS = [
+    ("gemm", "kernel", "computation"),
+    ("ncclAllReduce", "kernel", "communication"),
+    ("[CUDA memcpy HtoD]", "memcpy", "memory"),
+    ("cudaLaunchKernel", "cuda_api", "cuda_api"),
+    ("step", "step", "step"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -30,13 +34,53 @@ def experiment():
                         for region, kind, category in REGIONS:
                             if phase == "val" and region == "ncclAllReduce":
                                 continue  # no gradient exchange in validation
-                            rows.append((file_id, rank, rep, ranks, 64, region, kind, category, "time", 1, phase, step,
-                                         rng.lognormal(np.log(1e-3 * ranks), 0.1)))
-    frame = pd.DataFrame(rows, columns=["file", "rank", "rep", "ranks", "batch", "region", "kind", "category", "metric",
-                                        "epoch", "phase", "step", "value"])
+                            rows.append(
+                                (
+                                    file_id,
+                                    rank,
+                                    rep,
+                                    ranks,
+                                    64,
+                                    region,
+                                    kind,
+                                    category,
+                                    "time",
+                                    1,
+                                    phase,
+                                    step,
+                                    rng.lognormal(np.log(1e-3 * ranks), 0.1),
+                                )
+                            )
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "file",
+            "rank",
+            "rep",
+            "ranks",
+            "batch",
+            "region",
+            "kind",
+            "category",
+            "metric",
+            "epoch",
+            "phase",
+            "step",
+            "value",
+        ],
+    )
     values, points = aggregate(frame, ["ranks"], min_points=5)
-    provenance = pd.DataFrame({"path": ["/x/a.p2.r1.mpi0.sqlite"], "size": [10], "sha256": ["ab" * 32], "app": ["a"],
-                               "rank": [0], "rep": [1], "ranks": [2]})
+    provenance = pd.DataFrame(
+        {
+            "path": ["/x/a.p2.r1.mpi0.sqlite"],
+            "size": [10],
+            "sha256": ["ab" * 32],
+            "app": ["a"],
+            "rank": [0],
+            "rep": [1],
+            "ranks": [2],
+        }
+    )
     settings = {"min_points": 5, "fixed_params": {"batch": 64}, "reader": {"warmup_epochs": 1}, "notes": []}
     return Experiment(["ranks"], values, points, provenance, settings, ["/x/bad.sqlite: truncated"])
 
@@ -56,19 +100,27 @@ def test_batch_and_gpus_may_be_parameters_or_fixed_values():
     assert n_t.tolist() == [50, 25]
     with pytest.raises(InputError, match="no parameter named 'nodes'"):
         Dataset(1000, 0, 10, gpus_param="nodes").steps_per_epoch(pd.DataFrame({"ranks": [2]}))
-    with pytest.raises(InputError, match="batch_per_rank: must be a number > 0"):  # the field; the CLI shows --batch-size
+    with pytest.raises(
+        InputError, match="batch_per_rank: must be a number > 0"
+    ):  # the field; the CLI shows --batch-size
         Dataset(1000, 0, 0).steps_per_epoch(pd.DataFrame({"ranks": [2]}))
     with pytest.raises(InputError, match="positive"):  # a parameter that takes the value 0 somewhere
         Dataset(1000, 0, "batch").steps_per_epoch(pd.DataFrame({"ranks": [2], "batch": [0]}))
 
 
-@pytest.mark.parametrize("kwargs, option", [
-    ({"train_samples": -5}, "--train-samples"), ({"train_samples": 0}, "--train-samples"),
-    ({"train_samples": float("nan")}, "--train-samples"), ({"train_samples": 10, "val_samples": -1}, "--val-samples"),
-    ({"train_samples": 10, "batch_per_rank": -64}, "--batch-size"), ({"train_samples": 10, "gpus_param": 0}, "--gpus-param"),
-    ({"train_samples": 10, "model_parallel": float("inf")}, "--model-parallel"),
-    ({"train_samples": 10, "last_batch": "pad"}, "--last-batch"),
-])
+@pytest.mark.parametrize(
+    "kwargs, option",
+    [
+        ({"train_samples": -5}, "--train-samples"),
+        ({"train_samples": 0}, "--train-samples"),
+        ({"train_samples": float("nan")}, "--train-samples"),
+        ({"train_samples": 10, "val_samples": -1}, "--val-samples"),
+        ({"train_samples": 10, "batch_per_rank": -64}, "--batch-size"),
+        ({"train_samples": 10, "gpus_param": 0}, "--gpus-param"),
+        ({"train_samples": 10, "model_parallel": float("inf")}, "--model-parallel"),
+        ({"train_samples": 10, "last_batch": "pad"}, "--last-batch"),
+    ],
+)
 def test_dataset_refuses_sizes_that_are_not_positive(kwargs, option):
     from extradeep.cli.flags import flag_error
 
@@ -155,7 +207,9 @@ def test_save_load_round_trip_and_plain_sql(experiment, tmp_path):
 def test_last_batch_is_saved_and_old_files_load_as_drop(experiment, tmp_path):
     from dataclasses import asdict, replace
 
-    keep = replace(experiment, settings={**experiment.settings, "dataset": asdict(Dataset(1000, 100, 8, last_batch="keep"))})
+    keep = replace(
+        experiment, settings={**experiment.settings, "dataset": asdict(Dataset(1000, 100, 8, last_batch="keep"))}
+    )
     keep.save(tmp_path / "keep.sqlite")
     assert Experiment.load(tmp_path / "keep.sqlite").dataset.last_batch == "keep"
     old = asdict(Dataset(1000, 100, 8))
@@ -177,7 +231,8 @@ def test_save_refuses_to_overwrite_other_files(experiment, tmp_path):
 
 
 def test_min_points_can_be_changed_after_loading(experiment):
-    copy = Experiment(experiment.params, experiment.values, experiment.points.copy(), experiment.provenance,
-                      dict(experiment.settings))
+    copy = Experiment(
+        experiment.params, experiment.values, experiment.points.copy(), experiment.provenance, dict(experiment.settings)
+    )
     copy.set_min_points(6)
     assert not copy.points["modelable"].any()

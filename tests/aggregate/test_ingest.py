@@ -9,18 +9,26 @@ import shutil
 import pandas as pd
 import pytest
 
-from extradeep.cli.common import add_reading_arguments, experiment_from_args
-from extradeep.io.discover import file_sha256
-from extradeep.errors import InputError
-from extradeep.aggregate.experiment import Dataset
 from extradeep import load_experiment
+from extradeep.aggregate.experiment import Dataset
+from extradeep.cli.common import add_reading_arguments, experiment_from_args
+from extradeep.errors import InputError
+from extradeep.io.discover import file_sha256
 from extradeep.io.execute import Progress
 from extradeep.simulate import simulate
 
 VARIANTS = {  # (simulator options, ranks, repetitions): small, but every convention and layout
-    "ranges-2026-strong": (dict(marks="ranges", layout="2026", scaling="strong", nvtx_strings="text"), [1, 2, 3, 4, 5], 2),
+    "ranges-2026-strong": (
+        dict(marks="ranges", layout="2026", scaling="strong", nvtx_strings="text"),
+        [1, 2, 3, 4, 5],
+        2,
+    ),
     "marks-2022-weak": (dict(marks="marks", layout="2022", scaling="weak", nvtx_strings="textId"), [1, 2, 4], 1),
-    "profiler-2026-weak-noisefree": (dict(marks="profiler", layout="2026", scaling="weak", noise=(0.0, 0.0, 0.0)), [1, 2, 3], 2),
+    "profiler-2026-weak-noisefree": (
+        dict(marks="profiler", layout="2026", scaling="weak", noise=(0.0, 0.0, 0.0)),
+        [1, 2, 3],
+        2,
+    ),
 }
 # Default noise: lognormal 2 % per instance, 1 % per rank and per repetition; medians over 3 steps,
 # ranks and 2 repetitions stay well inside 10 %. Without noise only integer-ns rounding remains.
@@ -39,11 +47,21 @@ def _hashes(directory):
 def simulated(request, tmp_path_factory):
     out = tmp_path_factory.mktemp(request.param)
     options, ranks, reps = VARIANTS[request.param]
-    sim = simulate(out, app="toy", params={"ranks": ranks}, repetitions=reps, epochs=2, train_steps=3,
-                   val_steps=2, seed=11, **options)
+    sim = simulate(
+        out,
+        app="toy",
+        params={"ranks": ranks},
+        repetitions=reps,
+        epochs=2,
+        train_steps=3,
+        val_steps=2,
+        seed=11,
+        **options,
+    )
     before = _hashes(out)
-    experiment = load_experiment(out, ["ranks"], jobs=1, use_cache=False, progress=False,
-                                 dataset=Dataset(**sim.truth["dataset"]))
+    experiment = load_experiment(
+        out, ["ranks"], jobs=1, use_cache=False, progress=False, dataset=Dataset(**sim.truth["dataset"])
+    )
     rtol = EXACT_RTOL if "noisefree" in request.param else NOISY_RTOL
     return out, sim.truth, experiment, before, rtol
 
@@ -100,7 +118,10 @@ def test_epoch_values_match_truth(simulated):
 def test_inputs_are_byte_identical_after_loading(simulated):
     directory, _, experiment, before, _ = simulated
     assert _hashes(directory) == before
-    assert dict(zip(experiment.provenance["path"].map(lambda p: os.path.basename(p)), experiment.provenance["sha256"])) == before
+    assert (
+        dict(zip(experiment.provenance["path"].map(lambda p: os.path.basename(p)), experiment.provenance["sha256"]))
+        == before
+    )
 
 
 @pytest.fixture(scope="session")
@@ -120,9 +141,9 @@ def test_bad_files_are_skipped_and_reported_one_line_each(small_run, tmp_path, c
     run = _copy(small_run, tmp_path)
     good = (run / "toy.p3.r1.mpi2.sqlite").read_bytes()
     (run / "toy.p3.r1.mpi2.sqlite").write_bytes(good[: len(good) // 2])  # truncated
-    (run / "toy.p4.r1.mpi3.sqlite").write_bytes(b"")                      # empty
-    (run / "toy.p4.r1.mpi9.sqlite").write_text("rank,time\n0,1.5\n")      # text named .sqlite
-    (run / "toy.p2.r1.mpi1.sqlite").unlink()                              # a rank file missing
+    (run / "toy.p4.r1.mpi3.sqlite").write_bytes(b"")  # empty
+    (run / "toy.p4.r1.mpi9.sqlite").write_text("rank,time\n0,1.5\n")  # text named .sqlite
+    (run / "toy.p2.r1.mpi1.sqlite").unlink()  # a rank file missing
     before = _hashes(run)
     args = _parser().parse_args([str(run), "--no-cache", "--jobs", "1"])
     experiment = experiment_from_args(args, progress=False)
@@ -131,8 +152,11 @@ def test_bad_files_are_skipped_and_reported_one_line_each(small_run, tmp_path, c
         assert err.pop(0) == f"extradeep: using settings from {run / 'extradeep.toml'}"
     problems = experiment.problems
     assert all("\n" not in p for p in problems)
-    expect = {"toy.p3.r1.mpi2.sqlite": "truncated", "toy.p4.r1.mpi3.sqlite": "empty",
-              "toy.p4.r1.mpi9.sqlite": "not an SQLite"}
+    expect = {
+        "toy.p3.r1.mpi2.sqlite": "truncated",
+        "toy.p4.r1.mpi3.sqlite": "empty",
+        "toy.p4.r1.mpi9.sqlite": "not an SQLite",
+    }
     for name, fragment in expect.items():
         assert any(name in p and fragment in p for p in problems), (name, problems)
     assert any("ranks=2" in p and "1 of 2" in p and "mpi1" in p for p in problems)
@@ -230,7 +254,10 @@ def test_progress_callback_and_plain_lines():
     bar.update("a", cached=True)
     bar.update("b")
     bar.close()
-    assert stream.getvalue().splitlines() == ["reading exports: 1/2 files (1 from cache)", "reading exports: 2/2 files (1 from cache)"]
+    assert stream.getvalue().splitlines() == [
+        "reading exports: 1/2 files (1 from cache)",
+        "reading exports: 2/2 files (1 from cache)",
+    ]
 
 
 def _parser():
@@ -241,7 +268,9 @@ def _parser():
 
 def test_config_file_dataset_and_saved_experiment(small_run, tmp_path, capsys):
     config = tmp_path / "extradeep.toml"
-    config.write_text('param = "p"\ntrain-samples = 1000\nval_samples = 100\nbatch-size = 10\nno-cache = true\njobs = 1\n')
+    config.write_text(
+        'param = "p"\ntrain-samples = 1000\nval_samples = 100\nbatch-size = 10\nno-cache = true\njobs = 1\n'
+    )
     args = _parser().parse_args([str(small_run), "--config", str(config), "--val-samples", "200"])
     experiment = experiment_from_args(args, progress=False)
     assert experiment.params == ["ranks"]
@@ -257,9 +286,13 @@ def test_config_file_dataset_and_saved_experiment(small_run, tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "argv, fragment",
-    [(["--train-samples", "10"], "--batch-size"), (["--val-samples", "10"], "--train-samples"), ([], "PROFILES"),
-     (["--train-samples", "-5", "--batch-size", "8"], "--train-samples: must be a number > 0"),
-     (["--train-samples", "0", "--batch-size", "8"], "--train-samples: must be a number > 0")],
+    [
+        (["--train-samples", "10"], "--batch-size"),
+        (["--val-samples", "10"], "--train-samples"),
+        ([], "PROFILES"),
+        (["--train-samples", "-5", "--batch-size", "8"], "--train-samples: must be a number > 0"),
+        (["--train-samples", "0", "--batch-size", "8"], "--train-samples: must be a number > 0"),
+    ],
 )
 def test_incomplete_options_are_user_errors(argv, fragment):
     with pytest.raises(InputError, match=fragment):
@@ -275,7 +308,9 @@ def test_unknown_config_key_is_refused(tmp_path):
 
 def test_unmodeled_varying_parameter_is_refused(tmp_path_factory):
     out = tmp_path_factory.mktemp("two_params")
-    simulate(out, app="toy", params={"ranks": [1, 2], "batch": [32, 64]}, repetitions=1, epochs=2, train_steps=1, val_steps=1)
+    simulate(
+        out, app="toy", params={"ranks": [1, 2], "batch": [32, 64]}, repetitions=1, epochs=2, train_steps=1, val_steps=1
+    )
     with pytest.raises(InputError, match="not modeled"):
         load_experiment(out, ["ranks"], use_cache=False, progress=False, jobs=1)
     both = load_experiment(out, ["ranks", "b"], aliases=["b=batch"], use_cache=False, progress=False, jobs=1)
@@ -317,7 +352,8 @@ def test_manifest_with_any_names_gives_the_same_experiment(small_run, tmp_path):
         lines.append(f"capture_{i}.sqlite,{parsed['ranks']},{parsed['rank']},{parsed['rep']}")
     (tmp_path / "runs.csv").write_text("\n".join(lines) + "\n")
     by_name = load_experiment(small_run, use_cache=False, progress=False, jobs=1)
-    by_manifest = load_experiment(manifest=tmp_path / "runs.csv", aliases=["nodes=ranks"], use_cache=False,
-                                  progress=False, jobs=1)
+    by_manifest = load_experiment(
+        manifest=tmp_path / "runs.csv", aliases=["nodes=ranks"], use_cache=False, progress=False, jobs=1
+    )
     assert by_manifest.params == ["ranks"] and not by_manifest.problems
     pd.testing.assert_frame_equal(by_name.points, by_manifest.points)

@@ -64,16 +64,29 @@ def synthetic_step_sums(ranks_list, reps=2, noise=0.01, seed=0):
                             if phase in laws:
                                 value = laws[phase](p) * rng.lognormal(0, noise)
                                 rows.append((file_id, rank, rep, p, region, kind, category, phase, step, value))
-                        rows.append((file_id, rank, rep, p, "step", "step", "step", phase, step,
-                                     truth_step(p, phase) * rng.lognormal(0, noise)))
-    frame = pd.DataFrame(rows, columns=["file", "rank", "rep", "ranks", "region", "kind", "category", "phase",
-                                        "step", "value"])
+                        rows.append(
+                            (
+                                file_id,
+                                rank,
+                                rep,
+                                p,
+                                "step",
+                                "step",
+                                "step",
+                                phase,
+                                step,
+                                truth_step(p, phase) * rng.lognormal(0, noise),
+                            )
+                        )
+    frame = pd.DataFrame(
+        rows, columns=["file", "rank", "rep", "ranks", "region", "kind", "category", "phase", "step", "value"]
+    )
     return frame.assign(metric="time", epoch=1)
 
 
 def synthetic_experiment(ranks_list, dataset=None, **kw):
-    from extradeep.aggregate.medians import aggregate
     from extradeep.aggregate.experiment import Experiment, dataset_dict
+    from extradeep.aggregate.medians import aggregate
 
     values, points = aggregate(synthetic_step_sums(ranks_list, **kw), ["ranks"], min_points=5)
     provenance = pd.DataFrame({"path": [f"/x/app.p{p}.r1.mpi0.sqlite" for p in ranks_list], "ranks": ranks_list})

@@ -87,8 +87,9 @@ def test_experiment_proposals_cross_the_node_boundary_first_and_never_reuse_a_re
     planned = {(r.ranks, r.first_rep + k) for r in plan.itertuples() for k in range(r.reps)}
     assert not planned & taken and len(planned) == plan["reps"].sum()
     shrink = plan["interval_before_pct"] - plan["interval_after_pct"]
-    assert (shrink >= 0).all() and np.allclose(plan["interval_before_pct"].iloc[1:],
-                                               plan["interval_after_pct"].iloc[:-1])
+    assert (shrink >= 0).all() and np.allclose(
+        plan["interval_before_pct"].iloc[1:], plan["interval_after_pct"].iloc[:-1]
+    )
 
 
 def test_the_proposed_run_really_narrows_the_interval(fitted, experiment, tmp_path):
@@ -96,8 +97,9 @@ def test_the_proposed_run_really_narrows_the_interval(fitted, experiment, tmp_pa
     first = fitted.propose(1).iloc[0]
     out = tmp_path / "next"
     simulate(out, params={"ranks": [int(first.ranks)]}, repetitions=int(first.reps), truth_replicates=0, seed=6)
-    extra = measured_values(xd.load_experiment(out, params=["ranks"], progress=False, use_cache=False,
-                                               replay=False, jobs=1))
+    extra = measured_values(
+        xd.load_experiment(out, params=["ranks"], progress=False, use_cache=False, replay=False, jobs=1)
+    )
     extra = extra[extra["quantity"] == "epoch time"].assign(rep=lambda f: f["rep"] + int(first.first_rep) - 1)
     data = pd.concat([fitted.measurements_, extra[["ranks", "rep", "value"]]], ignore_index=True)
     refit = MeasurementAdvisor(40, 16, gpus_per_node=8).fit(data)
@@ -121,8 +123,15 @@ def test_layout_in_the_experiment_gives_the_node_size(experiment):
     assert advisor.gpus_per_node_ == 4 and any("layout" in n for n in advisor.notes_)
 
 
-@pytest.mark.parametrize("kwargs, option", [({"target": 1.5}, "--target"), ({"max_ranks": 0}, "--max-ranks"),
-                                            ({"budget_gpu_hours": -1}, "--budget"), ({"level": 2}, "--level")])
+@pytest.mark.parametrize(
+    "kwargs, option",
+    [
+        ({"target": 1.5}, "--target"),
+        ({"max_ranks": 0}, "--max-ranks"),
+        ({"budget_gpu_hours": -1}, "--budget"),
+        ({"level": 2}, "--level"),
+    ],
+)
 def test_bad_settings_are_one_line_errors(kwargs, option):
     settings = {"target": 64, "max_ranks": 16, "gpus_per_node": 4, **kwargs}
     with pytest.raises(InputError) as err:

@@ -8,7 +8,7 @@ from extradeep.analysis.points import parse_fixed, parse_values, point_grid
 from extradeep.errors import InputError
 
 RANKS = pd.DataFrame({"ranks": np.arange(2, 65, 2, dtype=float)})
-AMDAHL = (lambda p: 100.0 + 6400.0 / p)  # seconds per epoch
+AMDAHL = lambda p: 100.0 + 6400.0 / p  # seconds per epoch
 
 
 def _search(law, limits, scaling="strong", **cost):
@@ -64,16 +64,24 @@ def test_cost_limit_fails_with_money(law):
 
 
 def test_weak_scaling_prefers_the_smallest_allocation(law):
-    result = budget_search(law(lambda p: 50.0 + np.log2(p)), RANKS, ["ranks"], BudgetLimits(max_time=60.0),
-                           CostSettings(), {"ranks": 2}, "weak")
+    result = budget_search(
+        law(lambda p: 50.0 + np.log2(p)),
+        RANKS,
+        ["ranks"],
+        BudgetLimits(max_time=60.0),
+        CostSettings(),
+        {"ranks": 2},
+        "weak",
+    )
     best = result.best.set_index("criterion")
     assert best.loc["efficiency", "ranks"] == 2 and best.loc["cost", "ranks"] == 2
     assert result.table.loc[0, "efficiency"] == pytest.approx(1.0)
 
 
 def test_upper_bound_validity_is_reported(law):
-    result = budget_search(law(AMDAHL, width=0.6), RANKS, ["ranks"], BudgetLimits(max_time=300.0),
-                           CostSettings(), {"ranks": 2})
+    result = budget_search(
+        law(AMDAHL, width=0.6), RANKS, ["ranks"], BudgetLimits(max_time=300.0), CostSettings(), {"ranks": 2}
+    )
     assert result.found and not result.table["valid_upper"].any()
     assert result.notes and "prediction interval" in result.notes[0]
 
@@ -91,8 +99,9 @@ def test_bad_limits_and_empty_candidates():
 def test_two_parameters_give_intervals_per_fixed_value(law):
     grid = pd.concat([point_grid(parse_values("2:8:2"), ["ranks", "batch"], "ranks", {"batch": b}) for b in (32, 64)])
     model = law(lambda X: X[:, 1] * 10.0 / X[:, 0])
-    result = budget_search(model, grid, ["ranks", "batch"], BudgetLimits(max_time=200.0), CostSettings(),
-                           {"ranks": 2, "batch": 32})
+    result = budget_search(
+        model, grid, ["ranks", "batch"], BudgetLimits(max_time=200.0), CostSettings(), {"ranks": 2, "batch": 32}
+    )
     spans = result.intervals.set_index("batch")[["from", "to"]]
     assert spans.loc[32.0].tolist() == [2.0, 8.0] and spans.loc[64.0].tolist() == [4.0, 8.0]
 
@@ -116,7 +125,13 @@ def test_two_parameter_search_says_what_stays_fixed_and_names_the_unit_once(law)
     reads "5 (currency units)", not "5 cost (currency units)"."""
     grid = pd.DataFrame({"ranks": [2.0, 4.0, 8.0], "batch": [64.0] * 3})
     model = law(lambda X: 100.0 + 6400.0 / np.atleast_2d(X)[:, 0])
-    result = budget_search(model, grid, ["ranks", "batch"], BudgetLimits(max_cost=0.001),
-                           CostSettings(price_per_gpu_hour=2.5), {"ranks": 2.0, "batch": 64.0})
+    result = budget_search(
+        model,
+        grid,
+        ["ranks", "batch"],
+        BudgetLimits(max_cost=0.001),
+        CostSettings(price_per_gpu_hour=2.5),
+        {"ranks": 2.0, "batch": 64.0},
+    )
     assert any("varies ranks only" in n and "batch=64 stays fixed" in n for n in result.notes)
     assert "(currency units)" in result.failure and "cost (currency units)" not in result.failure

@@ -29,9 +29,19 @@ def measured(seed=0, noise=0.01):
             for region, time in pure(p).items():
                 ranks = time * rng.lognormal(0, noise) + rng.uniform(0, 2 * WAIT, p) * (np.arange(p) > 0)
                 comm += float(np.median(ranks))
-                values.append({"region": region, "kind": "kernel", "category": "communication", "metric": "time",
-                               "phase": "train", "ranks": float(p), "rep": rep, "value": float(np.median(ranks)),
-                               "rank_min": float(ranks.min())})
+                values.append(
+                    {
+                        "region": region,
+                        "kind": "kernel",
+                        "category": "communication",
+                        "metric": "time",
+                        "phase": "train",
+                        "ranks": float(p),
+                        "rep": rep,
+                        "value": float(np.median(ranks)),
+                        "rank_min": float(ranks.min()),
+                    }
+                )
             b = B * rng.lognormal(0, noise)
             o = SHARE * comm
             parts.append({"ranks": float(p), "rep": rep, "S": b + comm - o, "B": b, "C": comm, "O": o})
@@ -41,8 +51,10 @@ def measured(seed=0, noise=0.01):
 @pytest.fixture(scope="module")
 def fitted():
     parts, values = measured()
-    return (fit_step_composition(parts, ["ranks"], pure=pure_times(values, ["ranks"])),
-            fit_step_composition(parts, ["ranks"]))
+    return (
+        fit_step_composition(parts, ["ranks"], pure=pure_times(values, ["ranks"])),
+        fit_step_composition(parts, ["ranks"]),
+    )
 
 
 def test_pure_times_take_the_lowest_rank_and_repetition():

@@ -7,8 +7,15 @@ from extradeep.errors import InputError
 
 
 def _frame():
-    return pd.DataFrame({"ranks": [2, 4, 8], "batch": [32, 32, 64], "T": [3600.0, 1800.0, 7200.0],
-                         "T_lo": [3000.0, 1500.0, 7000.0], "T_hi": [4000.0, 2000.0, 8000.0]})
+    return pd.DataFrame(
+        {
+            "ranks": [2, 4, 8],
+            "batch": [32, 32, 64],
+            "T": [3600.0, 1800.0, 7200.0],
+            "T_lo": [3000.0, 1500.0, 7000.0],
+            "T_hi": [4000.0, 2000.0, 8000.0],
+        }
+    )
 
 
 def test_core_hours_follow_eq_14():

@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from extradeep.aggregate.experiment import NEED_DATASET
 from extradeep.analysis.core import analyse, measured_points, prediction_table, subset_experiment
 from extradeep.analysis.epoch import EPOCH_TIME, EpochModel, model_from_dict
-from extradeep.aggregate.experiment import NEED_DATASET
 
 MODELING = [2, 4, 6, 8, 10]
 

@@ -12,9 +12,13 @@ def test_errors_at_modeling_and_held_out_points(synthetic):
     points = experiment.points[["ranks"]].drop_duplicates()
     analysis = analyse(subset_experiment(experiment, points[points.ranks <= 10]))
     held_app, held_regions = measured_points(subset_experiment(experiment, points[points.ranks > 10]), dataset)
-    errors = pd.concat([
-        prediction_errors(analysis, analysis.application_points, analysis.region_points, "modeling"),
-        prediction_errors(analysis, held_app, held_regions, "evaluation")], ignore_index=True)
+    errors = pd.concat(
+        [
+            prediction_errors(analysis, analysis.application_points, analysis.region_points, "modeling"),
+            prediction_errors(analysis, held_app, held_regions, "evaluation"),
+        ],
+        ignore_index=True,
+    )
     epoch = errors[(errors.model_type == "application") & (errors.name == "epoch time")].set_index("ranks")
     assert list(epoch.index) == [2, 4, 6, 8, 10, 20, 40]
     assert (epoch.loc[[20, 40], "role"] == "evaluation").all()

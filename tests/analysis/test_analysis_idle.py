@@ -13,8 +13,16 @@ def ddp_points(tmp_path_factory):
     from extradeep.simulate import simulate
 
     out = tmp_path_factory.mktemp("idle_ddp")
-    simulate(out / "sim", params={"ranks": [2, 3]}, repetitions=1, train_steps=3, val_steps=1, ddp=True,
-             noise=(0.0, 0.0, 0.0), seed=4)
+    simulate(
+        out / "sim",
+        params={"ranks": [2, 3]},
+        repetitions=1,
+        train_steps=3,
+        val_steps=1,
+        ddp=True,
+        noise=(0.0, 0.0, 0.0),
+        seed=4,
+    )
     experiment = load_experiment([out / "sim"], params=["ranks"], cache_dir=out / "cache", progress=False)
     app, _ = measured_points(experiment, None)
     return app.pivot_table(index="ranks", columns="quantity", values="value")

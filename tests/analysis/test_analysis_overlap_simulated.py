@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from extradeep.analysis.core import analyse, prediction_table
-from extradeep.analysis.communication import CommunicationSum
-from extradeep.analysis.epoch import EPOCH_TIME
 from extradeep.aggregate.experiment import Dataset
+from extradeep.analysis.communication import CommunicationSum
+from extradeep.analysis.core import analyse, prediction_table
+from extradeep.analysis.epoch import EPOCH_TIME
 
 DATASET = Dataset(train_samples=50_000, val_samples=10_000, batch_per_rank=64)
 NETWORKS = {"default": 1.0, "fast": 16.0, "slow": 0.25}
@@ -32,17 +32,34 @@ def network(request, tmp_path_factory):
 
     root = tmp_path_factory.mktemp(f"overlap_{request.param}")
     scale = NETWORKS[request.param]
-    simulate(root / "model", params={"ranks": [2, 4, 6, 8, 10]}, repetitions=2, train_steps=3, val_steps=1,
-             seed=1, nccl_bandwidth_scale=scale)
-    simulate(root / "eval", params={"ranks": [20, 40]}, repetitions=1, train_steps=2, val_steps=1,
-             seed=2, nccl_bandwidth_scale=scale)
+    simulate(
+        root / "model",
+        params={"ranks": [2, 4, 6, 8, 10]},
+        repetitions=2,
+        train_steps=3,
+        val_steps=1,
+        seed=1,
+        nccl_bandwidth_scale=scale,
+    )
+    simulate(
+        root / "eval",
+        params={"ranks": [20, 40]},
+        repetitions=1,
+        train_steps=2,
+        val_steps=1,
+        seed=2,
+        nccl_bandwidth_scale=scale,
+    )
     analyses = {}
     for replay in (True, False):
-        experiment = load_experiment([root / "model"], params=["ranks"], cache_dir=root / "cache", progress=False,
-                                     replay=replay)
+        experiment = load_experiment(
+            [root / "model"], params=["ranks"], cache_dir=root / "cache", progress=False, replay=replay
+        )
         analyses[replay] = analyse(experiment, DATASET)
-    truth = {p["params"]["ranks"]: expected_epoch(p)
-             for p in json.loads((root / "eval" / "truth.json").read_text())["points"]}
+    truth = {
+        p["params"]["ranks"]: expected_epoch(p)
+        for p in json.loads((root / "eval" / "truth.json").read_text())["points"]
+    }
     return request.param, analyses, truth
 
 

@@ -5,8 +5,14 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from extradeep.analysis.core import (Analysis, analyse, derived_models, extrapolation_notes, prediction_table,
-                                        reliability_notes)
+from extradeep.analysis.core import (
+    Analysis,
+    analyse,
+    derived_models,
+    extrapolation_notes,
+    prediction_table,
+    reliability_notes,
+)
 from extradeep.analysis.epoch import EPOCH_TIME
 
 
@@ -39,14 +45,28 @@ def test_eq12_models_agree_with_the_table_when_a_second_parameter_varies(law):
     """Perfect weak scaling in ranks; a larger batch halves the epoch (fewer steps). Efficiency vs
     the baseline (ranks=2, batch=32) is 1 at batch 32; a fit across both batches would mix in the
     batch ratio 2 and say ~1.2-1.5."""
-    points = pd.DataFrame([(p, b) for p in (2.0, 4.0, 6.0, 8.0, 10.0) for b in (32.0, 64.0)], columns=["ranks", "batch"])
+    points = pd.DataFrame(
+        [(p, b) for p in (2.0, 4.0, 6.0, 8.0, 10.0) for b in (32.0, 64.0)], columns=["ranks", "batch"]
+    )
     model = law(lambda X: 100.0 * 32.0 / np.atleast_2d(X)[:, 1])
     app_points = points.assign(quantity=EPOCH_TIME, value=100.0, rep_min=100.0, rep_max=100.0, n_reps=1)
     empty = pd.DataFrame()
-    analysis = Analysis(["ranks", "batch"], "ranks", "step", "weak", {"ranks": 2.0, "batch": 32.0},
-                        empty, app_points, pd.DataFrame([{"quantity": EPOCH_TIME, "model": model, "formula": "",
-                                                          "growth": "", "smape": 0.0, "reason": ""}]),
-                        empty, empty, empty, options={"min_points": 3})
+    analysis = Analysis(
+        ["ranks", "batch"],
+        "ranks",
+        "step",
+        "weak",
+        {"ranks": 2.0, "batch": 32.0},
+        empty,
+        app_points,
+        pd.DataFrame(
+            [{"quantity": EPOCH_TIME, "model": model, "formula": "", "growth": "", "smape": 0.0, "reason": ""}]
+        ),
+        empty,
+        empty,
+        empty,
+        options={"min_points": 3},
+    )
     derived = derived_models(analysis).set_index("derived")
     assert derived.loc["efficiency", "at"] == "batch=32"
     grid = pd.DataFrame({"ranks": [16.0, 32.0], "batch": [32.0, 32.0]})

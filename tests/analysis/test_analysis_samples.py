@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from extradeep.aggregate.experiment import Dataset
 from extradeep.analysis.budget import BudgetLimits, budget_search
 from extradeep.analysis.cost import CostSettings
 from extradeep.analysis.epoch import EpochModel, work_samples
-from extradeep.aggregate.experiment import Dataset
 
 DATASET = Dataset(train_samples=50_000, val_samples=0, batch_per_rank=64)
 RANKS = pd.DataFrame({"ranks": np.arange(2, 129, 2, dtype=float)})
@@ -33,8 +33,9 @@ def test_work_samples_count_whole_batches_and_never_the_padding():
 def test_efficiency_per_sample_cannot_exceed_one_from_rounding(law):
     """Perfect scaling of the work per sample gives E = 1 everywhere; comparing epoch times
     would give up to 1.16 at ranks = 112 (an epoch that leaves out 14% of the data)."""
-    result = budget_search(steps_model(law), RANKS, ["ranks"], BudgetLimits(max_time=1e9), CostSettings(),
-                           {"ranks": 2.0}, "strong")
+    result = budget_search(
+        steps_model(law), RANKS, ["ranks"], BudgetLimits(max_time=1e9), CostSettings(), {"ranks": 2.0}, "strong"
+    )
     np.testing.assert_allclose(result.table["efficiency"], 1.0, rtol=1e-12)
     time_ratio = result.table["T_base"] / result.table["T"] * 2 / result.table["ranks"]
     assert time_ratio.max() > 1.1  # what the epoch-time ratio alone would have said
@@ -43,8 +44,15 @@ def test_efficiency_per_sample_cannot_exceed_one_from_rounding(law):
 def test_budget_flags_and_avoids_epochs_that_skip_data(law):
     """The fastest valid epoch is ranks=112 only because it processes 43,008 of 50,000 samples;
     the best-by-time pick must be a configuration that processes (almost) all of them."""
-    result = budget_search(steps_model(law), RANKS, ["ranks"], BudgetLimits(max_time=3600.0, epochs=90),
-                           CostSettings(), {"ranks": 2.0}, "strong")
+    result = budget_search(
+        steps_model(law),
+        RANKS,
+        ["ranks"],
+        BudgetLimits(max_time=3600.0, epochs=90),
+        CostSettings(),
+        {"ranks": 2.0},
+        "strong",
+    )
     table = result.table.set_index("ranks")
     assert table["T"].idxmin() in (112.0, 114.0, 116.0, 118.0)
     best = result.best.set_index("criterion")

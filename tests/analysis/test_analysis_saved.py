@@ -14,8 +14,9 @@ DATASET = Dataset(train_samples=50_000, val_samples=10_000, batch_per_rank=64)
 def saved(tmp_path_factory):
     root = tmp_path_factory.mktemp("saved-models")
     simulate(root / "runs", params={"ranks": [2, 4, 6, 8, 10]}, repetitions=2, train_steps=3, val_steps=1, seed=5)
-    experiment = load_experiment([root / "runs"], params=["ranks"], dataset=DATASET, cache_dir=root / "cache",
-                                 progress=False)
+    experiment = load_experiment(
+        [root / "runs"], params=["ranks"], dataset=DATASET, cache_dir=root / "cache", progress=False
+    )
     fitted = analyse(experiment)
     experiment.save(root / "exp.sqlite", extra_tables=models_tables(fitted))
     return root / "exp.sqlite", fitted
@@ -66,8 +67,17 @@ def saved_on_one_node(tmp_path_factory):
     """Weak scaling inside one 8-GPU node, saved with its models and no system file: its
     collectives' network part is unknown ("none") in the saved models."""
     root = tmp_path_factory.mktemp("saved-one-node")
-    sim = simulate(root / "runs", params={"ranks": [2, 3, 4, 6, 8]}, topology="dgx-8-nvswitch", scaling="weak",
-                   repetitions=1, epochs=2, train_steps=3, val_steps=1, truth_ranks=[32])
+    sim = simulate(
+        root / "runs",
+        params={"ranks": [2, 3, 4, 6, 8]},
+        topology="dgx-8-nvswitch",
+        scaling="weak",
+        repetitions=1,
+        epochs=2,
+        train_steps=3,
+        val_steps=1,
+        truth_ranks=[32],
+    )
     data = Dataset(50_000, 10_000, 64, weak_scaling=True)
     experiment = load_experiment([root / "runs"], dataset=data, use_cache=False, progress=False)
     fitted = analyse(experiment)

@@ -8,7 +8,6 @@ from extradeep.analysis.bottlenecks import bottleneck_table
 from extradeep.analysis.scaling import default_baseline, predict_table, scaling_table
 from extradeep.errors import InputError
 
-
 GRID = pd.DataFrame({"ranks": [2, 4, 8, 16, 64]})
 
 
@@ -17,16 +16,18 @@ def _models(**laws):
 
 
 def test_perfect_strong_scaling_has_efficiency_one_and_linear_speedup(law):
-    table = scaling_table(_models(total=law(lambda p: 1000.0 / p)), GRID, ["ranks"], ["region"],
-                          baseline={"ranks": 2}, mode="strong")
+    table = scaling_table(
+        _models(total=law(lambda p: 1000.0 / p)), GRID, ["ranks"], ["region"], baseline={"ranks": 2}, mode="strong"
+    )
     np.testing.assert_allclose(table["efficiency"], 1.0)
     np.testing.assert_allclose(table["speedup"], GRID["ranks"] / 2)
     np.testing.assert_allclose(table["runtime_change_pct"], (1 - 2 / GRID["ranks"]) * 100)
 
 
 def test_perfect_weak_scaling_has_efficiency_one_and_zero_runtime_change(law):
-    table = scaling_table(_models(total=law(lambda p: 0 * p + 42.0)), GRID, ["ranks"], ["region"],
-                          baseline={"ranks": 2}, mode="weak")
+    table = scaling_table(
+        _models(total=law(lambda p: 0 * p + 42.0)), GRID, ["ranks"], ["region"], baseline={"ranks": 2}, mode="weak"
+    )
     np.testing.assert_allclose(table["efficiency"], 1.0)
     np.testing.assert_allclose(table["speedup"], GRID["ranks"] / 2)  # scaled speedup
     np.testing.assert_allclose(table["runtime_change_pct"], 0.0)
@@ -34,8 +35,14 @@ def test_perfect_weak_scaling_has_efficiency_one_and_zero_runtime_change(law):
 
 def test_amdahl_strong_scaling_matches_closed_form(law):
     serial, parallel = 10.0, 990.0
-    table = scaling_table(_models(total=law(lambda p: serial + parallel / p)), GRID, ["ranks"], ["region"],
-                          baseline={"ranks": 2}, mode="strong")
+    table = scaling_table(
+        _models(total=law(lambda p: serial + parallel / p)),
+        GRID,
+        ["ranks"],
+        ["region"],
+        baseline={"ranks": 2},
+        mode="strong",
+    )
     T = serial + parallel / GRID["ranks"]
     T1 = serial + parallel / 2
     np.testing.assert_allclose(table["speedup"], T1 / T)
@@ -53,8 +60,9 @@ def test_baseline_outside_the_grid_and_several_models(law):
 
 
 def test_non_positive_prediction_gives_nan_not_a_number_that_looks_valid(law):
-    table = scaling_table(_models(x=law(lambda p: 10.0 - p)), GRID, ["ranks"], ["region"],
-                          baseline={"ranks": 2}, mode="strong")
+    table = scaling_table(
+        _models(x=law(lambda p: 10.0 - p)), GRID, ["ranks"], ["region"], baseline={"ranks": 2}, mode="strong"
+    )
     assert table.loc[table.ranks >= 16, "speedup"].isna().all()
     assert table.loc[table.ranks == 4, "speedup"].iloc[0] == pytest.approx(8 / 6)
 
@@ -62,8 +70,9 @@ def test_non_positive_prediction_gives_nan_not_a_number_that_looks_valid(law):
 def test_two_parameters_use_ranks_for_resources(law):
     grid = pd.DataFrame({"ranks": [2, 4, 8], "batch": [32, 32, 64]})
     model = law(lambda X: X[:, 1] * 10.0 / X[:, 0])
-    table = scaling_table(_models(t=model), grid, ["ranks", "batch"], ["region"],
-                          baseline={"ranks": 2, "batch": 32}, mode="strong")
+    table = scaling_table(
+        _models(t=model), grid, ["ranks", "batch"], ["region"], baseline={"ranks": 2, "batch": 32}, mode="strong"
+    )
     np.testing.assert_allclose(table["efficiency"], [1.0, 1.0, 0.5])
 
 
@@ -85,17 +94,21 @@ def test_predict_table_skips_missing_models_and_gives_intervals(law):
 
 
 def test_bottlenecks_rank_by_growth_then_share(law):
-    models = pd.DataFrame({
-        "region": ["allreduce", "gemm", "relu", "copy", "cpu"],
-        "kind": ["kernel", "kernel", "kernel", "memcpy", "os"],
-        "category": ["communication", "computation", "computation", "memory", "os"],
-        "metric": ["time"] * 5,
-        "model": [law(lambda p: 0.1 * p * np.log2(p), "O(p log p)", 2.0),
-                  law(lambda p: 0 * p + 50.0, "O(1)", 0.0),
-                  law(lambda p: 0 * p + 10.0, "O(1)", 0.0),
-                  law(lambda p: 0.5 * np.sqrt(p), "O(p^0.5)", 0.5),
-                  law(lambda p: p ** 3, "O(p^3)", 3.0)],
-    })
+    models = pd.DataFrame(
+        {
+            "region": ["allreduce", "gemm", "relu", "copy", "cpu"],
+            "kind": ["kernel", "kernel", "kernel", "memcpy", "os"],
+            "category": ["communication", "computation", "computation", "memory", "os"],
+            "metric": ["time"] * 5,
+            "model": [
+                law(lambda p: 0.1 * p * np.log2(p), "O(p log p)", 2.0),
+                law(lambda p: 0 * p + 50.0, "O(1)", 0.0),
+                law(lambda p: 0 * p + 10.0, "O(1)", 0.0),
+                law(lambda p: 0.5 * np.sqrt(p), "O(p^0.5)", 0.5),
+                law(lambda p: p**3, "O(p^3)", 3.0),
+            ],
+        }
+    )
     table = bottleneck_table(models, {"ranks": 64}, ["ranks"])
     assert list(table.region) == ["allreduce", "copy", "gemm", "relu"]  # os is not GPU work
     gemm = table.set_index("region").loc["gemm"]

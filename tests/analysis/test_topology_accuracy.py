@@ -27,10 +27,17 @@ def _errors(model, truth):
 @pytest.fixture(scope="module")
 def across_nodes(tmp_path_factory):
     out = tmp_path_factory.mktemp("nodes4")
-    sim = simulate(out, params={"ranks": [2, 3, 4, 8, 12, 16]}, topology="4gpu-1nic-per-gpu", scaling="weak",
-                   truth_ranks=[32, 64], **SMALL)
-    experiment = load_experiment([out], progress=False, use_cache=False, dataset=Dataset(50000, 10000, 64,
-                                                                                        weak_scaling=True))
+    sim = simulate(
+        out,
+        params={"ranks": [2, 3, 4, 8, 12, 16]},
+        topology="4gpu-1nic-per-gpu",
+        scaling="weak",
+        truth_ranks=[32, 64],
+        **SMALL,
+    )
+    experiment = load_experiment(
+        [out], progress=False, use_cache=False, dataset=Dataset(50000, 10000, 64, weak_scaling=True)
+    )
     return sim, experiment, analyse(experiment)
 
 
@@ -57,8 +64,9 @@ def test_predictions_at_4x_across_nodes(across_nodes):
 @pytest.fixture(scope="module")
 def one_node(tmp_path_factory):
     out = tmp_path_factory.mktemp("node1")
-    sim = simulate(out, params={"ranks": [2, 3, 4, 6, 8]}, topology="dgx-8-nvswitch", scaling="weak",
-                   truth_ranks=[16, 32], **SMALL)
+    sim = simulate(
+        out, params={"ranks": [2, 3, 4, 6, 8]}, topology="dgx-8-nvswitch", scaling="weak", truth_ranks=[16, 32], **SMALL
+    )
     data = Dataset(50000, 10000, 64, weak_scaling=True)
     bare = load_experiment([out], progress=False, use_cache=False, dataset=data)
     told = load_experiment([out], progress=False, use_cache=False, dataset=data, system="dgx-8-nvswitch")
@@ -83,11 +91,22 @@ def test_one_node_with_a_system_file_predicts_within_10_percent(one_node):
 def other_algorithm(request, tmp_path_factory):
     """Weak scaling on 4-GPU nodes whose all-reduce is a tree or hierarchical (lean: one repetition)."""
     out = tmp_path_factory.mktemp(request.param)
-    sim = simulate(out, params={"ranks": [2, 3, 4, 8, 12, 16]}, topology="4gpu-1nic-per-gpu", scaling="weak",
-                   algorithm=request.param, truth_ranks=[64], repetitions=1, epochs=2, train_steps=3, val_steps=1,
-                   truth_replicates=2)
-    experiment = load_experiment([out], progress=False, use_cache=False,
-                                 dataset=Dataset(50000, 10000, 64, weak_scaling=True))
+    sim = simulate(
+        out,
+        params={"ranks": [2, 3, 4, 8, 12, 16]},
+        topology="4gpu-1nic-per-gpu",
+        scaling="weak",
+        algorithm=request.param,
+        truth_ranks=[64],
+        repetitions=1,
+        epochs=2,
+        train_steps=3,
+        val_steps=1,
+        truth_replicates=2,
+    )
+    experiment = load_experiment(
+        [out], progress=False, use_cache=False, dataset=Dataset(50000, 10000, 64, weak_scaling=True)
+    )
     return request.param, sim, analyse(experiment)
 
 

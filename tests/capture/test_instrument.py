@@ -13,9 +13,9 @@ import pytest
 
 pytest.importorskip("libcst")
 
+from extradeep.capture.instrument import instrument  # noqa: E402
 from extradeep.cli import main  # noqa: E402
 from extradeep.errors import InputError  # noqa: E402
-from extradeep.capture.instrument import instrument  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PROJECT = DATA / "instrument_project"
@@ -24,8 +24,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def tree_digest(root: Path) -> dict:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
 
 
 def run_main(directory: Path, tmp_path: Path, fake_nvtx: bool):
@@ -36,8 +39,9 @@ def run_main(directory: Path, tmp_path: Path, fake_nvtx: bool):
     if fake_nvtx:
         env["PYTHONPATH"] = os.pathsep.join([str(FAKE_NVTX), str(REPO)])
         env.update(EXTRADEEP_NVTX="1", EXTRADEEP_FAKE_NVTX_LOG=str(log))
-    done = subprocess.run([sys.executable, "main.py", "1", "2.5", "4"], cwd=directory, env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "main.py", "1", "2.5", "4"], cwd=directory, env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     calls = [tuple(json.loads(line)) for line in log.read_text().splitlines()] if log.exists() else []
     return done.stdout, calls
@@ -78,11 +82,20 @@ def test_report_lists_what_was_instrumented_and_left_out(instrumented):
     assert set(by_module) == {"main", "helpers", "shapes", "shapes.geometry", "shapes.stats", "shapes._table"}
     assert "unused" not in by_module and not (out / "unused.py").exists()  # never imported from main.py
     assert by_module["shapes.geometry"].instrumented == [
-        "shapes.geometry.Shape.area", "shapes.geometry.Shape.describe", "shapes.geometry.Circle.__init__",
-        "shapes.geometry.Circle.area", "shapes.geometry.Circle.diameter", "shapes.geometry.Square.__init__",
-        "shapes.geometry.Square.area", "shapes.geometry.Square.from_side", "shapes.geometry.Square.Corner.count"]
-    assert dict(by_module["helpers"].skipped) == {"helpers.running_total": "generator",
-                                                  "helpers.Registry.__len__": "dunder method"}
+        "shapes.geometry.Shape.area",
+        "shapes.geometry.Shape.describe",
+        "shapes.geometry.Circle.__init__",
+        "shapes.geometry.Circle.area",
+        "shapes.geometry.Circle.diameter",
+        "shapes.geometry.Square.__init__",
+        "shapes.geometry.Square.area",
+        "shapes.geometry.Square.from_side",
+        "shapes.geometry.Square.Corner.count",
+    ]
+    assert dict(by_module["helpers"].skipped) == {
+        "helpers.running_total": "generator",
+        "helpers.Registry.__len__": "dunder method",
+    }
     assert dict(by_module["shapes.stats"].skipped) == {"shapes.stats.not_instrumented": "coroutine"}
     assert by_module["shapes._table"].status.startswith("generated")
     assert (out / "shapes" / "_table.py").read_bytes() == (PROJECT / "shapes" / "_table.py").read_bytes()
@@ -113,8 +126,11 @@ def test_a_second_pass_changes_nothing(instrumented, tmp_path):
 def test_third_party_build_and_venv_folders_are_not_instrumented(tmp_path):
     project = tmp_path / "project"
     shutil.copytree(PROJECT, project)
-    for folder, name in (("build/lib", "stale.py"), (".venv/lib/python3/site-packages", "thirdparty.py"),
-                         ("env311", "tool.py")):
+    for folder, name in (
+        ("build/lib", "stale.py"),
+        (".venv/lib/python3/site-packages", "thirdparty.py"),
+        ("env311", "tool.py"),
+    ):
         (project / folder).mkdir(parents=True)
         (project / folder / name).write_text("def f():\n    return 1\n")
     (project / "env311" / "pyvenv.cfg").write_text("home = /usr/bin\n")
@@ -162,9 +178,11 @@ def test_cli_without_libcst_says_so_in_one_line(tmp_path, capsys, monkeypatch):
 def test_bad_sources_are_one_line_errors(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("not python\n")
     (tmp_path / "empty").mkdir()
-    for src, problem in ((tmp_path / "missing.py", "no such file or directory"),
-                         (tmp_path / "notes.txt", "not a Python file (.py)"),
-                         (tmp_path / "empty", "no Python files found")):
+    for src, problem in (
+        (tmp_path / "missing.py", "no such file or directory"),
+        (tmp_path / "notes.txt", "not a Python file (.py)"),
+        (tmp_path / "empty", "no Python files found"),
+    ):
         assert main(["instrument", str(src), "--out", str(tmp_path / "out")]) == 2
         assert capsys.readouterr().err == f"extradeep: error: {src.resolve()}: {problem}\n"
 

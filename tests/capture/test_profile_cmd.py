@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from extradeep.cli import main
-from extradeep.io.discover import parse_name
-from extradeep.errors import InputError
 from extradeep.capture.frameworks.sampling import Sampling
 from extradeep.capture.profile_cmd import ProfilePlan
+from extradeep.cli import main
+from extradeep.errors import InputError
+from extradeep.io.discover import parse_name
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
@@ -83,26 +83,38 @@ def exports(workdir: Path):
 
 
 def plan(**changes):
-    settings = dict(app="cifar10", command=["bash", "record.sh", "--batch", "{b}", "--tag", "p{ranks} r{rep}"],
-                    ranks=[2, 4], reps=2, params={"b": ["32", "64"]})
+    settings = dict(
+        app="cifar10",
+        command=["bash", "record.sh", "--batch", "{b}", "--tag", "p{ranks} r{rep}"],
+        ranks=[2, 4],
+        reps=2,
+        params={"b": ["32", "64"]},
+    )
     return ProfilePlan(**{**settings, **changes})
 
 
 @pytest.mark.parametrize("launcher", ["srun", "mpirun", "torchrun"])
 def test_shell_script_runs_every_configuration_and_names_files_for_the_reader(workdir, launcher):
     calls = run_script(workdir, plan(launcher=launcher).to_sh())
-    expected = sorted(f"cifar10.p{p}.b{b}.r{r}.mpi{k}.sqlite" for p in (2, 4) for b in (32, 64) for r in (1, 2)
-                      for k in range(p))
+    expected = sorted(
+        f"cifar10.p{p}.b{b}.r{r}.mpi{k}.sqlite" for p in (2, 4) for b in (32, 64) for r in (1, 2) for k in range(p)
+    )
     assert exports(workdir) == expected
     for name in expected:
         parsed = parse_name(name)
         assert f"report of rank {parsed['rank']}" in (workdir / "profiles" / name).read_text()
         assert parsed["ranks"] in (2, 4) and parsed["b"] in (32, 64) and parsed["rep"] in (1, 2)
     assert len(calls) == len(expected)  # one process per rank and run
-    assert {c["argv"] for c in calls} == {f"--batch {b} --tag p{p} r{r}" for p in (2, 4)
-                                                 for b in ("32", "64") for r in (1, 2)}
-    assert calls[0]["env"] == {"EXTRADEEP_NVTX": "1", "EXTRADEEP_TRAIN_STEPS": "5", "EXTRADEEP_VAL_STEPS": "2",
-                               "EXTRADEEP_EPOCHS": "2", "EXTRADEEP_SAMPLING": "truncate"}
+    assert {c["argv"] for c in calls} == {
+        f"--batch {b} --tag p{p} r{r}" for p in (2, 4) for b in ("32", "64") for r in (1, 2)
+    }
+    assert calls[0]["env"] == {
+        "EXTRADEEP_NVTX": "1",
+        "EXTRADEEP_TRAIN_STEPS": "5",
+        "EXTRADEEP_VAL_STEPS": "2",
+        "EXTRADEEP_EPOCHS": "2",
+        "EXTRADEEP_SAMPLING": "truncate",
+    }
 
 
 def test_slurm_array_runs_one_configuration_per_task(workdir):
@@ -112,8 +124,9 @@ def test_slurm_array_runs_one_configuration_per_task(workdir):
     for task in range(8):
         calls = run_script(workdir, script, SLURM_ARRAY_TASK_ID=str(task), SLURM_JOB_NODELIST="node[001-002]")
     assert len(exports(workdir)) == 2 * 2 * (2 + 4)
-    assert {c["argv"] for c in calls} == {f"--batch {b} --tag p{p} r{r}" for p in (2, 4)
-                                                 for b in ("32", "64") for r in (1, 2)}
+    assert {c["argv"] for c in calls} == {
+        f"--batch {b} --tag p{p} r{r}" for p in (2, 4) for b in ("32", "64") for r in (1, 2)
+    }
     assert calls[0]["env"]["EXTRADEEP_CUDA_PROFILER"] == "1" and calls[0]["env"]["EXTRADEEP_SAMPLING"] == "stop"
 
 
@@ -124,23 +137,33 @@ def test_torchrun_slurm_array_spans_nodes(workdir):
     for task in range(2):
         run_script(workdir, script, SLURM_ARRAY_TASK_ID=str(task), SLURM_JOB_NODELIST="node[001-002]")
     # srun starts one torchrun per node (SLURM_PROCID = node), each starting --nproc-per-node ranks
-    assert exports(workdir) == sorted(["cifar10.p2.b16.r1.mpi0.sqlite", "cifar10.p2.b16.r1.mpi1.sqlite"]
-                                      + [f"cifar10.p8.b16.r1.mpi{k}.sqlite" for k in range(8)])
+    assert exports(workdir) == sorted(
+        ["cifar10.p2.b16.r1.mpi0.sqlite", "cifar10.p2.b16.r1.mpi1.sqlite"]
+        + [f"cifar10.p8.b16.r1.mpi{k}.sqlite" for k in range(8)]
+    )
 
 
 def test_a_run_without_reports_stops_the_script_with_a_hint(workdir):
     stderr = run_script(workdir, plan(cuda_profiler=True).to_sh(), returncode=1, NO_CAPTURE="1")
-    assert stderr.strip() == ("extradeep: nsys wrote no reports profiles/cifar10.p2.b32.r1.mpi*.nsys-rep "
-                              "(nsys records only after cudaProfilerStart: use an extradeep helper)")
+    assert stderr.strip() == (
+        "extradeep: nsys wrote no reports profiles/cifar10.p2.b32.r1.mpi*.nsys-rep "
+        "(nsys records only after cudaProfilerStart: use an extradeep helper)"
+    )
     assert not list((workdir / "profiles").glob("*"))
 
 
 @pytest.mark.parametrize(
     ("changes", "message"),
-    [({"command": []}, "training command"), ({"ranks": [0, 2]}, "--ranks"), ({"params": {"p": ["2"]}}, "--param 'p'"),
-     ({"params": {"b": ["big"]}}, "must be numbers"), ({"app": "my.app"}, "no dots"),
-     ({"command": ["python", "t.py", "{lr}"]}, "{lr}"), ({"launcher": "torchrun", "ranks": [6]}, "do not fill nodes"),
-     ({"launcher": "torchrun", "gpus_per_node": 0}, "--gpus-per-node must be at least 1")],
+    [
+        ({"command": []}, "training command"),
+        ({"ranks": [0, 2]}, "--ranks"),
+        ({"params": {"p": ["2"]}}, "--param 'p'"),
+        ({"params": {"b": ["big"]}}, "must be numbers"),
+        ({"app": "my.app"}, "no dots"),
+        ({"command": ["python", "t.py", "{lr}"]}, "{lr}"),
+        ({"launcher": "torchrun", "ranks": [6]}, "do not fill nodes"),
+        ({"launcher": "torchrun", "gpus_per_node": 0}, "--gpus-per-node must be at least 1"),
+    ],
 )
 def test_bad_plans_are_one_line_input_errors(changes, message):
     with pytest.raises(InputError, match=message.replace("{", r"\{").replace("}", r"\}")):
@@ -148,8 +171,24 @@ def test_bad_plans_are_one_line_input_errors(changes, message):
 
 
 def test_cli_prints_the_script(capsys):
-    assert main(["profile-cmd", "--app", "resnet", "--ranks", "2,4,6,8,10", "--reps", "2", "--cuda-profiler",
-                 "--", "python", "train.py"]) == 0
+    assert (
+        main(
+            [
+                "profile-cmd",
+                "--app",
+                "resnet",
+                "--ranks",
+                "2,4,6,8,10",
+                "--reps",
+                "2",
+                "--cuda-profiler",
+                "--",
+                "python",
+                "train.py",
+            ]
+        )
+        == 0
+    )
     script = capsys.readouterr().out
     assert script.startswith("#!/bin/bash\n") and script.count("# run ") == 10
     assert '--output="profiles/resnet.p10.r2.mpi%q{SLURM_PROCID}"' in script

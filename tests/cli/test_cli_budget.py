@@ -21,8 +21,10 @@ def cache(tmp_path_factory):
 def epoch_seconds(tmp_path_factory, cache):
     """Predicted seconds per epoch at 8..64 ranks, from `model --json`."""
     path = tmp_path_factory.mktemp("budget") / "m.json"
-    assert main(["model", str(SAMPLES), "--param", "ranks", *DATASET, *cache, "--predict", "8:64:8",
-                 "--json", str(path)]) == 0
+    assert (
+        main(["model", str(SAMPLES), "--param", "ranks", *DATASET, *cache, "--predict", "8:64:8", "--json", str(path)])
+        == 0
+    )
     doc = json.loads(path.read_text())
     return {p["point"]["ranks"]: p["value"] for p in doc["predictions"] if p["quantity"] == "epoch time"}
 
@@ -32,8 +34,24 @@ def test_deadline_and_budget_give_interval_and_best(capsys, cache, epoch_seconds
     deadline = 100 * (epoch_seconds[16] + epoch_seconds[24]) / 2
     # core-hours for 100 epochs at 40 ranks: the budget allows up to 40 (cost grows with ranks here)
     budget = 100 * epoch_seconds[40] * 40 / 3600 * 1.0001
-    code = main(["budget", str(SAMPLES), "--param", "ranks", *DATASET, *cache, "--epochs", "100",
-                 "--max-time", f"{deadline:.3f}", "--max-cost", f"{budget:.6f}", "--candidates", "8:64:8"])
+    code = main(
+        [
+            "budget",
+            str(SAMPLES),
+            "--param",
+            "ranks",
+            *DATASET,
+            *cache,
+            "--epochs",
+            "100",
+            "--max-time",
+            f"{deadline:.3f}",
+            "--max-cost",
+            f"{budget:.6f}",
+            "--candidates",
+            "8:64:8",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     assert "Valid ranks: 24 .. 40" in out
@@ -43,8 +61,20 @@ def test_deadline_and_budget_give_interval_and_best(capsys, cache, epoch_seconds
 
 def test_impossible_deadline_says_by_how_much(capsys, cache, epoch_seconds):
     fastest = min(epoch_seconds.values())
-    code = main(["budget", str(SAMPLES), "--param", "ranks", *DATASET, *cache, "--max-time", f"{fastest / 2:.4f}",
-                 "--candidates", "8:64:8"])
+    code = main(
+        [
+            "budget",
+            str(SAMPLES),
+            "--param",
+            "ranks",
+            *DATASET,
+            *cache,
+            "--max-time",
+            f"{fastest / 2:.4f}",
+            "--candidates",
+            "8:64:8",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 1
     assert "time limit" in out and "100.0%" in out.replace("99.9%", "100.0%")

@@ -27,17 +27,30 @@ def parse(argv):
     return parser.parse_args(argv)
 
 
-@pytest.mark.parametrize("option, message", [
-    (["--train-samples", "-5"], "--train-samples: must be a number > 0, got -5"),
-    (["--train-samples", "0"], "--train-samples: must be a number > 0"),
-    (["--train-samples", "100", "--val-samples", "-1"], "--val-samples: must be a number >= 0"),
-    (["--batch-size", "0"], "--batch-size: must be a number > 0"),
-    (["--batch-size", "-64"], "--batch-size: must be a number > 0"),
-    (["--gpus-param", "0"], "--gpus-param: must be a number > 0"),
-    (["--model-parallel", "-2"], "--model-parallel: must be a number > 0"),
-])
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        (["--train-samples", "-5"], "--train-samples: must be a number > 0, got -5"),
+        (["--train-samples", "0"], "--train-samples: must be a number > 0"),
+        (["--train-samples", "100", "--val-samples", "-1"], "--val-samples: must be a number >= 0"),
+        (["--batch-size", "0"], "--batch-size: must be a number > 0"),
+        (["--batch-size", "-64"], "--batch-size: must be a number > 0"),
+        (["--gpus-param", "0"], "--gpus-param: must be a number > 0"),
+        (["--model-parallel", "-2"], "--model-parallel: must be a number > 0"),
+    ],
+)
 def test_bad_dataset_sizes_fail_in_one_line_before_reading(capsys, runs, option, message):
-    argv = ["model", str(runs / "runs"), "--no-cache", "--param", "ranks", "--train-samples", "1000", "--batch-size", "8"]
+    argv = [
+        "model",
+        str(runs / "runs"),
+        "--no-cache",
+        "--param",
+        "ranks",
+        "--train-samples",
+        "1000",
+        "--batch-size",
+        "8",
+    ]
     assert main(argv + option) == 2
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("extradeep: error:")]
@@ -45,12 +58,15 @@ def test_bad_dataset_sizes_fail_in_one_line_before_reading(capsys, runs, option,
     assert "reading exports" not in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("text, message", [
-    ("train-samples = -5\nbatch-size = 8\n", "--train-samples: must be a number > 0"),
-    ('train-samples = 1000\nbatch-size = 8\nlast-batch = "pad"\n', "--last-batch: must be one of drop, keep"),
-    ("min-points = 0\n", "--min-points: must be at least 1, got 0"),
-    ('jobs = "4"\n', "--jobs: must be at least 1, got '4'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("train-samples = -5\nbatch-size = 8\n", "--train-samples: must be a number > 0"),
+        ('train-samples = 1000\nbatch-size = 8\nlast-batch = "pad"\n', "--last-batch: must be one of drop, keep"),
+        ("min-points = 0\n", "--min-points: must be at least 1, got 0"),
+        ('jobs = "4"\n', "--jobs: must be at least 1, got '4'"),
+    ],
+)
 def test_values_from_a_config_file_are_checked(runs, tmp_path, text, message):
     config = tmp_path / "c.toml"
     config.write_text(text)
@@ -73,7 +89,9 @@ def test_last_batch_option_reaches_the_dataset(runs, tmp_path):
 def test_the_folders_config_is_read_by_every_reading_command(runs, tmp_path, capsys):
     folder = tmp_path / "runs"
     shutil.copytree(runs / "runs", folder)
-    (folder / "extradeep.toml").write_text('train-samples = 1000\nbatch-size = 8\nparam = "ranks"\nlast-batch = "keep"\n')
+    (folder / "extradeep.toml").write_text(
+        'train-samples = 1000\nbatch-size = 8\nparam = "ranks"\nlast-batch = "keep"\n'
+    )
     experiment = experiment_from_args(parse([str(folder), "--cache-dir", str(tmp_path / "cache")]))
     err = capsys.readouterr().err
     assert err.count(f"extradeep: using settings from {folder / 'extradeep.toml'}") == 1

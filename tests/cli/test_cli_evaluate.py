@@ -19,8 +19,9 @@ def cache(tmp_path_factory):
 
 def test_held_out_points_give_percentage_errors_and_mpe_tables(capsys, cache, tmp_path):
     csv = tmp_path / "errors.csv"
-    code = main(["evaluate", str(SAMPLES), "--param", "ranks", *DATASET, *cache, "--eval-points", "12,16",
-                 "--csv", str(csv)])
+    code = main(
+        ["evaluate", str(SAMPLES), "--param", "ranks", *DATASET, *cache, "--eval-points", "12,16", "--csv", str(csv)]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     assert "per category and metric" in out and "per region class and metric" in out

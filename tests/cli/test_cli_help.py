@@ -33,10 +33,31 @@ def test_budget_help_says_only_the_ranks_parameter_varies(capsys):
 
 
 def test_budget_with_two_parameters_says_what_is_fixed_and_names_the_unit_once(capsys, tmp_path):
-    simulate(tmp_path / "runs", params={"ranks": [2, 3, 4, 5, 6], "batch": [32, 64]}, repetitions=1,
-             train_steps=2, val_steps=1, truth_replicates=0, progress=False)
-    code = main(["budget", str(tmp_path / "runs"), "--cache-dir", str(tmp_path / "cache"), "--min-points", "2",
-                 "--max-cost", "5", "--price-per-gpu-hour", "2", "--at", "batch=64"])
+    simulate(
+        tmp_path / "runs",
+        params={"ranks": [2, 3, 4, 5, 6], "batch": [32, 64]},
+        repetitions=1,
+        train_steps=2,
+        val_steps=1,
+        truth_replicates=0,
+        progress=False,
+    )
+    code = main(
+        [
+            "budget",
+            str(tmp_path / "runs"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--min-points",
+            "2",
+            "--max-cost",
+            "5",
+            "--price-per-gpu-hour",
+            "2",
+            "--at",
+            "batch=64",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     assert "cost <= 5 (currency units);" in out and "cost (currency units) cost" not in out

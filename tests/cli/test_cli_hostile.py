@@ -53,8 +53,9 @@ def world(tmp_path_factory):
     (root / "truncated.sqlite").write_bytes(export[: len(export) // 3])
     _extrap_from_one(root / "two_from_one.txt")
     p = np.array([0.0, 2, 4, 8, 16, 32])  # a value of 0 cannot be modeled: a warning, one line
-    write_extrap_text(root / "with_zero.txt", pd.DataFrame({"p": p, "value": 1 + p, "region": "r", "metric": "time"}),
-                      ["p"])
+    write_extrap_text(
+        root / "with_zero.txt", pd.DataFrame({"p": p, "value": 1 + p, "region": "r", "metric": "time"}), ["p"]
+    )
     out = root / "out"
     out.mkdir()
     cache = ["--cache-dir", str(root / "cache")]
@@ -67,17 +68,20 @@ def _extrap_from_one(path: Path) -> None:
     """Two parameters, the second from 1 (1 node, batch 1): 10 + p/2 + 3 log2(n); Extra-P models it."""
     X = np.array([[p, n] for p in (4.0, 8, 16, 32, 64) for n in (1.0, 2, 4, 8, 16)])
     values = 10 + 0.5 * X[:, 0] + 3 * np.log2(X[:, 1])
-    write_extrap_text(path, pd.DataFrame(X, columns=["p", "n"]).assign(value=values, region="k", metric="time"),
-                      ["p", "n"])
+    write_extrap_text(
+        path, pd.DataFrame(X, columns=["p", "n"]).assign(value=values, region="k", metric="time"), ["p", "n"]
+    )
 
 
 def _damage(root: Path) -> None:
     """Copies of the saved experiment, each damaged as a crash or a hand edit would."""
-    edits = {"no_table": "DROP TABLE measurements",
-             "bad_settings": "UPDATE settings SET value = '{not json' WHERE key = 'dataset'",
-             "no_column": "ALTER TABLE measurements DROP COLUMN value",
-             "no_params": "DELETE FROM extradeep_meta WHERE key = 'params'",
-             "bad_dataset": "UPDATE settings SET value = '{\"wrong\": 1}' WHERE key = 'dataset'"}
+    edits = {
+        "no_table": "DROP TABLE measurements",
+        "bad_settings": "UPDATE settings SET value = '{not json' WHERE key = 'dataset'",
+        "no_column": "ALTER TABLE measurements DROP COLUMN value",
+        "no_params": "DELETE FROM extradeep_meta WHERE key = 'params'",
+        "bad_dataset": "UPDATE settings SET value = '{\"wrong\": 1}' WHERE key = 'dataset'",
+    }
     for name, sql in edits.items():
         target = root / f"damaged_{name}.sqlite"
         shutil.copy(root / "exp.sqlite", target)
@@ -90,74 +94,173 @@ def _damage(root: Path) -> None:
 NO_CACHE = ["--no-cache", "--jobs", "1"]
 CASES = {
     # 1: unreadable exports
-    "model-unreadable-in-folder": (["model", "{root}/runs", *NO_CACHE, "--min-points", "4"], 0, "permission denied",
-                                   "runs/cifar10.p1.r1.mpi0.sqlite"),
-    "model-unreadable-file": (["model", "{root}/runs/cifar10.p2.r1.mpi0.sqlite", *NO_CACHE], 2, "permission denied",
-                              "runs/cifar10.p2.r1.mpi0.sqlite"),
-    "inspect-unreadable-file": (["inspect", "{root}/runs/cifar10.p2.r1.mpi0.sqlite"], 2, "permission denied",
-                                "runs/cifar10.p2.r1.mpi0.sqlite"),
-    "inspect-unreadable-in-folder": (["inspect", "{root}/single"], 0, "permission denied",
-                                     "single/other.p2.r1.mpi0.sqlite"),
-    "predict-unreadable-file": (["predict", "{root}/runs/cifar10.p2.r1.mpi0.sqlite"], 2, "permission denied",
-                                "runs/cifar10.p2.r1.mpi0.sqlite"),
-    "predict-unreadable-rank": (["predict", "{root}/runs", "--run", "ranks=3"], 0, "permission denied",
-                                "runs/cifar10.p3.r1.mpi2.sqlite"),
-    "budget-unreadable-in-folder": (["budget", "{root}/runs", *NO_CACHE, "--min-points", "4", "--max-time", "1h"],
-                                    None, "permission denied", "runs/cifar10.p5.r1.mpi0.sqlite"),
-    "evaluate-unreadable-config": (["evaluate", "{root}/runs", *NO_CACHE, "--min-points", "3", "--eval-points", "5"],
-                                   0, "permission denied", "runs/cifar10.p1.r1.mpi0.sqlite"),
+    "model-unreadable-in-folder": (
+        ["model", "{root}/runs", *NO_CACHE, "--min-points", "4"],
+        0,
+        "permission denied",
+        "runs/cifar10.p1.r1.mpi0.sqlite",
+    ),
+    "model-unreadable-file": (
+        ["model", "{root}/runs/cifar10.p2.r1.mpi0.sqlite", *NO_CACHE],
+        2,
+        "permission denied",
+        "runs/cifar10.p2.r1.mpi0.sqlite",
+    ),
+    "inspect-unreadable-file": (
+        ["inspect", "{root}/runs/cifar10.p2.r1.mpi0.sqlite"],
+        2,
+        "permission denied",
+        "runs/cifar10.p2.r1.mpi0.sqlite",
+    ),
+    "inspect-unreadable-in-folder": (
+        ["inspect", "{root}/single"],
+        0,
+        "permission denied",
+        "single/other.p2.r1.mpi0.sqlite",
+    ),
+    "predict-unreadable-file": (
+        ["predict", "{root}/runs/cifar10.p2.r1.mpi0.sqlite"],
+        2,
+        "permission denied",
+        "runs/cifar10.p2.r1.mpi0.sqlite",
+    ),
+    "predict-unreadable-rank": (
+        ["predict", "{root}/runs", "--run", "ranks=3"],
+        0,
+        "permission denied",
+        "runs/cifar10.p3.r1.mpi2.sqlite",
+    ),
+    "budget-unreadable-in-folder": (
+        ["budget", "{root}/runs", *NO_CACHE, "--min-points", "4", "--max-time", "1h"],
+        None,
+        "permission denied",
+        "runs/cifar10.p5.r1.mpi0.sqlite",
+    ),
+    "evaluate-unreadable-config": (
+        ["evaluate", "{root}/runs", *NO_CACHE, "--min-points", "3", "--eval-points", "5"],
+        0,
+        "permission denied",
+        "runs/cifar10.p1.r1.mpi0.sqlite",
+    ),
     # 2: outputs that cannot be written, refused before the work
-    "model-save-missing-folder": (["model", "{root}/runs", "--save", "{root}/nowhere/exp.sqlite"], 2,
-                                  "does not exist", None),
+    "model-save-missing-folder": (
+        ["model", "{root}/runs", "--save", "{root}/nowhere/exp.sqlite"],
+        2,
+        "does not exist",
+        None,
+    ),
     "model-save-unwritable": (["model", "{root}/runs", "--save", UNWRITABLE + "/exp.sqlite"], 2, "cannot write", None),
     "model-json-unwritable": (["model", "{root}/runs", "--json", UNWRITABLE + "/m.json"], 2, "cannot write", None),
-    "evaluate-csv-missing-folder": (["evaluate", "{root}/runs", "--eval-points", "5", "--csv", "{root}/nowhere/e.csv"],
-                                    2, "does not exist", None),
-    "report-output-unwritable": (["report", "{root}/exp.sqlite", "-o", UNWRITABLE + "/r.html"], 2, "cannot write",
-                                 None),
-    "report-plots-unwritable": (["report", "{root}/exp.sqlite", "-o", "{root}/out/r.html", "--plots",
-                                 UNWRITABLE + "/plots"], 2, "cannot write", None),
-    "predict-json-unwritable": (["predict", "{root}/runs", "--run", "ranks=2", "--json", UNWRITABLE + "/p.json"], 2,
-                                "cannot write", None),
-    "simulate-unwritable": (["simulate", UNWRITABLE + "/sim", "--param", "ranks=2", "--quiet"], 2, "cannot write",
-                            None),
-    "simulate-over-foreign-exports": (["simulate", "{root}/mixed", "--param", "ranks=2", "--quiet"], 2,
-                                      "did not simulate", None),
-    "instrument-out-unwritable": (["instrument", str(REPO / "tests/data/instrument_project"), "--out",
-                                   UNWRITABLE + "/instr"], 2, "cannot write", None),
+    "evaluate-csv-missing-folder": (
+        ["evaluate", "{root}/runs", "--eval-points", "5", "--csv", "{root}/nowhere/e.csv"],
+        2,
+        "does not exist",
+        None,
+    ),
+    "report-output-unwritable": (
+        ["report", "{root}/exp.sqlite", "-o", UNWRITABLE + "/r.html"],
+        2,
+        "cannot write",
+        None,
+    ),
+    "report-plots-unwritable": (
+        ["report", "{root}/exp.sqlite", "-o", "{root}/out/r.html", "--plots", UNWRITABLE + "/plots"],
+        2,
+        "cannot write",
+        None,
+    ),
+    "predict-json-unwritable": (
+        ["predict", "{root}/runs", "--run", "ranks=2", "--json", UNWRITABLE + "/p.json"],
+        2,
+        "cannot write",
+        None,
+    ),
+    "simulate-unwritable": (
+        ["simulate", UNWRITABLE + "/sim", "--param", "ranks=2", "--quiet"],
+        2,
+        "cannot write",
+        None,
+    ),
+    "simulate-over-foreign-exports": (
+        ["simulate", "{root}/mixed", "--param", "ranks=2", "--quiet"],
+        2,
+        "did not simulate",
+        None,
+    ),
+    "instrument-out-unwritable": (
+        ["instrument", str(REPO / "tests/data/instrument_project"), "--out", UNWRITABLE + "/instr"],
+        2,
+        "cannot write",
+        None,
+    ),
     # 3: damaged saved experiments
     "model-damaged-table": (["model", "{root}/damaged_no_table.sqlite"], 2, "table measurements missing", None),
-    "model-damaged-settings": (["model", "{root}/damaged_bad_settings.sqlite"], 2, "'dataset' is missing or not valid",
-                               None),
+    "model-damaged-settings": (
+        ["model", "{root}/damaged_bad_settings.sqlite"],
+        2,
+        "'dataset' is missing or not valid",
+        None,
+    ),
     "model-damaged-column": (["model", "{root}/damaged_no_column.sqlite"], 2, "lacks column(s) value", None),
     "model-damaged-params": (["model", "{root}/damaged_no_params.sqlite"], 2, "parameter list", None),
     "model-damaged-dataset": (["model", "{root}/damaged_bad_dataset.sqlite"], 2, "setting 'dataset' is unusable", None),
-    "report-damaged-table": (["report", "{root}/damaged_no_table.sqlite", "-o", "{root}/out/r.html"], 2,
-                             "table measurements missing", None),
-    "evaluate-damaged-table": (["evaluate", "{root}/damaged_no_table.sqlite", "--eval-points", "5"], 2,
-                               "table measurements missing", None),
-    "budget-damaged-settings": (["budget", "{root}/damaged_bad_settings.sqlite", "--max-time", "1h"], 2,
-                                "not valid JSON", None),
-    "predict-damaged-experiment": (["predict", "{root}/runs", "--run", "ranks=2", "--experiment",
-                                    "{root}/damaged_no_column.sqlite"], 2, "lacks column", None),
+    "report-damaged-table": (
+        ["report", "{root}/damaged_no_table.sqlite", "-o", "{root}/out/r.html"],
+        2,
+        "table measurements missing",
+        None,
+    ),
+    "evaluate-damaged-table": (
+        ["evaluate", "{root}/damaged_no_table.sqlite", "--eval-points", "5"],
+        2,
+        "table measurements missing",
+        None,
+    ),
+    "budget-damaged-settings": (
+        ["budget", "{root}/damaged_bad_settings.sqlite", "--max-time", "1h"],
+        2,
+        "not valid JSON",
+        None,
+    ),
+    "predict-damaged-experiment": (
+        ["predict", "{root}/runs", "--run", "ranks=2", "--experiment", "{root}/damaged_no_column.sqlite"],
+        2,
+        "lacks column",
+        None,
+    ),
     # 4 and 12: one configuration
-    "evaluate-single-configuration": (["evaluate", "{root}/single", "--eval-points", "2"], 2, "one configuration",
-                                      None),
+    "evaluate-single-configuration": (
+        ["evaluate", "{root}/single", "--eval-points", "2"],
+        2,
+        "one configuration",
+        None,
+    ),
     "model-single-configuration": (["model", "{root}/single"], 2, "one configuration", None),
     "budget-single-configuration": (["budget", "{root}/single", "--max-time", "1h"], 2, "one configuration", None),
-    "report-single-configuration": (["report", "{root}/single", "-o", "{root}/out/s.html"], 2, "one configuration",
-                                    None),
+    "report-single-configuration": (
+        ["report", "{root}/single", "-o", "{root}/out/s.html"],
+        2,
+        "one configuration",
+        None,
+    ),
     # 6: parameter value 1 is a measurement like any other
     "model-from-one-rank": (["model", "{root}/runs"], 0, "ranks=1 ", None),
     "model-extrap-second-parameter-from-one": (["model", "{root}/two_from_one.txt"], 0, "3 * log2(n)", None),
     # 7: unrelated exports are not one run
     "predict-unrelated-exports": (["predict", "{root}/mixed"], 2, "not one run", None),
     # 10: a step pattern that matches nothing
-    "model-pattern-matches-nothing": (["model", "{root}/runs", "--train-step-pattern", "trian_step",
-                                       "--val-step-pattern", "^nothing$", *NO_CACHE], 2,
-                                      "closest names: 'train step", None),
-    "inspect-pattern-matches-nothing": (["inspect", "{root}/single", "--train-step-pattern", "^iteration$"], 0,
-                                        "matched no NVTX range name; closest names", None),
+    "model-pattern-matches-nothing": (
+        ["model", "{root}/runs", "--train-step-pattern", "trian_step", "--val-step-pattern", "^nothing$", *NO_CACHE],
+        2,
+        "closest names: 'train step",
+        None,
+    ),
+    "inspect-pattern-matches-nothing": (
+        ["inspect", "{root}/single", "--train-step-pattern", "^iteration$"],
+        0,
+        "matched no NVTX range name; closest names",
+        None,
+    ),
     # 11 and 12: inspect and other messages
     "inspect-empty-folder": (["inspect", "{root}/empty"], 2, "no profiles in this folder", None),
     "inspect-plain-sqlite": (["inspect", "{root}/plain.sqlite"], 2, "not an Nsight Systems export", None),
@@ -165,29 +268,52 @@ CASES = {
     "inspect-saved-experiment": (["inspect", "{root}/exp.sqlite"], 2, "saved by extradeep", None),
     "inspect-truncated-export": (["inspect", "{root}/truncated.sqlite"], 2, "truncated", None),
     "model-empty-folder": (["model", "{root}/empty"], 2, "no profiles", None),
-    "model-warning-is-one-line": (["model", "{root}/with_zero.txt"], 0,
-                                  "extradeep: warning: dropped 1 measurement(s) with a parameter value <= 0", None),
+    "model-warning-is-one-line": (
+        ["model", "{root}/with_zero.txt"],
+        0,
+        "extradeep: warning: dropped 1 measurement(s) with a parameter value <= 0",
+        None,
+    ),
     "model-extrap-garbage": (["model", "{root}/garbage.txt"], 2, "garbage.txt", None),
     "model-negative-predict": (["model", "{root}/runs", "--predict", "-4,0"], 2, "must be a positive number", None),
-    "budget-negative-candidates": (["budget", "{root}/exp.sqlite", "--max-time", "1h", "--candidates", "-4,8"], 2,
-                                   "must be a positive number", None),
-    "predict-far-beyond-measured": (["predict", "{root}/runs", "--run", "ranks=4", "--ranks", "100000"], 0,
-                                    "25,000x the 4 rank(s) measured", None),
+    "budget-negative-candidates": (
+        ["budget", "{root}/exp.sqlite", "--max-time", "1h", "--candidates", "-4,8"],
+        2,
+        "must be a positive number",
+        None,
+    ),
+    "predict-far-beyond-measured": (
+        ["predict", "{root}/runs", "--run", "ranks=4", "--ranks", "100000"],
+        0,
+        "25,000x the 4 rank(s) measured",
+        None,
+    ),
     "predict-saved-experiment": (["predict", "{root}/exp.sqlite"], 2, "not an Nsight Systems export", None),
     "predict-empty-folder": (["predict", "{root}/empty"], 2, "no profiles", None),
-    "model-readonly-cache": (["model", "{root}/runs", "--cache-dir", UNWRITABLE + "/cache"], 0,
-                             "nothing is cached", None),
+    "model-readonly-cache": (
+        ["model", "{root}/runs", "--cache-dir", UNWRITABLE + "/cache"],
+        0,
+        "nothing is cached",
+        None,
+    ),
     "model-single-label": (["model", "{root}/single", *NO_CACHE], 2, "replaying the traces of 1 run(s)", None),
-    "profile-cmd-negative-ranks": (["profile-cmd", "--ranks", "-2", "--", "python", "train.py"], 2,
-                                   "positive whole numbers", None),
+    "profile-cmd-negative-ranks": (
+        ["profile-cmd", "--ranks", "-2", "--", "python", "train.py"],
+        2,
+        "positive whole numbers",
+        None,
+    ),
     "gui-missing-path": (["gui", "{root}/nothing-here"], 2, "no such file or folder", None),
 }
 
 
 def _hashes(root: Path) -> dict:
     skip = {root / "out", root / "cache"}
-    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*")
-            if p.is_file() and not any(s in p.parents for s in skip)}
+    return {
+        p: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file() and not any(s in p.parents for s in skip)
+    }
 
 
 def deny(monkeypatch, path: Path) -> None:
@@ -203,6 +329,7 @@ def deny(monkeypatch, path: Path) -> None:
             if denied(name):
                 raise PermissionError(13, "Permission denied", os.fsdecode(name))
             return real(name, *args, **kwargs)
+
         return opened
 
     monkeypatch.setattr(builtins, "open", guard(builtins.open))
@@ -252,8 +379,18 @@ def test_hostile_input_gets_one_clear_line(world, case, capsys, monkeypatch):
 def test_suite_is_large_enough():
     commands = {argv[0] for argv, *_ in CASES.values()}
     assert len(CASES) >= 40
-    assert commands >= {"model", "evaluate", "budget", "report", "inspect", "predict", "simulate", "instrument",
-                        "profile-cmd", "gui"}
+    assert commands >= {
+        "model",
+        "evaluate",
+        "budget",
+        "report",
+        "inspect",
+        "predict",
+        "simulate",
+        "instrument",
+        "profile-cmd",
+        "gui",
+    }
 
 
 def test_the_work_is_not_done_before_an_unwritable_save(world, capsys):
@@ -261,8 +398,11 @@ def test_the_work_is_not_done_before_an_unwritable_save(world, capsys):
     assert code == 2 and "reading exports" not in text and "modeling" not in text
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode; the monkeypatched "
-                    "PermissionError cases above cover unreadable exports")
+@pytest.mark.skipif(
+    os.geteuid() == 0,
+    reason="root reads files whatever their mode; the monkeypatched "
+    "PermissionError cases above cover unreadable exports",
+)
 def test_chmod_000_export_is_one_line(world, tmp_path, capsys):
     target = tmp_path / "locked.sqlite"
     shutil.copy(world / "runs" / "cifar10.p2.r1.mpi0.sqlite", target)
@@ -289,8 +429,15 @@ def test_save_into_a_read_only_folder_is_refused_first(world, tmp_path, capsys):
 
 def test_gui_without_a_display_says_so_instead_of_aborting(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
-    proc = subprocess.run([sys.executable, "-m", "extradeep", "gui"], env=env, cwd=REPO, capture_output=True,
-                          text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "extradeep", "gui"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 2, (proc.returncode, proc.stderr)  # not -6 (SIGABRT)
     assert "QT_QPA_PLATFORM=offscreen" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1

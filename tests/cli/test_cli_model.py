@@ -48,11 +48,20 @@ def _validate(value, schema, root, where="$"):
         schema = root["$defs"][schema["$ref"].split("/")[-1]]
     types = schema.get("type")
     if types:
-        kinds = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
-                 "integer": int, "number": (int, float)}
+        kinds = {
+            "object": dict,
+            "array": list,
+            "string": str,
+            "boolean": bool,
+            "null": type(None),
+            "integer": int,
+            "number": (int, float),
+        }
         allowed = types if isinstance(types, list) else [types]
-        ok = any(isinstance(value, kinds[t]) and not (t in ("number", "integer") and isinstance(value, bool))
-                 for t in allowed)
+        ok = any(
+            isinstance(value, kinds[t]) and not (t in ("number", "integer") and isinstance(value, bool))
+            for t in allowed
+        )
         assert ok, f"{where}: {value!r} is not {allowed}"
     if "enum" in schema:
         assert value in schema["enum"], f"{where}: {value!r} not in {schema['enum']}"
@@ -76,8 +85,22 @@ def full_run(tmp_path_factory, cache):
     import io
 
     out = tmp_path_factory.mktemp("model")
-    args = ["model", str(SAMPLES), "--param", "ranks", *DATASET, *cache, "--json", str(out / "m.json"),
-            "--predict", "16,32,64", "--price-per-gpu-hour", "2.5", "--save", str(out / "exp.sqlite")]
+    args = [
+        "model",
+        str(SAMPLES),
+        "--param",
+        "ranks",
+        *DATASET,
+        *cache,
+        "--json",
+        str(out / "m.json"),
+        "--predict",
+        "16,32,64",
+        "--price-per-gpu-hour",
+        "2.5",
+        "--save",
+        str(out / "exp.sqlite"),
+    ]
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
         assert main(args) == 0

@@ -17,19 +17,22 @@ def runs(tmp_path_factory):
     return root, ["--cache-dir", str(root / "cache")]
 
 
-@pytest.mark.parametrize("option, message", [
-    (["--predict", "abc"], "--predict: 'abc' is not a number"),
-    (["--cost-formula", "T/0"], "non-finite value"),
-    (["--param", "ranks", "--cost-formula", "T * nodez"], "unknown variable 'nodez'"),
-    (["--at", "batch"], "--at: 'batch' must be PARAM=VALUE"),
-    (["--param", "ranks", "--at", "ranks=4"], "--at: ranks is the parameter predictions vary"),
-    (["--level", "1.5"], "--level: must be between 0 and 1"),
-    (["--top", "-3"], "--top: must be at least 0"),
-    (["--jobs", "0"], "--jobs: must be at least 1"),
-    (["--jobs", "-1"], "--jobs: must be at least 1"),
-    (["--exponents-i", "1/0"], "--exponents-i: '1/0' is not a number or fraction"),
-    (["--exponents-j", "-1"], "--exponents-j: '-1' is negative"),
-])
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        (["--predict", "abc"], "--predict: 'abc' is not a number"),
+        (["--cost-formula", "T/0"], "non-finite value"),
+        (["--param", "ranks", "--cost-formula", "T * nodez"], "unknown variable 'nodez'"),
+        (["--at", "batch"], "--at: 'batch' must be PARAM=VALUE"),
+        (["--param", "ranks", "--at", "ranks=4"], "--at: ranks is the parameter predictions vary"),
+        (["--level", "1.5"], "--level: must be between 0 and 1"),
+        (["--top", "-3"], "--top: must be at least 0"),
+        (["--jobs", "0"], "--jobs: must be at least 1"),
+        (["--jobs", "-1"], "--jobs: must be at least 1"),
+        (["--exponents-i", "1/0"], "--exponents-i: '1/0' is not a number or fraction"),
+        (["--exponents-j", "-1"], "--exponents-j: '-1' is negative"),
+    ],
+)
 def test_bad_values_fail_in_one_line_before_reading(capsys, runs, option, message):
     root, cache = runs
     assert main(["model", str(root / "runs"), *cache, *option]) == 2
@@ -78,10 +81,13 @@ def test_eval_dir_without_param_uses_the_modeled_parameters(capsys, runs, eval_d
     assert set(errors[errors.role == "modeling"]["ranks"]) == {2, 3, 4, 5, 6}
 
 
-@pytest.mark.parametrize("folder, message", [
-    ("extra", "has parameters b, ranks; the modeling runs have ranks"),
-    ("app", "holds application 'other', the models are of 'cifar10'"),
-])
+@pytest.mark.parametrize(
+    "folder, message",
+    [
+        ("extra", "has parameters b, ranks; the modeling runs have ranks"),
+        ("app", "holds application 'other', the models are of 'cifar10'"),
+    ],
+)
 def test_eval_dir_of_incompatible_runs_is_refused(capsys, runs, eval_dirs, folder, message):
     root, cache = runs
     assert main(["evaluate", str(root / "runs"), "--eval-dir", str(eval_dirs / folder), *cache]) == 2

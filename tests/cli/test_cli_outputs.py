@@ -16,8 +16,15 @@ from extradeep.simulate import simulate
 def runs(tmp_path_factory):
     """Five small simulated configurations plus an experiment saved from them."""
     root = tmp_path_factory.mktemp("outputs")
-    simulate(root / "runs", params={"ranks": [2, 3, 4, 5, 6]}, repetitions=1, train_steps=2, val_steps=1,
-             truth_replicates=0, progress=False)
+    simulate(
+        root / "runs",
+        params={"ranks": [2, 3, 4, 5, 6]},
+        repetitions=1,
+        train_steps=2,
+        val_steps=1,
+        truth_replicates=0,
+        progress=False,
+    )
     cache = ["--cache-dir", str(root / "cache")]
     saved = root / "exp.sqlite"
     assert main(["model", str(root / "runs"), "--save", str(saved), *cache]) == 0
@@ -89,8 +96,12 @@ def test_directories_are_refused_as_output_files(capsys, runs, tmp_path):
 def test_plots_folder_that_is_a_file_is_refused(capsys, runs):
     folder, _, cache = runs
     truth = folder / "truth.json"
-    _refused(capsys, ["report", str(folder), "-o", str(folder.parent / "r.html"), "--plots", str(truth), *cache],
-             truth, "--plots")
+    _refused(
+        capsys,
+        ["report", str(folder), "-o", str(folder.parent / "r.html"), "--plots", str(truth), *cache],
+        truth,
+        "--plots",
+    )
 
 
 def test_inputs_cover_exports_under_profiles_and_relative_spellings(runs, monkeypatch):

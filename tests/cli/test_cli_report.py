@@ -5,7 +5,6 @@ import io
 from html.parser import HTMLParser
 from pathlib import Path
 
-import numpy as np
 import pytest
 from matplotlib import image
 
@@ -13,9 +12,16 @@ from extradeep.cli import main
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_profiles"
 DATASET = ["--train-samples", "50000", "--val-samples", "10000", "--batch-size", "64"]
-SECTIONS = ["Configurations and dataset", "Time and cost per epoch", "Speedup and efficiency",
-            "Time/cost trade-off", "Where the time goes", "Top bottlenecks", "Accuracy and predictive power",
-            "Methods"]
+SECTIONS = [
+    "Configurations and dataset",
+    "Time and cost per epoch",
+    "Speedup and efficiency",
+    "Time/cost trade-off",
+    "Where the time goes",
+    "Top bottlenecks",
+    "Accuracy and predictive power",
+    "Methods",
+]
 
 
 class Page(HTMLParser):
@@ -43,9 +49,31 @@ class Page(HTMLParser):
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
     cache = str(tmp_path_factory.getbasetemp() / "extradeep-cache")
-    code = main(["report", str(SAMPLES), "--param", "ranks", *DATASET, "--cache-dir", cache,
-                 "--eval-points", "12,16", "--max-time", "2h", "--epochs", "1000", "--max-cost", "40",
-                 "--predict", "32,64", "-o", str(out / "report.html"), "--plots", str(out / "figs")])
+    code = main(
+        [
+            "report",
+            str(SAMPLES),
+            "--param",
+            "ranks",
+            *DATASET,
+            "--cache-dir",
+            cache,
+            "--eval-points",
+            "12,16",
+            "--max-time",
+            "2h",
+            "--epochs",
+            "1000",
+            "--max-cost",
+            "40",
+            "--predict",
+            "32,64",
+            "-o",
+            str(out / "report.html"),
+            "--plots",
+            str(out / "figs"),
+        ]
+    )
     assert code == 0
     return out
 

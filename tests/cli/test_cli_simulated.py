@@ -26,8 +26,21 @@ def errors(tmp_path_factory):
     simulate(root / "model", params={"ranks": [2, 4, 6, 8, 10]}, repetitions=2, seed=1, **STEPS)
     simulate(root / "eval", params={"ranks": [20, 40]}, repetitions=1, seed=2, **STEPS)
     csv = root / "errors.csv"
-    code = main(["evaluate", str(root / "model"), "--eval-dir", str(root / "eval"), "--param", "ranks", *DATASET,
-                 "--cache-dir", str(root / "cache"), "--csv", str(csv)])
+    code = main(
+        [
+            "evaluate",
+            str(root / "model"),
+            "--eval-dir",
+            str(root / "eval"),
+            "--param",
+            "ranks",
+            *DATASET,
+            "--cache-dir",
+            str(root / "cache"),
+            "--csv",
+            str(csv),
+        ]
+    )
     assert code == 0
     truth = json.loads((root / "eval" / "truth.json").read_text())
     table = pd.read_csv(csv)

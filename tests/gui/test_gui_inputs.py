@@ -11,8 +11,9 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
 
-def test_a_folder_opens_exactly_as_extradeep_model_opens_it(window, open_wait, sample_profiles, gui_experiment,
-                                                            tmp_path):
+def test_a_folder_opens_exactly_as_extradeep_model_opens_it(
+    window, open_wait, sample_profiles, gui_experiment, tmp_path
+):
     from extradeep.cli import main
     from extradeep.gui.tabs.scaling_tab import scaling_frame
 
@@ -32,8 +33,9 @@ def test_a_folder_opens_exactly_as_extradeep_model_opens_it(window, open_wait, s
     assert shown.iloc[0] == pytest.approx(expected, rel=1e-9)
 
 
-def test_bad_files_are_listed_where_they_stay_and_block_nothing(window, open_wait, sample_profiles,
-                                                                gui_experiment, tmp_path):
+def test_bad_files_are_listed_where_they_stay_and_block_nothing(
+    window, open_wait, sample_profiles, gui_experiment, tmp_path
+):
     """A corrupt file under a valid run name and a stray corrupt file: the folder still opens, and both
     are listed in the problems dock (not only in a passing status message), with no CLI flag wording."""
     folder = tmp_path / "with_bad_files"

@@ -25,5 +25,6 @@ def test_plan_tab_proposes_runs_within_the_allocation_and_saves_a_plan_file(open
     assert tab.has_plot and tab.figure.axes  # the model, its band and the proposed runs
     measured = set(zip(tab.advisor.measurements_["ranks"], tab.advisor.measurements_["rep"]))
     from extradeep.capture.plan_file import write_plan
+
     planned = read_plan(write_plan(tmp_path / "plan.csv", plan)).runs
     assert not {(r.ranks, r.rep) for r in planned} & measured

@@ -43,9 +43,17 @@ def test_every_plot_tab_draws_what_the_report_panel_draws(opened, show_tab):
             table = scaling_frame(window.current_view(), tab.mode.currentText())
             (ax,) = fresh_axes()
             axes = (ax, None) if title == "Speedup" else (None, ax)
-            plots.scaling_panels(*axes, table, view.x_param, view.modeled_x_max(), by="series",
-                                 highlight=table["series"].iloc[0], x_end=view.x_range()[1],
-                                 ideal_speedup=view.x_param == ranks_param(view.ws.params), layout=node_layout(view))
+            plots.scaling_panels(
+                *axes,
+                table,
+                view.x_param,
+                view.modeled_x_max(),
+                by="series",
+                highlight=table["series"].iloc[0],
+                x_end=view.x_range()[1],
+                ideal_speedup=view.x_param == ranks_param(view.ws.params),
+                layout=node_layout(view),
+            )
             assert drawn(tab.axes[0]) == drawn(ax)
             assert any(line.get_label().startswith("application") for line in tab.axes[0].lines)
 
@@ -59,8 +67,9 @@ def test_every_plot_tab_draws_what_the_report_panel_draws(opened, show_tab):
         points = app.points[EPOCH_TIME]
         measured = pd.DataFrame({view.x_param: points.X[:, 0], "value": points.value})
         (ax,) = fresh_axes()
-        parts = plots.breakdown_panel(ax, table, view.x_param, app.per, view.modeled_x_max(), areas=True,
-                                      measured=measured)
+        parts = plots.breakdown_panel(
+            ax, table, view.x_param, app.per, view.modeled_x_max(), areas=True, measured=measured
+        )
         ax.legend()
         assert drawn(tab.axes[0]) == drawn(ax)
         pd.testing.assert_frame_equal(tab.parts, parts)
@@ -70,8 +79,18 @@ def test_every_plot_tab_draws_what_the_report_panel_draws(opened, show_tab):
         deadline, budget = tab.limits()
         ax_t, ax_c = fresh_axes(2)
         best = res.best[res.best["criterion"] == "efficiency"]
-        plots.tradeoff_panels(ax_t, ax_c, res.table, view.x_param, deadline, budget, res.cost_unit, per=app.per,
-                              best=None if best.empty else best.iloc[0], layout=node_layout(view))
+        plots.tradeoff_panels(
+            ax_t,
+            ax_c,
+            res.table,
+            view.x_param,
+            deadline,
+            budget,
+            res.cost_unit,
+            per=app.per,
+            best=None if best.empty else best.iloc[0],
+            layout=node_layout(view),
+        )
         ax_t.legend(), ax_c.legend()
         ax_t.set_title(tab.axes[0].get_title()), ax_c.set_title(tab.axes[1].get_title())
         assert drawn(tab.axes[0]) == drawn(ax_t) and drawn(tab.axes[1]) == drawn(ax_c)

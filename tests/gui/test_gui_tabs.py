@@ -9,7 +9,6 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
 
-
 def test_predictor_tab_replays_a_simulator_run_and_answers_a_what_if(opened, settle, show_tab):
     tab = show_tab(opened, "Predictor")
     labels = list(tab.runs)
@@ -71,8 +70,14 @@ def test_speedup_efficiency_and_breakdown_are_drawn_from_the_models(opened, show
         ws = opened.ws
         # per sample, as the CLI: floor() in the steps per epoch must not pass for speedup
         samples = samples_per_epoch_function(ws.dataset, ws.per, "strong", ws.fixed)
-        table = scaling_table(pd.DataFrame({"q": ["t"], "model": [model]}), pd.DataFrame({"ranks": x}),
-                              ["ranks"], ["q"], {"ranks": float(x[0])}, samples=samples)
+        table = scaling_table(
+            pd.DataFrame({"q": ["t"], "model": [model]}),
+            pd.DataFrame({"ranks": x}),
+            ["ranks"],
+            ["q"],
+            {"ranks": float(x[0])},
+            samples=samples,
+        )
         assert np.allclose(y, table[title.lower()], rtol=1e-9)
     tab = show_tab(opened, "Breakdown")
     assert tab.has_plot, tab.message.text()
@@ -85,12 +90,17 @@ def test_bottleneck_ranking_puts_the_fastest_growing_region_first(opened, show_t
     tab = show_tab(opened, "Bottlenecks")
     assert tab.has_plot
     ranking = tab.ranking
-    keys = [opened.ws.models[r].growth_key() for r in opened.ws.regions.index
-            if opened.ws.models.get(r) is not None and opened.ws.regions.at[r, "metric"] == "time"
-            and opened.ws.regions.at[r, "category"] in ("computation", "communication", "memory")]
+    keys = [
+        opened.ws.models[r].growth_key()
+        for r in opened.ws.regions.index
+        if opened.ws.models.get(r) is not None
+        and opened.ws.regions.at[r, "metric"] == "time"
+        and opened.ws.regions.at[r, "category"] in ("computation", "communication", "memory")
+    ]
     first = ranking.iloc[0]
-    row = opened.ws.regions[(opened.ws.regions["region"] == first["region"])
-                            & (opened.ws.regions["metric"] == "time")].index[0]
+    row = opened.ws.regions[
+        (opened.ws.regions["region"] == first["region"]) & (opened.ws.regions["metric"] == "time")
+    ].index[0]
     assert tuple(opened.ws.models[row].growth_key()) == max(map(tuple, keys))
     assert tab.table.rowCount() == min(len(ranking), 200)
     show_tab(opened, "Model")
@@ -103,9 +113,12 @@ def write_extrap(path):
     from extradeep.modeling import write_extrap_text
 
     p = np.array([2, 4, 8, 16, 32, 64], float)
-    rows = [{"region": name, "metric": "time", "p": x, "value": f(x) * (1 + 0.01 * k)}
-            for name, f in (("sweep", lambda x: 3 + 0.5 * x), ("exchange", lambda x: 1 + 0.2 * x * np.log2(x)))
-            for x in p for k in (-1, 0, 1)]
+    rows = [
+        {"region": name, "metric": "time", "p": x, "value": f(x) * (1 + 0.01 * k)}
+        for name, f in (("sweep", lambda x: 3 + 0.5 * x), ("exchange", lambda x: 1 + 0.2 * x * np.log2(x)))
+        for x in p
+        for k in (-1, 0, 1)
+    ]
     write_extrap_text(path, pd.DataFrame(rows), ["p"])
     return path
 
@@ -123,8 +136,9 @@ def test_extrap_text_opens_with_region_models_and_no_cost_view(window, open_wait
     assert show_tab(window, "Predictor").has_plot is False
 
 
-def test_opening_another_input_while_modeling_shows_only_the_new_one(window, open_wait, gui_experiment,
-                                                                     tmp_path, settle):
+def test_opening_another_input_while_modeling_shows_only_the_new_one(
+    window, open_wait, gui_experiment, tmp_path, settle
+):
     window.open_path(gui_experiment)
     settle(lambda: window.ws is not None)  # read; its regions are still being modeled
     open_wait(window, write_extrap(tmp_path / "app.txt"))

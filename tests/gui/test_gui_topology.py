@@ -29,8 +29,12 @@ def study(folder, ranks, topology):
 
 def cli_predictions(folder, tmp_path, points="32,64") -> dict:
     out = tmp_path / "model.json"
-    subprocess.run([sys.executable, "-m", "extradeep", "model", str(folder), "--predict", points, "--json", str(out)],
-                   check=True, capture_output=True, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    subprocess.run(
+        [sys.executable, "-m", "extradeep", "model", str(folder), "--predict", points, "--json", str(out)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},
+    )
     rows = json.loads(out.read_text())["predictions"]
     return {float(r["point"]["ranks"]): r["value"] for r in rows if r["quantity"] == "epoch time"}
 

@@ -10,7 +10,6 @@ pytest.importorskip("PySide6")
 pytest.importorskip("pytestqt")
 
 
-
 def test_the_x_range_ends_where_the_model_means_something(opened, sample_truth, settle, show_tab):
     from extradeep.gui.app_models import candidates
 

@@ -21,8 +21,7 @@ def region_row(ws, name, metric="time"):
     return int(rows.index[0])
 
 
-def test_open_sample_profiles_models_every_region(window, open_wait, sample_profiles, sample_truth,
-                                                 gui_experiment):
+def test_open_sample_profiles_models_every_region(window, open_wait, sample_profiles, sample_truth, gui_experiment):
     open_wait(window, sample_profiles)  # gui_experiment filled the read cache, so this is quick
     assert window.last_error == ""
     ws = window.ws
@@ -242,8 +241,9 @@ def test_cancel_while_opening_leaves_the_window_as_it_was(window, gui_experiment
     assert "load" in messages and not window.cancel_button.isVisible()
 
 
-def test_dataset_sizes_turn_a_profiles_folder_per_epoch(window, open_wait, bare_profiles, sample_truth,
-                                                        gui_experiment, settle):
+def test_dataset_sizes_turn_a_profiles_folder_per_epoch(
+    window, open_wait, bare_profiles, sample_truth, gui_experiment, settle
+):
     from extradeep.aggregate.experiment import Dataset
 
     open_wait(window, bare_profiles)  # no extradeep.toml; cached by gui_experiment

@@ -37,7 +37,9 @@ def test_concurrent_writers_never_leave_a_half_entry(tmp_path):
         entry = read_cache(tmp_path, key)
         if entry is not None:  # every entry read is one writer's whole result
             n = int(entry["path"][4:])
-            assert entry["sha256"] == str(n) * 8 and (entry["frame"]["value"] == n).all() and len(entry["frame"]) == 2000
+            assert (
+                entry["sha256"] == str(n) * 8 and (entry["frame"]["value"] == n).all() and len(entry["frame"]) == 2000
+            )
             seen.add(n)
     for worker in writers + threads:
         worker.join()
@@ -85,8 +87,14 @@ def test_a_damaged_entry_is_recomputed(tiny_run, tmp_path, damage):
     assert len(entries) == len(fresh.provenance)
     victim = entries[0]
     blob = victim.read_bytes()
-    victim.write_bytes({"truncated": blob[: len(blob) // 2], "garbage": os.urandom(300),
-                        "not a result": pickle.dumps(["a", "list"]), "empty": b""}[damage])
+    victim.write_bytes(
+        {
+            "truncated": blob[: len(blob) // 2],
+            "garbage": os.urandom(300),
+            "not a result": pickle.dumps(["a", "list"]),
+            "empty": b"",
+        }[damage]
+    )
     assert read_cache(tmp_path, victim.stem) is None
     again = load_experiment(tiny_run, ["ranks"], jobs=1, cache_dir=tmp_path, progress=False, replay=False)
     pd.testing.assert_frame_equal(fresh.values, again.values)

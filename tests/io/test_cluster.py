@@ -13,8 +13,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from extradeep import load_experiment
-from extradeep import analyse
+from extradeep import analyse, load_experiment
 from extradeep.errors import InputError
 from extradeep.io import cluster
 from extradeep.io.execute import WorkerLost, run_tasks
@@ -35,8 +34,9 @@ def client():
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
     out = tmp_path_factory.mktemp("cluster-study")
-    simulate(out, app="toy", params={"ranks": [2, 3, 4, 5, 6]}, repetitions=1, epochs=2, train_steps=2,
-             val_steps=1, seed=3)
+    simulate(
+        out, app="toy", params={"ranks": [2, 3, 4, 5, 6]}, repetitions=1, epochs=2, train_steps=2, val_steps=1, seed=3
+    )
     local = load_experiment(out, ["ranks"], jobs=1, use_cache=False, progress=False)
     return out, local
 
@@ -59,13 +59,16 @@ def _same_models(one, other):
 def test_cluster_gives_the_models_of_the_local_path(client, study, tmp_path):
     directory, local = study
     seen = []
-    on_cluster = load_experiment(directory, ["ranks"], cache_dir=tmp_path, scheduler=client,
-                                 progress=lambda done, total, path: seen.append(done))
+    on_cluster = load_experiment(
+        directory, ["ranks"], cache_dir=tmp_path, scheduler=client, progress=lambda done, total, path: seen.append(done)
+    )
     _same_models(local, on_cluster)
     assert seen == list(range(1, len(local.provenance) + 1))  # progress counted every file once
     cached = load_experiment(directory, ["ranks"], cache_dir=tmp_path, scheduler=client, progress=False)
     _same_values(local, cached)
-    assert cached.settings["exposure"] == local.settings["exposure"]  # the entries the workers and the caller stored read back the same
+    assert (
+        cached.settings["exposure"] == local.settings["exposure"]
+    )  # the entries the workers and the caller stored read back the same
 
 
 def test_a_worker_killed_mid_run_still_finishes_with_a_note(client, study):
@@ -77,8 +80,9 @@ def test_a_worker_killed_mid_run_still_finishes_with_a_note(client, study):
         if done == 2:
             os.kill(victim, signal.SIGKILL)
 
-    on_cluster = load_experiment(directory, ["ranks"], use_cache=False, scheduler=client, progress=kill_once,
-                                 replay=False)
+    on_cluster = load_experiment(
+        directory, ["ranks"], use_cache=False, scheduler=client, progress=kill_once, replay=False
+    )
     client.wait_for_workers(2, timeout=60)  # the nanny restarts the worker
     _same_values(local, on_cluster)
     assert any("worker" in note and "left the cluster" in note for note in on_cluster.settings["notes"])
@@ -122,8 +126,10 @@ def test_local_pool_retries_alone_and_reports(tmp_path):
 
 def test_unreachable_scheduler_and_bad_address_are_one_line(monkeypatch, tmp_path):
     monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 1)
-    with pytest.raises(InputError, match=r"tcp://127.0.0.1:9: cannot reach the Dask scheduler"), \
-            cluster.connect("tcp://127.0.0.1:9"):
+    with (
+        pytest.raises(InputError, match=r"tcp://127.0.0.1:9: cannot reach the Dask scheduler"),
+        cluster.connect("tcp://127.0.0.1:9"),
+    ):
         pass
     with pytest.raises(InputError, match="is no scheduler address"), cluster.connect("my cluster"):
         pass
@@ -135,8 +141,12 @@ def test_without_dask_a_scheduler_is_refused_in_one_line(monkeypatch, capsys, tm
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     assert main(["model", str(tmp_path), "--scheduler", "tcp://127.0.0.1:8786"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [("extradeep: error: --scheduler: needs Dask: pip install 'extradeep[cluster]' "
-                    "(dask[distributed] and dask-jobqueue)")]
+    assert err == [
+        (
+            "extradeep: error: --scheduler: needs Dask: pip install 'extradeep[cluster]' "
+            "(dask[distributed] and dask-jobqueue)"
+        )
+    ]
 
 
 def test_scheduler_from_the_environment(monkeypatch):

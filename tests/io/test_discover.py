@@ -45,7 +45,13 @@ def test_bad_names_give_one_line_naming_the_file(name):
 def test_user_aliases_rename_tokens_and_keep_defaults():
     aliases = parse_aliases(["b=batch", "n=nodes"])
     assert parse_name("a.p4.b16.n2.r1.mpi0.sqlite", aliases) == {
-        "app": "a", "ranks": 4, "batch": 16, "nodes": 2, "rep": 1, "rank": 0}
+        "app": "a",
+        "ranks": 4,
+        "batch": 16,
+        "nodes": 2,
+        "rep": 1,
+        "rank": 0,
+    }
     with pytest.raises(InputError):
         parse_aliases(["nonsense"])
 
@@ -140,7 +146,9 @@ def test_csv_manifest_with_relative_paths_and_aliases(tmp_path):
 
 def test_toml_manifest_with_params_table(tmp_path):
     _touch(tmp_path / "x.sqlite")
-    (tmp_path / "m.toml").write_text('[[run]]\npath = "x.sqlite"\nrank = 2\nrep = 3\nparams = {ranks = 8, batch = 64}\n')
+    (tmp_path / "m.toml").write_text(
+        '[[run]]\npath = "x.sqlite"\nrank = 2\nrep = 3\nparams = {ranks = 8, batch = 64}\n'
+    )
     runs = read_manifest(tmp_path / "m.toml")
     row = runs.iloc[0]
     assert (row["ranks"], row["batch"], row["rank"], row["rep"]) == (8, 64, 2, 3)
@@ -148,7 +156,11 @@ def test_toml_manifest_with_params_table(tmp_path):
 
 @pytest.mark.parametrize(
     "text, fragment",
-    [("path,p\n,4\n", "needs a path"), ("path,p\nx.sqlite,four\n", "not a number"), ("path,rank\nx.sqlite,1.5\n", "whole number")],
+    [
+        ("path,p\n,4\n", "needs a path"),
+        ("path,p\nx.sqlite,four\n", "not a number"),
+        ("path,rank\nx.sqlite,1.5\n", "whole number"),
+    ],
 )
 def test_bad_manifest_rows_name_the_manifest_and_row(tmp_path, text, fragment):
     (tmp_path / "m.csv").write_text(text)
@@ -186,8 +198,10 @@ def test_bad_manifest_rows_are_skipped_with_their_line_and_the_rest_is_used(tmp_
     (tmp_path / "m.csv").write_text("path,ranks,rank\na.sqlite,2,0\nb.sqlite,abc,0\nc.sqlite,2\nd.sqlite,2,1\n")
     runs, problems = manifest_runs(tmp_path / "m.csv")
     assert runs["path"].tolist() == [str(tmp_path / "a.sqlite"), str(tmp_path / "d.sqlite")]
-    assert problems == [f"{tmp_path / 'm.csv'} (line 3): value of 'ranks' is not a number: 'abc'; skipped",
-                        f"{tmp_path / 'm.csv'} (line 4): no value for 'rank'; skipped"]
+    assert problems == [
+        f"{tmp_path / 'm.csv'} (line 3): value of 'ranks' is not a number: 'abc'; skipped",
+        f"{tmp_path / 'm.csv'} (line 4): no value for 'rank'; skipped",
+    ]
     found, listed = discover(manifest=tmp_path / "m.csv")
     assert len(found) == 2 and listed[:2] == problems
 
@@ -196,11 +210,15 @@ def test_toml_manifest_rows_are_numbered_by_run(tmp_path):
     from extradeep.io.discover import manifest_runs
 
     _touch(tmp_path / "x.sqlite")
-    (tmp_path / "m.toml").write_text('[[run]]\npath = "x.sqlite"\nranks = 2\n[[run]]\npath = "y.sqlite"\nranks = "abc"\n')
+    (tmp_path / "m.toml").write_text(
+        '[[run]]\npath = "x.sqlite"\nranks = 2\n[[run]]\npath = "y.sqlite"\nranks = "abc"\n'
+    )
     runs, problems = manifest_runs(tmp_path / "m.toml")
     assert len(runs) == 1 and problems[0].startswith(f"{tmp_path / 'm.toml'} (run 2): value of 'ranks'")
 
 
 def test_point_label_without_an_app_has_no_blank(tmp_path):
     runs = pd.DataFrame({"path": ["a"], "app": [""], "ranks": [4], "rank": [0], "rep": [1]})
-    assert missing_ranks(runs) == ["ranks=4 rep=1: 1 of 4 rank files (missing mpi1, mpi2, mpi3); using the ranks present"]
+    assert missing_ranks(runs) == [
+        "ranks=4 rep=1: 1 of 4 rank files (missing mpi1, mpi2, mpi3); using the ranks present"
+    ]

@@ -60,14 +60,17 @@ def test_a_save_replaces_the_earlier_experiment_in_one_step(saved, tmp_path):
     assert loaded.params == experiment.params and len(loaded.points) == len(experiment.points)
 
 
-@pytest.mark.parametrize(("edit", "expected"), [
-    ("DROP TABLE provenance", "table provenance missing"),
-    ("DROP TABLE settings", "table settings missing"),
-    ("ALTER TABLE measurements_by_rep DROP COLUMN rep", "measurements_by_rep lacks column(s) rep"),
-    ("ALTER TABLE measurements DROP COLUMN ranks", "measurements lacks column(s) ranks"),
-    ("UPDATE settings SET value = 'nan nan' WHERE key = 'reader'", "setting 'reader' is missing or not valid JSON"),
-    ("UPDATE extradeep_meta SET value = '[1, 2]' WHERE key = 'params'", "is not a list of names"),
-])
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        ("DROP TABLE provenance", "table provenance missing"),
+        ("DROP TABLE settings", "table settings missing"),
+        ("ALTER TABLE measurements_by_rep DROP COLUMN rep", "measurements_by_rep lacks column(s) rep"),
+        ("ALTER TABLE measurements DROP COLUMN ranks", "measurements lacks column(s) ranks"),
+        ("UPDATE settings SET value = 'nan nan' WHERE key = 'reader'", "setting 'reader' is missing or not valid JSON"),
+        ("UPDATE extradeep_meta SET value = '[1, 2]' WHERE key = 'params'", "is not a list of names"),
+    ],
+)
 def test_a_damaged_experiment_is_one_line_naming_the_missing_part(saved, tmp_path, edit, expected):
     _, path = saved
     target = tmp_path / "damaged.sqlite"

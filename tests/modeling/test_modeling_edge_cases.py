@@ -105,8 +105,9 @@ def test_too_few_values_per_parameter_in_two_parameters():
     X = np.array([[p, n] for p in P for n in (8.0, 16.0, 32.0)])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        table = fit_models(pd.DataFrame(X, columns=["p", "n"]).assign(region="k", metric="t", value=1.0 + X[:, 0]),
-                           ["p", "n"])
+        table = fit_models(
+            pd.DataFrame(X, columns=["p", "n"]).assign(region="k", metric="t", value=1.0 + X[:, 0]), ["p", "n"]
+        )
     assert table.loc[0, "model"] is None and "fewer than 5 values of n" in table.loc[0, "reason"]
 
 

@@ -64,8 +64,11 @@ def _ours_as_records(path: Path) -> dict[str, dict]:
     for row in table.itertuples(index=False):
         m = row.model
         assert m is not None, (row.region, row.reason)
-        out[row.region] = {"terms": [{str(k): f for k, f in enumerate(t)} for t in m.terms],
-                           "coefficients": [float(c) for c in m.coefficients], "formula": m.formula()}
+        out[row.region] = {
+            "terms": [{str(k): f for k, f in enumerate(t)} for t in m.terms],
+            "coefficients": [float(c) for c in m.coefficients],
+            "formula": m.formula(),
+        }
     return out
 
 
@@ -80,11 +83,17 @@ def _compare(theirs: list[dict], ours: dict[str, dict], n_params: int) -> None:
             mismatched.append((m["region"], m["formula"], mine["formula"]))
             continue
         scale = max(abs(c) for c in m["coefficients"])
-        np.testing.assert_allclose(mine["coefficients"][0], m["coefficients"][0], rtol=1e-6, atol=1e-6 * scale,
-                                   err_msg=f"{m['region']}: constant of {mine['formula']} vs {m['formula']}")
+        np.testing.assert_allclose(
+            mine["coefficients"][0],
+            m["coefficients"][0],
+            rtol=1e-6,
+            atol=1e-6 * scale,
+            err_msg=f"{m['region']}: constant of {mine['formula']} vs {m['formula']}",
+        )
         for term, c in want.items():
-            np.testing.assert_allclose(got[term], c, rtol=1e-6,
-                                       err_msg=f"{m['region']}: {mine['formula']} vs {m['formula']}")
+            np.testing.assert_allclose(
+                got[term], c, rtol=1e-6, err_msg=f"{m['region']}: {mine['formula']} vs {m['formula']}"
+            )
     assert not mismatched, f"{len(mismatched)} model(s) differ from Extra-P's: {mismatched}"
 
 

@@ -52,8 +52,12 @@ def test_models_a_file_end_to_end(tmp_path):
 def test_round_trip_two_parameters(tmp_path):
     rng = np.random.default_rng(0)
     X = np.array([[p, n] for p in (4.0, 8, 16, 32, 64) for n in (10.0, 20, 40, 80, 160)])
-    frames = [pd.DataFrame(np.repeat(X, 2, axis=0), columns=["p", "n"]).assign(
-        region=f"kernel {r}", metric="time", value=rng.uniform(1, 2, 50)) for r in range(3)]
+    frames = [
+        pd.DataFrame(np.repeat(X, 2, axis=0), columns=["p", "n"]).assign(
+            region=f"kernel {r}", metric="time", value=rng.uniform(1, 2, 50)
+        )
+        for r in range(3)
+    ]
     df = pd.concat(frames, ignore_index=True)
     path = tmp_path / "two.txt"
     write_extrap_text(path, df, ["p", "n"])
@@ -65,14 +69,17 @@ def test_round_trip_two_parameters(tmp_path):
     assert np.array_equal(a, b) and sorted(back.region.unique()) == ["kernel 0", "kernel 1", "kernel 2"]
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("PARAMETER p\nPOINTS 4 8\nREGION r\nDATA 1\nDATA 2\nDATA 3\n", "line 6: more DATA lines than the 2 POINTS"),
-    ("PARAMETER p\nPOINTS 4 8\nDATA 1 x\n", "line 3: not a number"),
-    ("PARAMETER p\nPOINTS 4 8\nFOO 1\n", "line 3: unknown field 'FOO'"),
-    ("PARAMETER p q\nPOINTS 4 8\n", "line 2: 2 parameters need points written as (a b ...)"),
-    ("PARAMETER p q\nPOINTS (4 8) (1)\n", "line 2: point (1.0,) does not have 2 coordinates"),
-    ("", "no PARAMETER or no DATA lines"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("PARAMETER p\nPOINTS 4 8\nREGION r\nDATA 1\nDATA 2\nDATA 3\n", "line 6: more DATA lines than the 2 POINTS"),
+        ("PARAMETER p\nPOINTS 4 8\nDATA 1 x\n", "line 3: not a number"),
+        ("PARAMETER p\nPOINTS 4 8\nFOO 1\n", "line 3: unknown field 'FOO'"),
+        ("PARAMETER p q\nPOINTS 4 8\n", "line 2: 2 parameters need points written as (a b ...)"),
+        ("PARAMETER p q\nPOINTS (4 8) (1)\n", "line 2: point (1.0,) does not have 2 coordinates"),
+        ("", "no PARAMETER or no DATA lines"),
+    ],
+)
 def test_bad_files_name_the_line(tmp_path, text, problem):
     path = tmp_path / "bad.txt"
     path.write_text(text)

@@ -17,8 +17,11 @@ from extradeep.modeling import (
 )
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-NUMBER = st.one_of(st.integers(-5, 70).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr),
-                   st.sampled_from(["1e400", "-0", "0x10", "nan", "", "(", ")", "( 1 2 )", "(1)"]))
+NUMBER = st.one_of(
+    st.integers(-5, 70).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(["1e400", "-0", "0x10", "nan", "", "(", ")", "( 1 2 )", "(1)"]),
+)
 LINE = st.one_of(
     st.builds(lambda n: f"PARAMETER {n}", st.sampled_from(["p", "n", "p n", "", "p p"])),
     st.builds(lambda xs: "POINTS " + " ".join(f"( {x} )" for x in xs), st.lists(NUMBER, max_size=6)),
@@ -51,7 +54,7 @@ def test_any_text_is_a_table_or_one_input_error(tmp_path, lines):
 def test_an_edited_valid_file_is_a_table_or_one_input_error(tmp_path, start, length, insert):
     text = _valid_file(tmp_path)
     path = tmp_path / "edited.txt"
-    path.write_text(text[:start] + insert + text[start + length:])
+    path.write_text(text[:start] + insert + text[start + length :])
     _table_or_input_error(path)
 
 
@@ -68,8 +71,7 @@ FINITE = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
 
 
 @FAST
-@given(st.lists(st.tuples(st.floats(-4, 128, allow_nan=False), FINITE), min_size=1, max_size=14),
-       st.booleans())
+@given(st.lists(st.tuples(st.floats(-4, 128, allow_nan=False), FINITE), min_size=1, max_size=14), st.booleans())
 def test_any_finite_data_gives_a_model_or_a_reason(xy, nonnegative):
     frame = pd.DataFrame(xy, columns=["p", "value"]).assign(region="r", metric="time")
     table = fit_models(frame, ["p"], options={"nonnegative": nonnegative, "min_points": 3})
@@ -83,8 +85,13 @@ def test_any_finite_data_gives_a_model_or_a_reason(xy, nonnegative):
 
 
 @FAST
-@given(st.lists(st.tuples(st.sampled_from([1.0, 2, 3, 4, 8]), st.sampled_from([1.0, 2, 4, 8, 16]), FINITE),
-                min_size=5, max_size=30))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([1.0, 2, 3, 4, 8]), st.sampled_from([1.0, 2, 4, 8, 16]), FINITE),
+        min_size=5,
+        max_size=30,
+    )
+)
 def test_two_parameters_with_ones_never_crash(rows):
     X = np.array([[a, b] for a, b, _ in rows])
     y = np.array([v for _, _, v in rows])

@@ -30,8 +30,12 @@ def _value(truth, p):
 
 
 def _fit(truths, reps, rng):
-    rows = [(f"r{r:04d}", p, k, _value(t, p) * (1 + NOISE * rng.standard_normal()))
-            for r, t in enumerate(truths) for p in P for k in range(reps)]
+    rows = [
+        (f"r{r:04d}", p, k, _value(t, p) * (1 + NOISE * rng.standard_normal()))
+        for r, t in enumerate(truths)
+        for p in P
+        for k in range(reps)
+    ]
     df = pd.DataFrame(rows, columns=["region", "p", "rep", "value"])
     return fit_models(df, ["p"], by=["region"], rep="rep")["model"]
 

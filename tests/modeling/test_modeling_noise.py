@@ -27,8 +27,17 @@ def draws(n_regions, reps, shared, rep_noise, growth=0.0, seed=0) -> pd.DataFram
     for r in range(n_regions):
         point = 1e-3 * (1 + growth * np.log2(P) / np.log2(10)) * (1 + shared * rng.standard_normal(len(P)))
         y = np.repeat(point, reps) * (1 + rep_noise * rng.standard_normal(len(P) * reps))
-        frames.append(pd.DataFrame({"p": np.repeat(P, reps), "rep": np.tile(np.arange(reps), len(P)),
-                                    "value": y, "region": f"r{r}", "metric": "time"}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "p": np.repeat(P, reps),
+                    "rep": np.tile(np.arange(reps), len(P)),
+                    "value": y,
+                    "region": f"r{r}",
+                    "metric": "time",
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -37,19 +46,25 @@ def constant_share(df: pd.DataFrame, **options) -> float:
     return float(np.mean([len(m.terms) == 0 for m in table["model"]]))
 
 
-@pytest.mark.parametrize("reps, shared, rep_noise, at_least", [
-    (2, 0.01, 0.01, 0.90),  # 2 repetitions that miss the per-point scatter (measured 94%; 83% before)
-    (1, 0.0, 0.02, 0.92),   # one repetition: noise from leave-one-out residuals (96%; 71% before)
-    (5, 0.0, 0.05, 0.97),   # the benchmark's design (99.7%; 96% before)
-])
+@pytest.mark.parametrize(
+    "reps, shared, rep_noise, at_least",
+    [
+        (2, 0.01, 0.01, 0.90),  # 2 repetitions that miss the per-point scatter (measured 94%; 83% before)
+        (1, 0.0, 0.02, 0.92),  # one repetition: noise from leave-one-out residuals (96%; 71% before)
+        (5, 0.0, 0.05, 0.97),  # the benchmark's design (99.7%; 96% before)
+    ],
+)
 def test_constant_truth_stays_constant(reps, shared, rep_noise, at_least):
     assert constant_share(draws(300, reps, shared, rep_noise), n_terms=1) >= at_least
 
 
-@pytest.mark.parametrize("reps, shared, rep_noise, at_least", [
-    (2, 0.01, 0.01, 0.93),  # measured 96% (100% before, when constants got growth too)
-    (1, 0.0, 0.02, 0.70),   # measured 81%: one repetition of 5 points has little evidence
-])
+@pytest.mark.parametrize(
+    "reps, shared, rep_noise, at_least",
+    [
+        (2, 0.01, 0.01, 0.93),  # measured 96% (100% before, when constants got growth too)
+        (1, 0.0, 0.02, 0.70),  # measured 81%: one repetition of 5 points has little evidence
+    ],
+)
 def test_growth_of_20_percent_is_found(reps, shared, rep_noise, at_least):
     assert 1 - constant_share(draws(300, reps, shared, rep_noise, growth=0.2, seed=1)) >= at_least
 
@@ -64,8 +79,8 @@ def test_significance_is_validated():
 def test_sample_profiles_growth_classes_match_truth():
     """Every kernel whose true per-step time is constant gets a constant model, every growing one a
     growing model (which growth exactly is harder: see docs/performance.md)."""
-    from extradeep.analysis.epoch import step_values
     from extradeep import load_experiment
+    from extradeep.analysis.epoch import step_values
 
     experiment = load_experiment([REPO / "sample_profiles"], params=["ranks"], progress=False, use_cache=False)
     steps = step_values(experiment, ("time",))

@@ -40,8 +40,9 @@ def _check(table, truths, X_far):
     for model, (c0, terms) in zip(table["model"], truths):
         assert model is not None
         assert sorted(model.terms) == sorted(f for _, f in terms), model.formula()
-        want = c0 + sum(coef * np.prod([factor_values(np.array([X_far[c]]), f)[0] for c, f in enumerate(fs)])
-                        for coef, fs in terms)
+        want = c0 + sum(
+            coef * np.prod([factor_values(np.array([X_far[c]]), f)[0] for c, f in enumerate(fs)]) for coef, fs in terms
+        )
         assert model.predict(X_far if len(X_far) > 1 else X_far[0]) == pytest.approx(want, rel=1e-6)
 
 
@@ -75,8 +76,10 @@ def test_two_parameters_every_pair_recovered(pairs):
 def test_three_parameters_product_and_sum():
     X = _grid(P, N, np.array([2.0, 3, 4, 5, 6]))
     half, one, log = (Fraction(1, 2), Fraction(0)), (Fraction(1), Fraction(0)), (Fraction(0), Fraction(1))
-    truths = [(5.0, [(0.01, (one, log, half))]),
-              (7.0, [(0.2, (one, ZERO, ZERO)), (0.5, (ZERO, log, ZERO)), (1.5, (ZERO, ZERO, half))])]
+    truths = [
+        (5.0, [(0.01, (one, log, half))]),
+        (7.0, [(0.2, (one, ZERO, ZERO)), (0.5, (ZERO, log, ZERO)), (1.5, (ZERO, ZERO, half))]),
+    ]
     table = fit_models(_table(X, ["p", "n", "m"], truths), ["p", "n", "m"])
     _check(table, truths, np.array([256.0, 640.0, 24.0]))
 

@@ -47,8 +47,13 @@ def test_formula_uses_short_names_and_exact_exponents():
 
 def test_growth_keys_sort_models_by_asymptotic_growth():
     x = np.array([4.0, 8, 16, 32, 64])
-    shapes = {"O(1)": 0 * x + 3, "O(log p)": 3 + np.log2(x), "O(p^0.5)": 3 + x**0.5,
-              "O(p log p)": 3 + x * np.log2(x), "O(p^2)": 3 + x**2}
+    shapes = {
+        "O(1)": 0 * x + 3,
+        "O(log p)": 3 + np.log2(x),
+        "O(p^0.5)": 3 + x**0.5,
+        "O(p log p)": 3 + x * np.log2(x),
+        "O(p^2)": 3 + x**2,
+    }
     models = {k: PMNFModeler().fit(x, y).model_ for k, y in shapes.items()}
     assert [m.growth() for m in models.values()] == list(shapes)
     keys = [m.growth_key() for m in models.values()]

@@ -12,11 +12,34 @@ from extradeep.cli import main
 def test_cli_prints_replay_breakdown_and_what_ifs(ddp_run, tmp_path, capsys, sha256):
     before = {p: sha256(p) for p in ddp_run.glob("*.sqlite")}
     out = tmp_path / "p.json"
-    rc = main(["predict", str(ddp_run), "--what-if", "kernel:*gemm*=0.5", "--ranks", "64", "--json", str(out), "--timeline", str(tmp_path / "t.csv"), "--plot", str(tmp_path / "p.png")])
+    rc = main(
+        [
+            "predict",
+            str(ddp_run),
+            "--what-if",
+            "kernel:*gemm*=0.5",
+            "--ranks",
+            "64",
+            "--json",
+            str(out),
+            "--timeline",
+            str(tmp_path / "t.csv"),
+            "--plot",
+            str(tmp_path / "p.png"),
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
-    for needle in ("measured", "replayed", "Critical path", "compute", "T4", "What-if", "kernel:*gemm*=0.5",
-                   "ranks=64"):
+    for needle in (
+        "measured",
+        "replayed",
+        "Critical path",
+        "compute",
+        "T4",
+        "What-if",
+        "kernel:*gemm*=0.5",
+        "ranks=64",
+    ):
         assert needle in text
     data = json.loads(out.read_text())
     scenarios = {r["scenario"] for r in data["summary"]}
@@ -70,8 +93,18 @@ def _summary_of(path) -> dict:
 
 def test_combine_is_opt_in_and_applies_each_change_once(ddp_run, ddp_prediction, tmp_path):
     out = tmp_path / "c.json"
-    args = ["predict", str(ddp_run), "--what-if", "kernel:*gemm*=0.5", "--what-if", "comm.bandwidth=2",
-            "--what-if", "kernel:*gemm*=0.5", "--json", str(out)]
+    args = [
+        "predict",
+        str(ddp_run),
+        "--what-if",
+        "kernel:*gemm*=0.5",
+        "--what-if",
+        "comm.bandwidth=2",
+        "--what-if",
+        "kernel:*gemm*=0.5",
+        "--json",
+        str(out),
+    ]
     assert main(args) == 0
     assert {s for s, _ in _summary_of(out)} == {"measured durations", "kernel:*gemm*=0.5", "comm.bandwidth=2"}
     assert main(args + ["--combine"]) == 0
@@ -124,8 +157,12 @@ def test_outputs_never_overwrite_inputs_or_databases(ddp_run, tmp_path, capsys, 
     other_db = tmp_path / "other.sqlite"
     other_db.write_bytes(export.read_bytes())
     before = {p: sha256(p) for p in [*ddp_run.glob("*.sqlite"), other_db]}
-    for option, target in (("--json", export), ("--timeline", export), ("--plot", other_db),
-                           ("--json", ddp_run / ".." / ddp_run.name / export.name)):
+    for option, target in (
+        ("--json", export),
+        ("--timeline", export),
+        ("--plot", other_db),
+        ("--json", ddp_run / ".." / ddp_run.name / export.name),
+    ):
         assert main(["predict", str(ddp_run), option, str(target)]) == 2
         err = capsys.readouterr().err
         assert "refusing to overwrite" in err and option in err

@@ -8,8 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from extradeep.predictor.collectives import (clock_offsets, collective_groups, collective_kind, fit_alpha_beta,
-                                             model_time, rescale_collective)
+from extradeep.predictor.collectives import (
+    clock_offsets,
+    collective_groups,
+    collective_kind,
+    fit_alpha_beta,
+    model_time,
+    rescale_collective,
+)
 from extradeep.predictor.trace import load_trace
 
 
@@ -77,11 +83,16 @@ def test_alpha_beta_fit_recovers_latency_and_bandwidth():
     assert not unsized.sized and unsized.alpha == pytest.approx(2e-4)
 
 
-@pytest.mark.parametrize("name,kind", [("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "all_reduce"),
-                                       ("ncclKernel_AllGather_RING_LL", "all_gather"),
-                                       ("ncclDevKernel_ReduceScatter_Sum_bf16_RING", "reduce_scatter"),
-                                       ("ncclDevKernel_SendRecv", "send_recv"),
-                                       ("ncclDevKernel_Broadcast_RING_LL", "broadcast")])
+@pytest.mark.parametrize(
+    "name,kind",
+    [
+        ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "all_reduce"),
+        ("ncclKernel_AllGather_RING_LL", "all_gather"),
+        ("ncclDevKernel_ReduceScatter_Sum_bf16_RING", "reduce_scatter"),
+        ("ncclDevKernel_SendRecv", "send_recv"),
+        ("ncclDevKernel_Broadcast_RING_LL", "broadcast"),
+    ],
+)
 def test_collective_kind_from_kernel_name(name, kind):
     assert collective_kind(name) == kind
 
@@ -90,8 +101,17 @@ def test_separate_clocks_are_aligned_to_the_simulators_offsets(tmp_path):
     from extradeep.predictor import predict
     from extradeep.simulate import simulate
 
-    sim = simulate(tmp_path, params={"ranks": [4]}, repetitions=1, epochs=1, train_steps=2, val_steps=0,
-                   ddp=True, seed=4, clock_offset_ns=5e6)
+    sim = simulate(
+        tmp_path,
+        params={"ranks": [4]},
+        repetitions=1,
+        epochs=1,
+        train_steps=2,
+        val_steps=0,
+        ddp=True,
+        seed=4,
+        clock_offset_ns=5e6,
+    )
     truth = sim.truth["points"][0]["clock_offsets_ns"][0]
     assert any(truth)
     pred = predict(tmp_path)

@@ -81,8 +81,9 @@ def test_t1_to_t5_from_framework_op_ranges(real_2gpu):
 def test_top_level_ranges_are_not_nested():
     import pandas as pd
 
-    r = pd.DataFrame({"rank": 0, "queue": "t", "name": list("abcde"),
-                      "start": [0, 1, 2, 10, 11], "end": [9, 3, 2, 20, 12]})
+    r = pd.DataFrame(
+        {"rank": 0, "queue": "t", "name": list("abcde"), "start": [0, 1, 2, 10, 11], "end": [9, 3, 2, 20, 12]}
+    )
     assert list(top_level(r)["name"]) == ["a", "d"]
 
 
@@ -120,11 +121,19 @@ def test_t1_skips_gaps_across_step_boundaries():
 
     from extradeep.predictor.overheads import overhead_table
 
-    ranges = pd.DataFrame({"rank": 0, "queue": "cpu/t1", "name": ["a", "b", "c", "d"],
-                           "start": [0, 10, 100, 130], "end": [5, 20, 110, 140]})
+    ranges = pd.DataFrame(
+        {
+            "rank": 0,
+            "queue": "cpu/t1",
+            "name": ["a", "b", "c", "d"],
+            "start": [0, 10, 100, 130],
+            "end": [5, 20, 110, 140],
+        }
+    )
     steps = pd.DataFrame({"rank": [0, 0], "start": [0, 100], "end": [50, 150]})
     ops = pd.DataFrame(columns=["rank", "queue", "is_gpu", "kind", "name", "start", "end"]).astype(
-        {"is_gpu": bool, "start": np.int64, "end": np.int64})
+        {"is_gpu": bool, "start": np.int64, "end": np.int64}
+    )
     t1 = overhead_table(ops, ranges, {}, steps).query("type == 'T1'").set_index("name")["total"]
     assert t1.to_dict() == pytest.approx({"b": 5e-9, "d": 20e-9})  # not c: its gap spans the boundary
     no_steps = overhead_table(ops, ranges, {}).query("type == 'T1'").set_index("name")["total"]

@@ -5,10 +5,10 @@ network that makes them k times longer, and ingest keeps the curves of the large
 import numpy as np
 import pytest
 
+from extradeep import load_experiment
 from extradeep.analysis.communication import pure_times
 from extradeep.analysis.overlap import Exposure
 from extradeep.io.discover import file_sha256
-from extradeep import load_experiment
 from extradeep.predictor.exposure import exposure_curve
 from extradeep.simulate import simulate
 
@@ -78,8 +78,8 @@ def _must_not_run(paths, settings=None):
 
 
 def test_ingest_keeps_the_curves_of_the_largest_runs(tmp_path, monkeypatch):
-    from extradeep.analysis.core import subset_experiment
     from extradeep.aggregate.experiment import Experiment
+    from extradeep.analysis.core import subset_experiment
 
     folder = tmp_path / "run"
     simulate(folder, params={"ranks": [2, 3, 4, 6]}, repetitions=2, epochs=2, train_steps=2, val_steps=1, seed=4)
@@ -103,8 +103,7 @@ def test_ingest_keeps_the_curves_of_the_largest_runs(tmp_path, monkeypatch):
     saved = tmp_path / "exp.sqlite"
     experiment.save(saved)
     assert Experiment.load(saved).settings["exposure"] == curves
-    assert "exposure" not in load_experiment(folder, ["ranks"], use_cache=False, progress=False,
-                                             replay=False).settings
+    assert "exposure" not in load_experiment(folder, ["ranks"], use_cache=False, progress=False, replay=False).settings
 
 
 def test_a_run_that_cannot_be_replayed_is_a_note_not_an_error(tmp_path, monkeypatch):

@@ -13,8 +13,9 @@ from extradeep.simulate import simulate
 @pytest.fixture(scope="module")
 def scaling_runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("pmnf")
-    simulate(out, params={"ranks": [2, 3, 4, 5, 6]}, repetitions=1, epochs=2, train_steps=2, val_steps=1,
-             ddp=True, seed=5)
+    simulate(
+        out, params={"ranks": [2, 3, 4, 5, 6]}, repetitions=1, epochs=2, train_steps=2, val_steps=1, ddp=True, seed=5
+    )
     exp = load_experiment([out], progress=False, use_cache=False, jobs=1)
     points = exp.points[(exp.points["metric"] == "time") & (exp.points["phase"] == "train")]
     exp.save(out / "experiment.db")
@@ -45,7 +46,9 @@ def test_cli_ranks_with_experiment_shows_the_empirical_model(scaling_runs, capsy
     from extradeep.cli import main
 
     out, _ = scaling_runs
-    assert main(["predict", str(out), "--run", "ranks=3", "--ranks", "6", "--experiment", str(out / "experiment.db")]) == 0
+    assert (
+        main(["predict", str(out), "--run", "ranks=3", "--ranks", "6", "--experiment", str(out / "experiment.db")]) == 0
+    )
     text = capsys.readouterr().out
     assert "pmnf.ranks=6" in text and "Empirical PMNF step-time model at ranks=6" in text
 
@@ -85,8 +88,26 @@ def test_cli_pmnf_what_if_with_ranks_is_applied_once(scaling_runs, tmp_path, cap
 
     out, _ = scaling_runs
     js = tmp_path / "p.json"
-    assert main(["predict", str(out), "--run", "ranks=3", "--ranks", "6", "--experiment", str(out / "experiment.db"),
-                 "--what-if", "pmnf.ranks=6", "--combine", "--json", str(js)]) == 0
+    assert (
+        main(
+            [
+                "predict",
+                str(out),
+                "--run",
+                "ranks=3",
+                "--ranks",
+                "6",
+                "--experiment",
+                str(out / "experiment.db"),
+                "--what-if",
+                "pmnf.ranks=6",
+                "--combine",
+                "--json",
+                str(js),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert text.count("Empirical PMNF step-time model") == 1
     rows = json.loads(js.read_text())["summary"]

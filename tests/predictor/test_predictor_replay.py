@@ -72,11 +72,17 @@ def _graph(dur, edges, release, gap=None, lag=None) -> OpGraph:
     dst = np.array([e[1] for e in edges], dtype=np.int64)
     order = np.argsort(dst, kind="stable")
     nodes = pd.DataFrame({"name": [f"op{i}" for i in range(n)], "rank": 0, "role": "op"})
-    return OpGraph(nodes=nodes, src=src[order], dst=dst[order],
-                   lag=np.zeros(len(src)) if lag is None else np.asarray(lag, float)[order],
-                   edge_kind=np.zeros(len(src), dtype=int), dur=np.asarray(dur, float),
-                   gap=np.zeros(n) if gap is None else np.asarray(gap, float),
-                   release=np.asarray(release, float), coll_offset=np.zeros(n))
+    return OpGraph(
+        nodes=nodes,
+        src=src[order],
+        dst=dst[order],
+        lag=np.zeros(len(src)) if lag is None else np.asarray(lag, float)[order],
+        edge_kind=np.zeros(len(src), dtype=int),
+        dur=np.asarray(dur, float),
+        gap=np.zeros(n) if gap is None else np.asarray(gap, float),
+        release=np.asarray(release, float),
+        coll_offset=np.zeros(n),
+    )
 
 
 def _brute_force(g: OpGraph):
@@ -103,8 +109,13 @@ def test_level_replay_matches_brute_force_on_random_dags():
         for _, b in edges:
             has_pred[b] = True
         release = np.where(has_pred, -np.inf, rng.uniform(0, 1, n))
-        g = _graph(rng.uniform(0, 1, n), edges, release, gap=np.where(has_pred, rng.uniform(0, 0.2, n), 0),
-                   lag=rng.uniform(-0.1, 0.3, len(edges)))
+        g = _graph(
+            rng.uniform(0, 1, n),
+            edges,
+            release,
+            gap=np.where(has_pred, rng.uniform(0, 0.2, n), 0),
+            lag=rng.uniform(-0.1, 0.3, len(edges)),
+        )
         res = replay(g)
         want_start, want_end = _brute_force(g)
         assert np.allclose(res.start, want_start) and np.allclose(res.end, want_end)
@@ -143,8 +154,18 @@ def test_every_real_export_replays_or_is_refused_in_one_line(real_nsys_dir):
 def test_replay_with_other_step_conventions_and_the_2022_schema(tmp_path, marks):
     from extradeep.simulate import simulate
 
-    simulate(tmp_path, params={"ranks": [2]}, repetitions=1, epochs=2, train_steps=2, val_steps=1,
-             marks=marks, layout="2022", ddp=True, seed=2)
+    simulate(
+        tmp_path,
+        params={"ranks": [2]},
+        repetitions=1,
+        epochs=2,
+        train_steps=2,
+        val_steps=1,
+        marks=marks,
+        layout="2022",
+        ddp=True,
+        seed=2,
+    )
     pred = predict(tmp_path)
     assert len(pred.steps) == 2 * 2 * 3
     assert pred.steps["error"].abs().max() <= 0.03

@@ -41,7 +41,9 @@ def test_faster_gemm_changes_the_step_time_a_lot(ddp_prediction):
 def test_fusion_leaves_steps_without_collectives_alone(ddp_prediction):
     s = ddp_prediction.summary
     for spec in ("fusion=2", "fusion=4"):
-        assert _median(s, spec, "val", "predicted") == pytest.approx(_median(s, "measured durations", "val", "replayed"))
+        assert _median(s, spec, "val", "predicted") == pytest.approx(
+            _median(s, "measured durations", "val", "replayed")
+        )
 
 
 def test_fusion_halves_the_collectives_and_keeps_a_valid_timeline(ddp_prediction):
@@ -76,22 +78,50 @@ def test_scaling_by_pattern_category_and_cpu(ddp_prediction):
     assert np.allclose(gap[cpu], 0.5 * g.gap[cpu]) and np.allclose(dur[~cpu], g.dur[~cpu])
 
 
-@pytest.mark.parametrize("spec", [
-    "kernel:gemm*=0.5", "name:cudaLaunch*=2", "category:communication=0.5", "comm.bandwidth=2",
-    "comm.latency=0.5", "comm.alpha=1e-5", "comm.algorithm=tree", "ranks=64", "fusion=4", "cpu=0.5",
-    "pmnf.ranks=64", "kernel:gemm*=0.5 ; comm.bandwidth=2 ; ranks=8",
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "kernel:gemm*=0.5",
+        "name:cudaLaunch*=2",
+        "category:communication=0.5",
+        "comm.bandwidth=2",
+        "comm.latency=0.5",
+        "comm.alpha=1e-5",
+        "comm.algorithm=tree",
+        "ranks=64",
+        "fusion=4",
+        "cpu=0.5",
+        "pmnf.ranks=64",
+        "kernel:gemm*=0.5 ; comm.bandwidth=2 ; ranks=8",
+    ],
+)
 def test_valid_specs_parse(spec):
     w = parse_what_if(spec)
     assert len(w.changes) == spec.count(";") + 1
 
 
-@pytest.mark.parametrize("spec", [
-    "", "gemm=0.5", "kernel=0.5", "kernel:gemm*=fast", "kernel:gemm*=-1", "comm.bandwidth=0", "ranks=2.5",
-    "fusion=1", "category:gpu=2", "comm.algorithm=butterfly", "__import__('os').system('true')",
-    "kernel:x=1e999", "ranks:abc=4", "cpu=0.5; cpu=2", "kernel:*gemm*=0.5; kernel:*GEMM*=0.5",
-    "pmnf.ranks=16; ranks=16; pmnf.ranks=16", "comm.algorithm=ring; comm.algorithm=tree",
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "",
+        "gemm=0.5",
+        "kernel=0.5",
+        "kernel:gemm*=fast",
+        "kernel:gemm*=-1",
+        "comm.bandwidth=0",
+        "ranks=2.5",
+        "fusion=1",
+        "category:gpu=2",
+        "comm.algorithm=butterfly",
+        "__import__('os').system('true')",
+        "kernel:x=1e999",
+        "ranks:abc=4",
+        "cpu=0.5; cpu=2",
+        "kernel:*gemm*=0.5; kernel:*GEMM*=0.5",
+        "pmnf.ranks=16; ranks=16; pmnf.ranks=16",
+        "comm.algorithm=ring; comm.algorithm=tree",
+    ],
+)
 def test_invalid_specs_are_one_line_input_errors(spec):
     with pytest.raises(InputError) as exc:
         parse_what_if(spec)
@@ -113,8 +143,9 @@ def test_waits_inferred_from_timing_give_the_same_what_if(ddp_run, regenerated):
     assert (graph.edge_kind == EDGE_KINDS.index("event")).sum() == 0
     assert (graph.edge_kind == EDGE_KINDS.index("inferred")).sum() > 0
     assert step_times(graph, replay(graph), bare)["error"].abs().max() <= 0.03
-    dur, gap = scale_durations(graph.nodes, graph.dur, graph.gap, parse_what_if("kernel:*gemm*=0.5").changes,
-                               CommContext(alpha={}, ranks=4))
+    dur, gap = scale_durations(
+        graph.nodes, graph.dur, graph.gap, parse_what_if("kernel:*gemm*=0.5").changes, CommContext(alpha={}, ranks=4)
+    )
     st = step_times(graph, replay(graph, dur=dur, gap=gap), bare)
     st = st[~st["warmup"]]
     got = st.groupby(["phase", "step"])["replayed"].max().groupby("phase").median()
@@ -126,12 +157,15 @@ def test_waits_inferred_from_timing_give_the_same_what_if(ddp_run, regenerated):
 def test_combining_keeps_each_item_once_and_refuses_conflicts():
     from extradeep.predictor.whatif import combine_what_ifs
 
-    both = combine_what_ifs([parse_what_if("pmnf.ranks=16"),
-                             parse_what_if("ranks=16; comm.algorithm=ring; pmnf.ranks=16")])
+    both = combine_what_ifs(
+        [parse_what_if("pmnf.ranks=16"), parse_what_if("ranks=16; comm.algorithm=ring; pmnf.ranks=16")]
+    )
     assert both.label == "pmnf.ranks=16; ranks=16; comm.algorithm=ring"
     assert [c.key for c in both.changes].count("pmnf") == 1 and len(both.changes) == 3
-    assert combine_what_ifs([parse_what_if("kernel:*gemm*=0.5"), parse_what_if("kernel:*GEMM*=0.5")]).label \
+    assert (
+        combine_what_ifs([parse_what_if("kernel:*gemm*=0.5"), parse_what_if("kernel:*GEMM*=0.5")]).label
         == "kernel:*gemm*=0.5"
+    )
     with pytest.raises(InputError, match="two values"):
         combine_what_ifs([parse_what_if("cpu=0.5"), parse_what_if("cpu=2")])
     # different patterns are different changes: both apply

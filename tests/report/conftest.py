@@ -5,9 +5,9 @@ import pytest
 
 @pytest.fixture(scope="session")
 def small_analysis(tmp_path_factory):
-    from extradeep.analysis.core import analyse
-    from extradeep.aggregate.experiment import Dataset
     from extradeep import load_experiment
+    from extradeep.aggregate.experiment import Dataset
+    from extradeep.analysis.core import analyse
     from extradeep.simulate import simulate
 
     root = tmp_path_factory.mktemp("report-sim")

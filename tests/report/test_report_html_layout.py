@@ -6,8 +6,8 @@ import re
 
 import pandas as pd
 
-from extradeep.analysis.core import prediction_table
 from extradeep.analysis.bottlenecks import bottleneck_table
+from extradeep.analysis.core import prediction_table
 from extradeep.analysis.cost import CostSettings
 from extradeep.report.html import CLIP, ReportInputs, build_html
 
@@ -33,8 +33,9 @@ def test_long_region_names_are_clipped_with_the_full_name_in_a_title(small_analy
 def test_prediction_table_shows_samples_per_epoch_and_flags_skipped_data(small_analysis):
     a = small_analysis
     grid = pd.DataFrame({"ranks": [16.0, 112.0]})
-    page = build_html(ReportInputs(a, prediction_table(a, grid, CostSettings()), pd.DataFrame(), CostSettings(),
-                                   x_max=112.0))
+    page = build_html(
+        ReportInputs(a, prediction_table(a, grid, CostSettings()), pd.DataFrame(), CostSettings(), x_max=112.0)
+    )
     assert "training samples per epoch" in page
     assert "49,152" in page  # 48 steps x 16 ranks x 64
     assert "43,008 (! 14.0% skipped)" in page  # 6 steps x 112 x 64 of 50,000

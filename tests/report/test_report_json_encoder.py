@@ -18,8 +18,10 @@ from extradeep.report import jsonout
 def analysis(tmp_path_factory):
     """Two regions with known laws, a line and a constant."""
     p = np.repeat([4.0, 8, 16, 32, 64], 2)
-    frames = [pd.DataFrame({"p": p, "value": 3 + 0.5 * p, "region": "linear", "metric": "time"}),
-              pd.DataFrame({"p": p, "value": 7.0, "region": "constant", "metric": "time"})]
+    frames = [
+        pd.DataFrame({"p": p, "value": 3 + 0.5 * p, "region": "linear", "metric": "time"}),
+        pd.DataFrame({"p": p, "value": 7.0, "region": "constant", "metric": "time"}),
+    ]
     path = tmp_path_factory.mktemp("json") / "laws.txt"
     write_extrap_text(path, pd.concat(frames, ignore_index=True), ["p"])
     table = read_extrap_text(path)

@@ -18,16 +18,29 @@ def on_4gpu_nodes(tmp_path_factory):
     from extradeep.simulate import simulate
 
     out = tmp_path_factory.mktemp("nodes-report")
-    sim = simulate(out, params={"ranks": [2, 3, 4, 6, 8]}, topology="4gpu-1nic-per-gpu", scaling="weak",
-                   repetitions=1, epochs=2, train_steps=3, val_steps=1, truth_ranks=[16, 24])
-    experiment = load_experiment([out], progress=False, use_cache=False,
-                                 dataset=Dataset(50000, 10000, 64, weak_scaling=True))
+    sim = simulate(
+        out,
+        params={"ranks": [2, 3, 4, 6, 8]},
+        topology="4gpu-1nic-per-gpu",
+        scaling="weak",
+        repetitions=1,
+        epochs=2,
+        train_steps=3,
+        val_steps=1,
+        truth_ranks=[16, 24],
+    )
+    experiment = load_experiment(
+        [out], progress=False, use_cache=False, dataset=Dataset(50000, 10000, 64, weak_scaling=True)
+    )
     return sim, analyse(experiment)
 
 
 def _boundaries(ax) -> list[float]:
-    return sorted(float(line.get_xdata()[0]) for line in ax.get_lines() if line.get_linestyle() == "-."
-                  and np.ptp(line.get_xdata()) == 0)
+    return sorted(
+        float(line.get_xdata()[0])
+        for line in ax.get_lines()
+        if line.get_linestyle() == "-." and np.ptp(line.get_xdata()) == 0
+    )
 
 
 def test_mark_node_boundaries_on_any_axes():

@@ -48,8 +48,9 @@ def test_scaling_breakdown_tradeoff_bottleneck_and_files(small_analysis, tmp_pat
     expected = table[table["quantity"] == "epoch time"]["efficiency"].to_numpy()
     np.testing.assert_allclose(epoch.get_ydata(), expected)
     breakdown = plots.breakdown_figure(table, "ranks", "epoch", measured_max=10.0)
-    result = budget_search(a.model("epoch time"), grid, ["ranks"], BudgetLimits(max_time=1e9), CostSettings(),
-                           a.baseline)
+    result = budget_search(
+        a.model("epoch time"), grid, ["ranks"], BudgetLimits(max_time=1e9), CostSettings(), a.baseline
+    )
     tradeoff = plots.tradeoff_figure(result.table, "ranks", 1e9, None, "core-hours")
     from extradeep.analysis.bottlenecks import bottleneck_table
 

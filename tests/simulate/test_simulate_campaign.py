@@ -20,8 +20,9 @@ from extradeep.simulate.campaign import (
 def test_gp_strategy_picks_the_least_known_candidate_per_cost():
     profiler = SimulatedProfiler(Scenario("gp", max_ranks=16, seed=4))
     try:
-        frame = pd.DataFrame([(r, k, profiler.measure(r, k)) for r in (2, 3, 4) for k in (1, 2)],
-                             columns=["ranks", "rep", "value"])
+        frame = pd.DataFrame(
+            [(r, k, profiler.measure(r, k)) for r in (2, 3, 4) for k in (1, 2)], columns=["ranks", "rep", "value"]
+        )
     finally:
         profiler.close()
     z = np.log2(frame["ranks"].to_numpy(float))

@@ -16,6 +16,7 @@ def real_ddl(real_nsys_dir, ro):
     def ddl(source: str) -> dict[str, str]:
         with ro(real_nsys_dir / source) as conn:
             return _tables(conn)
+
     return ddl
 
 
@@ -63,8 +64,10 @@ def test_tables_are_lazy_and_no_not_null_column_is_empty(all_sims, ro):
                     assert conn.execute(f"SELECT count(*) FROM [{table}]").fetchone()[0] > 0, (path, table)
                     for _, col, typ, notnull, *_ in conn.execute(f"PRAGMA table_info([{table}])"):
                         if notnull:
-                            empty = conn.execute(f"SELECT count(*) FROM [{table}] WHERE [{col}] IS NULL"
-                                                 f" OR ([{col}] = '' AND typeof([{col}]) = 'text')").fetchone()[0]
+                            empty = conn.execute(
+                                f"SELECT count(*) FROM [{table}] WHERE [{col}] IS NULL"
+                                f" OR ([{col}] = '' AND typeof([{col}]) = 'text')"
+                            ).fetchone()[0]
                             assert empty == 0, (path, table, col)
 
 

@@ -14,8 +14,18 @@ from extradeep.system import PRESETS, collective_time, cost_features, load_syste
 @pytest.fixture(scope="module")
 def topo(tmp_path_factory):
     out = tmp_path_factory.mktemp("topo")
-    return simulate(out, params={"ranks": [2, 6]}, repetitions=1, epochs=1, train_steps=2, val_steps=0,
-                    topology="4gpu-1nic-per-gpu", truth_ranks=[16], truth_replicates=0, noise=(0, 0, 0))
+    return simulate(
+        out,
+        params={"ranks": [2, 6]},
+        repetitions=1,
+        epochs=1,
+        train_steps=2,
+        val_steps=0,
+        topology="4gpu-1nic-per-gpu",
+        truth_ranks=[16],
+        truth_replicates=0,
+        noise=(0, 0, 0),
+    )
 
 
 def _rows(path, sql):
@@ -49,8 +59,10 @@ def test_truth_records_layout_and_true_collective_times(topo):
         expected = collective_time("allreduce", "ring", ranks, reduce["bytes"], system)[0]
         assert reduce["pure_s"] == pytest.approx(expected + 4e-6, rel=1e-9)
     # crossing the node boundary costs the slower link: the per-step all-reduce jumps
-    steps = {r: next(c["pure_per_step_s"] for c in p["collectives"] if c["collective"] == "allreduce")
-             for r, p in by_ranks.items()}
+    steps = {
+        r: next(c["pure_per_step_s"] for c in p["collectives"] if c["collective"] == "allreduce")
+        for r, p in by_ranks.items()
+    }
     assert steps[6] > 3 * steps[2]
 
 
@@ -69,7 +81,9 @@ def test_system_file_reads_units_and_refuses_nonsense(tmp_path):
     good = tmp_path / "sys.toml"
     good.write_text('preset = "dgx-8-nvswitch"\ninter-bandwidth = "12.5 GB/s"\ninter-latency = "10 us"\n')
     system = load_system(good)
-    assert system.gpus_per_node == 8 and system.inter_bandwidth == 12.5e9 and system.inter_latency == pytest.approx(1e-5)
+    assert (
+        system.gpus_per_node == 8 and system.inter_bandwidth == 12.5e9 and system.inter_latency == pytest.approx(1e-5)
+    )
     bad = tmp_path / "bad.toml"
     bad.write_text("gpus-per-node = 0\n")
     with pytest.raises(InputError, match="gpus-per-node"):

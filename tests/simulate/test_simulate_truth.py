@@ -55,8 +55,11 @@ def test_truth_per_step_equals_the_rows_without_noise(sim_exact, ro):
     assert truth == json.loads(json.dumps(sim_exact.truth))
     for point in truth["points"]:
         measured = measured_per_step([sim_exact.outdir / f for f in point["files"]], ro)
-        expected = {(r["region"], r["phase"], r["metric"]): r["value"] for r in point["per_step"]
-                    if r["kind"] in ("kernel", "memcpy", "memset", "step")}
+        expected = {
+            (r["region"], r["phase"], r["metric"]): r["value"]
+            for r in point["per_step"]
+            if r["kind"] in ("kernel", "memcpy", "memset", "step")
+        }
         assert set(measured) == set(expected)
         for key, value in expected.items():
             assert measured[key] == pytest.approx(value, rel=1e-5, abs=1e-8), key
@@ -69,8 +72,10 @@ def test_formulas_reproduce_the_noise_free_values(sim_exact):
     for point in truth["points"]:
         for row in point["per_step"]:
             if row["kind"] in ("kernel", "memcpy", "memset"):
-                terms = [(t["coefficient"], {k: tuple(v) for k, v in t["exponents"].items()})
-                         for t in models[row["region"]][row["phase"]][row["metric"]]["terms"]]
+                terms = [
+                    (t["coefficient"], {k: tuple(v) for k, v in t["exponents"].items()})
+                    for t in models[row["region"]][row["phase"]][row["metric"]]["terms"]
+                ]
                 assert evaluate(terms, point["params"]) == pytest.approx(row["value"], rel=1e-5, abs=1e-8)
                 checked += 1
     assert checked > 100
@@ -100,8 +105,9 @@ def test_epoch_values_follow_the_paper_equations(sim_exact):
         per_step = {(r["region"], r["phase"]): r["value"] for r in point["per_step"] if r["metric"] == "time"}
         per_epoch = {r["region"]: r["value"] for r in point["per_epoch"] if r["metric"] == "time"}
         name = "bn_fw_tr_1C11_kernel_NCHW"
-        assert per_epoch[name] == pytest.approx(point["n_t"] * per_step[(name, "train")]
-                                                + point["n_v"] * per_step[(name, "val")])
+        assert per_epoch[name] == pytest.approx(
+            point["n_t"] * per_step[(name, "train")] + point["n_v"] * per_step[(name, "val")]
+        )
         by_cat = point["epoch_time_by_category"]
         # compute and memory share one stream (serial); communication overlaps them
         assert by_cat["computation"] + by_cat["memory"] < point["epoch_time"] < sum(by_cat.values()) * 1.2
@@ -110,10 +116,13 @@ def test_epoch_values_follow_the_paper_equations(sim_exact):
 def test_noisy_rows_scatter_around_the_expected_values(sim_default, ro):
     point = sim_default.truth["points"][1]
     measured = measured_per_step([sim_default.outdir / f for f in point["files"]], ro)
-    rows = [r for r in point["per_step"] if r["kind"] in ("kernel", "memcpy", "memset", "step")
-            and r["metric"] == "time"]
-    errors = {r["region"] + "/" + r["phase"]: abs(measured[(r["region"], r["phase"], "time")] / r["expected"] - 1)
-              for r in rows}
+    rows = [
+        r for r in point["per_step"] if r["kind"] in ("kernel", "memcpy", "memset", "step") and r["metric"] == "time"
+    ]
+    errors = {
+        r["region"] + "/" + r["phase"]: abs(measured[(r["region"], r["phase"], "time")] / r["expected"] - 1)
+        for r in rows
+    }
     local = [e for k, e in errors.items() if not k.startswith("nccl")]
     assert np.median(local) < 0.05 and max(local) < 0.15, errors
     assert any(e > 0 for e in local)  # noise is really there
@@ -138,14 +147,21 @@ def test_cpu_side_visits_are_counted_per_step(sim_exact):
 
 
 def test_extra_parameters_scale_compute_and_name_files(tmp_path):
-    sim = simulate(tmp_path, params={"ranks": [2], "seq": [128, 256]}, repetitions=1, train_steps=1, val_steps=1,
-                   noise=(0, 0, 0))
+    sim = simulate(
+        tmp_path, params={"ranks": [2], "seq": [128, 256]}, repetitions=1, train_steps=1, val_steps=1, noise=(0, 0, 0)
+    )
     names = sorted(p.rsplit("/", 1)[-1] for p in sim.files.path)
     assert names[0] == "cifar10.p2.s128.r1.mpi0.sqlite"
     gemm = next(r for r in sim.truth["regions"] if r["region"] == "implicit_convolve_sgemm")
     assert gemm["models"]["train"]["time"]["formula"] == "4.6875e-05 * s"  # 6 ms at s = 128
-    values = [next(r["value"] for r in p["per_step"] if r["region"] == "implicit_convolve_sgemm"
-                   and r["metric"] == "time" and r["phase"] == "train") for p in sim.truth["points"]]
+    values = [
+        next(
+            r["value"]
+            for r in p["per_step"]
+            if r["region"] == "implicit_convolve_sgemm" and r["metric"] == "time" and r["phase"] == "train"
+        )
+        for p in sim.truth["points"]
+    ]
     assert values[1] == pytest.approx(2 * values[0])
 
 
@@ -155,12 +171,23 @@ def test_truth_lists_only_kinds_the_layout_can_hold(sim_2022):
 
 
 def test_ddp_collectives_follow_the_ring_cost_model(tmp_path):
-    truth = simulate(tmp_path, params={"ranks": [1, 8]}, repetitions=1, ddp=True, noise=(0, 0, 0), train_steps=2,
-                     val_steps=1, imbalance=0.0).truth
+    truth = simulate(
+        tmp_path,
+        params={"ranks": [1, 8]},
+        repetitions=1,
+        ddp=True,
+        noise=(0, 0, 0),
+        train_steps=2,
+        val_steps=1,
+        imbalance=0.0,
+    ).truth
     m = truth["nccl_model"]
     a, bw, launch, size = m["alpha_s"], m["bandwidth_Bps"], m["launch_s"], m["bucket_bytes"]
     for point in truth["points"]:
         p = point["params"]["ranks"]
-        got = next(r for r in point["per_step"] if r["region"] == "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
-                   and r["metric"] == "time")["value"]
+        got = next(
+            r
+            for r in point["per_step"]
+            if r["region"] == "ncclDevKernel_AllReduce_Sum_f32_RING_LL" and r["metric"] == "time"
+        )["value"]
         assert got == pytest.approx(4 * (launch + 2 * (p - 1) * a + 2 * (p - 1) / p * size / bw), rel=1e-6)

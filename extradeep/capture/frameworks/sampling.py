@@ -24,8 +24,8 @@ import os
 from dataclasses import dataclass, fields
 
 from extradeep.capture import marks
-from extradeep.errors import InputError
 from extradeep.capture.frameworks import profiler
+from extradeep.errors import InputError
 
 MODES = ("truncate", "stop")
 ENV = {

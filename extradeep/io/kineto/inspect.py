@@ -77,8 +77,7 @@ def format_text(info: dict) -> str:
     world = "" if info["world_size"] is None else f" of {info['world_size']}"
     backend = f" ({info['backend']})" if info["backend"] else ""
     platform = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU only"}.get(info["platform"], info["platform"])
-    lines.append(f"  PyTorch profiler (Kineto) trace, {platform}"
-                 f"; rank {rank}{world}{backend}")
+    lines.append(f"  PyTorch profiler (Kineto) trace, {platform}; rank {rank}{world}{backend}")
     lines += summary_lines(info)
     by_cat = ", ".join(f"{k} {v:,}" for k, v in info["trace_categories"].items())
     lines.append(f"  events in the trace by cat: {by_cat}")

@@ -34,13 +34,32 @@ CPU_RANGE_CATEGORIES = ("cpu_op", "user_annotation")
 FLOW_PHASES = ("s", "f", "t")
 # Microsecond timestamps from ~2^43 us up (absolute Unix-epoch times) have a float64 ulp above 1 ns:
 # their fractional digits are then read from the text instead of through a float.
-EXACT_TS_FROM = 2.0 ** 43
+EXACT_TS_FROM = 2.0**43
 _TS_TEXT = re.compile(rb'("ts"\s*:\s*)(-?\d+)(?:\.(\d*))?')
 _FRACTIONAL_TS = re.compile(rb'"ts"\s*:\s*-?\d+\.\d')
 # bytes per element of NCCL's dtype names (collective metadata of newer PyTorch)
-DTYPE_BYTES = {"float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2, "bfloat16": 2,
-               "int": 4, "int32": 4, "long": 8, "int64": 8, "char": 1, "int8": 1, "uint8": 1, "byte": 1,
-               "bool": 1, "short": 2, "int16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
+DTYPE_BYTES = {
+    "float": 4,
+    "float32": 4,
+    "double": 8,
+    "float64": 8,
+    "half": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "int": 4,
+    "int32": 4,
+    "long": 8,
+    "int64": 8,
+    "char": 1,
+    "int8": 1,
+    "uint8": 1,
+    "byte": 1,
+    "bool": 1,
+    "short": 2,
+    "int16": 2,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+}
 SYNC_TYPES = {"event sync": 1, "stream wait event": 2, "wait event": 2, "stream sync": 3, "context sync": 4}
 NO_INT = -1  # integer fields a trace leaves out
 
@@ -84,7 +103,7 @@ class KinetoTrace:
 
     @property
     def platform(self) -> str:
-        """"rocm" (HIP runtime calls), "cuda", or "cpu" (no GPU activity at all)."""
+        """ "rocm" (HIP runtime calls), "cuda", or "cpu" (no GPU activity at all)."""
         if self.runtime["name"].str.startswith("hip").any():
             return "rocm"
         return "cuda" if len(self.gpu) or len(self.runtime) else "cpu"
@@ -244,7 +263,7 @@ def _parse_in_pieces(data: bytes, rows) -> dict | None:
         events = _loads(b"[" + data[start:end] + b"]")
         rows.add_all(events)
         del events
-    tail = _loads(b'{"traceEvents":[' + data[cuts[-1][1]:])
+    tail = _loads(b'{"traceEvents":[' + data[cuts[-1][1] :])
     if not isinstance(tail, dict) or not isinstance(tail.get("traceEvents"), list):
         raise _PieceError
     rows.add_all(tail.pop("traceEvents"))
@@ -284,10 +303,22 @@ class _Rows:
         args = args if isinstance(args, dict) else {}
         name = e.get("name")
         if cat in GPU_CATEGORIES:
-            self.gpu.append((GPU_CATEGORIES[cat], ts, dur, args.get("device", e.get("pid")),
-                             args.get("stream", e.get("tid")), args.get("correlation", NO_INT), name,
-                             args.get("bytes", 0), args.get("Collective name"), args.get("In msg nelems"),
-                             args.get("dtype"), args.get("Group size")))
+            self.gpu.append(
+                (
+                    GPU_CATEGORIES[cat],
+                    ts,
+                    dur,
+                    args.get("device", e.get("pid")),
+                    args.get("stream", e.get("tid")),
+                    args.get("correlation", NO_INT),
+                    name,
+                    args.get("bytes", 0),
+                    args.get("Collective name"),
+                    args.get("In msg nelems"),
+                    args.get("dtype"),
+                    args.get("Group size"),
+                )
+            )
         elif cat in RUNTIME_CATEGORIES:
             self.runtime.append((cat, ts, dur, e.get("pid"), e.get("tid"), args.get("correlation", NO_INT), name))
         elif cat in CPU_RANGE_CATEGORIES:
@@ -295,11 +326,19 @@ class _Rows:
         elif cat == "gpu_user_annotation":
             self.gpu_ann.append((ts, dur, args.get("device", e.get("pid")), args.get("stream", e.get("tid")), name))
         elif cat == "cuda_sync":
-            self.syncs.append((ts, dur, args.get("device", e.get("pid")), args.get("stream", NO_INT),
-                               args.get("correlation", NO_INT), args.get("cuda_sync_kind") or name,
-                               args.get("wait_on_cuda_event_id", NO_INT),
-                               args.get("wait_on_cuda_event_record_corr_id", NO_INT),
-                               args.get("wait_on_stream", NO_INT)))
+            self.syncs.append(
+                (
+                    ts,
+                    dur,
+                    args.get("device", e.get("pid")),
+                    args.get("stream", NO_INT),
+                    args.get("correlation", NO_INT),
+                    args.get("cuda_sync_kind") or name,
+                    args.get("wait_on_cuda_event_id", NO_INT),
+                    args.get("wait_on_cuda_event_record_corr_id", NO_INT),
+                    args.get("wait_on_stream", NO_INT),
+                )
+            )
 
     def build(self, path: str, meta: dict, exact: bool) -> KinetoTrace:
         notes = []
@@ -319,8 +358,9 @@ class _Rows:
             flows=self.flows,
             notes=notes,
         )
-        negative = int((trace.gpu["end"] < trace.gpu["start"]).sum()
-                       + (trace.runtime["end"] < trace.runtime["start"]).sum())
+        negative = int(
+            (trace.gpu["end"] < trace.gpu["start"]).sum() + (trace.runtime["end"] < trace.runtime["start"]).sum()
+        )
         if negative:
             raise InputError(path, f"{negative} events have a negative duration: a damaged or hand-edited trace")
         return trace
@@ -388,28 +428,43 @@ def _range_frame(rows: list[tuple], names: list[str], to_ns: _Times) -> pd.DataF
 
 
 def _gpu_frame(rows: list[tuple], to_ns: _Times) -> pd.DataFrame:
-    names = ["kind", "ts", "dur", "device", "stream", "corr", "name", "bytes", "collective", "nelems", "dtype",
-             "group_size"]
+    names = [
+        "kind",
+        "ts",
+        "dur",
+        "device",
+        "stream",
+        "corr",
+        "name",
+        "bytes",
+        "collective",
+        "nelems",
+        "dtype",
+        "group_size",
+    ]
     cols = dict(zip(names, _columns(rows, len(names))))
     start, end = to_ns.start_end(cols["ts"], cols["dur"])
     nelems = _ints(cols["nelems"])
-    width = np.array([DTYPE_BYTES.get(str(d).lower(), 0) if d is not None else 0 for d in cols["dtype"]],
-                     dtype=np.int64)
+    width = np.array(
+        [DTYPE_BYTES.get(str(d).lower(), 0) if d is not None else 0 for d in cols["dtype"]], dtype=np.int64
+    )
     msg = np.where((nelems >= 0) & (width > 0), nelems * width, 0)
     size = _ints(cols["bytes"])
-    return pd.DataFrame({
-        "kind": pd.Series(cols["kind"], dtype=object),
-        "start": start,
-        "end": end,
-        "device": _ints(cols["device"]),
-        "stream": _ints(cols["stream"]),
-        "corr": _ints(cols["corr"]),
-        "name": pd.Series([str(v) if v is not None else "" for v in cols["name"]], dtype=object),
-        "bytes": np.where(size >= 0, size, 0),
-        "collective": pd.Series([str(v) if v is not None else "" for v in cols["collective"]], dtype=object),
-        "msg_bytes": msg,
-        "group_size": _ints(cols["group_size"]),
-    })
+    return pd.DataFrame(
+        {
+            "kind": pd.Series(cols["kind"], dtype=object),
+            "start": start,
+            "end": end,
+            "device": _ints(cols["device"]),
+            "stream": _ints(cols["stream"]),
+            "corr": _ints(cols["corr"]),
+            "name": pd.Series([str(v) if v is not None else "" for v in cols["name"]], dtype=object),
+            "bytes": np.where(size >= 0, size, 0),
+            "collective": pd.Series([str(v) if v is not None else "" for v in cols["collective"]], dtype=object),
+            "msg_bytes": msg,
+            "group_size": _ints(cols["group_size"]),
+        }
+    )
 
 
 def _sync_frame(rows: list[tuple], to_ns: _Times) -> pd.DataFrame:

@@ -82,15 +82,17 @@ def gpu_tables(trace: KinetoTrace, kernel_names: str = "short") -> dict[str, pd.
             names = f["name"].map(memcpy_region)
         else:
             names = pd.Series(cat.MEMSET_NAME, index=f.index, dtype=object)
-        frame = pd.DataFrame({
-            "start": f["start"].to_numpy(np.int64),
-            "end": f["end"].to_numpy(np.int64),
-            "launchKey": launch_key(f["corr"].to_numpy()),
-            "bytes": np.where(f["bytes"].to_numpy() > 0, f["bytes"].to_numpy(), NULL_INT).astype(np.int64),
-            "deviceId": f["device"].to_numpy(np.int64),
-            "streamId": f["stream"].to_numpy(np.int64),
-            "correlationId": f["corr"].to_numpy(np.int64),
-        })
+        frame = pd.DataFrame(
+            {
+                "start": f["start"].to_numpy(np.int64),
+                "end": f["end"].to_numpy(np.int64),
+                "launchKey": launch_key(f["corr"].to_numpy()),
+                "bytes": np.where(f["bytes"].to_numpy() > 0, f["bytes"].to_numpy(), NULL_INT).astype(np.int64),
+                "deviceId": f["device"].to_numpy(np.int64),
+                "streamId": f["stream"].to_numpy(np.int64),
+                "correlationId": f["corr"].to_numpy(np.int64),
+            }
+        )
         frame["name"] = _categorical(names.to_numpy(object))
         if kind == "kernel":
             frame["category"] = pd.Categorical(cat.kernel_categories(frame["name"].astype(str)))
@@ -101,14 +103,16 @@ def gpu_tables(trace: KinetoTrace, kernel_names: str = "short") -> dict[str, pd.
 def runtime_table(trace: KinetoTrace) -> pd.DataFrame:
     """CUDA/HIP runtime and driver calls: start, end, pid, tid, correlationId, launchKey, name."""
     r = trace.runtime
-    frame = pd.DataFrame({
-        "start": r["start"].to_numpy(np.int64),
-        "end": r["end"].to_numpy(np.int64),
-        "pid": r["pid"].to_numpy(np.int64),
-        "tid": r["tid"].to_numpy(np.int64),
-        "correlationId": r["corr"].to_numpy(np.int64),
-        "launchKey": launch_key(r["corr"].to_numpy()),
-    })
+    frame = pd.DataFrame(
+        {
+            "start": r["start"].to_numpy(np.int64),
+            "end": r["end"].to_numpy(np.int64),
+            "pid": r["pid"].to_numpy(np.int64),
+            "tid": r["tid"].to_numpy(np.int64),
+            "correlationId": r["corr"].to_numpy(np.int64),
+            "launchKey": launch_key(r["corr"].to_numpy()),
+        }
+    )
     frame["name"] = _categorical(r["name"].to_numpy(object))
     return frame
 
@@ -118,17 +122,19 @@ def nvtx_table(trace: KinetoTrace) -> pd.DataFrame:
     operators in domain `cpu_op`; ranges recorded twice (same name, start, end) once."""
     c = trace.cpu.drop_duplicates(["name", "start", "end", "tid"]).sort_values("start", kind="stable")
     n = len(c)
-    frame = pd.DataFrame({
-        "start": c["start"].to_numpy(np.int64),
-        "end": c["end"].to_numpy(np.int64),
-        "eventType": np.full(n, NVTX_PUSHPOP, np.int64),
-        "rangeId": np.full(n, NULL_INT, np.int64),
-        "globalTid": c["tid"].to_numpy(np.int64),
-        "pid": c["pid"].to_numpy(np.int64),
-        "tid": c["tid"].to_numpy(np.int64),
-        "domainId": (c["cat"] == "cpu_op").to_numpy().astype(np.int64),
-        "categoryId": np.zeros(n, np.int64),
-    })
+    frame = pd.DataFrame(
+        {
+            "start": c["start"].to_numpy(np.int64),
+            "end": c["end"].to_numpy(np.int64),
+            "eventType": np.full(n, NVTX_PUSHPOP, np.int64),
+            "rangeId": np.full(n, NULL_INT, np.int64),
+            "globalTid": c["tid"].to_numpy(np.int64),
+            "pid": c["pid"].to_numpy(np.int64),
+            "tid": c["tid"].to_numpy(np.int64),
+            "domainId": (c["cat"] == "cpu_op").to_numpy().astype(np.int64),
+            "categoryId": np.zeros(n, np.int64),
+        }
+    )
     frame["name"] = _categorical(c["name"].to_numpy(object))
     frame["domain"] = _categorical(np.where(c["cat"].to_numpy() == "cpu_op", CPU_OP_DOMAIN, ""))
     frame["category"] = _categorical(np.full(n, "", dtype=object))

@@ -7,7 +7,16 @@ import re
 import numpy as np
 
 from extradeep.columns import (  # noqa: F401 (the categories are defined once, in extradeep.columns)
-    COMMUNICATION, COMPUTATION, CPU_CATEGORIES, CUDA_API, EPOCH_CATEGORIES, LIBRARY, MEMORY, NVTX, OS)
+    COMMUNICATION,
+    COMPUTATION,
+    CPU_CATEGORIES,
+    CUDA_API,
+    EPOCH_CATEGORIES,
+    LIBRARY,
+    MEMORY,
+    NVTX,
+    OS,
+)
 from extradeep.columns import STEP_CATEGORY as STEP
 
 KIND_CATEGORY = {

@@ -48,9 +48,7 @@ def check_header(path: Path) -> None:
     # The in-header page count is valid when the change counter matches "version-valid-for".
     count_valid = page_count > 0 and header[24:28] == header[92:96]
     if count_valid and size < page_size * page_count:
-        raise InputError(
-            path, f"truncated SQLite file: {size} bytes on disk, its header says {page_size * page_count}"
-        )
+        raise InputError(path, f"truncated SQLite file: {size} bytes on disk, its header says {page_size * page_count}")
 
 
 def open_readonly(path: str | Path) -> ExportConnection:

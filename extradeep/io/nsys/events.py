@@ -43,8 +43,13 @@ MPI_TABLES = ("MPI_P2P_EVENTS", "MPI_COLLECTIVES_EVENTS", "MPI_START_WAIT_EVENTS
 # Columnar fetching
 
 
-def int_columns(conn: ExportConnection, table: str, columns: dict[str, str], where: str = "",
-                aggregates: dict[str, str] | None = None) -> dict[str, np.ndarray]:
+def int_columns(
+    conn: ExportConnection,
+    table: str,
+    columns: dict[str, str],
+    where: str = "",
+    aggregates: dict[str, str] | None = None,
+) -> dict[str, np.ndarray]:
     """Integer columns of `table` as aligned int64 arrays (output name -> SQL expression).
 
     SQLite renders each column as one comma-separated text (group_concat, rows in scan order for all
@@ -67,7 +72,7 @@ def int_columns(conn: ExportConnection, table: str, columns: dict[str, str], whe
         n = row[0]
         for name, text in zip(columns, row[1:]):
             out[name].append(_parse_ints(conn, table, columns[name], text, n))
-        for name, value in zip(aggregates, row[1 + len(columns):]):
+        for name, value in zip(aggregates, row[1 + len(columns) :]):
             out[name].append(np.array([NULL_INT if value is None else value], dtype=np.int64))
     return {name: parts[0] if len(parts) == 1 else np.concatenate(parts) for name, parts in out.items()}
 
@@ -104,8 +109,9 @@ def _launch_key(column: str) -> tuple[str, str]:
     return "correlationId", column
 
 
-def _table_columns(conn, table: str, spec: dict[str, tuple[str, str]], required: tuple[str, ...],
-                   columns=None) -> dict[str, np.ndarray]:
+def _table_columns(
+    conn, table: str, spec: dict[str, tuple[str, str]], required: tuple[str, ...], columns=None
+) -> dict[str, np.ndarray]:
     """Read the outputs of `spec` (output -> (source column, SQL expression)) from `table`, only
     `columns` of them when given (plus start and end); outputs whose source column the export lacks
     are all NULL_INT; a missing `required` column is an InputError."""
@@ -198,7 +204,9 @@ class StringTable:
             names[i] = missing.format(uniq[i] if uniq[i] != NULL_INT else "NULL")
         if len(unresolved):
             n = int(np.isin(codes, unresolved).sum())
-            self.notes.append(f"{n} events name string ids missing from StringIds; they are named {missing.format('N')}")
+            self.notes.append(
+                f"{n} events name string ids missing from StringIds; they are named {missing.format('N')}"
+            )
         return _categorical(codes, names)
 
 
@@ -263,8 +271,9 @@ def enum_labels(conn: ExportConnection, *tables: str) -> dict[int, str]:
 _GPU_COLUMNS = ["start", "end", "deviceId", "streamId", "correlationId", "globalPid", "pid"]
 
 
-def _gpu_activity(conn, table: str, extra: dict[str, str], columns=None, times=("start", "end"),
-                  required=("start",)) -> dict[str, np.ndarray] | None:
+def _gpu_activity(
+    conn, table: str, extra: dict[str, str], columns=None, times=("start", "end"), required=("start",)
+) -> dict[str, np.ndarray] | None:
     if not schema_of(conn).has(table):
         return None
     spec = {
@@ -493,7 +502,9 @@ def _nvtx_names(conn, cols: dict[str, np.ndarray], where: str) -> pd.Categorical
     unnamed = names == None  # noqa: E711
     if unnamed.any():
         names[unnamed] = UNNAMED_NVTX
-        conn.warnings.append(f"{int(unnamed.sum())} NVTX events have neither text nor a known textId; named {UNNAMED_NVTX}")
+        conn.warnings.append(
+            f"{int(unnamed.sum())} NVTX events have neither text nor a known textId; named {UNNAMED_NVTX}"
+        )
     return _categorical(np.arange(len(names)), names)
 
 

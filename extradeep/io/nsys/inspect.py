@@ -141,9 +141,11 @@ def summary_lines(info: dict) -> list[str]:
     lines = [f"  GPUs: {gpu_text}"]
     place = info.get("placement")
     if place is not None and place.get("host"):
-        lines.append(f"  node: host {place['host']}, {place['node_gpus'] or '?'} GPU(s) on the node, this rank on device "
-                     f"{place['device'] if place['device'] is not None else '?'}"
-                     + (f" (UUID {place['uuid']})" if place.get("uuid") else ""))
+        lines.append(
+            f"  node: host {place['host']}, {place['node_gpus'] or '?'} GPU(s) on the node, this rank on device "
+            f"{place['device'] if place['device'] is not None else '?'}"
+            + (f" (UUID {place['uuid']})" if place.get("uuid") else "")
+        )
     elif place is not None:
         lines.append("  node: no host name recorded, so the cluster layout cannot be read from this export")
     steps = info["steps"]
@@ -167,8 +169,10 @@ def summary_lines(info: dict) -> list[str]:
 def format_text(info: dict) -> str:
     """Human-readable summary of `inspect_export`'s dict."""
     lines = [f"{info['path']}  ({info['size']:,} bytes)"]
-    lines.append(f"  nsys version: {info['nsys_version'] or 'not recorded (export older than 2022.1)'}"
-                 + (f", schema {info['schema_version']}" if info["schema_version"] else ""))
+    lines.append(
+        f"  nsys version: {info['nsys_version'] or 'not recorded (export older than 2022.1)'}"
+        + (f", schema {info['schema_version']}" if info["schema_version"] else "")
+    )
     lines += summary_lines(info)
     domains = ", ".join(f"{k} ({v:,})" for k, v in info["nvtx_domains"].items())
     lines.append(f"  NVTX domains: {domains or 'none'}")

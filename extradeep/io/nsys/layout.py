@@ -58,9 +58,13 @@ def cluster_layout(placements: pd.DataFrame, params: list[str], ranks_param: str
     "ranks_per_node"}], "note"}. Without host names the source is "none" and the note says so."""
     frame = placements.copy()
     if frame.empty or frame["host"].isna().all():
-        return {"source": "none", "gpus_per_node": None, "points": [],
-                "note": "the exports carry no host names, so which ranks share a node is unknown; "
-                        "communication is modeled without node boundaries (give --system to set the layout)"}
+        return {
+            "source": "none",
+            "gpus_per_node": None,
+            "points": [],
+            "note": "the exports carry no host names, so which ranks share a node is unknown; "
+            "communication is modeled without node boundaries (give --system to set the layout)",
+        }
     frame["node"] = _nodes(frame)
     per_node = frame.groupby([*params, "rep", "node"], dropna=False)["rank"].nunique()
     gpus = _gpus_per_node(frame, per_node)
@@ -69,9 +73,14 @@ def cluster_layout(placements: pd.DataFrame, params: list[str], ranks_param: str
     for key, group in frame.groupby(params, dropna=False) if params else [((), frame)]:
         key = key if isinstance(key, tuple) else (key,)
         reps = group.groupby("rep")
-        points.append({"point": {p: _plain(v) for p, v in zip(params, key)},
-                       "ranks": int(reps["rank"].nunique().max()), "nodes": int(reps["node"].nunique().max()),
-                       "ranks_per_node": int((per_node.loc[key] if params else per_node).max())})
+        points.append(
+            {
+                "point": {p: _plain(v) for p, v in zip(params, key)},
+                "ranks": int(reps["rank"].nunique().max()),
+                "nodes": int(reps["node"].nunique().max()),
+                "ranks_per_node": int((per_node.loc[key] if params else per_node).max()),
+            }
+        )
     return {"source": "exports", "gpus_per_node": gpus, "points": points, "note": None}
 
 
@@ -115,10 +124,16 @@ def layout_text(layout: dict | None, system: dict | None = None) -> list[str]:
     """Lines that describe the layout for `inspect` and `model`."""
     lines = []
     if system:
-        lines.append(f"system: {system.get('name') or 'file'}: {system['gpus_per_node']} GPUs per node"
-                     + (f", intra {system['intra_bandwidth'] / 1e9:g} GB/s {system['intra_latency'] * 1e6:g} us, "
-                        f"inter {system['inter_bandwidth'] / 1e9:g} GB/s per NIC {system['inter_latency'] * 1e6:g} us, "
-                        f"{system['nics_per_node']} NICs per node" if system.get("intra_bandwidth") else ""))
+        lines.append(
+            f"system: {system.get('name') or 'file'}: {system['gpus_per_node']} GPUs per node"
+            + (
+                f", intra {system['intra_bandwidth'] / 1e9:g} GB/s {system['intra_latency'] * 1e6:g} us, "
+                f"inter {system['inter_bandwidth'] / 1e9:g} GB/s per NIC {system['inter_latency'] * 1e6:g} us, "
+                f"{system['nics_per_node']} NICs per node"
+                if system.get("intra_bandwidth")
+                else ""
+            )
+        )
     if not layout or layout.get("source") != "exports":
         lines.append("layout: " + ((layout or {}).get("note") or "not read from the exports"))
         return lines

@@ -14,7 +14,6 @@ from __future__ import annotations
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -167,7 +166,10 @@ def _read_tables(conn, settings: ReaderSettings) -> dict:
             tables = {
                 "nvtx": nvtx,
                 "steps": find_steps(nvtx, settings, conn.path),
-                **{kind: getattr(events, kind)(conn, columns=LAUNCH_COLUMNS + ["bytes"]) for kind in ("memcpy", "memset")},
+                **{
+                    kind: getattr(events, kind)(conn, columns=LAUNCH_COLUMNS + ["bytes"])
+                    for kind in ("memcpy", "memset")
+                },
                 "osrt": events.osrt(conn, columns=[]),
                 "library": events.library_events(conn, columns=[]),
                 "mpi": events.mpi(conn, nvtx, columns=["bytes"]),
@@ -225,8 +227,15 @@ def _durations(frame: pd.DataFrame) -> np.ndarray:
     return np.where(end == NULL_INT, 0, end - start)
 
 
-def _sums(names: pd.Categorical, kind: str, category, bucket: np.ndarray, buckets: Buckets,
-          duration: np.ndarray, size: np.ndarray | None) -> dict[str, np.ndarray]:
+def _sums(
+    names: pd.Categorical,
+    kind: str,
+    category,
+    bucket: np.ndarray,
+    buckets: Buckets,
+    duration: np.ndarray,
+    size: np.ndarray | None,
+) -> dict[str, np.ndarray]:
     """Sum time, visits (and bytes) per (name, bucket) of events with bucket >= 0; long format.
     `category` is one string or an array with one category per name (kernels)."""
     keep = bucket >= 0
@@ -345,7 +354,9 @@ def user_ranges(nvtx: pd.DataFrame, table: StepTable, notes: list[str]) -> dict[
     frame = nvtx[ranges]
     open_ended = int(np.count_nonzero(frame["end"].to_numpy() == NULL_INT))
     if open_ended:
-        notes.append(f"{open_ended} NVTX ranges have no end (still open when capture stopped); counted as visits without time")
+        notes.append(
+            f"{open_ended} NVTX ranges have no end (still open when capture stopped); counted as visits without time"
+        )
     nccl = per_category(frame["name"], lambda n: cat.is_nccl_nvtx(n, "")) | per_category(
         frame["domain"], lambda d: cat.is_nccl_nvtx("", d)
     )

@@ -77,8 +77,18 @@ def row_count(conn: ExportConnection, table: str) -> int:
 
 
 # Tables that only Nsight Systems writes; every export, of every version, has at least one of them.
-NSYS_TABLE_PREFIXES = ("StringIds", "ThreadNames", "CUPTI_ACTIVITY_KIND_", "TARGET_INFO_", "NVTX_EVENTS",
-                       "ENUM_NSYS_", "META_DATA_", "EXPORT_META_DATA", "OSRT_API", "PROCESSES")
+NSYS_TABLE_PREFIXES = (
+    "StringIds",
+    "ThreadNames",
+    "CUPTI_ACTIVITY_KIND_",
+    "TARGET_INFO_",
+    "NVTX_EVENTS",
+    "ENUM_NSYS_",
+    "META_DATA_",
+    "EXPORT_META_DATA",
+    "OSRT_API",
+    "PROCESSES",
+)
 
 
 def require_nsys_export(conn: ExportConnection) -> None:
@@ -88,9 +98,15 @@ def require_nsys_export(conn: ExportConnection) -> None:
 
     tables = schema_of(conn).tables
     if META_TABLE in tables:
-        raise InputError(None, "an experiment saved by extradeep, not an Nsight Systems export "
-                               "(read it with `extradeep model FILE` or `extradeep report FILE`)")
+        raise InputError(
+            None,
+            "an experiment saved by extradeep, not an Nsight Systems export "
+            "(read it with `extradeep model FILE` or `extradeep report FILE`)",
+        )
     if not any(t.startswith(NSYS_TABLE_PREFIXES) for t in tables):
         shown = ", ".join(tables[:4]) + (", ..." if len(tables) > 4 else "") if tables else "no tables"
-        raise InputError(None, f"an SQLite database but not an Nsight Systems export (tables: {shown}); "
-                               "export the report with `nsys export --type sqlite`")
+        raise InputError(
+            None,
+            f"an SQLite database but not an Nsight Systems export (tables: {shown}); "
+            "export the report with `nsys export --type sqlite`",
+        )

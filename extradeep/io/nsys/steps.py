@@ -42,8 +42,9 @@ PLAIN_NAMES = {
 PROFILER_STEP = re.compile(r"ProfilerStep#(\d+)")
 EVAL_RANGE = re.compile(r"(?:eval(?:uation)?|val(?:idation)?|test(?:ing)?)", re.IGNORECASE)
 _DEFAULT_NAMES = re.compile(
-    "|".join(f"(?P<{k}>{p.pattern})" for k, p in
-             {**PLAIN_NAMES, "profiler": PROFILER_STEP, "eval": EVAL_RANGE}.items()),
+    "|".join(
+        f"(?P<{k}>{p.pattern})" for k, p in {**PLAIN_NAMES, "profiler": PROFILER_STEP, "eval": EVAL_RANGE}.items()
+    ),
     re.IGNORECASE,
 )
 STEP_COLUMNS = ["epoch", "phase", "step", "start", "end"]
@@ -149,7 +150,9 @@ def _marks(nvtx: pd.DataFrame, level: str) -> _Found | None:
         mask = (kind == "epoch") & (category.isin(MARK_CATEGORIES["epoch"]) | (category == ""))
     else:
         mask = (kind == "step") & category.isin(MARK_CATEGORIES[level])
-    picked = marks[mask.to_numpy()].assign(number=parsed.loc[mask, 1].astype(int), state=parsed.loc[mask, 2].str.lower())
+    picked = marks[mask.to_numpy()].assign(
+        number=parsed.loc[mask, 1].astype(int), state=parsed.loc[mask, 2].str.lower()
+    )
     if picked.empty:
         return None
     picked = picked.sort_values("start", kind="stable")
@@ -212,8 +215,9 @@ def parse_pattern(pattern: str, domains: set[str]) -> tuple[re.Pattern, str | No
         raise InputError(None, f"invalid step pattern {pattern!r}: {exc}") from None
 
 
-def _find_level(nvtx: pd.DataFrame, ranges: pd.DataFrame, kinds: np.ndarray, level: str,
-                user_pattern: str | None) -> _Found | None:
+def _find_level(
+    nvtx: pd.DataFrame, ranges: pd.DataFrame, kinds: np.ndarray, level: str, user_pattern: str | None
+) -> _Found | None:
     if user_pattern:
         regex, domain = parse_pattern(user_pattern, set(map(str, nvtx["domain"].cat.categories)))
         where = f" in domain {domain!r}" if domain else ""
@@ -250,11 +254,15 @@ def find_steps(nvtx: pd.DataFrame, settings=None, source=None) -> StepTable:
     except InputError as exc:
         raise InputError(source, exc.problem) from None
     warnings = _close_open_ranges(found)
-    unmatched = [f"{level} pattern {patterns[level]!r} matched no NVTX range name{closest_names(nvtx, patterns[level])}"
-                 for level in LEVELS if patterns[level] and found[level] is None]
+    unmatched = [
+        f"{level} pattern {patterns[level]!r} matched no NVTX range name{closest_names(nvtx, patterns[level])}"
+        for level in LEVELS
+        if patterns[level] and found[level] is None
+    ]
     if found["train"] is None and found["val"] is None:
-        raise InputError(source, "; ".join(unmatched) if unmatched and not _ranges(nvtx).empty
-                         else no_steps_message(nvtx))
+        raise InputError(
+            source, "; ".join(unmatched) if unmatched and not _ranges(nvtx).empty else no_steps_message(nvtx)
+        )
     steps = pd.concat(
         [_interval_frame(found[level]).assign(phase=level) for level in ("train", "val") if found[level]],
         ignore_index=True,
@@ -265,10 +273,14 @@ def find_steps(nvtx: pd.DataFrame, settings=None, source=None) -> StepTable:
     steps["step"] = _step_numbers(steps)
     warnings += unmatched
     kept, warmup = _split_warmup(steps, settings, warnings, source)
-    convention = {level: (f"{found[level].how} ({len(found[level].start)})" if found[level] else "none") for level in LEVELS}
+    convention = {
+        level: (f"{found[level].how} ({len(found[level].start)})" if found[level] else "none") for level in LEVELS
+    }
     if found["epoch"] is None:
         n = steps["epoch"].nunique()
-        convention["epoch"] = f"inferred: a validation phase ends each epoch ({n})" if n > 1 else "none (one epoch assumed)"
+        convention["epoch"] = (
+            f"inferred: a validation phase ends each epoch ({n})" if n > 1 else "none (one epoch assumed)"
+        )
     rows = np.concatenate([f.rows for f in found.values() if f is not None]).astype(np.int64)
     return StepTable(kept[STEP_COLUMNS], warmup[STEP_COLUMNS], _windows(kept, epochs), convention, rows, warnings)
 
@@ -284,7 +296,9 @@ def _close_open_ranges(found: dict) -> list[str]:
         if f is None or not (f.end == NULL_INT).any():
             continue
         keep = f.end != NULL_INT
-        warnings.append(f"{int((~keep).sum())} {PHASE_NAMES[level]} step range(s) never ended (capture stopped inside); left out")
+        warnings.append(
+            f"{int((~keep).sum())} {PHASE_NAMES[level]} step range(s) never ended (capture stopped inside); left out"
+        )
         found[level] = _Found(f.how, f.start[keep], f.end[keep], f.number[keep], f.rows[keep]) if keep.any() else None
     return warnings
 
@@ -309,7 +323,9 @@ def _check_overlap(steps: pd.DataFrame, source) -> None:
 def _epoch_frame(found: _Found | None) -> pd.DataFrame:
     """Epochs sorted by start, numbered by their marks where those are unique, else by time order."""
     if found is None:
-        return pd.DataFrame({"epoch": np.empty(0, np.int64), "start": np.empty(0, np.int64), "end": np.empty(0, np.int64)})
+        return pd.DataFrame(
+            {"epoch": np.empty(0, np.int64), "start": np.empty(0, np.int64), "end": np.empty(0, np.int64)}
+        )
     frame = _interval_frame(found).sort_values("start", kind="stable", ignore_index=True)
     numbers = frame["number"].to_numpy()
     usable = (numbers >= 0).all() and len(np.unique(numbers)) == len(numbers)
@@ -325,7 +341,9 @@ def _assign_epochs(steps: pd.DataFrame, epochs: pd.DataFrame, warnings: list[str
     idx = np.searchsorted(epochs["start"].to_numpy(), start, side="right") - 1
     inside = (idx >= 0) & (start < epochs["end"].to_numpy()[np.maximum(idx, 0)])
     if not inside.all():
-        warnings.append(f"{int((~inside).sum())} step(s) lie outside every epoch range; assigned to the preceding epoch")
+        warnings.append(
+            f"{int((~inside).sum())} step(s) lie outside every epoch range; assigned to the preceding epoch"
+        )
     number = epochs["epoch"].to_numpy()[np.maximum(idx, 0)]
     return np.where(idx >= 0, number, -1)
 

@@ -19,11 +19,15 @@ def fake_nvtx(monkeypatch):
     monkeypatch.setitem(sys.modules, "nvtx", module)
     monkeypatch.setenv("EXTRADEEP_NVTX", "1")
     monkeypatch.delenv("EXTRADEEP_FAKE_NVTX_LOG", raising=False)
-    for name in ("EXTRADEEP_TRAIN_STEPS", "EXTRADEEP_VAL_STEPS", "EXTRADEEP_EPOCHS", "EXTRADEEP_SAMPLING",
-                 "EXTRADEEP_CUDA_PROFILER"):
+    for name in (
+        "EXTRADEEP_TRAIN_STEPS",
+        "EXTRADEEP_VAL_STEPS",
+        "EXTRADEEP_EPOCHS",
+        "EXTRADEEP_SAMPLING",
+        "EXTRADEEP_CUDA_PROFILER",
+    ):
         monkeypatch.delenv(name, raising=False)
     marks.refresh()
     yield module
     monkeypatch.undo()
     marks.refresh()
-

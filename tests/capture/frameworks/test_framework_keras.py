@@ -106,7 +106,8 @@ def test_real_keras_fit_is_sampled(fake_nvtx, monkeypatch):
     y = x.sum(axis=1, keepdims=True)
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse")
-    history = model.fit(x, y, batch_size=4, epochs=10, validation_data=(x, y), verbose=0,
-                        callbacks=[keras_helper.ExtraDeepCallback()])
+    history = model.fit(
+        x, y, batch_size=4, epochs=10, validation_data=(x, y), verbose=0, callbacks=[keras_helper.ExtraDeepCallback()]
+    )
     assert len(history.history["loss"]) == 2
     assert fake_nvtx.nested_names() == fake_nvtx.sampled_names(2, 5, 2)

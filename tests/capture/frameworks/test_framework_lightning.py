@@ -126,9 +126,16 @@ def test_real_lightning_fit_is_sampled(fake_nvtx, monkeypatch, tmp_path):
     x = torch.randn(64, 3)
     data = torch.utils.data.TensorDataset(x, x.sum(dim=1, keepdim=True))
     loader = torch.utils.data.DataLoader(data, batch_size=4)
-    trainer = pl.Trainer(max_epochs=10, callbacks=[lightning_helper.ExtraDeepCallback()], logger=False,
-                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                         default_root_dir=tmp_path, accelerator="cpu")
+    trainer = pl.Trainer(
+        max_epochs=10,
+        callbacks=[lightning_helper.ExtraDeepCallback()],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+        accelerator="cpu",
+    )
     trainer.fit(Regression(), loader, loader)
     assert trainer.current_epoch == 2
     assert fake_nvtx.nested_names() == fake_nvtx.sampled_names(2, 5, 2)

@@ -24,8 +24,9 @@ def profile_loop(train_batches=9, val_batches=4, epochs=5):
 @pytest.mark.parametrize(("layout", "strings"), [("2026", "text"), ("2022", "textId")])
 def test_reader_finds_the_sampled_steps_of_the_helpers(fake_nvtx, tmp_path, layout, strings):
     profile_loop()
-    path = write_nvtx_export(tmp_path / "app.p2.r1.mpi0.sqlite", fake_nvtx.ranges(), layout=layout,
-                             nvtx_strings=strings)
+    path = write_nvtx_export(
+        tmp_path / "app.p2.r1.mpi0.sqlite", fake_nvtx.ranges(), layout=layout, nvtx_strings=strings
+    )
     conn = open_readonly(path)
     table = find_steps(events.nvtx(conn), source=path)
 

@@ -2,10 +2,10 @@
 
 import pytest
 
-from extradeep.errors import InputError
 from extradeep.capture.frameworks import profiler
 from extradeep.capture.frameworks.sampling import Sampling
 from extradeep.capture.frameworks.torch import StepSampler
+from extradeep.errors import InputError
 
 
 class CountingLoader:
@@ -126,8 +126,12 @@ def test_profiler_uses_cudart_and_is_a_silent_noop_without_a_gpu(monkeypatch, re
 
 @pytest.mark.parametrize(
     ("variable", "value"),
-    [("EXTRADEEP_TRAIN_STEPS", "five"), ("EXTRADEEP_EPOCHS", "0"), ("EXTRADEEP_SAMPLING", "sometimes"),
-     ("EXTRADEEP_VAL_STEPS", "-1")],
+    [
+        ("EXTRADEEP_TRAIN_STEPS", "five"),
+        ("EXTRADEEP_EPOCHS", "0"),
+        ("EXTRADEEP_SAMPLING", "sometimes"),
+        ("EXTRADEEP_VAL_STEPS", "-1"),
+    ],
 )
 def test_bad_settings_are_one_line_input_errors(monkeypatch, variable, value):
     monkeypatch.setenv(variable, value)

@@ -64,8 +64,11 @@ def test_fractional_epoch_timestamps_keep_nanoseconds(real_kineto, plain_json):
     """Unix-epoch microseconds with three decimals exceed float64's ns resolution; the loader reads
     them from the text: every kernel start equals the exact decimal value x 1000."""
     path = real_kineto("HTA__ns_resolution_trace_rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
-    exact = sorted(int(Decimal(e["ts"]) * 1000) for e in plain_json(path)["traceEvents"]
-                   if e.get("ph") == "X" and e.get("cat") == "kernel")
+    exact = sorted(
+        int(Decimal(e["ts"]) * 1000)
+        for e in plain_json(path)["traceEvents"]
+        if e.get("ph") == "X" and e.get("cat") == "kernel"
+    )
     starts = np.sort(load(path).gpu.query("kind == 'kernel'")["start"].to_numpy())
     assert exact[0] % 1000 != 0  # the trace really has sub-microsecond digits
     np.testing.assert_array_equal(starts, exact)

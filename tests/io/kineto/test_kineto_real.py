@@ -30,7 +30,8 @@ def test_inspect_counts_match_the_json(real_trace, plain_json):
     kernels = [e["name"] for e in events if e.get("cat") == "kernel"]
     info = inspect_trace(real_trace)
     assert {k: v for k, v in info["trace_categories"].items() if not k.startswith("flow:")} == {
-        str(k): v for k, v in by_cat.items()}
+        str(k): v for k, v in by_cat.items()
+    }
     counts = info["counts_by_category"]
     assert counts["computation"] + counts["communication"] == len(kernels)
     assert counts["communication"] == sum(map(_is_nccl, kernels)) == info["nccl_kernels"]
@@ -48,8 +49,11 @@ def test_step_sums_match_the_json(real_trace, plain_json):
     call (same correlation id) starts inside a kept step, counted here straight from the JSON."""
     doc = plain_json(real_trace)
     events = _complete(doc)
-    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
-                   if e.get("cat") in ("cpu_op", "user_annotation") and e["name"].startswith("ProfilerStep#"))
+    steps = sorted(
+        (e["ts"], e["ts"] + e["dur"])
+        for e in events
+        if e.get("cat") in ("cpu_op", "user_annotation") and e["name"].startswith("ProfilerStep#")
+    )
     if not steps:
         pytest.skip("trace without ProfilerStep ranges (covered by the inspect and predict tests)")
     sha = hashlib.sha256(real_trace.read_bytes()).hexdigest()
@@ -58,10 +62,14 @@ def test_step_sums_match_the_json(real_trace, plain_json):
     assert frame.attrs["format"] == KINETO
     kept = steps[1:] if len(steps) > 1 else steps
     step_rows = frame[(frame["region"] == "step") & (frame["metric"] == "time")]
-    np.testing.assert_allclose(np.sort(step_rows["value"].to_numpy()),
-                               np.sort([float(b - a) * 1e-6 for a, b in kept]), rtol=0, atol=1e-12)
-    launch = {e["args"]["correlation"]: e["ts"] for e in events
-              if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    np.testing.assert_allclose(
+        np.sort(step_rows["value"].to_numpy()), np.sort([float(b - a) * 1e-6 for a, b in kept]), rtol=0, atol=1e-12
+    )
+    launch = {
+        e["args"]["correlation"]: e["ts"]
+        for e in events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
+    }
     expected = 0
     for e in events:
         if e.get("cat") == "kernel":
@@ -102,33 +110,49 @@ def test_nccl_message_sizes_from_collective_metadata(real_kineto, plain_json):
 
     path = real_kineto("HTA__nccl_parser_config_nccl_data.json.gz")
     width = {"Float": 4, "Long": 8}  # the dtypes this trace's collectives use
-    expected = sorted(int(e["args"]["In msg nelems"]) * width[e["args"]["dtype"]] for e in _complete(plain_json(path))
-                      if e.get("cat") == "kernel" and "In msg nelems" in e["args"])
+    expected = sorted(
+        int(e["args"]["In msg nelems"]) * width[e["args"]["dtype"]]
+        for e in _complete(plain_json(path))
+        if e.get("cat") == "kernel" and "In msg nelems" in e["args"]
+    )
     gpu = load(path).gpu
     assert expected and sorted(gpu.loc[gpu["msg_bytes"] > 0, "msg_bytes"]) == expected
 
 
-@pytest.mark.parametrize("trace, src, dst", [
-    # HolisticTraceAnalysis's own tests expect these GPU->GPU sync edges (cudaEventRecord on one stream,
-    # cudaStreamWaitEvent on another) in its critical-path test traces
-    ("HTA__critical_path_cuda_event_sync_multi_stream_event_sync_trace.json.gz",
-     ("ampere_sgemm_128x64_nn", "gpu0/s20"), ("[CUDA memset]", "gpu0/s24")),
-    ("HTA__critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz",
-     ("fft2d_c2r_32x32", "gpu0/s20"), ("elementwise_kernel", "gpu0/s7")),
-])
+@pytest.mark.parametrize(
+    "trace, src, dst",
+    [
+        # HolisticTraceAnalysis's own tests expect these GPU->GPU sync edges (cudaEventRecord on one stream,
+        # cudaStreamWaitEvent on another) in its critical-path test traces
+        (
+            "HTA__critical_path_cuda_event_sync_multi_stream_event_sync_trace.json.gz",
+            ("ampere_sgemm_128x64_nn", "gpu0/s20"),
+            ("[CUDA memset]", "gpu0/s24"),
+        ),
+        (
+            "HTA__critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz",
+            ("fft2d_c2r_32x32", "gpu0/s20"),
+            ("elementwise_kernel", "gpu0/s7"),
+        ),
+    ],
+)
 def test_event_waits_link_streams_as_hta_expects(real_kineto, trace, src, dst):
     from extradeep.predictor.graph import EDGE_KINDS, build_graph
     from extradeep.predictor.trace import load_trace
 
     graph = build_graph(load_trace([real_kineto(trace)], jobs=1))
     nodes, event = graph.nodes, graph.edge_kind == EDGE_KINDS.index("event")
-    edges = {(nodes.at[s, "name"], nodes.at[s, "queue"], nodes.at[d, "name"], nodes.at[d, "queue"])
-             for s, d in zip(graph.src[event], graph.dst[event])}
+    edges = {
+        (nodes.at[s, "name"], nodes.at[s, "queue"], nodes.at[d, "name"], nodes.at[d, "queue"])
+        for s, d in zip(graph.src[event], graph.dst[event])
+    }
     assert (*src, *dst) in edges
 
 
-@pytest.mark.parametrize("trace", ["HTA__ns_resolution_trace_rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
-                                   "HTA__trace_diff_test_test.json.gz"])
+@pytest.mark.parametrize(
+    "trace",
+    ["HTA__ns_resolution_trace_rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", "HTA__trace_diff_test_test.json.gz"],
+)
 def test_critical_path_follows_the_gpu_where_it_lags(real_kineto, plain_json, trace):
     """Where a step's GPU work (launched inside its ProfilerStep range) ends after the CPU's step end,
     the path ends at that GPU op, as HolisticTraceAnalysis's does, and GPU time is on it; where the
@@ -137,12 +161,21 @@ def test_critical_path_follows_the_gpu_where_it_lags(real_kineto, plain_json, tr
 
     path = real_kineto(trace)
     events = _complete(plain_json(path))
-    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
-                   if e.get("cat") in ("cpu_op", "user_annotation") and e["name"].startswith("ProfilerStep#"))
-    launch = {e["args"]["correlation"]: e["ts"] for e in events
-              if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
-    gpu = [(launch.get(e["args"].get("correlation"), e["ts"]), e["ts"] + e["dur"]) for e in events
-           if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    steps = sorted(
+        (e["ts"], e["ts"] + e["dur"])
+        for e in events
+        if e.get("cat") in ("cpu_op", "user_annotation") and e["name"].startswith("ProfilerStep#")
+    )
+    launch = {
+        e["args"]["correlation"]: e["ts"]
+        for e in events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})
+    }
+    gpu = [
+        (launch.get(e["args"].get("correlation"), e["ts"]), e["ts"] + e["dur"])
+        for e in events
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+    ]
     expected = []
     for lo, hi in steps[1:]:  # the first ProfilerStep is the warm-up
         tail = max(end for t, end in gpu if lo <= t < hi)

@@ -15,8 +15,16 @@ GPU_KINDS = ["kernel", "memcpy", "memset", "step"]
 
 @pytest.fixture(scope="session")
 def both_formats(tmp_path_factory):
-    return simulate(tmp_path_factory.mktemp("sim_both"), params={"ranks": [2, 3, 4, 5, 6]}, repetitions=1,
-                    train_steps=3, val_steps=1, truth_replicates=0, formats=("nsys", "kineto"), seed=3)
+    return simulate(
+        tmp_path_factory.mktemp("sim_both"),
+        params={"ranks": [2, 3, 4, 5, 6]},
+        repetitions=1,
+        train_steps=3,
+        val_steps=1,
+        truth_replicates=0,
+        formats=("nsys", "kineto"),
+        seed=3,
+    )
 
 
 def _experiment(sim, suffix):
@@ -35,8 +43,9 @@ def test_same_measurements_and_models(both_formats):
     picked = ["step", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "[CUDA memcpy HtoD]"]
     models = []
     for exp in (nsys, kineto):
-        pts = exp.points[exp.points["region"].isin(picked) & (exp.points["phase"] == "train")
-                         & (exp.points["metric"] == "time")]
+        pts = exp.points[
+            exp.points["region"].isin(picked) & (exp.points["phase"] == "train") & (exp.points["metric"] == "time")
+        ]
         models.append(fit_models(pts, ["ranks"]).set_index(["region", "metric"])["formula"].sort_index())
     assert len(models[0]) == 3 and models[0].equals(models[1])
 
@@ -62,8 +71,24 @@ def test_cli_models_a_folder_of_kineto_traces(both_formats, tmp_path, capsys):
         if path.endswith(".json.gz"):
             shutil.copy(path, folder)
     saved = tmp_path / "exp.sqlite"
-    assert main(["model", str(folder), "--param", "ranks", "--train-samples", "50000", "--batch-size", "64",
-                 "--save", str(saved), "--no-cache"]) == 0
+    assert (
+        main(
+            [
+                "model",
+                str(folder),
+                "--param",
+                "ranks",
+                "--train-samples",
+                "50000",
+                "--batch-size",
+                "64",
+                "--save",
+                str(saved),
+                "--no-cache",
+            ]
+        )
+        == 0
+    )
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err and "could not be replayed" not in err
     assert main(["report", str(saved), "-o", str(tmp_path / "report.html")]) == 0

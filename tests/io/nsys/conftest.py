@@ -13,7 +13,9 @@ import pytest
 from extradeep.simulate import simulate
 
 # tests/conftest.py (real exports: require_real, real_exports), loaded by path: "conftest" is this file here.
-_spec = importlib.util.spec_from_file_location("extradeep_tests_root_conftest", Path(__file__).parents[2] / "conftest.py")
+_spec = importlib.util.spec_from_file_location(
+    "extradeep_tests_root_conftest", Path(__file__).parents[2] / "conftest.py"
+)
 ROOT = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ROOT)
 
@@ -55,8 +57,9 @@ def sim_ranges(tmp_path_factory) -> Path:
 def sim_marks_old(tmp_path_factory) -> Path:
     """Extra-Deep start/end marks, nsys 2022.1 layout (EXPORT_META_DATA), registered strings (textId),
     weak scaling."""
-    return _simulate(tmp_path_factory, "nsys_marks", marks="marks", layout="2022", nvtx_strings="textId",
-                     scaling="weak")
+    return _simulate(
+        tmp_path_factory, "nsys_marks", marks="marks", layout="2022", nvtx_strings="textId", scaling="weak"
+    )
 
 
 @pytest.fixture(scope="session")

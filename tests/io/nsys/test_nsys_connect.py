@@ -98,7 +98,8 @@ def test_missing_string_ids(tmp_path, sim_ranges, altered_copy):
 def test_negative_durations_name_table_and_count(tmp_path, sim_ranges, altered_copy):
     src = sorted(sim_ranges.glob("*.sqlite"))[0]
     path = altered_copy(
-        src, tmp_path,
+        src,
+        tmp_path,
         "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start - 1000 WHERE rowid IN "
         "(SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 3)",
     )
@@ -115,7 +116,8 @@ def test_non_utf8_names_are_escaped_and_reported(tmp_path, sim_ranges, altered_c
     conn.close()
     target = kernels["name"].value_counts().index[0]
     path = altered_copy(
-        src, tmp_path,
+        src,
+        tmp_path,
         f"UPDATE StringIds SET value = CAST(X'6b65726e656cff' AS TEXT) WHERE value = '{target}'",
     )
     clean = read_export(src)
@@ -134,8 +136,11 @@ def test_non_utf8_names_are_escaped_and_reported(tmp_path, sim_ranges, altered_c
 
 def test_names_missing_from_string_ids_are_named_and_reported(tmp_path, sim_ranges, altered_copy, sql):
     src = sorted(sim_ranges.glob("*.sqlite"))[0]
-    name_id, name, n = sql(src, "SELECT k.shortName, s.value, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-                                "JOIN StringIds s ON s.id = k.shortName GROUP BY k.shortName ORDER BY 3 DESC LIMIT 1")[0]
+    name_id, name, n = sql(
+        src,
+        "SELECT k.shortName, s.value, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+        "JOIN StringIds s ON s.id = k.shortName GROUP BY k.shortName ORDER BY 3 DESC LIMIT 1",
+    )[0]
     path = altered_copy(src, tmp_path, f"DELETE FROM StringIds WHERE id = {name_id}")
     clean, dirty = read_export(src), read_export(path)
     placeholder = f"<unknown name id {name_id}>"

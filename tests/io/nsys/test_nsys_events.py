@@ -29,8 +29,11 @@ def test_kernels_match_sql(export, sql, has_table):
     if not has_table(export, "CUPTI_ACTIVITY_KIND_KERNEL"):
         assert df.empty
         return
-    rows = sql(export, "SELECT k.start, k.end, k.deviceId, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-                       "LEFT JOIN StringIds s ON s.id = k.shortName ORDER BY k.rowid")
+    rows = sql(
+        export,
+        "SELECT k.start, k.end, k.deviceId, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+        "LEFT JOIN StringIds s ON s.id = k.shortName ORDER BY k.rowid",
+    )
     assert len(df) == len(rows)
     assert df["start"].tolist() == [r[0] for r in rows]
     assert df["end"].tolist() == [r[1] for r in rows]
@@ -46,7 +49,10 @@ def test_demangled_names(export, sql, has_table):
         pytest.skip("no kernels")
     conn = open_readonly(export)
     df = events.kernels(conn, names="demangled")
-    rows = sql(export, "SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName ORDER BY k.rowid")
+    rows = sql(
+        export,
+        "SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName ORDER BY k.rowid",
+    )
     assert df["name"].astype(str).tolist() == [r[0] for r in rows]
 
 
@@ -56,8 +62,11 @@ def test_nvtx_names_coalesce_text_and_text_id(export, sql, has_table):
     if not has_table(export, "NVTX_EVENTS"):
         assert df.empty
         return
-    rows = sql(export, "SELECT coalesce(n.text, s.value), n.start FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
-                       "WHERE n.eventType NOT IN (33, 75, 76) ORDER BY n.rowid")
+    rows = sql(
+        export,
+        "SELECT coalesce(n.text, s.value), n.start FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
+        "WHERE n.eventType NOT IN (33, 75, 76) ORDER BY n.rowid",
+    )
     assert len(df) == len(rows)
     assert df["start"].tolist() == [r[1] for r in rows]
     assert df["name"].astype(str).tolist() == [r[0] if r[0] is not None else events.UNNAMED_NVTX for r in rows]
@@ -79,12 +88,21 @@ def test_memcpy_labels_and_bytes(export, sql, has_table):
 
 def test_cpu_tables_match_counts(export, sql, has_table):
     conn = open_readonly(export)
-    for fn, table in ((events.runtime, "CUPTI_ACTIVITY_KIND_RUNTIME"), (events.osrt, "OSRT_API"),
-                      (events.memset, "CUPTI_ACTIVITY_KIND_MEMSET"), (events.synchronization, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")):
+    for fn, table in (
+        (events.runtime, "CUPTI_ACTIVITY_KIND_RUNTIME"),
+        (events.osrt, "OSRT_API"),
+        (events.memset, "CUPTI_ACTIVITY_KIND_MEMSET"),
+        (events.synchronization, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"),
+    ):
         expected = sql(export, f"SELECT count(*) FROM {table}")[0][0] if has_table(export, table) else 0
         assert len(fn(conn)) == expected, table
     if has_table(export, "CUPTI_ACTIVITY_KIND_RUNTIME"):
-        names = Counter(r[0] for r in sql(export, "SELECT s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId"))
+        names = Counter(
+            r[0]
+            for r in sql(
+                export, "SELECT s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId"
+            )
+        )
         assert Counter(events.runtime(conn)["name"].astype(str)) == names
 
 
@@ -110,8 +128,13 @@ def test_nccl_kernels_are_communication_on_two_devices(real, sql):
     conn = open_readonly(real("GindaChen__nsys-ai__mfu_2gpu_before.sqlite"))
     df = events.kernels(conn)
     comm = df[df["category"] == "communication"]
-    expected = dict(sql(conn.path, "SELECT deviceId, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s "
-                                   "ON s.id = k.shortName WHERE s.value LIKE 'nccl%' GROUP BY deviceId"))
+    expected = dict(
+        sql(
+            conn.path,
+            "SELECT deviceId, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s "
+            "ON s.id = k.shortName WHERE s.value LIKE 'nccl%' GROUP BY deviceId",
+        )
+    )
     assert comm.groupby("deviceId").size().to_dict() == expected
     assert set(expected) == {0, 1} and all(n > 0 for n in expected.values())
 

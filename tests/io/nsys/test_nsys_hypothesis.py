@@ -24,8 +24,9 @@ FAST = settings(max_examples=50, deadline=None, suppress_health_check=[HealthChe
 @functools.lru_cache(maxsize=1)
 def export_bytes() -> bytes:
     folder = Path(tempfile.mkdtemp(prefix="extradeep-hypothesis-"))
-    simulate(folder, params={"ranks": [2]}, repetitions=1, train_steps=2, val_steps=1, truth_replicates=0,
-             progress=False)
+    simulate(
+        folder, params={"ranks": [2]}, repetitions=1, train_steps=2, val_steps=1, truth_replicates=0, progress=False
+    )
     return min(folder.glob("*.sqlite")).read_bytes()
 
 
@@ -33,7 +34,7 @@ def damage(data: bytes, cut: float | None, patches: list[tuple[float, bytes]]) -
     out = bytearray(data)
     for where, chunk in patches:
         start = int(where * (len(out) - 1))
-        out[start:start + len(chunk)] = chunk
+        out[start : start + len(chunk)] = chunk
     return bytes(out[: int(cut * len(out))] if cut is not None else out)
 
 

@@ -28,7 +28,7 @@ def test_counts_equal_sql(real_export, sql, count):
     tables = [r[0] for r in sql(path, "SELECT name FROM sqlite_master WHERE type='table'")]
     assert info["tables"] == {t: count(path, t) for t in tables}
     kernels = "CUPTI_ACTIVITY_KIND_KERNEL"
-    nccl = ("JOIN StringIds s ON s.id = k.shortName WHERE s.value LIKE 'nccl%'" if kernels in tables else "")
+    nccl = "JOIN StringIds s ON s.id = k.shortName WHERE s.value LIKE 'nccl%'" if kernels in tables else ""
     n_nccl = sql(path, f"SELECT count(*) FROM {kernels} k {nccl}")[0][0] if kernels in tables else 0
     expected = {
         "computation": count(path, kernels) - n_nccl,
@@ -133,7 +133,9 @@ def test_an_experiment_saved_by_extradeep_is_named_as_such(sim_ranges, tmp_path,
     good = sorted(sim_ranges.glob("*.sqlite"))[0]
     assert main(["inspect", str(saved), str(good)]) == 0
     captured = capsys.readouterr()
-    assert captured.err.splitlines()[0] == (f"extradeep: error: {saved}: an experiment saved by extradeep, not an "
-                                            "Nsight Systems export (read it with `extradeep model FILE` or "
-                                            "`extradeep report FILE`)")
+    assert captured.err.splitlines()[0] == (
+        f"extradeep: error: {saved}: an experiment saved by extradeep, not an "
+        "Nsight Systems export (read it with `extradeep model FILE` or "
+        "`extradeep report FILE`)"
+    )
     assert "nsys version" in captured.out and str(saved) not in captured.out

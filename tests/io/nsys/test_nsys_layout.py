@@ -30,7 +30,19 @@ def test_real_export_without_system_env_has_no_host():
 
 def test_containers_sharing_a_node_are_one_node():
     gpus = "u0,u1,u2,u3"
-    rows = [{"path": str(r), "rank": r, "rep": 1, "ranks": 4, "host": f"container{r}", "device": r, "uuid": f"u{r}",
-             "node_gpus": 4, "gpu_set": gpus} for r in range(4)]
+    rows = [
+        {
+            "path": str(r),
+            "rank": r,
+            "rep": 1,
+            "ranks": 4,
+            "host": f"container{r}",
+            "device": r,
+            "uuid": f"u{r}",
+            "node_gpus": 4,
+            "gpu_set": gpus,
+        }
+        for r in range(4)
+    ]
     layout = cluster_layout(pd.DataFrame(rows), ["ranks"])
     assert layout["gpus_per_node"] == 4 and layout["points"][0]["nodes"] == 1

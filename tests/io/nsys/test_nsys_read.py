@@ -69,12 +69,15 @@ def test_between_steps_per_epoch_match_truth(request, truth_of, fixture):
 def naive_kernel_sums(path, steps: pd.DataFrame, sql) -> dict:
     """Oracle: kernels placed by their launching runtime call, with plain Python loops over SQL rows."""
     names = dict(sql(path, "SELECT id, value FROM StringIds"))
-    launch = {((tid >> 24) & 0xFFFFFF, corr): start
-              for start, tid, corr in sql(path, "SELECT start, globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME")}
+    launch = {
+        ((tid >> 24) & 0xFFFFFF, corr): start
+        for start, tid, corr in sql(path, "SELECT start, globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME")
+    }
     sums = defaultdict(float)
     spans = list(steps.itertuples(index=False))
     for start, end, pid_global, corr, name in sql(
-            path, "SELECT start, end, globalPid, correlationId, shortName FROM CUPTI_ACTIVITY_KIND_KERNEL"):
+        path, "SELECT start, end, globalPid, correlationId, shortName FROM CUPTI_ACTIVITY_KIND_KERNEL"
+    ):
         t = launch.get(((pid_global >> 24) & 0xFFFFFF, corr), start)
         for s in spans:
             if s.start <= t < s.end:
@@ -110,17 +113,29 @@ def test_gpu_work_follows_its_launch_not_its_own_start(tmp_path, sim_ranges, alt
     once = visits.groupby("region")["value"].agg(["max", "size"])
     name = once[(once["max"] == 1) & (once["size"] == (steps["phase"] == "train").sum())].index[0]
     name_id = sql(src, f"SELECT id FROM StringIds WHERE value = '{name}'")[0][0]
-    nvtx_steps = sql(src, "SELECT start, end FROM NVTX_EVENTS WHERE eventType = 59 AND text LIKE 'train step %' ORDER BY start")
+    nvtx_steps = sql(
+        src, "SELECT start, end FROM NVTX_EVENTS WHERE eventType = 59 AND text LIKE 'train step %' ORDER BY start"
+    )
     first, second = nvtx_steps[-2], nvtx_steps[-1]  # last epoch: train steps 2 and 3
     kernel = f"(SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE shortName = {name_id} AND start > {first[0]} ORDER BY start LIMIT 1)"
-    late = altered_copy(src, tmp_path, f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + 5000000000, "
-                                       f"end = end + 5000000000 WHERE rowid = {kernel}", name="late.sqlite")
+    late = altered_copy(
+        src,
+        tmp_path,
+        f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + 5000000000, "
+        f"end = end + 5000000000 WHERE rowid = {kernel}",
+        name="late.sqlite",
+    )
     df = read_export(late)
     count = df[(df["region"] == name) & (df["metric"] == "visits") & (df["phase"] == "train")]
     assert count.groupby("step")["value"].sum().to_dict() == {0: 1.0, 1: 1.0, 2: 1.0, 3: 1.0}
     corr = sql(src, f"SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = {kernel}")[0][0]
-    moved = altered_copy(src, tmp_path, f"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = {second[0] + 10}, "
-                                        f"end = {second[0] + 20} WHERE correlationId = {corr}", name="moved.sqlite")
+    moved = altered_copy(
+        src,
+        tmp_path,
+        f"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = {second[0] + 10}, "
+        f"end = {second[0] + 20} WHERE correlationId = {corr}",
+        name="moved.sqlite",
+    )
     df = read_export(moved)
     count = df[(df["region"] == name) & (df["metric"] == "visits") & (df["phase"] == "train")]
     assert count.groupby("step")["value"].sum().to_dict() == {0: 1.0, 1: 1.0, 3: 2.0}
@@ -135,8 +150,16 @@ def test_every_event_is_counted_once_or_reported(sim_ranges, sql):
 
     path = sorted(sim_ranges.glob("*.sqlite"))[0]
     df = read_export(path)
-    tables = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-              "CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API", "CUBLAS_EVENTS", "CUDNN_EVENTS", "MPI_COLLECTIVES_EVENTS"]
+    tables = [
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+        "OSRT_API",
+        "CUBLAS_EVENTS",
+        "CUDNN_EVENTS",
+        "MPI_COLLECTIVES_EVENTS",
+    ]
     present = {r[0] for r in sql(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert set(tables) <= present
     total = sum(sql(path, f"SELECT count(*) FROM {t}")[0][0] for t in tables)
@@ -155,7 +178,16 @@ def test_output_contract(sim_marks_old):
     assert set(df["metric"]) == {"time", "visits", "bytes"}
     assert (df["value"] != 0).all()
     assert df.loc[df["phase"] == "between", "step"].eq(-1).all()
-    assert set(df["category"]) <= {"computation", "communication", "memory", "nvtx", "cuda_api", "os", "library", "step"}
+    assert set(df["category"]) <= {
+        "computation",
+        "communication",
+        "memory",
+        "nvtx",
+        "cuda_api",
+        "os",
+        "library",
+        "step",
+    }
     nccl = df["region"].str.startswith("nccl") & (df["kind"] == "kernel")
     assert nccl.any() and (df.loc[nccl, "category"] == "communication").all()
     step_time = df[(df["region"] == "step") & (df["metric"] == "time")]

@@ -11,31 +11,44 @@ from extradeep.io.nsys import events
 from extradeep.io.nsys.connect import open_readonly
 from extradeep.io.nsys.events import NULL_INT
 
-KEY_SQL = ("SELECT ifnull(((({col} >> 24) & 16777215) << 32) | (correlationId & 4294967295), "
-           "-9223372036854775807 - 1) FROM {table} ORDER BY rowid")
+KEY_SQL = (
+    "SELECT ifnull(((({col} >> 24) & 16777215) << 32) | (correlationId & 4294967295), "
+    "-9223372036854775807 - 1) FROM {table} ORDER BY rowid"
+)
 
 
 def launch_keys(path, sql):
     """(runtime keys, kernel keys) from the reader and from SQL."""
     with open_readonly(path) as conn:
-        got = (events.runtime(conn, columns=["launchKey"])["launchKey"].to_numpy(),
-               events.kernels(conn, columns=["launchKey"])["launchKey"].to_numpy())
-    want = (np.array(sql(path, KEY_SQL.format(col="globalTid", table=events.RUNTIME_TABLE)), dtype=np.int64).ravel(),
-            np.array(sql(path, KEY_SQL.format(col="globalPid", table=events.KERNEL_TABLE)), dtype=np.int64).ravel())
+        got = (
+            events.runtime(conn, columns=["launchKey"])["launchKey"].to_numpy(),
+            events.kernels(conn, columns=["launchKey"])["launchKey"].to_numpy(),
+        )
+    want = (
+        np.array(sql(path, KEY_SQL.format(col="globalTid", table=events.RUNTIME_TABLE)), dtype=np.int64).ravel(),
+        np.array(sql(path, KEY_SQL.format(col="globalPid", table=events.KERNEL_TABLE)), dtype=np.int64).ravel(),
+    )
     return got, want
 
 
-@pytest.mark.parametrize("change", [
-    None,  # one process
-    "UPDATE {table} SET {col} = {col} + (7 << 24) WHERE rowid % 3 = 0",  # two processes
-    "UPDATE {table} SET {col} = NULL WHERE rowid % 5 = 0",  # ids missing
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        None,  # one process
+        "UPDATE {table} SET {col} = {col} + (7 << 24) WHERE rowid % 3 = 0",  # two processes
+        "UPDATE {table} SET {col} = NULL WHERE rowid % 5 = 0",  # ids missing
+    ],
+)
 def test_launch_keys_equal_the_sql_formula(tmp_path, sim_ranges, altered_copy, sql, change):
     src = sorted(sim_ranges.glob("*.sqlite"))[0]
     path = src
     if change:
-        path = altered_copy(src, tmp_path, change.format(table=events.RUNTIME_TABLE, col="globalTid"),
-                            change.format(table=events.KERNEL_TABLE, col="globalPid"))
+        path = altered_copy(
+            src,
+            tmp_path,
+            change.format(table=events.RUNTIME_TABLE, col="globalTid"),
+            change.format(table=events.KERNEL_TABLE, col="globalPid"),
+        )
     (runtime, kernels), (want_runtime, want_kernels) = launch_keys(path, sql)
     assert np.array_equal(runtime, want_runtime) and np.array_equal(kernels, want_kernels)
     if change and "NULL" in change:
@@ -53,12 +66,19 @@ def test_launch_keys_of_a_real_multi_process_export(real, sql):
 
 def test_nvtx_texts_holding_the_separator_are_read_whole(tmp_path, sim_ranges, altered_copy, sql):
     src = sorted(sim_ranges.glob("*.sqlite"))[0]
-    path = altered_copy(src, tmp_path, "UPDATE NVTX_EVENTS SET text = text || char(31) || 'x' "
-                                       "WHERE rowid = (SELECT max(rowid) FROM NVTX_EVENTS WHERE text IS NOT NULL)")
+    path = altered_copy(
+        src,
+        tmp_path,
+        "UPDATE NVTX_EVENTS SET text = text || char(31) || 'x' "
+        "WHERE rowid = (SELECT max(rowid) FROM NVTX_EVENTS WHERE text IS NOT NULL)",
+    )
     for export in (src, path):
         with open_readonly(export) as conn:
             frame = events.nvtx(conn)
-        want = sql(export, "SELECT text FROM NVTX_EVENTS WHERE text IS NOT NULL AND eventType NOT IN (33, 75, 76) ORDER BY rowid")
+        want = sql(
+            export,
+            "SELECT text FROM NVTX_EVENTS WHERE text IS NOT NULL AND eventType NOT IN (33, 75, 76) ORDER BY rowid",
+        )
         assert sorted(frame["name"].astype(str)) == sorted(t for (t,) in want)
     assert any("\x1f" in t for t in frame["name"].astype(str))
 

@@ -21,12 +21,15 @@ def test_hashable_and_round_trips():
     assert a.key() != ReaderSettings().key()
 
 
-@pytest.mark.parametrize("bad, match", [
-    ({"kernel_names": "long"}, "kernel names"),
-    ({"warmup_steps": 1.5}, "warmup-steps"),
-    ({"warmup_epochs": -1}, "warmup-epochs"),
-    ({"epoch_regex": "x"}, "unknown reader setting"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"kernel_names": "long"}, "kernel names"),
+        ({"warmup_steps": 1.5}, "warmup-steps"),
+        ({"warmup_epochs": -1}, "warmup-epochs"),
+        ({"epoch_regex": "x"}, "unknown reader setting"),
+    ],
+)
 def test_invalid_settings(bad, match):
     with pytest.raises(InputError, match=match):
         ReaderSettings.from_any(bad)

@@ -33,11 +33,14 @@ def nested_loop(epochs=2, train=3, val=1, names=("epoch {}", "train_step {}", "v
     return ranges
 
 
-@pytest.mark.parametrize("fixture, train_how, val_how", [
-    ("sim_ranges", "Extra-Deep ranges", "Extra-Deep ranges"),
-    ("sim_marks_old", "Extra-Deep marks", "Extra-Deep marks"),
-    ("sim_profiler", "ProfilerStep#N", "ProfilerStep#N inside eval ranges"),
-])
+@pytest.mark.parametrize(
+    "fixture, train_how, val_how",
+    [
+        ("sim_ranges", "Extra-Deep ranges", "Extra-Deep ranges"),
+        ("sim_marks_old", "Extra-Deep marks", "Extra-Deep marks"),
+        ("sim_profiler", "ProfilerStep#N", "ProfilerStep#N inside eval ranges"),
+    ],
+)
 def test_default_conventions_on_simulator_output(request, truth_of, fixture, train_how, val_how):
     outdir = request.getfixturevalue(fixture)
     truth = truth_of(outdir)
@@ -61,13 +64,19 @@ def test_plain_names_from_extradeep_marks(tmp_path):
     table = steps_of(path)
     assert table.convention["epoch"].startswith("plain range names")
     assert table.steps.groupby(["epoch", "phase"]).size().to_dict() == {
-        (1, "train"): 4, (1, "val"): 2, (2, "train"): 4, (2, "val"): 2}
+        (1, "train"): 4,
+        (1, "val"): 2,
+        (2, "train"): 4,
+        (2, "val"): 2,
+    }
     assert list(table.windows["epoch"]) == [1, 2]
     assert len(table.mark_rows) == 3 + 3 * 6
 
 
-@pytest.mark.parametrize("train, val", [("train step {}", "validation_step"), ("training_step_{}", "eval step {}"),
-                                        ("step {}", "test_step {}")])
+@pytest.mark.parametrize(
+    "train, val",
+    [("train step {}", "validation_step"), ("training_step_{}", "eval step {}"), ("step {}", "test_step {}")],
+)
 def test_common_plain_spellings(tmp_path, train, val):
     path = write_nvtx_export(tmp_path / "p.sqlite", nested_loop(names=("Epoch {}", train, val), domain=None))
     table = steps_of(path)
@@ -80,8 +89,11 @@ def test_user_patterns_restricted_to_a_domain(tmp_path):
     path = write_nvtx_export(tmp_path / "u.sqlite", loop + decoys)
     with pytest.raises(InputError, match="iteration"):
         steps_of(path)  # nothing recognised by default: the error lists the names
-    settings = {"epoch_pattern": r"myapp:pass (\d+)", "train_step_pattern": r"myapp:iteration (\d+)",
-                "val_step_pattern": r"check (\d+)"}
+    settings = {
+        "epoch_pattern": r"myapp:pass (\d+)",
+        "train_step_pattern": r"myapp:iteration (\d+)",
+        "val_step_pattern": r"check (\d+)",
+    }
     table = steps_of(path, settings)
     assert "in domain 'myapp'" in table.convention["train"]
     assert (table.steps["phase"] == "train").sum() == 3  # epoch 0 is warm-up; decoys ignored
@@ -90,7 +102,9 @@ def test_user_patterns_restricted_to_a_domain(tmp_path):
 
 
 def test_no_marks_lists_most_frequent_names(tmp_path):
-    ranges = [("forward", None, MS * i, MS * i + 10, 1000) for i in range(1, 6)] + [("backward", None, 9 * MS, 9 * MS + 5, 1000)]
+    ranges = [("forward", None, MS * i, MS * i + 10, 1000) for i in range(1, 6)] + [
+        ("backward", None, 9 * MS, 9 * MS + 5, 1000)
+    ]
     path = write_nvtx_export(tmp_path / "n.sqlite", ranges)
     with pytest.raises(InputError) as excinfo:
         steps_of(path)
@@ -102,7 +116,8 @@ def test_no_marks_lists_most_frequent_names(tmp_path):
 def test_unbalanced_extra_deep_marks(tmp_path, sim_marks_old, altered_copy):
     src = sorted(sim_marks_old.glob("*.sqlite"))[0]
     path = altered_copy(
-        src, tmp_path,
+        src,
+        tmp_path,
         "DELETE FROM NVTX_EVENTS WHERE rowid = (SELECT n.rowid FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId "
         "WHERE n.eventType = 34 AND s.value = 'step:1,type:ended' ORDER BY n.start LIMIT 1)",
     )
@@ -138,9 +153,14 @@ def test_invalid_pattern_and_setting():
 def test_ranges_open_at_capture_end(tmp_path, altered_copy):
     """nsys --duration can stop inside a step: that step is left out (with a warning), the epoch runs on."""
     src = write_nvtx_export(tmp_path / "src.sqlite", nested_loop(epochs=2, train=3, val=1))
-    path = altered_copy(src, tmp_path, "UPDATE NVTX_EVENTS SET end = NULL WHERE text IN ('val_step 0', 'epoch 1') "
-                                       "AND start = (SELECT max(start) FROM NVTX_EVENTS WHERE text = 'val_step 0')"
-                                       " OR text = 'epoch 1'", name="open.sqlite")
+    path = altered_copy(
+        src,
+        tmp_path,
+        "UPDATE NVTX_EVENTS SET end = NULL WHERE text IN ('val_step 0', 'epoch 1') "
+        "AND start = (SELECT max(start) FROM NVTX_EVENTS WHERE text = 'val_step 0')"
+        " OR text = 'epoch 1'",
+        name="open.sqlite",
+    )
     table = steps_of(path)
     assert table.steps.groupby("phase").size().to_dict() == {"train": 3}
     assert any("never ended" in w for w in table.warnings)

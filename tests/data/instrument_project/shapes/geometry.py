@@ -1,4 +1,5 @@
 """Geometry: a small class hierarchy with static, class and property methods."""
+
 import math
 
 

@@ -11,8 +11,13 @@ def summarize(shapes) -> dict:
     from . import _table
 
     areas = [shape.area() for shape in shapes]
-    return {"count": len(areas), "mean_area": mean(areas), "total_area": sum(areas),
-            "weight": _table.weight(len(areas)), "unit_" + UNITS["area_unit"]: 1.0}
+    return {
+        "count": len(areas),
+        "mean_area": mean(areas),
+        "total_area": sum(areas),
+        "weight": _table.weight(len(areas)),
+        "unit_" + UNITS["area_unit"]: 1.0,
+    }
 
 
 async def not_instrumented():
