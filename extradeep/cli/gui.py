@@ -50,6 +50,28 @@ def display_problem(environ, platform: str) -> str | None:
     )
 
 
+def display_unreachable(environ) -> str | None:
+    """Why Qt cannot open the display it was given, or None: DISPLAY may name an X server that is not
+    running (a stale `ssh -X` session). Qt would abort the process (SIGABRT), so a child process tries
+    first and only its exit status is read."""
+    import subprocess
+
+    chosen = environ.get("QT_QPA_PLATFORM", "").split(":")[0].strip()
+    if chosen in HEADLESS_PLATFORMS or not environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"):
+        return None
+    probe = "from PySide6.QtGui import QGuiApplication; QGuiApplication([])"
+    try:
+        done = subprocess.run([sys.executable, "-c", probe], env=dict(environ), capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None  # cannot tell: let Qt try
+    if done.returncode == 0:
+        return None
+    return (
+        f"cannot open the display DISPLAY={environ['DISPLAY']} (is the X server running? log in with "
+        "`ssh -X`, or use QT_QPA_PLATFORM=offscreen for screenshots and tests)"
+    )
+
+
 def run(args) -> int:
     import os
 
@@ -63,6 +85,8 @@ def run(args) -> int:
         print("extradeep gui needs PySide6: pip install 'extradeep[gui]'", file=sys.stderr)
         return 2
     problem = pyside_problem(PySide6.__version__, sys.version_info[:2])
+    if problem is None and sys.platform.startswith("linux"):
+        problem = display_unreachable(os.environ)
     if problem:
         print(f"extradeep gui: {problem}", file=sys.stderr)
         return 2

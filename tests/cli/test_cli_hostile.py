@@ -440,4 +440,24 @@ def test_gui_without_a_display_says_so_instead_of_aborting(tmp_path):
     )
     assert proc.returncode == 2, (proc.returncode, proc.stderr)  # not -6 (SIGABRT)
     assert "QT_QPA_PLATFORM=offscreen" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_gui_with_a_display_nobody_serves_says_so_instead_of_aborting(tmp_path):
+    pytest.importorskip("PySide6")
+    env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env["DISPLAY"] = ":97"  # a stale `ssh -X` session: set, but no X server behind it
+    if Path("/tmp/.X11-unix/X97").exists():
+        pytest.skip("an X server answers on :97 here")
+    proc = subprocess.run(
+        [sys.executable, "-m", "extradeep", "gui"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)  # not -6 (SIGABRT)
+    assert "DISPLAY=:97" in proc.stderr and "QT_QPA_PLATFORM=offscreen" in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert len(proc.stderr.strip().splitlines()) == 1
