@@ -5,15 +5,14 @@ import hashlib
 import pandas as pd
 
 from extradeep.io.nsys.layout import cluster_layout, read_placement
-from tests.conftest import require_real
 
 
 def _digest(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_real_export_gives_host_gpus_and_device_uuid():
-    path = require_real("yyhtbs-yye__mmagic_vsr_v2__net.sqlite")
+def test_real_export_gives_host_gpus_and_device_uuid(real_nsys_dir):
+    path = real_nsys_dir / "yyhtbs-yye__mmagic_vsr_v2__net.sqlite"
     before = _digest(path)
     place = read_placement(path)
     assert place["host"] == "a44a589055b9" and place["node_gpus"] == 4
@@ -21,8 +20,8 @@ def test_real_export_gives_host_gpus_and_device_uuid():
     assert _digest(path) == before
 
 
-def test_real_export_without_system_env_has_no_host():
-    place = read_placement(require_real("lockfuehrer__beast_ressoruces__report2.sqlite"))
+def test_real_export_without_system_env_has_no_host(real_nsys_dir):
+    place = read_placement(real_nsys_dir / "lockfuehrer__beast_ressoruces__report2.sqlite")
     assert place["host"] is None
     layout = cluster_layout(pd.DataFrame([{"path": "x", "rank": 0, "rep": 1, "ranks": 1, **place}]), ["ranks"])
     assert layout["source"] == "none" and "no host names" in layout["note"]
