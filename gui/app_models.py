@@ -65,8 +65,9 @@ def application_models(ws: Workspace, options: dict, n_eval: int) -> AppModels |
     """The application quantities' models and points (the work of `fit_application_models`): the
     models from `extradeep.analysis.core.application_models`, the very function `analyse` (and so
     `extradeep model`) fits them with, layout and all; the points per epoch as `analyse` shows them."""
-    from extradeep.analysis.core import application_models as library_models
-    from extradeep.analysis.core import application_step_values, reliability_notes
+    from extradeep.analysis.core import reliability_notes
+    from extradeep.analysis.fitting import application_models as library_models
+    from extradeep.analysis.fitting import application_step_values
 
     exp = ws.experiment
     app_steps = application_step_values(exp)

@@ -185,7 +185,7 @@ def workspace_from_experiment(exp, path: Path, source_kind: str) -> Workspace:
 
     def steps_for(wanted: list[int]) -> pd.DataFrame:
         """Per-step values of some regions: extradeep.analysis.core.region_step_values of the sub-experiment."""
-        from extradeep.analysis.core import region_step_values
+        from extradeep.analysis.fitting import region_step_values
 
         chosen = rows.loc[wanted]
 
@@ -352,7 +352,7 @@ def model_chunk(ws: Workspace, chunk: list[int], options: dict, cutoff: float) -
 def fit_table(ws: Workspace, steps: pd.DataFrame, key: str, options: dict, cutoff: float) -> dict:
     """The region models of `analyse` (extradeep.analysis.core.fit_region_models: per-phase step models
     combined into epoch models) from points up to `cutoff` of the first parameter; {key value: model fields}."""
-    from extradeep.analysis.core import fit_region_models
+    from extradeep.analysis.fitting import fit_region_models
 
     fitted = fit_region_models(steps, ws.params, ws.dataset, ws.fixed, options, upto=cutoff, keys=[key])
     return {r[key]: _model_fields(r) for r in fitted.to_dict("records")}

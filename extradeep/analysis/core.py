@@ -7,14 +7,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from extradeep.aggregate.experiment import TOTAL, Dataset, Experiment
-from extradeep.analysis.communication import Topology, layout_notes, node_layout, nodes_spanned, pure_times
+from extradeep.aggregate.experiment import Dataset, Experiment
+from extradeep.analysis.communication import layout_notes, node_layout, nodes_spanned
 from extradeep.analysis.cost import CostSettings, cost_table
 from extradeep.analysis.epoch import (
     BREAKDOWN,
     EPOCH_TIME,
     REGION_KEYS,
-    EpochModel,
     application_steps,
     dataset_notes,
     per_epoch,
@@ -24,7 +23,13 @@ from extradeep.analysis.epoch import (
     step_values,
     work_samples,
 )
-from extradeep.analysis.overlap import Exposure, fit_step_composition, step_parts
+from extradeep.analysis.fitting import (
+    application_models,
+    experiment_topology,
+    fit_region_models,
+    step_communication_model,
+    without_totals,
+)
 from extradeep.analysis.points import format_point
 from extradeep.analysis.saved import reusable_models, saved_mismatch
 from extradeep.analysis.scaling import (
@@ -33,7 +38,6 @@ from extradeep.analysis.scaling import (
     scaling_models,
     scaling_table,
 )
-from extradeep.columns import EPOCH_CATEGORIES
 from extradeep.errors import InputError
 
 
@@ -167,7 +171,7 @@ def analyse(
             "GPU time, which overlapping streams push to 0; model the exports again)"
         )
     notes = reliability_notes(app_models, per_unit(dataset)) + notes + contradiction_notes(app_points, params)
-    notes += layout_notes(experiment.settings, topology, _step_comm(app_models))
+    notes += layout_notes(experiment.settings, topology, step_communication_model(app_models))
     baseline = default_baseline(app_points if not app_points.empty else regions, params, ranks)
     if EPOCH_TIME not in set(application["quantity"]):
         notes.append(
@@ -192,71 +196,6 @@ def analyse(
         dict(fixed),
         node_layout(experiment.settings),
     )
-
-
-def experiment_topology(experiment: Experiment) -> Topology | None:
-    """The cluster layout the communication model follows (one parameter only; None without one)."""
-    params = experiment.params
-    if len(params) != 1:
-        return None
-    return Topology.from_settings(experiment.settings, experiment.points[params[0]].unique())
-
-
-def application_step_values(experiment: Experiment) -> pd.DataFrame:
-    """Per-step values of the application quantities (step time, category sums, idle): what
-    :func:`application_models` fits, from only the regions they are made of."""
-    wanted = (*EPOCH_CATEGORIES, "step")  # the step wall time and GPU busy union are category "step"
-    keep = replace(
-        experiment,
-        values=experiment.values[experiment.values["category"].isin(wanted).to_numpy()],
-        points=experiment.points[experiment.points["category"].isin(wanted).to_numpy()],
-    )
-    return application_steps(step_values(keep), experiment.params)
-
-
-def application_models(
-    experiment: Experiment,
-    dataset: Dataset | None = None,
-    options: dict | None = None,
-    upto: float = np.inf,
-    app_steps: pd.DataFrame | None = None,
-) -> tuple[pd.DataFrame, list[str]]:
-    """(models, notes): the application quantities' models exactly as :func:`analyse` fits them (per-phase
-    step models; the training step composed of computation and exposed communication, across node
-    boundaries with the experiment's layout) from the points whose first parameter is <= ``upto`` (the
-    rest held out), and the layout notes (the one-node warning, each collective's model).
-    ``app_steps``: :func:`application_step_values` of the experiment, when already made."""
-    params = list(experiment.params)
-    if np.isfinite(upto):
-        experiment = _up_to(experiment, upto)
-    steps = (
-        application_step_values(experiment)
-        if app_steps is None
-        else app_steps[app_steps[params[0]].to_numpy(float) <= upto]
-    )
-    if steps.empty:
-        return pd.DataFrame(columns=["quantity", "model", "formula", "growth", "smape", "reason"]), []
-    topology = experiment_topology(experiment)
-    models = fit_application_models(
-        steps,
-        experiment.values,
-        params,
-        dataset,
-        experiment.fixed_params,
-        options,
-        Exposure.from_experiment(experiment, upto=upto),
-        topology,
-    )
-    return models, layout_notes(experiment.settings, topology, _step_comm(models))
-
-
-def _up_to(experiment: Experiment, upto: float) -> Experiment:
-    first = experiment.params[0]
-
-    def kept(frame):
-        return frame[frame[first].to_numpy(float) <= upto]
-
-    return replace(experiment, values=kept(experiment.values), points=kept(experiment.points))
 
 
 # a part may exceed its whole by rounding and noise, not by more; all parts plus idle may exceed it by
@@ -302,41 +241,13 @@ def _fit(experiment, app_steps, region_steps, regions, dataset, options, progres
     return app_models, fit_region_models(region_steps, params, dataset, fixed, options)
 
 
-def region_step_values(experiment: Experiment, metrics=("time", "visits", "bytes")) -> pd.DataFrame:
-    """Per-step values of every region, metric, phase, point and repetition, as :func:`analyse` models
-    them (the category sums left out: they are application quantities)."""
-    return _without_totals(step_values(experiment, metrics))
-
-
-def _without_totals(steps: pd.DataFrame) -> pd.DataFrame:
-    # Category sums (kind total) are modeled once, as application quantities, not again as regions.
-    return steps[steps["kind"] != TOTAL].reset_index(drop=True)
-
-
-def fit_region_models(
-    region_steps: pd.DataFrame,
-    params: list[str],
-    dataset: Dataset | None,
-    fixed: dict,
-    options: dict | None,
-    upto: float = np.inf,
-    keys=tuple(REGION_KEYS),
-) -> pd.DataFrame:
-    """The region models exactly as :func:`analyse` fits them (per-phase step models combined into
-    epoch models, :func:`fit_phase_models`) from the points whose first parameter is <= ``upto``;
-    ``keys``: the columns naming a region (the GUI's row id)."""
-    if np.isfinite(upto):
-        region_steps = region_steps[region_steps[params[0]].to_numpy(float) <= upto]
-    return fit_phase_models(region_steps, list(keys), params, dataset, fixed, options)
-
-
 def _measure(experiment: Experiment, dataset: Dataset | None, metrics):
     """Per-step values (application, regions), their per-epoch values and notes."""
     params = experiment.params
     steps = step_values(experiment, metrics)
     notes = dataset_notes(experiment, dataset, steps)
     app_steps = application_steps(steps, params)
-    region_steps = _without_totals(steps)
+    region_steps = without_totals(steps)
     application = per_epoch(app_steps, ["quantity"], params, dataset, experiment.fixed_params)
     regions = per_epoch(region_steps, REGION_KEYS, params, dataset, experiment.fixed_params)
     return app_steps, region_steps, application, regions, notes
@@ -353,109 +264,6 @@ def measured_values(experiment: Experiment, dataset: Dataset | None = None) -> p
     """Application quantities per repetition (quantity, params, rep, value): per epoch with a
     dataset, per training step without one (None: per step, whatever the experiment's dataset)."""
     return _measure(experiment, dataset, ("time",))[2]
-
-
-def fit_phase_models(
-    steps: pd.DataFrame, keys: list[str], params: list[str], dataset: Dataset | None, fixed: dict, options: dict | None
-) -> pd.DataFrame:
-    """Fit per-step models per phase and combine them per key into epoch models (or, without a
-    dataset, keep the training-step model)."""
-    from extradeep.modeling import fit_models
-
-    phases = ("train", "val") if dataset is not None else ("train",)
-    data = steps[steps["phase"].isin(phases)]
-    # A phase in which a region never ran (all zeros) adds nothing: no model needed there.
-    ran = (data["value"] != 0).groupby([data[k] for k in [*keys, "phase"]]).transform("any")
-    data = data[ran.to_numpy(dtype=bool)]
-    columns = [*keys, "model", "formula", "growth", "smape", "reason"]
-    if data.empty:
-        return pd.DataFrame(columns=columns)
-    fitted = fit_models(data, params, value="value", by=(*keys, "phase"), rep="rep", options=options)
-    rows = []
-    for key, group in fitted.groupby(keys, sort=True):
-        by_phase = {row.phase: row for row in group.itertuples(index=False)}
-        model = _combine(by_phase.get("train"), by_phase.get("val"), dataset, params, fixed)
-        reasons = "; ".join(f"{r.phase}: {r.reason}" for r in by_phase.values() if r.model is None and r.reason)
-        rows.append(
-            {
-                **dict(zip(keys, key if isinstance(key, tuple) else (key,))),
-                "model": model,
-                "formula": "" if model is None else model.formula(),
-                "growth": "" if model is None else model.growth(),
-                "smape": np.nan if model is None else float(getattr(model, "smape", np.nan)),
-                "reason": "" if model is not None else reasons,
-            }
-        )
-    return pd.DataFrame(rows, columns=columns)
-
-
-def fit_application_models(
-    app_steps: pd.DataFrame,
-    values: pd.DataFrame,
-    params: list[str],
-    dataset: Dataset | None,
-    fixed: dict,
-    options: dict | None,
-    exposure: Exposure | None = None,
-    topology: Topology | None = None,
-) -> pd.DataFrame:
-    """The application models of :func:`analyse`: per-phase step models of every quantity, the
-    training step time composed of computation and exposed communication. ``values``: the
-    Experiment's per-repetition values (their rank spreads give the pure collective durations);
-    ``exposure``: a traced run's exposure curve (``Exposure.from_experiment``)."""
-    models = fit_phase_models(app_steps, ["quantity"], params, dataset, fixed, options)
-    return compose_step_time(
-        models, app_steps, params, dataset, fixed, options, pure_times(values, params), exposure, topology
-    )
-
-
-def compose_step_time(
-    app_models: pd.DataFrame,
-    app_steps: pd.DataFrame,
-    params: list[str],
-    dataset: Dataset | None,
-    fixed: dict,
-    options: dict | None,
-    pure: pd.DataFrame | None = None,
-    exposure: Exposure | None = None,
-    topology: Topology | None = None,
-) -> pd.DataFrame:
-    """The epoch-time model with its training step as computation + exposed communication
-    (:mod:`extradeep.analysis.overlap`), when that applies; the models unchanged otherwise.
-    ``pure``: pure collective durations (:func:`extradeep.analysis.communication.pure_times`)."""
-    rows = app_models["quantity"] == EPOCH_TIME
-    if not rows.any() or app_models.loc[rows, "model"].iloc[0] is None:
-        return app_models
-    train = fit_step_composition(step_parts(app_steps, params), params, options, pure, exposure, topology)
-    if train is None:
-        return app_models
-    current = app_models.loc[rows, "model"].iloc[0]
-    model = train if dataset is None else replace(current, train=train)
-    out = app_models.copy()
-    index = out.index[rows][0]
-    out.at[index, "model"] = model
-    out.at[index, "formula"], out.at[index, "growth"] = model.formula(), model.growth()
-    out.at[index, "smape"] = float(model.smape)
-    return out
-
-
-def _step_comm(app_models: pd.DataFrame):
-    """The communication model inside the composed training-step model, if there is one."""
-    rows = app_models[app_models["quantity"] == EPOCH_TIME]
-    model = rows["model"].iloc[0] if len(rows) else None
-    train = getattr(model, "train", model)
-    return getattr(train, "comm", None)
-
-
-def _combine(train, val, dataset, params, fixed):
-    train_model = None if train is None else train.model
-    if dataset is None:
-        return train_model
-    val_model = None if val is None else val.model
-    # A phase that ran but could not be modeled would make the epoch value wrong: no model then.
-    if (train is not None and train_model is None) or (val is not None and val_model is None):
-        return None
-    return EpochModel(train_model, val_model, dataset, params, fixed)
 
 
 UNRELIABLE_SMAPE = 10.0  # % error of a model at its own measured points beyond which predictions are not trusted
