@@ -164,7 +164,8 @@ class MeasurementAdvisor:
         if self.gpus_per_node is not None:
             return int(self.gpus_per_node)
         if isinstance(layout, dict) and layout.get("gpus_per_node"):
-            self.notes_.append(f"node size {int(layout['gpus_per_node'])} GPUs from the experiment's system layout")
+            gpus = int(layout["gpus_per_node"])
+            self.notes_.append(f"node size {gpus} GPU{'s' if gpus != 1 else ''} from the experiment's system layout")
             return int(layout["gpus_per_node"])
         if self.cost_.gpus_per_node:
             return int(self.cost_.gpus_per_node)

@@ -138,5 +138,6 @@ def layout_text(layout: dict | None, system: dict | None = None) -> list[str]:
         lines.append("layout: " + ((layout or {}).get("note") or "not read from the exports"))
         return lines
     parts = [f"{p['ranks']} ranks on {p['nodes']} node{'s' if p['nodes'] != 1 else ''}" for p in layout["points"]]
-    lines.append(f"layout (from the exports): {layout['gpus_per_node']} GPUs per node; " + "; ".join(parts))
+    gpus = int(layout["gpus_per_node"])
+    lines.append(f"layout (from the exports): {gpus} GPU{'s' if gpus != 1 else ''} per node; " + "; ".join(parts))
     return lines
