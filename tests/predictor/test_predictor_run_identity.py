@@ -53,3 +53,22 @@ def test_a_process_without_gpu_work_is_not_a_rank(runs, tmp_path):
     trace = load_trace([target], jobs=1)
     assert len(trace.files) == 1
     assert any("without GPU work" in note and "are not ranks" in note for note in trace.problems)
+
+
+def test_a_single_process_export_with_a_helper_process_is_one_rank_and_its_path_adds_up(real_nsys_dir):
+    """The real memfusion export (issue 17 item 8): a helper process made two runtime calls and no GPU
+    work. It is one rank, and the critical path's ops account for the span they are shares of (the
+    export's CPU time is real teardown work: cuModuleUnload, thousands of calls)."""
+    path = real_nsys_dir / "LeiWang1999__memfusion_artifact__report1.sqlite"
+    prediction = predict(path)
+    assert prediction.files["rank"].tolist() == [0]
+    span = float(prediction.breakdown["span"].iloc[0])
+    path_ops = prediction.critical_path
+    # the path's ops and the waits between them make up the span; the classes add up to it too
+    assert float(path_ops["contribution"].sum() + path_ops["wait"].sum()) == pytest.approx(span, rel=1e-3)
+    parts = prediction.breakdown[["compute", "communication", "memory", "cpu_overhead", "idle"]].iloc[0]
+    assert float(parts.sum()) == pytest.approx(span, rel=1e-3)
+    by_name = path_ops.groupby("name")["contribution"].sum().sort_values()
+    assert by_name.index[-1] == "cuModuleUnload"  # what the CPU share is made of, visible to the user
+    assert by_name.iloc[-1] > 0.8 * float(parts["cpu_overhead"])
+    assert float(prediction.steps["measured"].iloc[0]) == pytest.approx(span, rel=0.01)
