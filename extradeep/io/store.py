@@ -72,13 +72,23 @@ def atomic_path(path):
     path = Path(path)
     if path.exists() and not is_saved_experiment(path):
         raise InputError(path, "exists and is not an extradeep experiment; refusing to overwrite it")
+    with replaced_atomically(path, "cannot write here") as tmp:
+        yield tmp
+
+
+@contextmanager
+def replaced_atomically(path, problem: str = "cannot write here"):
+    """A not-yet-existing temporary name beside `path`: whatever is written there replaces `path`
+    in one step when the block ends, and is removed when it fails, so no reader ever sees half a
+    file. No temporary file there becomes one line, `path: problem (reason)`."""
+    path = Path(path)
     try:
         handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
-        raise InputError(path, f"cannot write here ({exc.strerror})") from None
+        raise InputError(path, f"{problem} ({exc.strerror})") from None
     os.close(handle)
     tmp = Path(name)
-    tmp.unlink()  # sqlite creates the file itself
+    tmp.unlink()  # writers (sqlite, open) create the file themselves
     try:
         yield tmp
         os.replace(tmp, path)

@@ -6,8 +6,6 @@ same report from the same figures (:mod:`extradeep.report.plots`).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from extradeep.analysis.core import Analysis, prediction_table, rebase
 from extradeep.analysis.cost import CostSettings
 from extradeep.analysis.workflows import DEFAULT_FACTORS, plan_budget, prediction_grid
 from extradeep.errors import InputError
+from extradeep.io.store import replaced_atomically
 from extradeep.report.html import ReportInputs, build_html
 from extradeep.report.plots import save_figure
 
@@ -121,12 +120,10 @@ def default_predictions(analysis: Analysis, max_ranks: float | None) -> list[flo
 
 
 def write_text_atomic(path, text: str) -> None:
-    """Write `text` next to `path` and rename it into place, so a reader never sees half a file."""
-    path = Path(path)
+    """Write `text` beside `path` and rename it into place, so a reader never sees half a file."""
+    problem = "cannot write the report"
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
+        with replaced_atomically(path, problem) as tmp:
+            tmp.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise InputError(path, f"cannot write the report ({exc.strerror})") from None
+        raise InputError(path, f"{problem} ({exc.strerror})") from None
