@@ -194,6 +194,15 @@ class _QueueIndex:
         for key, grp in gpu.groupby(["rank", "queue"], sort=False):
             idx = grp.index.to_numpy()
             self.queues[key] = idx[np.argsort(self.launch_time[idx], kind="stable")]
+        self._gpu = gpu[gpu["corr"] >= 0][["rank", "corr"]]
+        self._by_corr = None
+
+    def launched_by(self, rank, corr) -> list[int]:
+        """The GPU ops a call launched (same rank and correlation id)."""
+        if self._by_corr is None:
+            groups = self._gpu.groupby(["rank", "corr"]).indices
+            self._by_corr = {k: self._gpu.index[v].tolist() for k, v in groups.items()}
+        return self._by_corr.get((rank, corr), [])
 
     def last_before(self, rank, queues, t: float) -> list[int]:
         """Per queue: the last op whose launching call started before time t."""
@@ -242,7 +251,7 @@ class _EventIndex:
         return index.last_before(rank, [self.queue[row]], self.call_start[row])
 
 
-def _waited_ops(nodes, events: _EventIndex, index: _QueueIndex, call: pd.Series, sync, own_copy=False) -> list[int]:
+def _waited_ops(events: _EventIndex, index: _QueueIndex, call: pd.Series, sync, own_copy=False) -> list[int]:
     """GPU ops a blocking call waits for: from its SYNCHRONIZATION row, its own copy (a synchronous
     copy, or one that finished before the call returned), else every stream of the rank."""
     rank, t = call["rank"], call["start"]
@@ -253,8 +262,7 @@ def _waited_ops(nodes, events: _EventIndex, index: _QueueIndex, call: pd.Series,
         if recorded:
             return recorded  # else no record rows: fall back to every stream, pruned by the caller
     if own_copy or is_blocking_copy(call["name"]):
-        own = (nodes["rank"] == rank) & (nodes["corr"] == call["corr"]) & nodes["is_gpu"]
-        return [int(i) for i in nodes.index[own]]
+        return index.launched_by(rank, call["corr"])
     return index.last_before(rank, index.rank_queues(rank), t)
 
 
@@ -285,9 +293,7 @@ def _add_wakes(nodes: pd.DataFrame, trace: RunTrace, index: _QueueIndex):
     for i, call in cpu[blocking].iterrows():
         sync = by_corr.get((call["rank"], call["corr"]))
         sync = None if sync is None else pd.Series(sync._asdict())
-        waited = [
-            u for u in _waited_ops(nodes, events, index, call, sync, own_copy[i]) if end[u] <= call["end"] + CLOCK_SLACK
-        ]
+        waited = [u for u in _waited_ops(events, index, call, sync, own_copy[i]) if end[u] <= call["end"] + CLOCK_SLACK]
         if waited:
             wid = len(nodes) + len(wakes)
             wakes.append(call.to_dict() | {"role": "wake", "kind": "wake", "corr": -1})

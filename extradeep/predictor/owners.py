@@ -50,27 +50,31 @@ class _Forest:
     def __init__(self, ranges: pd.DataFrame, base: int):
         order = np.lexsort((-ranges["end"].to_numpy(), ranges["start"].to_numpy()))
         r = ranges.iloc[order]
-        self.ids = base + np.arange(len(r))
-        start, end = r["start"].to_numpy(), r["end"].to_numpy()
-        self.names = [range_owner(n) for n in r["name"]]
-        self.parent = np.full(len(r), -1)
-        times, inner = [], []
-        stack: list[int] = []
-        events = sorted([(s, 1, i) for i, s in enumerate(start)] + [(e, 0, i) for i, e in enumerate(end)])
-        k = 0
-        while k < len(events):
-            t = events[k][0]
-            while k < len(events) and events[k][0] == t:
-                _, is_start, i = events[k]
-                if is_start:
-                    self.parent[i] = stack[-1] if stack else -1
-                    stack.append(i)
-                elif i in stack:  # a range that outlives its parent by a few ns is still closed
-                    stack.remove(i)
-                k += 1
-            times.append(t)
-            inner.append(stack[-1] if stack else -1)
-        self.times, self.inner = np.asarray(times, dtype=float), np.asarray(inner, dtype=np.int64)
+        n = len(r)
+        self.ids = base + np.arange(n)
+        raw = r["name"].astype(str).to_numpy()
+        owner_of = {name: range_owner(name) for name in pd.unique(raw)}
+        self.names = [owner_of[name] for name in raw]
+        self.parent = np.full(n, -1)
+        # ends before starts at one instant; outer ranges (earlier in `order`) start first
+        times = np.r_[r["start"].to_numpy(), r["end"].to_numpy()]
+        is_start = np.r_[np.ones(n, dtype=bool), np.zeros(n, dtype=bool)]
+        which = np.r_[np.arange(n), np.arange(n)]
+        events = np.lexsort((which, is_start, times))
+        last = np.r_[times[events][1:] != times[events][:-1], True]  # the last event at each instant
+        inner, stack = [], []
+        for t_last, start, i in zip(last.tolist(), is_start[events].tolist(), which[events].tolist()):
+            if start:
+                self.parent[i] = stack[-1] if stack else -1
+                stack.append(i)
+            elif stack and stack[-1] == i:
+                stack.pop()
+            elif i in stack:  # a range that outlives its parent by a few ns is still closed
+                stack.remove(i)
+            if t_last:
+                inner.append(stack[-1] if stack else -1)
+        self.times = np.asarray(times[events][last], dtype=float)
+        self.inner = np.asarray(inner, dtype=np.int64)
 
     def chains(self) -> dict[int, tuple]:
         """Global range id -> names from the outermost range down to it."""
@@ -118,9 +122,10 @@ def path_owners(graph: OpGraph, path: pd.DataFrame, ranges: pd.DataFrame) -> pd.
         length = (iv["hi"] - iv["lo"]).to_numpy()[idx]
         pieces = iv.iloc[idx].assign(range_id=owner, seconds=iv["seconds"].to_numpy()[idx] * overlap / length)
         parts += [pt, pieces]
-    out = pd.concat(parts, ignore_index=True)
+    out = pd.concat(parts, ignore_index=True).fillna({"leaf": ""})
+    out = out.groupby(["step_id", "class", "range_id", "leaf"], as_index=False, sort=False)["seconds"].sum()
     base = [chains.get(int(r), ()) for r in out["range_id"]]
-    out["chain"] = [b + (leaf,) if isinstance(leaf, str) else (b or (HOST_CODE,)) for b, leaf in zip(base, out["leaf"])]
+    out["chain"] = [b + (leaf,) if leaf else (b or (HOST_CODE,)) for b, leaf in zip(base, out["leaf"])]
     return out[["step_id", "seconds", "class", "chain"]]
 
 
@@ -129,6 +134,7 @@ def owner_table(pieces: pd.DataFrame, span: float, depth: int = MAX_LEVELS) -> p
     owners, which partition the path). Columns OWNER_COLUMNS, largest first per level."""
     if pieces.empty:
         return pd.DataFrame(columns=OWNER_COLUMNS)
+    pieces = pieces.groupby(["chain", "class"], as_index=False, sort=False)["seconds"].sum()
     deepest = max(len(c) for c in pieces["chain"])
     rows = []
     for level in range(1, min(deepest, depth) + 1):
