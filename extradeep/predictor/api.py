@@ -312,6 +312,8 @@ def trace_notes(trace: RunTrace, graph: OpGraph) -> list[str]:
     notes = list(trace.problems)
     if trace.steps.empty:
         notes.append("no NVTX step marks: comparing whole-trace spans per rank instead of step times")
+    for (rank, worker), main in sorted(graph.info.get("merged_threads", {}).items()):
+        notes.append(f"rank {rank}: the autograd thread {worker} continues the order of {main} (backward inside it)")
     if trace.records.empty and (trace.syncs["sync_type"] == 2).any():
         notes.append(
             "CUDA event records missing (CUPTI_ACTIVITY_KIND_CUDA_EVENT empty): cross-stream waits inferred from timing"
