@@ -114,6 +114,12 @@ def load_system(spec) -> System:
         data = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InputError(path, f"not a readable TOML system file ({exc})") from None
+    system = system_from_mapping(data, path)
+    return replace(system, name=system.name or path.stem)
+
+
+def system_from_mapping(data: dict, path) -> System:
+    """A System from a TOML file's keys (see :func:`load_system`); ``path`` names the source in errors."""
     unknown = sorted(set(data) - set(TOML_KEYS))
     if unknown:
         raise InputError(path, f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(TOML_KEYS)}")
@@ -133,8 +139,7 @@ def load_system(spec) -> System:
             values["name"] = str(value)
     if base is None and "gpus_per_node" not in values:
         raise InputError(path, "gpus-per-node is required (or a preset)")
-    system = replace(base, **values) if base is not None else System(**values)
-    return replace(system, name=system.name or path.stem)
+    return replace(base, **values) if base is not None else System(**values)
 
 
 UNITS = {
