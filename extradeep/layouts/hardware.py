@@ -125,9 +125,8 @@ def hardware_from_mapping(data: dict, source) -> Hardware:
             prices[key.replace("-", "_")] = _number(source, key, data[key])
     if prices.get("pue", 1.0) < 1.0:
         raise InputError(source, f"pue must be >= 1 (facility power over IT power), got {data['pue']!r}")
-    return Hardware(
-        gpu=_gpu(data.get("gpu", "a100-80gb"), source), system=system, name=str(data.get("name", "")), **prices
-    )
+    name = str(data.get("name", "") or (Path(source).stem if isinstance(source, Path) else ""))
+    return Hardware(gpu=_gpu(data.get("gpu", "a100-80gb"), source), system=system, name=name, **prices)
 
 
 def _gpu(value, source) -> GPU:

@@ -73,7 +73,7 @@ class MemoryModel:
         vocab = padded_vocab(frame[VOCAB].to_numpy(float), t)
         zero, recompute, schedule = frame[ZERO].to_numpy(int), frame[RECOMPUTE].to_numpy(), frame[SCHEDULE].to_numpy()
         # both end stages hold the (tied) word embeddings; the first also the position embeddings
-        params = layers / p * layer_parameters(h) / t + vocab * h / t + (s * h / t if first else 0.0)
+        params = layers / p * layer_parameters(h) / t + vocab * h / t + np.where(first | (p == 1), s * h / t, 0.0)
         full_layer = s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
         kept = np.select(
             [recompute == "full", recompute == "selective"], [2 * s * b * h, s * b * h * (10 + 24 / t)], full_layer

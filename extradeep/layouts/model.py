@@ -30,7 +30,10 @@ from extradeep.layouts.space import layout_frame
 from extradeep.layouts.tables import check_part_observations
 
 STEP_PARTS = ("compute", "host_overhead", "tp_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer")
-TRANSFER_SPREAD = np.log(1.15)  # another GPU type: per-kernel-class rooflines add about 15% (Lin et al.)
+TRANSFER_SPREAD = np.log(1.15)
+UNCALIBRATED_SPREAD = np.log(
+    1.5
+)  # half width of an interval without held-out errors to size it  # another GPU type: per-kernel-class rooflines add about 15% (Lin et al.)
 CATEGORICAL = (ZERO, RECOMPUTE, SCHEDULE)  # layout choices whose effect only physics knows until observed
 SUPPORT_SHARE = 0.05  # a coefficient is calibrated when it moves a step by >= 5% in >= 3 observations
 
@@ -70,12 +73,14 @@ class LayoutModel:
     def fit(self, observations: pd.DataFrame | None, parts: pd.DataFrame | None = None) -> LayoutModel:
         """Calibrate on measured step times (a layout frame with ``step_time``, e.g. from
         :func:`extradeep.layouts.tables.read_layout_table`) and/or per-part observations (the tidy
-        frame of :func:`extradeep.layouts.tables.check_part_observations`)."""
+        frame of :func:`extradeep.layouts.tables.check_part_observations`). With neither, the
+        coefficients stay at their physical priors and every part is labelled 'prior'."""
         if not 0 <= self.dp_overlap <= 1:
             raise InputError(None, f"must be between 0 and 1, got {self.dp_overlap!r}", field="dp_overlap")
         self.hardware_ = load_hardware(self.hardware)
         steps, part_rows, memory_rows = self._observations(observations, parts)
-        self.coef_ = pd.Series(self._solve(steps, part_rows), index=list(NAMES))
+        calibrated = len(steps) or len(part_rows)
+        self.coef_ = pd.Series(self._solve(steps, part_rows) if calibrated else PRIOR.copy(), index=list(NAMES))
         self.memory_ = MemoryModel() if self.memory is None else self.memory
         if len(memory_rows):
             self.memory_ = MemoryModel(**{**vars(self.memory_)}).fit(memory_rows, memory_rows[VALUE])
@@ -102,8 +107,6 @@ class LayoutModel:
             part_rows = timed[timed[PART] != "step"].reset_index(drop=True)
             totals = timed[timed[PART] == "step"].rename(columns={VALUE: STEP_TIME})
             steps = pd.concat([steps, totals.drop(columns=[PART, METRIC])], ignore_index=True)
-        if not len(steps) and not len(part_rows):
-            raise InputError("observations", "nothing to calibrate on: no step times and no per-part times")
         if len(steps) and not (np.isfinite(steps[STEP_TIME]) & (steps[STEP_TIME] > 0)).all():
             raise InputError("observations", "step times must be finite and > 0 seconds")
         return steps, part_rows, memory_rows
@@ -225,8 +228,8 @@ class LayoutModel:
         equal share, so a 512-GPU prediction is judged by the errors at hundreds of GPUs, not by
         those of single-node runs."""
         gpus = np.asarray(gpus, float)
-        if not len(self.cv_errors_):
-            return np.zeros(len(gpus))
+        if not len(self.cv_errors_):  # nothing held out: physics alone, about as far off as DFModel (25%)
+            return np.full(len(gpus), UNCALIBRATED_SPREAD)
         errors = self.cv_errors_
         size = errors[WORKLOAD].map(errors[WORKLOAD].value_counts()).to_numpy(float)
         values = np.abs(errors["log_error"].to_numpy(float))

@@ -21,7 +21,7 @@ from extradeep.errors import InputError
 from extradeep.layouts.hardware import load_hardware
 from extradeep.layouts.model import LayoutModel
 from extradeep.layouts.space import enumerate_layouts
-from extradeep.layouts.workload import TransformerShape, load_model
+from extradeep.layouts.workload import TransformerShape, load_transformer
 
 OBJECTIVES = ("time", "cost", "energy")
 
@@ -52,7 +52,7 @@ def search_layouts(
     for name, value in (("max_time", max_time), ("max_cost", max_cost), ("samples_per_epoch", samples_per_epoch)):
         if value is not None and not (math.isfinite(value) and value > 0):
             raise InputError(None, f"must be a positive number, got {value!r}", field=name)
-    shape = load_model(shape) if not isinstance(shape, TransformerShape) else shape
+    shape = load_transformer(shape) if not isinstance(shape, TransformerShape) else shape
     targets = hardware if isinstance(hardware, (list, tuple)) else [hardware]
     tables = []
     for spec in targets:

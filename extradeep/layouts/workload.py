@@ -108,7 +108,7 @@ MODEL_KEYS = {
 }
 
 
-def load_model(spec) -> TransformerShape:
+def load_transformer(spec) -> TransformerShape:
     """A TransformerShape from a TOML model description (keys in the module docstring), a dict of
     the same keys, or a TransformerShape. One-line InputError for a bad file."""
     if isinstance(spec, TransformerShape):
