@@ -30,10 +30,8 @@ from extradeep.layouts.space import layout_frame
 from extradeep.layouts.tables import check_part_observations
 
 STEP_PARTS = ("compute", "host_overhead", "tp_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer")
-TRANSFER_SPREAD = np.log(1.15)
-UNCALIBRATED_SPREAD = np.log(
-    1.5
-)  # half width of an interval without held-out errors to size it  # another GPU type: per-kernel-class rooflines add about 15% (Lin et al.)
+TRANSFER_SPREAD = np.log(1.15)  # another GPU type: per-kernel-class rooflines add about 15% (Lin et al.)
+UNCALIBRATED_SPREAD = np.log(1.5)  # half width without held-out errors to size it (physics alone)
 CATEGORICAL = (ZERO, RECOMPUTE, SCHEDULE)  # layout choices whose effect only physics knows until observed
 SUPPORT_SHARE = 0.05  # a coefficient is calibrated when it moves a step by >= 5% in >= 3 observations
 
