@@ -153,14 +153,15 @@ class LayoutModel:
                 source[c.name] = "parts"
         return source
 
-    def _elasticities(self, features) -> np.ndarray:
-        """(n, k) d log(step) / d log(coefficient) at the fitted coefficients."""
+    def _elasticities(self, features, which=None) -> np.ndarray:
+        """(n, k) d log(step) / d log(coefficient) at the fitted coefficients (``which``: their indices)."""
+        which = range(len(NAMES)) if which is None else which
         base = np.log(compose(features, self.coef_.to_numpy(), self.dp_overlap)["step"])
-        out = np.empty((len(base), len(NAMES)))
-        for j in range(len(NAMES)):
+        out = np.empty((len(base), len(which)))
+        for k, j in enumerate(which):
             coef = self.coef_.to_numpy().copy()
             coef[j] *= np.exp(0.01)
-            out[:, j] = (np.log(compose(features, coef, self.dp_overlap)["step"]) - base) / 0.01
+            out[:, k] = (np.log(compose(features, coef, self.dp_overlap)["step"]) - base) / 0.01
         return out
 
     def _fit_interval(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> None:
@@ -244,18 +245,18 @@ class LayoutModel:
         largest calibrated count, and each ZeRO stage, recomputation or schedule that no observation
         used (comma-separated; empty when everything is backed by data)."""
         prior = [j for j, name in enumerate(NAMES) if self.support_[name] == "prior"]
-        flags = [[] for _ in range(len(frame))]
+        pieces = []
         if prior:
-            shares = self._elasticities(features)[:, prior]
-            for row, col in zip(*np.nonzero(np.abs(shares) >= SUPPORT_SHARE)):
-                flags[row].append(NAMES[prior[col]])
+            shares = self._elasticities(features, prior)
+            pieces += [np.where(np.abs(shares[:, k]) >= SUPPORT_SHARE, NAMES[j], "") for k, j in enumerate(prior)]
         if self.range_:
-            for row in np.flatnonzero(frame[GPUS].to_numpy() > self.range_[GPUS][1]):
-                flags[row].append("gpus")
+            pieces.append(np.where(frame[GPUS].to_numpy() > self.range_[GPUS][1], "gpus", ""))
         for column, seen in self.seen_.items():
-            for row in np.flatnonzero(~frame[column].isin(seen).to_numpy()):
-                flags[row].append(f"{column}={frame[column].iloc[row]}")
-        return np.array([",".join(f) for f in flags], dtype=object)
+            unseen = ~frame[column].isin(seen).to_numpy()
+            pieces.append(np.where(unseen, column + "=" + frame[column].astype(str).to_numpy(object), ""))
+        if not pieces:
+            return np.full(len(frame), "", dtype=object)
+        return np.array([",".join(p for p in row if p) for row in zip(*pieces)], dtype=object)
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "coef_"):
