@@ -45,6 +45,7 @@ from extradeep.columns import (
 from extradeep.layouts.workload import layer_parameters, padded_vocab
 
 GIB = 2**30
+HEADROOM = 0.05  # share of the GPU's memory a recommended layout leaves free
 MEMORY_PARTS = ("weights", "gradients", "optimizer_states", "activations", "logits", "overhead")
 
 
@@ -124,17 +125,14 @@ class MemoryModel:
         return self
 
 
-def fit_reasons(peak, capacity) -> tuple[np.ndarray, np.ndarray]:
-    """(fits, reason) per layout: whether its peak stays within the GPU's memory, and if not a short why."""
+def fit_reasons(peak, capacity, headroom: float = HEADROOM) -> tuple[np.ndarray, np.ndarray]:
+    """(fits, reason) per layout: whether its peak stays within the GPU's memory less ``headroom``
+    (a share kept free: the estimate is not exact and the allocator fragments near the limit), and
+    if not a short why."""
     peak = np.asarray(peak, float)
     capacity = np.broadcast_to(np.asarray(capacity, float), peak.shape)
-    fits = peak <= capacity
-    reasons = np.where(
-        fits,
-        "",
-        np.char.add(
-            np.char.add("needs ", np.char.mod("%.1f", peak / GIB)),
-            np.char.add(" GiB per GPU, has ", np.char.mod("%.0f GiB", capacity / GIB)),
-        ),
-    )
-    return fits, reasons
+    usable = capacity * (1 - headroom)
+    fits = peak <= usable
+    need = np.char.add(np.char.add("needs ", np.char.mod("%.1f", peak / GIB)), " GiB per GPU, has ")
+    has = np.char.add(np.char.mod("%.0f GiB", capacity / GIB), np.char.mod(" (%.0f usable)", usable / GIB))
+    return fits, np.where(fits, "", np.char.add(need, has))

@@ -74,3 +74,18 @@ def test_outputs_never_overwrite_inputs_and_bad_tables_are_named(files, tmp_path
     assert str(bad) in err and "row 1" in err and "\n" not in err
     assert main(["layouts"]) == 2
     assert "give --table" in capsys.readouterr().err
+
+
+def test_the_shipped_layout_study_runs_on_physics_alone(tmp_path, capsys):
+    """The README's tour line: the model and hardware files in sample_profiles/layouts/, no table."""
+    from pathlib import Path
+
+    study = Path(__file__).resolve().parents[2] / "sample_profiles" / "layouts"
+    out_file = tmp_path / "layouts.json"
+    args = ["layouts", "--model", str(study / "gpt-39b.toml"), "--hardware", str(study / "a100-cluster.toml")]
+    assert (
+        main([*args, "--gpus", "128,256,512", "--global-batch", "1536", "--max-time", "30", "-o", str(out_file)]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "prior" in out and "Best by time under the limits" in out
+    assert out_file.stat().st_size > 0
