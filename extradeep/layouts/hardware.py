@@ -23,7 +23,6 @@ against them, so a preset only has to be right in its ratios between GPU types.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -32,7 +31,7 @@ import tomllib
 from extradeep.errors import InputError
 from extradeep.system import PRESETS as SYSTEM_PRESETS
 from extradeep.system import TOML_KEYS as SYSTEM_KEYS
-from extradeep.system import System, system_from_mapping
+from extradeep.system import System, quantity, system_from_mapping
 
 GIB = 2**30
 
@@ -155,15 +154,4 @@ def _gpu(value, source) -> GPU:
 
 def _number(source, key: str, value) -> float:
     """A positive number, or a string "<number> <unit>" (TFLOP/s, GB/s, GiB, GB, W, kW)."""
-    number = value
-    if isinstance(value, str):
-        parts = value.split()
-        try:
-            number = float(parts[0]) * (UNITS[parts[1].lower()] if len(parts) > 1 else 1.0)
-        except (ValueError, KeyError, IndexError):
-            raise InputError(
-                source, f"{key}: cannot read {value!r} (a number, or with a unit: {', '.join(UNITS)})"
-            ) from None
-    if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number) or number <= 0:
-        raise InputError(source, f"{key} must be a number > 0, got {value!r}")
-    return float(number)
+    return quantity(source, key, value, UNITS)
