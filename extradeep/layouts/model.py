@@ -80,6 +80,7 @@ class LayoutModel:
         calibrated = len(steps) or len(part_rows)
         self.coef_ = pd.Series(self._solve(steps, part_rows) if calibrated else PRIOR.copy(), index=list(NAMES))
         self.memory_ = MemoryModel() if self.memory is None else self.memory
+        self.memory_calibrated_ = bool(len(memory_rows))
         if len(memory_rows):
             self.memory_ = MemoryModel(**{**vars(self.memory_)}).fit(memory_rows, memory_rows[VALUE])
         self.observations_ = steps
@@ -286,7 +287,7 @@ class LayoutModel:
         """One row per coefficient: its value, prior, the part it belongs to, what calibrated it
         ('parts', 'step totals' or 'prior': physics only, extrapolated) and what it means."""
         self._check_fitted()
-        return pd.DataFrame(
+        step = pd.DataFrame(
             {
                 "coefficient": list(NAMES),
                 "value": self.coef_.to_numpy(),
@@ -296,6 +297,21 @@ class LayoutModel:
                 "meaning": [c.meaning for c in COEFFICIENTS],
             }
         )
+        default, source = MemoryModel(), "parts" if self.memory_calibrated_ else "prior"
+        memory = pd.DataFrame(
+            {
+                "coefficient": ["activation_scale", "memory_overhead"],
+                "value": [self.memory_.activation_scale, self.memory_.overhead],
+                "prior": [default.activation_scale, default.overhead],
+                PART: ["memory", "memory"],
+                "calibrated_by": [source, source],
+                "meaning": [
+                    "activations and logits over Korthikanti et al.'s bytes",
+                    "bytes per GPU besides the model",
+                ],
+            }
+        )
+        return pd.concat([step, memory], ignore_index=True)
 
 
 def _part_residuals(features, part_rows: pd.DataFrame, coef, overlap) -> np.ndarray:

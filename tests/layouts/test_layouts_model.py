@@ -11,6 +11,7 @@ import pytest
 from extradeep.columns import METRIC, PART, STEP_TIME, VALUE, WORKLOAD
 from extradeep.errors import InputError
 from extradeep.layouts.hardware import GPU_PRESETS
+from extradeep.layouts.memory import MemoryModel
 from extradeep.layouts.model import STEP_PARTS, LayoutModel
 from extradeep.layouts.parts import NAMES, PRIOR, compose, nominal_features
 from extradeep.layouts.validation import VTRAIN_CLUSTER, megatron_check
@@ -48,6 +49,8 @@ def test_per_part_observations_calibrate_their_parts(vtrain):
     rows = []
     for part in (*STEP_PARTS, "step"):
         rows.append(frame.drop(columns=[STEP_TIME]).assign(**{PART: part, METRIC: "time", VALUE: truth[part]}))
+    memory_truth = MemoryModel(activation_scale=1.2, overhead=3 * 2**30)
+    rows.append(frame.drop(columns=[STEP_TIME]).assign(**{PART: "memory", METRIC: "bytes", VALUE: memory_truth.peak(frame)}))
     observed = pd.concat(rows, ignore_index=True)
     calibration = observed[observed[WORKLOAD] != "39.1B"]
     model = LayoutModel(hardware=VTRAIN_CLUSTER, interval=None, prior_weight=1e-8).fit(None, parts=calibration)
@@ -55,8 +58,9 @@ def test_per_part_observations_calibrate_their_parts(vtrain):
     predicted = model.predict(frame[held])
     assert np.allclose(predicted[STEP_TIME], truth["step"][held], rtol=0.02)
     assert np.allclose(predicted["compute"], truth["compute"][held], rtol=0.02)
+    assert np.allclose(predicted["peak_memory"], memory_truth.peak(frame[held]), rtol=1e-3)
     status = model.part_status().set_index("coefficient")["calibrated_by"]
-    assert status["gemm"] == "parts" and status["network"] == "parts"
+    assert status["gemm"] == "parts" and status["network"] == "parts" and status["activation_scale"] == "parts"
 
 
 def test_held_out_models_beat_the_published_baselines(held_out):
