@@ -50,7 +50,9 @@ def test_per_part_observations_calibrate_their_parts(vtrain):
     for part in (*STEP_PARTS, "step"):
         rows.append(frame.drop(columns=[STEP_TIME]).assign(**{PART: part, METRIC: "time", VALUE: truth[part]}))
     memory_truth = MemoryModel(activation_scale=1.2, overhead=3 * 2**30)
-    rows.append(frame.drop(columns=[STEP_TIME]).assign(**{PART: "memory", METRIC: "bytes", VALUE: memory_truth.peak(frame)}))
+    rows.append(
+        frame.drop(columns=[STEP_TIME]).assign(**{PART: "memory", METRIC: "bytes", VALUE: memory_truth.peak(frame)})
+    )
     observed = pd.concat(rows, ignore_index=True)
     calibration = observed[observed[WORKLOAD] != "39.1B"]
     model = LayoutModel(hardware=VTRAIN_CLUSTER, interval=None, prior_weight=1e-8).fit(None, parts=calibration)
