@@ -101,3 +101,23 @@ def plain_json():
 def published():
     """published(name) -> path of one file of ../shared/published (skips, or fails under CI, when absent)."""
     return require_published
+
+
+SAMPLE_PROFILES = REPO / "sample_profiles"
+SAMPLE_PREDICT = "16,64,128,256"
+
+
+@pytest.fixture(scope="session")
+def sample_saved(tmp_path_factory):
+    """(path, --json document) of sample_profiles/ modeled by `extradeep model --save --json`
+    (predictions at SAMPLE_PREDICT), once per session: commands on a saved experiment reuse it."""
+    from extradeep.cli import main
+
+    if not any(SAMPLE_PROFILES.glob("*.sqlite")):
+        pytest.skip("sample_profiles/ holds no exports")
+    folder = tmp_path_factory.mktemp("sample_saved")
+    path, doc = folder / "exp.sqlite", folder / "models.json"
+    cache = ["--cache-dir", str(tmp_path_factory.getbasetemp() / "extradeep-cache")]
+    argv = ["model", str(SAMPLE_PROFILES), "--param", "ranks", *cache, "--predict", SAMPLE_PREDICT]
+    assert main([*argv, "--save", str(path), "--json", str(doc)]) == 0
+    return path, json.loads(doc.read_text())
