@@ -41,3 +41,23 @@ TOTAL = "total"  # region/category name of Eq. 6: computation + communication + 
 # special regions
 STEP_REGION = "step"  # the NVTX step wall time
 BUSY_REGION = "gpu busy"  # the union of all GPU work inside a step (idle = step - busy)
+
+# the strategy search's table (extradeep.predictor.optimize): one row per strategy, best first
+STRATEGY, STRATEGY_TYPE, SETTING, DETAIL = "strategy", "type", "setting", "detail"
+PREDICTED_S, LOWER_S, UPPER_S, MEASURED_S = "predicted_s", "lower_s", "upper_s", "measured_s"
+GAIN, CRITICAL_PATH, MEMORY_GB, FITS, PROPOSED = "gain", "critical_path", "memory_gb", "fits", "proposed"
+STRATEGY_COLUMNS = [
+    STRATEGY,
+    STRATEGY_TYPE,
+    PREDICTED_S,
+    LOWER_S,
+    UPPER_S,
+    MEASURED_S,
+    GAIN,
+    CRITICAL_PATH,
+    SETTING,
+    MEMORY_GB,
+    FITS,
+    PROPOSED,
+    DETAIL,
+]
