@@ -27,13 +27,13 @@ import pandas as pd
 from extradeep.predictor.trace import RunTrace
 
 NS = 1e-9
-CONSECUTIVE_KERNEL_DELAY = 30e-9  # HTA's default: gaps below 30 ns are launch overhead
+CONSECUTIVE_KERNEL_DELAY = 30e-6  # HTA 0.5 on Kineto traces: 30 (us, the traces' unit) = launch overhead
 RUNTIME_CUTOFF = 50e-6  # HTA's default outlier thresholds for launch calls and launch delays
 LAUNCH_DELAY_CUTOFF = 100e-6
 SHORT_KERNEL = 20e-6  # a kernel sequence whose kernels take less than this each can be host-bound
 CHANGE = 0.05  # relative change per step below which an operator or kernel counts as the same
 IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
-_COUNTERS = re.compile(r",\s*(?:seq|op_id)\s*=\s*\d+")
+_COUNTERS = re.compile(r",\s*(?:seq|op_id)\s*=\s*\d+|,\s*(?:sizes|input_op_ids)\s*=\s*\[.*$")
 
 
 def run_trace(run, select=None, settings=None) -> RunTrace:
@@ -48,14 +48,20 @@ def run_trace(run, select=None, settings=None) -> RunTrace:
 
 
 def gpu_activities(trace: RunTrace) -> pd.DataFrame:
-    """GPU kernels, copies and sets with their launch call's start and duration (NaN where none):
-    rank, stream, kind, name, category, start, end, launch_start, launch_end (ns)."""
+    """GPU kernels, copies and sets with their launch call's start and end (NaN where none):
+    rank, stream, kind, name, category, start, end, launch_start, launch_end, launch_name. Times are
+    ns since the run's first op, as floats (exact: epoch nanoseconds as floats would lose hundreds)."""
     ops = trace.ops
+    t0 = int(ops["start"].min()) if len(ops) else 0
     gpu = ops[ops["is_gpu"]].copy()
+    gpu["start"] = (gpu["start"] - t0).astype(float)
+    gpu["end"] = (gpu["end"] - t0).astype(float)
     cpu = ops[~ops["is_gpu"] & (ops["corr"] >= 0)].drop_duplicates(["rank", "corr"])
-    calls = cpu.set_index(["rank", "corr"])[["start", "end", "name"]]
-    key = pd.MultiIndex.from_arrays([gpu["rank"], gpu["corr"]])
-    found = calls.reindex(key)
+    calls = pd.DataFrame(
+        {"start": (cpu["start"] - t0).astype(float).to_numpy(), "end": (cpu["end"] - t0).astype(float).to_numpy()},
+        index=pd.MultiIndex.from_arrays([cpu["rank"], cpu["corr"]]),
+    ).assign(name=cpu["name"].to_numpy())
+    found = calls.reindex(pd.MultiIndex.from_arrays([gpu["rank"], gpu["corr"]]))
     gpu["launch_start"] = found["start"].to_numpy(dtype=float)
     gpu["launch_end"] = found["end"].to_numpy(dtype=float)
     gpu["launch_name"] = found["name"].to_numpy()

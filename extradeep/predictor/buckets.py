@@ -131,22 +131,35 @@ def candidate_caps(sizes) -> np.ndarray:
 
 
 def cap_interval(sizes, layout, first_bytes: float | None = FIRST_BUCKET_BYTES) -> tuple[float, float] | None:
-    """(lo, hi]: the caps (bytes) for which DDP's rule gives exactly `layout`, or None when no cap does."""
-    caps = candidate_caps(sizes)
-    lo, found = 0.0, None
-    for cap in caps:
-        if cap_layout(sizes, cap, first_bytes) == list(layout):
-            found = (lo if found is None else found[0], float(cap))
-        elif found is not None:
-            break
-        lo = float(cap)
-    return found
+    """(lo, hi]: the caps (bytes) for which DDP's rule gives exactly `layout`, or None when no cap
+    does. A closed bucket of sum s whose last gradient has size l needs its limit in (s - l, s];
+    the last bucket must not close early (limit > s - l); the first bucket's limit is
+    min(first_bytes, cap)."""
+    sizes = np.asarray(sizes, dtype=float)
+    layout = check_layout(layout, len(sizes))
+    cuts = np.cumsum([0, *layout])
+    lo, hi = 0.0, np.inf
+    for k, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+        s, last = float(sizes[a:b].sum()), float(sizes[b - 1])
+        closed = b < len(sizes)
+        low, high = s - last, (s if closed else np.inf)
+        if k == 0 and first_bytes is not None:
+            if low < first_bytes <= high:  # any cap from first_bytes up, or one in (low, first_bytes)
+                high = np.inf
+            else:  # only a cap below first_bytes can close the first bucket here
+                high = min(high, first_bytes - 1.0)
+        lo, hi = max(lo, low), min(hi, high)
+        if lo >= hi:
+            return None
+    return (lo, hi) if lo < hi else None
 
 
 def nice_cap_mb(lo: float, hi: float) -> float:
     """A round `bucket_cap_mb` inside (lo, hi] bytes: the largest value with the fewest significant
     digits that fits."""
     lo_mb, hi_mb = lo / MIB, hi / MIB
+    if not np.isfinite(hi_mb):  # any cap above lo: a round one not far above it
+        hi_mb = max(2.0 * lo_mb, lo_mb + 1.0)
     for digits in range(0, 7):
         for base in (1.0, 0.5, 0.25):
             q = base * 10.0 ** (-digits)

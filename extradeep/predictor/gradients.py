@@ -159,7 +159,9 @@ def member_lists(graph: OpGraph) -> dict:
 
 def in_edges(graph: OpGraph, nodes) -> np.ndarray:
     """Edge ids into any of `nodes`."""
-    ptr = graph.pred_ptr()
+    ptr = graph.info.get("_pred_ptr")
+    if ptr is None or len(ptr) != graph.n + 1:
+        ptr = graph.info["_pred_ptr"] = graph.pred_ptr()
     parts = [np.arange(ptr[v], ptr[v + 1]) for v in np.atleast_1d(nodes)]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
@@ -242,6 +244,7 @@ def _accumulate_units(graph, base, per_step, units, name, element, notes, trace)
     members = member_lists(graph)
     launched = launch_times(graph)
     gpu_ops, cpu_ops = _op_index(graph, launched)
+    launch_lag = _LaunchLag(graph, members)
     steps, bucket_of, lag_samples, dropped = [], [], [], 0
     for (key, mine, w), by_rank in zip(per_step, units):
         ids = mine["node"].to_numpy()
@@ -264,7 +267,7 @@ def _accumulate_units(graph, base, per_step, units, name, element, notes, trace)
                     anchors[i][0].append(c)
                     anchors[i][1].append(np.nan)  # filled with the calibrated hook-to-collective lag
                 if c is not None and k[i] < len(ids):
-                    lag_samples.append(_launch_lag(graph, members, ids[k[i]], r, c))
+                    lag_samples.append(launch_lag(ids[k[i]], r, c))
         keep = bucket < len(ids)
         dropped += int((~keep).sum())
         steps.append(
@@ -368,22 +371,26 @@ def _member_launch(graph, members, launched, coll, rank) -> float:
     return float(min(launched[m] for m in mine))
 
 
-def _launch_lag(graph, members, coll, rank, cpu_anchor) -> float:
+class _LaunchLag:
     """Measured time from the end of the CPU call before a bucket's last hook to its collective's
-    start on that rank, when the collective was launch-bound (else the NCCL stream or the GPU held
-    it): launch call end - anchor end + the launch edge's lag."""
-    ids = members.get(int(coll), [int(coll)])
-    rank_of = graph.nodes["rank"].to_numpy()
-    mine = [m for m in ids if rank_of[m] == rank] or ids
-    e = in_edges(graph, mine)
-    e = e[graph.edge_kind[e] == LAUNCH]
-    if not len(e):
-        return np.nan
-    start = graph.nodes["start"].to_numpy()
-    call = int(graph.src[e[0]])
-    call_end = start[call] + graph.dur[call]
-    anchor_end = start[cpu_anchor] + graph.dur[cpu_anchor]
-    return float(call_end - anchor_end + graph.lag[e[0]])
+    start on that rank, when launch-bound: launch call end - anchor end + the launch edge's lag."""
+
+    def __init__(self, graph: OpGraph, members: dict):
+        self.members, self.rank = members, graph.nodes["rank"].to_numpy()
+        launch = graph.edge_kind == LAUNCH
+        self.call = np.full(graph.n, -1, dtype=np.int64)
+        self.lag = np.zeros(graph.n)
+        self.call[graph.dst[launch]] = graph.src[launch]
+        self.lag[graph.dst[launch]] = graph.lag[launch]
+        self.end = graph.nodes["start"].to_numpy() + graph.dur
+
+    def __call__(self, coll, rank, cpu_anchor) -> float:
+        ids = self.members.get(int(coll), [int(coll)])
+        mine = [m for m in ids if self.rank[m] == rank] or ids
+        m = mine[0]
+        if self.call[m] < 0:
+            return np.nan
+        return float(self.end[self.call[m]] - self.end[cpu_anchor] + self.lag[m])
 
 
 def _element_bytes(name: str) -> int:

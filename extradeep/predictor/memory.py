@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,13 +132,12 @@ def _kineto_memory(path) -> tuple[float | None, float | None]:
     raw = Path(path).read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
-    doc = json.loads(raw)
-    cap = None
-    for dev in doc.get("deviceProperties") or []:
-        if isinstance(dev, dict) and isinstance(dev.get("totalGlobalMem"), (int, float)):
-            cap = max(cap or 0.0, float(dev["totalGlobalMem"]))
+    # the capacity sits in deviceProperties: read it without parsing the whole trace
+    found = [float(x) for x in re.findall(rb'"totalGlobalMem"\s*:\s*(\d+)', raw)]
+    cap = max(found) if found else None
     peak = None
-    if b"[memory]" in raw:
+    if b'"[memory]"' in raw:
+        doc = json.loads(raw)
         for e in doc.get("traceEvents", []):
             if isinstance(e, dict) and e.get("name") == "[memory]":
                 args = e.get("args") or {}

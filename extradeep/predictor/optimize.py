@@ -116,8 +116,17 @@ class StrategySearch:
                     + f" (spread {100 * problem.cost.rel_sd:.1f} %)"
                 ]
                 measured, candidates = layout_candidates(problem, self.verify)
-                report(0, len(candidates) + 1, "replaying the measured layout with the collective model")
-                reference = reference_step(b, problem, measured)
+                exposed = b.breakdown.get("communication", 0.0)
+                if exposed < self.min_gain * b.measured:
+                    # dPRO's guide: only communication on the critical path can be saved by buckets
+                    reasons.append(
+                        f"communication is {100 * exposed / max(b.measured, 1e-12):.1f} % of the critical path, so "
+                        f"no bucket layout can save {100 * self.min_gain:g} % (layouts not replayed)"
+                    )
+                    candidates = []
+                if candidates:
+                    report(0, len(candidates) + 1, "replaying the measured layout with the collective model")
+                    reference = reference_step(b, problem, measured)
                 for k, cand in enumerate(candidates):
                     report(k + 1, len(candidates) + 1, f"replaying {cand.label}")
                     outcomes.append(evaluate_layout(b, problem, cand, reference))

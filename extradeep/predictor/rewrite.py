@@ -122,11 +122,12 @@ def _with_edges(graph: OpGraph, nodes, src, dst, lag, kind, dur, gap, release, e
     )
 
 
-def fuse_chains(graph: OpGraph, chains: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def fuse_chains(graph: OpGraph, chains: list[np.ndarray], keep_gaps: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Durations and gaps with each chain of GPU kernels (node ids, stream order) run as one
     kernel: the first holds the GPU time of all; the later ones' launch calls and the host time
     before them (CPU gaps, not waits in OS calls) go away, as with torch.compile, a foreach or
-    fused optimizer, or a CUDA graph."""
+    fused optimizer, or a CUDA graph. `keep_gaps`: only the launch calls go (the host's own work
+    between them stays: the pessimistic end)."""
     dur, gap = graph.dur.copy(), graph.gap.copy()
     os_wait = np.zeros(graph.n) if graph.os_wait is None else graph.os_wait
     launcher = launch_sources(graph)
@@ -136,7 +137,8 @@ def fuse_chains(graph: OpGraph, chains: list[np.ndarray]) -> tuple[np.ndarray, n
         calls = launcher[chain[1:]]
         calls = calls[calls >= 0]
         dur[calls] = 0.0
-        gap[calls] = np.minimum(os_wait[calls], gap[calls])
+        if not keep_gaps:
+            gap[calls] = np.minimum(os_wait[calls], gap[calls])
     return dur, gap
 
 
@@ -150,15 +152,30 @@ def launch_sources(graph: OpGraph) -> np.ndarray:
 
 def own_stream(graph: OpGraph, copies: np.ndarray) -> OpGraph:
     """The graph with each copy in `copies` on a stream of its own: it no longer waits for the op
-    before it on its stream (prefetching), while the op after it still waits for it."""
-    drop = np.isin(graph.dst, copies) & (graph.edge_kind == QUEUE)
-    keep = ~drop
-    return OpGraph(
-        **{
-            **graph.__dict__,
-            "src": graph.src[keep],
-            "dst": graph.dst[keep],
-            "lag": graph.lag[keep],
-            "edge_kind": graph.edge_kind[keep],
-        }
+    before it on its stream (prefetching); the op after it still waits for it (it needs the data)
+    and, as before, for the op before the copy (the stream's order without the copy)."""
+    queue_in = np.isin(graph.dst, copies) & (graph.edge_kind == QUEUE)
+    queue_out = np.isin(graph.src, copies) & (graph.edge_kind == QUEUE)
+    pred = dict(zip(graph.dst[queue_in].tolist(), graph.src[queue_in].tolist()))
+    bridge_src, bridge_dst = [], []
+    for c, nxt in zip(graph.src[queue_out].tolist(), graph.dst[queue_out].tolist()):
+        p = pred.get(c)
+        while p is not None and p in pred and p in set(copies.tolist()):  # consecutive copies
+            p = pred.get(p)
+        if p is not None:
+            bridge_src.append(p)
+            bridge_dst.append(nxt)
+    keep = ~queue_in
+    n = len(bridge_src)
+    return _with_edges(
+        graph,
+        graph.nodes,
+        np.concatenate([graph.src[keep], np.asarray(bridge_src, dtype=np.int64)]),
+        np.concatenate([graph.dst[keep], np.asarray(bridge_dst, dtype=np.int64)]),
+        np.concatenate([graph.lag[keep], np.zeros(n)]),
+        np.concatenate([graph.edge_kind[keep], np.full(n, QUEUE, dtype=graph.edge_kind.dtype)]),
+        dur=graph.dur,
+        gap=graph.gap,
+        release=graph.release,
+        extra=0,
     )
