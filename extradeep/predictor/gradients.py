@@ -85,7 +85,7 @@ def find_gradient_sync(graph: OpGraph, trace, windows: pd.DataFrame, base: Repla
     """The gradient synchronisation of the steps in `windows` (epoch, phase, step, lo, hi in graph
     seconds), or None when the steps hold no gradient collectives. Units are gradients where every
     step has the same AccumulateGrad count on every rank, else the collectives."""
-    colls = _gradient_collectives(graph)
+    colls = gradient_collectives(graph)
     if colls.empty:
         return None
     name = colls.groupby("name")["pure"].sum().idxmax()
@@ -112,7 +112,7 @@ def find_gradient_sync(graph: OpGraph, trace, windows: pd.DataFrame, base: Repla
     return _accumulate_units(graph, base, per_step, units, str(name), element, notes, trace)
 
 
-def _gradient_collectives(graph: OpGraph) -> pd.DataFrame:
+def gradient_collectives(graph: OpGraph) -> pd.DataFrame:
     """Gradient-kind collectives: virtual nodes and unmatched NCCL kernels, with their launch time
     (earliest launching call of a member), bytes and pure duration."""
     n = graph.nodes

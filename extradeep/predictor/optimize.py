@@ -101,7 +101,14 @@ class StrategySearch:
     def _search(self, b: Baseline, report) -> tuple[list[Outcome], list[str], list[str]]:
         outcomes, reasons, notes = [], [], []
         problem = None
-        if "buckets" in self.kinds:
+        exposed = b.breakdown.get("communication", 0.0)
+        if "buckets" in self.kinds and exposed < self.min_gain * b.measured:
+            # dPRO's guide: only communication on the critical path can be saved by buckets
+            reasons.append(
+                f"communication is {100 * exposed / max(b.measured, 1e-12):.1f} % of the critical path, so no bucket "
+                f"layout can save {100 * self.min_gain:g} %"
+            )
+        elif "buckets" in self.kinds:
             report(0, 0, "finding the gradients and their collectives")
             problem = bucket_problem(b)
             if problem is None:
@@ -116,26 +123,17 @@ class StrategySearch:
                     + f" (spread {100 * problem.cost.rel_sd:.1f} %)"
                 ]
                 measured, candidates = layout_candidates(problem, self.verify)
-                exposed = b.breakdown.get("communication", 0.0)
-                if exposed < self.min_gain * b.measured:
-                    # dPRO's guide: only communication on the critical path can be saved by buckets
-                    reasons.append(
-                        f"communication is {100 * exposed / max(b.measured, 1e-12):.1f} % of the critical path, so "
-                        f"no bucket layout can save {100 * self.min_gain:g} % (layouts not replayed)"
-                    )
-                    candidates = []
-                if candidates:
-                    report(0, len(candidates) + 1, "replaying the measured layout with the collective model")
-                    reference = reference_step(b, problem, measured)
+                report(0, len(candidates) + 1, "replaying the measured layout with the collective model")
+                reference = reference_step(b, problem, measured)
                 for k, cand in enumerate(candidates):
                     report(k + 1, len(candidates) + 1, f"replaying {cand.label}")
                     outcomes.append(evaluate_layout(b, problem, cand, reference))
         if "fusion" in self.kinds:
             report(0, 0, "looking for launch-bound kernel chains")
-            found = fusion_outcomes(b, problem)
+            found = fusion_outcomes(b)
             outcomes += found
             if not found:
-                reasons.append("no launch-bound chains of short kernels")
+                reasons.append("no launch-bound chain of short kernels on the critical path")
         if "stream" in self.kinds:
             outcomes += stream_outcomes(b)
         if self.memory_.short:
@@ -307,7 +305,8 @@ def _verdict(b: Baseline, table: pd.DataFrame, reasons: list[str], budget: Memor
         why.append(f"compute-bound: compute kernels are {100 * share['compute']:.0f} % of the critical path")
     else:
         why.append(f"{top.replace('_', ' ')} is {100 * share[top]:.0f} % of the critical path")
-    why.append(f"communication exposed on it: {100 * share['communication']:.1f} %")
+    if not any(r.startswith("communication is") for r in reasons):
+        why.append(f"communication exposed on it: {100 * share['communication']:.1f} %")
     refused = table[(table[C.FITS] == False) & (table[C.GAIN] >= min_gain)] if len(table) else table  # noqa: E712
     if len(refused):
         why.append(f"{len(refused)} faster strateg(ies) would not fit in memory")

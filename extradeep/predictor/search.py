@@ -24,10 +24,16 @@ from extradeep.predictor.buckets import (
 from extradeep.predictor.calibrate import calibrate
 from extradeep.predictor.critical_path import CLASSES
 from extradeep.predictor.fusion import copies_on_compute_streams, fusion_sites, launch_bound_chains
-from extradeep.predictor.gradients import GradientSync, find_gradient_sync, launch_times, member_lists
+from extradeep.predictor.gradients import (
+    GradientSync,
+    find_gradient_sync,
+    gradient_collectives,
+    launch_times,
+    member_lists,
+)
 from extradeep.predictor.graph import OpGraph, build_graph
 from extradeep.predictor.replay import ReplayPlan, ReplayResult, plan_replay, replay
-from extradeep.predictor.rewrite import fuse_chains, own_stream, rewrite_buckets
+from extradeep.predictor.rewrite import fuse_chains, launch_sources, own_stream, rewrite_buckets
 from extradeep.predictor.trace import RunTrace, load_trace
 
 
@@ -47,6 +53,7 @@ class Baseline:
     replay_error: float  # median relative |replayed - measured| over steps and ranks
     breakdown: dict  # class -> median seconds on the critical path
     notes: list[str] = field(default_factory=list)
+    path_nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 @dataclass
@@ -102,7 +109,7 @@ def baseline(run, select=None, settings=None, progress=None) -> Baseline:
         {},
         list(notes) + list(trace.problems),
     )
-    b.breakdown = path_breakdown(b, graph, result, steps)
+    b.breakdown, b.path_nodes = path_breakdown(b, graph, result, steps, nodes=True)
     return b
 
 
@@ -151,14 +158,22 @@ def step_time(b: Baseline, graph: OpGraph, result: ReplayResult) -> tuple[float,
     return float(mine.groupby(["epoch", "phase", "step"])["replayed"].max().median()), st
 
 
-def path_breakdown(b: Baseline, graph: OpGraph, result: ReplayResult, steps: pd.DataFrame) -> dict:
-    """Seconds per class on the critical path, median over the steady steps."""
+def path_breakdown(b: Baseline, graph: OpGraph, result: ReplayResult, steps: pd.DataFrame, nodes: bool = False):
+    """Seconds per class on the critical path, median over the steady steps (and, with `nodes`, the
+    ids of the nodes on those paths)."""
     mine = steps.merge(b.keys, on=["epoch", "phase", "step"])
     try:
-        _, table = _critical_paths(graph, result, mine)
+        paths, table = _critical_paths(graph, result, mine)
     except (ValueError, KeyError, IndexError):  # a step whose markers the change moved apart
-        return {}
-    return {c: float(table[c].median()) for c in CLASSES if c in table}
+        return ({}, np.zeros(0, dtype=np.int64)) if nodes else {}
+    shares = {c: float(table[c].median()) for c in CLASSES if c in table}
+    return (shares, np.unique(paths["node"].to_numpy())) if nodes else shares
+
+
+def on_path(b: Baseline, ids) -> bool:
+    """Whether any of these nodes lies on a steady step's critical path (dPRO's guide: a change
+    off the critical path cannot shorten the step)."""
+    return bool(np.isin(np.asarray(ids, dtype=np.int64), b.path_nodes).any())
 
 
 def _say(progress, done, text, total=0) -> None:
@@ -361,10 +376,17 @@ def bucket_setting(p: BucketProblem, c: Layout) -> str:
 # -- kernel fusion and streams -------------------------------------------------------------------
 
 
-def fusion_outcomes(b: Baseline, p: BucketProblem | None, top: int = 3) -> list[Outcome]:
+def fusion_outcomes(b: Baseline, top: int = 3) -> list[Outcome]:
     """One candidate per site of launch-bound kernel chains (and all sites together)."""
+    launcher = launch_sources(b.graph)
     chains = launch_bound_chains(b.graph, b.result, b.windows)
-    sites = fusion_sites(b.graph, chains, b.windows, _handoff(b, p), top)
+    # a site is searched when one of its chains is on the critical path; fusing it then fuses all
+    # of its chains (on every rank), since the path moves to the next one when only one goes
+    sites = [
+        s
+        for s in fusion_sites(b.graph, chains, b.windows, _handoff(b), top=len(chains))
+        if on_path(b, np.concatenate([np.r_[c, launcher[c]] for c in s.chains]))
+    ][:top]
     out = []
     groups = [(s.label, s.chains, s.setting()) for s in sites]
     if len(sites) > 1:
@@ -387,25 +409,22 @@ def fusion_outcomes(b: Baseline, p: BucketProblem | None, top: int = 3) -> list[
     return out
 
 
-def _handoff(b: Baseline, p: BucketProblem | None) -> dict | None:
-    """(rank, window) -> launch time of the step's last gradient collective on that rank."""
-    if p is None:
-        return None
-    launched = launch_times(b.graph)
-    members = member_lists(b.graph)
-    rank = b.graph.nodes["rank"].to_numpy()
+def _handoff(b: Baseline) -> dict:
+    """(rank, window index) -> launch time of the step's last gradient collective (all ranks alike)."""
+    colls = gradient_collectives(b.graph)
+    ranks = b.graph.nodes.loc[b.graph.nodes["rank"] >= 0, "rank"].unique()
     out = {}
-    for k, s in enumerate(p.sync.steps):
-        last = int(s.colls[-1])
-        for m in members.get(last, [last]):
-            out[(rank[m], k)] = launched[m]
+    for k, w in enumerate(b.windows.itertuples(index=False)):
+        inside = colls[(colls["launch"] >= w.lo) & (colls["launch"] < w.hi)]
+        if len(inside):
+            out.update({(r, k): float(inside["launch"].max()) for r in ranks})
     return out
 
 
 def stream_outcomes(b: Baseline) -> list[Outcome]:
     """Host-to-device copies that wait for compute on their stream, moved to a stream of their own."""
     copies = copies_on_compute_streams(b.graph, b.result, b.windows)
-    if not len(copies):
+    if not on_path(b, copies):  # none holds up the critical path: moving them cannot help
         return []
     graph = own_stream(b.graph, copies)
     result = replay(graph, plan_replay(graph))
