@@ -76,17 +76,17 @@ def memory_budget(paths, description=None, gpu_memory_gb: float | None = None) -
         peak = params + acts + float(desc.get("buffers_gb", 0.0)) * GB
         cap = desc.get("gpu_memory_gb", gpu_memory_gb)
         if cap is None:
-            cap_bytes, _ = profile_memory(paths)
+            cap_bytes = profile_memory(paths)[0]
         else:
             cap_bytes = float(cap) * GB
         if gpu_memory_gb is not None:
             cap_bytes = float(gpu_memory_gb) * GB
         return MemoryBudget(cap_bytes, peak, acts, "model description")
-    capacity, peak = profile_memory(paths)
+    capacity, peak, activations = profile_memory(paths)
     if gpu_memory_gb is not None:
         capacity = float(gpu_memory_gb) * GB
     source = "profile" if peak is not None else "none"
-    return MemoryBudget(capacity, peak, None, source)
+    return MemoryBudget(capacity, peak, activations, source)
 
 
 def load_description(description) -> dict | None:
@@ -115,39 +115,55 @@ def load_description(description) -> dict | None:
     return desc
 
 
-def profile_memory(paths) -> tuple[float | None, float | None]:
-    """(capacity, peak allocated) in bytes over the run's profiles (largest per GPU)."""
-    caps, peaks = [], []
+def profile_memory(paths) -> tuple[float | None, float | None, float | None]:
+    """(capacity, peak allocated, activations) in bytes over the run's profiles (largest per GPU);
+    activations: what a step frees again (peak minus the lowest level after it), where recorded."""
+    caps, peaks, acts = [], [], []
     for path in [paths] if isinstance(paths, (str, Path)) else list(paths or ()):
         try:
-            cap, peak = _kineto_memory(path) if str(path).endswith((".json", ".gz")) else _nsys_memory(path)
+            cap, peak, act = _kineto_memory(path) if str(path).endswith((".json", ".gz")) else _nsys_memory(path)
         except (OSError, ValueError, sqlite3.Error):
             continue
         caps += [cap] if cap else []
         peaks += [peak] if peak else []
-    return (max(caps) if caps else None), (max(peaks) if peaks else None)
+        acts += [act] if act else []
+    return (max(caps) if caps else None), (max(peaks) if peaks else None), (max(acts) if acts else None)
 
 
-def _kineto_memory(path) -> tuple[float | None, float | None]:
+def _kineto_memory(path) -> tuple[float | None, float | None, float | None]:
     raw = Path(path).read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
     # the capacity sits in deviceProperties: read it without parsing the whole trace
     found = [float(x) for x in re.findall(rb'"totalGlobalMem"\s*:\s*(\d+)', raw)]
     cap = max(found) if found else None
-    peak = None
-    if b'"[memory]"' in raw:
-        doc = json.loads(raw)
-        for e in doc.get("traceEvents", []):
-            if isinstance(e, dict) and e.get("name") == "[memory]":
-                args = e.get("args") or {}
-                total = args.get("Total Allocated")
-                if isinstance(total, (int, float)) and args.get("Device Type", 1) != 0:
-                    peak = max(peak or 0.0, float(total))
-    return cap, peak
+    if b'"[memory]"' not in raw:
+        return cap, None, None
+    levels = []
+    for e in json.loads(raw).get("traceEvents", []):
+        if isinstance(e, dict) and e.get("name") == "[memory]":
+            args = e.get("args") or {}
+            total = args.get("Total Allocated")
+            if (
+                isinstance(total, (int, float))
+                and args.get("Device Type", 1) != 0
+                and isinstance(e.get("ts"), (int, float))
+            ):
+                levels.append((float(e["ts"]), float(total)))
+    return cap, *_peak_and_freed(levels)
 
 
-def _nsys_memory(path) -> tuple[float | None, float | None]:
+def _peak_and_freed(levels: list) -> tuple[float | None, float | None]:
+    """Peak of a (time, bytes) series and how far it falls again after the peak."""
+    if not levels:
+        return None, None
+    values = [v for _, v in sorted(levels)]
+    k = max(range(len(values)), key=values.__getitem__)
+    after = values[k:]
+    return values[k], (values[k] - min(after)) if len(after) > 1 else None
+
+
+def _nsys_memory(path) -> tuple[float | None, float | None, float | None]:
     uri = f"file:{Path(path)}?mode=ro&immutable=1"
     conn = sqlite3.connect(uri, uri=True)
     try:
@@ -158,15 +174,15 @@ def _nsys_memory(path) -> tuple[float | None, float | None]:
             if "totalMemory" in cols:
                 row = conn.execute("SELECT max(totalMemory) FROM TARGET_INFO_GPU").fetchone()
                 cap = float(row[0]) if row and row[0] else None
-        peak = None
+        levels = []
         if "CUDA_GPU_MEMORY_USAGE_EVENTS" in tables:
             rows = conn.execute(
-                "SELECT bytes, memoryOperationType FROM CUDA_GPU_MEMORY_USAGE_EVENTS ORDER BY start"
+                "SELECT start, bytes, memoryOperationType FROM CUDA_GPU_MEMORY_USAGE_EVENTS ORDER BY start"
             ).fetchall()
             level = 0.0
-            for nbytes, op in rows:
+            for start, nbytes, op in rows:
                 level += float(nbytes or 0) * (1 if op == 0 else -1)
-                peak = max(peak or 0.0, level)
-        return cap, peak
+                levels.append((float(start), level))
+        return cap, *_peak_and_freed(levels)
     finally:
         conn.close()

@@ -237,7 +237,8 @@ def _table(b: Baseline, outcomes: list[Outcome], budget: MemoryBudget, min_gain:
                 C.SETTING: o.setting,
                 C.MEMORY_GB: np.nan if peak is None else peak / GB,
                 C.FITS: pd.NA if fits is None else fits,
-                C.PROPOSED: bool(gain >= min_gain and fits is not False),
+                # when memory is short, whatever fits is proposed (the run needs it), fastest first
+                C.PROPOSED: bool(fits is not False and (gain >= min_gain or budget.short)),
                 C.DETAIL: o.detail,
             }
         )
@@ -288,10 +289,16 @@ def _verdict(b: Baseline, table: pd.DataFrame, reasons: list[str], budget: Memor
     proposed = table[table[C.PROPOSED]] if len(table) else table
     if len(proposed):
         best = proposed.iloc[0]
+        short = (
+            f"memory is short ({budget.peak / GB:.3g} GB needed, {budget.capacity / GB:.3g} GB available); "
+            if budget.short
+            else ""
+        )
+        change = f"{100 * abs(best[C.GAIN]):.1f} % {'faster' if best[C.GAIN] >= 0 else 'slower'}"
         return (
-            f"best: {best[C.STRATEGY]} -> {best[C.PREDICTED_S]:.4g} s per step "
+            f"{short}best: {best[C.STRATEGY]} -> {best[C.PREDICTED_S]:.4g} s per step "
             f"({best[C.LOWER_S]:.4g}-{best[C.UPPER_S]:.4g}) instead of {b.measured:.4g} s measured "
-            f"({100 * best[C.GAIN]:.1f} % faster); set {best[C.SETTING]}"
+            f"({change}); set {best[C.SETTING]}"
         )
     total = max(sum(b.breakdown.values()), 1e-12)
     share = {c: b.breakdown.get(c, 0.0) / total for c in CLASSES}

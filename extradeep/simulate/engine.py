@@ -31,6 +31,7 @@ class Records:
     mpi: list = field(default_factory=list)  # (name, start, end, size)
     autograd: list = field(default_factory=list)  # (name, start, end, input dims): AccumulateGrad ranges
     coll_bytes: dict = field(default_factory=dict)  # correlation id -> message bytes of one collective
+    memory: list = field(default_factory=list)  # (time, bytes allocated on the GPU): profile_memory events
 
 
 class Engine:

@@ -70,6 +70,7 @@ def write_kineto_rank(path: Path, cols: RunColumns, rank: int, world_size: int) 
     events += _syncs(cols, rank, pid)
     events += _annotations(cols, rank, pid)
     events += _autograd_ops(cols, rank, pid)
+    events += _memory_events(cols, rank, pid)
     doc = {
         "schemaVersion": 1,
         "deviceProperties": [
@@ -159,6 +160,31 @@ def _autograd_ops(cols: RunColumns, rank: int, pid: int) -> list[dict]:
         )
         inner = {"Input Dims": dims, "Input type": ["float"]}
         out.append(base | {"name": name, "ts": _us(s + 200.0), "dur": _us(e - s - 400.0), "args": inner})
+    return out
+
+
+def _memory_events(cols: RunColumns, rank: int, pid: int) -> list[dict]:
+    """GPU memory as PyTorch's profiler records it with profile_memory=True: instant `[memory]`
+    events with the allocation's size and the device's total allocated bytes."""
+    offset = 0.0 if cols.offsets is None else float(cols.offsets[rank])
+    out, before = [], None
+    for when, total in cols.rec.memory:
+        t = float(when[rank]) + offset
+        change = int(total - (before if before is not None else 0.0))
+        before = total
+        args = {"Device Type": 1, "Device Id": 0, "Addr": 0, "Bytes": change, "Total Allocated": int(total)}
+        out.append(
+            {
+                "ph": "i",
+                "cat": "cpu_instant_event",
+                "s": "t",
+                "name": "[memory]",
+                "pid": pid,
+                "tid": pid,
+                "ts": _us(t),
+                "args": args | {"Total Reserved": int(total)},
+            }
+        )
     return out
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from extradeep.simulate.catalogue import OpSpec
+from extradeep.simulate.catalogue import PARAM_BYTES, OpSpec
 from extradeep.simulate.engine import Engine
 from extradeep.simulate.gradients import FLOAT_BYTES, GradientPlan
 
@@ -28,6 +28,7 @@ class LoopConfig:
     ddp: bool = False
     warmup_factor: float = 1.3
     host_sync: bool = False  # the loop waits for the GPU before the optimizer (clipping, logging)
+    activation_bytes: float = 0.0  # > 0: record GPU memory (weights and optimizer state + these activations)
 
 
 def interleave(indexes: list[int], visits: list[int]) -> list[int]:
@@ -172,7 +173,9 @@ class TrainingProgram:
         e.wait_event(COMPUTE, e.record_event(NCCL))
         for idx in self.order["forward"]:
             self.compute(idx)
+        self.allocated(cfg.activation_bytes)  # the forward's activations, held until the backward
         self.backward()
+        self.allocated(0.0)
         gather = self.op("optimizer", "ncclDevKernel_AllGather_RING_LL")
         self.allreduce(gather, "ncclAllGather")
         e.wait_event(COMPUTE, e.record_event(NCCL))
@@ -201,6 +204,12 @@ class TrainingProgram:
             self.compute(idx)
             if pos in cuts:
                 self.allreduce(bucket)
+
+    def allocated(self, activations: float) -> None:
+        """A GPU memory record (PyTorch's profile_memory): weights, gradients and two optimizer
+        moments (16 bytes per float32 parameter) plus the activations held now."""
+        if self.cfg.activation_bytes > 0:
+            self.e.rec.memory.append((self.e.cpu.copy(), 4.0 * PARAM_BYTES + activations))
 
     def layered_backward(self) -> None:
         """One layer per gradient: its kernels, its AccumulateGrad (the DDP hook), and the bucket's

@@ -72,6 +72,7 @@ def simulate(
     gradient_profile: str = "resnet",
     foreach: bool = False,
     host_sync: bool = False,
+    activation_gb: float | None = None,
     noise=(0.02, 0.01, 0.01),
     seed: int = 0,
     warmup_factor: float = 1.3,
@@ -97,7 +98,9 @@ def simulate(
     ``bucket_cap_mb`` (DDP's rule, default 25) says how, ``gradient_profile`` ("resnet" or
     "uniform") how large they are (:mod:`extradeep.simulate.gradients`);
     ``foreach`` launches the optimizer's tiny kernels as one; ``host_sync`` makes the loop wait for
-    the GPU before the optimizer step (as gradient clipping or logging the loss does)."""
+    the GPU before the optimizer step (as gradient clipping or logging the loss does);
+    ``activation_gb`` records the GPU memory in the Kineto traces (PyTorch's ``profile_memory``
+    ``[memory]`` events): 16 bytes per parameter plus these activations during each training step."""
     formats = (formats,) if isinstance(formats, str) else tuple(formats)
     if not formats or set(formats) - {"nsys", "kineto"}:
         raise InputError(None, f"formats must be 'nsys' and/or 'kineto', not {formats!r}")
@@ -130,7 +133,9 @@ def simulate(
     names = list(params)
     refs = {name: float(values[0]) for name, values in params.items()}
     ops = apply_scales(default_catalogue(ddp, buckets, gradients, foreach), kernel_scale, nccl_bandwidth_scale)
-    cfg = LoopConfig(epochs, train_steps, val_steps, marks, ddp, warmup_factor, host_sync)
+    if activation_gb is not None and not activation_gb > 0:
+        raise InputError(None, f"activation_gb must be > 0, not {activation_gb:g}")
+    cfg = LoopConfig(epochs, train_steps, val_steps, marks, ddp, warmup_factor, host_sync, (activation_gb or 0.0) * 1e9)
     lay = load_layout(layout)
     imbalance = (0.08 if ddp else 0.0) if imbalance is None else imbalance
     steady = set(range(1, epochs)) or {0}
@@ -421,6 +426,7 @@ def _truth_header(o: dict) -> dict:
         "gradient_profile": o["gradient_profile"],
         "foreach": o["foreach"],
         "host_sync": o["host_sync"],
+        "activation_gb": o["activation_gb"],
         "params": o["names"],
         "prefixes": o["prefixes"],
         "scaling": o["scaling"],

@@ -140,6 +140,8 @@ def test_memory_short_offers_recomputation_and_accumulation_and_refuses_the_rest
     memory = table[table[C.STRATEGY_TYPE] == "memory"]
     assert set(memory[C.STRATEGY].str.split().str[0]) == {"recompute", "gradient"}
     assert memory[C.FITS].astype(bool).all() and (memory[C.MEMORY_GB] <= 24).all()
+    assert memory[C.PROPOSED].all()  # the run needs one of them, whatever it costs
+    assert search.verdict_.startswith("memory is short") and memory.iloc[0][C.SETTING] in search.verdict_
     others = table[table[C.STRATEGY_TYPE] != "memory"]
     assert (~others[C.FITS].astype(bool)).all() and not others[C.PROPOSED].any()
     assert any("gradient_accumulation_steps=" in s for s in memory[C.SETTING])
@@ -171,3 +173,24 @@ def test_bad_options_are_refused_before_any_reading():
         StrategySearch(kinds=("buckets", "quantum"))
     with pytest.raises(InputError, match="min_gain"):
         StrategySearch(min_gain=1.5)
+
+
+def test_memory_recorded_in_the_profile_is_read_and_checked(tmp_path):
+    """Kineto traces with PyTorch's [memory] events (the simulator writes 16 B per parameter plus
+    30 GB of activations): the budget is read from them; on a 24 GB GPU it is short."""
+    from extradeep.predictor.memory import memory_budget
+    from extradeep.simulate.catalogue import PARAM_BYTES
+
+    simulate(tmp_path, gradients=6, activation_gb=30.0, formats=("kineto",), **{**RUN, "train_steps": 2})
+    traces = sorted(tmp_path.glob("*.pt.trace.json.gz"))
+    budget = memory_budget(traces)
+    assert budget.source == "profile"
+    assert budget.peak == pytest.approx(4 * PARAM_BYTES + 30e9) and budget.activations == pytest.approx(30e9)
+    assert budget.capacity == pytest.approx(42505273344)  # the A100-40GB of deviceProperties
+    assert not budget.short
+    search = StrategySearch(gpu_memory_gb=24).fit(tmp_path)
+    memory = search.strategies_[search.strategies_[C.STRATEGY_TYPE] == "memory"]
+    assert len(memory) == 2 and memory[C.FITS].astype(bool).all()
+    # the least recomputation that fits: a quarter of 30 GB is not enough to free, 25 % steps are
+    share = int(re.search(r"recompute (\d+) %", memory[C.STRATEGY].iloc[0] + " " + memory[C.STRATEGY].iloc[1]).group(1))
+    assert 4 * PARAM_BYTES + 30e9 * (1 - share / 100) <= 24e9 < 4 * PARAM_BYTES + 30e9 * (1 - (share - 25) / 100)
