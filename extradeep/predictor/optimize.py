@@ -100,34 +100,8 @@ class StrategySearch:
 
     def _search(self, b: Baseline, report) -> tuple[list[Outcome], list[str], list[str]]:
         outcomes, reasons, notes = [], [], []
-        problem = None
-        exposed = b.breakdown.get("communication", 0.0)
-        if "buckets" in self.kinds and exposed < self.min_gain * b.measured:
-            # dPRO's guide: only communication on the critical path can be saved by buckets
-            reasons.append(
-                f"communication is {100 * exposed / max(b.measured, 1e-12):.1f} % of the critical path, so no bucket "
-                f"layout can save {100 * self.min_gain:g} %"
-            )
-        elif "buckets" in self.kinds:
-            report(0, 0, "finding the gradients and their collectives")
-            problem = bucket_problem(b)
-            if problem is None:
-                reasons.append(
-                    "no gradient all-reduce or reduce-scatter in the training steps, so no buckets to change"
-                )
-            else:
-                notes += problem.sync.notes + [
-                    f"gradient collectives ({problem.sync.name}): {problem.sync.n_units} {problem.sync.source}; "
-                    f"collective model {problem.cost.source}: {1e6 * problem.cost.alpha:.3g} us + "
-                    + (f"{problem.cost.beta * 1e9:.3g} ns/byte" if problem.sync.sized else "the volume time")
-                    + f" (spread {100 * problem.cost.rel_sd:.1f} %)"
-                ]
-                measured, candidates = layout_candidates(problem, self.verify)
-                report(0, len(candidates) + 1, "replaying the measured layout with the collective model")
-                reference = reference_step(b, problem, measured)
-                for k, cand in enumerate(candidates):
-                    report(k + 1, len(candidates) + 1, f"replaying {cand.label}")
-                    outcomes.append(evaluate_layout(b, problem, cand, reference))
+        if "buckets" in self.kinds:
+            outcomes += self._buckets(b, report, reasons, notes)
         if "fusion" in self.kinds:
             report(0, 0, "looking for launch-bound kernel chains")
             found = fusion_outcomes(b)
@@ -140,6 +114,42 @@ class StrategySearch:
             report(0, 0, "memory is short: recomputation and gradient accumulation")
             outcomes += memory_outcomes(b, self.memory_)
         return outcomes, reasons, notes
+
+    def _buckets(self, b: Baseline, report, reasons: list, notes: list) -> list[Outcome]:
+        """Bucket layouts, when communication is on the critical path (dPRO's guide: nothing else
+        can be saved by them)."""
+        exposed = b.breakdown.get("communication", 0.0)
+        if exposed < self.min_gain * b.measured:
+            reasons.append(
+                f"communication is {100 * exposed / max(b.measured, 1e-12):.1f} % of the critical path, so no bucket "
+                f"layout can save {100 * self.min_gain:g} %"
+            )
+            return []
+        report(0, 0, "finding the gradients and their collectives")
+        problem = bucket_problem(b)
+        if problem is None:
+            reasons.append("no gradient all-reduce or reduce-scatter in the training steps, so no buckets to change")
+            return []
+        sync, cost = problem.sync, problem.cost
+        notes += sync.notes + [
+            f"gradient collectives ({sync.name}): {sync.n_units} {sync.source}; collective model {cost.source}: "
+            f"{1e6 * cost.alpha:.3g} us + "
+            + (f"{cost.beta * 1e9:.3g} ns/byte" if sync.sized else "the volume time")
+            + f" (spread {100 * cost.rel_sd:.1f} %)"
+        ]
+        if b.trace.files["rank"].nunique() == 1:
+            notes.append(
+                "one rank of a larger run: its collective times include waiting for the other ranks, so the "
+                "collective model is loose"
+            )
+        measured, candidates = layout_candidates(problem, self.verify)
+        report(0, len(candidates) + 1, "replaying the measured layout with the collective model")
+        reference = reference_step(b, problem, measured)
+        out = []
+        for k, cand in enumerate(candidates):
+            report(k + 1, len(candidates) + 1, f"replaying {cand.label}")
+            out.append(evaluate_layout(b, problem, cand, reference))
+        return out
 
 
 def optimize(run, progress=None, **kwargs) -> pd.DataFrame:
