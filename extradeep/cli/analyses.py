@@ -103,14 +103,24 @@ def print_analyses(run, args, settings=None, title: str | None = None) -> None:
             print(_table(diff[diff["change"] != "same"].head(getattr(args, "top", 10) or 10)))
 
 
+def check_optimize_arguments(args) -> None:
+    """--min-gain, --gpu-memory and the --memory-model file, before any profile is read."""
+    from extradeep.predictor.memory import load_description
+
+    if not 0 <= args.min_gain < 100:
+        raise InputError("--min-gain", f"must be a percentage in [0, 100), not {args.min_gain:g}")
+    if args.gpu_memory is not None and not args.gpu_memory > 0:
+        raise InputError("--gpu-memory", f"must be > 0 GB, not {args.gpu_memory:g}")
+    load_description(args.memory_model)
+
+
 def print_optimization(run, args, settings=None, select=None) -> None:
     """Run the strategy search and print it (and write its HTML page)."""
     import pandas as pd
 
     from extradeep.predictor.optimize import StrategySearch
 
-    if not 0 <= args.min_gain < 100:
-        raise InputError("--min-gain", f"must be a percentage in [0, 100), not {args.min_gain:g}")
+    check_optimize_arguments(args)
     search = StrategySearch(
         min_gain=args.min_gain / 100.0,
         memory=args.memory_model,

@@ -169,6 +169,10 @@ def _check_arguments(args) -> None:
     )
     if args.optimize_report and not args.optimize:
         raise InputError(None, "--optimize-report needs --optimize")
+    if args.optimize:  # the search's options are checked before the long replay
+        from extradeep.cli.analyses import check_optimize_arguments
+
+        check_optimize_arguments(args)
 
 
 def _models(path):

@@ -28,7 +28,7 @@ import pandas as pd
 from extradeep import columns as C
 from extradeep.errors import InputError
 from extradeep.predictor.critical_path import CLASSES
-from extradeep.predictor.memory import GB, MemoryBudget, memory_budget
+from extradeep.predictor.memory import GB, MemoryBudget, load_description, memory_budget
 from extradeep.predictor.replay import replay
 from extradeep.predictor.search import (
     Baseline,
@@ -77,6 +77,9 @@ class StrategySearch:
             raise InputError(None, f"min_gain must be in [0, 1), not {min_gain}", field="min_gain")
         if verify < 1:
             raise InputError(None, f"verify must be >= 1, not {verify}", field="verify")
+        if gpu_memory_gb is not None and not gpu_memory_gb > 0:
+            raise InputError(None, f"gpu_memory_gb must be > 0, not {gpu_memory_gb}", field="gpu_memory")
+        load_description(memory)  # a bad description is refused before any profile is read
         self.min_gain, self.verify, self.kinds = float(min_gain), int(verify), tuple(kinds)
         self.memory, self.gpu_memory_gb = memory, gpu_memory_gb
         self.select, self.settings = select, settings

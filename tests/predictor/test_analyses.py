@@ -166,11 +166,12 @@ def test_diff_of_a_run_with_itself_changes_nothing(real):
 def test_diff_of_the_two_hta_runs_names_what_got_slower():
     control = require_real_kineto("HTA__trace_diff_control_control.json.gz")
     test = require_real_kineto("HTA__trace_diff_test_test.json.gz")
-    diff = an.compare_runs(control, test)
+    traces = {"control": an.run_trace(control), "test": an.run_trace(test)}
+    diff = an.compare_runs(traces["control"], traces["test"])
     assert set(diff["change"]) <= {"slower", "faster", "new", "gone", "same"}
     # per step: the kernels' time in each run over its steps equals the JSON's sum
     for path, side in ((control, "control"), (test, "test")):
-        trace = an.run_trace(path)
+        trace = traces[side]
         steps = trace.steps[["epoch", "phase", "step"]].drop_duplicates().shape[0]
         total = diff.loc[diff["kind"] == "kernel", f"{side}_s"].sum() * steps
         direct = sum(_ns(e["dur"]) for e in _events(path) if e.get("cat") in GPU_CATS) * 1e-9

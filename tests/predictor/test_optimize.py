@@ -131,9 +131,16 @@ def _default_layout():
     return resolve_layout(gradient_sizes(GRADIENTS, PARAM_BYTES))
 
 
-def test_memory_short_offers_recomputation_and_accumulation_and_refuses_the_rest(exposed):
-    sim, _, _ = exposed
-    folder = sim.outdir
+@pytest.fixture(scope="module")
+def exposed_small(tmp_path_factory):
+    """One DDP run with exposed communication, for the memory checks."""
+    out = tmp_path_factory.mktemp("exposed_small")
+    simulate(out, gradients=6, **{**RUN, "train_steps": 3}, **EXPOSED["uniform-bw0.3"])
+    return out
+
+
+def test_memory_short_offers_recomputation_and_accumulation_and_refuses_the_rest(exposed_small):
+    folder = exposed_small
     short = {"parameters": 23.5e6, "bytes_per_parameter": 16, "activation_gb": 40.0, "gpu_memory_gb": 24}
     search = StrategySearch(memory=short).fit(folder)
     table = search.strategies_
@@ -153,19 +160,20 @@ def test_memory_short_offers_recomputation_and_accumulation_and_refuses_the_rest
     assert 23.5e6 * 16 / 1e9 + 40.0 / k <= 24 < 23.5e6 * 16 / 1e9 + 40.0 / (k // 2)
 
 
-def test_memory_that_fits_changes_nothing_and_bad_descriptions_are_one_line(exposed, tmp_path):
-    sim, search, _ = exposed
+def test_memory_that_fits_changes_nothing_and_bad_descriptions_are_one_line(exposed_small, tmp_path):
     roomy = {"parameters": 23.5e6, "activation_gb": 5.0, "gpu_memory_gb": 80}
-    table = StrategySearch(memory=roomy).fit(sim.outdir).strategies_
+    table = StrategySearch(memory=roomy).fit(exposed_small).strategies_
     assert not (table[C.STRATEGY_TYPE] == "memory").any()
     assert table[C.FITS].astype(bool).all()
     bad = tmp_path / "model.toml"
     bad.write_text("parameters = 1e6\nlayers = 12\n")
-    with pytest.raises(InputError, match="unknown key"):
-        StrategySearch(memory=bad).fit(sim.outdir)
+    with pytest.raises(InputError, match="unknown key"):  # before any profile is read
+        StrategySearch(memory=bad)
     bad.write_text("parameters = [1")
     with pytest.raises(InputError, match="TOML"):
-        StrategySearch(memory=bad).fit(sim.outdir)
+        StrategySearch(memory=bad)
+    with pytest.raises(InputError, match="gpu_memory"):
+        StrategySearch(gpu_memory_gb=0)
 
 
 def test_bad_options_are_refused_before_any_reading():
