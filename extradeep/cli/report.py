@@ -81,7 +81,7 @@ def run(args) -> int:
         title=args.title,
         plots_dir=args.plots,
         plot_formats=formats,
-        plan=plan_for_report(args, experiment, cost),
+        plan=plan_for_report(args, experiment, cost, analysis),
         optimization=_optimization(args),
     )
     size = len(result["html"]) / 1e6
