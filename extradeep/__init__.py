@@ -8,6 +8,7 @@ The whole pipeline in a few names (see docs/notebook.md)::
     table = xd.prediction_table(analysis, xd.point_grid([32, 64], ["ranks"], "ranks", {}))
     xd.build_report(analysis, "report.html")                                  # the HTML budgeting report
     prediction = xd.predict("one_run/", what_if=["comm.bandwidth=2"])         # trace replay and what-ifs
+    strategies = xd.optimize("one_run/")                                      # what to change, best first
 
 Names are imported on first use, so `import extradeep` stays cheap and never needs PySide6. No name
 here is also a subpackage's (importing `extradeep.simulate` would shadow a function of that name).
@@ -70,6 +71,14 @@ _EXPORTS = {
     # trace-based predictor
     "predict": "extradeep.predictor.api",
     "Prediction": "extradeep.predictor.api",
+    "optimize": "extradeep.predictor.optimize",
+    "StrategySearch": "extradeep.predictor.optimize",
+    # trace analyses (as HolisticTraceAnalysis offers them)
+    "idle_time": "extradeep.predictor.analyses",
+    "kernel_launch_stats": "extradeep.predictor.analyses",
+    "kernel_sequences": "extradeep.predictor.analyses",
+    "comm_overlap": "extradeep.predictor.analyses",
+    "compare_runs": "extradeep.predictor.analyses",
     # errors
     "InputError": "extradeep.errors",
 }

@@ -52,3 +52,23 @@ STEP_TIME = "step_time"  # seconds per training step (measured in a table, or pr
 PART = "part"  # per-part observations: layout + shape columns, PART, METRIC (time|bytes), VALUE
 LAYOUT_PARTS = ("step", "compute", "host_overhead", "tp_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer", "memory")
 WORKLOAD = "workload"  # which model a layout row trains (a label: "GPT 39.1B"); groups for held-out checks
+
+# the strategy search's table (extradeep.predictor.optimize): one row per strategy, best first
+STRATEGY, STRATEGY_TYPE, SETTING, DETAIL = "strategy", "type", "setting", "detail"
+PREDICTED_S, LOWER_S, UPPER_S, MEASURED_S = "predicted_s", "lower_s", "upper_s", "measured_s"
+GAIN, CRITICAL_PATH, MEMORY_GB, FITS, PROPOSED = "gain", "critical_path", "memory_gb", "fits", "proposed"
+STRATEGY_COLUMNS = [
+    STRATEGY,
+    STRATEGY_TYPE,
+    PREDICTED_S,
+    LOWER_S,
+    UPPER_S,
+    MEASURED_S,
+    GAIN,
+    CRITICAL_PATH,
+    SETTING,
+    MEMORY_GB,
+    FITS,
+    PROPOSED,
+    DETAIL,
+]

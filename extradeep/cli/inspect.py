@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from extradeep.cli.analyses import add_trace_analysis_arguments
 from extradeep.cli.common import add_step_mark_arguments, step_mark_settings
 
 HELP = "show what profiles hold (nsys exports, Kineto traces): version, GPUs, ranks, step marks, event counts"
@@ -37,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how many of the most frequent NVTX range names to list (default 10)",
     )
     add_step_mark_arguments(parser.add_argument_group("step marks (as for model and report)"))
+    add_trace_analysis_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,7 +77,21 @@ def run(args: argparse.Namespace) -> int:
         print()
     if problems and infos:
         print(f"extradeep: {len(problems)} of {len(paths)} file(s) could not be read", file=sys.stderr)
+    if infos and (args.analysis or args.diff):
+        _analyses(args, settings)
     return 0 if infos else 2
+
+
+def _analyses(args, settings) -> None:
+    """The trace analyses of each PATH given (a folder is one run), one line per run that fails."""
+    from extradeep.cli.analyses import print_analyses
+    from extradeep.errors import InputError
+
+    for given in args.files:
+        try:
+            print_analyses(given, args, settings, title=given)
+        except InputError as exc:
+            print(f"extradeep: error: {exc}", file=sys.stderr)
 
 
 def _expand(given: str) -> list[str]:

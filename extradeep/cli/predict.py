@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from extradeep.cli.analyses import add_optimize_arguments, add_trace_analysis_arguments
 from extradeep.cli.common import add_step_mark_arguments, step_mark_settings
 from extradeep.errors import InputError
 
@@ -33,8 +34,15 @@ what-if items:
   ranks=P  fusion=K  cpu=F  pmnf.PARAM=V (needs --experiment)
 A kernel:/name: pattern that matches nothing in the run gets a warning.
 
+what to change: --optimize searches the replay for the setting that shortens the step (gradient
+bucket layouts as DDP bucket_cap_mb or an FSDP wrap size, kernel fusion, copies on a side
+stream, and recomputation or gradient accumulation when --memory-model says memory is short),
+and prints each strategy's predicted step time, its interval, the gain against the measured step,
+what moved on the critical path and the setting; or says why nothing helps.
+
 examples:
   extradeep predict runs/p4/ --what-if 'kernel:*gemm*=0.5' --what-if 'comm.bandwidth=2'
+  extradeep predict runs/p4/ --optimize --analysis all
   extradeep predict runs/p4/ --what-if 'kernel:*gemm*=0.5' --what-if 'comm.bandwidth=2' --combine
   extradeep predict runs/ --run ranks=4 --run rep=1 --ranks 64 --experiment exp.sqlite --json out.json
 """
@@ -105,6 +113,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "step marks (as for model and report; e.g. --train-step-pattern 'forward|backward' for other annotations)"
         )
     )
+    add_optimize_arguments(parser)
+    add_trace_analysis_arguments(parser)
 
 
 def _select(items: list[str]) -> dict:
@@ -148,7 +158,21 @@ def _check_arguments(args) -> None:
         raise InputError(None, f"--top must be >= 1 (got {args.top})")
     # everything predict reads (the exports in RUN_DIR, the experiment) counts as an input
     read = argparse.Namespace(profiles=[args.run_dir] + ([args.experiment] if args.experiment else []))
-    check_outputs(read, {"--json": args.json, "--timeline": args.timeline, "--plot": args.plot})
+    check_outputs(
+        read,
+        {
+            "--json": args.json,
+            "--timeline": args.timeline,
+            "--plot": args.plot,
+            "--optimize-report": args.optimize_report,
+        },
+    )
+    if args.optimize_report and not args.optimize:
+        raise InputError(None, "--optimize-report needs --optimize")
+    if args.optimize:  # the search's options are checked before the long replay
+        from extradeep.cli.analyses import check_optimize_arguments
+
+        check_optimize_arguments(args)
 
 
 def _models(path):
@@ -196,7 +220,20 @@ def run(args) -> int:
         from extradeep.predictor.plot import plot_prediction
 
         plot_prediction(pred, args.plot)
+    if args.analysis or args.diff:
+        from extradeep.cli.analyses import print_analyses
+
+        print_analyses(pred_paths(pred), args, step_mark_settings(args))
+    if args.optimize:
+        from extradeep.cli.analyses import print_optimization
+
+        print_optimization(pred_paths(pred), args, step_mark_settings(args))
     return 0
+
+
+def pred_paths(pred) -> list[str]:
+    """The files the prediction read (the run, without re-resolving the folder)."""
+    return sorted(set(pred.files["path"]))
 
 
 def _print_report(pred, args, models, exp) -> None:

@@ -114,6 +114,20 @@ def add_arguments(parser) -> None:
         help="gradient all-reduce buckets per step; 1 = fused into one collective (default: 2, 4 with --ddp)",
     )
     parser.add_argument(
+        "--gradients",
+        type=int,
+        metavar="N",
+        help="with --ddp: N backward layers, one gradient each (AccumulateGrad with shapes in the profiles), "
+        "all-reduced in DDP's buckets (--bucket-cap-mb, default 25)",
+    )
+    parser.add_argument("--bucket-cap-mb", type=float, metavar="MB", help="with --gradients: DDP's bucket_cap_mb")
+    parser.add_argument(
+        "--gradient-profile",
+        choices=("resnet", "uniform"),
+        default="resnet",
+        help="with --gradients: sizes like a ResNet (first ready largest) or equal, as transformer blocks",
+    )
+    parser.add_argument(
         "--noise",
         default="0.02,0.01,0.01",
         metavar="INSTANCE,RANK,REP",
@@ -237,6 +251,9 @@ def run(args) -> int:
         nccl_bandwidth_scale=args.nccl_bandwidth_scale,
         cpu_scale=args.cpu_scale,
         buckets=args.buckets,
+        gradients=args.gradients,
+        bucket_cap_mb=args.bucket_cap_mb,
+        gradient_profile=args.gradient_profile,
         noise=noise,
         seed=args.seed,
         warmup_factor=args.warmup_factor,

@@ -52,6 +52,7 @@ class ReportInputs:
     title: str = "Cost per epoch: budgeting report"
     figures: dict = field(default_factory=dict)  # name -> Figure, filled while building
     plan: pd.DataFrame | None = None  # MeasurementAdvisor.propose(): "What to profile next"
+    optimization: object = None  # a fitted predictor.optimize.StrategySearch: the "Optimisation" section
 
 
 def _table(
@@ -418,6 +419,10 @@ def build_html(inputs: ReportInputs) -> str:
     ]
     body = "".join(section(inputs) for section in sections)
     body += plan_section(inputs.plan)  # the plan next to the models it would improve
+    if inputs.optimization is not None:
+        from extradeep.report.optimisation import optimisation_section
+
+        body += optimisation_section(inputs.optimization)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     title = html.escape(inputs.title)
     return (

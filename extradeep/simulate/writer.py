@@ -337,6 +337,7 @@ def write_rank(path: Path, layout: Layout, cols: RunColumns, rank: int, nvtx_str
         w.insert("MPI_RANKS", 1 if n["mpi"] else 0, globalTid=main, rank=rank)
     else:  # older nsys recorded MPI calls as NVTX ranges in an "MPI" domain
         nvtx += [[name, s, e, 59, None, MPI_DOMAIN, None, None] for name, s, e, _ in rec.mpi]
+    nvtx += [[emit_nvtx_text(name, dims), s, e, 59, None, 0, None, None] for name, s, e, dims in rec.autograd]
     write_nvtx(w, strings, nvtx, rank, main, nvtx_strings, 0.0 if cols.offsets is None else cols.offsets[rank])
     w.insert(
         "OSRT_API",
@@ -437,6 +438,12 @@ def _write_gpu(w, cols: RunColumns, table: str, kind: str, rank: int, gpid: int)
         )
     else:
         w.insert(table, n, **common, value=0, bytes=cols.op_bytes[idx], memKind=2)
+
+
+def emit_nvtx_text(name: str, dims: list) -> str:
+    """An operator's range as torch.autograd.profiler.emit_nvtx(record_shapes=True) names it."""
+    shapes = ", ".join("[" + ", ".join(str(int(d)) for d in shape) + "]" for shape in dims)
+    return f"{name}, sizes = [{shapes}]"
 
 
 def write_nvtx(w, strings, nvtx, r, main, mode, offset: float = 0.0) -> None:
