@@ -27,7 +27,7 @@ from extradeep.simulate.engine import Engine
 from extradeep.simulate.kineto_writer import kineto_name, write_kineto_rank
 from extradeep.simulate.program import MARKS, LoopConfig, TrainingProgram
 from extradeep.simulate.schema import LAYOUTS, load_layout
-from extradeep.simulate.writer import Placement, RunColumns, write_rank
+from extradeep.simulate.writer import SIGNALS, Placement, RunColumns, write_rank
 from extradeep.system import ALGORITHMS, collective_kind, collective_time, load_system
 
 T0_NS = 1e9
@@ -73,6 +73,7 @@ def simulate(
     clock_offset_ns: float = 0.0,
     topology=None,
     algorithm: str = "ring",
+    signals: str = "all",
     truth_ranks=(),
     formats=("nsys",),
     progress: bool = False,
@@ -85,7 +86,9 @@ def simulate(
     :func:`extradeep.system.collective_time` with ``algorithm``. ``truth_ranks``: further rank counts
     (other parameters at their first value) whose truth is computed without writing files, to check
     predictions against. ``formats``: "nsys" (SQLite exports) and/or "kineto" (the same records as
-    PyTorch profiler traces)."""
+    PyTorch profiler traces). ``signals``: which node signals the nsys exports of a topology carry
+    (:data:`extradeep.simulate.writer.SIGNALS`: "all", "hostname", "uuids", "export-host",
+    "containers"); Kineto traces carry distributedInfo and deviceProperties (the GPUs the rank sees)."""
     formats = (formats,) if isinstance(formats, str) else tuple(formats)
     if not formats or set(formats) - {"nsys", "kineto"}:
         raise InputError(None, f"formats must be 'nsys' and/or 'kineto', not {formats!r}")
@@ -125,9 +128,16 @@ def simulate(
     truth["topology"] = (
         None
         if system is None
-        else {"gpus_per_node": system.gpus_per_node, "algorithm": algorithm, "system": system.to_dict()}
+        else {
+            "gpus_per_node": system.gpus_per_node,
+            "algorithm": algorithm,
+            "system": system.to_dict(),
+            "signals": signals,
+        }
     )
-    placement = None if system is None else Placement(system.gpus_per_node)
+    if signals not in SIGNALS:
+        raise InputError(None, f"signals must be one of {', '.join(SIGNALS)}, not {signals!r}")
+    placement = None if system is None else Placement(system.gpus_per_node, signals)
     rows, points = [], []
     grid = list(itertools.product(*params.values()))
 
