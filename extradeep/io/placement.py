@@ -384,7 +384,10 @@ def layout_text(layout: dict | None, system: dict | None = None) -> list[str]:
         if resolved["source"] == "system":
             lines.append(f"layout from the system file: {_gpus(resolved['gpus_per_node'])} per node")
     else:
-        parts = [f"{p['ranks']} ranks on {p['nodes']} node{'s' if p['nodes'] != 1 else ''}" for p in layout["points"]]
+        parts = [
+            f"{p['ranks']} rank{'s' if p['ranks'] != 1 else ''} on {p['nodes']} node{'s' if p['nodes'] != 1 else ''}"
+            for p in layout["points"]
+        ]
         lines.append(
             f"layout from {_from(layout)}: {_gpus(int(layout['gpus_per_node']))} per node"
             + ("; " + "; ".join(parts) if parts else "")
@@ -394,6 +397,12 @@ def layout_text(layout: dict | None, system: dict | None = None) -> list[str]:
     if resolved["warning"]:
         lines.append(resolved["warning"])
     return lines
+
+
+def layout_source_text(source: str | None) -> str:
+    """'system file' or "profiles' <signal>": where the layout the answers use came from."""
+    source = LEGACY.get(source, source)
+    return "system file" if source == "system" else f"profiles' {source_name(source)}"
 
 
 def _from(layout: dict) -> str:
