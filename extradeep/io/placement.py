@@ -79,6 +79,8 @@ def uuid_set(uuids) -> str | None:
 def source_name(source: str | None) -> str:
     """The words for a layout source token."""
     source = LEGACY.get(source, source)
+    if source == "mixed":
+        return "node signals (not the same in every run)"
     return SOURCES[source][0] if source in SOURCES else "nowhere"
 
 
@@ -260,7 +262,7 @@ def _no_layout(found: set, notes: list) -> dict:
         "signals": [s for s in EXPORT_SOURCES if s in found],
         "gpus_per_node": None,
         "points": [],
-        "note": note + "; communication is modeled without node boundaries (give --system to set the layout)",
+        "note": note + "; communication is modeled without node boundaries",
         "notes": _unique(notes),
         "warnings": [],
     }
@@ -383,6 +385,8 @@ def layout_text(layout: dict | None, system: dict | None = None) -> list[str]:
         lines.append("layout: " + (layout.get("note") or "not read from the profiles"))
         if resolved["source"] == "system":
             lines.append(f"layout from the system file: {_gpus(resolved['gpus_per_node'])} per node")
+        elif "--system" not in lines[-1]:
+            lines[-1] += " (give --system to set the layout)"
     else:
         parts = [
             f"{p['ranks']} rank{'s' if p['ranks'] != 1 else ''} on {p['nodes']} node{'s' if p['nodes'] != 1 else ''}"

@@ -149,8 +149,8 @@ def predict(
     `pmnf.PARAM=V` changes; `point`: the run's parameter values (parsed from file names when absent).
     `settings`: the reader's step conventions (ReaderSettings, dict or None), e.g. a
     `train_step_pattern` that makes an annotation's instances the steps to analyse. `system`: a
-    preset name, TOML file or System whose layout and links cost `ranks=P` (default: the layout
-    read from the exports, links unknown).
+    preset name, TOML file or System whose links (and layout, where the profiles carry no node
+    signal) cost `ranks=P` (default: the profiles' layout, links unknown).
     """
     what_if = [what_if] if isinstance(what_if, (str, WhatIf)) else list(what_if)
     scenarios = [w if isinstance(w, WhatIf) else parse_what_if(w) for w in what_if]
@@ -204,13 +204,16 @@ def predict(
 def comm_context(colls: pd.DataFrame, trace: RunTrace, system=None) -> CommContext:
     """What `ranks=P` re-costs collectives with: the sized alpha fits, the traced ranks and the
     cluster layout (the profiles' node signals, else the system's; none with one GPU per node)."""
-    from extradeep.io.placement import resolve_layout, run_gpus_per_node
-    from extradeep.io.read import read_placement
+    from extradeep.io.placement import empty_placement, resolve_layout, run_gpus_per_node
+    from extradeep.io.read import NSYS, profile_format, read_placement
     from extradeep.system import load_system
 
     described = None if system is None else load_system(system)
     files = trace.files
-    gpus, source = run_gpus_per_node(files, {p: read_placement(p) for p in files["path"].unique()})
+    # a few queries per nsys export; a Kineto trace would be parsed a second time, so its layout
+    # waits for the per-file pass to keep its placement (its ranks count as unknown here)
+    places = {p: read_placement(p) if profile_format(p) == NSYS else empty_placement() for p in files["path"].unique()}
+    gpus, source = run_gpus_per_node(files, places)
     layout = {"source": source, "gpus_per_node": gpus}
     resolved = resolve_layout(layout, None if described is None else described.to_dict())
     gpus = resolved["gpus_per_node"]
