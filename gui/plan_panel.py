@@ -60,8 +60,8 @@ class PlanPanel(PlotTab):
             row.addWidget(QLabel(label))
             row.addWidget(box)
         # beyond one node the plan proposes whole nodes, as clusters allocate them, unless this is ticked
-        self.partial_nodes = QCheckBox("partial nodes")
-        row.addWidget(self.partial_nodes)
+        # (its own row: the controls row sets the tab's minimum width)
+        self.partial_nodes = QCheckBox("partial nodes (also half nodes beyond one node)")
         self._layout_of = None  # the experiment whose layout set GPUs/node
         self.propose_button = QPushButton("Propose")
         self.propose_button.clicked.connect(self.propose)
@@ -70,6 +70,10 @@ class PlanPanel(PlotTab):
         row.addWidget(self.propose_button)
         row.addWidget(self.save_button)
         self.controls_box.addLayout(row)
+        options = QHBoxLayout()
+        options.addWidget(self.partial_nodes)
+        options.addStretch(1)
+        self.controls_box.addLayout(options)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
