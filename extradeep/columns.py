@@ -41,3 +41,14 @@ TOTAL = "total"  # region/category name of Eq. 6: computation + communication + 
 # special regions
 STEP_REGION = "step"  # the NVTX step wall time
 BUSY_REGION = "gpu busy"  # the union of all GPU work inside a step (idle = step - busy)
+
+# parallel layouts (extradeep.layouts, issue 23): one row per layout of a GPT-like training
+GPUS, TP, PP, DP = "gpus", "tp", "pp", "dp"  # GPUs in all; tensor-, pipeline-, data-parallel degrees
+GLOBAL_BATCH, MICRO_BATCH, MICRO_BATCHES = "global_batch", "micro_batch", "micro_batches"  # samples; samples; count
+# ZeRO/FSDP stage 0-3; recomputation none|selective|full; schedule 1f1b|interleaved|gpipe; chunks per GPU
+ZERO, RECOMPUTE, SCHEDULE, CHUNKS = "zero", "recompute", "schedule", "chunks"
+LAYERS, HIDDEN, HEADS, SEQ_LEN, VOCAB = "layers", "hidden", "heads", "seq_len", "vocab"  # the model's shape
+STEP_TIME = "step_time"  # seconds per training step (measured in a table, or predicted)
+PART = "part"  # per-part observations: layout + shape columns, PART, METRIC (time|bytes), VALUE
+LAYOUT_PARTS = ("step", "compute", "host_overhead", "tp_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer", "memory")
+WORKLOAD = "workload"  # which model a layout row trains (a label: "GPT 39.1B"); groups for held-out checks
