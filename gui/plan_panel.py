@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtWidgets import (
+    QCheckBox,
     QDoubleSpinBox,
     QFileDialog,
     QHBoxLayout,
@@ -58,6 +59,10 @@ class PlanPanel(PlotTab):
         ):
             row.addWidget(QLabel(label))
             row.addWidget(box)
+        # beyond one node the plan proposes whole nodes, as clusters allocate them, unless this is ticked
+        # (its own row: the controls row sets the tab's minimum width)
+        self.partial_nodes = QCheckBox("partial nodes (also half nodes beyond one node)")
+        self._layout_of = None  # the experiment whose layout set GPUs/node
         self.propose_button = QPushButton("Propose")
         self.propose_button.clicked.connect(self.propose)
         self.save_button = QPushButton("Save plan...", enabled=False)
@@ -65,6 +70,10 @@ class PlanPanel(PlotTab):
         row.addWidget(self.propose_button)
         row.addWidget(self.save_button)
         self.controls_box.addLayout(row)
+        options = QHBoxLayout()
+        options.addWidget(self.partial_nodes)
+        options.addStretch(1)
+        self.controls_box.addLayout(options)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
@@ -78,7 +87,9 @@ class PlanPanel(PlotTab):
     def refresh(self, view: View) -> None:
         if view.ws is None or view.ws.experiment is None:
             self.show_message("The plan needs profiles or a saved experiment (not an Extra-P text file).")
-        elif self.plan is None:
+            return
+        self._node_size_from(view.ws.experiment)
+        if self.plan is None:
             self.show_message(
                 "Press Propose: the next runs that shrink the 95% interval at the target the most per GPU-hour."
             )
@@ -91,7 +102,11 @@ class PlanPanel(PlotTab):
             self.show_message("The plan needs profiles or a saved experiment (not an Extra-P text file).")
             return
         advisor = MeasurementAdvisor(
-            self.target.value(), self.max_ranks.value(), self.per_node.value(), self.budget.value() or None
+            self.target.value(),
+            self.max_ranks.value(),
+            self.per_node.value(),
+            self.budget.value() or None,
+            partial_nodes=self.partial_nodes.isChecked(),
         )
         app = self.window.app_models  # the plan improves the primary time model the other tabs show
         primary = app.primary if app is not None else None
@@ -130,6 +145,22 @@ class PlanPanel(PlotTab):
         ax.set_title("proposed runs (red) and the model they would improve", fontsize=9)
         ax.legend(fontsize=8)
         self.show_plot()
+
+    def _node_size_from(self, experiment) -> None:
+        """GPUs/node starts at the experiment's layout (its profiles' node signals, else its system
+        file), once per experiment; the user may change it."""
+        from extradeep.io.placement import resolve_layout, source_name
+
+        if self._layout_of is experiment:
+            return
+        self._layout_of = experiment
+        layout = resolve_layout(experiment.settings.get("layout"), experiment.settings.get("system"))
+        if layout["gpus_per_node"]:
+            self.per_node.setValue(int(layout["gpus_per_node"]))
+            where = (
+                "the system file" if layout["source"] == "system" else f"the profiles' {source_name(layout['source'])}"
+            )
+            self.per_node.setToolTip(f"from {where}")
 
     def ask_save(self) -> None:
         from extradeep.capture.plan_file import write_plan

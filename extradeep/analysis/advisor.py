@@ -14,6 +14,9 @@ A profiled run costs ``run_seconds`` (start-up, the short sample, the export) on
 the user's :class:`~extradeep.analysis.cost.CostSettings` turn that into their unit. Node
 boundaries: when targets lie beyond one node, at least two configurations on each side of the
 node boundary are asked for, since communication changes regime there (NVLink -> network).
+Beyond one node the candidates are whole nodes, as clusters allocate them, unless
+``partial_nodes``. The node size comes from ``gpus_per_node``, else the experiment's layout (its
+profiles' most trusted node signal, else its system file), else the cost settings.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from extradeep.analysis.cost import CostSettings, cost_of
 from extradeep.analysis.epoch import EPOCH_TIME
 from extradeep.analysis.hypothetical import PointData, interval_width, updated_model
 from extradeep.errors import InputError
+from extradeep.io.placement import resolve_layout, source_name
 
 DEFAULT_RUN_SECONDS = 300.0  # nsys start-up + 2 sampled epochs + export, per run
 MAX_CANDIDATES = 48
@@ -78,6 +82,7 @@ class MeasurementAdvisor:
         candidates=None,
         options: dict | None = None,
         min_shrink: float = MIN_SHRINK_PCT,
+        partial_nodes: bool = False,
     ):
         self.target = target
         self.max_ranks = max_ranks
@@ -93,6 +98,7 @@ class MeasurementAdvisor:
         self.candidates = candidates
         self.options = options
         self.min_shrink = min_shrink
+        self.partial_nodes = partial_nodes
 
     # -- fit ----------------------------------------------------------------------------------
     def fit(self, data=None, primary=None) -> MeasurementAdvisor:
@@ -111,7 +117,17 @@ class MeasurementAdvisor:
         per_node = self.gpus_per_node_ / self.cost_.gpus_per_rank if self.gpus_per_node_ else None
         # one rank per node: every run with 2+ ranks uses the network, so there is no boundary to cross
         self.ranks_per_node_ = int(per_node) if per_node and per_node >= 2 else None
-        self.candidates_ = candidate_ranks(self.max_ranks, self.ranks_per_node_, self.candidates)
+        self.candidates_ = candidate_ranks(
+            self.max_ranks, self.ranks_per_node_, self.candidates, whole_nodes=not self.partial_nodes
+        )
+        if self.ranks_per_node_ and self.candidates is None and self.max_ranks > self.ranks_per_node_:
+            self.notes_.append(
+                f"beyond one node the plan proposes whole nodes ({self.ranks_per_node_} ranks each), as clusters "
+                "allocate them"
+                if not self.partial_nodes
+                else f"--partial-nodes: beyond one node the plan also proposes half nodes ({self.ranks_per_node_} "
+                "ranks per node)"
+            )
         self.measurements_ = None if data is None else _clean(data)
         self.model_ = self._fit_model() if self.measurements_ is not None else None
         self.current_ = self._current()
@@ -167,8 +183,8 @@ class MeasurementAdvisor:
         # exact, so the relative interval of the step time is that of the epoch time.
         self.quantity_ = quantity_label(self.quantity, "step")
         frame = values.rename(columns={ranks: "ranks"})[["ranks", "rep", "value"]]
-        # the cluster layout read from the exports or given with --system (settings["system"])
-        return frame, experiment.settings.get("system") or experiment.settings.get("layout")
+        # the cluster layout: the profiles' node signals, else the system file (--system)
+        return frame, resolve_layout(experiment.settings.get("layout"), experiment.settings.get("system"))
 
     def _primary_of(self, experiment, primary=None) -> None:
         """The primary time model and its measured medians: the prediction the plan improves."""
@@ -202,8 +218,11 @@ class MeasurementAdvisor:
             return int(self.gpus_per_node)
         if isinstance(layout, dict) and layout.get("gpus_per_node"):
             gpus = int(layout["gpus_per_node"])
-            self.notes_.append(f"node size {gpus} GPU{'s' if gpus != 1 else ''} from the experiment's system layout")
-            return int(layout["gpus_per_node"])
+            where = "system file" if layout["source"] == "system" else f"profiles' {source_name(layout['source'])}"
+            self.notes_.append(f"node size {gpus} GPU{'s' if gpus != 1 else ''} from the experiment's {where}")
+            if layout.get("warning"):
+                self.notes_.append(layout["warning"])
+            return gpus
         if self.cost_.gpus_per_node:
             return int(self.cost_.gpus_per_node)
         self.notes_.append("node size unknown (give --gpus-per-node): node boundaries are not considered")
@@ -211,14 +230,21 @@ class MeasurementAdvisor:
 
     def modeled(self) -> pd.DataFrame:
         """The measurements the time model uses: beyond a crossed node boundary only, once there are
-        `min_points` configurations there (the targets live in that communication regime)."""
+        :meth:`beyond_points` configurations there (the targets live in that communication regime)."""
         data = self.measurements_[self.measurements_["ranks"] > 1]
         rpn = self.ranks_per_node_
         if self._crosses_boundary():
             beyond = data[data["ranks"] > rpn]
-            if beyond["ranks"].nunique() >= self.min_points:
+            if beyond["ranks"].nunique() >= self.beyond_points():
                 return beyond
         return data
+
+    def beyond_points(self) -> int:
+        """Configurations beyond the node boundary a model there needs: `min_points`, or every
+        candidate the allocation offers there when that is fewer (whole nodes: 8, 12, 16 ranks on
+        4-GPU nodes within 16), but at least 3."""
+        offered = sum(c > self.ranks_per_node_ for c in self.candidates_) if self.ranks_per_node_ else 0
+        return max(3, min(self.min_points, offered))
 
     def _fit_model(self):
         from extradeep.modeling.modeler import PMNFModeler
@@ -229,13 +255,16 @@ class MeasurementAdvisor:
                 f"the model uses the {data['ranks'].nunique()} configurations beyond the node "
                 f"boundary ({self.ranks_per_node_} ranks), where the targets are"
             )
-        if data["ranks"].nunique() < self.min_points:
+        beyond = self._crosses_boundary() and data["ranks"].min() > self.ranks_per_node_
+        need = self.beyond_points() if beyond else self.min_points
+        if data["ranks"].nunique() < need:
             self.notes_.append(
                 f"{data['ranks'].nunique()} configurations measured, a model needs "
-                f"{self.min_points}: the plan completes the initial set first"
+                f"{need}: the plan completes the initial set first"
             )
             return None
-        modeler = PMNFModeler(**{"min_points": self.min_points, **(self.options or {})}, param_names=["ranks"])
+        options = {**(self.options or {}), "min_points": min(need, (self.options or {}).get("min_points", need))}
+        modeler = PMNFModeler(**options, param_names=["ranks"])
         try:
             return modeler.fit(
                 data[["ranks"]].to_numpy(float), data["value"].to_numpy(float), reps=data["rep"].to_numpy()
@@ -520,8 +549,11 @@ def _clean(data: pd.DataFrame) -> pd.DataFrame:
     return frame.astype({"ranks": int, "rep": int, "value": float})[["ranks", "rep", "value"]]
 
 
-def candidate_ranks(max_ranks: int, ranks_per_node: int | None = None, given=None) -> list[int]:
-    """Rank counts worth profiling: even counts within a node, multiples of half a node beyond."""
+def candidate_ranks(
+    max_ranks: int, ranks_per_node: int | None = None, given=None, whole_nodes: bool = False
+) -> list[int]:
+    """Rank counts worth profiling: even counts within a node; beyond it whole nodes
+    (``whole_nodes``, as clusters allocate them), else multiples of half a node."""
     if given is not None:
         values = sorted({int(v) for v in given if 2 <= int(v) <= max_ranks})
         if not values:
@@ -529,7 +561,7 @@ def candidate_ranks(max_ranks: int, ranks_per_node: int | None = None, given=Non
         return values
     rpn = ranks_per_node or max_ranks
     within = set(range(2, min(rpn, max_ranks) + 1, 2)) | ({rpn} if rpn <= max_ranks else set())
-    step = max(2, rpn // 2)
+    step = rpn if whole_nodes else max(2, rpn // 2)
     beyond = set(range(rpn + step, int(max_ranks) + 1, step)) if rpn < max_ranks else set()
     values = sorted(within | beyond)
     if len(values) > MAX_CANDIDATES:  # keep a geometric ladder, always with the largest allocation

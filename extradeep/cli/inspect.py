@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from extradeep.cli.analyses import add_trace_analysis_arguments
 from extradeep.cli.common import add_step_mark_arguments, step_mark_settings
@@ -15,8 +16,11 @@ For each export: the nsys version, tables with row counts, GPUs, NVTX domains, t
 NVTX range names, which step convention matched (and how many epochs and steps it found), and
 event counts by category and, for kernels, by device. For a PyTorch profiler (Kineto) trace: the
 rank and world size, GPUs, events per trace category, step marks and the most frequent
-record_function annotations. Use it to check profiles before modeling
-and to write --train-step-pattern when your step marks are not recognised.
+record_function annotations. For every profile, its node signals (host name, the node's GPU UUIDs,
+the rank's device, the launcher's ranks per node, the export host), and for files named like a
+study (app.p4.r1.mpi0.sqlite), the cluster layout they give: which signal gave it and where
+signals disagree. Use it to check profiles before modeling and to write --train-step-pattern when
+your step marks are not recognised.
 
 A file that cannot be read gets one line on stderr; the others are still shown. The exit status
 is non-zero only when no file could be read."""
@@ -72,9 +76,15 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             text = format_trace(info) if info.get("format") == KINETO else format_text(info)
             print(text + "\n")
+    layout = study_layout(infos)
     if args.json:
-        json.dump({"files": infos, "problems": problems}, sys.stdout, indent=2)
+        json.dump({"files": infos, "problems": problems, "layout": layout}, sys.stdout, indent=2)
         print()
+    elif layout is not None:
+        from extradeep.io.placement import layout_text
+
+        print(f"cluster layout of the {len(infos)} profiles:")
+        print("\n".join(f"  {line}" for line in layout_text(layout)) + "\n")
     if problems and infos:
         print(f"extradeep: {len(problems)} of {len(paths)} file(s) could not be read", file=sys.stderr)
     if infos and (args.analysis or args.diff):
@@ -94,11 +104,32 @@ def _analyses(args, settings) -> None:
             print(f"extradeep: error: {exc}", file=sys.stderr)
 
 
+def study_layout(infos: list[dict]) -> dict | None:
+    """The cluster layout of the inspected profiles whose names give their point, repetition and
+    rank (extradeep.io.placement.cluster_layout); None when no name does."""
+    import pandas as pd
+
+    from extradeep.errors import InputError
+    from extradeep.io.discover import param_columns, parse_name
+    from extradeep.io.placement import cluster_layout
+
+    names, places = [], []
+    for info in infos:
+        try:
+            names.append({"path": info["path"], **parse_name(Path(info["path"]).name)})
+        except InputError:
+            continue
+        places.append(info.get("placement") or {})
+    if not names:
+        return None
+    runs = pd.DataFrame(names)
+    params = [p for p in param_columns(runs) if runs[p].nunique() > 1 or p == "ranks"]
+    return cluster_layout(pd.concat([runs, pd.DataFrame(places, index=runs.index)], axis=1), params)
+
+
 def _expand(given: str) -> list[str]:
     """A directory stands for the profiles below it (as `model` finds them); anything else is
     passed on as is."""
-    from pathlib import Path
-
     from extradeep.io.discover import find_exports
 
     return [str(p) for p in find_exports(given)[0]] if Path(given).is_dir() else [given]

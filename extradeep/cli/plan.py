@@ -14,8 +14,10 @@ Without PROFILES: propose an initial set of configurations and repetitions for p
 --target ranks, within --max-ranks (the largest allocation) and --budget GPU-hours. With PROFILES
 (exports or a saved experiment): propose the next -k runs that shrink the 95% interval of the time
 model at the targets the most per unit of cost, and by how much. When the targets lie beyond one
-node (--gpus-per-node), at least two configurations on each side of the node boundary are asked
-for. A run costs --run-seconds on all its GPUs; --price-per-* or --cost-formula set the unit.
+node (--gpus-per-node, else the experiment's layout), at least two configurations on each side of
+the node boundary are asked for, and beyond one node only whole nodes, as clusters allocate them
+(--partial-nodes also allows half nodes). A run costs --run-seconds on all its GPUs; --price-per-*
+or --cost-formula set the unit.
 --output writes a plan file for `extradeep profile-cmd --plan`.
 
 examples:
@@ -45,6 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=2,
         help="repetitions per configuration of the initial set and the node rule (default 2; "
         "later new configurations get one)",
+    )
+    plan.add_argument(
+        "--partial-nodes",
+        action="store_true",
+        help="beyond one node, also propose half nodes (default: whole nodes, as clusters allocate them)",
     )
     plan.add_argument("-k", type=int, default=3, help="how many next runs to propose for an experiment (default 3)")
     plan.add_argument("--app", help="application name for the plan file (default: the experiment's, else app)")
@@ -80,6 +87,7 @@ def run(args) -> int:
         reps=args.reps,
         min_points=options.get("min_points", DEFAULTS["min_points"]),
         options=options,
+        partial_nodes=args.partial_nodes,
     )
     plan = advisor.fit(experiment).propose(args.k)
     print(plan_text(plan, advisor.current_))
@@ -110,5 +118,6 @@ def plan_for_report(args, experiment, cost, analysis=None):
         level=args.level,
         min_points=int(options.get("min_points", 5)),
         options=options or None,
+        partial_nodes=getattr(args, "partial_nodes", False),
     )
     return advisor.fit(experiment, None if analysis is None else analysis.primary).propose(3)

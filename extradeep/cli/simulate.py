@@ -174,6 +174,16 @@ def add_arguments(parser) -> None:
         help="all-reduce algorithm with --system (default: ring)",
     )
     parser.add_argument(
+        "--signals",
+        choices=("all", "hostname", "uuids", "export-host", "containers", "elsewhere"),
+        default="all",
+        help="node signals the exports of --system carry, as real exports of different versions and set-ups: "
+        "all (host name, GPU UUIDs, EXPORT_HOST), hostname (TARGET_INFO_SYSTEM_ENV only), uuids (the node's "
+        "GPU UUIDs and EXPORT_HOST, no TARGET_INFO_SYSTEM_ENV), export-host (EXPORT_HOST only), containers "
+        "(a container per rank on shared nodes), elsewhere (GPU UUIDs, reports exported on a login node); "
+        "default: all",
+    )
+    parser.add_argument(
         "--truth-ranks",
         default="",
         metavar="R1,R2,...",
@@ -262,6 +272,7 @@ def run(args) -> int:
         truth_replicates=args.truth_replicates,
         topology=args.system,
         algorithm=args.algorithm,
+        signals=args.signals,
         truth_ranks=_numbers(args.truth_ranks),
         progress=not args.quiet,
     )

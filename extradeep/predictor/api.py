@@ -153,8 +153,8 @@ def predict(
     `pmnf.PARAM=V` changes; `point`: the run's parameter values (parsed from file names when absent).
     `settings`: the reader's step conventions (ReaderSettings, dict or None), e.g. a
     `train_step_pattern` that makes an annotation's instances the steps to analyse. `system`: a
-    preset name, TOML file or System whose layout and links cost `ranks=P` (default: the layout
-    read from the exports, links unknown).
+    preset name, TOML file or System whose links (and layout, where the profiles carry no node
+    signal) cost `ranks=P` (default: the profiles' layout, links unknown).
     """
     what_if = [what_if] if isinstance(what_if, (str, WhatIf)) else list(what_if)
     scenarios = [w if isinstance(w, WhatIf) else parse_what_if(w) for w in what_if]
@@ -208,17 +208,26 @@ def predict(
 
 def comm_context(colls: pd.DataFrame, trace: RunTrace, system=None) -> CommContext:
     """What `ranks=P` re-costs collectives with: the sized alpha fits, the traced ranks and the
-    cluster layout (the system's, else read from the exports; none with one GPU per node)."""
-    from extradeep.io.nsys.layout import run_gpus_per_node
+    cluster layout (the profiles' node signals, else the system's; none with one GPU per node)."""
+    from extradeep.io.placement import empty_placement, resolve_layout, run_gpus_per_node
+    from extradeep.io.read import NSYS, profile_format, read_placement
     from extradeep.system import load_system
 
     described = None if system is None else load_system(system)
-    gpus = described.gpus_per_node if described is not None else run_gpus_per_node(trace.files)
+    files = trace.files
+    # a few queries per nsys export; a Kineto trace would be parsed a second time, so its layout
+    # waits for the per-file pass to keep its placement (its ranks count as unknown here)
+    places = {p: read_placement(p) if profile_format(p) == NSYS else empty_placement() for p in files["path"].unique()}
+    gpus, source = run_gpus_per_node(files, places)
+    layout = {"source": source, "gpus_per_node": gpus}
+    resolved = resolve_layout(layout, None if described is None else described.to_dict())
+    gpus = resolved["gpus_per_node"]
     return CommContext(
         alpha={k: v.alpha for k, v in fit_alpha_beta(colls).items() if v.sized},
-        ranks=int(trace.files["rank"].nunique()),
+        ranks=int(files["rank"].nunique()),
         gpus_per_node=gpus if gpus and gpus >= 2 else None,
         system=described,
+        layout_source=resolved["source"],
     )
 
 
@@ -231,10 +240,12 @@ def layout_notes(scenarios: list[WhatIf], comm: CommContext) -> list[str]:
     g = comm.gpus_per_node
     if g is None:
         return [
-            "ranks=P: no cluster layout with more than one GPU per node is known (exports without shared "
-            "host names, no --system), so collectives are re-costed without node boundaries"
+            "ranks=P: no cluster layout with more than one GPU per node is known (no node signal in the "
+            "profiles, no --system), so collectives are re-costed without node boundaries"
         ]
-    source = "the system file" if comm.system is not None else "the exports"
+    from extradeep.io.placement import source_name
+
+    source = "the system file" if comm.layout_source == "system" else f"the profiles' {source_name(comm.layout_source)}"
     nodes = ", ".join(f"ranks={p}: {-(-p // g)}" for p in targets)
     notes = [
         f"ranks=P on nodes of {g} GPUs (layout from {source}); the traced run spans {-(-comm.ranks // g)} "

@@ -15,6 +15,7 @@ from extradeep.analysis.core import Analysis, extrapolation_notes, prediction_ta
 from extradeep.analysis.cost import CostSettings, amount_text, cost_of
 from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP, quantity_label
 from extradeep.analysis.points import format_point, format_seconds
+from extradeep.io.placement import layout_source_text
 from extradeep.report import plots
 from extradeep.report.plan import plan_section
 from extradeep.report.summary import nodes_text, samples_text
@@ -169,7 +170,7 @@ def epoch_section(inputs: ReportInputs) -> str:
         f"{inputs.level:.0%} prediction interval; dotted line: largest modeled configuration"
         + (
             f"; dash-dotted lines: node boundaries ({a.gpus_per_node} GPUs per node, "
-            f"from the {'system file' if a.layout.get('source') == 'system' else 'exports'})"
+            f"from the {layout_source_text(a.layout.get('source'))})"
             if a.gpus_per_node
             else ""
         )

@@ -71,11 +71,14 @@ def write_kineto_rank(path: Path, cols: RunColumns, rank: int, world_size: int) 
     events += _annotations(cols, rank, pid)
     events += _autograd_ops(cols, rank, pid)
     events += _memory_events(cols, rank, pid)
+    placement = cols.placement
+    listed = 1 if placement is None else len(placement.uuids(rank))
     doc = {
         "schemaVersion": 1,
+        # the GPUs the process sees: its node's (or only its own, where the exports list only that)
         "deviceProperties": [
             {
-                "id": 0,
+                "id": k,
                 "name": GPU_NAME,
                 "totalGlobalMem": 42505273344,
                 "computeMajor": 8,
@@ -83,6 +86,7 @@ def write_kineto_rank(path: Path, cols: RunColumns, rank: int, world_size: int) 
                 "numSms": 108,
                 "warpSize": 32,
             }
+            for k in range(listed)
         ],
         "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world_size},
         "traceEvents": events,
@@ -98,12 +102,13 @@ def _gpu_events(cols: RunColumns, kind: str, rank: int, world_size: int) -> list
     if not items:
         return []
     ops = cols.ops
+    device = 0 if cols.placement is None else cols.placement.device(rank)
     idx, stream = cols(kind, 0, rank), cols(kind, 1, rank)
     start, end, corr = cols(kind, 2, rank), cols(kind, 3, rank), cols(kind, 4, rank)
     out = []
     for i, sid, s, e, c in zip(idx, stream, start, end, corr):
         op = ops[int(i)]
-        args = {"device": 0, "stream": int(sid), "correlation": int(c)}
+        args = {"device": device, "stream": int(sid), "correlation": int(c)}
         if kind == "kernel":
             name, cat = op.demangled, "kernel"
             if op.category == "communication":
@@ -120,7 +125,7 @@ def _gpu_events(cols: RunColumns, kind: str, rank: int, world_size: int) -> list
                 "ph": "X",
                 "cat": cat,
                 "name": name,
-                "pid": 0,
+                "pid": device,
                 "tid": int(sid),
                 "ts": _us(s),
                 "dur": _us(e - s),
@@ -128,7 +133,16 @@ def _gpu_events(cols: RunColumns, kind: str, rank: int, world_size: int) -> list
             }
         )
         out.append(
-            {"ph": "f", "id": int(c), "pid": 0, "tid": int(sid), "ts": _us(s), "cat": "ac2g", "name": "ac2g", "bp": "e"}
+            {
+                "ph": "f",
+                "id": int(c),
+                "pid": device,
+                "tid": int(sid),
+                "ts": _us(s),
+                "cat": "ac2g",
+                "name": "ac2g",
+                "bp": "e",
+            }
         )
     return out
 
@@ -199,6 +213,7 @@ def _syncs(cols: RunColumns, rank: int, pid: int) -> list[dict]:
         ):
             recorded[int(event)] = (int(corr), int(sid))
     out = []
+    device = 0 if cols.placement is None else cols.placement.device(rank)
     for kind, sid, s, e, c, event in zip(*(cols("sync", k, rank) for k in range(6))):
         kind, event = int(kind), int(event)
         stream = int(sid) if kind in (2, 3) else -1
@@ -207,7 +222,7 @@ def _syncs(cols: RunColumns, rank: int, pid: int) -> list[dict]:
             "cuda_sync_kind": SYNC_KINDS.get(kind, "Unknown"),
             "stream": stream,
             "correlation": int(c),
-            "device": 0,
+            "device": device,
             "context": 1,
         }
         if kind in (1, 2):
@@ -221,7 +236,7 @@ def _syncs(cols: RunColumns, rank: int, pid: int) -> list[dict]:
                 "ph": "X",
                 "cat": "cuda_sync",
                 "name": args["cuda_sync_kind"],
-                "pid": 0,
+                "pid": device,
                 "tid": stream,
                 "ts": _us(s),
                 "dur": _us(e - s),
@@ -229,7 +244,16 @@ def _syncs(cols: RunColumns, rank: int, pid: int) -> list[dict]:
             }
         )
         out.append(
-            {"ph": "f", "id": int(c), "pid": 0, "tid": stream, "ts": _us(s), "cat": "ac2g", "name": "ac2g", "bp": "e"}
+            {
+                "ph": "f",
+                "id": int(c),
+                "pid": device,
+                "tid": stream,
+                "ts": _us(s),
+                "cat": "ac2g",
+                "name": "ac2g",
+                "bp": "e",
+            }
         )
     return out
 

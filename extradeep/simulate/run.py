@@ -28,7 +28,7 @@ from extradeep.simulate.gradients import GradientPlan, gradient_plan, gradient_s
 from extradeep.simulate.kineto_writer import kineto_name, write_kineto_rank
 from extradeep.simulate.program import MARKS, LoopConfig, TrainingProgram
 from extradeep.simulate.schema import LAYOUTS, load_layout
-from extradeep.simulate.writer import Placement, RunColumns, write_rank
+from extradeep.simulate.writer import SIGNALS, Placement, RunColumns, write_rank
 from extradeep.system import ALGORITHMS, collective_kind, collective_time, load_system
 
 T0_NS = 1e9
@@ -81,6 +81,7 @@ def simulate(
     clock_offset_ns: float = 0.0,
     topology=None,
     algorithm: str = "ring",
+    signals: str = "all",
     truth_ranks=(),
     formats=("nsys",),
     progress: bool = False,
@@ -93,7 +94,10 @@ def simulate(
     :func:`extradeep.system.collective_time` with ``algorithm``. ``truth_ranks``: further rank counts
     (other parameters at their first value) whose truth is computed without writing files, to check
     predictions against. ``formats``: "nsys" (SQLite exports) and/or "kineto" (the same records as
-    PyTorch profiler traces). DDP only: ``gradients=N`` runs the backward as N layers whose
+    PyTorch profiler traces). ``signals``: which node signals the nsys exports of a topology carry
+    (:data:`extradeep.simulate.writer.SIGNALS`: "all", "hostname", "uuids", "export-host",
+    "containers"); Kineto traces carry distributedInfo and deviceProperties (the GPUs the rank sees).
+    DDP only: ``gradients=N`` runs the backward as N layers whose
     gradients are all-reduced in buckets, ``bucket_layout`` (gradients per bucket, ready order) or
     ``bucket_cap_mb`` (DDP's rule, default 25) says how, ``gradient_profile`` ("resnet" or
     "uniform") how large they are (:mod:`extradeep.simulate.gradients`);
@@ -144,9 +148,16 @@ def simulate(
     truth["topology"] = (
         None
         if system is None
-        else {"gpus_per_node": system.gpus_per_node, "algorithm": algorithm, "system": system.to_dict()}
+        else {
+            "gpus_per_node": system.gpus_per_node,
+            "algorithm": algorithm,
+            "system": system.to_dict(),
+            "signals": signals,
+        }
     )
-    placement = None if system is None else Placement(system.gpus_per_node)
+    if signals not in SIGNALS:
+        raise InputError(None, f"signals must be one of {', '.join(SIGNALS)}, not {signals!r}")
+    placement = None if system is None else Placement(system.gpus_per_node, signals)
     rows, points = [], []
     grid = list(itertools.product(*params.values()))
 
