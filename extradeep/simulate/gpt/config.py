@@ -145,7 +145,7 @@ class ParallelLayout:
         return sorted(self.rank_of(t, d, p) for t in range(self.tp) for p in range(self.pp))
 
     def label(self) -> str:
-        """File-name tokens of the layout: tp2.pp2.dp2.mbs1.nmb8.zero1.rc0[.vpp2]."""
+        """File-name tokens of the layout: tp2.pp2.dp2.mbs1.nmb8.zero1.rc0.vpp1 (vpp1: 1F1B)."""
         parts = [
             f"tp{self.tp}",
             f"pp{self.pp}",
@@ -154,9 +154,8 @@ class ParallelLayout:
             f"nmb{self.micro_batches}",
             f"zero{self.zero}",
             f"rc{RECOMPUTE.index(self.recompute)}",
+            f"vpp{self.virtual_stages}",
         ]
-        if self.schedule == "interleaved":
-            parts.append(f"vpp{self.virtual_stages}")
         return ".".join(parts)
 
     def to_dict(self) -> dict:

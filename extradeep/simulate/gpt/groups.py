@@ -49,14 +49,28 @@ PLANS = {
 def process_groups(layout: ParallelLayout, rank: int) -> list[dict]:
     """The groups `rank` belongs to, as Kineto's pg_config lists them: pg_name (creation counter),
     pg_desc, backend_config, pg_size, ranks. The world group comes first ("0", default_pg)."""
-    out = [_config("0", "default_pg", "nccl", tuple(range(layout.world)))]
+    return [cfg for cfg, _ in _created(layout, rank)]
+
+
+def role_groups(layout: ParallelLayout, rank: int) -> dict[str, dict]:
+    """The NCCL group each communication role of the simulator uses (tp, dp, pp, mp, embedding,
+    world), among `rank`'s groups."""
+    out: dict[str, dict] = {}
+    for cfg, kind in _created(layout, rank):
+        if cfg["backend_config"] == "cuda:nccl":
+            out.setdefault({"default": "world"}.get(kind, kind), cfg)
+    return out
+
+
+def _created(layout: ParallelLayout, rank: int) -> list[tuple[dict, str]]:
+    out = [(_config("0", "default_pg", "nccl", tuple(range(layout.world))), "default")]
     counter = 1
     for desc, kind, backend in PLANS[layout.framework]:
         if layout.framework == "fsdp" and kind == "tp" and layout.tp == 1:
             continue
         for members in all_groups(layout, kind):
             if rank in members:
-                out.append(_config(str(counter), desc, backend, members))
+                out.append((_config(str(counter), desc, backend, members), kind))
             counter += 1
     return out
 
@@ -71,16 +85,20 @@ def _config(name: str, desc: str, backend: str, members: tuple) -> dict:
     }
 
 
-def group_for(configs: list[dict], members) -> dict | None:
-    """The NCCL process group of `configs` with exactly these members (the first such group)."""
+def group_for(roles: dict[str, dict], role: str, members) -> dict:
+    """The process group a collective of `role` over `members` runs in: the role's group, or the
+    world group when it spans every rank (the gradient norm of sharded optimizers)."""
     want = sorted(members)
-    for cfg in configs:
-        if cfg["ranks"] == want and cfg["backend_config"] == "cuda:nccl":
-            return cfg
-    return None
+    cfg = roles.get(role)
+    if cfg is not None and cfg["ranks"] == want:
+        return cfg
+    world = roles.get("world")
+    if world is not None and world["ranks"] == want:
+        return world
+    raise ValueError(f"no {role} process group with ranks {want}")
 
 
-def comm_id(members) -> int:
-    """A 64-bit NCCL communicator id, the same on every member (NCCL hashes its unique id)."""
-    digest = hashlib.sha256(repr(tuple(sorted(members))).encode()).digest()
+def comm_id(cfg: dict) -> int:
+    """A 64-bit NCCL communicator id, the same on every member of the group (NCCL hashes a unique id)."""
+    digest = hashlib.sha256(f"{cfg['pg_name']}:{cfg['ranks']}".encode()).digest()
     return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)

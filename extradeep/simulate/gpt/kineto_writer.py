@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from extradeep.simulate.gpt import groups as grp
-from extradeep.simulate.gpt.config import GPU
+from extradeep.simulate.gpt.config import GPU, ParallelLayout
 from extradeep.simulate.gpt.issue import AUTOGRAD
 from extradeep.simulate.gpt.names import KERNELS, NCCL_CALLS, NCCL_KERNELS
 from extradeep.simulate.gpt.run import RankTimeline
@@ -38,14 +38,15 @@ def _us(ns: float) -> float:
 def write_kineto_rank(
     path: Path,
     tl: RankTimeline,
-    configs: list[dict],
-    world: int,
+    layout: ParallelLayout,
     placement: Placement,
     gpu: GPU,
     offset: float = 0.0,
     flows: bool = True,
 ) -> None:
-    """One rank's trace (gzip JSON); `configs` = its process groups, `offset` shifts its clock (ns)."""
+    """One rank's trace (gzip JSON); `offset` shifts its clock (ns)."""
+    configs = grp.process_groups(layout, tl.rank)
+    world = layout.world
     pid = PID_BASE + tl.rank
     tids = {0: pid, AUTOGRAD: pid + 3}
     device = placement.device(tl.rank)
@@ -66,6 +67,7 @@ def write_kineto_rank(
         )
 
     launches = {r["corr"]: r for r in tl.runtime}
+    roles = grp.role_groups(layout, tl.rank)
     for r in tl.runtime:
         x("cuda_runtime", r["name"], r["start"], r["end"], tids[r["thread"]], {"correlation": r["corr"]})
         if flows and r["name"] in ("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemsetAsync", "cudaMemcpyAsync"):
@@ -88,7 +90,7 @@ def write_kineto_rank(
                 (NCCL_KERNELS[r["key"]] + "(ncclDevKernelArgsStorage<4096ul>)") if r["comm"] else KERNELS[r["key"]][1]
             )
             if r["comm"]:
-                meta = _comm_args(r["comm"], configs)
+                meta = _comm_args(r["comm"], roles)
                 args.update(meta)
                 launch = launches[r["corr"]]
                 x(
@@ -193,9 +195,9 @@ def write_kineto_rank(
         fh.write(json.dumps(doc, separators=(",", ":")).encode())
 
 
-def _comm_args(comm: dict, configs: list[dict]) -> dict:
+def _comm_args(comm: dict, roles: dict) -> dict:
     """PyTorch's collective metadata of one NCCL kernel."""
-    group = grp.group_for(configs, comm["group"]) or {"pg_name": "undefined", "pg_desc": "undefined"}
+    group = grp.group_for(roles, comm["role"], comm["group"])
     kind = comm["collective"]
     nelems = int(comm["bytes"]) // 2 if kind != "allreduce_f32" else int(comm["bytes"]) // 4
     if kind == "sendrecv":

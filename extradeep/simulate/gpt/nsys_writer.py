@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from extradeep.simulate.gpt import groups as grp
-from extradeep.simulate.gpt.config import GPU
+from extradeep.simulate.gpt.config import GPU, ParallelLayout
 from extradeep.simulate.gpt.issue import AUTOGRAD
 from extradeep.simulate.gpt.names import KERNELS, NCCL_CALLS, NCCL_KERNELS
 from extradeep.simulate.gpt.run import RankTimeline
@@ -89,17 +89,16 @@ PID_BASE = 2000
 def write_nsys_rank(
     path: Path,
     tl: RankTimeline,
-    configs: list[dict],
+    layout: ParallelLayout,
     placement: Placement,
     gpu: GPU,
     offset: float = 0.0,
     nccl_nvtx: str = "payload",
 ) -> None:
-    """One rank's export; `configs` = its process groups (groups.process_groups), `offset` (ns)
-    shifts its clock (a separate nsys session per rank)."""
+    """One rank's export; `offset` (ns) shifts its clock (a separate nsys session per rank)."""
     base = load_layout("2026")
-    layout = replace(base, tables={**base.tables, MEMORY_TABLE: MEMORY_DDL})
-    conn, w = new_export(path, layout)
+    schema = replace(base, tables={**base.tables, MEMORY_TABLE: MEMORY_DDL})
+    conn, w = new_export(path, schema)
     strings = StringTable()
     pid = PID_BASE + tl.rank
     gpid = global_pid(pid)
@@ -124,7 +123,7 @@ def write_nsys_rank(
     _kernels(w, strings, tl, ts, gpid, device)
     _copies(w, tl, ts, gpid, device)
     _syncs(w, tl, ts, gpid, device)
-    _nvtx(w, tl, ts, tids, nccl_nvtx, device, configs)
+    _nvtx(w, tl, ts, tids, nccl_nvtx, device, layout)
     _memory(w, tl, ts, gpid, device)
     span = (min(r["start"] for r in rt), max(r["end"] for r in rt))
     threads = {pid: "python3", pid + 1: "pt_data_worker", pid + 2: "NCCL proxy", pid + 3: "pt_autograd_0"}
@@ -257,7 +256,7 @@ def _syncs(w, tl, ts, gpid, device) -> None:
     )
 
 
-def _nvtx(w, tl, ts, tids, mode, device, configs) -> None:
+def _nvtx(w, tl, ts, tids, mode, device, layout) -> None:
     """Step and framework ranges, then NCCL's: one per collective call around its launch."""
     rows = [
         ("NCCL", tl.steps[0]["start"] - 3e3, None, 75, NCCL_DOMAIN, tids[0], None, None),
@@ -268,9 +267,11 @@ def _nvtx(w, tl, ts, tids, mode, device, configs) -> None:
         rows.append((r["text"], r["start"], r["end"], 59, domain, tids[r["thread"]], None, None))
     if mode != "none":
         launches = {r["corr"]: r for r in tl.runtime}
+        roles = grp.role_groups(layout, tl.rank)
+        configs = grp.process_groups(layout, tl.rank)
         t_init = tl.steps[0]["start"] - 2e6
         for k, cfg in enumerate(c for c in configs if c["backend_config"] == "cuda:nccl" and c["pg_size"] > 1):
-            payload = _pack("init", grp.comm_id(cfg["ranks"]), cfg["pg_size"], cfg["ranks"].index(tl.rank), device)
+            payload = _pack("init", grp.comm_id(cfg), cfg["pg_size"], cfg["ranks"].index(tl.rank), device)
             rows.append(
                 (
                     "ncclCommInitRankConfig",
@@ -285,7 +286,7 @@ def _nvtx(w, tl, ts, tids, mode, device, configs) -> None:
             )
         for r in tl.gpu:
             if r["comm"]:
-                rows += _nccl_ranges(r, launches[r["corr"]], tids, mode)
+                rows += _nccl_ranges(r, launches[r["corr"]], tids, mode, roles)
     rows.sort(key=lambda x: x[1])
     schemas = (
         [
@@ -316,15 +317,17 @@ def _nvtx(w, tl, ts, tids, mode, device, configs) -> None:
     )
 
 
-def _nccl_ranges(r: dict, launch: dict, tids, mode) -> list[tuple]:
+def _nccl_ranges(r: dict, launch: dict, tids, mode, roles) -> list[tuple]:
     comm = r["comm"]
     tid = tids[launch["thread"]]
     s, e = launch["start"] - 1_500.0, launch["end"] + 500.0
-    cid = grp.comm_id(comm["group"])
+    cid = grp.comm_id(grp.group_for(roles, comm["role"], comm["group"]))
     if comm["collective"] != "sendrecv":
         kind = comm["collective"].removesuffix("_f32")
-        payload = _pack(kind, cid, comm["bytes"], 0) if mode == "payload" else None
-        legacy = comm["bytes"] if mode == "legacy" else None
+        # NCCL's message size: count x type size, per rank for all-gather (send) and reduce-scatter (receive)
+        nbytes = comm["bytes"] // len(comm["group"]) if kind in ("allgather", "reducescatter") else comm["bytes"]
+        payload = _pack(kind, cid, nbytes, 0) if mode == "payload" else None
+        legacy = nbytes if mode == "legacy" else None
         return [(NCCL_CALLS[comm["collective"]][0], s, e, 59, NCCL_DOMAIN, tid, payload, legacy)]
     out = [("ncclGroupStart", s, s + 300.0, 59, NCCL_DOMAIN, tid, None, None)]
     for k, (direction, peer, nbytes) in enumerate(comm["peers"]):

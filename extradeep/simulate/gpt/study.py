@@ -2,7 +2,7 @@
 
 Each layout (up to a few dozen GPUs; a run is simulated rank by rank) is profiled `repetitions`
 times; every rank writes an Nsight Systems export and/or a Kineto trace named
-`<app>.p<world>.tp<t>.pp<p>.dp<d>.mbs<b>.nmb<m>.zero<z>.rc<r>[.vpp<v>].r<rep>.mpi<rank>.<suffix>`.
+`<app>.p<world>.tp<t>.pp<p>.dp<d>.mbs<b>.nmb<m>.zero<z>.rc<r>.vpp<v>.r<rep>.mpi<rank>.<suffix>`.
 `truth.json` holds, per layout, the noise-free truth (:func:`.truth.layout_truth`); `truth_layouts`
 are layouts (any size: 64 to 512 GPUs take a second or two each) whose truth is computed without
 writing files, from one rank per pipeline stage.
@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
-from extradeep.simulate.gpt import groups as grp
 from extradeep.simulate.gpt import memory as mem
 from extradeep.simulate.gpt.config import FRAMEWORKS, GPTModel, ParallelLayout, load_gpu, parse_layout
 from extradeep.simulate.gpt.kineto_writer import write_kineto_rank
@@ -115,17 +114,14 @@ def simulate_gpt(
                 algorithm=algorithm,
             )
             for rank in range(layout.world):
-                configs = grp.process_groups(layout, rank)
                 for fmt in formats:
                     name = file_name(app, layout, rep, rank, fmt)
                     if fmt == "nsys":
                         write_nsys_rank(
-                            outdir / name, run.timeline(rank), configs, placement, gpu_spec, nccl_nvtx=nccl_nvtx
+                            outdir / name, run.timeline(rank), layout, placement, gpu_spec, nccl_nvtx=nccl_nvtx
                         )
                     else:
-                        write_kineto_rank(
-                            outdir / name, run.timeline(rank), configs, layout.world, placement, gpu_spec, flows=flows
-                        )
+                        write_kineto_rank(outdir / name, run.timeline(rank), layout, placement, gpu_spec, flows=flows)
                     entry["files"].append(name)
                     rows.append(
                         {

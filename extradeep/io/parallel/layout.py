@@ -1,0 +1,162 @@
+"""Layouts per profile and per run: what the profiles tell, filled in from file names or a manifest.
+
+`read_layout(path)` reads one profile (nsys export or Kineto trace, by content) and returns its
+layout fields with their sources. `run_layouts(runs)` combines the files of each run (one point
+and repetition of a runs table from `extradeep.io.discover`): fields the profiles agree on, then
+the layout columns of the runs table (file-name tokens such as `tp2.pp2.dp2.mbs1.nmb8.zero1.rc0`,
+or manifest columns of those names, after `--alias`), then what the world size implies. A profile
+value wins over a name; a disagreement is noted. The result has one row per run with a value and a
+`<field>_source` column per field.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+
+from extradeep.columns import (
+    DP,
+    FRAMEWORK,
+    LAYOUT_FIELDS,
+    MICRO_BATCH,
+    MICRO_BATCHES,
+    PP,
+    RECOMPUTE,
+    SCHEDULE,
+    TP,
+    VIRTUAL_STAGES,
+    WORLD,
+    ZERO,
+)
+from extradeep.errors import InputError
+from extradeep.io.parallel.facts import ProfileFacts
+from extradeep.io.parallel.infer import PASSES, Field, infer_layout
+from extradeep.io.read import KINETO, profile_format
+
+RECOMPUTE_CODES = ("none", "selective", "full")  # file-name token rc0 / rc1 / rc2
+TOKEN_ALIASES = {"rc": RECOMPUTE}  # short file-name tokens of layout fields (--alias adds others)
+RUN_FIELDS = (WORLD, *LAYOUT_FIELDS)
+SOURCE = "_source"
+
+
+def profile_facts(path, settings=None) -> ProfileFacts:
+    """The facts of one profile, read by the reader its first bytes call for."""
+    if profile_format(path) == KINETO:
+        from extradeep.io.parallel.facts_kineto import kineto_facts
+
+        return kineto_facts(path, settings)
+    from extradeep.io.parallel.facts_nsys import nsys_facts
+
+    return nsys_facts(path, settings)
+
+
+def read_layout(path, settings=None, model: dict | None = None) -> dict[str, Field]:
+    """Layout fields of one profile (InputError naming the file when it cannot be read)."""
+    facts = profile_facts(path, settings)
+    fields = infer_layout(facts, model)
+    fields["notes"] = Field(list(facts.notes), "reader notes")
+    return fields
+
+
+def run_layouts(
+    runs: pd.DataFrame, settings=None, model: dict | None = None, named_by: str = "file name", facts: dict | None = None
+) -> tuple[pd.DataFrame, list[str]]:
+    """One row per run of a runs table (columns path, app, <params>, rep, rank): its layout fields
+    and their sources; plus problem lines for files that could not be read. ``facts`` may hold
+    already-read ProfileFacts by path."""
+    from extradeep.io.discover import one_format_per_run, param_columns
+
+    runs, _ = one_format_per_run(runs)
+    params = [c for c in param_columns(runs) if c not in RUN_FIELDS and c not in TOKEN_ALIASES]
+    rows, problems = [], []
+    keys = ["app", *params, "rep"]
+    for key, group in runs.groupby(keys, dropna=False, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        per_file = []
+        for path in group["path"]:
+            try:
+                f = (facts or {}).get(path) or profile_facts(path, settings)
+            except InputError as exc:
+                problems.append(str(exc))
+                continue
+            per_file.append(infer_layout(f, model))
+        row = dict(zip(keys, key))
+        row.update(combine(per_file, group, named_by))
+        row["files"] = len(group)
+        rows.append(row)
+    return pd.DataFrame(rows), problems
+
+
+def combine(per_file: list[dict[str, Field]], group: pd.DataFrame, named_by: str) -> dict:
+    """Fields of one run: the profiles' majority, else the names, else what the world size implies."""
+    out: dict = {}
+    for name in RUN_FIELDS:
+        seen = [f[name] for f in per_file if name in f and f[name].value is not None]
+        value, source = None, "not recorded"
+        if seen:
+            counts = Counter(f.value for f in seen)
+            value, n = counts.most_common(1)[0]
+            source = next(f.source for f in seen if f.value == value)
+            if len(counts) > 1:
+                source += (
+                    f" (in {n} of {len(seen)} profiles; others say {', '.join(str(v) for v in counts if v != value)})"
+                )
+            elif len(seen) > 1:
+                source += f" (all {len(seen)} profiles)"
+        named = _named(group, name)
+        if named is not None:
+            if value is None:
+                value, source = named, f"{named_by} ({name} {named})"
+            elif named != value:
+                source += f"; the {named_by} says {named}"
+        out[name], out[name + SOURCE] = value, source
+    passes = Counter(f[PASSES].value for f in per_file if PASSES in f and f[PASSES].value is not None)
+    if out[MICRO_BATCHES] is None and passes and out[VIRTUAL_STAGES]:
+        n = passes.most_common(1)[0][0]
+        out[MICRO_BATCHES] = n // out[VIRTUAL_STAGES]
+        out[MICRO_BATCHES + SOURCE] = f"{n} backward passes per step / vpp {out[VIRTUAL_STAGES]}"
+    _from_world(out, len(group))
+    return out
+
+
+def _named(group: pd.DataFrame, name: str):
+    """The value a layout column of the runs table gives (one value for the run), or None."""
+    columns = [name] + [token for token, field in TOKEN_ALIASES.items() if field == name]
+    column = next((c for c in columns if c in group and not group[c].isna().all()), None)
+    if column is None:
+        return None
+    values = group[column].dropna().unique()
+    if len(values) != 1:
+        return None
+    value = values[0]
+    if name == RECOMPUTE:
+        if isinstance(value, str):
+            return value if value in RECOMPUTE_CODES else None
+        return RECOMPUTE_CODES[int(value)] if float(value).is_integer() and 0 <= value < 3 else None
+    if name in (SCHEDULE, FRAMEWORK):
+        return str(value)
+    return int(value) if float(value).is_integer() else value
+
+
+def _from_world(out: dict, files: int) -> None:
+    """World from the number of rank files when no profile records it; a missing degree from the
+    world and the other two; the schedule from vpp."""
+    if out[WORLD] is None and files:
+        out[WORLD], out[WORLD + SOURCE] = files, f"{files} rank files in the run"
+    world = out[WORLD]
+    degrees = {r: out[r] for r in (TP, PP, DP)}
+    missing = [r for r, v in degrees.items() if v is None]
+    if world and len(missing) == 1:
+        rest = 1
+        for v in degrees.values():
+            rest *= v if v is not None else 1
+        if world % rest == 0:
+            out[missing[0]] = world // rest
+            out[missing[0] + SOURCE] = f"world {world} / the other degrees ({rest})"
+    if out[VIRTUAL_STAGES] and out[VIRTUAL_STAGES] > 1 and out[SCHEDULE] is None:
+        out[SCHEDULE], out[SCHEDULE + SOURCE] = "interleaved", f"vpp {out[VIRTUAL_STAGES]}"
+    if all(degrees[r] is not None for r in (TP, PP, DP)) and world and degrees[TP] * degrees[PP] * degrees[DP] != world:
+        out[WORLD + SOURCE] += f"; tp x pp x dp = {degrees[TP] * degrees[PP] * degrees[DP]} differs"
+    for name in (ZERO, MICRO_BATCH):
+        out.setdefault(name, None)
