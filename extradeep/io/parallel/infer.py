@@ -93,7 +93,9 @@ def infer_layout(facts: ProfileFacts, model: dict | None = None) -> dict[str, Fi
     for role in (TP, PP, DP):
         comm, why = roles.get(role, (None, ""))
         if comm is not None:
-            out[role] = Field(comm.size, f"{why}: {comm.label()}" if comm.size else f"{why} (its size is not recorded)")
+            where = "" if comm.source in why else f"; {comm.source}"
+            size = f": {comm.label()}" if comm.size else " (its size is not recorded)"
+            out[role] = Field(comm.size, f"{why}{size}{where}")
         elif single:
             out[role] = Field(1, "no collectives: one GPU per process")
         elif role != DP and has_comm_view:
@@ -125,7 +127,7 @@ def _world(facts: ProfileFacts) -> Field:
         return Field(facts.world, facts.world_source)
     sizes = [c.size for c in facts.comms.values() if c.size]
     if sizes:
-        return Field(max(sizes), "largest NCCL communicator in the profile (NCCL NVTX payload)")
+        return Field(None, f"not recorded (its largest NCCL communicator has {max(sizes)} ranks)")
     if facts.processes > 1:
         return Field(None, f"{facts.processes} processes in one export; the world size is not recorded")
     return Field(None, "not recorded")
@@ -200,22 +202,43 @@ def _roles(facts: ProfileFacts, usage: pd.DataFrame) -> dict[str, tuple[Communic
             calls, comm = max(candidates, key=lambda x: x[0])
             roles[TP] = (comm, f"all-reduces in the forward and the backward pass ({calls:g} per step)")
     if DP not in roles:
-        used = {c.key for c, _ in roles.values()}
-        candidates = []
-        for c in free:
-            u = per[c.key]
-            reductions = u["collective"].isin(["allreduce", "reducescatter", "allgather"])
-            grads = u[reductions & ((u["max_bytes"] > TINY) | (u["max_bytes"] == 0))]  # 0: size not recorded
-            if c.key not in used and len(grads):
-                candidates.append((grads["bytes"].sum(), grads["calls"].sum(), c))
-        if candidates:
-            volume, calls, comm = max(candidates, key=lambda x: x[:2])
-            size = f"{volume / 1e6:.3g} MB" if volume else f"{calls:g} calls, sizes not recorded"
-            roles[DP] = (comm, f"gradient reduction ({size} per step)")
+        _dp_by_usage(facts, roles, free, per)
     alltoall = usage[usage["collective"] == "alltoall"]
     if len(alltoall):
         _note(facts, "all-to-all traffic (sharded embeddings or experts): not a tensor/pipeline/data axis")
     return roles
+
+
+def _dp_by_usage(facts: ProfileFacts, roles: dict, free: list, per: dict) -> None:
+    """The data-parallel group from its traffic: the largest gradient reduction, preferring one that
+    overlaps the backward pass (DDP / Megatron / ZeRO hooks on the autograd thread). With pipeline
+    stages, a reduction only on the main thread after the backward pass may be the tied embedding's
+    (first and last stage) or the gradient norm's: not taken as data parallelism. With the world size
+    and the tp and pp group sizes known, the group must have the size left over."""
+    used = {c.key for c, _ in roles.values()}
+    sizes = [roles[r][0].size for r in (TP, PP) if r in roles]
+    expected = None
+    if facts.world and len(sizes) == 2 and all(sizes):
+        expected = facts.world // (sizes[0] * sizes[1])
+    elif facts.world and TP not in roles and PP not in roles:
+        expected = None
+    if expected == 1:
+        return
+    candidates = []
+    for c in free:
+        u = per[c.key]
+        reductions = u["collective"].isin(["allreduce", "reducescatter", "allgather"])
+        grads = u[reductions & ((u["max_bytes"] > TINY) | (u["max_bytes"] == 0))]  # 0: size not recorded
+        if c.key in used or not len(grads) or (expected and c.size and c.size != expected):
+            continue
+        overlapped = bool((grads["thread"] == AUTOGRAD_THREAD).any())
+        if PP in roles and not overlapped:
+            continue
+        candidates.append((overlapped, grads["bytes"].sum(), grads["calls"].sum(), c))
+    if candidates:
+        _, volume, calls, comm = max(candidates, key=lambda x: x[:3])
+        size = f"{volume / 1e6:.3g} MB" if volume else f"{calls:g} calls, sizes not recorded"
+        roles[DP] = (comm, f"gradient reduction ({size} per step)")
 
 
 def _note(facts: ProfileFacts, text: str) -> None:
@@ -228,7 +251,7 @@ def _calls(u: pd.DataFrame, collective: str) -> float:
 
 
 def _tp_like(u: pd.DataFrame) -> bool:
-    ar = u[(u["collective"] == "allreduce") & (u["max_bytes"] > TINY)]
+    ar = u[(u["collective"] == "allreduce") & ((u["max_bytes"] > TINY) | (u["max_bytes"] == 0))]  # 0: not recorded
     return set(ar["thread"]) >= {MAIN_THREAD, AUTOGRAD_THREAD}
 
 
@@ -365,7 +388,7 @@ def _micro_batch(facts: ProfileFacts, usage: pd.DataFrame, roles: dict, model: d
         if role in roles:
             u = usage[(usage["comm"] == roles[role][0].key) & usage["collective"].isin(kind)]
             single = u[u["collective"].isin(("allreduce", "send", "recv"))]
-            if len(single) and single["max_bytes"].max() % per_sample == 0:
+            if len(single) and single["max_bytes"].max() > 0 and single["max_bytes"].max() % per_sample == 0:
                 mbs = int(single["max_bytes"].max() // per_sample)
                 return Field(
                     mbs, f"{role} message of {int(single['max_bytes'].max()):,} bytes = mbs x seq x hidden x 2"

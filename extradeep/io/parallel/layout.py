@@ -68,9 +68,8 @@ def run_layouts(
     from extradeep.io.discover import one_format_per_run, param_columns
 
     runs, _ = one_format_per_run(runs)
-    params = [c for c in param_columns(runs) if c not in RUN_FIELDS and c not in TOKEN_ALIASES]
     rows, problems = [], []
-    keys = ["app", *params, "rep"]
+    keys = ["app", *param_columns(runs), "rep"]  # a run: one point (layout tokens included) and repetition
     for key, group in runs.groupby(keys, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         per_file = []
@@ -81,7 +80,7 @@ def run_layouts(
                 problems.append(str(exc))
                 continue
             per_file.append(infer_layout(f, model))
-        row = dict(zip(keys, key))
+        row = {k: v for k, v in zip(keys, key) if k not in RUN_FIELDS}
         row.update(combine(per_file, group, named_by))
         row["files"] = len(group)
         rows.append(row)
@@ -154,8 +153,9 @@ def _from_world(out: dict, files: int) -> None:
         if world % rest == 0:
             out[missing[0]] = world // rest
             out[missing[0] + SOURCE] = f"world {world} / the other degrees ({rest})"
-    if out[VIRTUAL_STAGES] and out[VIRTUAL_STAGES] > 1 and out[SCHEDULE] is None:
-        out[SCHEDULE], out[SCHEDULE + SOURCE] = "interleaved", f"vpp {out[VIRTUAL_STAGES]}"
+    if out[VIRTUAL_STAGES] and out[SCHEDULE] is None:
+        schedule = "interleaved" if out[VIRTUAL_STAGES] > 1 else "1f1b"
+        out[SCHEDULE], out[SCHEDULE + SOURCE] = schedule, f"vpp {out[VIRTUAL_STAGES]} ({out[VIRTUAL_STAGES + SOURCE]})"
     if all(degrees[r] is not None for r in (TP, PP, DP)) and world and degrees[TP] * degrees[PP] * degrees[DP] != world:
         out[WORLD + SOURCE] += f"; tp x pp x dp = {degrees[TP] * degrees[PP] * degrees[DP]} differs"
     for name in (ZERO, MICRO_BATCH):

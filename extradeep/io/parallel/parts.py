@@ -7,7 +7,9 @@ tp, pp, dp, mbs, nmb, vpp, zero, recompute, schedule, framework: `run_layouts`),
 values), the part (`extradeep.columns.PARTS`) and metric:
 - `time` (seconds): `step` = the step's wall time; `forward` / `backward` / `recompute` = compute
   kernels launched by the main thread before the step's last backward launch / by the autograd
-  thread / forward kernels the autograd thread runs again; `optimizer` = compute kernels the main
+  thread / forward-only kernels (layer norm, softmax, GELU, dropout forward) the autograd thread runs
+  again (recomputed GEMMs cannot be told from backward GEMMs by name and stay in `backward`, so
+  `backward` + `recompute` is the backward pass exactly, `recompute` a lower bound); `optimizer` = compute kernels the main
   thread launches after the step's last backward launch; `other_compute` = memcpy, memset and kernels
   of other threads; `tp_comm` / `pp_comm` / `dp_comm` / `other_comm` = NCCL kernel time (waiting
   included, as the profile shows it) by the role of its process group; `idle` = the step minus the
@@ -58,7 +60,7 @@ from extradeep.columns import (
 from extradeep.errors import InputError
 from extradeep.io.parallel.facts import AUTOGRAD_THREAD, MAIN_THREAD, P2P, ProfileFacts, matches
 from extradeep.io.parallel.infer import FORWARD_KERNEL, assign_roles, comm_usage, infer_layout
-from extradeep.io.parallel.layout import TOKEN_ALIASES, profile_facts, run_layouts
+from extradeep.io.parallel.layout import profile_facts, run_layouts
 
 NS = 1e-9
 ALLOCATED, RESERVED = "allocated", "reserved"
@@ -81,18 +83,26 @@ ROLE_PART = {TP: PART_TP, PP: PART_PP, DP: PART_DP}
 
 
 def layout_parts(
-    paths=None, *, aliases=None, manifest=None, settings=None, model: dict | None = None, pure: bool = True
+    paths=None,
+    *,
+    aliases=None,
+    manifest=None,
+    settings=None,
+    model: dict | None = None,
+    pure: bool = True,
+    facts: dict | None = None,
 ) -> pd.DataFrame:
     """The per-part frame of the profiles under `paths` (files, folders) or named by a manifest; see
-    the module docstring. attrs: `layouts` (one row per run, with sources), `problems`."""
-    from extradeep.io.discover import manifest_runs, one_format_per_run, parse_aliases, runs_from_names
+    the module docstring. attrs: `layouts` (one row per run, with sources), `problems`. ``facts``:
+    ProfileFacts already read, by path (they are reused, not read again)."""
+    from extradeep.io.discover import manifest_runs, one_format_per_run, param_columns, parse_aliases, runs_from_names
 
     aliases = parse_aliases(aliases) if isinstance(aliases, (list, tuple)) else aliases
     runs, problems = manifest_runs(manifest, aliases) if manifest is not None else runs_from_names(paths, aliases)
-    facts = {}
+    known, facts = facts or {}, {}
     for path in runs["path"]:
         try:
-            facts[path] = profile_facts(path, settings)
+            facts[path] = known.get(path) or profile_facts(path, settings)
         except InputError as exc:
             problems.append(str(exc))
     runs = runs[runs["path"].isin(facts)].reset_index(drop=True)
@@ -103,9 +113,10 @@ def layout_parts(
     layouts, more = run_layouts(runs, settings, model, "manifest" if manifest is not None else "file name", facts)
     problems += more
     frames = []
-    keys = ["app", *_params(runs), "rep"]
+    keys = ["app", *param_columns(runs), "rep"]
     for key, run in runs.groupby(keys, dropna=False, sort=True):
-        layout = _layout_row(layouts, dict(zip(keys, key if isinstance(key, tuple) else (key,))))
+        point = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        layout = _layout_row(layouts, {k: v for k, v in point.items() if k in layouts.columns})
         rows = [file_parts(facts[path], layout, rank, model) for path, rank in zip(run["path"], run["rank"])]
         frame = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=PARTS_COLUMNS)
         if pure:
@@ -115,12 +126,6 @@ def layout_parts(
     out.attrs["layouts"] = layouts
     out.attrs["problems"] = problems
     return out
-
-
-def _params(runs: pd.DataFrame) -> list[str]:
-    from extradeep.io.discover import param_columns
-
-    return [c for c in param_columns(runs) if c not in (WORLD, *LAYOUT_FIELDS, *TOKEN_ALIASES)]
 
 
 def _layout_row(layouts: pd.DataFrame, key: dict) -> dict:

@@ -32,14 +32,13 @@ class GPTModel:
     heads: int = 16
     seq: int = 1024
     vocab: int = 51200
-    global_batch: int = 32
     param_bytes: int = 2
     grad_bytes: int = 2
     optimizer_bytes: int = 12
     name: str = "gpt"
 
     def __post_init__(self):
-        ints = {k: getattr(self, k) for k in ("layers", "hidden", "heads", "seq", "vocab", "global_batch")}
+        ints = {k: getattr(self, k) for k in ("layers", "hidden", "heads", "seq", "vocab")}
         bad = [f"{k}={v!r}" for k, v in ints.items() if not isinstance(v, int) or v < 1]
         if bad:
             raise InputError(None, f"GPT model: {', '.join(bad)}: must be whole numbers >= 1")

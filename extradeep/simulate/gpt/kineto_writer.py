@@ -53,6 +53,8 @@ def write_kineto_rank(
     events: list[dict] = []
 
     def x(cat, name, start, end, tid, args, p=pid):
+        # duration from the rounded ends, so touching ranges (steps) still touch after rounding
+        ts, te = _us(start + offset), _us(end + offset)
         events.append(
             {
                 "ph": "X",
@@ -60,8 +62,8 @@ def write_kineto_rank(
                 "name": name,
                 "pid": p,
                 "tid": tid,
-                "ts": _us(start + offset),
-                "dur": _us(end - start),
+                "ts": ts,
+                "dur": round(te - ts, 3),
                 "args": args,
             }
         )

@@ -270,7 +270,9 @@ def _nvtx(w, tl, ts, tids, mode, device, layout) -> None:
         roles = grp.role_groups(layout, tl.rank)
         configs = grp.process_groups(layout, tl.rank)
         t_init = tl.steps[0]["start"] - 2e6
-        for k, cfg in enumerate(c for c in configs if c["backend_config"] == "cuda:nccl" and c["pg_size"] > 1):
+        used = {grp.group_for(roles, r["comm"]["role"], r["comm"]["group"])["pg_name"] for r in tl.gpu if r["comm"]}
+        # PyTorch creates a group's NCCL communicator on its first collective: only used groups have one
+        for k, cfg in enumerate(c for c in configs if c["pg_name"] in used and c["pg_size"] > 1):
             payload = _pack("init", grp.comm_id(cfg), cfg["pg_size"], cfg["ranks"].index(tl.rank), device)
             rows.append(
                 (
