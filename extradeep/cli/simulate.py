@@ -166,9 +166,10 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument(
         "--algorithm",
-        choices=("ring", "tree", "hierarchical"),
-        default="ring",
-        help="all-reduce algorithm with --system (default: ring)",
+        choices=("ring", "tree", "hierarchical", "auto"),
+        default=None,
+        help="collective algorithm with --system (default: ring; with --gpt auto, the faster of ring and tree "
+        "per collective as NCCL's tuner picks)",
     )
     parser.add_argument(
         "--truth-ranks",
@@ -215,6 +216,12 @@ def add_arguments(parser) -> None:
     )
     gpt.add_argument("--formats", default="nsys,kineto", help="nsys and/or kineto (default: nsys,kineto)")
     gpt.add_argument("--steps", type=int, default=4, help="training steps per run, the first a warm-up (default: 4)")
+    gpt.add_argument(
+        "--no-flows",
+        action="store_true",
+        help="leave the ac2g flow events out of the Kineto traces (smaller files; readers join launches "
+        "to kernels by correlation id)",
+    )
 
 
 def _pairs(items, what: str, convert) -> dict:
@@ -271,7 +278,7 @@ def _run_gpt(args, noise) -> int:
         model=GPTModel(**model),
         gpu=args.gpu,
         system=args.system or "dgx-8-nvswitch",
-        algorithm=args.algorithm,
+        algorithm=args.algorithm or "auto",
         app=args.app or "gpt",
         formats=[f.strip() for f in args.formats.split(",") if f.strip()],
         repetitions=args.repetitions,
@@ -281,6 +288,7 @@ def _run_gpt(args, noise) -> int:
         framework=args.framework,
         nccl_nvtx=args.nccl_nvtx,
         truth_layouts=args.gpt_truth,
+        flows=not args.no_flows,
         progress=not args.quiet,
     )
     print(f"wrote {len(study.files)} profiles of {len(args.gpt)} layout(s) and truth.json to {study.outdir}")
@@ -329,7 +337,7 @@ def run(args) -> int:
         clock_offset_ns=args.clock_offset,
         truth_replicates=args.truth_replicates,
         topology=args.system,
-        algorithm=args.algorithm,
+        algorithm=args.algorithm or "ring",
         truth_ranks=_numbers(args.truth_ranks),
         progress=not args.quiet,
     )

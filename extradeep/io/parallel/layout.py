@@ -81,10 +81,15 @@ def run_layouts(
                 continue
             per_file.append(infer_layout(f, model))
         row = {k: v for k, v in zip(keys, key) if k not in RUN_FIELDS}
+        row["point"] = " ".join(f"{k}={_plain(v)}" for k, v in zip(keys[1:-1], key[1:-1]) if pd.notna(v))
         row.update(combine(per_file, group, named_by))
         row["files"] = len(group)
         rows.append(row)
     return pd.DataFrame(rows), problems
+
+
+def _plain(value):
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def combine(per_file: list[dict[str, Field]], group: pd.DataFrame, named_by: str) -> dict:

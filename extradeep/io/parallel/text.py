@@ -64,10 +64,8 @@ def run_lines(layouts: pd.DataFrame, params: list[str]) -> list[str]:
     """Lines for a folder: one block per run with every field and its source."""
     lines = ["parallel layouts per run (profiles first, then file names or the manifest, then the world size):"]
     for _, row in layouts.iterrows():
-        point = " ".join(f"{p}={row[p]}" for p in params if p in row and pd.notna(row[p]))
-        lines.append(
-            f"  {row.get('app', '')} {point} rep {row.get('rep')} ({row.get('files')} files)".replace("  ", " ", 1)
-        )
+        point = row.get("point") or " ".join(f"{p}={row[p]}" for p in params if p in row and pd.notna(row[p]))
+        lines.append(f"  {row.get('app', '')} {point} rep {row.get('rep')} ({row.get('files')} files)")
         for name in ORDER:
             if name in row.index and name != PASSES:
                 value = row[name]

@@ -5,7 +5,8 @@ thin matrices (each dimension x contributes x / (x + 96): the tile-quantisation 
 that makes a tensor-parallel slice of a GEMM slower per FLOP), elementwise kernels at a share of HBM
 bandwidth; every kernel has a fixed few microseconds of ramp-up. Collectives over a process group cost
 :func:`extradeep.system.cost_features` on the system's link classes for the group's actual placement
-(members per node, nodes spanned) plus NCCL's launch time; a point-to-point transfer costs the
+(members per node, nodes spanned) plus NCCL's launch time, with the faster of ring and tree as
+NCCL's tuner chooses by message size (or one algorithm when asked); a point-to-point transfer costs the
 latency and bandwidth of the link between its two GPUs.
 """
 
@@ -34,7 +35,7 @@ class Costs:
     gpu: GPU
     layout: ParallelLayout
     system: System
-    algorithm: str = "ring"
+    algorithm: str = "auto"  # "auto": the faster of ring and tree per collective, as NCCL's tuner picks
 
     # -- compute ------------------------------------------------------------------------------
     def gemm(self, m: float, n: float, k: float) -> float:
@@ -169,5 +170,6 @@ def _collective_ns(system: System, algorithm: str, kind: str, members: tuple, nb
         return NCCL_LAUNCH_NS
     g = system.gpus_per_node
     per_node = np.bincount(np.asarray(members) // g).max()
-    feats = cost_features(kind, algorithm, n, nbytes, int(per_node))
-    return NCCL_LAUNCH_NS + float((feats @ system.coefficients())[0]) * 1e9
+    choices = ("ring", "tree") if algorithm == "auto" else (algorithm,)  # auto: NCCL's tuner takes the faster
+    seconds = min(float((cost_features(kind, a, n, nbytes, int(per_node)) @ system.coefficients())[0]) for a in choices)
+    return NCCL_LAUNCH_NS + seconds * 1e9

@@ -190,11 +190,12 @@ def write_kineto_rank(
             "nccl_version": NCCL_VERSION,
         },
         "traceEvents": events,
-        "traceName": str(path),
+        "traceName": Path(path).name,
         "displayTimeUnit": "ms",
     }
-    with gzip.open(path, "wb", compresslevel=6) as fh:
-        fh.write(json.dumps(doc, separators=(",", ":")).encode())
+    data = json.dumps(doc, separators=(",", ":")).encode()
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as fh:
+        fh.write(data)  # mtime 0: the same simulation gives the same bytes
 
 
 def _comm_args(comm: dict, roles: dict) -> dict:

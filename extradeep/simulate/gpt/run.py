@@ -43,6 +43,16 @@ class SimulatedRun:
     def timeline(self, rank: int) -> RankTimeline:
         return RankTimeline.of(self, rank)
 
+    def records_of(self, rank: int) -> Records:
+        """The records of one rank (split once for all ranks: the writers ask for every rank)."""
+        if not hasattr(self, "_split"):
+            split: dict[int, Records] = {r: Records() for r in self.ranks}
+            for kind in ("gpu", "runtime", "ranges", "memory", "syncs", "steps"):
+                for row in getattr(self.records, kind):
+                    getattr(split[row[0]], kind).append(row)
+            self._split = split
+        return self._split[rank]
+
 
 def simulate_run(
     model: GPTModel,
@@ -56,7 +66,7 @@ def simulate_run(
     seed: int = 0,
     rep: int = 1,
     warmup_factor: float = 1.3,
-    algorithm: str = "ring",
+    algorithm: str = "auto",
 ) -> SimulatedRun:
     """Build and solve `steps` training steps of `ranks` ("all", "stages" or a list of ranks).
     ``noise`` = lognormal sigma per kernel instance, per rank and per repetition."""
@@ -115,7 +125,7 @@ class RankTimeline:
 
     @classmethod
     def of(cls, run: SimulatedRun, rank: int) -> RankTimeline:
-        g, rec = run.graph, run.records
+        g, rec = run.graph, run.records_of(rank)
         start, end = g.start, g.end
         gpu = [
             {

@@ -26,7 +26,7 @@ from extradeep.simulate.gpt.nsys_writer import NCCL_NVTX, write_nsys_rank
 from extradeep.simulate.gpt.run import simulate_run
 from extradeep.simulate.gpt.truth import layout_truth
 from extradeep.simulate.writer import Placement
-from extradeep.system import ALGORITHMS, load_system
+from extradeep.system import ALGORITHMS, PRESETS, load_system
 
 FORMAT = "extradeep-gpt-truth/1"
 SUFFIX = {"nsys": ".sqlite", "kineto": ".pt.trace.json.gz"}
@@ -43,7 +43,7 @@ class GPTStudy:
 
 
 def gpt_truth(
-    layout, model: GPTModel | None = None, gpu="a100-80gb", system="dgx-8-nvswitch", algorithm: str = "ring"
+    layout, model: GPTModel | None = None, gpu="a100-80gb", system="dgx-8-nvswitch", algorithm: str = "auto"
 ) -> dict:
     """Truth of one layout without writing files (one rank per pipeline stage, no noise)."""
     model = model or GPTModel()
@@ -71,7 +71,7 @@ def simulate_gpt(
     model: GPTModel | None = None,
     gpu="a100-80gb",
     system="dgx-8-nvswitch",
-    algorithm: str = "ring",
+    algorithm: str = "auto",
     app: str = "gpt",
     formats=("nsys", "kineto"),
     repetitions: int = 1,
@@ -163,7 +163,19 @@ def simulate_gpt(
         "truth_layouts": [gpt_truth(x, model, gpu_spec, topo, algorithm) for x in extra],
     }
     (outdir / "truth.json").write_text(json.dumps(truth, indent=1, default=_plain))
+    (outdir / "extradeep.toml").write_text(_reading_config(topo))
     return GPTStudy(outdir, pd.DataFrame(rows), truth)
+
+
+def _reading_config(topo) -> str:
+    """The folder's settings: its own extradeep.toml also keeps a parent folder's reading out of it."""
+    lines = [
+        "# A simulated GPT layout study (extradeep simulate --gpt). Its own settings file makes it a study",
+        "# of its own: reading a parent folder leaves these profiles out.",
+    ]
+    if topo.name in PRESETS and PRESETS[topo.name] == topo:
+        lines.append(f'system = "{topo.name}"  # the cluster the layouts ran on')
+    return "\n".join(lines) + "\n"
 
 
 def file_name(app: str, layout: ParallelLayout, rep: int, rank: int, fmt: str) -> str:
@@ -194,8 +206,8 @@ def _check(layouts, formats, repetitions, steps, noise, nccl_nvtx, algorithm, fr
         problems.append(f"noise must be three sigmas >= 0, not {noise!r}")
     if nccl_nvtx not in NCCL_NVTX:
         problems.append(f"nccl_nvtx must be one of {', '.join(NCCL_NVTX)}, not {nccl_nvtx!r}")
-    if algorithm not in ALGORITHMS:
-        problems.append(f"algorithm must be one of {', '.join(ALGORITHMS)}, not {algorithm!r}")
+    if algorithm not in (*ALGORITHMS, "auto"):
+        problems.append(f"algorithm must be auto or one of {', '.join(ALGORITHMS)}, not {algorithm!r}")
     if framework not in FRAMEWORKS:
         problems.append(f"framework must be one of {', '.join(FRAMEWORKS)}, not {framework!r}")
     too_big = [x.label() for x in layouts if x.world > MAX_FILE_WORLD]
