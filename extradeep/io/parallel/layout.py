@@ -37,6 +37,7 @@ from extradeep.io.read import KINETO, profile_format
 RECOMPUTE_CODES = ("none", "selective", "full")  # file-name token rc0 / rc1 / rc2
 TOKEN_ALIASES = {"rc": RECOMPUTE}  # short file-name tokens of layout fields (--alias adds others)
 RUN_FIELDS = (WORLD, *LAYOUT_FIELDS)
+RANKS = "ranks"  # the file-name token p<N>: the run's world size, also when only some ranks were profiled
 SOURCE = "_source"
 
 
@@ -108,10 +109,11 @@ def combine(per_file: list[dict[str, Field]], group: pd.DataFrame, named_by: str
                 )
             elif len(seen) > 1:
                 source += f" (all {len(seen)} profiles)"
-        named = _named(group, name)
+        column = RANKS if name == WORLD else name
+        named = _named(group, column)
         if named is not None:
             if value is None:
-                value, source = named, f"{named_by} ({name} {named})"
+                value, source = named, f"{named_by} ({column} {named})"
             elif named != value:
                 source += f"; the {named_by} says {named}"
         out[name], out[name + SOURCE] = value, source
@@ -144,8 +146,8 @@ def _named(group: pd.DataFrame, name: str):
 
 
 def _from_world(out: dict, files: int) -> None:
-    """World from the number of rank files when no profile records it; a missing degree from the
-    world and the other two; the schedule from vpp."""
+    """World from the number of rank files when neither a profile nor the name records it; a missing
+    degree from the world and the other two; the schedule from vpp."""
     if out[WORLD] is None and files:
         out[WORLD], out[WORLD + SOURCE] = files, f"{files} rank files in the run"
     world = out[WORLD]

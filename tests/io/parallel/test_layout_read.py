@@ -119,6 +119,18 @@ def test_names_fill_what_profiles_leave_open_and_profiles_win(gpt_studies, facts
     assert layouts[TP + "_source"].str.contains("the file name says 8").all()
 
 
+def test_world_comes_from_the_name_when_only_some_ranks_were_profiled(gpt_studies, facts_of):
+    """Megatron's --profile-ranks 0: one file of a 4-rank run; p4 in its name is the world size."""
+    study = gpt_studies["megatron"]
+    entry = study.truth["layouts"][0]  # tp2.pp2.dp1
+    only = [str(study.outdir / n) for n in entry["files"] if ".mpi0." in n and n.endswith(".sqlite")]
+    runs, _ = runs_from_names(only)
+    layouts, _ = run_layouts(runs, facts={p: facts_of(p) for p in only})
+    row = layouts.iloc[0]
+    assert row["world"] == 4 and row["world_source"] == "file name (ranks 4)"
+    assert (row[TP], row[PP], row[DP]) == (2, 2, 1) and row[DP + "_source"] == "file name (dp 1)"
+
+
 def test_reading_leaves_the_profiles_untouched(gpt_studies):
     study = gpt_studies["megatron"]
     paths = list(study.files["path"])[:6]
