@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_nested_study_is_left_out_of_its_parent(tmp_path):
     samples = sorted((REPO / "sample_profiles").glob("cifar10.p2.r1.*.sqlite"))
-    nested = sorted((REPO / "sample_profiles" / "layouts").glob("*.p2.*.json.gz"))
+    nested = sorted((REPO / "sample_profiles" / "layouts" / "profiles").glob("*.p2.*.json.gz"))
     assert samples and nested
     for path in samples:
         shutil.copy(path, tmp_path / path.name)
@@ -38,6 +38,6 @@ def test_shipped_sample_reads_as_one_application():
     runs, problems = runs_from_names(REPO / "sample_profiles")
     assert set(runs["app"]) == {"cifar10"} and len(runs) == 116
     assert problems == [
-        f"{REPO / 'sample_profiles' / 'layouts'}: skipped, a separate study (it has its own extradeep.toml); "
+        f"{REPO / 'sample_profiles' / 'layouts' / 'profiles'}: skipped, a separate study (it has its own extradeep.toml); "
         "give that folder on its own"
     ]

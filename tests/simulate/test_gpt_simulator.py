@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from extradeep.columns import PART_DP_KERNELS, PART_OTHER_KERNELS, PART_PP_KERNELS, PART_TP_KERNELS
 from extradeep.errors import InputError
 from extradeep.simulate.engine import LAUNCH_LATENCY_NS
 from extradeep.simulate.gpt import memory as mem
@@ -16,6 +17,8 @@ from extradeep.simulate.gpt.study import gpt_truth
 from extradeep.simulate.gpt.truth import layout_truth
 from extradeep.system import System, load_system
 from tests.conftest import GPT_TINY
+
+COMM_PARTS = (PART_TP_KERNELS, PART_PP_KERNELS, PART_DP_KERNELS, PART_OTHER_KERNELS)
 
 TINY = GPTModel(**GPT_TINY)
 
@@ -35,8 +38,11 @@ def test_critical_path_parts_sum_to_the_step_time(gpt_studies):
 
 def test_stage_parts_stay_within_the_step(gpt_studies):
     for truth in all_truths(gpt_studies):
+        assert truth["parts"] == truth["stages"][-1]["split"]
         for stage in truth["stages"]:
-            compute = sum(v for k, v in stage["busy"].items() if not k.endswith("_comm"))
+            assert sum(stage["split"].values()) == pytest.approx(stage["step_time"], rel=1e-12)
+            assert min(stage["split"].values()) >= 0
+            compute = sum(v for k, v in stage["busy"].items() if k not in COMM_PARTS)
             # idle = step - union(compute kernels) and the union never exceeds their sum
             assert compute >= stage["step_time"] - stage["idle"] - 1e-12
             assert 0 <= stage["idle"] <= stage["step_time"]
@@ -166,7 +172,7 @@ def test_truth_without_files_scales_to_512_gpus():
     assert truth["layout"]["world"] == 512
     assert len(truth["stages"]) == 4
     assert sum(truth["critical_path"].values()) == pytest.approx(truth["step_time"], rel=1e-9)
-    assert truth["critical_path"]["dp_comm"] >= 0 and truth["fits"]
+    assert truth["critical_path"][PART_DP_KERNELS] >= 0 and truth["fits"]
 
 
 def test_interleaving_shortens_the_bubble():

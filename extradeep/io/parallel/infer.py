@@ -23,9 +23,11 @@ import numpy as np
 import pandas as pd
 
 from extradeep.columns import (
+    CHUNKS,
     DP,
     DP_RANK,
     FRAMEWORK,
+    GPUS,
     MICRO_BATCH,
     MICRO_BATCHES,
     PP,
@@ -34,8 +36,6 @@ from extradeep.columns import (
     STAGE,
     TP,
     TP_RANK,
-    VIRTUAL_STAGES,
-    WORLD,
     ZERO,
 )
 from extradeep.io.parallel.facts import AUTOGRAD_THREAD, MAIN_THREAD, P2P, Communicator, ProfileFacts, matches
@@ -87,7 +87,7 @@ def infer_layout(facts: ProfileFacts, model: dict | None = None) -> dict[str, Fi
     roles = assign_roles(facts, usage)
     out: dict[str, Field] = {}
     world = _world(facts)
-    out[WORLD] = world
+    out[GPUS] = world
     has_comm_view = bool(facts.comms) or bool(len(usage))
     single = not has_comm_view and world.value in (1, None) and facts.processes <= 1
     for role in (TP, PP, DP):
@@ -310,17 +310,17 @@ def _schedule(facts: ProfileFacts, passes: Field, pp: Field) -> dict[str, Field]
     megatron_p2p = facts.has_marker(r"pipeline_parallel\.p2p_communication")
     if interleaved:
         out[SCHEDULE] = Field("interleaved", f"Megatron-LM NVTX range {interleaved}")
-        out[VIRTUAL_STAGES] = Field(None, "interleaved; chunks per stage not recorded")
+        out[CHUNKS] = Field(None, "interleaved; chunks per stage not recorded")
     elif pp.value == 1:
         out[SCHEDULE] = Field("1f1b", "no pipeline: one stage")
-        out[VIRTUAL_STAGES] = Field(1, "no pipeline: one stage")
+        out[CHUNKS] = Field(1, "no pipeline: one stage")
     elif megatron_p2p:
         out[SCHEDULE] = Field("1f1b", f"Megatron-LM ranges ({megatron_p2p}) without interleaving ranges")
-        out[VIRTUAL_STAGES] = Field(1, f"Megatron-LM ranges ({megatron_p2p}) without interleaving ranges")
+        out[CHUNKS] = Field(1, f"Megatron-LM ranges ({megatron_p2p}) without interleaving ranges")
     else:
         out[SCHEDULE] = Field(None, "not recorded (interleaving shows only in Megatron-LM's NVTX ranges)")
-        out[VIRTUAL_STAGES] = Field(None, "not recorded")
-    v = out[VIRTUAL_STAGES].value
+        out[CHUNKS] = Field(None, "not recorded")
+    v = out[CHUNKS].value
     if passes.value is not None and v:
         out[MICRO_BATCHES] = Field(passes.value // v, passes.source + (f" / {v} chunks" if v > 1 else ""))
     else:

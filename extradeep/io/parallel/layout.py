@@ -16,8 +16,10 @@ from collections import Counter
 import pandas as pd
 
 from extradeep.columns import (
+    CHUNKS,
     DP,
     FRAMEWORK,
+    GPUS,
     LAYOUT_FIELDS,
     MICRO_BATCH,
     MICRO_BATCHES,
@@ -25,8 +27,6 @@ from extradeep.columns import (
     RECOMPUTE,
     SCHEDULE,
     TP,
-    VIRTUAL_STAGES,
-    WORLD,
     ZERO,
 )
 from extradeep.errors import InputError
@@ -35,9 +35,10 @@ from extradeep.io.parallel.infer import PASSES, Field, infer_layout
 from extradeep.io.read import KINETO, profile_format
 
 RECOMPUTE_CODES = ("none", "selective", "full")  # file-name token rc0 / rc1 / rc2
-TOKEN_ALIASES = {"rc": RECOMPUTE}  # short file-name tokens of layout fields (--alias adds others)
-RUN_FIELDS = (WORLD, *LAYOUT_FIELDS)
-RANKS = "ranks"  # the file-name token p<N>: the run's world size, also when only some ranks were profiled
+# file-name tokens (and manifest columns) of layout fields besides the fields' own names; --alias adds
+# others. `ranks` is what the token p<N> stands for: the run's GPUs, also when only some were profiled
+TOKEN_ALIASES = {"ranks": GPUS, "mbs": MICRO_BATCH, "nmb": MICRO_BATCHES, "vpp": CHUNKS, "rc": RECOMPUTE}
+RUN_FIELDS = (GPUS, *LAYOUT_FIELDS)
 SOURCE = "_source"
 
 
@@ -82,11 +83,16 @@ def run_layouts(
                 continue
             per_file.append(infer_layout(f, model))
         row = {k: v for k, v in zip(keys, key) if k not in RUN_FIELDS}
-        row["point"] = " ".join(f"{k}={_plain(v)}" for k, v in zip(keys[1:-1], key[1:-1]) if pd.notna(v))
+        row["point"] = point_label(keys[1:-1], key[1:-1])
         row.update(combine(per_file, group, named_by))
         row["files"] = len(group)
         rows.append(row)
     return pd.DataFrame(rows), problems
+
+
+def point_label(names, values) -> str:
+    """`ranks=4 tp=2 pp=2 ...`: a run's parameters as its file name gives them (one run's key)."""
+    return " ".join(f"{k}={_plain(v)}" for k, v in zip(names, values) if pd.notna(v))
 
 
 def _plain(value):
@@ -109,8 +115,7 @@ def combine(per_file: list[dict[str, Field]], group: pd.DataFrame, named_by: str
                 )
             elif len(seen) > 1:
                 source += f" (all {len(seen)} profiles)"
-        column = RANKS if name == WORLD else name
-        named = _named(group, column)
+        named, column = _named(group, name)
         if named is not None:
             if value is None:
                 value, source = named, f"{named_by} ({column} {named})"
@@ -118,39 +123,40 @@ def combine(per_file: list[dict[str, Field]], group: pd.DataFrame, named_by: str
                 source += f"; the {named_by} says {named}"
         out[name], out[name + SOURCE] = value, source
     passes = Counter(f[PASSES].value for f in per_file if PASSES in f and f[PASSES].value is not None)
-    if out[MICRO_BATCHES] is None and passes and out[VIRTUAL_STAGES]:
+    if out[MICRO_BATCHES] is None and passes and out[CHUNKS]:
         n = passes.most_common(1)[0][0]
-        out[MICRO_BATCHES] = n // out[VIRTUAL_STAGES]
-        out[MICRO_BATCHES + SOURCE] = f"{n} backward passes per step / vpp {out[VIRTUAL_STAGES]}"
+        out[MICRO_BATCHES] = n // out[CHUNKS]
+        out[MICRO_BATCHES + SOURCE] = f"{n} backward passes per step / vpp {out[CHUNKS]}"
     _from_world(out, len(group))
     return out
 
 
-def _named(group: pd.DataFrame, name: str):
-    """The value a layout column of the runs table gives (one value for the run), or None."""
+def _named(group: pd.DataFrame, name: str) -> tuple:
+    """(value, column) a layout column of the runs table gives (one value for the run), or (None, None)."""
     columns = [name] + [token for token, field in TOKEN_ALIASES.items() if field == name]
     column = next((c for c in columns if c in group and not group[c].isna().all()), None)
     if column is None:
-        return None
+        return None, None
     values = group[column].dropna().unique()
     if len(values) != 1:
-        return None
+        return None, None
     value = values[0]
     if name == RECOMPUTE:
         if isinstance(value, str):
-            return value if value in RECOMPUTE_CODES else None
-        return RECOMPUTE_CODES[int(value)] if float(value).is_integer() and 0 <= value < 3 else None
+            return (value, column) if value in RECOMPUTE_CODES else (None, None)
+        ok = float(value).is_integer() and 0 <= value < 3
+        return (RECOMPUTE_CODES[int(value)], column) if ok else (None, None)
     if name in (SCHEDULE, FRAMEWORK):
-        return str(value)
-    return int(value) if float(value).is_integer() else value
+        return str(value), column
+    return (int(value) if float(value).is_integer() else value), column
 
 
 def _from_world(out: dict, files: int) -> None:
     """World from the number of rank files when neither a profile nor the name records it; a missing
     degree from the world and the other two; the schedule from vpp."""
-    if out[WORLD] is None and files:
-        out[WORLD], out[WORLD + SOURCE] = files, f"{files} rank files in the run"
-    world = out[WORLD]
+    if out[GPUS] is None and files:
+        out[GPUS], out[GPUS + SOURCE] = files, f"{files} rank files in the run"
+    world = out[GPUS]
     degrees = {r: out[r] for r in (TP, PP, DP)}
     missing = [r for r, v in degrees.items() if v is None]
     if world and len(missing) == 1:
@@ -160,10 +166,10 @@ def _from_world(out: dict, files: int) -> None:
         if world % rest == 0:
             out[missing[0]] = world // rest
             out[missing[0] + SOURCE] = f"world {world} / the other degrees ({rest})"
-    if out[VIRTUAL_STAGES] and out[SCHEDULE] is None:
-        schedule = "interleaved" if out[VIRTUAL_STAGES] > 1 else "1f1b"
-        out[SCHEDULE], out[SCHEDULE + SOURCE] = schedule, f"vpp {out[VIRTUAL_STAGES]} ({out[VIRTUAL_STAGES + SOURCE]})"
+    if out[CHUNKS] and out[SCHEDULE] is None:
+        schedule = "interleaved" if out[CHUNKS] > 1 else "1f1b"
+        out[SCHEDULE], out[SCHEDULE + SOURCE] = schedule, f"vpp {out[CHUNKS]} ({out[CHUNKS + SOURCE]})"
     if all(degrees[r] is not None for r in (TP, PP, DP)) and world and degrees[TP] * degrees[PP] * degrees[DP] != world:
-        out[WORLD + SOURCE] += f"; tp x pp x dp = {degrees[TP] * degrees[PP] * degrees[DP]} differs"
+        out[GPUS + SOURCE] += f"; tp x pp x dp = {degrees[TP] * degrees[PP] * degrees[DP]} differs"
     for name in (ZERO, MICRO_BATCH):
         out.setdefault(name, None)

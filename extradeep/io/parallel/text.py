@@ -5,9 +5,11 @@ from __future__ import annotations
 import pandas as pd
 
 from extradeep.columns import (
+    CHUNKS,
     DP,
     DP_RANK,
     FRAMEWORK,
+    GPUS,
     MICRO_BATCH,
     MICRO_BATCHES,
     PP,
@@ -16,14 +18,12 @@ from extradeep.columns import (
     STAGE,
     TP,
     TP_RANK,
-    VIRTUAL_STAGES,
-    WORLD,
     ZERO,
 )
 from extradeep.io.parallel.infer import PASSES, Field
 
 LABELS = {
-    WORLD: "ranks (world)",
+    GPUS: "GPUs (p)",
     TP: "tensor parallel (tp)",
     PP: "pipeline stages (pp)",
     DP: "data parallel (dp)",
@@ -31,12 +31,12 @@ LABELS = {
     MICRO_BATCHES: "micro-batches per step (nmb)",
     PASSES: "backward passes per step",
     SCHEDULE: "pipeline schedule",
-    VIRTUAL_STAGES: "model chunks per stage (vpp)",
+    CHUNKS: "model chunks per stage (vpp)",
     ZERO: "ZeRO / FSDP stage",
     RECOMPUTE: "recomputation",
     FRAMEWORK: "framework",
 }
-ORDER = (WORLD, TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, PASSES, SCHEDULE, VIRTUAL_STAGES, ZERO, RECOMPUTE, FRAMEWORK)
+ORDER = (GPUS, TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, PASSES, SCHEDULE, CHUNKS, ZERO, RECOMPUTE, FRAMEWORK)
 
 
 def layout_json(fields: dict[str, Field]) -> dict:

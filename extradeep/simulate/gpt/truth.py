@@ -8,9 +8,13 @@ after the first is the same):
   transfer time, CPU work, and ``wait``: launch latencies and synchronisation wake-ups); the parts
   sum to ``step_time`` exactly;
 - ``stages``: per pipeline stage, what a profile of its rank shows in that step: the step range's
-  duration, busy time per part (kernels launched in the step, by the launching runtime call's start,
-  as the readers assign them), kernel counts and message bytes per communication role, the pure time
-  of those collectives, idle time (the step minus the union of compute kernels), peak memory.
+  duration, its exclusive `split` into `extradeep.columns.LAYOUT_PARTS` (rules in
+  `extradeep/io/parallel/split.py`; a point-to-point kernel's pure transfer, the end of it its joins
+  last, is `pp_p2p`, its waiting before `pp_bubble`), busy time per detail part (kernels launched in
+  the step, by the launching runtime call's start, as the readers assign them), kernel counts and
+  message bytes per communication role, the pure time of those collectives, idle time (the step
+  minus the union of compute kernels), peak memory;
+- ``parts``: the split of the last stage (the rank the layout model's observations come from).
 The labels come from the simulator (which pass, which process group), never from kernel names, so a
 reader that classifies kernels by what a profile shows can be checked against them.
 """
@@ -20,18 +24,27 @@ from __future__ import annotations
 import numpy as np
 
 from extradeep.columns import (
+    LAYOUT_PARTS,
     PART_BACKWARD,
+    PART_BUBBLE,
+    PART_COMPUTE,
     PART_DP,
+    PART_DP_KERNELS,
     PART_FORWARD,
+    PART_HOST,
     PART_IDLE,
+    PART_MEMORY,
     PART_OPTIMIZER,
-    PART_OTHER_COMM,
     PART_OTHER_COMPUTE,
-    PART_PP,
+    PART_OTHER_KERNELS,
+    PART_PP_KERNELS,
+    PART_PP_P2P,
     PART_RECOMPUTE,
     PART_STEP,
     PART_TP,
+    PART_TP_KERNELS,
 )
+from extradeep.io.parallel.split import exclusive_split
 from extradeep.simulate.gpt import memory as mem
 from extradeep.simulate.gpt.run import RankTimeline, SimulatedRun
 
@@ -42,12 +55,18 @@ PART_OF = {
     "recompute": PART_RECOMPUTE,
     "optimizer": PART_OPTIMIZER,
     "other": PART_OTHER_COMPUTE,
-    "tp_comm": PART_TP,
-    "pp_comm": PART_PP,
-    "dp_comm": PART_DP,
-    "other_comm": PART_OTHER_COMM,
+    "tp_comm": PART_TP_KERNELS,
+    "pp_comm": PART_PP_KERNELS,
+    "dp_comm": PART_DP_KERNELS,
+    "other_comm": PART_OTHER_KERNELS,
 }
-ROLE_PART = {"tp": PART_TP, "pp": PART_PP, "dp": PART_DP, "mp": PART_OTHER_COMM, "embedding": PART_OTHER_COMM}
+ROLE_PART = {
+    "tp": PART_TP_KERNELS,
+    "pp": PART_PP_KERNELS,
+    "dp": PART_DP_KERNELS,
+    "mp": PART_OTHER_KERNELS,
+    "embedding": PART_OTHER_KERNELS,
+}
 NS = 1e-9
 
 
@@ -63,6 +82,7 @@ def layout_truth(run: SimulatedRun) -> dict:
     critical = {PART_OF.get(k, k): v * NS for k, v in g.critical_parts(sink, since).items()}
     stages = [stage_truth(run, run.timeline(rank), last) for rank in run.ranks if rank_is_stage_head(run, rank)]
     return {
+        "parts": dict(stages[-1]["split"]),
         "layout": run.layout.to_dict(),
         "label": run.layout.label(),
         "step_time": float((g.end[sink] - since) * NS),
@@ -108,11 +128,13 @@ def stage_truth(run: SimulatedRun, tl: RankTimeline, step: int) -> dict:
             compute.append((r["start"], r["end"]))
     _, _, stage = lay.coords(tl.rank)
     passes = lay.micro_batches * lay.virtual_stages
+    split = _split(run, rows, lo, hi)
     peak = max((m["total"] for m in tl.memory), default=0.0)
     return {
         "stage": stage,
         "rank": tl.rank,
         "step_time": float((hi - lo) * NS),
+        "split": split,
         "busy": {k: float(v) for k, v in sorted(busy.items())},
         "counts": dict(sorted(counts.items())),
         "bytes": dict(sorted(nbytes.items())),
@@ -129,6 +151,39 @@ def stage_truth(run: SimulatedRun, tl: RankTimeline, step: int) -> dict:
             "activations_per_layer": float(mem.aligned(mem.layer_activation_bytes(run.model, lay))),
         },
     }
+
+
+def _split(run: SimulatedRun, rows: list[dict], lo: float, hi: float) -> dict[str, float]:
+    """The step's exclusive split from the simulator's labels (see split.py): a p2p kernel's
+    transfer is its last pure-duration, the time of its longest join; before that it waits."""
+    classes: dict[str, list] = {}
+    first_compute = hi
+    for r in rows:
+        comm = r["comm"]
+        if not comm:
+            name = PART_OPTIMIZER if r["part"] == "optimizer" else PART_COMPUTE
+            first_compute = min(first_compute, r["start"]) if name == PART_COMPUTE else first_compute
+        elif comm["role"] == "pp":
+            pure = max(run.graph.dur[j] for j in comm["joins"])
+            cut = max(r["start"], r["end"] - pure)
+            classes.setdefault("pp_wait", []).append((r["start"], cut))
+            classes.setdefault(PART_PP_P2P, []).append((cut, r["end"]))
+            continue
+        else:
+            name = {"tp": PART_TP, "dp": PART_DP}.get(comm["role"], "other_comm")
+        classes.setdefault(name, []).append((r["start"], r["end"]))
+    pipeline = run.layout.pp > 1
+    if pipeline:
+        classes["fill"] = [(lo, first_compute)]
+    intervals = {k: (np.array([a for a, _ in v]), np.array([b for _, b in v])) for k, v in classes.items()}
+    order = [PART_OPTIMIZER, PART_COMPUTE, PART_TP, PART_PP_P2P, "pp_wait", PART_DP, "other_comm", "fill"]
+    got = exclusive_split(intervals, order, lo, hi, PART_HOST)
+    out = {part: 0.0 for part in LAYOUT_PARTS if part not in (PART_STEP, PART_MEMORY)}
+    out[PART_BUBBLE] += got.pop("pp_wait", 0.0) + got.pop("fill", 0.0)
+    out[PART_BUBBLE if pipeline else PART_DP] += got.pop("other_comm", 0.0)
+    for part, ns in got.items():
+        out[part] += ns
+    return {part: float(ns * NS) for part, ns in out.items()}
 
 
 def _union(intervals: list[tuple], lo: float, hi: float) -> float:

@@ -9,7 +9,21 @@ import hashlib
 
 import pytest
 
-from extradeep.columns import DP, DP_RANK, MICRO_BATCH, MICRO_BATCHES, PP, RECOMPUTE, STAGE, TP, TP_RANK, ZERO
+from extradeep.columns import (
+    CHUNKS,
+    DP,
+    DP_RANK,
+    GPUS,
+    MICRO_BATCH,
+    MICRO_BATCHES,
+    PP,
+    RECOMPUTE,
+    SCHEDULE,
+    STAGE,
+    TP,
+    TP_RANK,
+    ZERO,
+)
 from extradeep.io.discover import runs_from_names
 from extradeep.io.parallel import infer_layout, read_layout, run_layouts
 from extradeep.simulate.gpt.config import parse_layout
@@ -19,17 +33,17 @@ SHAPE = {"seq": GPT_TINY["seq"], "hidden": GPT_TINY["hidden"]}
 # what each format records by itself, per study variant (the rest comes from file names)
 FROM_PROFILE = {
     ("megatron", "kineto"): (TP, PP, DP, ZERO, RECOMPUTE, MICRO_BATCH),
-    ("megatron", "nsys"): (TP, PP, RECOMPUTE, MICRO_BATCH, "schedule"),
+    ("megatron", "nsys"): (TP, PP, RECOMPUTE, MICRO_BATCH, SCHEDULE),
     ("deepspeed", "kineto"): (TP, PP, DP, ZERO, RECOMPUTE, MICRO_BATCH),
     ("deepspeed", "nsys"): (TP, PP, RECOMPUTE, MICRO_BATCH),
     ("fsdp", "kineto"): (TP, PP, DP, ZERO, RECOMPUTE, MICRO_BATCH, MICRO_BATCHES),
     ("fsdp", "nsys"): (TP, PP, DP, ZERO, RECOMPUTE, MICRO_BATCH, MICRO_BATCHES),
     ("legacy", "nsys"): (ZERO, RECOMPUTE, MICRO_BATCHES),
-    ("no_nccl_nvtx", "nsys"): (RECOMPUTE, MICRO_BATCHES, "schedule"),
+    ("no_nccl_nvtx", "nsys"): (RECOMPUTE, MICRO_BATCHES, SCHEDULE),
 }
 # fields a profile may leave open (an nsys export records no world size: a tied-embedding all-reduce
 # between the first and last stage can look like a gradient reduction) but must never get wrong
-MAY_TELL = (TP, PP, DP, ZERO, RECOMPUTE, MICRO_BATCH, MICRO_BATCHES, "schedule", "vpp")
+MAY_TELL = (TP, PP, DP, ZERO, RECOMPUTE, MICRO_BATCH, MICRO_BATCHES, SCHEDULE, CHUNKS)
 SUFFIX = {"nsys": ".sqlite", "kineto": ".pt.trace.json.gz"}
 
 
@@ -43,8 +57,8 @@ def written(layout_label: str) -> dict:
         MICRO_BATCHES: lay.micro_batches,
         ZERO: lay.zero,
         RECOMPUTE: lay.recompute,
-        "vpp": lay.virtual_stages,
-        "schedule": lay.schedule,
+        CHUNKS: lay.virtual_stages,
+        SCHEDULE: lay.schedule,
     }
 
 
@@ -69,7 +83,7 @@ def test_each_profile_tells_its_layout(gpt_studies, facts_of, variant, fmt):
             for key in required:
                 if key == MICRO_BATCHES and lay.virtual_stages > 1:
                     continue  # passes = nmb x vpp; the split needs vpp (a file name or Megatron's ranges)
-                if key == "schedule" and lay.pp == 1:
+                if key == SCHEDULE and lay.pp == 1:
                     continue
                 if key == MICRO_BATCH and lay.tp == lay.pp == 1:
                     continue  # no activation-sized message (tp all-reduce, pp transfer) to divide
@@ -127,7 +141,7 @@ def test_world_comes_from_the_name_when_only_some_ranks_were_profiled(gpt_studie
     runs, _ = runs_from_names(only)
     layouts, _ = run_layouts(runs, facts={p: facts_of(p) for p in only})
     row = layouts.iloc[0]
-    assert row["world"] == 4 and row["world_source"] == "file name (ranks 4)"
+    assert row[GPUS] == 4 and row[GPUS + "_source"] == "file name (ranks 4)"
     assert (row[TP], row[PP], row[DP]) == (2, 2, 1) and row[DP + "_source"] == "file name (dp 1)"
 
 
@@ -155,11 +169,11 @@ def test_recorded_memory_is_the_simulated_peak(gpt_studies, facts_of):
 # -- real profiles: no crash, honest answers --------------------------------------------------------
 REAL_EXPECTED = {
     # file: fields the profile must show, as read from it
-    "HTA__nccl_parser_config_nccl_data.json.gz": {"world": 2, TP: 1, PP: 1, DP: 2, ZERO: 0, "framework": "ddp"},
-    "HTA__ns_resolution_trace_rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz": {"world": 1, TP: 1, PP: 1, DP: 1},
-    "HTA__cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz": {"world": 300, TP: 1, PP: 1, DP: 300},
-    "HTA__trace_diff_control_control.json.gz": {"world": 8, TP: 1, PP: 1, DP: 8},
-    "HTA__trace_filter_sampled_rank-1.json.gz": {"world": 128, TP: 1, PP: 1, DP: 128},
+    "HTA__nccl_parser_config_nccl_data.json.gz": {GPUS: 2, TP: 1, PP: 1, DP: 2, ZERO: 0, "framework": "ddp"},
+    "HTA__ns_resolution_trace_rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz": {GPUS: 1, TP: 1, PP: 1, DP: 1},
+    "HTA__cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz": {GPUS: 300, TP: 1, PP: 1, DP: 300},
+    "HTA__trace_diff_control_control.json.gz": {GPUS: 8, TP: 1, PP: 1, DP: 8},
+    "HTA__trace_filter_sampled_rank-1.json.gz": {GPUS: 128, TP: 1, PP: 1, DP: 128},
     "HTA__critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz": {TP: 1, PP: 1, DP: 1},
     "GindaChen__nsys-ai__mfu_2gpu_before.sqlite": {
         TP: 1,
@@ -169,7 +183,7 @@ REAL_EXPECTED = {
         RECOMPUTE: "full",
         "framework": "fsdp",
     },
-    "MohanadOdema__DLProf__nsys_profile.sqlite": {"world": None, TP: 1, PP: 1, DP: 1},
+    "MohanadOdema__DLProf__nsys_profile.sqlite": {GPUS: None, TP: 1, PP: 1, DP: 1},
 }
 
 
@@ -185,8 +199,8 @@ def test_real_profiles_read_honestly(real_kineto, real_nsys_dir, facts_of):
         checked += bool(want)
         # never a degree beyond what the file shows: tp x pp x dp within the world when both are known
         degrees = [fields[k].value for k in (TP, PP, DP)]
-        if fields["world"].value and None not in degrees:
-            assert degrees[0] * degrees[1] * degrees[2] == fields["world"].value, path.name
+        if fields[GPUS].value and None not in degrees:
+            assert degrees[0] * degrees[1] * degrees[2] == fields[GPUS].value, path.name
     assert checked == len(REAL_EXPECTED)
 
 
