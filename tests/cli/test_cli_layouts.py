@@ -40,7 +40,7 @@ def test_simulate_gpt_writes_profiles_and_truth(cli_study):
     truth = json.loads((cli_study / "truth.json").read_text())
     assert truth["format"] == "extradeep-gpt-truth/1"
     assert [e["label"] for e in truth["layouts"]] == ["tp2.pp2.dp1.mbs1.nmb2.zero0.rc0.vpp1"]
-    assert truth["truth_layouts"][0]["layout"]["world"] == 256
+    assert truth["truth_layouts"][0]["layout"]["gpus"] == 256
     names = sorted(p.name for p in cli_study.iterdir() if p.name not in ("truth.json", "extradeep.toml"))
     assert names == sorted(truth["layouts"][0]["files"]) and len(names) == 8
     assert 'system = "dgx-8-nvswitch"' in (cli_study / "extradeep.toml").read_text()

@@ -169,7 +169,7 @@ def test_truth_without_files_scales_to_512_gpus():
     truth = gpt_truth(
         "tp8.pp4.dp16.mbs1.nmb8.zero1.rc2.vpp1", TINY.__class__(layers=8, hidden=512, heads=8, seq=256, vocab=2048)
     )
-    assert truth["layout"]["world"] == 512
+    assert truth["layout"]["gpus"] == 512
     assert len(truth["stages"]) == 4
     assert sum(truth["critical_path"].values()) == pytest.approx(truth["step_time"], rel=1e-9)
     assert truth["critical_path"][PART_DP_KERNELS] >= 0 and truth["fits"]

@@ -13,9 +13,23 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field, replace
 
+from extradeep.columns import (
+    CHUNKS,
+    DP,
+    FRAMEWORK,
+    GLOBAL_BATCH,
+    GPUS,
+    MICRO_BATCH,
+    MICRO_BATCHES,
+    PP,
+    RECOMPUTE,
+    SCHEDULE,
+    TP,
+    ZERO,
+)
 from extradeep.errors import InputError
 
-RECOMPUTE = ("none", "selective", "full")
+RECOMPUTE_MODES = ("none", "selective", "full")
 SCHEDULES = ("1f1b", "interleaved")
 FRAMEWORKS = ("megatron", "deepspeed", "fsdp")
 
@@ -79,7 +93,7 @@ class GPU:
         return asdict(self)
 
 
-GPUS = {
+GPU_PRESETS = {
     "a100-80gb": GPU("NVIDIA A100-SXM4-80GB", 312e12, 2.039e12, 85_899_345_920),
     "a100-40gb": GPU("NVIDIA A100-SXM4-40GB", 312e12, 1.555e12, 42_505_273_344),
     "h100-sxm": GPU("NVIDIA H100 80GB HBM3", 989e12, 3.35e12, 85_520_809_984, gemm_efficiency=0.62),
@@ -89,9 +103,9 @@ GPUS = {
 def load_gpu(spec) -> GPU:
     if isinstance(spec, GPU):
         return spec
-    if spec not in GPUS:
-        raise InputError(None, f"unknown GPU {spec!r}; known: {', '.join(GPUS)}")
-    return GPUS[spec]
+    if spec not in GPU_PRESETS:
+        raise InputError(None, f"unknown GPU {spec!r}; known: {', '.join(GPU_PRESETS)}")
+    return GPU_PRESETS[spec]
 
 
 @dataclass(frozen=True)
@@ -152,15 +166,27 @@ class ParallelLayout:
             f"mbs{self.micro_batch}",
             f"nmb{self.micro_batches}",
             f"zero{self.zero}",
-            f"rc{RECOMPUTE.index(self.recompute)}",
+            f"rc{RECOMPUTE_MODES.index(self.recompute)}",
             f"vpp{self.virtual_stages}",
         ]
         return ".".join(parts)
 
     def to_dict(self) -> dict:
-        out = asdict(self)
-        out.pop("extra")
-        return {**out, "world": self.world, "global_batch": self.global_batch}
+        """The layout in the layout model's column names (`extradeep.columns`: gpus, chunks, ...)."""
+        return {
+            GPUS: self.world,
+            TP: self.tp,
+            PP: self.pp,
+            DP: self.dp,
+            MICRO_BATCH: self.micro_batch,
+            MICRO_BATCHES: self.micro_batches,
+            GLOBAL_BATCH: self.global_batch,
+            ZERO: self.zero,
+            RECOMPUTE: self.recompute,
+            SCHEDULE: self.schedule,
+            CHUNKS: self.virtual_stages,
+            FRAMEWORK: self.framework,
+        }
 
     def check(self, model: GPTModel) -> None:
         """Refuse a layout the model cannot run in, with one line saying why."""
@@ -171,8 +197,8 @@ class ParallelLayout:
                 problems.append(f"{name} must be a whole number >= 1, got {value!r}")
         if self.zero not in (0, 1, 2, 3):
             problems.append(f"zero stage must be 0, 1, 2 or 3, got {self.zero!r}")
-        if self.recompute not in RECOMPUTE:
-            problems.append(f"recompute must be one of {', '.join(RECOMPUTE)}, got {self.recompute!r}")
+        if self.recompute not in RECOMPUTE_MODES:
+            problems.append(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {self.recompute!r}")
         if self.schedule not in SCHEDULES:
             problems.append(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         if self.framework not in FRAMEWORKS:
@@ -230,9 +256,9 @@ def parse_layout(text: str, **defaults) -> ParallelLayout:
         values[TOKENS[m.group(1)]] = int(m.group(2))
     rc = values.pop("recompute", None)
     if rc is not None:
-        if rc >= len(RECOMPUTE):
+        if rc >= len(RECOMPUTE_MODES):
             raise InputError(None, f"layout {text!r}: rc must be 0 (none), 1 (selective) or 2 (full)")
-        values["recompute"] = RECOMPUTE[rc]
+        values["recompute"] = RECOMPUTE_MODES[rc]
     if values.get("virtual_stages", 1) > 1:
         values["schedule"] = "interleaved"
     return replace(ParallelLayout(**defaults), **values)

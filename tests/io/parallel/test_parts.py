@@ -189,7 +189,7 @@ def test_observations_are_the_layout_models_input(megatron_parts):
             & (obs["pp"] == lay["pp"])
             & (obs["dp"] == lay["dp"])
             & (obs["zero"] == lay["zero"])
-            & (obs["chunks"] == lay["virtual_stages"])
+            & (obs["chunks"] == lay["chunks"])
         ]
         values = rows.set_index(PART)["value"]
         assert values[PART_STEP] == pytest.approx(
