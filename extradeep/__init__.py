@@ -56,6 +56,14 @@ _EXPORTS = {
     "prediction_grid": "extradeep.analysis.workflows",
     "MeasurementAdvisor": "extradeep.analysis.advisor",
     "plan_measurements": "extradeep.analysis.advisor",
+    # parallel layouts (which t, p, d, micro-batches, ZeRO stage: time, memory, cost, energy)
+    "LayoutModel": "extradeep.layouts.model",
+    "search_layouts": "extradeep.layouts.search",
+    "pareto_front": "extradeep.layouts.search",
+    "read_layout_table": "extradeep.layouts.tables",
+    "TransformerShape": "extradeep.layouts.workload",
+    "load_transformer": "extradeep.layouts.workload",
+    "load_hardware": "extradeep.layouts.hardware",
     # reports
     "build_report": "extradeep.report.build",
     "mark_node_boundaries": "extradeep.report.plots",

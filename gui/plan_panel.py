@@ -1,5 +1,5 @@
-"""Plan tab: what to profile next (`extradeep.MeasurementAdvisor`), next to the step-time model it
-would improve: the model with its 95% band up to the target, the measured points, the proposed
+"""Plan tab: what to profile next (`extradeep.MeasurementAdvisor`), next to the primary time model it
+would improve (the one every view answers with): the model with its 95% band up to the target, the measured points, the proposed
 runs as markers, and the plan as a table that can be saved for `extradeep profile-cmd --plan`.
 """
 
@@ -35,7 +35,7 @@ class PlanPanel(PlotTab):
     """Proposes the next profiling runs for the open experiment and shows them beside its model."""
 
     title = "Plan"
-    redraw_on = frozenset()  # computed on request only: the advisor refits the step-time model
+    redraw_on = frozenset()  # computed on request only: the advisor fits its per-step model
 
     def __init__(self, window, parent=None):
         super().__init__(parent)
@@ -93,7 +93,9 @@ class PlanPanel(PlotTab):
         advisor = MeasurementAdvisor(
             self.target.value(), self.max_ranks.value(), self.per_node.value(), self.budget.value() or None
         )
-        self.window.runner.start("plan", _propose, advisor, ws.experiment, self.k.value(), on_done=self._show)
+        app = self.window.app_models  # the plan improves the primary time model the other tabs show
+        primary = app.primary if app is not None else None
+        self.window.runner.start("plan", _propose, advisor, ws.experiment, self.k.value(), primary, on_done=self._show)
 
     def _show(self, result) -> None:
         self.advisor, self.plan = result
@@ -110,13 +112,16 @@ class PlanPanel(PlotTab):
         advisor, plan = self.advisor, self.plan
         self.clear_figure()
         ax = self.figure.add_subplot(111)
-        m = advisor.measurements_
+        # the primary time model (the one every view answers with), else the advisor's own per-step fit
+        primary = advisor.primary_
+        m = advisor.measurements_ if primary is None else advisor.primary_measured_
+        model = advisor.model_ if primary is None else primary.model
         ax.plot(m["ranks"], m["value"], "o", color="0.3", label="measured")
-        if advisor.model_ is not None:
+        if model is not None:
             x = np.linspace(max(2.0, m["ranks"].min()), advisor.targets_.max(), 200)
-            lo, hi = advisor.model_.interval(x, level=advisor.level)
+            lo, hi = model.interval(x, level=advisor.level)
             ax.fill_between(x, np.maximum(lo, 0.0), hi, alpha=0.2, label="95% interval now")
-            ax.plot(x, advisor.model_.predict(x), label=advisor.model_.formula())
+            ax.plot(x, model.predict(x), label=_short(model.formula()))
         for r in plan.itertuples():
             ax.axvline(r.ranks, color="tab:red", linestyle="--", linewidth=1)
         ax.axvline(advisor.targets_.max(), color="k", linewidth=1, label="target")
@@ -138,5 +143,9 @@ class PlanPanel(PlotTab):
                 self.window.show_error(str(exc))
 
 
-def _propose(report, advisor, experiment, k):
-    return advisor, advisor.fit(experiment).propose(k)
+def _short(text: str, width: int = 70) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _propose(report, advisor, experiment, k, primary=None):
+    return advisor, advisor.fit(experiment, primary).propose(k)

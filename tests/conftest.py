@@ -36,6 +36,20 @@ def require_real(name: str | None = None) -> Path:
     return REAL_NSYS if name is None else REAL_NSYS / name
 
 
+REAL_PUBLISHED = Path(os.environ.get("EXTRADEEP_PUBLISHED", REPO.parent / "shared" / "published"))
+
+
+def require_published(name: str | None = None) -> Path:
+    """Path of the published measurements (../shared/published, env EXTRADEEP_PUBLISHED), or one file
+    in it; skips when absent, fails under CI (EXTRADEEP_REQUIRE_REAL_NSYS) as the real exports do."""
+    target = REAL_PUBLISHED if name is None else REAL_PUBLISHED / name
+    if not target.exists():
+        if os.environ.get("EXTRADEEP_REQUIRE_REAL_NSYS"):
+            pytest.fail(f"published measurements required but {target} is absent")
+        pytest.skip(f"published measurements not found at {target} (set EXTRADEEP_PUBLISHED)")
+    return target
+
+
 def real_kineto_traces() -> list[Path]:
     return sorted(REAL_KINETO.glob("*.json.gz")) if REAL_KINETO.is_dir() else []
 
@@ -81,6 +95,32 @@ def plain_json():
         return cache[path]
 
     return load
+
+
+@pytest.fixture(scope="session")
+def published():
+    """published(name) -> path of one file of ../shared/published (skips, or fails under CI, when absent)."""
+    return require_published
+
+
+SAMPLE_PROFILES = REPO / "sample_profiles"
+SAMPLE_PREDICT = "16,64,128,256"
+
+
+@pytest.fixture(scope="session")
+def sample_saved(tmp_path_factory):
+    """(path, --json document) of sample_profiles/ modeled by `extradeep model --save --json`
+    (predictions at SAMPLE_PREDICT), once per session: commands on a saved experiment reuse it."""
+    from extradeep.cli import main
+
+    if not any(SAMPLE_PROFILES.glob("*.sqlite")):
+        pytest.skip("sample_profiles/ holds no exports")
+    folder = tmp_path_factory.mktemp("sample_saved")
+    path, doc = folder / "exp.sqlite", folder / "models.json"
+    cache = ["--cache-dir", str(tmp_path_factory.getbasetemp() / "extradeep-cache")]
+    argv = ["model", str(SAMPLE_PROFILES), "--param", "ranks", *cache, "--predict", SAMPLE_PREDICT]
+    assert main([*argv, "--save", str(path), "--json", str(doc)]) == 0
+    return path, json.loads(doc.read_text())
 
 
 # -- simulated GPT layout studies (issue 23): tiny models, shared by the simulator and layout-reader tests --

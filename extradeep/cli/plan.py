@@ -54,9 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from extradeep.analysis.advisor import MeasurementAdvisor
     from extradeep.analysis.points import parse_values
+    from extradeep.analysis.saved import effective_options
     from extradeep.capture.plan_file import write_plan
     from extradeep.cli.common import experiment_from_args
     from extradeep.cli.outputs import check_output_path, input_paths
+    from extradeep.io.config import DEFAULTS
     from extradeep.report.plan import plan_text
 
     cost = cost_settings(args)
@@ -64,6 +66,9 @@ def run(args) -> int:
     if args.output:
         check_output_path("--output", args.output, input_paths(args))
     options = modeler_options(args)
+    experiment = experiment_from_args(args) if (args.profiles or args.manifest) else None
+    if experiment is not None:  # a saved experiment's own options (--min-points 4) hold unless given here
+        options = effective_options(experiment, options)
     advisor = MeasurementAdvisor(
         targets,
         args.max_ranks,
@@ -73,10 +78,9 @@ def run(args) -> int:
         run_seconds=args.run_seconds,
         level=args.level,
         reps=args.reps,
-        min_points=options["min_points"],
+        min_points=options.get("min_points", DEFAULTS["min_points"]),
         options=options,
     )
-    experiment = experiment_from_args(args) if (args.profiles or args.manifest) else None
     plan = advisor.fit(experiment).propose(args.k)
     print(plan_text(plan, advisor.current_))
     if args.output:
@@ -87,9 +91,9 @@ def run(args) -> int:
     return 0
 
 
-def plan_for_report(args, experiment, cost):
+def plan_for_report(args, experiment, cost, analysis=None):
     """The plan for `report --plan-target` (None without it): 3 next runs within --max-ranks
-    (default: twice the largest measured ranks)."""
+    (default: twice the largest measured ranks), for the report's own primary time model."""
     if not getattr(args, "plan_target", None) or experiment is None:
         return None
     from extradeep.analysis.advisor import MeasurementAdvisor
@@ -97,7 +101,14 @@ def plan_for_report(args, experiment, cost):
 
     measured = experiment.points[cost.ranks_param].max()
     max_ranks = int(args.max_ranks or 2 * measured)
+    options = dict(analysis.options) if analysis is not None else {}
     advisor = MeasurementAdvisor(
-        parse_values(args.plan_target, "--plan-target"), max_ranks, args.gpus_per_node, cost=cost, level=args.level
+        parse_values(args.plan_target, "--plan-target"),
+        max_ranks,
+        args.gpus_per_node,
+        cost=cost,
+        level=args.level,
+        min_points=int(options.get("min_points", 5)),
+        options=options or None,
     )
-    return advisor.fit(experiment).propose(3)
+    return advisor.fit(experiment, None if analysis is None else analysis.primary).propose(3)

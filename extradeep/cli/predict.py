@@ -219,10 +219,7 @@ def _print_report(pred, args, models, exp) -> None:
         + ", ".join(f"{c} {100 * v:.1f}%" for c, v in shares.items())
         + f" (idle includes {100 * b['os_wait'].sum() / b['span'].sum():.1f}% in OS calls, e.g. data loading)"
     )
-    path = pred.critical_path.assign(name=pred.critical_path["name"].astype(str).str.slice(0, 70))
-    top = path.groupby(["class", "name"])["contribution"].sum().sort_values(ascending=False)
-    print(f"top {args.top} ops on the critical path (s, summed over steps):")
-    print(top.head(args.top).to_string(float_format=lambda v: f"{v:.6g}"))
+    _print_owners(pred.owners, args.top)
     ov = pred.overheads.sort_values("total", ascending=False).head(args.top)
     ov = ov.assign(name=ov["name"].astype(str).str.slice(0, 60))
     print(f"\nHost overheads T1-T5 (s), top {args.top} by total:")
@@ -243,6 +240,33 @@ def _print_report(pred, args, models, exp) -> None:
         )
     if exp is not None and args.ranks:
         _print_empirical(models, args.ranks)
+
+
+def _print_owners(owners, top: int) -> None:
+    """The outermost owners of the critical path (they partition it), each with its hot path: the
+    largest owner inside it, level by level, while that holds at least half of its parent."""
+    from extradeep.predictor.critical_path import CLASSES
+    from extradeep.predictor.owners import hot_path
+
+    first = owners[owners["level"] == 1]
+    if first.empty:
+        return
+    shown = first.head(top)
+    print(
+        f"top {len(shown)} owners of the critical path (the operator or annotation around each piece; summed over steps):"
+    )
+    for row in shown.itertuples(index=False):
+        mix = ", ".join(
+            f"{c} {100 * getattr(row, c) / row.seconds:.0f}%" for c in CLASSES if getattr(row, c) >= 0.05 * row.seconds
+        )
+        inside = " > ".join(f"{name[:50]} {100 * share:.1f}%" for name, share in hot_path(owners, row.owner))
+        print(
+            f"  {100 * row.share:5.1f}%  {row.seconds:9.4f} s  {str(row.owner)[:60]}  [{mix}]"
+            + (f"  > {inside}" if inside else "")
+        )
+    print(
+        f"these {len(shown)} owners hold {100 * shown['share'].sum():.1f}% of the critical path ({len(first)} in all)"
+    )
 
 
 def _print_empirical(models, ranks: int) -> None:
@@ -266,6 +290,7 @@ def _write_json(pred, path) -> None:
             "steps",
             "breakdown",
             "critical_path",
+            "owners",
             "overheads",
             "kernel_sums",
             "collectives",

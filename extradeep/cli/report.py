@@ -76,7 +76,7 @@ def run(args) -> int:
         title=args.title,
         plots_dir=args.plots,
         plot_formats=formats,
-        plan=plan_for_report(args, experiment, cost),
+        plan=plan_for_report(args, experiment, cost, analysis),
     )
     size = len(result["html"]) / 1e6
     print(f"extradeep: wrote {args.output} ({size:.1f} MB, {len(result['figures'])} figures)", file=sys.stderr)

@@ -14,6 +14,7 @@ from extradeep.predictor.collectives import collective_kind, collective_table, f
 from extradeep.predictor.critical_path import CLASSES, breakdown, critical_path, node_classes, step_sinks
 from extradeep.predictor.graph import OpGraph, build_graph
 from extradeep.predictor.overheads import kernel_sum_baseline, overhead_table
+from extradeep.predictor.owners import OWNER_COLUMNS, owner_table, path_owners
 from extradeep.predictor.replay import ReplayResult, displayed_end, plan_replay, replay
 from extradeep.predictor.run_identity import check_one_run
 from extradeep.predictor.trace import RunTrace, load_trace
@@ -37,7 +38,9 @@ class Prediction:
     (one row per rank with step_id -1 and phase "span" when the run has no step marks);
     summary: per scenario and phase the median step time (slowest rank per step), with the
     measured value and the sum-of-kernel-times baseline; critical_path: the ops on each step's
-    critical path; breakdown: seconds per class on it; overheads: T1-T5 statistics;
+    critical path; breakdown: seconds per class on it; owners: the path's seconds per owner (the
+    operators and annotations around each piece of it, at every level of their nesting;
+    `extradeep.predictor.owners`); overheads: T1-T5 statistics;
     kernel_sums: the baseline's per-queue sums; collectives: matched collectives with their
     pure duration; what_if_steps: predicted step times per scenario.
     """
@@ -55,6 +58,7 @@ class Prediction:
     warnings: list[str] = field(default_factory=list)  # e.g. a what-if pattern that matches nothing
     graph: OpGraph | None = None
     results: dict = field(default_factory=dict)  # scenario label -> ReplayResult
+    owners: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=OWNER_COLUMNS))
 
     def timeline(self, scenario: str = BASELINE) -> pd.DataFrame:
         """The replayed timeline of a scenario (see `replay_timeline`)."""
@@ -198,6 +202,7 @@ def predict(
         warnings=warnings,
         graph=graph,
         results=results,
+        owners=owner_table(path_owners(graph, paths_frame, trace.ranges), float(shares["span"].sum())),
     )
 
 
@@ -307,6 +312,8 @@ def trace_notes(trace: RunTrace, graph: OpGraph) -> list[str]:
     notes = list(trace.problems)
     if trace.steps.empty:
         notes.append("no NVTX step marks: comparing whole-trace spans per rank instead of step times")
+    for (rank, worker), main in sorted(graph.info.get("merged_threads", {}).items()):
+        notes.append(f"rank {rank}: the autograd thread {worker} continues the order of {main} (backward inside it)")
     if trace.records.empty and (trace.syncs["sync_type"] == 2).any():
         notes.append(
             "CUDA event records missing (CUPTI_ACTIVITY_KIND_CUDA_EVENT empty): cross-stream waits inferred from timing"

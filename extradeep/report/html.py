@@ -11,7 +11,7 @@ import pandas as pd
 
 from extradeep import __version__
 from extradeep.analysis.budget import BudgetResult
-from extradeep.analysis.core import Analysis, extrapolation_notes, prediction_table, primary_quantity, step_time_model
+from extradeep.analysis.core import Analysis, extrapolation_notes, prediction_table, primary_quantity
 from extradeep.analysis.cost import CostSettings, amount_text, cost_of
 from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP, quantity_label
 from extradeep.analysis.points import format_point, format_seconds
@@ -174,6 +174,7 @@ def epoch_section(inputs: ReportInputs) -> str:
         )
         + ("; red squares: evaluation points not used for modeling" if inputs.evaluation_points is not None else "")
         + ".</p>"
+        + (f"<p><b>One model answers:</b> {html.escape(a.primary.text)}.</p>" if a.primary is not None else "")
         + _table(["quantity", "model", "growth", "SMAPE", "what it is"], rows, numeric={3}, formula={1})
         + _table(
             [
@@ -384,7 +385,9 @@ def methods_section(inputs: ReportInputs) -> str:
         "communication minus its hidden part: proportional to it, capped at the largest measured overlap, or "
         "falling as the replayed trace of the largest modeled run shows once the communication outgrows the computation "
         "that hides it. The replayed rule predicts unless leave-one-out clearly prefers another (then the "
-        "epoch-time interval spans all rules); " + _step_rule(a) + " "
+        "epoch-time interval spans all rules); the parts (computation, communication, memory, idle) are kept "
+        "within the epoch time: communication is the composition's, the others share the rest, and gpu total "
+        "is their sum. "
         "Speedup, efficiency and runtime change are computed by evaluating these models against "
         f"the baseline {html.escape(format_point(a.baseline, a.params))} ({a.scaling} scaling), never by refitting"
         + (
@@ -399,16 +402,6 @@ def methods_section(inputs: ReportInputs) -> str:
         f'<p class="note">Note: {html.escape(n)}</p>' for n in a.notes + extrapolation_notes(a, inputs.predictions)
     )
     return text + notes
-
-
-def _step_rule(a) -> str:
-    step = step_time_model(a)
-    choice = getattr(step, "choice", None)
-    if choice is None:
-        return "here the direct model of the step time is used."
-    if choice == "replayed":
-        return f"here the replayed rule (trace at {step.exposure.x_ref:g}) predicts."
-    return f"here the {choice} rule predicts."
 
 
 def build_html(inputs: ReportInputs) -> str:

@@ -144,7 +144,8 @@ def test_report_section_and_text_show_the_plan_beside_the_model(fitted):
 
     plan = fitted.propose(2)
     page = plan_section(plan)
-    assert "What to profile next" in page and fitted.model_.formula() in page
+    # the model beside the plan is the primary time model, the one every command answers with
+    assert "What to profile next" in page and fitted.primary_.model.formula() in page
     for ranks in plan["ranks"]:
         assert f'<td class="num">{ranks}</td>' in page
     text = plan_text(plan, fitted.current_)

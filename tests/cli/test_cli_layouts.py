@@ -1,88 +1,91 @@
-"""`extradeep simulate --gpt` and what `extradeep inspect` says about parallel layouts."""
+"""`extradeep layouts` end to end on the published vTrain table: the fit, the search with its Pareto
+front and best layout, the written table, and one line for each user error before any work."""
 
 from __future__ import annotations
 
-import json
+import hashlib
 
+import pandas as pd
 import pytest
 
 from extradeep.cli import main
-from tests.conftest import GPT_TINY
 
-MODEL = ",".join(f"{k}={v}" for k, v in GPT_TINY.items())
-
-
-@pytest.fixture(scope="module")
-def cli_study(tmp_path_factory):
-    out = tmp_path_factory.mktemp("cli_gpt")
-    code = main(
-        [
-            "simulate",
-            str(out),
-            "--gpt",
-            "tp2.pp2.dp1.mbs1.nmb2",
-            "--gpt-truth",
-            "tp4.pp4.dp16.mbs1.nmb8",
-            "--gpt-model",
-            MODEL,
-            "--steps",
-            "3",
-            "--repetitions",
-            "1",
-            "--quiet",
-        ]
-    )
-    assert code == 0
-    return out
+MODEL = 'name = "GPT 18.4B"\nparameters = "18.4B"\nlayers = 40\nhidden = 6144\nheads = 48\nseq-len = 2048\n'
+HARDWARE = 'gpu = "a100-80gb"\ngpus-per-node = 8\nintra-bandwidth = "150 GB/s"\ninter-bandwidth = "25 GB/s"\nnics-per-node = 4\n'
 
 
-def test_simulate_gpt_writes_profiles_and_truth(cli_study):
-    truth = json.loads((cli_study / "truth.json").read_text())
-    assert truth["format"] == "extradeep-gpt-truth/1"
-    assert [e["label"] for e in truth["layouts"]] == ["tp2.pp2.dp1.mbs1.nmb2.zero0.rc0.vpp1"]
-    assert truth["truth_layouts"][0]["layout"]["gpus"] == 256
-    names = sorted(p.name for p in cli_study.iterdir() if p.name not in ("truth.json", "extradeep.toml"))
-    assert names == sorted(truth["layouts"][0]["files"]) and len(names) == 8
-    assert 'system = "dgx-8-nvswitch"' in (cli_study / "extradeep.toml").read_text()
+@pytest.fixture
+def files(tmp_path, published):
+    model, hardware = tmp_path / "gpt18b.toml", tmp_path / "cluster.toml"
+    model.write_text(MODEL)
+    hardware.write_text(HARDWARE + "price-per-gpu-hour = 4.1\nprice-per-kwh = 0.15\n")
+    return published("vtrain_multi_node.csv"), model, hardware
 
 
-def test_inspect_shows_each_field_with_its_source(cli_study, capsys):
-    trace = next(cli_study.glob("*.mpi3.pt.trace.json.gz"))
-    assert main(["inspect", str(trace), "--model-shape", f"{GPT_TINY['seq']},{GPT_TINY['hidden']}"]) == 0
+def test_fit_prints_the_formula_and_held_out_errors(files, capsys):
+    table, _, hardware = files
+    assert main(["layouts", "--table", str(table), "--hardware", str(hardware)]) == 0
     out = capsys.readouterr().out
-    assert "parallel layout" in out
-    assert "tensor parallel (tp)           2            Kineto pg_config" in out
-    assert "micro-batch size (mbs)         1" in out
-    assert "this rank: stage 1, tp rank 1, dp rank 0" in out
+    assert "step = (m + (p - 1) / v) * work" in out
+    assert "calibrated by" in out and "step totals" in out
+    for workload in ("3.6B", "18.4B", "39.1B"):
+        assert workload in out  # in-sample fit and held-out errors per model
 
 
-def test_inspect_json_and_folder_runs(cli_study, capsys):
-    export = next(cli_study.glob("*.mpi0.sqlite"))
-    assert main(["inspect", str(export), "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    layout = doc["files"][0]["parallel_layout"]
-    assert layout["tp"] == {"value": 2, "source": layout["tp"]["source"]} and "NCCL" in layout["tp"]["source"]
-    assert main(["inspect", str(cli_study), "--top", "0"]) == 0
+def test_search_prints_the_front_and_writes_every_layout(files, tmp_path, capsys):
+    table, model, hardware = files
+    digest = hashlib.sha256(table.read_bytes()).hexdigest()
+    out_file = tmp_path / "layouts.csv"
+    args = ["layouts", "--table", str(table), "--hardware", str(hardware), "--model", str(model)]
+    args += ["--gpus", "128,256", "--global-batch", "1024", "--samples-per-epoch", "1024000", "-o", str(out_file)]
+    assert main(args) == 0
     out = capsys.readouterr().out
-    assert "parallel layouts per run" in out
-    assert "micro-batch size (mbs)         1            file name (mbs 1)" in out
+    assert "on the Pareto front of time against cost" in out and "Best by time under the limits" in out
+    written = pd.read_csv(out_file)
+    assert set(written["gpus"]) == {128, 256} and written["fits"].any()
+    assert (written.loc[written["best"], "fits"]).all() and written["best"].sum() == 1
+    assert hashlib.sha256(table.read_bytes()).hexdigest() == digest
 
 
 @pytest.mark.parametrize(
-    "argv, problem",
+    "extra,problem",
     [
-        (["--gpt", "tp2.xx3"], "cannot read 'xx3'"),
-        (["--gpt", "tp3"], "divide by tp 3"),
-        (["--gpt", "tp1", "--gpt-model", "layers=2,wings=3"], "unknown key(s) wings"),
-        (["--gpt-truth", "tp8"], "needs at least one --gpt layout"),
+        (["--gpus", "128"], "a search needs --gpus and --global-batch"),
+        (["--gpus", "128", "--global-batch", "1024", "--zero", "5"], "--zero: ZeRO stages are 0, 1, 2 and 3"),
+        (["--gpus", "128", "--global-batch", "1024", "--recompute", "most"], "--recompute: unknown most"),
+        (["--gpus", "12x", "--global-batch", "1024"], "--gpus"),
     ],
 )
-def test_simulate_gpt_errors_are_one_line(tmp_path, capsys, argv, problem):
-    assert main(["simulate", str(tmp_path / "out"), *argv]) == 2
+def test_search_option_errors_are_one_line(files, capsys, extra, problem):
+    table, model, _ = files
+    assert main(["layouts", "--table", str(table), "--model", str(model), *extra]) == 2
     err = capsys.readouterr().err.strip()
-    assert problem in err and err.count("\n") == 0
+    assert problem in err and "\n" not in err and "Traceback" not in err
 
 
-def test_inspect_model_shape_is_checked(cli_study, capsys):
-    assert main(["inspect", str(cli_study), "--model-shape", "1024"]) == 2
-    assert "--model-shape" in capsys.readouterr().err
+def test_outputs_never_overwrite_inputs_and_bad_tables_are_named(files, tmp_path, capsys):
+    table, model, _ = files
+    assert main(["layouts", "--table", str(table), "-o", str(table)]) == 2
+    assert "is one of the inputs" in capsys.readouterr().err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("tp,pp,dp,micro batch,global batch,step_time\n1,1,x,1,8,1.0\n")
+    assert main(["layouts", "--table", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(bad) in err and "row 1" in err and "\n" not in err
+    assert main(["layouts"]) == 2
+    assert "give --table" in capsys.readouterr().err
+
+
+def test_the_shipped_layout_study_runs_on_physics_alone(tmp_path, capsys):
+    """The README's tour line: the model and hardware files in sample_profiles/layouts/, no table."""
+    from pathlib import Path
+
+    study = Path(__file__).resolve().parents[2] / "sample_profiles" / "layouts"
+    out_file = tmp_path / "layouts.json"
+    args = ["layouts", "--model", str(study / "gpt-39b.toml"), "--hardware", str(study / "a100-cluster.toml")]
+    assert (
+        main([*args, "--gpus", "128,256,512", "--global-batch", "1536", "--max-time", "30", "-o", str(out_file)]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "prior" in out and "Best by time under the limits" in out
+    assert out_file.stat().st_size > 0
