@@ -72,3 +72,38 @@ STRATEGY_COLUMNS = [
     PROPOSED,
     DETAIL,
 ]
+# layouts read from profiles (extradeep.io.parallel): the layout of a run and the place of a rank in it
+FRAMEWORK = "framework"  # megatron | deepspeed | fsdp | ddp, from the profiles' markers
+LAYOUT_FIELDS = (TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, ZERO, RECOMPUTE, CHUNKS, SCHEDULE, FRAMEWORK)
+STAGE, TP_RANK, DP_RANK = "stage", "tp_rank", "dp_rank"  # a rank's pipeline stage and its coordinates
+# the parts of LAYOUT_PARTS by name: a step's time split exclusively (they sum to the step), and memory
+(
+    PART_STEP,
+    PART_COMPUTE,
+    PART_HOST,
+    PART_TP,
+    PART_PP_P2P,
+    PART_BUBBLE,
+    PART_DP,
+    PART_OPTIMIZER,
+    PART_MEMORY,
+) = LAYOUT_PARTS
+# per-rank detail of a step beside that split: busy time of the compute kernels by pass, and of the
+# collectives by process-group role (waiting included), with counts, bytes and pure time
+PART_FORWARD, PART_BACKWARD, PART_RECOMPUTE, PART_OTHER_COMPUTE = "forward", "backward", "recompute", "other_compute"
+PART_TP_KERNELS, PART_PP_KERNELS = "tp_collectives", "pp_transfers"
+PART_DP_KERNELS, PART_OTHER_KERNELS = "dp_collectives", "other_collectives"
+PART_IDLE = "idle"  # the step minus the union of its compute kernels
+DETAIL_PARTS = (
+    PART_FORWARD,
+    PART_BACKWARD,
+    PART_RECOMPUTE,
+    PART_OTHER_COMPUTE,
+    PART_TP_KERNELS,
+    PART_PP_KERNELS,
+    PART_DP_KERNELS,
+    PART_OTHER_KERNELS,
+    PART_IDLE,
+)
+PURE_TIME = "pure_time"  # a collective's time from its last member's arrival to its end (matched over ranks)
+ALLOCATED, RESERVED = "bytes", "reserved"  # memory metrics: peak allocated bytes (as LAYOUT_PARTS), reserved

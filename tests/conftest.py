@@ -121,3 +121,44 @@ def sample_saved(tmp_path_factory):
     argv = ["model", str(SAMPLE_PROFILES), "--param", "ranks", *cache, "--predict", SAMPLE_PREDICT]
     assert main([*argv, "--save", str(path), "--json", str(doc)]) == 0
     return path, json.loads(doc.read_text())
+
+
+# -- simulated GPT layout studies (issue 23): tiny models, shared by the simulator and layout-reader tests --
+GPT_TINY = {"layers": 4, "hidden": 256, "heads": 4, "seq": 256, "vocab": 2048}
+GPT_LAYOUTS = {
+    # name: (layouts, simulate_gpt options)
+    "megatron": (
+        [
+            "tp2.pp2.dp1.mbs1.nmb4.zero0.rc0.vpp1",
+            "tp1.pp2.dp2.mbs2.nmb4.zero1.rc2.vpp1",
+            "tp1.pp2.dp1.mbs1.nmb4.zero0.rc1.vpp2",
+            "tp1.pp1.dp2.mbs1.nmb2.zero2.rc0.vpp1",
+            "tp1.pp1.dp2.mbs1.nmb2.zero3.rc0.vpp1",
+        ],
+        {},
+    ),
+    "deepspeed": (["tp1.pp2.dp2.mbs1.nmb2.zero1.rc0.vpp1"], {"framework": "deepspeed"}),
+    "fsdp": (["tp1.pp1.dp2.mbs1.nmb2.zero3.rc2.vpp1"], {"framework": "fsdp"}),
+    "legacy": (["tp2.pp1.dp2.mbs1.nmb2.zero0.rc0.vpp1"], {"nccl_nvtx": "legacy", "formats": ("nsys",)}),
+    "no_nccl_nvtx": (["tp2.pp2.dp1.mbs1.nmb2.zero0.rc0.vpp1"], {"nccl_nvtx": "none", "formats": ("nsys",)}),
+}
+
+
+@pytest.fixture(scope="session")
+def gpt_studies(tmp_path_factory):
+    """name -> GPTStudy of every variant in GPT_LAYOUTS, noise-free (files reproduce truth.json)."""
+    from extradeep.simulate.gpt.config import GPTModel
+    from extradeep.simulate.gpt.study import simulate_gpt
+
+    out = {}
+    for name, (layouts, options) in GPT_LAYOUTS.items():
+        options = {"formats": ("nsys", "kineto"), **options}
+        out[name] = simulate_gpt(
+            tmp_path_factory.mktemp(f"gpt_{name}"),
+            layouts,
+            model=GPTModel(**GPT_TINY),
+            noise=(0.0, 0.0, 0.0),
+            steps=3,
+            **options,
+        )
+    return out
