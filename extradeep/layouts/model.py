@@ -25,7 +25,7 @@ from extradeep.columns import GPUS, METRIC, PART, RECOMPUTE, SCHEDULE, STEP_TIME
 from extradeep.errors import InputError
 from extradeep.layouts.hardware import Hardware, load_hardware
 from extradeep.layouts.memory import MemoryModel, fit_reasons
-from extradeep.layouts.parts import COEFFICIENTS, NAMES, PRIOR, compose, nominal_features
+from extradeep.layouts.parts import COEFFICIENTS, COLLECTIVE_ALGORITHMS, NAMES, PRIOR, compose, nominal_features
 from extradeep.layouts.space import layout_frame
 from extradeep.layouts.tables import check_part_observations
 
@@ -43,7 +43,13 @@ class LayoutModel:
     links the observations ran on), ``dp_overlap`` (share of the data-parallel synchronisation that
     runs under the backward pass: 0 for Megatron/DeepSpeed without gradient buckets), ``level`` of
     the intervals, ``interval`` ("cv" or None), ``balance_workloads`` (each workload weighs the same),
-    ``prior_weight`` (pull towards the physical priors), ``memory`` (a :class:`MemoryModel`)."""
+    ``prior_weight`` (pull towards the physical priors), ``memory`` (a :class:`MemoryModel`),
+    ``workload_weights`` (workload -> relative weight of its rows, on top of the balance; e.g. less
+    for small single-node runs whose regime a multi-node prediction shares only in part) and
+    ``fixed`` (coefficient -> value held fixed instead of fitted, e.g. a measured NCCL latency, or 0
+    to switch a part off), ``collective_algorithm`` (how collectives cross nodes: 'hierarchical',
+    'nccl' or 'select', the better fit of the two when observations span nodes, else hierarchical;
+    fitted as ``algorithm_``)."""
 
     def __init__(
         self,
@@ -52,10 +58,13 @@ class LayoutModel:
         level: float = 0.95,
         interval: str | None = "cv",
         balance_workloads: bool = True,
-        prior_weight: float = 1e-3,
+        prior_weight: float = 1e-4,
         memory: MemoryModel | None = None,
         cv_folds: int = 5,
         random_state: int = 0,
+        workload_weights: dict | None = None,
+        fixed: dict | None = None,
+        collective_algorithm: str = "select",
     ):
         self.hardware = hardware
         self.dp_overlap = dp_overlap
@@ -66,6 +75,9 @@ class LayoutModel:
         self.memory = memory
         self.cv_folds = cv_folds
         self.random_state = random_state
+        self.workload_weights = workload_weights
+        self.fixed = fixed
+        self.collective_algorithm = collective_algorithm
 
     # ----------------------------------------------------------------- fitting
     def fit(self, observations: pd.DataFrame | None, parts: pd.DataFrame | None = None) -> LayoutModel:
@@ -75,10 +87,12 @@ class LayoutModel:
         coefficients stay at their physical priors and every part is labelled 'prior'."""
         if not 0 <= self.dp_overlap <= 1:
             raise InputError(None, f"must be between 0 and 1, got {self.dp_overlap!r}", field="dp_overlap")
+        self._check_fixed()
         self.hardware_ = load_hardware(self.hardware)
         steps, part_rows, memory_rows = self._observations(observations, parts)
         calibrated = len(steps) or len(part_rows)
-        self.coef_ = pd.Series(self._solve(steps, part_rows) if calibrated else PRIOR.copy(), index=list(NAMES))
+        self.algorithm_ = self._algorithm(steps, part_rows)
+        self.coef_ = pd.Series(self._solve(steps, part_rows)[0] if calibrated else self._start(), index=list(NAMES))
         self.memory_ = MemoryModel() if self.memory is None else self.memory
         self.memory_calibrated_ = bool(len(memory_rows))
         if len(memory_rows):
@@ -110,27 +124,75 @@ class LayoutModel:
             raise InputError("observations", "step times must be finite and > 0 seconds")
         return steps, part_rows, memory_rows
 
+    def _algorithm(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> str:
+        """How collectives cross nodes (:data:`COLLECTIVE_ALGORITHMS`). 'select': the one that fits
+        the observations best when some of them span nodes (the network's behaviour is then
+        measured), else 'hierarchical' (NCCL's rings over every NIC, as on DGX-like clusters)."""
+        choice = self.collective_algorithm
+        if choice != "select" and choice not in COLLECTIVE_ALGORITHMS:
+            raise InputError(
+                None,
+                f"unknown {choice!r}; one of select, {', '.join(COLLECTIVE_ALGORITHMS)}",
+                field="collective_algorithm",
+            )
+        if choice != "select":
+            return choice
+        gpus = pd.concat([steps.get(GPUS, pd.Series(dtype=float)), part_rows.get(GPUS, pd.Series(dtype=float))])
+        if not len(gpus) or gpus.max() <= self.hardware_.system.gpus_per_node:
+            return "hierarchical"
+        costs = {name: self._solve(steps, part_rows, name)[1] for name in COLLECTIVE_ALGORITHMS}
+        return min(costs, key=costs.get)
+
+    def _features(self, frame: pd.DataFrame, hardware: Hardware | None = None) -> dict:
+        return nominal_features(frame, self.hardware_ if hardware is None else hardware, self.algorithm_)
+
+    def _check_fixed(self) -> None:
+        for name, value in (self.fixed or {}).items():
+            if name not in NAMES:
+                raise InputError(None, f"unknown coefficient {name!r}; one of {', '.join(NAMES)}", field="fixed")
+            if not (np.isfinite(value) and value >= 0):
+                raise InputError(None, f"{name} must be a finite number >= 0, got {value!r}", field="fixed")
+
+    def _start(self) -> np.ndarray:
+        """The priors, with the fixed coefficients at their values."""
+        start = PRIOR.copy()
+        for name, value in (self.fixed or {}).items():
+            start[NAMES.index(name)] = float(value)
+        return start
+
     def _weights(self, steps: pd.DataFrame) -> np.ndarray:
+        """Per step row: equal total weight per workload (when balanced), times ``workload_weights``;
+        scaled to sum to the number of rows."""
         if not len(steps):
             return np.zeros(0)
-        if not self.balance_workloads or WORKLOAD not in steps:
+        if WORKLOAD not in steps:
             return np.ones(len(steps))
-        counts = steps[WORKLOAD].map(steps[WORKLOAD].value_counts()).to_numpy(float)
-        return len(steps) / (counts * steps[WORKLOAD].nunique())
+        weights = np.ones(len(steps))
+        if self.balance_workloads:
+            counts = steps[WORKLOAD].map(steps[WORKLOAD].value_counts()).to_numpy(float)
+            weights = 1.0 / counts
+        if self.workload_weights:
+            weights = weights * steps[WORKLOAD].map(self.workload_weights).fillna(1.0).to_numpy(float)
+        return weights * len(steps) / weights.sum()
 
-    def _solve(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> np.ndarray:
+    def _solve(self, steps: pd.DataFrame, part_rows: pd.DataFrame, algorithm: str | None = None):
+        """(coefficients, the robust loss at them) with ``algorithm`` (default: the fitted one)."""
+        algorithm = algorithm or self.algorithm_
         hardware = self.hardware_
-        step_features = nominal_features(steps, hardware) if len(steps) else None
-        part_features = nominal_features(part_rows, hardware) if len(part_rows) else None
+        step_features = nominal_features(steps, hardware, algorithm) if len(steps) else None
+        part_features = nominal_features(part_rows, hardware, algorithm) if len(part_rows) else None
         measured = np.log(steps[STEP_TIME].to_numpy(float)) if len(steps) else None
         root_weights = np.sqrt(self._weights(steps))
-        low = np.log([c.low for c in COEFFICIENTS])
-        high = np.log([c.high for c in COEFFICIENTS])
-        prior = np.log(PRIOR)
+        free = np.array([name not in (self.fixed or {}) for name in NAMES])
+        low = np.log([c.low for c in COEFFICIENTS])[free]
+        high = np.log([c.high for c in COEFFICIENTS])[free]
+        prior = np.log(PRIOR)[free]
         pull = np.sqrt(self.prior_weight * max(len(steps) + len(part_rows), 1))
+        full = self._start()
 
         def residuals(log_coef):
-            coef = np.exp(log_coef)
+            coef = full.copy()
+            coef[free] = np.exp(log_coef)
             blocks = [pull * (log_coef - prior)]
             if step_features is not None:
                 blocks.append(root_weights * (np.log(compose(step_features, coef, self.dp_overlap)["step"]) - measured))
@@ -140,18 +202,22 @@ class LayoutModel:
 
         start = np.clip(prior, low + 1e-9, high - 1e-9)
         solution = least_squares(residuals, start, bounds=(low, high), loss="soft_l1", f_scale=0.05, x_scale=1.0)
-        return np.exp(solution.x)
+        full[free] = np.exp(solution.x)
+        return full, float(solution.cost)
 
     def _support(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> pd.Series:
         """Per coefficient: 'parts' when measured parts pin it, 'step totals' when it moves >= 5%
-        of >= 3 measured steps, else 'prior' (physics only: an extrapolation)."""
+        of >= 3 measured steps, 'fixed' when held at a given value, else 'prior' (physics only: an
+        extrapolation)."""
         source = pd.Series("prior", index=list(NAMES))
         if len(steps):
-            shares = self._elasticities(nominal_features(steps, self.hardware_))
+            shares = self._elasticities(self._features(steps))
             source[(np.abs(shares) >= SUPPORT_SHARE).sum(axis=0) >= 3] = "step totals"
         for c in COEFFICIENTS:
             if c.part in self.parts_observed_:
                 source[c.name] = "parts"
+        for name in self.fixed or {}:
+            source[name] = "fixed"
         return source
 
     def _elasticities(self, features, which=None) -> np.ndarray:
@@ -177,9 +243,9 @@ class LayoutModel:
             rest = steps[~held]
             if not len(rest):
                 continue
-            coef = self._solve(rest, part_rows)
+            coef = self._solve(rest, part_rows)[0]
             self.fold_coefs_.append(coef)
-            guess = compose(nominal_features(steps[held], self.hardware_), coef, self.dp_overlap)["step"]
+            guess = compose(self._features(steps[held]), coef, self.dp_overlap)["step"]
             held_rows = steps[held]
             errors.append(
                 pd.DataFrame(
@@ -199,7 +265,7 @@ class LayoutModel:
         self._check_fitted()
         target = self.hardware_ if hardware is None else load_hardware(hardware)
         frame = layout_frame(layouts, source="layouts")
-        features = nominal_features(frame, target)
+        features = self._features(frame, target)
         parts = compose(features, self.coef_.to_numpy(), self.dp_overlap)
         out = pd.DataFrame({STEP_TIME: parts["step"], **{p: parts[p] for p in STEP_PARTS}}, index=frame.index)
         estimate = _differs(target, self.hardware_)
@@ -274,10 +340,13 @@ class LayoutModel:
                 "step = (m + (p - 1) / v) * work + m * logits + (1 - overlap) * dp_sync + optimizer",
                 f"work = l/p * layer + v * (p2p + {c['microbatch_overhead']} s)",
                 f"layer = (gpu^k + host_floor^k)^(1/k),  k = {c['sharpness']},  host_floor = {c['host_floor']} s",
-                f"gpu = {c['gemm']} * FLOPs / {gpu.peak_flops / 1e12:g} TFLOP/s + {c['memory']} * bytes / "
-                f"{gpu.memory_bandwidth / 1e9:g} GB/s + tp_t * TP all-reduce + {c['network']} * TP across nodes",
+                f"gpu = {c['gemm']} * thin * FLOPs / {gpu.peak_flops / 1e12:g} TFLOP/s + {c['memory']} * bytes / "
+                f"{gpu.memory_bandwidth / 1e9:g} GB/s + tp_t * TP all-reduce + {c['network']} * TP across nodes"
+                f" + {c['collective_latency']} s per TP all-reduce",
+                f"thin = 1 + {c['thin_tokens']} / (b s) + {c['thin_width']} / (h / t)",
                 f"tp_t (t = 2, 4, 8+) = {c['tp2']}, {c['tp4']}, {c['tp8']} x the nominal ring time on the node's links",
                 f"p2p, dp_sync = {c['tp8']} x intra-node + {c['network']} x inter-node nominal time "
+                f"({self.algorithm_} collectives) "
                 f"(overlap = {self.dp_overlap:g})",
                 f"optimizer = {c['optimizer']} * Adam bytes / HBM bandwidth + {c['step_constant']} s",
             ]
@@ -285,7 +354,7 @@ class LayoutModel:
 
     def part_status(self) -> pd.DataFrame:
         """One row per coefficient: its value, prior, the part it belongs to, what calibrated it
-        ('parts', 'step totals' or 'prior': physics only, extrapolated) and what it means."""
+        ('parts', 'step totals', 'fixed' or 'prior': physics only, extrapolated) and what it means."""
         self._check_fitted()
         step = pd.DataFrame(
             {

@@ -10,8 +10,15 @@ nominal seconds at the GPU's peak FLOP/s and HBM bandwidth and at the links' ban
   dropout-adds on every tensor-parallel rank, GeLU and softmax split by t; the unfused softmax of
   Megatron when b a / t is not a multiple of 4) as HBM bytes. Forward passes: 1, plus 1 with full
   recomputation; the backward pass counts as 2.
+  Thin GEMMs run below the large-shape rate: their time is scaled by 1 + M0 / (b s) + N0 / (h / t)
+  (tile and wave under-use along the token and the split hidden dimension; M0 = ``thin_tokens``,
+  N0 = ``thin_width``).
 - tensor-parallel all-reduces of b s h activations, 2 per forward and 2 per backward pass, ring
-  inside a node and hierarchical across nodes (:func:`extradeep.system.cost_features`).
+  inside a node and across nodes as ``algorithm`` says (:data:`COLLECTIVE_ALGORITHMS`,
+  :func:`extradeep.system.cost_features`), plus a
+  fixed ``collective_latency`` per all-reduce (NCCL's launch and the ranks' synchronisation: tens
+  to hundreds of microseconds, far above the links' per-hop latency; it weighs most on small
+  micro-batches at large t).
 
 The layer's GPU time is compute + bytes + TP communication; a host floor (the CPU launching a
 layer's kernels) bounds it from below: layer = (gpu^k + floor^k)^(1/k). Per micro-batch a stage runs
@@ -21,7 +28,8 @@ cross entropy (vocabulary V padded to 128 t). The pipeline runs m micro-batches 
 (p - 1) / v micro-batch slots (v = 1 for 1F1B and GPipe, the chunk count when interleaved). After
 it, data-parallel gradient synchronisation of the largest stage's parameters (all-reduce, or
 reduce-scatter + all-gather with ZeRO 1-2, + parameter all-gathers each micro-batch with ZeRO 3),
-hierarchical over the GPUs of the group per node, minus the overlap; then the optimizer step
+over the GPUs of the group per node by the same algorithm, minus the overlap, and the tied
+embedding's gradients between the first and last stage; then the optimizer step
 (Adam: 24 + 2 bytes + gradient bytes per parameter the rank updates) and a constant.
 """
 
@@ -52,6 +60,11 @@ from extradeep.layouts.hardware import Hardware
 from extradeep.layouts.workload import layer_parameters, padded_vocab
 from extradeep.system import cost_features
 
+# How collectives cross nodes: "hierarchical" (a ring inside each node, then one over the nodes with
+# 1/local of the message per GPU: NCCL's rings over every NIC of a node, as on DGX-like clusters) or
+# "nccl" (the faster of a flat ring and a tree per collective, paced by one GPU's share of the
+# network, as NCCL's tuner picks between them: modeling/collective.py's ring and tree).
+COLLECTIVE_ALGORITHMS = ("hierarchical", "nccl")
 TP_CLASSES = (2, 4, 8)  # tensor-parallel group sizes with their own link efficiency (NCCL's bus bandwidth varies)
 
 
@@ -88,14 +101,29 @@ COEFFICIENTS = (
     Coefficient("microbatch_overhead", 1e-3, 1e-7, 1.0, "host_overhead", "seconds per micro-batch and pipeline stage"),
     Coefficient("optimizer", 1.0, 1e-3, 50.0, "optimizer", "optimizer step time over the time at HBM bandwidth"),
     Coefficient("step_constant", 1e-2, 1e-6, 10.0, "optimizer", "seconds per step outside the parts (data, logging)"),
+    Coefficient(
+        "collective_latency",
+        3e-5,
+        1e-6,
+        1e-3,
+        "tp_comm",
+        "seconds per tensor-parallel all-reduce besides its volume (NCCL launch and synchronisation)",
+    ),
+    Coefficient(
+        "thin_tokens", 256.0, 1.0, 1e5, "compute", "GEMM rows (tokens b s) at which a layer's GEMMs run at half rate"
+    ),
+    Coefficient(
+        "thin_width", 64.0, 1.0, 1e4, "compute", "GEMM width (h / t) at which a layer's GEMMs run at half rate"
+    ),
 )
 NAMES = tuple(c.name for c in COEFFICIENTS)
 PRIOR = np.array([c.prior for c in COEFFICIENTS])
 
 
-def nominal_features(frame: pd.DataFrame, hardware: Hardware) -> dict[str, np.ndarray]:
+def nominal_features(frame: pd.DataFrame, hardware: Hardware, algorithm: str = "hierarchical") -> dict[str, np.ndarray]:
     """Nominal seconds and counts per layout (arrays in the order of ``frame``): per layer and
-    micro-batch, per micro-batch and stage, and per step. ``frame`` is a checked layout frame."""
+    micro-batch, per micro-batch and stage, and per step. ``frame`` is a checked layout frame;
+    ``algorithm`` one of :data:`COLLECTIVE_ALGORITHMS`."""
     col = {
         c: frame[c].to_numpy(float)
         for c in (TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, CHUNKS, LAYERS, HIDDEN, HEADS, SEQ_LEN, VOCAB)
@@ -128,7 +156,7 @@ def nominal_features(frame: pd.DataFrame, hardware: Hardware) -> dict[str, np.nd
 
     tp_message = tokens * h * pb
     allreduces = 2 * forward_passes + 2
-    tp = _collective("allreduce", t, tp_message, np.full_like(t, g), system) * allreduces[:, None]
+    tp = _collective("allreduce", t, tp_message, np.full_like(t, g), system, algorithm) * allreduces[:, None]
 
     boundary = 2 * tokens * h * pb / t  # activations forward, gradients backward
     cross = (t * d * p > g) & (p > 1)
@@ -142,8 +170,10 @@ def nominal_features(frame: pd.DataFrame, hardware: Hardware) -> dict[str, np.nd
     logit_bytes = 3 * pb * (tokens * h + h * vocab / t + tokens * vocab / t) + 16 * tokens * vocab / t
 
     stage_params = layers / p * layer_parameters(h, f) / t + (vocab * h + s * h) / t
-    dp = _dp_sync(stage_params, t, d, m, zero, forward_passes, g, system, pb)
-    tied = np.where(p > 1, 2 * vocab * h / t * pb, 0.0)  # first and last stage sum the shared embedding's gradients
+    dp = _dp_sync(stage_params, t, d, m, zero, forward_passes, g, system, pb, algorithm)
+    tied = np.where(
+        p > 1, vocab * h / t * pb, 0.0
+    )  # first and last stage sum the shared embedding's gradients (a ring of 2 moves them once)
     dp[:, 3] += np.where(cross, tied, 0.0) / system.inter_bandwidth_per_gpu
     dp[:, 1] += np.where(cross, 0.0, tied) / system.intra_bandwidth
     updated = stage_params / np.where(zero >= 1, d, 1.0)
@@ -165,10 +195,13 @@ def nominal_features(frame: pd.DataFrame, hardware: Hardware) -> dict[str, np.nd
         "dp_inter": dp[:, 2] + dp[:, 3],
         "optimizer": updated * (24 + pb + 2 * 2) / gpu.memory_bandwidth,
         "interleaved": frame[SCHEDULE].to_numpy() == "interleaved",
+        "tp_calls": np.where(t > 1, allreduces, 0.0),
+        "tokens": tokens,
+        "width": h / t,
     }
 
 
-def _collective(kind: str, ranks, nbytes, local, system) -> np.ndarray:
+def _collective(kind: str, ranks, nbytes, local, system, algorithm: str) -> np.ndarray:
     """(n, 4) nominal seconds per link class: intra latency, intra volume, inter latency, inter
     volume, of a hierarchical collective whose group has ``local`` GPUs per node."""
     ranks, nbytes, local = (np.broadcast_to(np.asarray(x, float), np.shape(ranks)) for x in (ranks, nbytes, local))
@@ -178,20 +211,26 @@ def _collective(kind: str, ranks, nbytes, local, system) -> np.ndarray:
     )
     for size in np.unique(local):
         rows = local == size
-        out[rows] = cost_features(kind, "hierarchical", ranks[rows], nbytes[rows], int(size)) * scale
+        if algorithm == "hierarchical":
+            out[rows] = cost_features(kind, "hierarchical", ranks[rows], nbytes[rows], int(size)) * scale
+            continue
+        ring = cost_features(kind, "ring", ranks[rows], nbytes[rows], int(size)) * scale
+        tree = cost_features(kind, "tree", ranks[rows], nbytes[rows], int(size)) * scale
+        out[rows] = np.where((tree.sum(axis=1) < ring.sum(axis=1))[:, None], tree, ring)
     return out
 
 
-def _dp_sync(params, t, d, m, zero, forward_passes, g, system, pb) -> np.ndarray:
+def _dp_sync(params, t, d, m, zero, forward_passes, g, system, pb, algorithm) -> np.ndarray:
     """Nominal seconds per link class of one step's data-parallel synchronisation on one GPU."""
     local = np.maximum(np.minimum(d, np.maximum(g // t, 1)), 1)
     grads = params * 2.0  # reduced in the parameters' 16-bit type, as Megatron and DeepSpeed do by default
-    reduce = np.where(zero[:, None] == 0, 1.0, 0.0) * _collective("allreduce", d, grads, local, system)
+    reduce = np.where(zero[:, None] == 0, 1.0, 0.0) * _collective("allreduce", d, grads, local, system, algorithm)
     reduce += np.where(zero[:, None] >= 1, 1.0, 0.0) * (
-        _collective("reducescatter", d, grads, local, system) + _collective("allgather", d, params * pb, local, system)
+        _collective("reducescatter", d, grads, local, system, algorithm)
+        + _collective("allgather", d, params * pb, local, system, algorithm)
     )
     gathers = np.where(zero == 3, m * (forward_passes + 1), 0.0)  # ZeRO 3: parameters gathered per pass
-    reduce += gathers[:, None] * _collective("allgather", d, params * pb, local, system)
+    reduce += gathers[:, None] * _collective("allgather", d, params * pb, local, system, algorithm)
     return np.where(d[:, None] > 1, reduce, 0.0)
 
 
@@ -207,8 +246,9 @@ def compose(features: dict[str, np.ndarray], coef, dp_overlap: float = 0.0) -> d
     c = dict(zip(NAMES, np.asarray(coef, float)))
     fx = features
     tp_scale = np.array([c["tp2"], c["tp4"], c["tp8"]])[tp_class(fx["t"])]
-    compute_layer = c["gemm"] * fx["gemm"] + c["memory"] * fx["memory"]
-    tp_layer = tp_scale * fx["tp_intra"] + c["network"] * fx["tp_inter"]
+    thin = 1 + c["thin_tokens"] / fx["tokens"] + c["thin_width"] / fx["width"]
+    compute_layer = c["gemm"] * thin * fx["gemm"] + c["memory"] * fx["memory"]
+    tp_layer = tp_scale * fx["tp_intra"] + c["network"] * fx["tp_inter"] + c["collective_latency"] * fx["tp_calls"]
     gpu_layer = compute_layer + tp_layer
     k, floor = c["sharpness"], c["host_floor"]
     ratio = floor / np.maximum(gpu_layer, 1e-12)

@@ -23,7 +23,7 @@ BASELINES = {
     "18.4B": {"sketch": (7.9, 0.69), "calculon": (11.8, 0.60)},
     "39.1B": {"sketch": (11.6, 0.35), "calculon": (12.9, 0.44)},
 }
-TRUTH = PRIOR * np.array([0.9, 1.2, 0.8, 1.1, 0.7, 1.5, 2.0, 1.0, 1.5, 1.2, 0.5])
+TRUTH = PRIOR * np.array([0.9, 1.2, 0.8, 1.1, 0.7, 1.5, 2.0, 1.0, 1.5, 1.2, 0.5, 3.0, 1.5, 0.8])
 
 
 def synthetic(frame: pd.DataFrame) -> pd.DataFrame:
