@@ -12,10 +12,12 @@ and micro-batch in bytes:
     full:       2 s b h                               (+ one whole layer while it is recomputed)
 
 The first pipeline stage holds min(p, m) micro-batches in flight under 1F1B (times 1 + (p - 1) / (p v)
-interleaved, m under GPipe); the last stage also holds the output layer's logits (12 bytes per
-vocabulary entry and token: 16-bit logits, fp32 softmax and its gradient). The peak is the larger of
-the two stages, scaled by a calibrated activation factor, plus a constant for the CUDA context, NCCL
-buffers and the allocator's reserve. :class:`MemoryModel` calibrates both on recorded peaks.
+interleaved, m under GPipe); the last stage also holds the output layer's logits, 4 bytes per
+vocabulary entry and token (Megatron's vocabulary-parallel cross entropy keeps the fp32 softmax for
+the backward pass). The logits are freed by the output layer's backward, before any recomputation
+buffer exists, so only the larger of the two counts. The peak is the larger of the two stages, scaled
+by a calibrated activation factor, plus a constant for the CUDA context, NCCL buffers and the
+allocator's reserve. :class:`MemoryModel` calibrates both on recorded peaks.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from extradeep.layouts.workload import layer_parameters, padded_vocab
 
 GIB = 2**30
 HEADROOM = 0.05  # share of the GPU's memory a recommended layout leaves free
+LOGIT_BYTES = 4.0  # per vocabulary entry and token kept until the backward pass (fp32 softmax)
 MEMORY_PARTS = ("weights", "gradients", "optimizer_states", "activations", "logits", "overhead")
 
 
@@ -96,7 +99,10 @@ class MemoryModel:
             "gradients": params * self.grad_bytes / np.where(zero >= 2, d, 1.0),
             "optimizer_states": params * self.optimizer_bytes / np.where(zero >= 1, d, 1.0),
             "activations": self.activation_scale * (in_flight * layers / p * kept + working),
-            "logits": self.activation_scale * np.where(holds_logits, 12.0 * s * b * vocab / t, 0.0),
+            # the logits are freed by the output layer's backward, before any layer's recomputation
+            # buffer exists: the two never coexist, so only what the logits need beyond it counts
+            "logits": self.activation_scale
+            * np.maximum(np.where(holds_logits, LOGIT_BYTES * s * b * vocab / t, 0.0) - working, 0.0),
             "overhead": np.full(len(t), float(self.overhead)),
         }
         parts["total"] = sum(parts.values())
