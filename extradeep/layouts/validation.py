@@ -6,6 +6,9 @@
   by a leave-one-model-out over the two others only, so that no choice sees the model it predicts.
 - :func:`megatron_check`: calibrate one efficiency on the smallest row of Megatron-LM's SC'21
   Table 1 and predict the achieved teraFLOP/s per GPU of the others.
+- :func:`simulator_check`: calibrate on the per-part observations read from a simulated GPT study's
+  profiles and predict the layouts of its ``truth.json`` that were never profiled (issue 23's
+  simulator criterion: step times, intervals, memory, and the fastest layout per GPU count).
 
 The clusters are described as their authors describe them: vTrain's configuration files give 8
 A100s per node, 150 GB/s between GPUs of a node and 800 Gb/s per node across nodes (four 200 Gb/s
@@ -196,3 +199,64 @@ def _fastest_layouts(model: LayoutModel, table: pd.DataFrame, micro_batches, chu
     predicted = model.predict(frame, hardware=SELENE)
     frame["predicted"] = np.where(predicted["fits"], predicted[STEP_TIME], np.inf)
     return frame.loc[frame.groupby("row")["predicted"].idxmin()].reset_index(drop=True)
+
+
+def simulator_check(folder, hardware, model_options: dict | None = None) -> tuple[pd.DataFrame, dict]:
+    """(per truth layout, summary) for a study written by ``extradeep simulate --gpt ... --gpt-truth``.
+
+    The model is calibrated on what :func:`extradeep.io.parallel.part_observations` reads from the
+    profiles in ``folder`` (the model shape from its truth.json, as a user's model description gives
+    it) and predicts every ``truth_layouts`` row. Per row: truth and predicted step time, error (%),
+    whether the truth is inside the interval, the simulator's peak memory and the estimate, whether
+    the model and the simulator call it feasible. The summary: median and worst absolute error,
+    coverage, worst memory error, and per GPU count with two or more truth layouts the truth time
+    per sample of the layout the model ranks first (among those it calls feasible) over the truly
+    fastest feasible one (``pick_over_best``, worst over GPU counts; 1 = the right pick)."""
+    import json
+
+    from extradeep.io.parallel.parts import layout_parts, part_observations
+
+    folder = Path(folder)
+    truth = json.loads((folder / "truth.json").read_text())
+    shape = truth["model"]
+    paths = sorted(str(p) for p in folder.iterdir() if p.name.startswith(truth["app"] + ".p"))
+    observations = part_observations(layout_parts(paths), shape)
+    model = LayoutModel(hardware=hardware, **(model_options or {})).fit(None, observations)
+    dims = {"layers": shape["layers"], "hidden": shape["hidden"], "heads": shape["heads"]}
+    rows = [{**t["layout"], **dims, "seq_len": shape["seq"], "vocab": shape["vocab"]} for t in truth["truth_layouts"]]
+    layouts = pd.DataFrame(rows)
+    predicted = model.predict(layouts)
+    frame = layouts.assign(
+        truth=[t["step_time"] for t in truth["truth_layouts"]],
+        predicted=predicted[STEP_TIME].to_numpy(),
+        low=predicted[STEP_TIME + "_low"].to_numpy(),
+        high=predicted[STEP_TIME + "_high"].to_numpy(),
+        peak_memory=[t["peak_memory"] for t in truth["truth_layouts"]],
+        memory_estimate=predicted["peak_memory"].to_numpy(),
+        truth_fits=[bool(t["fits"]) for t in truth["truth_layouts"]],
+        fits=predicted["fits"].to_numpy(),
+    )
+    frame["error_pct"] = 100 * (frame["predicted"] / frame["truth"] - 1)
+    frame["inside"] = (frame["low"] <= frame["truth"]) & (frame["truth"] <= frame["high"])
+    frame["memory_error_pct"] = 100 * (frame["memory_estimate"] / frame["peak_memory"] - 1)
+    picks = []
+    for _, group in frame.groupby("gpus"):
+        feasible = group[group["fits"]]
+        if len(group) < 2 or feasible.empty:
+            continue
+        per_sample = group["truth"] / group["global_batch"]
+        chosen = (feasible["predicted"] / feasible["global_batch"]).idxmin()
+        picks.append(
+            (per_sample[chosen] / per_sample[group["truth_fits"]].min(), bool(group.loc[chosen, "truth_fits"]))
+        )
+    summary = {
+        "layouts": len(frame),
+        "median_error_pct": float(frame["error_pct"].abs().median()),
+        "worst_error_pct": float(frame["error_pct"].abs().max()),
+        "coverage": float(frame["inside"].mean()),
+        "worst_memory_error_pct": float(frame["memory_error_pct"].abs().max()),
+        "pick_over_best": max((p for p, _ in picks), default=float("nan")),
+        "picked_infeasible": sum(not ok for _, ok in picks),
+        "algorithm": model.algorithm_,
+    }
+    return frame, summary

@@ -130,3 +130,18 @@ def test_user_errors_are_one_line(vtrain):
         LayoutModel(dp_overlap=2.0).fit(vtrain[1])
     with pytest.raises(InputError, match="no step_time column"):
         LayoutModel().fit(vtrain[1].drop(columns=[STEP_TIME]))
+    with pytest.raises(InputError, match="unknown 'mesh'"):
+        LayoutModel(collective_algorithm="mesh").fit(vtrain[1])
+    with pytest.raises(InputError, match="unknown coefficient 'gem'"):
+        LayoutModel(fixed={"gem": 1.0}).fit(vtrain[1])
+    with pytest.raises(InputError, match="finite number >= 0"):
+        LayoutModel(fixed={"gemm": -1.0}).fit(vtrain[1])
+
+
+def test_fixed_coefficients_stay_and_are_labelled(vtrain):
+    """A fixed coefficient keeps its value through the fit and says so; the others still move."""
+    single = vtrain[0].sample(200, random_state=0)
+    model = LayoutModel(hardware=VTRAIN_CLUSTER, interval=None, fixed={"collective_latency": 0.0}).fit(single)
+    status = model.part_status().set_index("coefficient")
+    assert model.coef_["collective_latency"] == 0.0 and status.loc["collective_latency", "calibrated_by"] == "fixed"
+    assert model.coef_["gemm"] != PRIOR[list(NAMES).index("gemm")]

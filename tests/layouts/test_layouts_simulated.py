@@ -1,0 +1,86 @@
+"""Issue 23's simulator criterion: the layout model calibrated on simulated GPT training profiled on
+at most 16 GPUs (5 layouts, one and two nodes) predicts unmeasured layouts at 64 to 512 GPUs; the
+truth is the simulator's (noise-free step time, peak memory), computed without files.
+
+The study's model shape, layouts and seed differ from sample_profiles/layouts/profiles, on whose
+truth layouts the model's parts were diagnosed: these truth layouts took no part in building it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from extradeep.layouts.validation import simulator_check
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "sample_profiles" / "layouts" / "profiles"
+HARDWARE = SAMPLE / "hardware.toml"  # A100-80GB on dgx-8-nvswitch, as simulate_gpt's defaults
+PROFILED = [  # at most 16 GPUs: 4 and 8 GPUs in one node, 16 over two
+    "tp1.pp1.dp4.mbs1.nmb4",
+    "tp2.pp2.dp2.mbs1.nmb4.zero1",
+    "tp4.pp1.dp4.mbs1.nmb4",
+    "tp2.pp4.dp2.mbs1.nmb8.rc2",
+    "tp8.pp1.dp2.mbs1.nmb2",
+]
+TRUTH = [  # 64 to 512 GPUs, none of them profiled
+    "tp2.pp1.dp32.mbs1.nmb4",
+    "tp4.pp2.dp8.mbs1.nmb8.zero1",
+    "tp8.pp2.dp4.mbs2.nmb4",
+    "tp1.pp8.dp8.mbs1.nmb8.rc2",
+    "tp2.pp4.dp16.mbs1.nmb8",
+    "tp8.pp4.dp4.mbs1.nmb8.zero1",
+    "tp4.pp4.dp16.mbs1.nmb8",
+    "tp8.pp8.dp8.mbs1.nmb8",
+    "tp2.pp2.dp128.mbs1.nmb2.zero1",
+    "tp8.pp1.dp32.mbs2.nmb2",
+    "tp4.pp1.dp128.mbs1.nmb2",
+    "tp1.pp1.dp64.mbs1.nmb4.zero1",
+]
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory):
+    from extradeep.simulate.gpt.config import GPTModel
+    from extradeep.simulate.gpt.study import simulate_gpt
+
+    folder = tmp_path_factory.mktemp("gpt_layout_accuracy")
+    model = GPTModel(layers=8, hidden=1536, heads=16, seq=1024, vocab=51200)
+    # with the sample's noise (2% per kernel, 1% per rank and run): the truth stays noise-free
+    simulate_gpt(folder, PROFILED, model=model, formats=("kineto",), steps=3, flows=False, truth_layouts=TRUTH, seed=1)
+    return simulator_check(folder, HARDWARE)
+
+
+@pytest.mark.slow
+def test_unmeasured_layouts_within_issue_23s_bounds(checked):
+    frame, summary = checked
+    assert summary["layouts"] == len(TRUTH) and frame["gpus"].between(64, 512).all()
+    assert summary["median_error_pct"] <= 10, frame[["gpus", "tp", "pp", "dp", "error_pct"]]
+    assert summary["worst_error_pct"] <= 20, frame[["gpus", "tp", "pp", "dp", "error_pct"]]
+    assert summary["coverage"] > 0.5, frame[["truth", "low", "high"]]
+
+
+@pytest.mark.slow
+def test_the_network_is_learned_from_the_two_node_runs(checked):
+    """The 16-GPU profiles show collectives paced by one GPU's NIC (the simulator's ring and tree):
+    the model picks that over the hierarchical form it assumes without multi-node data."""
+    assert checked[1]["algorithm"] == "nccl"
+
+
+@pytest.mark.slow
+def test_memory_and_the_pick(checked):
+    frame, summary = checked
+    assert summary["worst_memory_error_pct"] <= 10, frame[["peak_memory", "memory_estimate"]]
+    assert summary["pick_over_best"] <= 1.05 and summary["picked_infeasible"] == 0
+
+
+def test_sample_study_memory_and_pick_from_one_node():
+    """The shipped study profiles 2-4 GPUs in one node: memory and the per-count pick hold; its
+    step times stay hierarchical across nodes (no network data) and miss the one-NIC truth of
+    64-way data parallelism (docs/analysis.md)."""
+    if not (SAMPLE / "truth.json").exists():
+        pytest.skip("sample_profiles/layouts/profiles is absent")
+    frame, summary = simulator_check(SAMPLE, HARDWARE)
+    assert summary["algorithm"] == "hierarchical"
+    assert summary["worst_memory_error_pct"] <= 10, frame[["peak_memory", "memory_estimate"]]
+    assert summary["pick_over_best"] <= 1.05 and summary["picked_infeasible"] == 0
