@@ -11,50 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from extradeep.layouts.validation import simulator_check
+from extradeep.layouts.validation import STUDY_TRUTH, simulate_study, simulator_check
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "sample_profiles" / "layouts" / "profiles"
 HARDWARE = SAMPLE / "hardware.toml"  # A100-80GB on dgx-8-nvswitch, as simulate_gpt's defaults
-PROFILED = [  # at most 16 GPUs: 4 and 8 GPUs in one node, 16 over two
-    "tp1.pp1.dp4.mbs1.nmb4",
-    "tp2.pp2.dp2.mbs1.nmb4.zero1",
-    "tp4.pp1.dp4.mbs1.nmb4",
-    "tp2.pp4.dp2.mbs1.nmb8.rc2",
-    "tp8.pp1.dp2.mbs1.nmb2",
-]
-TRUTH = [  # 64 to 512 GPUs, none of them profiled
-    "tp2.pp1.dp32.mbs1.nmb4",
-    "tp4.pp2.dp8.mbs1.nmb8.zero1",
-    "tp8.pp2.dp4.mbs2.nmb4",
-    "tp1.pp8.dp8.mbs1.nmb8.rc2",
-    "tp2.pp4.dp16.mbs1.nmb8",
-    "tp8.pp4.dp4.mbs1.nmb8.zero1",
-    "tp4.pp4.dp16.mbs1.nmb8",
-    "tp8.pp8.dp8.mbs1.nmb8",
-    "tp2.pp2.dp128.mbs1.nmb2.zero1",
-    "tp8.pp1.dp32.mbs2.nmb2",
-    "tp4.pp1.dp128.mbs1.nmb2",
-    "tp1.pp1.dp64.mbs1.nmb4.zero1",
-]
 
 
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory):
-    from extradeep.simulate.gpt.config import GPTModel
-    from extradeep.simulate.gpt.study import simulate_gpt
-
-    folder = tmp_path_factory.mktemp("gpt_layout_accuracy")
-    model = GPTModel(layers=8, hidden=1536, heads=16, seq=1024, vocab=51200)
-    # with the sample's noise (2% per kernel, 1% per rank and run): the truth stays noise-free
-    simulate_gpt(folder, PROFILED, model=model, formats=("kineto",), steps=3, flows=False, truth_layouts=TRUTH, seed=1)
+    folder = simulate_study(tmp_path_factory.mktemp("gpt_layout_accuracy"))
     return simulator_check(folder, HARDWARE)
 
 
 @pytest.mark.slow
 def test_unmeasured_layouts_within_issue_23s_bounds(checked):
     frame, summary = checked
-    assert summary["layouts"] == len(TRUTH) and frame["gpus"].between(64, 512).all()
+    assert summary["layouts"] == len(STUDY_TRUTH) and frame["gpus"].between(64, 512).all()
     assert summary["median_error_pct"] <= 10, frame[["gpus", "tp", "pp", "dp", "error_pct"]]
     assert summary["worst_error_pct"] <= 20, frame[["gpus", "tp", "pp", "dp", "error_pct"]]
     assert summary["coverage"] > 0.5, frame[["truth", "low", "high"]]
