@@ -10,7 +10,8 @@ time per observation (so the relative error is what is minimised), each workload
 so that every workload counts the same; measured parts add residuals of (predicted - measured part)
 / measured step; and a weak pull of every coefficient towards its prior keeps the ones that no
 observation moves where physics puts them. The interval comes from held-out errors: the model is
-refitted without each workload (or each of five folds when there are fewer than three workloads), and
+refitted without each workload (or each of five folds when there are fewer than three workloads;
+a held-out layout's measured parts leave with its step), and
 the half width is the 95th percentile of the held-out log errors, weighted per workload; the spread
 of the refitted models' predictions widens it where they disagree.
 """
@@ -21,7 +22,24 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from extradeep.columns import GPUS, METRIC, PART, RECOMPUTE, SCHEDULE, STEP_TIME, TIME, TP, VALUE, WORKLOAD, ZERO
+from extradeep.columns import (
+    CHUNKS,
+    DP,
+    GPUS,
+    METRIC,
+    MICRO_BATCH,
+    MICRO_BATCHES,
+    PART,
+    PP,
+    RECOMPUTE,
+    SCHEDULE,
+    STEP_TIME,
+    TIME,
+    TP,
+    VALUE,
+    WORKLOAD,
+    ZERO,
+)
 from extradeep.errors import InputError
 from extradeep.layouts.hardware import Hardware, load_hardware
 from extradeep.layouts.memory import MemoryModel, fit_reasons
@@ -239,11 +257,14 @@ class LayoutModel:
             return
         folds = _folds(steps, self.cv_folds, self.random_state)
         errors = []
+        step_keys, part_keys = _layout_keys(steps), _layout_keys(part_rows)
         for label, held in folds:
             rest = steps[~held]
             if not len(rest):
                 continue
-            coef = self._solve(rest, part_rows)[0]
+            # the held-out layouts' parts leave with their steps: nothing of them calibrates the fold
+            kept_parts = part_rows[~np.isin(part_keys, step_keys[held])] if len(part_rows) else part_rows
+            coef = self._solve(rest, kept_parts)[0]
             self.fold_coefs_.append(coef)
             guess = compose(self._features(steps[held]), coef, self.dp_overlap)["step"]
             held_rows = steps[held]
@@ -389,6 +410,17 @@ def _part_residuals(features, part_rows: pd.DataFrame, coef, overlap) -> np.ndar
     names = part_rows[PART].to_numpy()
     predicted = np.select([names == p for p in STEP_PARTS], [parts[p] for p in STEP_PARTS], np.nan)
     return (predicted - part_rows[VALUE].to_numpy(float)) / parts["step"]
+
+
+LAYOUT_KEY = (WORKLOAD, GPUS, TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, ZERO, RECOMPUTE, SCHEDULE, CHUNKS)
+
+
+def _layout_keys(frame: pd.DataFrame) -> np.ndarray:
+    """One string per row naming its layout (and workload), to match step totals with their parts."""
+    if not len(frame):
+        return np.array([], dtype=object)
+    columns = [c for c in LAYOUT_KEY if c in frame]
+    return frame[columns].astype(str).agg("|".join, axis=1).to_numpy(object)
 
 
 def _folds(steps: pd.DataFrame, k: int, seed: int) -> list[tuple[str, np.ndarray]]:
