@@ -109,8 +109,10 @@ class LayoutModel:
         self.hardware_ = load_hardware(self.hardware)
         steps, part_rows, memory_rows = self._observations(observations, parts)
         calibrated = len(steps) or len(part_rows)
-        self.algorithm_ = self._algorithm(steps, part_rows)
-        self.coef_ = pd.Series(self._solve(steps, part_rows)[0] if calibrated else self._start(), index=list(NAMES))
+        self.algorithm_, solved = self._algorithm(steps, part_rows)
+        if solved is None and calibrated:
+            solved = self._solve(steps, part_rows)[0]
+        self.coef_ = pd.Series(solved if calibrated else self._start(), index=list(NAMES))
         self.memory_ = MemoryModel() if self.memory is None else self.memory
         self.memory_calibrated_ = bool(len(memory_rows))
         if len(memory_rows):
@@ -142,10 +144,11 @@ class LayoutModel:
             raise InputError("observations", "step times must be finite and > 0 seconds")
         return steps, part_rows, memory_rows
 
-    def _algorithm(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> str:
+    def _algorithm(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> tuple[str, np.ndarray | None]:
         """How collectives cross nodes (:data:`COLLECTIVE_ALGORITHMS`). 'select': the one that fits
         the observations best when some of them span nodes (the network's behaviour is then
-        measured), else 'hierarchical' (NCCL's rings over every NIC, as on DGX-like clusters)."""
+        measured), else 'hierarchical' (NCCL's rings over every NIC, as on DGX-like clusters); with the
+        coefficients when choosing needed them (None otherwise)."""
         choice = self.collective_algorithm
         if choice != "select" and choice not in COLLECTIVE_ALGORITHMS:
             raise InputError(
@@ -154,12 +157,13 @@ class LayoutModel:
                 field="collective_algorithm",
             )
         if choice != "select":
-            return choice
+            return choice, None
         gpus = pd.concat([steps.get(GPUS, pd.Series(dtype=float)), part_rows.get(GPUS, pd.Series(dtype=float))])
         if not len(gpus) or gpus.max() <= self.hardware_.system.gpus_per_node:
-            return "hierarchical"
-        costs = {name: self._solve(steps, part_rows, name)[1] for name in COLLECTIVE_ALGORITHMS}
-        return min(costs, key=costs.get)
+            return "hierarchical", None
+        solved = {name: self._solve(steps, part_rows, name) for name in COLLECTIVE_ALGORITHMS}
+        best = min(solved, key=lambda name: solved[name][1])
+        return best, solved[best][0]
 
     def _features(self, frame: pd.DataFrame, hardware: Hardware | None = None) -> dict:
         return nominal_features(frame, self.hardware_ if hardware is None else hardware, self.algorithm_)
