@@ -106,4 +106,5 @@ DETAIL_PARTS = (
     PART_IDLE,
 )
 PURE_TIME = "pure_time"  # a collective's time from its last member's arrival to its end (matched over ranks)
+PART_POWER, WATTS = "power", "watts"  # a profile's mean GPU board power while training (GPU metric samples)
 ALLOCATED, RESERVED = "bytes", "reserved"  # memory metrics: peak allocated bytes (as LAYOUT_PARTS), reserved

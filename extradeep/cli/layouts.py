@@ -32,6 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--hardware", metavar="FILE|PRESET", help="GPU and links of the measured runs (TOML or a GPU preset)"
     )
     calibrate.add_argument(
+        "--power-profiles",
+        action="append",
+        metavar="PATH",
+        help="nsys exports (files or folders) whose GPU power samples calibrate watts per GPU (repeatable)",
+    )
+    calibrate.add_argument(
         "--dp-overlap", type=float, default=0.0, metavar="F", help="share of DP sync hidden under backward (default 0)"
     )
     search = parser.add_argument_group("search")
@@ -75,7 +81,9 @@ def run(args) -> int:
     from extradeep.report.layouts import fit_text, search_text
 
     if args.output:
-        inputs = {_resolved(p) for p in [*(args.table or []), args.model, args.hardware] if p}
+        inputs = {
+            _resolved(p) for p in [*(args.table or []), *(args.power_profiles or []), args.model, args.hardware] if p
+        }
         check_output_path("--output", args.output, inputs)
     searching = args.model is not None
     if searching and (args.gpus is None or args.global_batch is None):
@@ -92,6 +100,7 @@ def run(args) -> int:
         if args.output:
             _write_fit(model, observations, args.output)
         return 0
+    options["power"] = _power_model(model, args)
     table = _search(model, options)
     print(search_text(model, table))
     if args.output:
@@ -141,6 +150,38 @@ def _search(model, options: dict):
 
     hardware = [model.hardware_ if h is None else h for h in options.pop("hardware")]
     return search_layouts(model, hardware=hardware, **options)
+
+
+def _power_model(model, args):
+    """Watts per GPU: calibrated on --power-profiles' samples, else the hardware file's figure."""
+    from extradeep.errors import InputError
+    from extradeep.io.parallel import layout_parts
+    from extradeep.layouts.energy import PowerModel, power_observations
+
+    if not args.power_profiles:
+        return PowerModel().fit(model)
+    try:
+        frame = layout_parts(args.power_profiles)
+    except InputError as exc:
+        raise InputError("--power-profiles", exc.problem) from None
+    observed = power_observations(frame, _shape_dict(args.model))
+    if observed.empty:
+        raise InputError("--power-profiles", "no profile records GPU power samples (nsys GPU_METRICS)")
+    return PowerModel().fit(model, observed)
+
+
+def _shape_dict(path) -> dict:
+    """The model description as io.parallel's model dict (layers, hidden, heads, seq, vocab)."""
+    from extradeep.layouts.workload import load_transformer
+
+    shape = load_transformer(path)
+    return {
+        "layers": shape.layers,
+        "hidden": shape.hidden,
+        "heads": shape.heads,
+        "seq": shape.seq_len,
+        "vocab": shape.vocab,
+    }
 
 
 def _whole_numbers(text: str, option: str, low: int = 1) -> list[int]:

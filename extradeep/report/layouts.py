@@ -99,6 +99,11 @@ def search_text(model, table: pd.DataFrame) -> str:
         money = f", cost {best['cost']:.4g} {cost_unit}, {best['energy_kwh']:.3g} kWh"
         if np.isfinite(best["energy_cost"]):
             money += f" ({best['energy_cost']:.3g} for energy)"
+        if "power_w" in best:
+            money += (
+                f", {best['power_w']:.0f} W per GPU ({table.attrs.get('power_source', 'system file')}), "
+                f"{best['perf_per_watt']:.3g} samples/J, {best['perf_per_cost']:.3g} samples per {cost_unit}"
+            )
         detail = f"{best['time']:.4g} {unit} [{best['time_low']:.3g}, {best['time_high']:.3g}]{money}"
         parts.append(section(f"Best by {objective} under the limits", f"{text}: {detail}{_note(best, ' (')}"))
     unfit = table[~table["fits"]]
