@@ -24,6 +24,7 @@ examples:
   extradeep plan --target 256 --max-ranks 64 --gpus-per-node 4 --budget 40 --app cifar10 -o plan.csv
   extradeep plan runs/ --target 128,256 --max-ranks 64 --gpus-per-node 4 -k 3 -o next.csv
   extradeep profile-cmd --plan next.csv -- python train.py > next.sh
+  extradeep plan --layout-model gpt.toml --target 64,256 --global-batch 512 --max-ranks 16 --budget 3 -o runs.csv
 """
 
 
@@ -53,6 +54,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="beyond one node, also propose half nodes (default: whole nodes, as clusters allocate them)",
     )
+    layouts = parser.add_argument_group("layouts (issue 23): which small runs pin down the layout model")
+    layouts.add_argument(
+        "--layout-model",
+        metavar="TOML",
+        help="plan layout runs for this model description: --target GPU counts, --max-ranks GPUs per run",
+    )
+    layouts.add_argument("--global-batch", type=int, metavar="B", help="samples per step at the --target GPU counts")
+    layouts.add_argument("--hardware", metavar="FILE|PRESET", help="GPU and links of the runs (TOML or a GPU preset)")
     plan.add_argument("-k", type=int, default=3, help="how many next runs to propose for an experiment (default 3)")
     plan.add_argument("--app", help="application name for the plan file (default: the experiment's, else app)")
     plan.add_argument("-o", "--output", metavar="FILE.csv", help="write the plan file for profile-cmd --plan")
@@ -68,6 +77,10 @@ def run(args) -> int:
     from extradeep.io.config import DEFAULTS
     from extradeep.report.plan import plan_text
 
+    if args.layout_model:
+        from extradeep.cli.plan_layouts import run_layout_plan
+
+        return run_layout_plan(args)
     cost = cost_settings(args)
     targets = parse_values(args.target)
     if args.output:
