@@ -38,6 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="nsys exports (files or folders) whose GPU power samples calibrate watts per GPU (repeatable)",
     )
     calibrate.add_argument(
+        "--kernel-profiles",
+        action="append",
+        metavar="PATH",
+        help="nsys/Kineto profiles of the measured runs: their compute- and memory-bound kernel time moves "
+        "the compute to other --search-hardware GPU types (repeatable)",
+    )
+    calibrate.add_argument(
         "--dp-overlap", type=float, default=0.0, metavar="F", help="share of DP sync hidden under backward (default 0)"
     )
     search = parser.add_argument_group("search")
@@ -82,7 +89,15 @@ def run(args) -> int:
 
     if args.output:
         inputs = {
-            _resolved(p) for p in [*(args.table or []), *(args.power_profiles or []), args.model, args.hardware] if p
+            _resolved(p)
+            for p in [
+                *(args.table or []),
+                *(args.power_profiles or []),
+                *(args.kernel_profiles or []),
+                args.model,
+                args.hardware,
+            ]
+            if p
         }
         check_output_path("--output", args.output, inputs)
     searching = args.model is not None
@@ -101,6 +116,7 @@ def run(args) -> int:
             _write_fit(model, observations, args.output)
         return 0
     options["power"] = _power_model(model, args)
+    options["kernel_classes"] = _kernel_classes(args)
     table = _search(model, options)
     print(search_text(model, table))
     if args.output:
@@ -168,6 +184,22 @@ def _power_model(model, args):
     if observed.empty:
         raise InputError("--power-profiles", "no profile records GPU power samples (nsys GPU_METRICS)")
     return PowerModel().fit(model, observed)
+
+
+def _kernel_classes(args):
+    """Kernel-class busy times of --kernel-profiles (None without them)."""
+    if not args.kernel_profiles:
+        return None
+    from extradeep.errors import InputError
+    from extradeep.layouts.transfer import class_observations
+
+    try:
+        observed = class_observations(args.kernel_profiles, _shape_dict(args.model))
+    except InputError as exc:
+        raise InputError("--kernel-profiles", exc.problem) from None
+    if observed.empty:
+        raise InputError("--kernel-profiles", "no run with measured steps and compute kernels")
+    return observed
 
 
 def _shape_dict(path) -> dict:

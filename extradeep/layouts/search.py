@@ -26,6 +26,7 @@ from extradeep.layouts.energy import PowerModel
 from extradeep.layouts.hardware import load_hardware
 from extradeep.layouts.model import LayoutModel
 from extradeep.layouts.space import enumerate_layouts
+from extradeep.layouts.transfer import transferred_model
 from extradeep.layouts.workload import TransformerShape, load_transformer
 
 OBJECTIVES = ("time", "cost", "energy")
@@ -47,13 +48,17 @@ def search_layouts(
     schedules=("1f1b",),
     chunks=(2,),
     power=None,
+    kernel_classes: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per candidate layout (and GPU type of ``hardware``: one or a list; default the
     model's), with its predicted time, interval, cost, energy, memory, ``fits``/``reason``,
     ``pareto`` (on the front of time against cost among the layouts that fit), ``rank`` by
     ``objective`` among those that fit and meet the limits (0 for the others) and ``best``
     (rank 1). Sorted by rank. ``attrs`` holds the units and limits. ``power``: a fitted
-    :class:`~extradeep.layouts.energy.PowerModel` (default: the hardware file's watts)."""
+    :class:`~extradeep.layouts.energy.PowerModel` (default: the hardware file's watts).
+    ``kernel_classes``: :func:`extradeep.layouts.transfer.class_observations` of the calibration
+    runs; on other GPU types the compute then moves as those kernel classes move
+    (:func:`~extradeep.layouts.transfer.transferred_model`)."""
     if objective not in OBJECTIVES:
         raise InputError(None, f"must be one of {', '.join(OBJECTIVES)}, got {objective!r}", field="objective")
     for name, value in (("max_time", max_time), ("max_cost", max_cost), ("samples_per_epoch", samples_per_epoch)):
@@ -70,7 +75,10 @@ def search_layouts(
         )
         if not len(layouts):
             continue
-        predicted = model.predict(layouts, hardware=target)
+        predictor = model
+        if kernel_classes is not None and len(kernel_classes) and spec is not None:
+            predictor = transferred_model(model, kernel_classes, target)
+        predicted = predictor.predict(layouts, hardware=target)
         watts = power.predict(predicted, target)
         tables.append(_economics(pd.concat([layouts, predicted], axis=1), target, samples_per_epoch, watts))
     if not tables:

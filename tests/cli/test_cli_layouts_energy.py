@@ -50,3 +50,19 @@ def test_power_profiles_that_are_not_profiles_is_one_line(tiny_toml, capsys):
     assert code != 0
     err = capsys.readouterr().err
     assert "--power-profiles" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_kernel_profiles_move_only_the_other_gpu_types(gpt_studies, tiny_toml, tmp_path):
+    study = gpt_studies["megatron"]
+    args = ["layouts", "--model", str(tiny_toml), "--gpus", "8", "--global-batch", "16"]
+    args += ["--search-hardware", "a100-80gb,h100-sxm"]
+    plain, moved = tmp_path / "plain.csv", tmp_path / "moved.csv"
+    assert main([*args, "-o", str(plain)]) == 0
+    assert main([*args, "--kernel-profiles", str(study.outdir), "-o", str(moved)]) == 0
+    keys = ["hardware", "gpus", "tp", "pp", "dp", "micro_batch", "zero", "recompute"]
+    both = pd.read_csv(plain).merge(pd.read_csv(moved), on=keys, suffixes=("_plain", "_moved"))
+    same = both[both["hardware"] == "a100-80gb"]
+    other = both[both["hardware"] == "h100-sxm"]
+    assert len(same) and len(other) and other["estimate_moved"].all() and not same["estimate_moved"].any()
+    assert np.allclose(same["time_plain"], same["time_moved"], rtol=1e-6)  # the calibration GPU stays put
+    assert not np.allclose(other["compute_plain"], other["compute_moved"], rtol=1e-2)  # compute moves there
