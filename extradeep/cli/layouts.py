@@ -32,17 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--hardware", metavar="FILE|PRESET", help="GPU and links of the measured runs (TOML or a GPU preset)"
     )
     calibrate.add_argument(
-        "--power-profiles",
+        "--profiles",
         action="append",
         metavar="PATH",
-        help="nsys exports (files or folders) whose GPU power samples calibrate watts per GPU (repeatable)",
-    )
-    calibrate.add_argument(
-        "--kernel-profiles",
-        action="append",
-        metavar="PATH",
-        help="nsys/Kineto profiles of the measured runs: their compute- and memory-bound kernel time moves "
-        "the compute to other --search-hardware GPU types (repeatable)",
+        help="nsys/Kineto profiles of measured runs (files or folders; repeatable): their step parts and memory "
+        "peaks calibrate the model, GPU power samples the watts per GPU, kernel classes the move to other GPU "
+        "types, and the profiled GPU's memory bounds what fits (needs --model for the shape)",
     )
     calibrate.add_argument(
         "--dp-overlap", type=float, default=0.0, metavar="F", help="share of DP sync hidden under backward (default 0)"
@@ -83,6 +78,7 @@ def run(args) -> int:
 
     from extradeep.cli.outputs import check_output_path
     from extradeep.errors import InputError
+    from extradeep.layouts.energy import PowerModel
     from extradeep.layouts.model import LayoutModel
     from extradeep.layouts.tables import read_layout_table
     from extradeep.report.layouts import fit_text, search_text
@@ -92,8 +88,7 @@ def run(args) -> int:
             _resolved(p)
             for p in [
                 *(args.table or []),
-                *(args.power_profiles or []),
-                *(args.kernel_profiles or []),
+                *(args.profiles or []),
                 args.model,
                 args.hardware,
             ]
@@ -105,18 +100,24 @@ def run(args) -> int:
         raise InputError(None, "a search needs --gpus and --global-batch")
     if not searching and not args.table:
         raise InputError(None, "give --table (measured layouts) and/or --model with --gpus and --global-batch")
+    if args.profiles and args.model is None:
+        raise InputError("--profiles", "needs --model (the shape of the profiled model)")
     options = _search_options(args) if searching else {}  # every option checked before the long work
     hardware = _hardware(args, args.hardware)
     tables = [read_layout_table(path) for path in args.table or []]
     observations = pd.concat(tables, ignore_index=True) if tables else None
-    model = LayoutModel(hardware=hardware, dp_overlap=args.dp_overlap).fit(observations)
+    profiled = _profiled(args)
+    if profiled is not None:
+        hardware = profiled.hardware(hardware)
+    parts = profiled.parts if profiled is not None else None
+    model = LayoutModel(hardware=hardware, dp_overlap=args.dp_overlap).fit(observations, parts)
     if not searching:
         print(fit_text(model, observations))
         if args.output:
             _write_fit(model, observations, args.output)
         return 0
-    options["power"] = _power_model(model, args)
-    options["kernel_classes"] = _kernel_classes(args)
+    options["power"] = PowerModel().fit(model, profiled.power if profiled is not None else None)
+    options["kernel_classes"] = profiled.kernel_classes if profiled is not None else None
     table = _search(model, options)
     print(search_text(model, table))
     if args.output:
@@ -168,38 +169,24 @@ def _search(model, options: dict):
     return search_layouts(model, hardware=hardware, **options)
 
 
-def _power_model(model, args):
-    """Watts per GPU: calibrated on --power-profiles' samples, else the hardware file's figure."""
-    from extradeep.errors import InputError
-    from extradeep.io.parallel import layout_parts
-    from extradeep.layouts.energy import PowerModel, power_observations
-
-    if not args.power_profiles:
-        return PowerModel().fit(model)
-    try:
-        frame = layout_parts(args.power_profiles)
-    except InputError as exc:
-        raise InputError("--power-profiles", exc.problem) from None
-    observed = power_observations(frame, _shape_dict(args.model))
-    if observed.empty:
-        raise InputError("--power-profiles", "no profile records GPU power samples (nsys GPU_METRICS)")
-    return PowerModel().fit(model, observed)
-
-
-def _kernel_classes(args):
-    """Kernel-class busy times of --kernel-profiles (None without them)."""
-    if not args.kernel_profiles:
+def _profiled(args):
+    """What --profiles give (None without them), read once; problems as one line each on stderr."""
+    if not args.profiles:
         return None
+    import sys
+
     from extradeep.errors import InputError
-    from extradeep.layouts.transfer import class_observations
+    from extradeep.layouts.profiled import read_profiled_runs
 
     try:
-        observed = class_observations(args.kernel_profiles, _shape_dict(args.model))
+        profiled = read_profiled_runs(args.profiles, _shape_dict(args.model))
     except InputError as exc:
-        raise InputError("--kernel-profiles", exc.problem) from None
-    if observed.empty:
-        raise InputError("--kernel-profiles", "no run with measured steps and compute kernels")
-    return observed
+        raise InputError("--profiles", exc.problem) from None
+    for line in profiled.problems:
+        print(f"extradeep: skipped {line}", file=sys.stderr)
+    if profiled.parts.empty:
+        raise InputError("--profiles", "no run with a known layout and measured steps")
+    return profiled
 
 
 def _shape_dict(path) -> dict:

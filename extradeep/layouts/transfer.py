@@ -78,34 +78,33 @@ def file_class_times(facts) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["step", *CLASS_TIMES])
 
 
-def class_observations(paths, model: dict | None = None, settings=None) -> pd.DataFrame:
-    """One row per run of the profiles under ``paths``: its layout (as the layout model's
-    observations, shape from ``model``) with ``gemm_time`` and ``memory_time`` in seconds per step
-    (median over steps, then over the last pipeline stage's ranks)."""
-    from extradeep.io.parallel import layout_parts, profile_facts
+def class_observations(parts: pd.DataFrame, facts: dict, model: dict | None = None) -> pd.DataFrame:
+    """One row per run of :func:`extradeep.io.parallel.layout_parts`' frame: its layout (as the
+    layout model's observations, shape from ``model``) with ``gemm_time`` and ``memory_time`` in
+    seconds per step (median over steps, then over the last pipeline stage's ranks). ``facts``: the
+    profiles' ProfileFacts by path (read for any path missing)."""
+    from extradeep.io.parallel import profile_facts
     from extradeep.io.parallel.parts import part_observations
 
-    facts = {}
-    frame = layout_parts(paths, model=model, settings=settings, facts=facts, pure=False)
-    for path in frame["path"].unique():
-        facts[path] = facts.get(path) or profile_facts(path, settings)
     per_file = []
-    for path, rows in frame.groupby("path"):
+    for path in parts["path"].unique():
+        if path not in facts:
+            facts[path] = profile_facts(path)
         times = file_class_times(facts[path])
         if len(times):
-            per_file.append({"path": path, STAGE: rows[STAGE].iloc[0], **times[list(CLASS_TIMES)].median().to_dict()})
+            per_file.append({"path": path, **times[list(CLASS_TIMES)].median().to_dict()})
     if not per_file:
         return pd.DataFrame()
-    measured = frame.drop_duplicates("path").merge(pd.DataFrame(per_file), on=["path", STAGE])
-    last = measured[
-        measured[STAGE]
-        == measured.groupby(["app", "rep", "gpus", "tp", "pp", "dp", MICRO_BATCHES])[STAGE].transform("max")
-    ]
-    runs = part_observations(frame, model)
-    runs = runs[runs["part"] == "step"].drop(columns=["part", "metric", "value"])
     keys = ["gpus", "tp", "pp", "dp", "micro_batch", MICRO_BATCHES, "zero", "recompute"]
-    medians = last.rename(columns={"app": "workload"}).groupby(["workload", *keys])[list(CLASS_TIMES)].median()
-    return runs.merge(medians.reset_index(), on=["workload", *keys], how="inner").drop_duplicates(keys)
+    files = parts.drop_duplicates("path").merge(pd.DataFrame(per_file), on="path")
+    files = files.rename(columns={"app": "workload"})
+    last = files[files[STAGE] == files.groupby(["workload", *keys], dropna=False)[STAGE].transform("max")]
+    medians = last.groupby(["workload", *keys])[list(CLASS_TIMES)].median().reset_index()
+    runs = part_observations(parts, model)
+    if runs.empty:
+        return pd.DataFrame()
+    runs = runs[runs["part"] == "step"].drop(columns=["part", "metric", "value"]).drop_duplicates(["workload", *keys])
+    return runs.merge(medians, on=["workload", *keys], how="inner").reset_index(drop=True)
 
 
 def transfer_factor(model, observations: pd.DataFrame, hardware) -> float:

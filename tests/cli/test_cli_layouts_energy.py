@@ -1,4 +1,4 @@
-"""`extradeep layouts --power-profiles`: watts per GPU calibrated on the GPU power samples of
+"""`extradeep layouts --profiles`: watts per GPU calibrated on the GPU power samples of
 simulated nsys exports, energy in the written table, one line for a folder without samples."""
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ import pytest
 from shared_data import GPT_TINY
 
 from extradeep.cli import main
+from extradeep.layouts.hardware import load_hardware
+from extradeep.layouts.profiled import read_profiled_runs
 
 
 @pytest.fixture
@@ -23,7 +25,7 @@ def test_power_profiles_calibrate_the_searchs_energy(gpt_studies, tiny_toml, tmp
     study = gpt_studies["megatron"]
     out = tmp_path / "search.csv"
     args = ["layouts", "--model", str(tiny_toml), "--gpus", "8", "--global-batch", "16"]
-    assert main([*args, "--power-profiles", str(study.outdir), "-o", str(out)]) == 0
+    assert main([*args, "--profiles", str(study.outdir), "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert f"profile samples ({len(study.truth['layouts'])} runs)" in text
     table = pd.read_csv(out)
@@ -43,26 +45,37 @@ def test_power_profiles_that_are_not_profiles_is_one_line(tiny_toml, capsys):
             "8",
             "--global-batch",
             "16",
-            "--power-profiles",
+            "--profiles",
             str(tiny_toml),
         ]
     )
     assert code != 0
     err = capsys.readouterr().err
-    assert "--power-profiles" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "--profiles" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
-def test_kernel_profiles_move_only_the_other_gpu_types(gpt_studies, tiny_toml, tmp_path):
+def test_profiles_move_compute_to_another_gpu_as_their_kernel_classes_say(gpt_studies, tiny_toml, tmp_path):
     study = gpt_studies["megatron"]
-    args = ["layouts", "--model", str(tiny_toml), "--gpus", "8", "--global-batch", "16"]
-    args += ["--search-hardware", "a100-80gb,h100-sxm"]
-    plain, moved = tmp_path / "plain.csv", tmp_path / "moved.csv"
-    assert main([*args, "-o", str(plain)]) == 0
-    assert main([*args, "--kernel-profiles", str(study.outdir), "-o", str(moved)]) == 0
-    keys = ["hardware", "gpus", "tp", "pp", "dp", "micro_batch", "zero", "recompute"]
-    both = pd.read_csv(plain).merge(pd.read_csv(moved), on=keys, suffixes=("_plain", "_moved"))
-    same = both[both["hardware"] == "a100-80gb"]
-    other = both[both["hardware"] == "h100-sxm"]
-    assert len(same) and len(other) and other["estimate_moved"].all() and not same["estimate_moved"].any()
-    assert np.allclose(same["time_plain"], same["time_moved"], rtol=1e-6)  # the calibration GPU stays put
-    assert not np.allclose(other["compute_plain"], other["compute_moved"], rtol=1e-2)  # compute moves there
+    out = tmp_path / "both.csv"
+    args = [
+        "layouts",
+        "--model",
+        str(tiny_toml),
+        "--gpus",
+        "8",
+        "--global-batch",
+        "16",
+        "--profiles",
+        str(study.outdir),
+    ]
+    assert main([*args, "--search-hardware", "a100-80gb,h100-sxm", "-o", str(out)]) == 0
+    table = pd.read_csv(out)
+    keys = ["gpus", "tp", "pp", "dp", "micro_batch", "zero", "recompute"]
+    a100, h100 = (table[table["hardware"] == name].set_index(keys) for name in ("a100-80gb", "h100-sxm"))
+    assert h100["estimate"].all() and not a100["estimate"].any()
+    moved = (h100["compute"] / a100["compute"]).dropna()
+    profiled = read_profiled_runs([str(study.outdir)], {k: v for k, v in GPT_TINY.items()})
+    gemm, memory = profiled.kernel_classes["gemm_time"], profiled.kernel_classes["memory_time"]
+    a, h = load_hardware("a100-80gb").gpu, load_hardware("h100-sxm").gpu
+    classes = (gemm * a.peak_flops / h.peak_flops + memory * a.memory_bandwidth / h.memory_bandwidth) / (gemm + memory)
+    assert np.median(moved) == pytest.approx(np.median(classes), rel=0.15)

@@ -4,41 +4,27 @@ with wider intervals."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import MEDIUM_GPT as MODEL
+from conftest import MEDIUM_PROFILED as PROFILED
 
 from extradeep.columns import PART_COMPUTE, STEP_TIME
-from extradeep.io.parallel import layout_parts
-from extradeep.io.parallel.parts import part_observations
-from extradeep.layouts.model import LayoutModel
 from extradeep.layouts.transfer import (
     COMMUNICATION,
     COMPUTE,
     MEMORY,
-    class_observations,
     kernel_classes,
     transferred_model,
 )
-from extradeep.simulate.gpt.config import GPTModel
 from extradeep.simulate.gpt.frames import truth_frame
 from extradeep.simulate.gpt.names import KERNELS, NCCL_KERNELS
-from extradeep.simulate.gpt.study import simulate_gpt
 
-MODEL = GPTModel(layers=8, hidden=1024, heads=16, seq=1024, vocab=51200, name="gpt-medium")
-SHAPE = {"layers": 8, "hidden": 1024, "heads": 16, "seq": 1024, "vocab": 51200}
-PROFILED = ["tp1.pp1.dp1.mbs1.nmb8", "tp2.pp1.dp1.mbs1.nmb8", "tp1.pp2.dp1.mbs1.nmb8", "tp4.pp1.dp1.mbs1.nmb8.rc2"]
 TARGETS = ["tp4.pp2.dp8.mbs1.nmb8", "tp2.pp4.dp8.mbs1.nmb16", "tp8.pp1.dp32.mbs1.nmb4", "tp1.pp1.dp8.mbs2.nmb4"]
-
-
-@pytest.fixture(scope="module")
-def a100_study(tmp_path_factory):
-    """(paths, layout model, kernel-class observations) of four simulated A100 runs on <= 4 GPUs."""
-    out = tmp_path_factory.mktemp("transfer")
-    simulate_gpt(out, PROFILED, model=MODEL, steps=3, formats=("nsys",), noise=(0.01, 0.005, 0.005))
-    paths = sorted(str(p) for p in out.glob("*.sqlite"))
-    model = LayoutModel().fit(None, part_observations(layout_parts(paths, model=SHAPE), SHAPE))
-    return paths, model, class_observations(paths, SHAPE)
 
 
 def test_simulated_kernels_are_classed_as_the_simulator_issues_them():
@@ -54,12 +40,8 @@ def test_simulated_kernels_are_classed_as_the_simulator_issues_them():
 
 def test_class_times_add_up_to_the_simulators_compute_busy_time(a100_study):
     _, _, observed = a100_study
-    truth = {
-        e["label"]: e
-        for e in __import__("json").loads(
-            (__import__("pathlib").Path(a100_study[0][0]).parent / "truth.json").read_text()
-        )["layouts"]
-    }
+    truth_file = Path(a100_study[0][0]).parent / "truth.json"
+    truth = {e["label"]: e for e in json.loads(truth_file.read_text())["layouts"]}
     assert len(observed) == len(PROFILED)
     for _, row in observed.iterrows():
         entry = next(e for k, e in truth.items() if k.startswith(f"tp{row['tp']}.pp{row['pp']}.dp{row['dp']}."))

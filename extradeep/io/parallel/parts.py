@@ -30,7 +30,9 @@ compute kernels. GPU work counts in the step its launching call starts in, as in
 
 `part_observations(frame, model=None)` turns this frame into the layout model's per-part
 observations (`extradeep.layouts`): one row per run and LAYOUT_PARTS part, times on the last pipeline
-stage's ranks (median over steps, then ranks), memory the largest peak of any rank.
+stage's ranks (median over steps, then ranks), memory the largest peak of any rank: allocated
+where Kineto records it, else the reserved peak nsys records (an upper bound of what was allocated:
+the estimate calibrated on it errs on the side of not fitting).
 """
 
 from __future__ import annotations
@@ -346,6 +348,8 @@ def _observations(run: pd.DataFrame, app, layout_cols: list[str]) -> list[dict]:
         if part != PART_MEMORY
     ]
     memory = run[(run[PART] == PART_MEMORY) & (run["metric"] == ALLOCATED)]["value"]
+    if not len(memory):  # nsys records what CUDA allocated: the allocator's reserve, an upper bound
+        memory = run[(run[PART] == PART_MEMORY) & (run["metric"] == RESERVED)]["value"]
     if len(memory):
         out.append({**layout, WORKLOAD: app, PART: PART_MEMORY, "metric": BYTES, "value": float(memory.max())})
     return out
