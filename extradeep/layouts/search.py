@@ -76,7 +76,7 @@ def search_layouts(
         if not len(layouts):
             continue
         predictor = model
-        if kernel_classes is not None and len(kernel_classes) and spec is not None:
+        if kernel_classes is not None and len(kernel_classes) and target.gpu != model.hardware_.gpu:
             predictor = transferred_model(model, kernel_classes, target)
         predicted = predictor.predict(layouts, hardware=target)
         watts = power.predict(predicted, target)
