@@ -90,7 +90,8 @@ def check_study(study: LayoutStudy) -> None:
     """Every option checked before any file is read: one-line InputError naming the option."""
     if not study.searching and not study.tables and not study.profiled:
         raise InputError(
-            None, "give profiles or --table (measured layouts), and/or --model with --gpus and --global-batch"
+            None,
+            "give --table (measured layouts) or PROFILES (profiled runs), and/or --model, --gpus and --global-batch",
         )
     if study.searching and (not list(study.gpus) or study.global_batch is None):
         raise InputError(None, "a search needs --gpus and --global-batch")
