@@ -86,7 +86,9 @@ class LayoutsTab(PlotTab):
         paths = QHBoxLayout()
         self.inputs = _path_row(paths, "profiles / tables", "folders or CSV tables; ';' between", self._browse_inputs)
         self.model = _path_row(paths, "model", "model description (TOML)", lambda: self._browse(self.model, "TOML"))
-        self.hardware = _path_row(paths, "hardware", "TOML or a GPU preset", lambda: self._browse(self.hardware, "TOML"))
+        self.hardware = _path_row(
+            paths, "hardware", "TOML or a GPU preset", lambda: self._browse(self.hardware, "TOML")
+        )
         search = QHBoxLayout()
         self.gpus = QLineEdit("64,128,256,512")
         self.global_batch = QSpinBox()
