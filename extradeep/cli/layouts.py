@@ -90,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from extradeep.layouts.study import run_layout_study
+    from extradeep.layout_study import run_layout_study
     from extradeep.report.layouts import fit_text, search_text
 
     _check_outputs(args)
@@ -146,7 +146,7 @@ def _check_outputs(args) -> None:
 def study_from_args(args):
     """The LayoutStudy the command line asks for (every option checked here, before any reading)."""
     from extradeep.analysis.points import parse_duration
-    from extradeep.layouts.study import LayoutStudy, check_study
+    from extradeep.layout_study import LayoutStudy, check_study
 
     searching = args.model is not None
     study = LayoutStudy(

@@ -1,8 +1,8 @@
 """Layouts tab: which tensor/pipeline/data-parallel layout is fastest or cheapest, and does it fit.
 
-The tab fills one :class:`extradeep.layouts.study.LayoutStudy` (profiles or tables that calibrate,
+The tab fills one :class:`extradeep.layout_study.LayoutStudy` (profiles or tables that calibrate,
 the model to search, its hardware, GPU counts, global batch, limits) and calls
-:func:`extradeep.layouts.study.run_layout_study` off the UI thread, as `extradeep layouts` does; it
+:func:`extradeep.layout_study.run_layout_study` off the UI thread, as `extradeep layouts` does; it
 shows the search table (sortable; the reason beside every layout that does not fit), the Pareto plot
 of time against cost or the heat map of layouts against GPU counts, and the recommended layout.
 """
@@ -146,7 +146,7 @@ class LayoutsTab(PlotTab):
         """The LayoutStudy the controls ask for (InputError naming the field when one is wrong)."""
         from extradeep.analysis.points import parse_values
         from extradeep.errors import InputError
-        from extradeep.layouts.study import LayoutStudy, check_study
+        from extradeep.layout_study import LayoutStudy, check_study
 
         paths = [p.strip() for p in self.inputs.text().split(";") if p.strip()]
         tables = [p for p in paths if Path(p).suffix.lower() in (".csv", ".txt")]
@@ -261,7 +261,7 @@ def _item(column: str, value) -> QTableWidgetItem:
 
 
 def _run(report, study):
-    from extradeep.layouts.study import run_layout_study
+    from extradeep.layout_study import run_layout_study
 
     return run_layout_study(study, progress=report)
 

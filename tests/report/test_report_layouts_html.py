@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from extradeep.layout_study import LayoutStudy, run_layout_study
 from extradeep.layouts.search import best_layout
-from extradeep.layouts.study import LayoutStudy, run_layout_study
 from extradeep.report.layout_figures import (
     FEASIBLE,
     INFEASIBLE,
