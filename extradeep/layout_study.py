@@ -143,7 +143,8 @@ def run_layout_study(study: LayoutStudy, progress: Callable | None = None) -> La
     profiled = load_transformer(study.profiled_model) if study.profiled_model is not None else shape
     hardware = priced(study, study.hardware)
     targets = [priced(study, h) for h in study.search_hardware] or [hardware]
-    report(0, 4, "reading the measured tables")
+    if study.tables:
+        report(0, 4, f"reading {len(study.tables)} measured table(s)")
     observations = _tables(study.tables)
     parts = runs = None
     problems: list[str] = []

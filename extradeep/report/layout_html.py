@@ -21,7 +21,7 @@ from extradeep.columns import GPUS
 from extradeep.layouts.search import best_layout, pareto_front, why_none
 from extradeep.report.html import STYLE
 from extradeep.report.html import _table as html_table
-from extradeep.report.layout_figures import INFEASIBLE, heatmap_cells, heatmap_figure, pareto_figure
+from extradeep.report.layout_figures import FEASIBLE, INFEASIBLE, heatmap_cells, heatmap_figure, pareto_figure
 from extradeep.report.layouts import LAYOUT_HEADERS, layout_cells
 from extradeep.report.plots import figure_bytes
 from extradeep.report.text import format_value
@@ -99,10 +99,11 @@ def layout_section(result, figures: dict | None = None) -> str:
         _p(
             "Each cell is the best time among the layouts of that tensor-parallel degree t and pipeline depth p "
             "on that many GPUs that fit in GPU memory (d = GPUs / (t p); the micro-batch split, ZeRO stage, "
-            "recomputation and schedule chosen per cell, as the table below names them)."
+            "recomputation and schedule chosen per cell, as the list under the map names them)."
         )
     )
     parts.append(_image(figures, "layout_heatmap", heatmap_figure(table), "heat map of layouts against GPU counts"))
+    parts.append(_cell_choices(table))
     parts.append(_infeasible_table(table))
     parts.append("<h3>Time against cost</h3>")
     parts.append(_image(figures, "layout_pareto", pareto_figure(table), "Pareto plot of time against cost"))
@@ -116,6 +117,23 @@ def layout_section(result, figures: dict | None = None) -> str:
         items = "".join(f"<li>{html.escape(p)}</li>" for p in result.problems)
         parts.append(f"<p class=note>Skipped inputs:</p><ul>{items}</ul>")
     return "".join(parts)
+
+
+def _cell_choices(table: pd.DataFrame) -> str:
+    """The layout behind each coloured cell, folded away (a long list for a large search)."""
+    unit = table.attrs.get("time_unit", "s per step")
+    cells = heatmap_cells(table)
+    shown = cells[cells["state"] == FEASIBLE]
+    rows = [
+        [r.row, str(getattr(r, GPUS)), f"{r.value:.4g}", r.option, str(r.rank) if r.rank else "outside limits"]
+        for r in shown.itertuples(index=False)
+    ]
+    headers = ["layout", "GPUs", f"time ({unit})", "choices", "rank"]
+    return (
+        f"<details><summary>The layout of each cell ({len(rows)} cells)</summary>"
+        + html_table(headers, rows, numeric={1, 2, 4})
+        + "</details>"
+    )
 
 
 def _infeasible_table(table: pd.DataFrame) -> str:

@@ -91,6 +91,7 @@ class LayoutsTab(PlotTab):
         )
         search = QHBoxLayout()
         self.gpus = QLineEdit("64,128,256,512")
+        self.gpus.setMinimumWidth(140)
         self.global_batch = QSpinBox()
         self.global_batch.setRange(1, 10_000_000)
         self.global_batch.setValue(512)
@@ -201,6 +202,7 @@ class LayoutsTab(PlotTab):
             for j, value in enumerate(row):
                 self.table.setItem(i, j, _item(COLUMNS[j][0], value))
         self.table.setSortingEnabled(True)
+        self.table.sortItems(0, Qt.AscendingOrder)  # by rank: the recommended layout first
         self.table.resizeColumnsToContents()
 
     def _draw(self) -> None:
@@ -246,18 +248,35 @@ def _not_an_input(target: Path, study) -> None:
         raise InputError(target, "is one of the inputs of the search; refusing to overwrite it")
 
 
+class _Item(QTableWidgetItem):
+    """A cell that sorts by its key (numbers as numbers; layouts without a rank last)."""
+
+    def __init__(self, text: str, key):
+        super().__init__(text)
+        self.key = key
+
+    def __lt__(self, other) -> bool:
+        mine, theirs = self.key, getattr(other, "key", None)
+        if isinstance(mine, str) != isinstance(theirs, str):
+            return isinstance(theirs, str)  # numbers before words
+        return mine < theirs
+
+
 def _item(column: str, value) -> QTableWidgetItem:
-    item = QTableWidgetItem()
+    value = value.item() if hasattr(value, "item") else value
     if column == "peak_memory":
-        value = round(float(value) / 2**30, 2)
-    elif column == "rank" and not value:
-        value = "-"  # outside the limits or does not fit
-    elif column == "pareto":
-        value = "yes" if value else ""
+        value = float(value) / 2**30
+    if column == "rank":
+        return _Item(str(value) if value else "-", value or float("inf"))  # 0: outside the limits or unfit
+    if column == "pareto":
+        return _Item("yes" if value else "", 0 if value else 1)
+    if isinstance(value, bool):
+        return _Item("yes" if value else "no", int(value))
     if isinstance(value, float):
-        value = float(f"{value:.4g}")
-    item.setData(Qt.DisplayRole, value.item() if hasattr(value, "item") else value)
-    return item
+        return _Item(f"{value:.4g}", value)
+    if isinstance(value, int):
+        return _Item(str(value), value)
+    return _Item(str(value), str(value))
 
 
 def _run(report, study):

@@ -37,7 +37,7 @@ def test_layouts_tab_shows_the_best_layout_of_the_cli(window, settle, show_tab, 
     tab.global_batch.setValue(512)
     tab.max_time.setValue(0.03)
     tab.search()
-    assert window.runner.busy  # the search runs off the UI thread
+    assert tab.result is None and window.runner.busy  # the search runs off the UI thread: not done yet
     settle(lambda: not window.runner.busy and tab.result is not None, 120)
     assert window.last_error == ""
     table = tab.result.table
@@ -48,6 +48,11 @@ def test_layouts_tab_shows_the_best_layout_of_the_cli(window, settle, show_tab, 
     assert best["time"] == pytest.approx(cli_best["time"], rel=1e-9) and best["time"] <= 0.03
     assert f"{int(best['gpus'])}" in tab.best.text() and "calibrated on 5 profiled runs" in tab.best.text()
     assert tab.has_plot and tab.figure.axes
+    header = [tab.table.horizontalHeaderItem(h).text() for h in range(tab.table.columnCount())]
+    first = {h: tab.table.item(0, j).text() for j, h in enumerate(header)}  # sorted by rank: the best first
+    assert first["rank"] == "1" and (first["GPUs"], first["t"], first["p"]) == tuple(
+        str(int(best[c])) for c in ("gpus", "tp", "pp")
+    )
     # the table sorts by a column as numbers: the fastest layout first
     column = [h for h in range(tab.table.columnCount()) if tab.table.horizontalHeaderItem(h).text() == "time"][0]
     tab.table.sortItems(column)
@@ -64,7 +69,7 @@ def test_layouts_tab_shows_the_best_layout_of_the_cli(window, settle, show_tab, 
 def test_layouts_tab_says_what_is_wrong_in_one_line(window, settle, show_tab):
     tab = show_tab(window, "Layouts")
     tab.search()  # no model chosen
-    assert "model" in window.last_error and not window.runner.busy
+    assert "model" in window.last_error and tab.result is None  # refused before any work
     tab.model.setText(str(LAYOUT_STUDY / "model.toml"))
     tab.gpus.setText("64,x")
     tab.search()
