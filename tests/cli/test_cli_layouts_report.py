@@ -58,3 +58,11 @@ def test_report_never_replaces_a_file_of_the_study(capsys):
     args = ["layouts", str(STUDY), "--model", str(STUDY / "model.toml"), "--gpus", "64", "--global-batch", "8"]
     assert main([*args, "-o", str(target)]) == 2
     assert "refusing to overwrite" in capsys.readouterr().err and target.read_bytes() == before
+
+
+def test_the_budgeting_report_points_a_layout_study_to_the_layout_report(tmp_path, capsys):
+    out = tmp_path / "report.html"
+    assert main(["report", str(STUDY), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "several parallel layouts (tp, pp, dp" in err and f"extradeep layouts {STUDY}" in err
+    assert "Traceback" not in err and not out.exists()
