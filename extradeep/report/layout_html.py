@@ -22,7 +22,7 @@ from extradeep.layouts.search import best_layout, pareto_front, why_none
 from extradeep.report.html import STYLE
 from extradeep.report.html import _table as html_table
 from extradeep.report.layout_figures import FEASIBLE, INFEASIBLE, heatmap_cells, heatmap_figure, pareto_figure
-from extradeep.report.layouts import LAYOUT_HEADERS, layout_cells
+from extradeep.report.layouts import LAYOUT_HEADERS, layout_cells, outcome_cells
 from extradeep.report.plots import figure_bytes
 from extradeep.report.text import format_value
 
@@ -152,15 +152,7 @@ def _front_table(table: pd.DataFrame) -> str:
     front = pareto_front(table).head(MAX_FRONT_ROWS)
     headers = [*LAYOUT_HEADERS, f"time ({unit})", "95% interval", f"cost ({cost_unit})", "kWh", "memory", "rank"]
     rows = [
-        [
-            *layout_cells(r),
-            f"{r['time']:.4g}",
-            f"{r['time_low']:.3g}-{r['time_high']:.3g}",
-            f"{r['cost']:.4g}",
-            f"{r['energy_kwh']:.3g}",
-            format_value(r["peak_memory"], "bytes"),
-            str(int(r["rank"])) if r["rank"] else "outside limits",
-        ]
+        [*layout_cells(r), *outcome_cells(r), str(int(r["rank"])) if r["rank"] else "outside limits"]
         for _, r in front.iterrows()
     ]
     return _p("The Pareto front, fastest first:") + html_table(headers, rows, numeric=set(range(len(headers))))
