@@ -225,13 +225,14 @@ class LayoutsTab(PlotTab):
     def save_report(self, path) -> None:
         """Write the layout report of the last search in the background (as `layouts --report`)."""
         from extradeep.errors import InputError
-        from extradeep.gui.main_window import checked_output
 
         if self.result is None:
             return
         try:
-            target = checked_output(path)
-            _not_an_input(target, self.result.study)
+            target = Path(path).resolve()
+            if not target.parent.is_dir():
+                raise InputError(target, "its folder does not exist")
+            _not_an_input(target, self.result.study)  # an unwritable folder fails in the worker, in one line
         except InputError as exc:  # an unwritable path is a message, not a dead window
             self.window.show_error(str(exc))
             return
