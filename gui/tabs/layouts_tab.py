@@ -83,15 +83,13 @@ class LayoutsTab(PlotTab):
         super().__init__(parent)
         self.window = window
         self.result = None
-        paths = QHBoxLayout()
+        # three short rows, not one long one: the controls set the tab's (and the window's) minimum width
+        paths, more, search = QHBoxLayout(), QHBoxLayout(), QHBoxLayout()
         self.inputs = _path_row(paths, "profiles / tables", "folders or CSV tables; ';' between", self._browse_inputs)
         self.model = _path_row(paths, "model", "model description (TOML)", lambda: self._browse(self.model, "TOML"))
-        self.hardware = _path_row(
-            paths, "hardware", "TOML or a GPU preset", lambda: self._browse(self.hardware, "TOML")
-        )
-        search = QHBoxLayout()
+        self.hardware = _path_row(more, "hardware", "TOML or a GPU preset", lambda: self._browse(self.hardware, "TOML"))
         self.gpus = QLineEdit("64,128,256,512")
-        self.gpus.setMinimumWidth(140)
+        self.gpus.setMinimumWidth(110)
         self.global_batch = QSpinBox()
         self.global_batch.setRange(1, 10_000_000)
         self.global_batch.setValue(512)
@@ -105,20 +103,21 @@ class LayoutsTab(PlotTab):
         self.search_button.clicked.connect(self.search)
         self.report_button = QPushButton("Save report…", enabled=False)
         self.report_button.clicked.connect(self.ask_report)
-        for label, widget in (
-            ("GPUs", self.gpus),
-            ("global batch", self.global_batch),
-            ("max time", self.max_time),
-            ("max cost", self.max_cost),
-            ("rank by", self.objective),
-            ("show", self.view),
+        for row, label, widget in (
+            (more, "GPUs", self.gpus),
+            (more, "global batch", self.global_batch),
+            (search, "max time", self.max_time),
+            (search, "max cost", self.max_cost),
+            (search, "rank by", self.objective),
+            (search, "show", self.view),
         ):
-            search.addWidget(QLabel(label))
-            search.addWidget(widget)
+            row.addWidget(QLabel(label))
+            row.addWidget(widget)
+        search.addStretch(1)
         search.addWidget(self.search_button)
         search.addWidget(self.report_button)
-        self.controls_box.addLayout(paths)
-        self.controls_box.addLayout(search)
+        for row in (paths, more, search):
+            self.controls_box.addLayout(row)
         self.best = QLabel(wordWrap=True, textInteractionFlags=Qt.TextSelectableByMouse)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels([h for _, h in COLUMNS])
