@@ -220,6 +220,12 @@ def is_extrap_text(profiles: list[str]) -> bool:
     return not head.startswith((SQLITE_MAGIC, GZIP_MAGIC)) and head.lstrip()[:1] not in (b"{", b"[")
 
 
+def _config_keys(args) -> dict:
+    from extradeep.io.config import read_config
+
+    return read_config(args.config) if getattr(args, "config", None) else {}
+
+
 def analysis_from_args(args):
     """(Analysis, Experiment or None) from PROFILES and the options; progress on stderr."""
     from extradeep.analysis.core import analyse, analyse_table
@@ -227,9 +233,14 @@ def analysis_from_args(args):
 
     if is_extrap_text(args.profiles or []):
         from extradeep.modeling import read_extrap_text
+        from extradeep.modeling.extrap_text import text_model_options
 
         table = read_extrap_text(args.profiles[0])
-        return analyse_table(table, table.attrs["params"], modeler_options(args), args.scaling, args.ranks_param), None
+        options = modeler_options(args)
+        if getattr(args, "min_points", None) is None and "min_points" not in _config_keys(args):
+            del options["min_points"]  # as Extra-P: fewer points make a rough model, not none
+        options = text_model_options(options, table)
+        return analyse_table(table, table.attrs["params"], options, args.scaling, args.ranks_param), None
     experiment = experiment_from_args(args)
     analysis = analyse(
         experiment,
