@@ -120,9 +120,18 @@ def test_user_names_never_meet_internal_columns(tmp_path):
 @pytest.mark.parametrize(
     "text, problem",
     [
-        ("PARAMETER p\nPOINTS 1 2 4\nPOINTS 2\nREGION r\nDATA 1\nDATA 2\nDATA 3\nDATA 4\n", "line 3: point (2) is listed twice (first on line 2)"),
-        ("PARAMETER p\nPOINTS 1 2 4 8 16\nREGION r\nDATA 1\nDATA 2\n", "region 'r' metric '' (DATA from line 4): 2 DATA line(s) for 5 POINTS"),
-        ("PARAMETER a b c\nPARAMETER d e\nPOINTS (1 1 1 1 1)\n", "line 2: 5 parameters; Extra-P's text format has 1 to 4"),
+        (
+            "PARAMETER p\nPOINTS 1 2 4\nPOINTS 2\nREGION r\nDATA 1\nDATA 2\nDATA 3\nDATA 4\n",
+            "line 3: point (2) is listed twice (first on line 2)",
+        ),
+        (
+            "PARAMETER p\nPOINTS 1 2 4 8 16\nREGION r\nDATA 1\nDATA 2\n",
+            "region 'r' metric '' (DATA from line 4): 2 DATA line(s) for 5 POINTS",
+        ),
+        (
+            "PARAMETER a b c\nPARAMETER d e\nPOINTS (1 1 1 1 1)\n",
+            "line 2: 5 parameters; Extra-P's text format has 1 to 4",
+        ),
     ],
 )
 def test_ambiguous_files_are_refused_with_the_line(tmp_path, text, problem):
