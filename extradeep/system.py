@@ -22,7 +22,11 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
-import tomllib
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser as the tomli package (a dependency there)
+    import tomli as tomllib
 
 from extradeep.errors import InputError
 

@@ -91,22 +91,26 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"extradeep: warning: {message}", file=sys.stderr)
+    text = " ".join(line.strip() for line in str(message).splitlines() if line.strip())  # one line, always
+    print(f"extradeep: warning: {text}", file=sys.stderr)
 
 
 def _main(parser, argv) -> int:
+    from extradeep.processes import exit_status, sigterm_unwinds
+
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
     try:
-        return int(args._run(args) or 0)
+        with sigterm_unwinds():  # SIGTERM unwinds like Ctrl-C: pools stop, nothing is left behind
+            return int(args._run(args) or 0)
     except InputError as exc:
         print(f"extradeep: error: {flag_error(exc)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("extradeep: interrupted", file=sys.stderr)
-        return 130
+        return exit_status(exc)
     except BrokenPipeError:
         # Output piped into `head` and the like: stop quietly, as Unix tools do.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -202,7 +202,7 @@ def _manifest_row(manifest: Path, record: dict, aliases: dict, where: str) -> di
 
 
 def read_toml(path) -> dict:
-    """Parse a TOML file (tomllib on 3.11+, tomli on 3.10 when installed); errors are one line."""
+    """Parse a TOML file (tomllib on 3.11+, tomli on 3.10: a dependency there); errors are one line."""
     path = Path(path)
     if sys.version_info >= (3, 11):
         import tomllib

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -299,9 +298,9 @@ def _read_files(paths: list[Path], jobs: int | None, settings=None) -> list:
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
     if jobs == 1 or len(paths) < 4:
         return [_read_or_problem(p, settings) for p in paths]
-    from extradeep.io.execute import pool_context
+    from extradeep.processes import process_pool
 
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=pool_context()) as pool:
+    with process_pool(jobs) as pool:
         return list(pool.map(_read_or_problem, paths, [settings] * len(paths)))
 
 
