@@ -18,8 +18,10 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
+import warnings
 import weakref
 from concurrent.futures import InvalidStateError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -141,8 +143,18 @@ def stopping() -> bool:
 def _start_worker(parent: int, initializer, initargs) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     watch_parent(parent)
+    # A worker's stderr is the user's terminal: a library's notice to developers (pandas' and
+    # NumPy's FutureWarning, DeprecationWarning) stays out of it, and any other warning is one line.
+    for category in (FutureWarning, DeprecationWarning, PendingDeprecationWarning):
+        warnings.simplefilter("ignore", category)
+    warnings.showwarning = _one_line_warning
     if initializer is not None:
         initializer(*initargs)
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    text = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    print(f"extradeep: warning: {text}", file=sys.stderr)
 
 
 def watch_parent(parent: int) -> None:

@@ -86,11 +86,11 @@ def plain_json():
 class ProcessTree:
     """A command started in its own session (as a terminal starts it), and every process below it."""
 
-    def __init__(self, argv, env=None):
+    def __init__(self, argv, env=None, cwd=None):
         import subprocess
 
         self.proc = subprocess.Popen(
-            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True
         )
         self.seen: set[int] = set()
 
@@ -154,14 +154,15 @@ class ProcessTree:
 
 
 @pytest.fixture
-def process_tree():
-    """process_tree(argv, env=None) -> ProcessTree; whatever still runs at the end is killed."""
+def process_tree(tmp_path):
+    """process_tree(argv, env=None) -> ProcessTree, started in a temporary folder (so `python -c` imports
+    the installed package, not the source tree); whatever still runs at the end is killed."""
     if not Path("/proc/self/stat").exists():
         pytest.skip("reads the process tree from /proc (Linux)")
     started: list[ProcessTree] = []
 
     def start(argv, env=None) -> ProcessTree:
-        started.append(ProcessTree(argv, env))
+        started.append(ProcessTree(argv, env, cwd=tmp_path))
         return started[-1]
 
     yield start

@@ -172,7 +172,8 @@ def _mpi_and_os(conn) -> tuple[pd.DataFrame, pd.DataFrame]:
             "bytes": np.where(m["bytes"] == NULL_INT, 0, m["bytes"]).astype(float),
         }
     )
-    waits = pd.concat([mpi[~coll], osrt], ignore_index=True)
+    # pandas 2 warns when an empty frame takes part in a concat
+    waits = pd.concat([f for f in (mpi[~coll], osrt) if not f.empty] or [osrt], ignore_index=True)
     return ops, pd.DataFrame(
         {"pid": waits["pid"], "queue": "cpu/t" + waits["tid"].astype(str), "start": waits["start"], "end": waits["end"]}
     )
