@@ -119,4 +119,7 @@ def parse_duration(text: str, option: str = "--max-time") -> float:
     unit = text[len(number) :].strip() or "s"
     if unit not in _DURATION_UNITS:
         raise InputError(option, f"{text!r}: unknown unit {unit!r} (use s, min, h or d)")
-    return _number(number, option) * _DURATION_UNITS[unit]
+    try:
+        return _number(number, option) * _DURATION_UNITS[unit]
+    except InputError:
+        raise InputError(option, f"{text!r} must be a positive duration, like 90s, 45min, 10h or 2d") from None

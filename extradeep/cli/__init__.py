@@ -64,7 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 # options whose value may start with a minus (a list of numbers): argparse would take "-4,0" for an
 # option and answer with its usage; joined as "--predict=-4,0", the value reaches our own check
-NUMBER_LIST_OPTIONS = ("--predict", "--candidates", "--eval-points", "--at", "--ranks", "--max-ranks", "--what-if")
+NUMBER_LIST_OPTIONS = (
+    *("--predict", "--candidates", "--eval-points", "--at", "--ranks", "--max-ranks", "--what-if"),
+    *("--target", "--plan-target", "--max-time"),  # "-4,8" and "-2h" look like options to argparse
+)
 _NEGATIVE = re.compile(r"-[\d.]")
 
 
@@ -106,7 +109,7 @@ def _main(parser, argv) -> int:
         with sigterm_unwinds():  # SIGTERM unwinds like Ctrl-C: pools stop, nothing is left behind
             return int(args._run(args) or 0)
     except InputError as exc:
-        print(f"extradeep: error: {flag_error(exc)}", file=sys.stderr)
+        print(f"extradeep: error: {flag_error(exc, args)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         print("extradeep: interrupted", file=sys.stderr)

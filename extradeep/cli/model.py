@@ -158,6 +158,8 @@ def _check_formula(text: str, params: list[str] | None) -> None:
     from extradeep.analysis.expression import parse_expression
 
     expr = parse_expression(text, None if params is None else cost_variables(params))
+    if not set(expr.variables) <= cost_variables(params or []):
+        return  # a name that may be a parameter of the inputs: checked (and named if unknown) once they are read
     values = {name: 3600.0 if name == "T" else 5.5 for name in expr.variables}
     result = expr(**values)
     if (result < 0).any():

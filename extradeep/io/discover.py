@@ -276,12 +276,14 @@ def drop_non_exports(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     if runs["app"].nunique() <= 1:
         return runs, []
     from extradeep.io.nsys.connect import check_header
+    from extradeep.io.read import NSYS, profile_format
 
     keep, problems = [], []
     for path in runs["path"]:
         problem = None
         try:
-            check_header(Path(path))
+            if profile_format(path) == NSYS:  # a Kineto trace is checked by its own reader
+                check_header(Path(path))
         except InputError as exc:
             problem = str(exc)
         except OSError as exc:
