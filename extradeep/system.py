@@ -28,7 +28,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10: the same parser as the tomli package (a dependency there)
     import tomli as tomllib
 
-from extradeep.errors import InputError
+from extradeep.errors import InputError, special_file_problem
 
 ALGORITHMS = ("ring", "tree", "hierarchical")
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast")
@@ -113,7 +113,9 @@ def load_system(spec) -> System:
         return PRESETS[text]
     path = Path(text)
     if not path.is_file():
-        raise InputError(path, f"no such system file, and not a preset ({', '.join(PRESETS)})")
+        raise InputError(
+            path, special_file_problem(path) or f"no such system file, and not a preset ({', '.join(PRESETS)})"
+        )
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

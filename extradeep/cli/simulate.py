@@ -166,6 +166,12 @@ def add_arguments(parser) -> None:
         help="further rank counts whose truth goes to truth.json (truth_points) without files",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="simulate even when the estimated disk or memory need exceeds what is free (checked for "
+        "simulations of more than 2,000 rank files)",
+    )
 
 
 def _pairs(items, what: str, convert) -> dict:
@@ -216,8 +222,7 @@ def run(args) -> int:
     if len(noise) != 3 or min(noise) < 0:
         raise InputError(None, f"--noise {args.noise!r} must be three non-negative numbers")
     _check_outdir(Path(args.outdir))
-    sim = simulate(
-        args.outdir,
+    settings = dict(
         app=args.app,
         params=params,
         prefixes=_pairs(args.prefix, "--prefix", str),
@@ -248,5 +253,10 @@ def run(args) -> int:
         truth_ranks=_numbers(args.truth_ranks),
         progress=not args.quiet,
     )
+    if not args.force:  # a million ranks would fill the disk and the memory: say so before, in one line
+        from extradeep.simulate.size import check_room, estimate
+
+        check_room(estimate(**settings), args.outdir)
+    sim = simulate(args.outdir, **settings)
     print(f"wrote {len(sim.files)} exports, truth.json and extradeep.toml to {sim.outdir}")
     return 0

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from extradeep.errors import InputError
+from extradeep.errors import InputError, require_regular_file, special_file_problem
 from extradeep.io.kineto.load import looks_like_trace
 from extradeep.io.read import KINETO, NSYS, format_by_name, strip_suffix
 
@@ -111,7 +111,7 @@ def find_exports(paths) -> tuple[list[Path], list[str]]:
         elif path.is_file():
             found.append(path)
         else:
-            problems.append(f"{path}: no such file or directory")
+            problems.append(f"{path}: {special_file_problem(path) or 'no such file or directory'}")
     unique = list(dict.fromkeys(p.resolve() for p in found))
     return unique, problems
 
@@ -165,7 +165,7 @@ def manifest_runs(manifest, aliases: dict | None = None) -> tuple[pd.DataFrame, 
     problem; InputError only when no row is usable."""
     manifest = Path(manifest)
     if not manifest.is_file():
-        raise InputError(manifest, "manifest not found")
+        raise InputError(manifest, special_file_problem(manifest) or "manifest not found")
     if manifest.suffix.lower() == ".toml":
         records, unit, first = _toml_records(manifest), "run", 1
     else:
@@ -204,6 +204,7 @@ def _manifest_row(manifest: Path, record: dict, aliases: dict, where: str) -> di
 def read_toml(path) -> dict:
     """Parse a TOML file (tomllib on 3.11+, tomli on 3.10: a dependency there); errors are one line."""
     path = Path(path)
+    require_regular_file(path)
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10 only

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.columns import CATEGORY, EPOCH, KIND, METRIC, PHASE, RANK, REGION, REP, STEP, VALUE
-from extradeep.errors import InputError
+from extradeep.errors import InputError, require_regular_file
 
 FIELDS = ("PARAMETER", "POINTS", "REGION", "METRIC", "DATA")
 # The tidy frame's own columns, and those the analysis adds beside the parameters (a plain table's
@@ -105,6 +105,7 @@ def read_extrap_text(path) -> pd.DataFrame:
     Fields are separated by any whitespace (spaces or tabs), as in Extra-P.
     """
     path = Path(path)
+    require_regular_file(path)
     try:
         lines = path.read_text().splitlines()
     except (OSError, UnicodeDecodeError) as exc:

@@ -76,7 +76,6 @@ def test_values_from_a_config_file_are_checked(runs, tmp_path, text, message):
     assert str(err.value).startswith(f"{config}: {message}")
 
 
-
 def test_last_batch_option_reaches_the_dataset(runs, tmp_path):
     args = ["--cache-dir", str(tmp_path), "--param", "ranks", "--train-samples", "1000", "--batch-size", "64"]
     drop = experiment_from_args(parse([str(runs / "runs"), *args]))
