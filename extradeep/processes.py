@@ -28,12 +28,11 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 
 WATCH_S = 0.5  # how often a worker checks that its parent is alive
+PRELOAD = ["numpy", "pandas", "extradeep.io.execute", "extradeep.io.read"]  # not __main__: a user's script
 
 
 def pool_context():
     """The multiprocessing context of every pool: forkserver (POSIX) or spawn; never fork."""
-    # No preload of pandas in the forkserver: measured no faster (`model --jobs 2`, 116 exports), and a
-    # first worker start would wait seconds for it, with Ctrl-C held back meanwhile (WorkerPool.submit).
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     start_helpers()
@@ -47,6 +46,9 @@ def start_helpers() -> None:
     (a KeyboardInterrupt traceback from each); extradeep stops them itself."""
     from multiprocessing import forkserver, resource_tracker
 
+    # imported once in the forkserver, so every later worker starts with them: a GUI or a test suite
+    # that reads folder after folder starts each pool's workers at once, not after their own imports
+    forkserver.set_forkserver_preload(PRELOAD)
     if threading.current_thread() is not threading.main_thread():
         forkserver.ensure_running()  # signal handlers can only be set from the main thread
         return

@@ -92,12 +92,13 @@ def _fmt(value) -> str:
 
 
 def format_seconds(seconds: float) -> str:
-    """Readable duration: 850 us, 12.3 ms, 42.0 s, 12.5 min, 3.20 h, 2.10 d."""
+    """Readable duration: 45 ns, 850 us, 12.3 ms, 42.0 s, 12.5 min, 3.20 h, 2.10 d."""
     seconds = float(seconds)
     if not np.isfinite(seconds):
         return "n/a"
     size = abs(seconds)
     for limit, scale, unit in (
+        (1e-6, 1e9, "ns"),
         (1e-3, 1e6, "us"),
         (1.0, 1e3, "ms"),
         (120.0, 1.0, "s"),
