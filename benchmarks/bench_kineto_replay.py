@@ -32,6 +32,10 @@ def row(label: str, paths) -> str:
     base = (s["kernel_sum_baseline"] - s["measured"]) / s["measured"] if s["measured"] else float("nan")
     shares = pred.breakdown[[c for c in pred.breakdown.columns if c.endswith("_share")]]
     text = ", ".join(f"{c.removesuffix('_share')} {100 * v:.1f}%" for c, v in shares.mean().items() if v >= 0.0005)
+    owners = getattr(pred, "owners", None)
+    if owners is not None and len(owners):
+        top = owners[owners["level"] == 1].iloc[0]
+        text += f"; top owner {str(top['owner'])[:30]} {100 * top['share']:.0f}%"
     return (
         f"| {label} | {s['phase']} x{int(s['steps'])} | {s['measured']:.6f} | {s['replayed']:.6f} | "
         f"{100 * err:.4f}% | {100 * base:+.1f}% | {text} | {seconds:.1f} s |"

@@ -23,14 +23,26 @@ from extradeep.predictor.trace import OP_COLUMNS, RunTrace
 from extradeep.predictor.whatif import CommContext, parse_what_if, scale_durations
 
 US = 1000  # ns
+ACCUMULATE = "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"
 
 
-def synthetic_trace(ranks: int, activities: int, steps: int, seed: int = 0) -> RunTrace:
-    """Per rank and step `activities` ops: half CPU launches, half GPU ops, causally scheduled."""
+def synthetic_trace(
+    ranks: int,
+    activities: int,
+    steps: int,
+    seed: int = 0,
+    comm_us: float = 400.0,
+    grad_every: int = 0,
+    sync_all: bool = False,
+) -> RunTrace:
+    """Per rank and step `activities` ops: half CPU launches, half GPU ops, causally scheduled.
+    `comm_us`: pure time of each all-reduce bucket; `grad_every`: an AccumulateGrad range on the CPU
+    after every that many kernels of the backward half (0: none), as PyTorch records gradients;
+    `sync_all`: the step ends with a device synchronize (waiting for the collectives too)."""
     rng = np.random.default_rng(seed)
     kernels = activities // 2
     buckets = 8
-    ops, syncs, records, step_rows = [], [], [], []
+    ops, syncs, records, step_rows, grads = [], [], [], [], []
     step_start = np.zeros(ranks)
     t0 = 0.0
     for step in range(steps):
@@ -65,11 +77,15 @@ def synthetic_trace(ranks: int, activities: int, steps: int, seed: int = 0) -> R
                     )
                 )
             cpu = launch_end
+            if grad_every and k > kernels // 2 and (k + 1) % grad_every == 0:
+                for r in range(ranks):
+                    grads.append((r, "cpu/t1", ACCUMULATE, cpu[r], cpu[r] + 2 * US))
+                cpu += 2 * US
             if (k + 1) % (kernels // buckets) == 0 and k > kernels // 2:
                 corr += 1
                 event = corr
                 nccl_ready = np.maximum(nccl, gpu)
-                nccl_end = nccl_ready.max() + 400 * US
+                nccl_end = nccl_ready.max() + comm_us * US
                 for r in range(ranks):
                     records.append((r, "gpu0/s7", event, corr, cpu[r]))
                     syncs.append((r, 2, "gpu0/s13", event, corr, cpu[r]))
@@ -95,14 +111,14 @@ def synthetic_trace(ranks: int, activities: int, steps: int, seed: int = 0) -> R
         corr += 1
         done = np.maximum(gpu, nccl)
         for r in range(ranks):
-            syncs.append((r, 3, "gpu0/s7", -1, corr, cpu[r]))
+            syncs.append((r, 4 if sync_all else 3, "gpu0/s7", -1, corr, cpu[r]))
             ops.append(
                 (
                     r,
                     "cpu/t1",
                     False,
                     "runtime",
-                    "cudaStreamSynchronize",
+                    "cudaDeviceSynchronize" if sync_all else "cudaStreamSynchronize",
                     "cuda_api",
                     cpu[r],
                     done[r] + 4 * US,
@@ -122,14 +138,15 @@ def synthetic_trace(ranks: int, activities: int, steps: int, seed: int = 0) -> R
     steps_df[["start", "end"]] = steps_df[["start", "end"]].astype(np.int64)
     steps_df["step_id"] = np.arange(len(steps_df))
     files = pd.DataFrame({"rank": range(ranks), "path": [f"r{r}" for r in range(ranks)], "pid": 0, "offset_ns": 0})
-    ranges = pd.DataFrame(columns=["rank", "queue", "name", "start", "end"])
+    ranges = pd.DataFrame(grads, columns=["rank", "queue", "name", "start", "end"])
+    ranges[["start", "end"]] = ranges[["start", "end"]].astype(np.int64)
     return RunTrace(
         ops=ops,
         syncs=syncs,
         records=records,
         steps=steps_df,
         ranges=ranges,
-        os_calls=ranges.drop(columns="name"),
+        os_calls=ranges.drop(columns="name").iloc[:0],
         files=files,
     )
 

@@ -8,6 +8,7 @@ The whole pipeline in a few names (see docs/notebook.md)::
     table = xd.prediction_table(analysis, xd.point_grid([32, 64], ["ranks"], "ranks", {}))
     xd.build_report(analysis, "report.html")                                  # the HTML budgeting report
     prediction = xd.predict("one_run/", what_if=["comm.bandwidth=2"])         # trace replay and what-ifs
+    strategies = xd.optimize("one_run/")                                      # what to change, best first
 
 Names are imported on first use, so `import extradeep` stays cheap and never needs PySide6. No name
 here is also a subpackage's (importing `extradeep.simulate` would shadow a function of that name).
@@ -56,12 +57,28 @@ _EXPORTS = {
     "prediction_grid": "extradeep.analysis.workflows",
     "MeasurementAdvisor": "extradeep.analysis.advisor",
     "plan_measurements": "extradeep.analysis.advisor",
+    # parallel layouts (which t, p, d, micro-batches, ZeRO stage: time, memory, cost, energy)
+    "LayoutModel": "extradeep.layouts.model",
+    "search_layouts": "extradeep.layouts.search",
+    "pareto_front": "extradeep.layouts.search",
+    "read_layout_table": "extradeep.layouts.tables",
+    "TransformerShape": "extradeep.layouts.workload",
+    "load_transformer": "extradeep.layouts.workload",
+    "load_hardware": "extradeep.layouts.hardware",
     # reports
     "build_report": "extradeep.report.build",
     "mark_node_boundaries": "extradeep.report.plots",
     # trace-based predictor
     "predict": "extradeep.predictor.api",
     "Prediction": "extradeep.predictor.api",
+    "optimize": "extradeep.predictor.optimize",
+    "StrategySearch": "extradeep.predictor.optimize",
+    # trace analyses (as HolisticTraceAnalysis offers them)
+    "idle_time": "extradeep.predictor.analyses",
+    "kernel_launch_stats": "extradeep.predictor.analyses",
+    "kernel_sequences": "extradeep.predictor.analyses",
+    "comm_overlap": "extradeep.predictor.analyses",
+    "compare_runs": "extradeep.predictor.analyses",
     # errors
     "InputError": "extradeep.errors",
 }

@@ -52,3 +52,69 @@ OVERHEAD_TYPES = {
     "T5": "gap between two consecutive runtime calls inside one op (without op ranges: the gap before "
     "each launch, per launched GPU op)",
 }
+
+# parallel layouts (extradeep.layouts, issue 23): one row per layout of a GPT-like training
+GPUS, TP, PP, DP = "gpus", "tp", "pp", "dp"  # GPUs in all; tensor-, pipeline-, data-parallel degrees
+GLOBAL_BATCH, MICRO_BATCH, MICRO_BATCHES = "global_batch", "micro_batch", "micro_batches"  # samples; samples; count
+# ZeRO/FSDP stage 0-3; recomputation none|selective|full; schedule 1f1b|interleaved|gpipe; chunks per GPU
+ZERO, RECOMPUTE, SCHEDULE, CHUNKS = "zero", "recompute", "schedule", "chunks"
+LAYERS, HIDDEN, HEADS, SEQ_LEN, VOCAB = "layers", "hidden", "heads", "seq_len", "vocab"  # the model's shape
+STEP_TIME = "step_time"  # seconds per training step (measured in a table, or predicted)
+PART = "part"  # per-part observations: layout + shape columns, PART, METRIC (time|bytes), VALUE
+LAYOUT_PARTS = ("step", "compute", "host_overhead", "tp_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer", "memory")
+WORKLOAD = "workload"  # which model a layout row trains (a label: "GPT 39.1B"); groups for held-out checks
+
+# the strategy search's table (extradeep.predictor.optimize): one row per strategy, best first
+STRATEGY, STRATEGY_TYPE, SETTING, DETAIL = "strategy", "type", "setting", "detail"
+PREDICTED_S, LOWER_S, UPPER_S, MEASURED_S = "predicted_s", "lower_s", "upper_s", "measured_s"
+GAIN, CRITICAL_PATH, MEMORY_GB, FITS, PROPOSED = "gain", "critical_path", "memory_gb", "fits", "proposed"
+STRATEGY_COLUMNS = [
+    STRATEGY,
+    STRATEGY_TYPE,
+    PREDICTED_S,
+    LOWER_S,
+    UPPER_S,
+    MEASURED_S,
+    GAIN,
+    CRITICAL_PATH,
+    SETTING,
+    MEMORY_GB,
+    FITS,
+    PROPOSED,
+    DETAIL,
+]
+# layouts read from profiles (extradeep.io.parallel): the layout of a run and the place of a rank in it
+FRAMEWORK = "framework"  # megatron | deepspeed | fsdp | ddp, from the profiles' markers
+LAYOUT_FIELDS = (TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, ZERO, RECOMPUTE, CHUNKS, SCHEDULE, FRAMEWORK)
+STAGE, TP_RANK, DP_RANK = "stage", "tp_rank", "dp_rank"  # a rank's pipeline stage and its coordinates
+# the parts of LAYOUT_PARTS by name: a step's time split exclusively (they sum to the step), and memory
+(
+    PART_STEP,
+    PART_COMPUTE,
+    PART_HOST,
+    PART_TP,
+    PART_PP_P2P,
+    PART_BUBBLE,
+    PART_DP,
+    PART_OPTIMIZER,
+    PART_MEMORY,
+) = LAYOUT_PARTS
+# per-rank detail of a step beside that split: busy time of the compute kernels by pass, and of the
+# collectives by process-group role (waiting included), with counts, bytes and pure time
+PART_FORWARD, PART_BACKWARD, PART_RECOMPUTE, PART_OTHER_COMPUTE = "forward", "backward", "recompute", "other_compute"
+PART_TP_KERNELS, PART_PP_KERNELS = "tp_collectives", "pp_transfers"
+PART_DP_KERNELS, PART_OTHER_KERNELS = "dp_collectives", "other_collectives"
+PART_IDLE = "idle"  # the step minus the union of its compute kernels
+DETAIL_PARTS = (
+    PART_FORWARD,
+    PART_BACKWARD,
+    PART_RECOMPUTE,
+    PART_OTHER_COMPUTE,
+    PART_TP_KERNELS,
+    PART_PP_KERNELS,
+    PART_DP_KERNELS,
+    PART_OTHER_KERNELS,
+    PART_IDLE,
+)
+PURE_TIME = "pure_time"  # a collective's time from its last member's arrival to its end (matched over ranks)
+ALLOCATED, RESERVED = "bytes", "reserved"  # memory metrics: peak allocated bytes (as LAYOUT_PARTS), reserved

@@ -23,11 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the same parser as the tomli package (a dependency there)
-    import tomli as tomllib
-
+from extradeep.compat import tomllib
 from extradeep.errors import InputError, special_file_problem
 
 ALGORITHMS = ("ring", "tree", "hierarchical")
@@ -120,6 +116,12 @@ def load_system(spec) -> System:
         data = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InputError(path, f"not a readable TOML system file ({exc})") from None
+    system = system_from_mapping(data, path)
+    return replace(system, name=system.name or path.stem)
+
+
+def system_from_mapping(data: dict, path) -> System:
+    """A System from a TOML file's keys (see :func:`load_system`); ``path`` names the source in errors."""
     unknown = sorted(set(data) - set(TOML_KEYS))
     if unknown:
         raise InputError(path, f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(TOML_KEYS)}")
@@ -134,13 +136,12 @@ def load_system(spec) -> System:
                 raise InputError(path, f"{key} must be a whole number >= 1, got {value!r}")
             values[field_name] = value
         elif field_name and field_name != "name":
-            values[field_name] = _quantity(path, key, value)
+            values[field_name] = quantity(path, key, value)
         elif field_name == "name":
             values["name"] = str(value)
     if base is None and "gpus_per_node" not in values:
         raise InputError(path, "gpus-per-node is required (or a preset)")
-    system = replace(base, **values) if base is not None else System(**values)
-    return replace(system, name=system.name or path.stem)
+    return replace(base, **values) if base is not None else System(**values)
 
 
 UNITS = {
@@ -157,16 +158,17 @@ UNITS = {
 }
 
 
-def _quantity(path, key: str, value) -> float:
-    """A positive number, or a string "<number> <unit>" (GB/s, Gbit/s, MB/s, s, ms, us, ns)."""
+def quantity(path, key: str, value, units: dict = UNITS) -> float:
+    """A positive number, or a string "<number> <unit>" with a unit of ``units`` (default: GB/s,
+    Gbit/s, MB/s, s, ms, us, ns)."""
     number = value
     if isinstance(value, str):
         parts = value.replace("/s", "/s ").split()
         try:
-            number = float(parts[0]) * (UNITS[parts[1].lower()] if len(parts) > 1 else 1.0)
+            number = float(parts[0]) * (units[parts[1].lower()] if len(parts) > 1 else 1.0)
         except (ValueError, KeyError, IndexError):
             raise InputError(
-                path, f"{key}: cannot read {value!r} (a number, or with a unit: {', '.join(UNITS)})"
+                path, f"{key}: cannot read {value!r} (a number, or with a unit: {', '.join(units)})"
             ) from None
     if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number) or number <= 0:
         raise InputError(path, f"{key} must be a number > 0, got {value!r}")

@@ -28,6 +28,7 @@ class AppModels:
     models: dict[str, object]
     points: dict[str, RegionPoints]
     notes: list[str] = field(default_factory=list)  # the layout and warnings about these models, one line each
+    primary: object | None = None  # extradeep.analysis.primary.PrimaryTime: the one time model and why
 
     def model(self, quantity: str):
         return self.models.get(quantity)
@@ -42,6 +43,8 @@ class AppModels:
     @property
     def time_quantity(self) -> str | None:
         """The time the answers use: measured epoch time, else the GPU-activity sum."""
+        if self.primary is not None:
+            return self.primary.quantity
         return next((q for q in (EPOCH_TIME, "gpu total") if self.models.get(q) is not None), None)
 
 
@@ -68,6 +71,7 @@ def application_models(ws: Workspace, options: dict, n_eval: int) -> AppModels |
     from extradeep.analysis.core import reliability_notes
     from extradeep.analysis.fitting import application_models as library_models
     from extradeep.analysis.fitting import application_step_values
+    from extradeep.analysis.primary import primary_from_models
 
     exp = ws.experiment
     app_steps = application_step_values(exp)
@@ -77,7 +81,10 @@ def application_models(ws: Workspace, options: dict, n_eval: int) -> AppModels |
     models = {r["quantity"]: r["model"] for r in fitted.to_dict("records") if r["model"] is not None}
     values = epoch_values(app_steps, "quantity", ws.params, ws.dataset, ws.fixed)
     notes = reliability_notes(fitted, ws.per) + notes if not fitted.empty else notes
-    return AppModels(ws.per, models, points_per_row(values, "quantity", ws.params), notes)
+    primary = primary_from_models(fitted, ws.per, ws.params) if not fitted.empty else None
+    if primary is not None:  # which model answers, and why, first under the plots
+        notes = [f"Time per {ws.per} from one model: {primary.text}", *notes]
+    return AppModels(ws.per, models, points_per_row(values, "quantity", ws.params), notes, primary)
 
 
 def candidates(view, count: int = 400) -> np.ndarray:

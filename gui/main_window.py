@@ -37,7 +37,15 @@ from extradeep.gui.problems_panel import ProblemsDock
 from extradeep.gui.region_tree import RegionPanel
 from extradeep.gui.tabs import make_tabs
 from extradeep.gui.workers import TaskRunner, describe_error
-from extradeep.gui.workspace import Workspace, apply_models, fit_region_models, open_source, rank_growth
+from extradeep.gui.workspace import (
+    Workspace,
+    apply_models,
+    apply_primary,
+    fit_region_models,
+    open_source,
+    primary_rows,
+    rank_growth,
+)
 
 MAX_RECENT = 8
 OPEN_FILTERS = {
@@ -242,8 +250,8 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"extradeep: {ws.source.name}")
         self.params.set_workspace(ws)
         self.regions.show_workspace(ws)
-        if ws.min_points is not None:  # the folder's own setting, as `extradeep model` uses it
-            self.options.set_min_points(ws.min_points)
+        if ws.options:  # the input's own options, as `extradeep model` uses them
+            self.options.set_options(ws.options)
         first = self._default_rows(ws)
         self.regions.select_rows(first)
         self.source_label.setToolTip("\n".join(ws.notes))
@@ -300,6 +308,13 @@ class MainWindow(QMainWindow):
     def _application_done(self, app: AppModels | None) -> None:
         self.app_models = app
         self.show_app_notes(app.notes if app is not None else [])
+        # the measured step time's row shows the primary time model: one answer in every view
+        changed = apply_primary(self.ws, app.primary.model if app is not None and app.primary else None)
+        if changed:
+            rank_growth(self.ws)
+            self.regions.model.models_changed()
+            if set(changed) & set(self.regions.selected_rows()) and self.tabs.currentWidget() is self.tab_pages[0]:
+                self.refresh_current()
         self.refresh_current(because="app")
 
     def show_app_notes(self, notes: list[str]) -> None:
@@ -316,6 +331,8 @@ class MainWindow(QMainWindow):
         if self.ws is None:
             return
         changed = apply_models(self.ws, part)
+        if self.app_models is not None and self.app_models.primary is not None:  # arrived first: it stays
+            changed += apply_primary(self.ws, self.app_models.primary.model)
         # Thousands of models live as long as the input is open: without this, Python's full
         # collections scan them all again and again, 100-170 ms on the UI thread each (profiled).
         gc.freeze()
@@ -326,7 +343,8 @@ class MainWindow(QMainWindow):
             self._start_application()
 
     def _models_done(self, count: int) -> None:
-        failed = sum(1 for m in self.ws.models.values() if m is None)
+        pending = set(primary_rows(self.ws)) if self.app_models is None else set()  # the primary model comes later
+        failed = sum(1 for r, m in self.ws.models.items() if m is None and r not in pending)
         self.statusBar().showMessage(
             f"Modeled {count - failed} of {count} regions"
             + (f"; {failed} without a model (see the tooltips)" if failed else ""),

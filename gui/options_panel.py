@@ -139,6 +139,30 @@ class OptionsPanel(QWidget):
         self.min_points.setValue(value)
         self.min_points.blockSignals(False)
 
+    def set_options(self, options: dict) -> None:
+        """Show an input's own modeler options (min_points, n_terms, nonnegative, exponents) without
+        re-modeling (the caller models next); options the form has no control for are left as they are."""
+        widgets = (self.preset, self.exp_i, self.exp_j, self.n_terms, self.term_signs)
+        for widget in widgets:
+            widget.blockSignals(True)
+        try:
+            if "min_points" in options:
+                self.set_min_points(int(options["min_points"]))
+            if "n_terms" in options:
+                self.n_terms.setValue(int(options["n_terms"]))
+            signs = {value: name for name, value in TERM_SIGNS.items()}
+            if options.get("nonnegative") in signs:
+                self.term_signs.setCurrentText(signs[options["nonnegative"]])
+            if "exponents_i" in options or "exponents_j" in options:
+                self.preset.setCurrentText("Custom")
+                for edit, key in ((self.exp_i, "exponents_i"), (self.exp_j, "exponents_j")):
+                    if key in options:
+                        edit.setReadOnly(False)
+                        edit.setText(_text(options[key]))
+        finally:
+            for widget in widgets:
+                widget.blockSignals(False)
+
     def options(self) -> dict:
         """Keyword arguments for the PMNF modeler; raises InputError for unparsable exponents."""
         return {

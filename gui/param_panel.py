@@ -13,6 +13,7 @@ import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QFormLayout, QHBoxLayout, QLabel, QSlider, QWidget
 
+from extradeep.analysis.scales import MAX_FACTOR, last_with_a_step  # the x range ends where the CLI stops
 from extradeep.gui.workspace import RegionPoints, Workspace
 
 
@@ -57,7 +58,6 @@ class View:
 
 
 FAR_FACTOR = 2  # beyond this multiple of the largest measured value, predictions extrapolate far (as the CLI warns)
-MAX_FACTOR = 64  # the x range ends at this multiple of the largest measured value at most
 
 
 @dataclass(frozen=True)
@@ -92,21 +92,8 @@ def x_limits(ws: Workspace, x_param: str, fixed: dict) -> XLimits:
 
 def _last_with_a_step(ws: Workspace, x_param: str, fixed: dict, lo: float, hi: float, integral: bool) -> float:
     """Largest x in [lo, hi] at which the dataset gives at least one training step per epoch (n_t >= 1,
-    paper Eq. 2): n_t does not grow with x, so a bisection finds it."""
-    import extradeep
-
-    def has_a_step(x: float) -> bool:
-        point = extradeep.point_grid([x], ws.params, x_param, {**ws.fixed, **fixed})
-        return bool(ws.dataset.steps_per_epoch(point, ws.fixed)[0][0] >= 1)
-
-    if has_a_step(hi) or not has_a_step(lo):
-        return hi if has_a_step(hi) else lo
-    for _ in range(64):
-        mid = np.floor((lo + hi) / 2) if integral else (lo + hi) / 2
-        if hi - lo <= (1 if integral else 1e-6 * hi):
-            break
-        lo, hi = (mid, hi) if has_a_step(mid) else (lo, mid)
-    return lo
+    paper Eq. 2): where the CLI refuses predictions too (extradeep.analysis.scales)."""
+    return last_with_a_step(ws.dataset, ws.params, x_param, {**ws.fixed, **fixed}, lo, hi, integral)
 
 
 def _dataset_text(dataset) -> str:

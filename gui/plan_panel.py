@@ -1,5 +1,5 @@
-"""Plan tab: what to profile next (`extradeep.MeasurementAdvisor`), next to the step-time model it
-would improve: the model with its 95% band up to the target, the measured points, the proposed
+"""Plan tab: what to profile next (`extradeep.MeasurementAdvisor`), next to the primary time model it
+would improve (the one every view answers with): the model with its 95% band up to the target, the measured points, the proposed
 runs as markers, and the plan as a table that can be saved for `extradeep profile-cmd --plan`.
 """
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtWidgets import (
+    QCheckBox,
     QDoubleSpinBox,
     QFileDialog,
     QHBoxLayout,
@@ -35,7 +36,7 @@ class PlanPanel(PlotTab):
     """Proposes the next profiling runs for the open experiment and shows them beside its model."""
 
     title = "Plan"
-    redraw_on = frozenset()  # computed on request only: the advisor refits the step-time model
+    redraw_on = frozenset()  # computed on request only: the advisor fits its per-step model
 
     def __init__(self, window, parent=None):
         super().__init__(parent)
@@ -58,6 +59,10 @@ class PlanPanel(PlotTab):
         ):
             row.addWidget(QLabel(label))
             row.addWidget(box)
+        # beyond one node the plan proposes whole nodes, as clusters allocate them, unless this is ticked
+        # (its own row: the controls row sets the tab's minimum width)
+        self.partial_nodes = QCheckBox("partial nodes (also half nodes beyond one node)")
+        self._layout_of = None  # the experiment whose layout set GPUs/node
         self.propose_button = QPushButton("Propose")
         self.propose_button.clicked.connect(self.propose)
         self.save_button = QPushButton("Save plan...", enabled=False)
@@ -65,6 +70,10 @@ class PlanPanel(PlotTab):
         row.addWidget(self.propose_button)
         row.addWidget(self.save_button)
         self.controls_box.addLayout(row)
+        options = QHBoxLayout()
+        options.addWidget(self.partial_nodes)
+        options.addStretch(1)
+        self.controls_box.addLayout(options)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
@@ -78,7 +87,9 @@ class PlanPanel(PlotTab):
     def refresh(self, view: View) -> None:
         if view.ws is None or view.ws.experiment is None:
             self.show_message("The plan needs profiles or a saved experiment (not an Extra-P text file).")
-        elif self.plan is None:
+            return
+        self._node_size_from(view.ws.experiment)
+        if self.plan is None:
             self.show_message(
                 "Press Propose: the next runs that shrink the 95% interval at the target the most per GPU-hour."
             )
@@ -91,9 +102,15 @@ class PlanPanel(PlotTab):
             self.show_message("The plan needs profiles or a saved experiment (not an Extra-P text file).")
             return
         advisor = MeasurementAdvisor(
-            self.target.value(), self.max_ranks.value(), self.per_node.value(), self.budget.value() or None
+            self.target.value(),
+            self.max_ranks.value(),
+            self.per_node.value(),
+            self.budget.value() or None,
+            partial_nodes=self.partial_nodes.isChecked(),
         )
-        self.window.runner.start("plan", _propose, advisor, ws.experiment, self.k.value(), on_done=self._show)
+        app = self.window.app_models  # the plan improves the primary time model the other tabs show
+        primary = app.primary if app is not None else None
+        self.window.runner.start("plan", _propose, advisor, ws.experiment, self.k.value(), primary, on_done=self._show)
 
     def _show(self, result) -> None:
         self.advisor, self.plan = result
@@ -110,13 +127,16 @@ class PlanPanel(PlotTab):
         advisor, plan = self.advisor, self.plan
         self.clear_figure()
         ax = self.figure.add_subplot(111)
-        m = advisor.measurements_
+        # the primary time model (the one every view answers with), else the advisor's own per-step fit
+        primary = advisor.primary_
+        m = advisor.measurements_ if primary is None else advisor.primary_measured_
+        model = advisor.model_ if primary is None else primary.model
         ax.plot(m["ranks"], m["value"], "o", color="0.3", label="measured")
-        if advisor.model_ is not None:
+        if model is not None:
             x = np.linspace(max(2.0, m["ranks"].min()), advisor.targets_.max(), 200)
-            lo, hi = advisor.model_.interval(x, level=advisor.level)
+            lo, hi = model.interval(x, level=advisor.level)
             ax.fill_between(x, np.maximum(lo, 0.0), hi, alpha=0.2, label="95% interval now")
-            ax.plot(x, advisor.model_.predict(x), label=advisor.model_.formula())
+            ax.plot(x, model.predict(x), label=_short(model.formula()))
         for r in plan.itertuples():
             ax.axvline(r.ranks, color="tab:red", linestyle="--", linewidth=1)
         ax.axvline(advisor.targets_.max(), color="k", linewidth=1, label="target")
@@ -125,6 +145,22 @@ class PlanPanel(PlotTab):
         ax.set_title("proposed runs (red) and the model they would improve", fontsize=9)
         ax.legend(fontsize=8)
         self.show_plot()
+
+    def _node_size_from(self, experiment) -> None:
+        """GPUs/node starts at the experiment's layout (its profiles' node signals, else its system
+        file), once per experiment; the user may change it."""
+        from extradeep.io.placement import resolve_layout, source_name
+
+        if self._layout_of is experiment:
+            return
+        self._layout_of = experiment
+        layout = resolve_layout(experiment.settings.get("layout"), experiment.settings.get("system"))
+        if layout["gpus_per_node"]:
+            self.per_node.setValue(int(layout["gpus_per_node"]))
+            where = (
+                "the system file" if layout["source"] == "system" else f"the profiles' {source_name(layout['source'])}"
+            )
+            self.per_node.setToolTip(f"from {where}")
 
     def ask_save(self) -> None:
         from extradeep.capture.plan_file import write_plan
@@ -138,5 +174,9 @@ class PlanPanel(PlotTab):
                 self.window.show_error(str(exc))
 
 
-def _propose(report, advisor, experiment, k):
-    return advisor, advisor.fit(experiment).propose(k)
+def _short(text: str, width: int = 70) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _propose(report, advisor, experiment, k, primary=None):
+    return advisor, advisor.fit(experiment, primary).propose(k)

@@ -80,7 +80,8 @@ class Workspace:
     points: dict[int, RegionPoints] = field(default_factory=dict)
     models: dict[int, object] = field(default_factory=dict)
     growth_keys: dict[int, object] = field(default_factory=dict)
-    min_points: int | None = None  # the input's own setting (a folder's extradeep.toml), if any
+    # the input's own modeler options (a folder's extradeep.toml, a saved experiment's), modeled with first
+    options: dict = field(default_factory=dict)
     # (open_source, path, dataset, token of this opening): how the modeling process opens it again
     reopen: tuple | None = None
 
@@ -129,7 +130,11 @@ def _open_source(report, path: Path, dataset) -> Workspace:
         from extradeep.aggregate.experiment import dataset_dict
 
         exp.settings["dataset"] = dataset_dict(dataset)
-    return workspace_from_experiment(exp, path, "experiment")
+    ws = workspace_from_experiment(exp, path, "experiment")
+    from extradeep.analysis.saved import effective_options
+
+    ws.options = effective_options(exp)  # what `extradeep model --save` was given (--min-points 4, ...)
+    return ws
 
 
 def _open_folder(report, path: Path, dataset) -> Workspace:
@@ -148,7 +153,7 @@ def _open_folder(report, path: Path, dataset) -> Workspace:
     report(0, 0, f"Reading profiles in {path.name}")
     exp = extradeep.load_experiment([path], progress=_ingest_progress(report), **arguments)
     ws = workspace_from_experiment(exp, path, "profiles")
-    ws.min_points = int(options["min_points"])
+    ws.options = {"min_points": int(options["min_points"])}
     if ((path if path.is_dir() else path.parent) / CONFIG_NAME).is_file():
         ws.notes.insert(
             0,
@@ -340,13 +345,36 @@ def fit_region_models(
     return done
 
 
+PRIMARY_PENDING = "the time per epoch from one model: fitted with the application quantities, shown when done"
+
+
+def primary_rows(ws: Workspace) -> list[int]:
+    """The row of the measured step time: it shows the primary time model of the application
+    quantities (extradeep.analysis.primary), not a region fit of its own, so every view gives one answer."""
+    if ws.experiment is None:
+        return []
+    keys = ws.regions
+    rows = (keys["region"] == "step") & (keys["kind"] == "step") & (keys["metric"] == "time")
+    return [int(r) for r in keys.index[rows.to_numpy()]]
+
+
 def model_chunk(ws: Workspace, chunk: list[int], options: dict, cutoff: float) -> dict:
     """Points and models of some regions: {"points": {row: RegionPoints}, "models": {row: fields}}."""
     steps = ws.steps_for(chunk)
     values = epoch_values(steps, "row", ws.params, ws.dataset, ws.fixed)
-    fitted = fit_table(ws, steps, "row", options, cutoff)
+    primary = set(primary_rows(ws))
+    fitted = fit_table(ws, steps[~steps["row"].isin(primary)], "row", options, cutoff)
     models = {row: fitted.get(row) or _model_fields({"reason": "no points"}) for row in chunk}
+    models.update({row: _model_fields({"reason": PRIMARY_PENDING}) for row in primary & set(chunk)})
     return {"points": points_per_row(values, "row", ws.params), "models": models}
+
+
+def apply_primary(ws: Workspace, model) -> list[int]:
+    """Give the measured step time's row the primary time model; returns the rows that changed."""
+    rows = primary_rows(ws)
+    if model is None or not rows:
+        return []
+    return apply_models(ws, {"points": {}, "models": {row: _model_fields({"model": model}) for row in rows}})
 
 
 def fit_table(ws: Workspace, steps: pd.DataFrame, key: str, options: dict, cutoff: float) -> dict:

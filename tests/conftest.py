@@ -13,13 +13,9 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-REPO = Path(__file__).resolve().parent.parent
-REAL_NSYS = Path(os.environ.get("EXTRADEEP_REAL_NSYS", REPO.parent / "shared" / "real_nsys"))
-REAL_KINETO = Path(os.environ.get("EXTRADEEP_REAL_KINETO", REPO.parent / "shared" / "real_kineto"))
+from shared_data import GPT_TINY, REAL_KINETO, REAL_NSYS, REPO, real_exports, real_kineto_traces
 
-
-def real_exports() -> list[Path]:
-    return sorted(REAL_NSYS.glob("*.sqlite")) if REAL_NSYS.is_dir() else []
+__all__ = ["GPT_TINY", "REAL_KINETO", "REAL_NSYS", "REPO", "real_exports", "real_kineto_traces"]
 
 
 @pytest.fixture(scope="session")
@@ -36,8 +32,18 @@ def require_real(name: str | None = None) -> Path:
     return REAL_NSYS if name is None else REAL_NSYS / name
 
 
-def real_kineto_traces() -> list[Path]:
-    return sorted(REAL_KINETO.glob("*.json.gz")) if REAL_KINETO.is_dir() else []
+REAL_PUBLISHED = Path(os.environ.get("EXTRADEEP_PUBLISHED", REPO.parent / "shared" / "published"))
+
+
+def require_published(name: str | None = None) -> Path:
+    """Path of the published measurements (../shared/published, env EXTRADEEP_PUBLISHED), or one file
+    in it; skips when absent, fails under CI (EXTRADEEP_REQUIRE_REAL_NSYS) as the real exports do."""
+    target = REAL_PUBLISHED if name is None else REAL_PUBLISHED / name
+    if not target.exists():
+        if os.environ.get("EXTRADEEP_REQUIRE_REAL_NSYS"):
+            pytest.fail(f"published measurements required but {target} is absent")
+        pytest.skip(f"published measurements not found at {target} (set EXTRADEEP_PUBLISHED)")
+    return target
 
 
 def require_real_kineto(name: str | None = None) -> Path:
@@ -168,3 +174,69 @@ def process_tree(tmp_path):
     yield start
     for tree in started:
         tree.stop_all()
+
+
+@pytest.fixture(scope="session")
+def published():
+    """published(name) -> path of one file of ../shared/published (skips, or fails under CI, when absent)."""
+    return require_published
+
+
+SAMPLE_PROFILES = REPO / "sample_profiles"
+SAMPLE_PREDICT = "16,64,128,256"
+
+
+@pytest.fixture(scope="session")
+def sample_saved(tmp_path_factory):
+    """(path, --json document) of sample_profiles/ modeled by `extradeep model --save --json`
+    (predictions at SAMPLE_PREDICT), once per session: commands on a saved experiment reuse it."""
+    from extradeep.cli import main
+
+    if not any(SAMPLE_PROFILES.glob("*.sqlite")):
+        pytest.skip("sample_profiles/ holds no exports")
+    folder = tmp_path_factory.mktemp("sample_saved")
+    path, doc = folder / "exp.sqlite", folder / "models.json"
+    cache = ["--cache-dir", str(tmp_path_factory.getbasetemp() / "extradeep-cache")]
+    argv = ["model", str(SAMPLE_PROFILES), "--param", "ranks", *cache, "--predict", SAMPLE_PREDICT]
+    assert main([*argv, "--save", str(path), "--json", str(doc)]) == 0
+    return path, json.loads(doc.read_text())
+
+
+# -- simulated GPT layout studies (issue 23): tiny models, shared by the simulator and layout-reader tests --
+GPT_LAYOUTS = {
+    # name: (layouts, simulate_gpt options)
+    "megatron": (
+        [
+            "tp2.pp2.dp1.mbs1.nmb4.zero0.rc0.vpp1",
+            "tp1.pp2.dp2.mbs2.nmb4.zero1.rc2.vpp1",
+            "tp1.pp2.dp1.mbs1.nmb4.zero0.rc1.vpp2",
+            "tp1.pp1.dp2.mbs1.nmb2.zero2.rc0.vpp1",
+            "tp1.pp1.dp2.mbs1.nmb2.zero3.rc0.vpp1",
+        ],
+        {},
+    ),
+    "deepspeed": (["tp1.pp2.dp2.mbs1.nmb2.zero1.rc0.vpp1"], {"framework": "deepspeed"}),
+    "fsdp": (["tp1.pp1.dp2.mbs1.nmb2.zero3.rc2.vpp1"], {"framework": "fsdp"}),
+    "legacy": (["tp2.pp1.dp2.mbs1.nmb2.zero0.rc0.vpp1"], {"nccl_nvtx": "legacy", "formats": ("nsys",)}),
+    "no_nccl_nvtx": (["tp2.pp2.dp1.mbs1.nmb2.zero0.rc0.vpp1"], {"nccl_nvtx": "none", "formats": ("nsys",)}),
+}
+
+
+@pytest.fixture(scope="session")
+def gpt_studies(tmp_path_factory):
+    """name -> GPTStudy of every variant in GPT_LAYOUTS, noise-free (files reproduce truth.json)."""
+    from extradeep.simulate.gpt.config import GPTModel
+    from extradeep.simulate.gpt.study import simulate_gpt
+
+    out = {}
+    for name, (layouts, options) in GPT_LAYOUTS.items():
+        options = {"formats": ("nsys", "kineto"), **options}
+        out[name] = simulate_gpt(
+            tmp_path_factory.mktemp(f"gpt_{name}"),
+            layouts,
+            model=GPTModel(**GPT_TINY),
+            noise=(0.0, 0.0, 0.0),
+            steps=3,
+            **options,
+        )
+    return out

@@ -23,8 +23,9 @@ from extradeep.io import discover
 from extradeep.io.cache import default_cache_dir, reader_version
 from extradeep.io.cluster import connect, scheduler_from_env
 from extradeep.io.execute import read_all
-from extradeep.io.nsys.layout import cluster_layout, read_placement
 from extradeep.io.nsys.settings import ReaderSettings
+from extradeep.io.placement import PLACEMENT_COLUMNS, cluster_layout
+from extradeep.io.read import read_placement
 
 
 def read_experiment(
@@ -90,16 +91,25 @@ def read_experiment(
         "fixed_params": fixed,
         "app": str(runs["app"].iloc[0]),
         "notes": notes,
-        "layout": read_layout(runs, params),
+        "layout": read_layout(runs, params, frames),
     }
     return Experiment(params, values, points, provenance.reset_index(drop=True), experiment_settings, problems)
 
 
-def read_layout(runs: pd.DataFrame, params: list[str]) -> dict:
-    """The cluster layout of the batch (:func:`extradeep.io.nsys.layout.cluster_layout`): a few
-    small queries per export, on its own read-only connection."""
-    placements = pd.DataFrame([read_placement(path) for path in runs["path"]], index=runs.index)
+def read_layout(runs: pd.DataFrame, params: list[str], frames: dict | None = None) -> dict:
+    """The cluster layout of the batch (:func:`extradeep.io.placement.cluster_layout`) from each
+    file's node signals: those its reader kept (``attrs["placement"]`` of its step-sum frame), else
+    a few small queries on its own read-only connection."""
+    frames = frames or {}
+    placements = pd.DataFrame(
+        [_placement(path, frames.get(path)) for path in runs["path"]], index=runs.index, columns=PLACEMENT_COLUMNS
+    )
     return cluster_layout(pd.concat([runs[["path", "rank", "rep", *params]], placements], axis=1), params)
+
+
+def _placement(path: str, frame) -> dict:
+    kept = getattr(frame, "attrs", {}).get("placement")
+    return kept if isinstance(kept, dict) else read_placement(path)
 
 
 def reader_notes(frames: dict[str, pd.DataFrame], shown: int = 3) -> list[str]:

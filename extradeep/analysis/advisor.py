@@ -4,13 +4,19 @@ Two situations. From nothing: the target scale, the largest allocation, the node
 profiling budget give an initial set of configurations (the paper's minimum of five, spread
 linearly up to the largest one the budget pays for, since points close to the target predict
 best) and repetitions. From an experiment: the next configurations or repetitions that shrink
-the 95% interval of the primary time model at the target points the most per unit of cost; the
-shrink is estimated with the model's own interval (see :mod:`extradeep.analysis.hypothetical`).
+the 95% interval of the primary time model at the target points the most per unit of cost. The
+prediction and interval at the targets are those of the primary time model, the one every command
+answers with (:mod:`extradeep.analysis.primary`); the shrink a run would bring is estimated on a
+direct PMNF of the same measurements per step, whose interval can be updated before the run is
+taken (see :mod:`extradeep.analysis.hypothetical`), and applied to the primary interval.
 
 A profiled run costs ``run_seconds`` (start-up, the short sample, the export) on all its GPUs;
 the user's :class:`~extradeep.analysis.cost.CostSettings` turn that into their unit. Node
 boundaries: when targets lie beyond one node, at least two configurations on each side of the
 node boundary are asked for, since communication changes regime there (NVLink -> network).
+Beyond one node the candidates are whole nodes, as clusters allocate them, unless
+``partial_nodes``. The node size comes from ``gpus_per_node``, else the experiment's layout (its
+profiles' most trusted node signal, else its system file), else the cost settings.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from extradeep.analysis.cost import CostSettings, cost_of
 from extradeep.analysis.epoch import EPOCH_TIME
 from extradeep.analysis.hypothetical import PointData, interval_width, updated_model
 from extradeep.errors import InputError
+from extradeep.io.placement import resolve_layout, source_name
 
 DEFAULT_RUN_SECONDS = 300.0  # nsys start-up + 2 sampled epochs + export, per run
 MAX_CANDIDATES = 48
@@ -51,8 +58,11 @@ class MeasurementAdvisor:
     Configure in the constructor, ``fit(None | Experiment | DataFrame)``, then ``propose(k)``.
     A DataFrame holds one row per measurement with columns ``ranks``, ``rep``, ``value``.
     Fitted attributes: ``targets_``, ``gpus_per_node_``, ``ranks_per_node_``, ``candidates_``,
-    ``measurements_`` (None from nothing), ``model_``, ``current_`` (interval at each target),
-    ``quantity_``, ``app_``, ``fixed_``, ``notes_``.
+    ``measurements_`` (None from nothing), ``model_`` (the per-step PMNF the shrink is estimated
+    on), ``primary_`` (the primary time model of an experiment, :class:`~extradeep.analysis.primary.
+    PrimaryTime`, else None), ``primary_measured_`` (its measured medians: ranks, value), ``current_``
+    (prediction and interval at each target, from ``primary_`` when there is one), ``quantity_``,
+    ``app_``, ``fixed_``, ``notes_``.
     """
 
     def __init__(
@@ -72,6 +82,7 @@ class MeasurementAdvisor:
         candidates=None,
         options: dict | None = None,
         min_shrink: float = MIN_SHRINK_PCT,
+        partial_nodes: bool = False,
     ):
         self.target = target
         self.max_ranks = max_ranks
@@ -87,26 +98,40 @@ class MeasurementAdvisor:
         self.candidates = candidates
         self.options = options
         self.min_shrink = min_shrink
+        self.partial_nodes = partial_nodes
 
     # -- fit ----------------------------------------------------------------------------------
-    def fit(self, data=None) -> MeasurementAdvisor:
-        """Read the measurements so far (None: nothing measured yet) and fit the time model."""
+    def fit(self, data=None, primary=None) -> MeasurementAdvisor:
+        """Read the measurements so far (None: nothing measured yet) and fit the time model.
+        ``primary``: the experiment's primary time model when already made (``Analysis.primary``)."""
         self._check()
         self.cost_ = self.cost or CostSettings()
         self.targets_ = np.array(sorted({int(t) for t in np.atleast_1d(self.target)}), dtype=float)
         self.notes_: list[str] = []
         self.app_, self.fixed_, self.quantity_ = "app", {}, self.quantity
+        self.primary_, self.primary_measured_ = None, None
         layout = None
         if data is not None and not isinstance(data, pd.DataFrame):
-            data, layout = self._from_experiment(data)
+            data, layout = self._from_experiment(data, primary)
         self.gpus_per_node_ = self._node_size(layout)
         per_node = self.gpus_per_node_ / self.cost_.gpus_per_rank if self.gpus_per_node_ else None
         # one rank per node: every run with 2+ ranks uses the network, so there is no boundary to cross
         self.ranks_per_node_ = int(per_node) if per_node and per_node >= 2 else None
-        self.candidates_ = candidate_ranks(self.max_ranks, self.ranks_per_node_, self.candidates)
+        self.candidates_ = candidate_ranks(
+            self.max_ranks, self.ranks_per_node_, self.candidates, whole_nodes=not self.partial_nodes
+        )
+        if self.ranks_per_node_ and self.candidates is None and self.max_ranks > self.ranks_per_node_:
+            self.notes_.append(
+                f"beyond one node the plan proposes whole nodes ({self.ranks_per_node_} ranks each), as clusters "
+                "allocate them"
+                if not self.partial_nodes
+                else f"--partial-nodes: beyond one node the plan also proposes half nodes ({self.ranks_per_node_} "
+                "ranks per node)"
+            )
         self.measurements_ = None if data is None else _clean(data)
         self.model_ = self._fit_model() if self.measurements_ is not None else None
         self.current_ = self._current()
+        self.width_scale_ = self._width_scale()
         return self
 
     def _check(self) -> None:
@@ -135,7 +160,7 @@ class MeasurementAdvisor:
         if not 0 < self.initial_share <= 1:
             raise InputError("initial_share", f"must be in (0, 1], got {self.initial_share!r}")
 
-    def _from_experiment(self, experiment):
+    def _from_experiment(self, experiment, primary=None):
         from extradeep.analysis.core import measured_values
         from extradeep.analysis.epoch import quantity_label
 
@@ -153,20 +178,51 @@ class MeasurementAdvisor:
             raise InputError("plan", f"the experiment has no {self.quantity!r} values to model")
         self.app_ = str(experiment.settings.get("app") or "app")
         self.fixed_ = experiment.fixed_params
+        self._primary_of(experiment, primary)
         # Per training step, as analyse() models epochs (n_t x step model): the step counts are
         # exact, so the relative interval of the step time is that of the epoch time.
         self.quantity_ = quantity_label(self.quantity, "step")
         frame = values.rename(columns={ranks: "ranks"})[["ranks", "rep", "value"]]
-        # the cluster layout read from the exports or given with --system (settings["system"])
-        return frame, experiment.settings.get("system") or experiment.settings.get("layout")
+        # the cluster layout: the profiles' node signals, else the system file (--system)
+        return frame, resolve_layout(experiment.settings.get("layout"), experiment.settings.get("system"))
+
+    def _primary_of(self, experiment, primary=None) -> None:
+        """The primary time model and its measured medians: the prediction the plan improves."""
+        from extradeep.analysis.core import measured_values
+        from extradeep.analysis.primary import primary_time_model
+
+        self._check_range(experiment)
+        self.primary_ = primary if primary is not None else primary_time_model(experiment, self.options)
+        if self.primary_ is not None:
+            values = measured_values(experiment, experiment.dataset)
+            values = values[values["quantity"] == self.primary_.quantity]
+            ranks = self.cost_.ranks_param
+            medians = values.groupby(ranks)["value"].median()
+            self.primary_measured_ = pd.DataFrame({"ranks": medians.index.to_numpy(float), "value": medians.to_numpy()})
+
+    def _check_range(self, experiment) -> None:
+        """Targets beyond what the models support are refused (extradeep.analysis.scales)."""
+        from extradeep.analysis.scales import range_limit
+
+        ranks = self.cost_.ranks_param
+        largest = float(experiment.points[ranks].max())
+        limit, why = range_limit(largest, ranks, [ranks], experiment.dataset, experiment.fixed_params)
+        if self.targets_.max() > limit:
+            raise InputError(
+                "--target",
+                f"{self.targets_.max():g} ranks is beyond what the models support: at most {limit:g} ({why})",
+            )
 
     def _node_size(self, layout) -> int | None:
         if self.gpus_per_node is not None:
             return int(self.gpus_per_node)
         if isinstance(layout, dict) and layout.get("gpus_per_node"):
             gpus = int(layout["gpus_per_node"])
-            self.notes_.append(f"node size {gpus} GPU{'s' if gpus != 1 else ''} from the experiment's system layout")
-            return int(layout["gpus_per_node"])
+            where = "system file" if layout["source"] == "system" else f"profiles' {source_name(layout['source'])}"
+            self.notes_.append(f"node size {gpus} GPU{'s' if gpus != 1 else ''} from the experiment's {where}")
+            if layout.get("warning"):
+                self.notes_.append(layout["warning"])
+            return gpus
         if self.cost_.gpus_per_node:
             return int(self.cost_.gpus_per_node)
         self.notes_.append("node size unknown (give --gpus-per-node): node boundaries are not considered")
@@ -174,14 +230,21 @@ class MeasurementAdvisor:
 
     def modeled(self) -> pd.DataFrame:
         """The measurements the time model uses: beyond a crossed node boundary only, once there are
-        `min_points` configurations there (the targets live in that communication regime)."""
+        :meth:`beyond_points` configurations there (the targets live in that communication regime)."""
         data = self.measurements_[self.measurements_["ranks"] > 1]
         rpn = self.ranks_per_node_
         if self._crosses_boundary():
             beyond = data[data["ranks"] > rpn]
-            if beyond["ranks"].nunique() >= self.min_points:
+            if beyond["ranks"].nunique() >= self.beyond_points():
                 return beyond
         return data
+
+    def beyond_points(self) -> int:
+        """Configurations beyond the node boundary a model there needs: `min_points`, or every
+        candidate the allocation offers there when that is fewer (whole nodes: 8, 12, 16 ranks on
+        4-GPU nodes within 16), but at least 3."""
+        offered = sum(c > self.ranks_per_node_ for c in self.candidates_) if self.ranks_per_node_ else 0
+        return max(3, min(self.min_points, offered))
 
     def _fit_model(self):
         from extradeep.modeling.modeler import PMNFModeler
@@ -192,13 +255,16 @@ class MeasurementAdvisor:
                 f"the model uses the {data['ranks'].nunique()} configurations beyond the node "
                 f"boundary ({self.ranks_per_node_} ranks), where the targets are"
             )
-        if data["ranks"].nunique() < self.min_points:
+        beyond = self._crosses_boundary() and data["ranks"].min() > self.ranks_per_node_
+        need = self.beyond_points() if beyond else self.min_points
+        if data["ranks"].nunique() < need:
             self.notes_.append(
                 f"{data['ranks'].nunique()} configurations measured, a model needs "
-                f"{self.min_points}: the plan completes the initial set first"
+                f"{need}: the plan completes the initial set first"
             )
             return None
-        modeler = PMNFModeler(**{"min_points": self.min_points, **(self.options or {})}, param_names=["ranks"])
+        options = {**(self.options or {}), "min_points": min(need, (self.options or {}).get("min_points", need))}
+        modeler = PMNFModeler(**options, param_names=["ranks"])
         try:
             return modeler.fit(
                 data[["ranks"]].to_numpy(float), data["value"].to_numpy(float), reps=data["rep"].to_numpy()
@@ -209,10 +275,16 @@ class MeasurementAdvisor:
 
     def _current(self) -> pd.DataFrame:
         columns = ["ranks", "predicted", "lo", "hi", "interval_pct"]
-        if self.model_ is None:
+        if self.primary_ is not None:
+            table = self.primary_.predict(
+                pd.DataFrame({self.cost_.ranks_param: self.targets_}), [self.cost_.ranks_param]
+            )
+            pred, lo, hi = (table[c].to_numpy(float) for c in ("T", "T_lo", "T_hi"))
+        elif self.model_ is not None:
+            pred = np.asarray(self.model_.predict(self.targets_), float)
+            lo, hi = self.model_.interval(self.targets_, level=self.level)
+        else:
             return pd.DataFrame({"ranks": self.targets_.astype(int)}).reindex(columns=columns)
-        pred = np.asarray(self.model_.predict(self.targets_), float)
-        lo, hi = self.model_.interval(self.targets_, level=self.level)
         return pd.DataFrame(
             {
                 "ranks": self.targets_.astype(int),
@@ -223,6 +295,14 @@ class MeasurementAdvisor:
             }
         )
 
+    def _width_scale(self) -> float:
+        """Primary interval at the targets over the per-step PMNF's: the shrinks estimated on the PMNF
+        are shown as shrinks of the primary interval (1 without a primary model)."""
+        if self.primary_ is None or self.model_ is None:
+            return 1.0
+        primary, surrogate = float(np.nanmean(self.current_["interval_pct"])), self._width(self.model_)
+        return primary / surrogate if np.isfinite(primary) and surrogate > 0 else 1.0
+
     # -- propose ------------------------------------------------------------------------------
     def propose(self, k: int = 3) -> pd.DataFrame:
         """The proposed runs (PLAN_COLUMNS): the initial set, or the next `k` steps for an experiment."""
@@ -232,17 +312,21 @@ class MeasurementAdvisor:
             raise InputError("-k", f"must be at least 1, got {k}")
         rows = self._initial() if self.model_ is None else self._next(int(k))
         plan = pd.DataFrame(rows, columns=PLAN_COLUMNS)
+        for column in ("interval_before_pct", "interval_after_pct"):  # in terms of the primary interval
+            plan[column] = plan[column].astype(float) * self.width_scale_
+        primary = self.primary_
         plan.attrs.update(
             app=self.app_,
             fixed=dict(self.fixed_),
-            quantity=self.quantity_,
+            quantity=self.quantity_ if primary is None else primary.label,
+            model=None if primary is None else primary.text,
             notes=list(self.notes_),
             targets=self.targets_.astype(int).tolist(),
             cost_unit=self.cost_.unit,
             gpus_per_node=self.gpus_per_node_,
             level=self.level,
             current=self.current_.copy(),
-            formula=None if self.model_ is None else self.model_.formula(),
+            formula=primary.model.formula() if primary is not None else (self.model_ and self.model_.formula()),
         )
         return plan
 
@@ -465,8 +549,11 @@ def _clean(data: pd.DataFrame) -> pd.DataFrame:
     return frame.astype({"ranks": int, "rep": int, "value": float})[["ranks", "rep", "value"]]
 
 
-def candidate_ranks(max_ranks: int, ranks_per_node: int | None = None, given=None) -> list[int]:
-    """Rank counts worth profiling: even counts within a node, multiples of half a node beyond."""
+def candidate_ranks(
+    max_ranks: int, ranks_per_node: int | None = None, given=None, whole_nodes: bool = False
+) -> list[int]:
+    """Rank counts worth profiling: even counts within a node; beyond it whole nodes
+    (``whole_nodes``, as clusters allocate them), else multiples of half a node."""
     if given is not None:
         values = sorted({int(v) for v in given if 2 <= int(v) <= max_ranks})
         if not values:
@@ -474,7 +561,7 @@ def candidate_ranks(max_ranks: int, ranks_per_node: int | None = None, given=Non
         return values
     rpn = ranks_per_node or max_ranks
     within = set(range(2, min(rpn, max_ranks) + 1, 2)) | ({rpn} if rpn <= max_ranks else set())
-    step = max(2, rpn // 2)
+    step = rpn if whole_nodes else max(2, rpn // 2)
     beyond = set(range(rpn + step, int(max_ranks) + 1, step)) if rpn < max_ranks else set()
     values = sorted(within | beyond)
     if len(values) > MAX_CANDIDATES:  # keep a geometric ladder, always with the largest allocation

@@ -132,14 +132,17 @@ class Topology:
 
 
 def node_layout(settings: dict) -> dict:
-    """{"gpus_per_node", "source", "system"} the answers use: GPUs per node from the system file,
-    else the exports, and the system file's description (None without one). No "gpus_per_node"
-    when no layout with more than one GPU per node is known (every rank its own node, or unknown):
-    then there are no node boundaries to model or to draw."""
+    """{"gpus_per_node", "source", "system"} the answers use: GPUs per node from the profiles' most
+    trusted node signal, else the system file (:func:`extradeep.io.placement.resolve_layout`),
+    and the system file's description (None without one). No "gpus_per_node" when no layout with
+    more than one GPU per node is known (every rank its own node, or unknown): then there are no
+    node boundaries to model or to draw."""
+    from extradeep.io.placement import resolve_layout
+
     system = settings.get("system") or {}
-    layout = settings.get("layout") or {}
-    gpus, source = (system.get("gpus_per_node"), "system") if system else (layout.get("gpus_per_node"), "exports")
-    known = {"gpus_per_node": int(gpus), "source": source} if gpus and gpus >= 2 else {}
+    resolved = resolve_layout(settings.get("layout"), system)
+    gpus = resolved["gpus_per_node"]
+    known = {"gpus_per_node": int(gpus), "source": resolved["source"]} if gpus and gpus >= 2 else {}
     return {**known, "system": system or None}
 
 
@@ -281,7 +284,7 @@ def layout_notes(settings: dict, topology: Topology | None, comm=None) -> list[s
     """What the user must know about the cluster layout: where it came from, a warning when every
     measured point lies inside one node and no system file says what the network costs, and which
     model each collective got (``comm``: the fitted :class:`CommunicationSum`) and why."""
-    from extradeep.io.nsys.layout import layout_text
+    from extradeep.io.placement import layout_text
 
     notes = layout_text(settings.get("layout"), settings.get("system"))
     if topology is not None and topology.one_node and not (topology.system and topology.system.has_links):

@@ -4,22 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-import numpy as np
 import pandas as pd
 
 from extradeep.aggregate.experiment import Dataset, Experiment
 from extradeep.analysis.communication import layout_notes, node_layout, nodes_spanned
 from extradeep.analysis.cost import CostSettings, cost_table
 from extradeep.analysis.epoch import (
-    BREAKDOWN,
     EPOCH_TIME,
     REGION_KEYS,
     application_steps,
     dataset_notes,
     per_epoch,
     point_summary,
-    quantity_label,
-    skipped_data_note,
     step_values,
     work_samples,
 )
@@ -30,11 +26,17 @@ from extradeep.analysis.fitting import (
     step_communication_model,
     without_totals,
 )
+from extradeep.analysis.notes import (  # noqa: F401 (extrapolation_notes, step_time_model: re-exported)
+    contradiction_notes,
+    extrapolation_notes,
+    reliability_notes,
+    step_time_model,
+)
 from extradeep.analysis.points import format_point
-from extradeep.analysis.saved import reusable_models, saved_mismatch
+from extradeep.analysis.primary import PrimaryTime, primary_from_models, require_primary, with_primary_step_region
+from extradeep.analysis.saved import effective_options, reusable_models, saved_choices, saved_mismatch
 from extradeep.analysis.scaling import (
     default_baseline,
-    design,
     scaling_models,
     scaling_table,
 )
@@ -81,6 +83,12 @@ class Analysis:
         """The model of an application quantity, or None when it could not be modeled."""
         rows = self.application_models[self.application_models["quantity"] == quantity]
         return None if rows.empty else rows["model"].iloc[0]
+
+    @property
+    def primary(self) -> PrimaryTime | None:
+        """The one model of the time per epoch (or step) that every answer uses, and why it is the one
+        (:mod:`extradeep.analysis.primary`); None when no time could be modeled."""
+        return primary_from_models(self.application_models, self.per, self.params)
 
 
 def per_unit(dataset: Dataset | None) -> str:
@@ -135,13 +143,18 @@ def analyse(
 ) -> Analysis:
     """Fit application and region models of ``experiment`` (per epoch when a dataset is known).
 
-    ``options`` go to the modeler (exponents, terms, nonnegative, min_points); ``scaling`` is
-    "strong" or "weak" (default: the dataset's weak_scaling flag). Models saved with the experiment
-    are reused when they were fitted with the same options and dataset, unless ``refit``.
+    ``options`` go to the modeler (exponents, terms, nonnegative, min_points), over the experiment's
+    own (:func:`~extradeep.analysis.saved.effective_options`); ``scaling`` is "strong" or "weak"
+    (default: the saved models', else the dataset's weak_scaling flag). Models saved with the
+    experiment are reused when they were fitted with the same options and dataset, unless ``refit``.
     """
     dataset = dataset or experiment.dataset
     require_parameters(experiment)
     params = list(experiment.params)
+    # a saved experiment's own options are the defaults: commands on the file model as its maker did
+    options = effective_options(experiment, options)
+    chosen = saved_choices(experiment, dataset, params)
+    scaling, ranks_param = scaling or chosen.get("scaling"), ranks_param or chosen.get("ranks_param")
     app_steps, region_steps, application, regions, notes = _measure(experiment, dataset, metrics)
     fixed = experiment.fixed_params
     topology = experiment_topology(experiment)
@@ -156,6 +169,7 @@ def analyse(
             notes.append(f"the saved models were fitted with other {' and '.join(differs)}, so they were refitted")
         app_models, region_models = _fit(experiment, app_steps, region_steps, regions, dataset, options, progress)
     app_points = point_summary(application, ["quantity"], params)
+    region_models = with_primary_step_region(region_models, primary_from_models(app_models, per_unit(dataset), params))
     ranks = ranks_parameter(params, ranks_param)
     mode = scaling or default_scaling(dataset)
     if dataset is None and scaling is None:
@@ -198,41 +212,6 @@ def analyse(
     )
 
 
-# a part may exceed its whole by rounding and noise, not by more; all parts plus idle may exceed it by
-# the communication that overlapped computation (DDP hides much of it), but not by a quarter
-PART_TOLERANCE = 1.02
-PARTS_TOLERANCE = 1.25
-
-
-def contradiction_notes(app_points: pd.DataFrame, params: list[str]) -> list[str]:
-    """Say where measured parts exceed their whole (computation longer than the epoch, or the parts
-    plus idle longer than it), and why, instead of printing the numbers silently: the parts are sums
-    of kernel times, which count kernels that ran at the same time (several streams, or several GPUs
-    of one process) once each, while idle is measured against the union of GPU activity."""
-    if app_points.empty or EPOCH_TIME not in set(app_points["quantity"]):
-        return []
-    wide = app_points.pivot_table(index=params, columns="quantity", values="value")
-    parts = [c for c in BREAKDOWN if c in wide.columns]
-    if not parts:
-        return []
-    total = wide[EPOCH_TIME]
-    summed = wide[parts].sum(axis=1) + (wide["idle"] if "idle" in wide.columns else 0.0)
-    largest = wide[parts].max(axis=1)
-    bad = ((largest > PART_TOLERANCE * total) | (summed > PARTS_TOLERANCE * total)) & (total > 0)
-    if not bad.any():
-        return []
-    key = bad[bad].index[0]
-    point = ", ".join(f"{p}={v:g}" for p, v in zip(params, key if isinstance(key, tuple) else (key,)))
-    which = wide.loc[key, parts].idxmax()
-    over = "is longer than" if largest[key] > PART_TOLERANCE * total[key] else "plus the other parts and idle exceed"
-    return [
-        f"at {int(bad.sum())} measured point(s), e.g. {point}, {which} ({wide.loc[key, which]:.4g} s) {over} "
-        f"the {EPOCH_TIME} ({total[key]:.4g} s): the parts are sums of kernel times and count kernels that ran "
-        "at the same time (on several streams, or several GPUs of one process) once each, while idle is the "
-        f"time no GPU work ran; read the parts as GPU time, not as shares of the {EPOCH_TIME}"
-    ]
-
-
 def _fit(experiment, app_steps, region_steps, regions, dataset, options, progress):
     params, fixed = list(experiment.params), experiment.fixed_params
     _say(progress, "modeling the application quantities")
@@ -266,56 +245,14 @@ def measured_values(experiment: Experiment, dataset: Dataset | None = None) -> p
     return _measure(experiment, dataset, ("time",))[2]
 
 
-UNRELIABLE_SMAPE = 10.0  # % error of a model at its own measured points beyond which predictions are not trusted
-UNRELIABLE_WIDTH = 0.25  # half-width of a prediction interval, relative to the prediction
-
-
-def reliability_notes(app_models: pd.DataFrame, per: str) -> list[str]:
-    """Warnings for application models that miss their own measured points by more than
-    UNRELIABLE_SMAPE: everything derived from them (speedup, efficiency, cost, budgets) inherits it."""
-    poor = app_models[app_models["model"].notna() & (app_models["smape"] > UNRELIABLE_SMAPE)]
-    if poor.empty:
-        return []
-    main = next((q for q in (EPOCH_TIME, "gpu total") if (app_models["quantity"] == q).any()), None)
-    notes, others = [], []
-    for row in poor.itertuples(index=False):
-        if row.quantity == main:
-            notes.append(
-                f"WARNING: the {quantity_label(main, per)} model misses its own measured points by "
-                f"{row.smape:.1f}% (SMAPE > {UNRELIABLE_SMAPE:g}%): its predictions and the speedup, "
-                "efficiency, cost and budgets made from it are not reliable. Compare the model with the "
-                "measured points; a parameter the model ignores, too few points or very noisy steps are "
-                "the usual causes"
-            )
-        else:
-            others.append(f"{quantity_label(row.quantity, per)} ({row.smape:.1f}%)")
-    if others:
-        notes.append(
-            f"WARNING: the models of {', '.join(others)} miss their measured points by more than "
-            f"{UNRELIABLE_SMAPE:g}% (SMAPE): do not rely on their predictions"
-        )
-    return notes
-
-
 def _say(progress, message: str) -> None:
     if progress is not None:
         progress(message)
 
 
 def primary_quantity(analysis: Analysis) -> str:
-    """The time the answers use: measured epoch time, else the GPU-activity sum."""
-    for quantity in (EPOCH_TIME, "gpu total"):
-        if analysis.model(quantity) is not None:
-            return quantity
-    if analysis.per == "measurement":
-        raise InputError(
-            None,
-            "a plain measurement table (e.g. Extra-P text) has no time per epoch; this needs Nsight Systems exports",
-        )
-    rows = analysis.application_models
-    reasons = "; ".join(sorted(set(r for r in rows["reason"] if r))) or "no step marks and no GPU activity"
-    hint = " (--min-points N lowers the number of configurations a model needs)" if "need at least" in reasons else ""
-    raise InputError(None, f"no model of the time per {analysis.per} could be made: {reasons}{hint}")
+    """The time the answers use: measured epoch time, else the GPU-activity sum (one line when neither)."""
+    return require_primary(analysis.primary, analysis.per, analysis.application_models).quantity
 
 
 def subset_experiment(experiment: Experiment, keep: pd.DataFrame) -> Experiment:
@@ -336,7 +273,10 @@ def subset_experiment(experiment: Experiment, keep: pd.DataFrame) -> Experiment:
     values, points = restrict(experiment.values), restrict(experiment.points)
     if points.empty:
         raise InputError(None, "no measured points are left for modeling")
-    return replace(experiment, values=values, points=points, provenance=restrict(experiment.provenance))
+    # the saved models (if any) were fitted on every point, the held-out ones included: never reused
+    return replace(
+        experiment, values=values, points=points, provenance=restrict(experiment.provenance), saved_models=None
+    )
 
 
 def prediction_table(
@@ -455,71 +395,6 @@ def rebase(analysis: Analysis, fixed: dict) -> Analysis:
     if same.empty:
         return analysis
     return replace(analysis, baseline=default_baseline(same, analysis.params, analysis.ranks_param))
-
-
-def extrapolation_notes(analysis: Analysis, grid: pd.DataFrame) -> list[str]:
-    """Warnings about predictions at ``grid``: epochs that skip part of the data (floor in n_t)
-    and predictions far beyond the measured configurations."""
-    notes = []
-    if analysis.dataset is not None and analysis.per == "epoch":
-        points = grid[analysis.params].drop_duplicates().reset_index(drop=True)
-        counts = pd.concat([points, analysis.dataset.samples_per_epoch(points, analysis.fixed)], axis=1)
-        notes += skipped_data_note(counts, analysis.params)
-    notes += _wide_interval_note(analysis, grid)
-    ranks = analysis.ranks_param
-    largest = float(analysis.points[ranks].max())
-    far = sorted(v for v in grid[ranks].unique() if v > 2 * largest)
-    if not far:
-        return notes
-    head = (
-        f"predictions at {ranks} = {', '.join(f'{v:g}' for v in far)} extrapolate more than 2x beyond the "
-        f"largest measured configuration ({largest:g}); "
-    )
-    step = step_time_model(analysis)
-    if getattr(step, "choice", None) == "replayed":
-        return notes + [
-            head + "the step time takes the communication it can hide from the replayed trace at "
-            f"{step.exposure.x_ref:g}, but waits for the slowest of more ranks are not measured "
-            "(docs/performance.md: up to 2.3% error at 4x on simulated training)"
-        ]
-    return notes + [
-        head + "a change of regime there (e.g. communication no longer hidden behind computation) "
-        "is not measured: the epoch-time interval spans the regimes the measured points allow, and "
-        "the point prediction can be far off (docs/performance.md: 1-14% error at 4x on simulated "
-        "training without the replayed trace, the truth inside the interval)"
-    ]
-
-
-def step_time_model(analysis: Analysis):
-    """The training-step model inside the epoch-time model (the model itself without a dataset);
-    a StepComposition has a ``choice`` of overlap rule."""
-    model = analysis.model(EPOCH_TIME)
-    return getattr(model, "train", model)
-
-
-def _wide_interval_note(analysis: Analysis, grid: pd.DataFrame, level: float = 0.95) -> list[str]:
-    """A warning naming the grid points where the primary time's interval is wider than
-    +-UNRELIABLE_WIDTH of the prediction."""
-    try:
-        quantity = primary_quantity(analysis)
-    except InputError:
-        return []
-    model = analysis.model(quantity)
-    points = grid[analysis.params].drop_duplicates().reset_index(drop=True)
-    X = design(points, analysis.params)
-    T = np.asarray(model.predict(X), float).reshape(-1)
-    lo, hi = (np.asarray(v, float).reshape(-1) for v in model.interval(X, level=level))
-    width = np.divide(np.maximum(T - lo, hi - T), np.abs(T), out=np.full(len(T), np.inf), where=T != 0)
-    wide = width > UNRELIABLE_WIDTH
-    if not wide.any():
-        return []
-    shown = ", ".join(
-        f"{format_point(points.iloc[i], analysis.params)} (+-{width[i]:.0%})" for i in np.flatnonzero(wide)[:6]
-    )
-    return [
-        f"WARNING: the {level:.0%} interval of the {quantity_label(quantity, analysis.per)} is wider than "
-        f"+-{UNRELIABLE_WIDTH:.0%} of the prediction at {shown}: treat these predictions as rough"
-    ]
 
 
 def region_scaling(analysis: Analysis, grid: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:

@@ -252,6 +252,10 @@ def model_from_dict(data: dict | None):
         from extradeep.analysis.overlap import StepComposition
 
         return StepComposition.from_dict(data)
+    if data.get("type") == "part":
+        from extradeep.analysis.parts import PartModel
+
+        return PartModel.from_dict(data)
     if data.get("type") != "epoch":
         return Model.from_dict(data)
     return EpochModel(

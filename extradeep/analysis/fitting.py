@@ -13,16 +13,21 @@ import numpy as np
 import pandas as pd
 
 from extradeep.aggregate.experiment import TOTAL, Dataset, Experiment
-from extradeep.analysis.communication import Topology, layout_notes, pure_times
+from extradeep.analysis.communication import Topology, as_vector, layout_notes, pure_times
 from extradeep.analysis.epoch import (
+    BREAKDOWN,
     EPOCH_TIME,
     REGION_KEYS,
     EpochModel,
     application_steps,
+    per_epoch,
+    point_summary,
     step_values,
 )
 from extradeep.analysis.overlap import Exposure, fit_step_composition, step_parts
+from extradeep.analysis.parts import GPU_TOTAL, PARTS, part_models
 from extradeep.columns import EPOCH_CATEGORIES
+from extradeep.modeling.batched import smape
 
 
 def experiment_topology(experiment: Experiment) -> Topology | None:
@@ -167,9 +172,40 @@ def fit_application_models(
     Experiment's per-repetition values (their rank spreads give the pure collective durations);
     ``exposure``: a traced run's exposure curve (``Exposure.from_experiment``)."""
     models = fit_phase_models(app_steps, ["quantity"], params, dataset, fixed, options)
-    return compose_step_time(
+    models = compose_step_time(
         models, app_steps, params, dataset, fixed, options, pure_times(values, params), exposure, topology
     )
+    return consistent_parts(models, app_steps, params, dataset, fixed)
+
+
+def consistent_parts(
+    app_models: pd.DataFrame, app_steps: pd.DataFrame, params: list[str], dataset: Dataset | None, fixed: dict
+) -> pd.DataFrame:
+    """The parts' own models replaced by the parts of one :class:`~extradeep.analysis.parts.Breakdown`
+    of the epoch time, so that no part exceeds it and "gpu total" is the sum of its parts
+    (:mod:`extradeep.analysis.parts`); a part without a model keeps its reason. Each part's SMAPE is
+    its error at the measured medians."""
+    by = dict(zip(app_models["quantity"], app_models["model"]))
+    raw = {name: by.get(name) for name in PARTS}
+    if all(m is None for m in raw.values()):
+        return app_models
+    measured = point_summary(per_epoch(app_steps, ["quantity"], params, dataset, fixed), ["quantity"], params)
+    complete = all(by.get(name) is not None for name in BREAKDOWN if name in by)
+    out = app_models.copy()
+    for name, model in part_models(by.get(EPOCH_TIME), raw, len(params)).items():
+        rows = out.index[out["quantity"] == name]
+        if not len(rows) or (out.at[rows[0], "model"] is None and not (name == GPU_TOTAL and complete)):
+            continue
+        points = measured[measured["quantity"] == name]
+        if len(points):
+            X = points[params].to_numpy(float)
+            predicted = as_vector(model.predict(X[:, 0] if len(params) == 1 else X))
+            model.smape = float(smape(points["value"].to_numpy(float), predicted))
+        index = rows[0]
+        out.at[index, "model"] = model
+        out.at[index, "formula"], out.at[index, "growth"] = model.formula(), model.growth()
+        out.at[index, "smape"], out.at[index, "reason"] = model.smape, ""
+    return out
 
 
 def compose_step_time(

@@ -126,19 +126,33 @@ class StepComposition:
     cv_smapes: dict = field(default_factory=dict)
     smape: float = float("nan")
     exposure: Exposure | None = None
+    idle: object | None = None  # PMNF of the idle part of B: what B holds besides the work that can hide C
 
     def candidates(self, X) -> dict[str, np.ndarray]:
         b, c = as_vector(self.base.predict(X)), as_vector(self.comm.predict(X))
         return {"direct": as_vector(self.direct.predict(X)), **self._composed(X, b, c)}
 
     def _composed(self, X, b, c) -> dict[str, np.ndarray]:
-        hidden = self.share * np.maximum(c, 0.0)
-        out = {"proportional": b + c - hidden, "saturated": b + c - np.minimum(hidden, self.window)}
+        c = np.maximum(c, 0.0)
+        cap = self.hiding_room(X, b, c)
+        hidden = self.share * c
+        out = {
+            "proportional": b + c - np.minimum(hidden, cap),
+            "saturated": b + c - np.minimum(np.minimum(hidden, self.window), cap),
+        }
         if self.exposure is not None:
             share = self.exposure.share if np.isfinite(self.exposure.share) else self.share
             relative = self.exposure.relative(self._growth_since_trace(X, b))
-            out["replayed"] = b + c - share * np.maximum(c, 0.0) * relative
+            out["replayed"] = b + c - np.minimum(share * c * relative, cap)
         return out
+
+    def hiding_room(self, X, b, c) -> np.ndarray:
+        """The most communication a step can hide: no more than there is (C), and no more than the
+        computation and memory work it runs beside (B minus idle). Every rule stays within it, so the
+        step is never shorter than its communication plus idle, nor than B: no part exceeds it."""
+        b = np.maximum(as_vector(b), 0.0)
+        idle = 0.0 if self.idle is None else np.clip(as_vector(self.idle.predict(X)), 0.0, b)
+        return np.minimum(np.maximum(as_vector(c), 0.0), b - idle)
 
     def _growth_since_trace(self, X, b) -> np.ndarray:
         """k: pure communication relative to the traced point, over B relative to it."""
@@ -248,6 +262,7 @@ class StepComposition:
             "base": self.base.to_dict(),
             "comm": self.comm.to_dict(),
             "exposure": None if self.exposure is None else self.exposure.to_dict(),
+            "idle": None if self.idle is None else self.idle.to_dict(),
         }
 
     @classmethod
@@ -264,22 +279,24 @@ class StepComposition:
             dict(data["cv_smapes"]),
             float(data["smape"]),
             Exposure.from_dict(data.get("exposure")),
+            None if data.get("idle") is None else Model.from_dict(data["idle"]),
         )
 
 
 def step_parts(app_steps: pd.DataFrame, params: list[str], phase: str = "train") -> pd.DataFrame:
-    """Per point and repetition of ``phase``: S (step), B (step without communication), C and O."""
+    """Per point and repetition of ``phase``: S (step), B (step without communication), C, O and I (idle)."""
     frame = app_steps[app_steps["phase"] == phase]
     wide = frame.pivot_table(index=[*params, "rep"], columns="quantity", values="value", aggfunc="first")
     need = ["epoch time", "idle", "computation", "communication", "memory"]
     if not set(need) <= set(wide.columns):
-        return pd.DataFrame(columns=[*params, "rep", "S", "B", "C", "O"])
+        return pd.DataFrame(columns=[*params, "rep", "S", "B", "C", "O", "I"])
     wide = wide[need].dropna(subset=["epoch time"]).fillna(0.0)  # a part never measured is 0, a step is not
     busy = wide["epoch time"] - wide["idle"]
     out = pd.DataFrame(
         {"S": wide["epoch time"], "B": wide["idle"] + wide["computation"] + wide["memory"], "C": wide["communication"]}
     )
     out["O"] = (wide["computation"] + wide["communication"] + wide["memory"] - busy).clip(lower=0.0)
+    out["I"] = wide["idle"]
     return out.reset_index()
 
 
@@ -329,14 +346,18 @@ def fit_step_composition(
         for x, fold in folds.items():
             rest = medians.drop(index=x)
             share, window = _overlap_rule(rest)
-            trial = StepComposition(fold["S"], fold["B"], fold["C"], share, window, "direct", exposure=exposure)
+            trial = StepComposition(
+                fold["S"], fold["B"], fold["C"], share, window, "direct", exposure=exposure, idle=fold["I"]
+            )
             for name, value in trial.candidates(np.array([x])).items():
                 guesses.setdefault(name, []).append(value[0])
             actual.append(medians.loc[x, "S"])
         cv = {k: float(smape(np.array(actual), np.array(v))) for k, v in guesses.items()}
     share, window = _overlap_rule(medians)
     choice = _choose(cv, _repetition_noise(parts, params))
-    model = StepComposition(full["S"], full["B"], full["C"], share, window, choice, cv, exposure=exposure)
+    model = StepComposition(
+        full["S"], full["B"], full["C"], share, window, choice, cv, exposure=exposure, idle=full["I"]
+    )
     xs = medians.index.to_numpy(float)
     model.smape = float(smape(medians["S"].to_numpy(float), as_vector(model.predict(xs))))
     return model
@@ -400,7 +421,8 @@ def _fit_parts(
     collective durations (``extra`` rows) C is their :class:`CommunicationSum`."""
     from extradeep.modeling import fit_models
 
-    long = parts.melt(id_vars=[*params, "rep"], value_vars=["S", "B", "C"], var_name="part")
+    value_vars = ["S", "B", "C", "I"] if "I" in parts.columns else ["S", "B", "C"]
+    long = parts.melt(id_vars=[*params, "rep"], value_vars=value_vars, var_name="part")
     if not extra.empty:
         long = pd.concat([long, extra], ignore_index=True)
     if folds is None:
@@ -419,4 +441,5 @@ def _fit_parts(
 
 def _with_comm_sum(models: dict, parts: pd.DataFrame, pure, params: list[str], topology=None) -> dict:
     comm = communication_sum(models, parts, pure, params, topology) if pure is not None else None
-    return {"S": models["S"], "B": models["B"], "C": comm if comm is not None else models["C"]}
+    # I (idle) may have no model (idle 0 everywhere): then the rules hide at most C, within B
+    return {"S": models["S"], "B": models["B"], "C": comm if comm is not None else models["C"], "I": models.get("I")}

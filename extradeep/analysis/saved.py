@@ -18,6 +18,9 @@ from extradeep.analysis.epoch import REGION_KEYS, model_from_dict
 from extradeep.io.store import json_safe as _clean
 
 APP_KEY = "quantity"
+# 2: the parts of the epoch time are kept within it (analysis/parts.py) and the step region carries the
+# primary model; models of version 1 are refitted, saying so
+MODELS_VERSION = 2
 MODEL_COLUMNS = ["model", "formula", "growth", "smape", "reason"]
 
 
@@ -45,12 +48,16 @@ def models_tables(analysis) -> dict[str, pd.DataFrame]:
         }
         for r in analysis.region_models.to_dict("records")
     ]
+    primary = analysis.primary
     meta = {
+        "models_version": MODELS_VERSION,
         "per": analysis.per,
         "scaling": analysis.scaling,
         "ranks_param": analysis.ranks_param,
         "baseline": analysis.baseline,
         "modeler_options": options_key(analysis.options),
+        "options": analysis.options,  # as given (lists stay lists), so commands on the file can reuse them
+        "primary": None if primary is None else primary.as_dict(),
         "dataset": dataset_dict(analysis.dataset),
         "system": analysis.layout.get("system"),
     }
@@ -95,6 +102,7 @@ def saved_mismatch(saved: dict, dataset, options: dict | None, system: dict | No
     """What differs between how the saved models were fitted and how they are asked for now."""
     meta = saved.get("meta") or {}
     differs = {
+        "model format (an older extradeep)": meta.get("models_version") != MODELS_VERSION,
         "modeler options": meta.get("modeler_options") != options_key(options or {}),
         "dataset sizes": meta.get("dataset") != _clean(dataset_dict(dataset)),
         "system (--system)": meta.get("system") != _clean(system or None),
@@ -134,3 +142,29 @@ def _model_row(row) -> dict:
         "reason": row["reason"] or "",
         "model_json": None if model is None else json.dumps(_clean(model.to_dict())),
     }
+
+
+def effective_options(experiment, options: dict | None = None) -> dict:
+    """The modeler options a command on ``experiment`` uses: its own (those its saved models were
+    fitted with, and its ``min_points``), overridden by those ``options`` gives. So a file saved
+    with ``--min-points 4`` keeps modeling with 4 unless a command says otherwise."""
+    meta = (experiment.saved_models or {}).get("meta") or {}
+    saved = meta.get("options")
+    own = {k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()} if isinstance(saved, dict) else {}
+    min_points = experiment.settings.get("min_points")  # Experiment.set_min_points changes it
+    if min_points is not None:
+        own["min_points"] = int(min_points)
+    return {**own, **(options or {})}
+
+
+def saved_choices(experiment, dataset, params: list[str]) -> dict:
+    """The scaling mode and ranks parameter the saved models were made with, where they still apply:
+    the scaling mode while the dataset is the same (its default follows the dataset), the ranks
+    parameter while it is modeled. Empty without saved models."""
+    meta = (experiment.saved_models or {}).get("meta") or {}
+    out = {}
+    if meta.get("scaling") in ("strong", "weak") and meta.get("dataset") == _clean(dataset_dict(dataset)):
+        out["scaling"] = meta["scaling"]
+    if meta.get("ranks_param") in params:
+        out["ranks_param"] = meta["ranks_param"]
+    return out

@@ -24,22 +24,36 @@ from extradeep.analysis.core import (
 from extradeep.analysis.cost import CostSettings
 from extradeep.analysis.evaluation import prediction_errors
 from extradeep.analysis.points import point_grid, value_range
+from extradeep.analysis.saved import effective_options, saved_choices
+from extradeep.analysis.scales import check_whole, supported_points
 from extradeep.errors import InputError
 
 DEFAULT_FACTORS = (2, 4, 8)  # default predictions: these multiples of the largest measured ranks
 BUDGET_REACH = 8  # default budget candidates reach this multiple of the largest measured ranks
 
 
-def prediction_grid(analysis: Analysis, values=None, fixed: dict | None = None) -> tuple[Analysis, pd.DataFrame]:
+def prediction_grid(
+    analysis: Analysis, values=None, fixed: dict | None = None, *, field: str = "predict", strict: bool | None = None
+) -> tuple[Analysis, pd.DataFrame]:
     """The points to predict at: `values` of the ranks parameter (default: 2x, 4x, 8x the largest
     measured), the other parameters at `fixed` or the baseline. Returns the analysis rebased to the
-    same other parameters (so efficiency compares like with like) and the grid."""
+    same other parameters (so efficiency compares like with like) and the grid.
+
+    Rank counts must be positive whole numbers and points must lie within the range the models
+    support (:mod:`extradeep.analysis.scales`): asked-for points (``strict``, default: `values` given)
+    beyond it are refused in one line naming ``field``; default points beyond it are left out, noted."""
     ranks = analysis.ranks_param
+    strict = values is not None if strict is None else strict
     if values is None:
         largest = float(analysis.points[ranks].max())
         values = [largest * f for f in DEFAULT_FACTORS]
+    check_whole(analysis, pd.DataFrame([fixed or {}]), "at")
     fixed = {**analysis.baseline, **(fixed or {})}
-    return rebase(analysis, fixed), point_grid(list(values), analysis.params, ranks, fixed)
+    grid, notes = supported_points(analysis, point_grid(list(values), analysis.params, ranks, fixed), field, strict)
+    if grid.empty:
+        raise InputError(None, field=field, problem=f"none of its points is within what the models support: {notes[0]}")
+    analysis = rebase(analysis, fixed)
+    return (replace(analysis, notes=[*analysis.notes, *notes]) if notes else analysis), grid
 
 
 def budget_candidates(analysis: Analysis, candidates=None, max_ranks: float | None = None) -> list[float]:
@@ -67,7 +81,10 @@ def plan_budget(
 ) -> BudgetResult:
     """Which configurations meet `limits`, and the best by efficiency, cost and time (paper Q5)."""
     values = budget_candidates(analysis, candidates, max_ranks)
-    analysis, grid = prediction_grid(analysis, values, fixed)
+    field = "candidates" if candidates is not None else "max_ranks"
+    analysis, grid = prediction_grid(
+        analysis, values, fixed, field=field, strict=candidates is not None or max_ranks is not None
+    )
     cost = replace(cost or CostSettings(), ranks_param=analysis.ranks_param)
     model = analysis.model(primary_quantity(analysis))
     return budget_search(model, grid, analysis.params, limits, cost, analysis.baseline, analysis.scaling, level)
@@ -98,11 +115,18 @@ def evaluate(
     measurements (paper section 4: accuracy and predictive power)."""
     if (eval_points is None) == (eval_experiment is None):
         raise InputError("eval_points", "give held-out points or a separate evaluation experiment (one of them)")
+    # the experiment's own options (a saved file's) hold for the refit, though its saved models do not
+    options = effective_options(experiment, options)
+    chosen = saved_choices(experiment, experiment.dataset, list(experiment.params))
+    scaling, ranks_param = scaling or chosen.get("scaling"), ranks_param or chosen.get("ranks_param")
     if eval_experiment is not None:
-        modeling, held = experiment, eval_experiment
+        modeling, held = replace(experiment, saved_models=None), eval_experiment
     else:
         modeling, held = split_held_out(experiment, eval_points, ranks_param)
-    analysis = analyse(modeling, options=options, scaling=scaling, ranks_param=ranks_param, progress=progress)
+    # always fitted again without the held-out points: models saved with the experiment saw them
+    analysis = analyse(
+        modeling, options=options, scaling=scaling, ranks_param=ranks_param, progress=progress, refit=True
+    )
     app_points, region_points = measured_points(held, analysis.dataset)
     errors = [
         prediction_errors(analysis, analysis.application_points, analysis.region_points, "modeling", level),

@@ -24,6 +24,7 @@ COMMANDS = (
     "evaluate",
     "budget",
     "plan",
+    "layouts",
     "report",
     "inspect",
     "predict",

@@ -96,7 +96,8 @@ def _cost_limit(max_cost: float, unit: str) -> str:
 def run(args) -> int:
     from extradeep.analysis.points import format_point, format_seconds
     from extradeep.cli.model import analysis_from_args, check_analysis_options
-    from extradeep.report.text import render_table
+    from extradeep.report import summary
+    from extradeep.report.text import format_interval, render_table
 
     check_analysis_options(args)
     limits = limits_from_args(args)
@@ -114,7 +115,7 @@ def run(args) -> int:
         f"Limits for {limits.epochs:g} {analysis.per}(s): {' and '.join(a for a in asked if a)}; "
         f"{len(result.table)} candidates; {result.scaling} scaling"
     )
-    print()
+    print(summary.primary_line(analysis))
     shown = result.table if args.all else result.table[result.table["valid"]]
     if len(shown) > MAX_ROWS and not args.all:
         print(f"{len(shown)} valid candidates (--all lists every candidate)\n")
@@ -123,7 +124,7 @@ def run(args) -> int:
         rows = [
             [
                 format_point(r, params),
-                format_seconds(r["T"]),
+                format_interval(r["T"], r["T_lo"], r["T_hi"]),
                 format_seconds(r["total_time"]),
                 f"{r['total_cost']:.4g}",
                 f"{r['efficiency']:.2f}",
@@ -137,7 +138,7 @@ def run(args) -> int:
             render_table(
                 [
                     "configuration",
-                    f"time/{analysis.per}",
+                    f"time/{analysis.per} [{args.level:.0%} interval]",
                     "total time",
                     f"total {unit}",
                     "efficiency",

@@ -86,8 +86,9 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PRESET|FILE",
         help=(
             "the cluster: a preset (dgx-8-nvswitch, 4gpu-1nic-per-gpu, 4gpu-1nic) or a TOML file with gpus-per-node, "
-            "intra-bandwidth, intra-latency, inter-bandwidth (per NIC), inter-latency, nics-per-node; overrides or "
-            "completes the layout read from the exports, and lets predictions leave the nodes that were measured"
+            "intra-bandwidth, intra-latency, inter-bandwidth (per NIC), inter-latency, nics-per-node; gives the links, "
+            "and the layout where the profiles carry no node signal (where they do and disagree, they win, with a "
+            "warning); lets predictions leave the nodes that were measured"
         ),
     )
     read.add_argument(

@@ -13,8 +13,9 @@ from extradeep.errors import InputError
 HELP = "percentage error of every model at held-out measured points (paper Table 2, Fig. 5)"
 DESCRIPTION = """Measure model accuracy (at modeling points) and predictive power (at evaluation points).
 
-Models are built without the evaluation points (--eval-points holds measured configurations out;
---eval-dir reads a second set of exports), then compared with the measured medians there.
+Models are always fitted again without the evaluation points (--eval-points holds measured
+configurations out; --eval-dir reads a second set of exports), also from a saved experiment, whose
+own models saw every point; then they are compared with the measured medians there.
 Prints the error of the time-per-epoch model per point and the median percentage error (MPE)
 per category and per region class (kind) and metric, like the paper's Table 2.
 
@@ -115,6 +116,7 @@ def run(args) -> int:
     from extradeep.analysis.points import format_point
     from extradeep.cli.model import check_analysis_options
     from extradeep.cli.outputs import check_outputs
+    from extradeep.report import summary
     from extradeep.report.text import format_pct, format_value, render_table
 
     check_analysis_options(args)
@@ -135,6 +137,12 @@ def run(args) -> int:
         ]
         for _, r in main.iterrows()
     ]
+    held = sorted(errors.loc[errors["role"] == "evaluation", analysis.ranks_param].unique()) if len(errors) else []
+    print(
+        f"Models fitted again without the evaluation points ({analysis.ranks_param} = "
+        f"{', '.join(f'{v:g}' for v in held)}), whatever models the input holds: the errors there are predictions"
+    )
+    print(summary.primary_line(analysis))
     print(
         f"{quantity_label(quantity, analysis.per)} per {analysis.per}: model accuracy (modeling points) and predictive power (evaluation points)"
     )

@@ -51,7 +51,12 @@ def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
     mod.add_argument("--exponents-j", metavar="LIST", help="logarithm exponents, e.g. 0,1,2 (default 0,1,2)")
     mod.add_argument("--terms", type=int, metavar="N", help="terms per parameter besides the constant (1-3, default 1)")
     mod.add_argument("--nonnegative", action="store_true", default=None, help="only non-negative coefficients")
-    mod.add_argument("--refit", action="store_true", help="fit the models again even where a saved experiment has them")
+    mod.add_argument(
+        "--refit",
+        action="store_true",
+        help="fit the models again even where a saved experiment has them and was fitted the same way "
+        "(evaluate always fits them again, without its evaluation points)",
+    )
     ana = parser.add_argument_group("analysis")
     ana.add_argument(
         "--predict",
@@ -95,9 +100,15 @@ def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def modeler_options(args) -> dict:
+    """The modeler options the command line (or --config) gives; those it leaves out come from the
+    experiment (a saved file's own, :func:`extradeep.analysis.saved.effective_options`)."""
     from extradeep.cli.common import resolve_options
+    from extradeep.io.config import DEFAULTS
 
-    options = {"min_points": int(resolve_options(args)["min_points"])}
+    options = {}
+    min_points = resolve_options(args)["min_points"]
+    if getattr(args, "min_points", None) is not None or min_points != DEFAULTS["min_points"]:
+        options["min_points"] = int(min_points)
     for flag in ("exponents_i", "exponents_j"):
         text = getattr(args, flag, None)
         if text:
@@ -157,7 +168,10 @@ def _check_formula(text: str, params: list[str] | None) -> None:
     from extradeep.analysis.cost import cost_variables
     from extradeep.analysis.expression import parse_expression
 
-    expr = parse_expression(text, None if params is None else cost_variables(params))
+    try:
+        expr = parse_expression(text, None if params is None else cost_variables(params))
+    except InputError as exc:  # the parser says "formula"; the user gave --cost-formula
+        raise InputError("--cost-formula", exc.problem) from None
     if not set(expr.variables) <= cost_variables(params or []):
         return  # a name that may be a parameter of the inputs: checked (and named if unknown) once they are read
     values = {name: 3600.0 if name == "T" else 5.5 for name in expr.variables}
@@ -180,11 +194,21 @@ def check_analysis_options(args) -> None:
         least = {"top": 0, "min_points": 2}.get(option, 1)  # a model needs two points at least
         if value is not None and value < least:
             raise InputError(f"--{option.replace('_', '-')}", f"must be at least {least}, got {value}")
-    if args.predict:
-        parse_values(args.predict, "--predict")
+    for option in ("predict", "candidates"):  # values of the ranks parameter: whole rank counts
+        text = getattr(args, option, None)
+        if text:
+            whole_values(parse_values(text, f"--{option}"), f"--{option}")
     fixed_values(args, None)
     modeler_options(args)
     cost_settings(args)
+
+
+def whole_values(values: list[float], option: str) -> list[float]:
+    """``values`` of the ranks parameter, refused in one line unless they are whole rank counts."""
+    bad = [v for v in values if v % 1]
+    if bad:
+        raise InputError(option, f"{bad[0]:g} is not a whole number: it counts ranks (processes)")
+    return values
 
 
 def fixed_values(args, analysis) -> dict[str, float]:
@@ -240,7 +264,7 @@ def analysis_from_args(args):
         table = read_extrap_text(args.profiles[0])
         options = modeler_options(args)
         if getattr(args, "min_points", None) is None and "min_points" not in _config_keys(args):
-            del options["min_points"]  # as Extra-P: fewer points make a rough model, not none
+            options.pop("min_points", None)  # as Extra-P: fewer points make a rough model, not none
         options = text_model_options(options, table)
         return analyse_table(table, table.attrs["params"], options, args.scaling, args.ranks_param), None
     experiment = experiment_from_args(args)
@@ -290,7 +314,7 @@ def run(args) -> int:
     derived = derived_models(analysis)
     n_exports = len(experiment.provenance) if experiment is not None else None
     parts = [
-        summary.header(analysis, n_exports) + scaling_note(analysis),
+        summary.header(analysis, n_exports) + scaling_note(analysis) + summary.primary_line(analysis),
         summary.application_section(analysis),
         summary.measured_section(analysis, args.level),
         summary.prediction_section(analysis, predictions, args.level, cost.unit),

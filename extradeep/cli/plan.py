@@ -14,8 +14,10 @@ Without PROFILES: propose an initial set of configurations and repetitions for p
 --target ranks, within --max-ranks (the largest allocation) and --budget GPU-hours. With PROFILES
 (exports or a saved experiment): propose the next -k runs that shrink the 95% interval of the time
 model at the targets the most per unit of cost, and by how much. When the targets lie beyond one
-node (--gpus-per-node), at least two configurations on each side of the node boundary are asked
-for. A run costs --run-seconds on all its GPUs; --price-per-* or --cost-formula set the unit.
+node (--gpus-per-node, else the experiment's layout), at least two configurations on each side of
+the node boundary are asked for, and beyond one node only whole nodes, as clusters allocate them
+(--partial-nodes also allows half nodes). A run costs --run-seconds on all its GPUs; --price-per-*
+or --cost-formula set the unit.
 --output writes a plan file for `extradeep profile-cmd --plan`.
 
 examples:
@@ -46,6 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="repetitions per configuration of the initial set and the node rule (default 2; "
         "later new configurations get one)",
     )
+    plan.add_argument(
+        "--partial-nodes",
+        action="store_true",
+        help="beyond one node, also propose half nodes (default: whole nodes, as clusters allocate them)",
+    )
     plan.add_argument("-k", type=int, default=3, help="how many next runs to propose for an experiment (default 3)")
     plan.add_argument("--app", help="application name for the plan file (default: the experiment's, else app)")
     plan.add_argument("-o", "--output", metavar="FILE.csv", help="write the plan file for profile-cmd --plan")
@@ -54,9 +61,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from extradeep.analysis.advisor import MeasurementAdvisor
     from extradeep.analysis.points import parse_values
+    from extradeep.analysis.saved import effective_options
     from extradeep.capture.plan_file import write_plan
     from extradeep.cli.common import experiment_from_args
     from extradeep.cli.outputs import check_output_path, input_paths
+    from extradeep.io.config import DEFAULTS
     from extradeep.report.plan import plan_text
 
     cost = cost_settings(args)
@@ -64,6 +73,9 @@ def run(args) -> int:
     if args.output:
         check_output_path("--output", args.output, input_paths(args))
     options = modeler_options(args)
+    experiment = experiment_from_args(args) if (args.profiles or args.manifest) else None
+    if experiment is not None:  # a saved experiment's own options (--min-points 4) hold unless given here
+        options = effective_options(experiment, options)
     advisor = MeasurementAdvisor(
         targets,
         args.max_ranks,
@@ -73,10 +85,10 @@ def run(args) -> int:
         run_seconds=args.run_seconds,
         level=args.level,
         reps=args.reps,
-        min_points=options["min_points"],
+        min_points=options.get("min_points", DEFAULTS["min_points"]),
         options=options,
+        partial_nodes=args.partial_nodes,
     )
-    experiment = experiment_from_args(args) if (args.profiles or args.manifest) else None
     plan = advisor.fit(experiment).propose(args.k)
     print(plan_text(plan, advisor.current_))
     if args.output:
@@ -87,9 +99,9 @@ def run(args) -> int:
     return 0
 
 
-def plan_for_report(args, experiment, cost):
+def plan_for_report(args, experiment, cost, analysis=None):
     """The plan for `report --plan-target` (None without it): 3 next runs within --max-ranks
-    (default: twice the largest measured ranks)."""
+    (default: twice the largest measured ranks), for the report's own primary time model."""
     if not getattr(args, "plan_target", None) or experiment is None:
         return None
     from extradeep.analysis.advisor import MeasurementAdvisor
@@ -97,7 +109,15 @@ def plan_for_report(args, experiment, cost):
 
     measured = experiment.points[cost.ranks_param].max()
     max_ranks = int(args.max_ranks or 2 * measured)
+    options = dict(analysis.options) if analysis is not None else {}
     advisor = MeasurementAdvisor(
-        parse_values(args.plan_target, "--plan-target"), max_ranks, args.gpus_per_node, cost=cost, level=args.level
+        parse_values(args.plan_target, "--plan-target"),
+        max_ranks,
+        args.gpus_per_node,
+        cost=cost,
+        level=args.level,
+        min_points=int(options.get("min_points", 5)),
+        options=options or None,
+        partial_nodes=getattr(args, "partial_nodes", False),
     )
-    return advisor.fit(experiment).propose(3)
+    return advisor.fit(experiment, None if analysis is None else analysis.primary).propose(3)

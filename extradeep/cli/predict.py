@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from extradeep.cli.analyses import add_optimize_arguments, add_trace_analysis_arguments
 from extradeep.cli.common import add_step_mark_arguments, step_mark_settings
 from extradeep.columns import OVERHEAD_TYPES
 from extradeep.errors import InputError
@@ -43,8 +44,15 @@ A kernel:/name: pattern that matches nothing in the run gets a warning.
 host overheads T1-T5 (Lin et al.; T1-T3 need framework op ranges such as PyTorch's aten::*):
 {overhead_legend()}
 
+what to change: --optimize searches the replay for the setting that shortens the step (gradient
+bucket layouts as DDP bucket_cap_mb or an FSDP wrap size, kernel fusion, copies on a side
+stream, and recomputation or gradient accumulation when --memory-model says memory is short),
+and prints each strategy's predicted step time, its interval, the gain against the measured step,
+what moved on the critical path and the setting; or says why nothing helps.
+
 examples:
   extradeep predict runs/p4/ --what-if 'kernel:*gemm*=0.5' --what-if 'comm.bandwidth=2'
+  extradeep predict runs/p4/ --optimize --analysis all
   extradeep predict runs/p4/ --what-if 'kernel:*gemm*=0.5' --what-if 'comm.bandwidth=2' --combine
   extradeep predict runs/ --run ranks=4 --run rep=1 --ranks 64 --experiment exp.sqlite --json out.json
 """
@@ -115,6 +123,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "step marks (as for model and report; e.g. --train-step-pattern 'forward|backward' for other annotations)"
         )
     )
+    add_optimize_arguments(parser)
+    add_trace_analysis_arguments(parser)
 
 
 def _select(items: list[str]) -> dict:
@@ -158,7 +168,21 @@ def _check_arguments(args) -> None:
         raise InputError(None, f"--top must be >= 1 (got {args.top})")
     # everything predict reads (the exports in RUN_DIR, the experiment) counts as an input
     read = argparse.Namespace(profiles=[args.run_dir] + ([args.experiment] if args.experiment else []))
-    check_outputs(read, {"--json": args.json, "--timeline": args.timeline, "--plot": args.plot})
+    check_outputs(
+        read,
+        {
+            "--json": args.json,
+            "--timeline": args.timeline,
+            "--plot": args.plot,
+            "--optimize-report": args.optimize_report,
+        },
+    )
+    if args.optimize_report and not args.optimize:
+        raise InputError(None, "--optimize-report needs --optimize")
+    if args.optimize:  # the search's options are checked before the long replay
+        from extradeep.cli.analyses import check_optimize_arguments
+
+        check_optimize_arguments(args)
 
 
 def _models(path):
@@ -206,7 +230,20 @@ def run(args) -> int:
         from extradeep.predictor.plot import plot_prediction
 
         plot_prediction(pred, args.plot)
+    if args.analysis or args.diff:
+        from extradeep.cli.analyses import print_analyses
+
+        print_analyses(pred_paths(pred), args, step_mark_settings(args))
+    if args.optimize:
+        from extradeep.cli.analyses import print_optimization
+
+        print_optimization(pred_paths(pred), args, step_mark_settings(args))
     return 0
+
+
+def pred_paths(pred) -> list[str]:
+    """The files the prediction read (the run, without re-resolving the folder)."""
+    return sorted(set(pred.files["path"]))
 
 
 def _print_report(pred, args, models, exp) -> None:
@@ -230,11 +267,7 @@ def _print_report(pred, args, models, exp) -> None:
         + ", ".join(f"{c} {100 * v:.1f}%" for c, v in shares.items())
         + f" (idle includes {100 * b['os_wait'].sum() / b['span'].sum():.1f}% in OS calls, e.g. data loading)"
     )
-    path = pred.critical_path.assign(name=pred.critical_path["name"].astype(str).str.slice(0, 70))
-    top = path.groupby(["class", "name"])["contribution"].sum().sort_values(ascending=False)
-    print(f"top {args.top} ops on the critical path (time summed over steps):")
-    top = top.head(args.top).rename("on the path").reset_index()
-    print(_table(top, seconds=["on the path"]))
+    _print_owners(pred.owners, args.top)
     ov = pred.overheads.sort_values("total", ascending=False).head(args.top)
     ov = ov.assign(name=ov["name"].astype(str).str.slice(0, 60))
     print(f"\nHost overheads T1-T5, top {args.top} by total:")
@@ -264,6 +297,33 @@ def _table(frame, seconds: list[str]) -> str:
     return frame.to_string(index=False, formatters={c: format_seconds for c in seconds})
 
 
+def _print_owners(owners, top: int) -> None:
+    """The outermost owners of the critical path (they partition it), each with its hot path: the
+    largest owner inside it, level by level, while that holds at least half of its parent."""
+    from extradeep.predictor.critical_path import CLASSES
+    from extradeep.predictor.owners import hot_path
+
+    first = owners[owners["level"] == 1]
+    if first.empty:
+        return
+    shown = first.head(top)
+    print(
+        f"top {len(shown)} owners of the critical path (the operator or annotation around each piece; summed over steps):"
+    )
+    for row in shown.itertuples(index=False):
+        mix = ", ".join(
+            f"{c} {100 * getattr(row, c) / row.seconds:.0f}%" for c in CLASSES if getattr(row, c) >= 0.05 * row.seconds
+        )
+        inside = " > ".join(f"{name[:50]} {100 * share:.1f}%" for name, share in hot_path(owners, row.owner))
+        print(
+            f"  {100 * row.share:5.1f}%  {row.seconds:9.4f} s  {str(row.owner)[:60]}  [{mix}]"
+            + (f"  > {inside}" if inside else "")
+        )
+    print(
+        f"these {len(shown)} owners hold {100 * shown['share'].sum():.1f}% of the critical path ({len(first)} in all)"
+    )
+
+
 def _print_empirical(models, ranks: int) -> None:
     """The empirical step-time model (fitted on several runs) at the same point, for comparison."""
     import numpy as np
@@ -287,6 +347,7 @@ def _write_json(pred, path) -> None:
             "steps",
             "breakdown",
             "critical_path",
+            "owners",
             "overheads",
             "kernel_sums",
             "collectives",

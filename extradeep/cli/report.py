@@ -43,6 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="add 'What to profile next': the 3 runs (within --max-ranks) "
         "that shrink the 95%% interval at these ranks the most per GPU-hour",
     )
+    out.add_argument(
+        "--optimize-run",
+        metavar="RUN",
+        help="add 'Optimisation': the strategy search on the replay of this run (one run's profiles)",
+    )
 
 
 def run(args) -> int:
@@ -76,13 +81,23 @@ def run(args) -> int:
         title=args.title,
         plots_dir=args.plots,
         plot_formats=formats,
-        plan=plan_for_report(args, experiment, cost),
+        plan=plan_for_report(args, experiment, cost, analysis),
+        optimization=_optimization(args),
     )
     size = len(result["html"]) / 1e6
     print(f"extradeep: wrote {args.output} ({size:.1f} MB, {len(result['figures'])} figures)", file=sys.stderr)
     if args.plots:
         print(f"extradeep: saved {len(result['figures'])} figures to {args.plots}", file=sys.stderr)
     return 0
+
+
+def _optimization(args):
+    """The strategy search of --optimize-run, or None."""
+    if not args.optimize_run:
+        return None
+    from extradeep.predictor.optimize import StrategySearch
+
+    return StrategySearch().fit(args.optimize_run, progress=True)
 
 
 def _requested_grid(args, analysis):

@@ -11,7 +11,16 @@ write one Nsight Systems SQLite export per configuration point, repetition and r
 cifar10.p4.r1.mpi3.sqlite, plus OUTDIR/truth.json with every kernel's per-step time formula and the
 expected per-step and per-epoch values. Deterministic per --seed.
 
+GPT mode (--gpt LAYOUT, repeatable): Megatron-style GPT training in parallel layouts, one nsys
+export and one Kineto trace per rank (gpt.p8.tp2.pp2.dp2.mbs1.nmb8.zero1.rc0.vpp1.r1.mpi3.sqlite),
+truth.json with each layout's step time, critical-path parts and peak memory per GPU; --gpt-truth
+adds layouts of any size (64-512 GPUs) whose truth is computed without files. Layout tokens: tp, pp,
+dp, mbs (micro-batch size), nmb (micro-batches per step), zero (0-3), rc (0 none, 1 selective,
+2 full recomputation), vpp (chunks per stage; > 1 = interleaved schedule).
+
 examples:
+  extradeep simulate gpt/ --gpt tp2.pp2.dp2.mbs1.nmb8.zero1 --gpt tp1.pp4.dp2.mbs2.nmb4.rc2 --system dgx-8-nvswitch
+  extradeep simulate gpt/ --gpt tp2.pp1.dp2.mbs1.nmb4 --gpt-truth tp8.pp8.dp8.mbs1.nmb32 --gpt-model layers=16,hidden=2048
   extradeep simulate out/ --param ranks=2,4,6,8,10,12,16
   extradeep simulate out/ --param ranks=2,4,8 --param batch=32,64 --scaling weak
   extradeep simulate run/ --param ranks=8 --repetitions 1 --ddp --kernel-scale '*gemm*=0.5'
@@ -26,7 +35,9 @@ def add_arguments(parser) -> None:
         "same names are replaced, other files are left alone)",
     )
     parser.add_argument(
-        "--app", default="cifar10", help="application name at the start of every file name (default: cifar10)"
+        "--app",
+        default=None,
+        help="application name at the start of every file name (default: cifar10; gpt with --gpt)",
     )
     parser.add_argument(
         "--param",
@@ -114,6 +125,20 @@ def add_arguments(parser) -> None:
         help="gradient all-reduce buckets per step; 1 = fused into one collective (default: 2, 4 with --ddp)",
     )
     parser.add_argument(
+        "--gradients",
+        type=int,
+        metavar="N",
+        help="with --ddp: N backward layers, one gradient each (AccumulateGrad with shapes in the profiles), "
+        "all-reduced in DDP's buckets (--bucket-cap-mb, default 25)",
+    )
+    parser.add_argument("--bucket-cap-mb", type=float, metavar="MB", help="with --gradients: DDP's bucket_cap_mb")
+    parser.add_argument(
+        "--gradient-profile",
+        choices=("resnet", "uniform"),
+        default="resnet",
+        help="with --gradients: sizes like a ResNet (first ready largest) or equal, as transformer blocks",
+    )
+    parser.add_argument(
         "--noise",
         default="0.02,0.01,0.01",
         metavar="INSTANCE,RANK,REP",
@@ -155,9 +180,20 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument(
         "--algorithm",
-        choices=("ring", "tree", "hierarchical"),
-        default="ring",
-        help="all-reduce algorithm with --system (default: ring)",
+        choices=("ring", "tree", "hierarchical", "auto"),
+        default=None,
+        help="collective algorithm with --system (default: ring; with --gpt auto, the faster of ring and tree "
+        "per collective as NCCL's tuner picks)",
+    )
+    parser.add_argument(
+        "--signals",
+        choices=("all", "hostname", "uuids", "export-host", "containers", "elsewhere"),
+        default="all",
+        help="node signals the exports of --system carry, as real exports of different versions and set-ups: "
+        "all (host name, GPU UUIDs, EXPORT_HOST), hostname (TARGET_INFO_SYSTEM_ENV only), uuids (the node's "
+        "GPU UUIDs and EXPORT_HOST, no TARGET_INFO_SYSTEM_ENV), export-host (EXPORT_HOST only), containers "
+        "(a container per rank on shared nodes), elsewhere (GPU UUIDs, reports exported on a login node); "
+        "default: all",
     )
     parser.add_argument(
         "--truth-ranks",
@@ -171,6 +207,50 @@ def add_arguments(parser) -> None:
         action="store_true",
         help="simulate even when the estimated disk or memory need exceeds what is free (checked for "
         "simulations of more than 2,000 rank files)",
+    )
+    gpt = parser.add_argument_group("GPT mode (parallel layouts)")
+    gpt.add_argument(
+        "--gpt",
+        action="append",
+        default=[],
+        metavar="LAYOUT",
+        help="simulate GPT training in this layout and write its profiles (repeatable), "
+        "e.g. tp2.pp2.dp2.mbs1.nmb8.zero1.rc0.vpp1",
+    )
+    gpt.add_argument(
+        "--gpt-truth",
+        action="append",
+        default=[],
+        metavar="LAYOUT",
+        help="a layout whose truth goes to truth.json without files (any size; repeatable)",
+    )
+    gpt.add_argument(
+        "--gpt-model",
+        default="",
+        metavar="KEY=VALUE,...",
+        help="the GPT: layers, hidden, heads, seq, vocab (default: layers=8,hidden=1024,heads=16,seq=1024,vocab=51200)",
+    )
+    gpt.add_argument("--gpu", default="a100-80gb", help="GPU type: a100-80gb, a100-40gb, h100-sxm (default: a100-80gb)")
+    gpt.add_argument(
+        "--framework",
+        choices=("megatron", "deepspeed", "fsdp"),
+        default="megatron",
+        help="whose markers and process-group names the profiles carry (default: megatron)",
+    )
+    gpt.add_argument(
+        "--nccl-nvtx",
+        choices=("payload", "legacy", "none"),
+        default="payload",
+        help="NCCL's NVTX ranges in the nsys exports: with communicator payloads (NCCL 2.23+), "
+        "message size only (older NCCL) or none (default: payload)",
+    )
+    gpt.add_argument("--formats", default="nsys,kineto", help="nsys and/or kineto (default: nsys,kineto)")
+    gpt.add_argument("--steps", type=int, default=4, help="training steps per run, the first a warm-up (default: 4)")
+    gpt.add_argument(
+        "--no-flows",
+        action="store_true",
+        help="leave the ac2g flow events out of the Kineto traces (smaller files; readers join launches "
+        "to kernels by correlation id)",
     )
 
 
@@ -210,6 +290,41 @@ def _check_outdir(outdir: Path) -> None:
     check_writable(None, outdir, outdir.resolve(), may_create=True)
 
 
+def _run_gpt(args, noise) -> int:
+    from extradeep.errors import InputError
+    from extradeep.simulate.gpt.config import GPTModel
+    from extradeep.simulate.gpt.study import simulate_gpt
+
+    if not args.gpt:
+        raise InputError("--gpt-truth", "needs at least one --gpt layout to write profiles of")
+    fields = {"layers", "hidden", "heads", "seq", "vocab"}
+    model = _pairs([x for x in args.gpt_model.split(",") if x.strip()], "--gpt-model", int)
+    unknown = sorted(set(model) - fields)
+    if unknown:
+        raise InputError("--gpt-model", f"unknown key(s) {', '.join(unknown)}; use {', '.join(sorted(fields))}")
+    study = simulate_gpt(
+        args.outdir,
+        args.gpt,
+        model=GPTModel(**model),
+        gpu=args.gpu,
+        system=args.system or "dgx-8-nvswitch",
+        algorithm=args.algorithm or "auto",
+        app=args.app or "gpt",
+        formats=[f.strip() for f in args.formats.split(",") if f.strip()],
+        repetitions=args.repetitions,
+        steps=args.steps,
+        noise=noise,
+        seed=args.seed,
+        framework=args.framework,
+        nccl_nvtx=args.nccl_nvtx,
+        truth_layouts=args.gpt_truth,
+        flows=not args.no_flows,
+        progress=not args.quiet,
+    )
+    print(f"wrote {len(study.files)} profiles of {len(args.gpt)} layout(s) and truth.json to {study.outdir}")
+    return 0
+
+
 def run(args) -> int:
     from extradeep.errors import InputError
     from extradeep.simulate import simulate
@@ -222,8 +337,10 @@ def run(args) -> int:
     if len(noise) != 3 or min(noise) < 0:
         raise InputError(None, f"--noise {args.noise!r} must be three non-negative numbers")
     _check_outdir(Path(args.outdir))
+    if args.gpt or args.gpt_truth:
+        return _run_gpt(args, noise)
     settings = dict(
-        app=args.app,
+        app=args.app or "cifar10",
         params=params,
         prefixes=_pairs(args.prefix, "--prefix", str),
         repetitions=args.repetitions,
@@ -242,6 +359,9 @@ def run(args) -> int:
         nccl_bandwidth_scale=args.nccl_bandwidth_scale,
         cpu_scale=args.cpu_scale,
         buckets=args.buckets,
+        gradients=args.gradients,
+        bucket_cap_mb=args.bucket_cap_mb,
+        gradient_profile=args.gradient_profile,
         noise=noise,
         seed=args.seed,
         warmup_factor=args.warmup_factor,
@@ -249,7 +369,8 @@ def run(args) -> int:
         clock_offset_ns=args.clock_offset,
         truth_replicates=args.truth_replicates,
         topology=args.system,
-        algorithm=args.algorithm,
+        algorithm=args.algorithm or "ring",
+        signals=args.signals,
         truth_ranks=_numbers(args.truth_ranks),
         progress=not args.quiet,
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from extradeep.errors import InputError, require_regular_file, special_file_problem
+from extradeep.io.config import CONFIG_NAME
 from extradeep.io.kineto.load import looks_like_trace
 from extradeep.io.read import KINETO, NSYS, format_by_name, strip_suffix
 
@@ -97,6 +98,11 @@ def find_exports(paths) -> tuple[list[Path], list[str]]:
         path = Path(given)
         if path.is_dir():
             exports = sorted(p for p in path.rglob("*") if p.is_file() and _is_profile(p))
+            exports, studies = _outside_studies(path, exports)
+            problems += [
+                f"{study}: skipped, a separate study (it has its own {CONFIG_NAME}); give that folder on its own"
+                for study in studies
+            ]
             reports = [p for p in path.rglob("*.nsys-rep") if not p.with_suffix(EXPORT_SUFFIX).exists()]
             if reports:
                 problems.append(
@@ -114,6 +120,16 @@ def find_exports(paths) -> tuple[list[Path], list[str]]:
             problems.append(f"{path}: {special_file_problem(path) or 'no such file or directory'}")
     unique = list(dict.fromkeys(p.resolve() for p in found))
     return unique, problems
+
+
+def _outside_studies(root: Path, exports: list[Path]) -> tuple[list[Path], list[Path]]:
+    """A subfolder with its own extradeep.toml is a study of its own (other settings, often another
+    application): its files are not read as part of `root`. Returns (kept files, such subfolders)."""
+    studies = sorted({c.parent for c in root.rglob(CONFIG_NAME) if c.parent != root})
+    if not studies:
+        return exports, []
+    inside = [p for p in exports if any(s in p.parents for s in studies)]
+    return [p for p in exports if p not in set(inside)], [s for s in studies if any(s in p.parents for p in inside)]
 
 
 def _is_profile(path: Path) -> bool:

@@ -85,3 +85,21 @@ def read_profile(path, settings=None) -> pd.DataFrame:
         frame = read_export(path, settings)
     frame.attrs["format"] = fmt
     return frame
+
+
+def read_placement(path) -> dict:
+    """The node signals of one profile of either format (keys of
+    :data:`extradeep.io.placement.PLACEMENT_COLUMNS`); every key None for a file that cannot be read."""
+    from extradeep.io.placement import empty_placement
+
+    try:
+        fmt = profile_format(path)
+        if fmt == KINETO:
+            from extradeep.io.kineto.placement import read_placement as kineto_placement
+
+            return kineto_placement(path)
+    except InputError:
+        return empty_placement()
+    from extradeep.io.nsys.layout import read_placement as nsys_placement
+
+    return nsys_placement(path)

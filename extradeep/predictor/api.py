@@ -14,6 +14,7 @@ from extradeep.predictor.collectives import collective_kind, collective_table, f
 from extradeep.predictor.critical_path import CLASSES, breakdown, critical_path, node_classes, step_sinks
 from extradeep.predictor.graph import OpGraph, build_graph
 from extradeep.predictor.overheads import kernel_sum_baseline, overhead_table
+from extradeep.predictor.owners import OWNER_COLUMNS, owner_table, path_owners
 from extradeep.predictor.replay import ReplayResult, displayed_end, plan_replay, replay
 from extradeep.predictor.run_identity import check_one_run
 from extradeep.predictor.trace import RunTrace, load_trace
@@ -37,7 +38,9 @@ class Prediction:
     (one row per rank with step_id -1 and phase "span" when the run has no step marks);
     summary: per scenario and phase the median step time (slowest rank per step), with the
     measured value and the sum-of-kernel-times baseline; critical_path: the ops on each step's
-    critical path; breakdown: seconds per class on it; overheads: T1-T5 statistics;
+    critical path; breakdown: seconds per class on it; owners: the path's seconds per owner (the
+    operators and annotations around each piece of it, at every level of their nesting;
+    `extradeep.predictor.owners`); overheads: T1-T5 statistics;
     kernel_sums: the baseline's per-queue sums; collectives: matched collectives with their
     pure duration; what_if_steps: predicted step times per scenario.
     """
@@ -55,6 +58,7 @@ class Prediction:
     warnings: list[str] = field(default_factory=list)  # e.g. a what-if pattern that matches nothing
     graph: OpGraph | None = None
     results: dict = field(default_factory=dict)  # scenario label -> ReplayResult
+    owners: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=OWNER_COLUMNS))
 
     def timeline(self, scenario: str = BASELINE) -> pd.DataFrame:
         """The replayed timeline of a scenario (see `replay_timeline`)."""
@@ -149,8 +153,8 @@ def predict(
     `pmnf.PARAM=V` changes; `point`: the run's parameter values (parsed from file names when absent).
     `settings`: the reader's step conventions (ReaderSettings, dict or None), e.g. a
     `train_step_pattern` that makes an annotation's instances the steps to analyse. `system`: a
-    preset name, TOML file or System whose layout and links cost `ranks=P` (default: the layout
-    read from the exports, links unknown).
+    preset name, TOML file or System whose links (and layout, where the profiles carry no node
+    signal) cost `ranks=P` (default: the profiles' layout, links unknown).
     """
     what_if = [what_if] if isinstance(what_if, (str, WhatIf)) else list(what_if)
     scenarios = [w if isinstance(w, WhatIf) else parse_what_if(w) for w in what_if]
@@ -198,22 +202,32 @@ def predict(
         warnings=warnings,
         graph=graph,
         results=results,
+        owners=owner_table(path_owners(graph, paths_frame, trace.ranges), float(shares["span"].sum())),
     )
 
 
 def comm_context(colls: pd.DataFrame, trace: RunTrace, system=None) -> CommContext:
     """What `ranks=P` re-costs collectives with: the sized alpha fits, the traced ranks and the
-    cluster layout (the system's, else read from the exports; none with one GPU per node)."""
-    from extradeep.io.nsys.layout import run_gpus_per_node
+    cluster layout (the profiles' node signals, else the system's; none with one GPU per node)."""
+    from extradeep.io.placement import empty_placement, resolve_layout, run_gpus_per_node
+    from extradeep.io.read import NSYS, profile_format, read_placement
     from extradeep.system import load_system
 
     described = None if system is None else load_system(system)
-    gpus = described.gpus_per_node if described is not None else run_gpus_per_node(trace.files)
+    files = trace.files
+    # a few queries per nsys export; a Kineto trace would be parsed a second time, so its layout
+    # waits for the per-file pass to keep its placement (its ranks count as unknown here)
+    places = {p: read_placement(p) if profile_format(p) == NSYS else empty_placement() for p in files["path"].unique()}
+    gpus, source = run_gpus_per_node(files, places)
+    layout = {"source": source, "gpus_per_node": gpus}
+    resolved = resolve_layout(layout, None if described is None else described.to_dict())
+    gpus = resolved["gpus_per_node"]
     return CommContext(
         alpha={k: v.alpha for k, v in fit_alpha_beta(colls).items() if v.sized},
-        ranks=int(trace.files["rank"].nunique()),
+        ranks=int(files["rank"].nunique()),
         gpus_per_node=gpus if gpus and gpus >= 2 else None,
         system=described,
+        layout_source=resolved["source"],
     )
 
 
@@ -226,10 +240,12 @@ def layout_notes(scenarios: list[WhatIf], comm: CommContext) -> list[str]:
     g = comm.gpus_per_node
     if g is None:
         return [
-            "ranks=P: no cluster layout with more than one GPU per node is known (exports without shared "
-            "host names, no --system), so collectives are re-costed without node boundaries"
+            "ranks=P: no cluster layout with more than one GPU per node is known (no node signal in the "
+            "profiles, no --system), so collectives are re-costed without node boundaries"
         ]
-    source = "the system file" if comm.system is not None else "the exports"
+    from extradeep.io.placement import source_name
+
+    source = "the system file" if comm.layout_source == "system" else f"the profiles' {source_name(comm.layout_source)}"
     nodes = ", ".join(f"ranks={p}: {-(-p // g)}" for p in targets)
     notes = [
         f"ranks=P on nodes of {g} GPUs (layout from {source}); the traced run spans {-(-comm.ranks // g)} "
@@ -307,6 +323,8 @@ def trace_notes(trace: RunTrace, graph: OpGraph) -> list[str]:
     notes = list(trace.problems)
     if trace.steps.empty:
         notes.append("no NVTX step marks: comparing whole-trace spans per rank instead of step times")
+    for (rank, worker), main in sorted(graph.info.get("merged_threads", {}).items()):
+        notes.append(f"rank {rank}: the autograd thread {worker} continues the order of {main} (backward inside it)")
     if trace.records.empty and (trace.syncs["sync_type"] == 2).any():
         notes.append(
             "CUDA event records missing (CUPTI_ACTIVITY_KIND_CUDA_EVENT empty): cross-stream waits inferred from timing"

@@ -5,7 +5,8 @@ calls, step markers and one virtual node per matched collective. An edge says "t
 start before the predecessor's end plus a lag". Each node also carries a `gap`: measured time before
 its start that no edge explains. On CPU threads the gap is CPU work between calls (the CPU overhead);
 on GPU queues it is unexplained idle time, dropped by default so that the replay has to be explained
-by dependencies alone (`gpu_gaps="keep"` replays it too).
+by dependencies alone (`gpu_gaps="keep"` replays it too), except the few microseconds a GPU takes
+between two ops of a busy stream (`_device_gaps`), which belong to the device, not to a dependency.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import numpy as np
 import pandas as pd
 
 from extradeep.predictor.collectives import collective_groups
+from extradeep.predictor.gpu_waits import hidden_waits
+from extradeep.predictor.threads import merged_threads, queue_groups
 from extradeep.predictor.trace import RunTrace
 
 # Why an edge exists; kept per edge for critical-path attribution.
@@ -29,6 +32,8 @@ LATE = 5e-6
 # appear to return slightly before the GPU op it waited for ends.
 CLOCK_SLACK = 20e-6
 LATENCY_QUANTILE = 0.1
+# A GPU's own pause between two ops of a busy stream is at most this long (s); longer is a wait
+DEVICE_GAP = 50e-6
 BLOCKING_PREFIXES = (
     "cudaStreamSynchronize",
     "cudaDeviceSynchronize",
@@ -92,14 +97,19 @@ def build_graph(trace: RunTrace, gpu_gaps: str = "drop") -> OpGraph:
     launch = _launch_edges(nodes)
     index = _QueueIndex(nodes, launch)
     nodes, blocking = _add_wakes(nodes, trace, index)
-    edges = pd.concat([_queue_edges(nodes), launch, blocking, _event_edges(nodes, trace, index)], ignore_index=True)
+    merged = merged_threads(trace)
+    edges = pd.concat(
+        [_queue_edges(nodes, merged), launch, blocking, _event_edges(nodes, trace, index)], ignore_index=True
+    )
     nodes, edges, coll_offset = _add_collectives(nodes, edges)
     graph = _finish(nodes, edges, coll_offset)
     graph = _infer_gpu_waits(graph)
     graph.os_wait = _os_wait(graph, trace)
     if gpu_gaps == "drop":
-        graph.gap[graph.nodes["is_gpu"].to_numpy() & (graph.nodes["role"].to_numpy() == "op")] = 0.0
+        gpu = graph.nodes["is_gpu"].to_numpy() & (graph.nodes["role"].to_numpy() == "op")
+        graph.gap[gpu & ~_device_gaps(graph)] = 0.0
     graph.info["gpu_gaps"] = gpu_gaps
+    graph.info["merged_threads"] = merged
     return graph
 
 
@@ -153,9 +163,11 @@ def _edges(src, dst, kind: str, lag=0.0) -> pd.DataFrame:
     )
 
 
-def _queue_edges(nodes: pd.DataFrame) -> pd.DataFrame:
-    """FIFO order on every GPU stream and call order on every CPU thread (wake right after its call)."""
-    key = nodes.groupby(["rank", "queue"], sort=False).ngroup().to_numpy()
+def _queue_edges(nodes: pd.DataFrame, merged: dict) -> pd.DataFrame:
+    """FIFO order on every GPU stream and call order on every CPU thread (wake right after its call);
+    an autograd engine thread continues its main thread's order (`threads.merged_threads`)."""
+    frame = pd.DataFrame({"rank": nodes["rank"], "queue": queue_groups(nodes, merged)})
+    key = frame.groupby(["rank", "queue"], sort=False).ngroup().to_numpy()
     sub = (nodes["role"] == "wake").to_numpy().astype(int)
     order = np.lexsort((sub, nodes["start"].to_numpy(), key))
     same = key[order][1:] == key[order][:-1]
@@ -182,6 +194,15 @@ class _QueueIndex:
         for key, grp in gpu.groupby(["rank", "queue"], sort=False):
             idx = grp.index.to_numpy()
             self.queues[key] = idx[np.argsort(self.launch_time[idx], kind="stable")]
+        self._gpu = gpu[gpu["corr"] >= 0][["rank", "corr"]]
+        self._by_corr = None
+
+    def launched_by(self, rank, corr) -> list[int]:
+        """The GPU ops a call launched (same rank and correlation id)."""
+        if self._by_corr is None:
+            groups = self._gpu.groupby(["rank", "corr"]).indices
+            self._by_corr = {k: self._gpu.index[v].tolist() for k, v in groups.items()}
+        return self._by_corr.get((rank, corr), [])
 
     def last_before(self, rank, queues, t: float) -> list[int]:
         """Per queue: the last op whose launching call started before time t."""
@@ -230,8 +251,9 @@ class _EventIndex:
         return index.last_before(rank, [self.queue[row]], self.call_start[row])
 
 
-def _waited_ops(nodes, events: _EventIndex, index: _QueueIndex, call: pd.Series, sync) -> list[int]:
-    """GPU ops a blocking call waits for: from its SYNCHRONIZATION row, else every stream of the rank."""
+def _waited_ops(events: _EventIndex, index: _QueueIndex, call: pd.Series, sync, own_copy=False) -> list[int]:
+    """GPU ops a blocking call waits for: from its SYNCHRONIZATION row, its own copy (a synchronous
+    copy, or one that finished before the call returned), else every stream of the rank."""
     rank, t = call["rank"], call["start"]
     if sync is not None and sync["sync_type"] == 3:
         return index.last_before(rank, [sync["queue"]], t)
@@ -239,9 +261,8 @@ def _waited_ops(nodes, events: _EventIndex, index: _QueueIndex, call: pd.Series,
         recorded = events.recorded_op(index, rank, sync["event_id"], t)
         if recorded:
             return recorded  # else no record rows: fall back to every stream, pruned by the caller
-    if is_blocking_copy(call["name"]):
-        own = (nodes["rank"] == rank) & (nodes["corr"] == call["corr"]) & nodes["is_gpu"]
-        return [int(i) for i in nodes.index[own]]
+    if own_copy or is_blocking_copy(call["name"]):
+        return index.launched_by(rank, call["corr"])
     return index.last_before(rank, index.rank_queues(rank), t)
 
 
@@ -264,12 +285,15 @@ def _add_wakes(nodes: pd.DataFrame, trace: RunTrace, index: _QueueIndex):
     # a sync row marks a blocking call, except for polls such as cudaEventQuery / cudaStreamQuery
     polls = cpu["name"].str.contains("Query", regex=False).to_numpy()
     blocking |= np.array([k in by_corr for k in zip(cpu["rank"], cpu["corr"])], dtype=bool) & ~polls
+    waited_copy = _copy_returned_after_copy(nodes, cpu)
+    blocking |= waited_copy
     end = nodes["end"].to_numpy()
     wakes, src, dst = [], [], []
+    own_copy = dict(zip(cpu.index, waited_copy))
     for i, call in cpu[blocking].iterrows():
         sync = by_corr.get((call["rank"], call["corr"]))
         sync = None if sync is None else pd.Series(sync._asdict())
-        waited = [u for u in _waited_ops(nodes, events, index, call, sync) if end[u] <= call["end"] + CLOCK_SLACK]
+        waited = [u for u in _waited_ops(events, index, call, sync, own_copy[i]) if end[u] <= call["end"] + CLOCK_SLACK]
         if waited:
             wid = len(nodes) + len(wakes)
             wakes.append(call.to_dict() | {"role": "wake", "kind": "wake", "corr": -1})
@@ -280,6 +304,27 @@ def _add_wakes(nodes: pd.DataFrame, trace: RunTrace, index: _QueueIndex):
         nodes = pd.concat([nodes, pd.DataFrame(wakes)], ignore_index=True)
         nodes.attrs.update(attrs)
     return nodes, _edges(src, dst, "blocking")
+
+
+def _copy_returned_after_copy(nodes: pd.DataFrame, cpu: pd.DataFrame) -> np.ndarray:
+    """Per CPU call: an asynchronous copy call that returned only after its GPU copy had finished.
+
+    CUDA makes `cudaMemcpyAsync` wait for the copy when the host memory is pageable (device to
+    pageable host, e.g. `.item()`, `.cpu()`, `.tolist()`): the call then lasts until the stream has
+    run everything queued before the copy. Exports do not always say which memory was pageable,
+    the timing does: on the real traces every copy that ended before its call returned is a
+    device-to-host one (and a few tiny copies on an idle GPU, for which the wait changes nothing).
+    No clock slack here: a copy ending after the return was not waited for.
+    """
+    copies = cpu["name"].str.contains("memcpy", case=False, regex=False).to_numpy()
+    if not copies.any():
+        return np.zeros(len(cpu), dtype=bool)
+    gpu = nodes[nodes["is_gpu"] & (nodes["role"] == "op") & (nodes["corr"] >= 0)]
+    last_end = gpu.groupby(["rank", "corr"])["end"].max()
+    key = pd.MultiIndex.from_arrays([cpu["rank"].to_numpy(), cpu["corr"].to_numpy()])
+    own_end = last_end.reindex(key).to_numpy()
+    with np.errstate(invalid="ignore"):
+        return copies & (own_end <= cpu["end"].to_numpy())
 
 
 def _event_edges(nodes: pd.DataFrame, trace: RunTrace, index: _QueueIndex) -> pd.DataFrame:
@@ -416,16 +461,21 @@ def _edge_lags(nodes, src, dst, kind, src_end, start) -> np.ndarray:
 
 
 def _typical_launch_latency(nodes, src, dst, kind, launch, measured) -> np.ndarray:
-    """Launch-call-end -> GPU-start delay per rank: a low quantile over ops whose stream was idle.
+    """Launch-call-end -> GPU-start delay per rank: a low quantile over ops launched onto an empty
+    stream (its previous op had ended when the launching call returned, as HolisticTraceAnalysis
+    counts a launch delay only without outstanding kernels).
 
     Ops that start later than that were held up by something else (an event, a collective), which
-    the graph models separately, so the typical latency is the quick end of the distribution.
+    the graph models separately, so the typical latency is the quick end of the distribution. An op
+    that found its stream busy says nothing about the latency: where the CPU runs far ahead of the
+    GPU, its launch-to-start delay is the queue's length (19 ms on a real trace), not a latency.
     """
     queue = kind == EDGE_KINDS.index("queue")
     prev_end = np.full(len(nodes), -np.inf)
     np.maximum.at(prev_end, dst[queue], nodes["end"].to_numpy()[src[queue]])
     gpu_ids = dst[launch]
-    idle = prev_end[gpu_ids] + TOLERANCE < nodes["start"].to_numpy()[gpu_ids]
+    start = nodes["start"].to_numpy()[gpu_ids]
+    idle = (prev_end[gpu_ids] + TOLERANCE < start) & (prev_end[gpu_ids] <= start - measured)
     rank = nodes["rank"].to_numpy()[gpu_ids]
     frame = pd.DataFrame({"rank": rank, "lat": np.where(idle, measured, np.nan)})
     low = frame.groupby("rank")["lat"].quantile(LATENCY_QUANTILE)
@@ -434,30 +484,14 @@ def _typical_launch_latency(nodes, src, dst, kind, launch, measured) -> np.ndarr
 
 
 def _infer_gpu_waits(graph: OpGraph) -> OpGraph:
-    """Cross-stream waits without CUPTI event rows: a GPU op that starts late, just when an op on
-    another stream of its rank ends, is taken to wait for it (event record -> stream wait)."""
+    """Cross-stream waits the trace does not spell out (`gpu_waits.hidden_waits`), as inferred edges."""
     nodes = graph.nodes
     start = nodes["start"].to_numpy()
     end = start + graph.dur
     end[nodes["role"].to_numpy() == "sync"] = nodes["end"].to_numpy()[nodes["role"].to_numpy() == "sync"]
-    role, rank, queue = nodes["role"].to_numpy(), nodes["rank"].to_numpy(), nodes["queue"].to_numpy()
-    gpu = nodes["is_gpu"].to_numpy() & (role == "op")
-    late = np.flatnonzero(gpu & (graph.gap > LATE))
-    if len(late) == 0:
-        return graph
-    cand = np.flatnonzero((gpu & (graph.dur > 0)) | (role == "sync"))
-    cand = cand[np.argsort(end[cand], kind="stable")]
-    cend = end[cand]
-    coll_rank = _collective_ranks(graph)
-    src, dst = [], []
-    for v in late:
-        lo, hi = np.searchsorted(cend, start[v] - TOLERANCE), np.searchsorted(cend, start[v], side="right")
-        for u in cand[lo:hi][::-1]:
-            ok_rank = rank[u] == rank[v] if role[u] != "sync" else rank[v] in coll_rank.get(u, ())
-            if ok_rank and queue[u] != queue[v]:
-                src.append(int(u))
-                dst.append(int(v))
-                break
+    launch = graph.edge_kind == EDGE_KINDS.index("launch")
+    launcher = dict(zip(graph.dst[launch].tolist(), graph.src[launch].tolist()))
+    src, dst, lags = hidden_waits(nodes, end, graph.dur, graph.gap, LATE, TOLERANCE, launcher, _collective_ranks(graph))
     if not src:
         return graph
     extra = _edges(src, dst, "inferred")
@@ -466,7 +500,12 @@ def _infer_gpu_waits(graph: OpGraph) -> OpGraph:
     inferred = (edges["kind"] == EDGE_KINDS.index("inferred")).to_numpy()
     lag = edges["lag"].to_numpy().copy()
     e_src, e_dst = edges["src"].to_numpy(), edges["dst"].to_numpy()
-    lag[inferred] = np.minimum(0.0, start[e_dst[inferred]] - end[e_src[inferred]])
+    lag[inferred] = (
+        extra.set_index(["src", "dst"])
+        .assign(lag=lags)["lag"]
+        .reindex(pd.MultiIndex.from_arrays([e_src[inferred], e_dst[inferred]]))
+        .to_numpy()
+    )
     gap = graph.gap.copy()
     ready = np.full(graph.n, -np.inf)
     np.maximum.at(ready, e_dst, end[e_src] + lag)
@@ -485,6 +524,26 @@ def _infer_gpu_waits(graph: OpGraph) -> OpGraph:
         info=graph.info,
         os_wait=graph.os_wait,
     )
+
+
+def _device_gaps(graph: OpGraph) -> np.ndarray:
+    """GPU ops whose gap is the device's own pause between two ops of a busy stream: the op waited
+    for its stream's previous op (that edge binds) and started at most DEVICE_GAP after it.
+
+    Such pauses (median 1-4 us on the real traces, 2-7 % of a step) add up over thousands of
+    kernels; dropping them makes a GPU-bound chain finish early wherever the CPU waits for it.
+    Longer pauses on a busy stream are waits the graph cannot see and are dropped.
+    """
+    start = graph.nodes["start"].to_numpy()
+    end = start + graph.dur
+    role = graph.nodes["role"].to_numpy()
+    end[role == "sync"] = graph.nodes["end"].to_numpy()[role == "sync"]
+    ready = np.full(graph.n, -np.inf)
+    np.maximum.at(ready, graph.dst, end[graph.src] + graph.lag)
+    queue = graph.edge_kind == EDGE_KINDS.index("queue")
+    by_queue = np.full(graph.n, -np.inf)
+    np.maximum.at(by_queue, graph.dst[queue], end[graph.src[queue]] + graph.lag[queue])
+    return (by_queue >= ready) & np.isfinite(ready) & (graph.gap <= DEVICE_GAP)
 
 
 def _collective_ranks(graph: OpGraph) -> dict[int, set]:

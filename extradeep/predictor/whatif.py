@@ -169,6 +169,7 @@ class CommContext:
     ranks: int
     gpus_per_node: int | None = None  # None: no layout known (every rank its own node)
     system: System | None = None  # the --system description (its links, when it has them)
+    layout_source: str = "none"  # where the layout came from (extradeep.io.placement.SOURCES)
 
 
 def scale_durations(

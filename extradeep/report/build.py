@@ -41,6 +41,7 @@ def build_report(
     plots_dir=None,
     plot_formats=("png", "svg"),
     plan=None,
+    optimization=None,
 ) -> dict:
     """Write the budgeting report for `analysis` to `output` (an HTML path; None: only build it).
 
@@ -49,7 +50,8 @@ def build_report(
     deadline and/or budget, searched over `candidates` or multiples of the smallest measured ranks up
     to `max_ranks`, as `extradeep budget` does; `errors` and `evaluation_points`: a held-out
     evaluation (:func:`~extradeep.analysis.workflows.evaluate`); `experiment`: for the provenance
-    table; `plan`: a ``MeasurementAdvisor.propose()`` table shown as "What to profile next".
+    table; `plan`: a ``MeasurementAdvisor.propose()`` table shown as "What to profile next";
+    `optimization`: a fitted ``StrategySearch`` of one run, shown as "Optimisation".
     Returns {"html", "path", "figures" (name -> Figure), "saved" (figure files), "predictions",
     "budget" (the BudgetResult or None)}."""
     formats = [f.strip().lower() for f in plot_formats]
@@ -90,6 +92,7 @@ def build_report(
         evaluation_points=evaluation_points,
         title=title or DEFAULT_TITLE,
         plan=plan,
+        optimization=optimization,
     )
     text = build_html(inputs)
     if output is not None:

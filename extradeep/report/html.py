@@ -11,10 +11,11 @@ import pandas as pd
 
 from extradeep import __version__
 from extradeep.analysis.budget import BudgetResult
-from extradeep.analysis.core import Analysis, extrapolation_notes, prediction_table, primary_quantity, step_time_model
+from extradeep.analysis.core import Analysis, extrapolation_notes, prediction_table, primary_quantity
 from extradeep.analysis.cost import CostSettings, amount_text, cost_of
 from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP, quantity_label
 from extradeep.analysis.points import format_point, format_seconds
+from extradeep.io.placement import layout_source_text
 from extradeep.report import plots
 from extradeep.report.plan import plan_section
 from extradeep.report.summary import nodes_text, samples_text
@@ -52,6 +53,7 @@ class ReportInputs:
     title: str = "Cost per epoch: budgeting report"
     figures: dict = field(default_factory=dict)  # name -> Figure, filled while building
     plan: pd.DataFrame | None = None  # MeasurementAdvisor.propose(): "What to profile next"
+    optimization: object = None  # a fitted predictor.optimize.StrategySearch: the "Optimisation" section
 
 
 def _table(
@@ -168,12 +170,13 @@ def epoch_section(inputs: ReportInputs) -> str:
         f"{inputs.level:.0%} prediction interval; dotted line: largest modeled configuration"
         + (
             f"; dash-dotted lines: node boundaries ({a.gpus_per_node} GPUs per node, "
-            f"from the {'system file' if a.layout.get('source') == 'system' else 'exports'})"
+            f"from the {layout_source_text(a.layout.get('source'))})"
             if a.gpus_per_node
             else ""
         )
         + ("; red squares: evaluation points not used for modeling" if inputs.evaluation_points is not None else "")
         + ".</p>"
+        + (f"<p><b>One model answers:</b> {html.escape(a.primary.text)}.</p>" if a.primary is not None else "")
         + _table(["quantity", "model", "growth", "SMAPE", "what it is"], rows, numeric={3}, formula={1})
         + _table(
             [
@@ -384,7 +387,9 @@ def methods_section(inputs: ReportInputs) -> str:
         "communication minus its hidden part: proportional to it, capped at the largest measured overlap, or "
         "falling as the replayed trace of the largest modeled run shows once the communication outgrows the computation "
         "that hides it. The replayed rule predicts unless leave-one-out clearly prefers another (then the "
-        "epoch-time interval spans all rules); " + _step_rule(a) + " "
+        "epoch-time interval spans all rules); the parts (computation, communication, memory, idle) are kept "
+        "within the epoch time: communication is the composition's, the others share the rest, and gpu total "
+        "is their sum. "
         "Speedup, efficiency and runtime change are computed by evaluating these models against "
         f"the baseline {html.escape(format_point(a.baseline, a.params))} ({a.scaling} scaling), never by refitting"
         + (
@@ -401,16 +406,6 @@ def methods_section(inputs: ReportInputs) -> str:
     return text + notes
 
 
-def _step_rule(a) -> str:
-    step = step_time_model(a)
-    choice = getattr(step, "choice", None)
-    if choice is None:
-        return "here the direct model of the step time is used."
-    if choice == "replayed":
-        return f"here the replayed rule (trace at {step.exposure.x_ref:g}) predicts."
-    return f"here the {choice} rule predicts."
-
-
 def build_html(inputs: ReportInputs) -> str:
     """The whole report as one HTML string."""
     sections = [
@@ -425,6 +420,10 @@ def build_html(inputs: ReportInputs) -> str:
     ]
     body = "".join(section(inputs) for section in sections)
     body += plan_section(inputs.plan)  # the plan next to the models it would improve
+    if inputs.optimization is not None:
+        from extradeep.report.optimisation import optimisation_section
+
+        body += optimisation_section(inputs.optimization)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     title = html.escape(inputs.title)
     return (

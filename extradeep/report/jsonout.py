@@ -104,6 +104,7 @@ def models_document(
         "modeler_options": {k: [str(x) for x in v] if isinstance(v, tuple) else v for k, v in analysis.options.items()},
         "cost": None if cost is None else {"unit": cost.unit, "description": cost.describe()},
         "notes": list(analysis.notes),
+        "primary": None if analysis.primary is None else analysis.primary.as_dict(),
         "points": analysis.points[params].astype(float).to_dict("records"),
         "application": application,
         "predictions": [] if predictions is None else _records(predictions, params),

@@ -54,6 +54,8 @@ def plan_text(plan: pd.DataFrame, current: pd.DataFrame) -> str:
     attrs = plan.attrs
     quantity, level = attrs.get("quantity", "time"), attrs.get("level", 0.95)
     lines = _current_lines(current, quantity, level)
+    if attrs.get("model"):
+        lines.append(f"model: {attrs['model']}")
     if plan.empty:
         lines.append("nothing to propose (the budget is spent or every candidate is measured)")
     else:
@@ -87,6 +89,8 @@ def plan_section(
     parts = ["<h2>What to profile next</h2>"]
     if model_formula:
         parts.append(f"<p>Model of the {html.escape(quantity)}: <code>{html.escape(model_formula)}</code></p>")
+    if attrs.get("model"):
+        parts.append(f"<p>{html.escape(attrs['model'])}</p>")
     if current is not None:
         items = "".join(f"<li>{html.escape(line)}</li>" for line in _current_lines(current, quantity, level))
         parts.append(f"<ul>{items}</ul>" if items else "")

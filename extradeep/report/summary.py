@@ -52,6 +52,12 @@ def header(analysis: Analysis, n_exports: int | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def primary_line(analysis: Analysis) -> str:
+    """Which model gives the time per epoch (step) in every answer, and why (one line)."""
+    primary = analysis.primary
+    return "" if primary is None else f"Time per {analysis.per} from one model: {primary.text}\n"
+
+
 def application_section(analysis: Analysis) -> str:
     rows = []
     for quantity in QUANTITIES:
@@ -73,6 +79,11 @@ def application_section(analysis: Analysis) -> str:
     title = (
         f"Application models per {analysis.per} (seconds; p = {analysis.ranks_param}"
         + ("; fitted per step, times the steps per epoch n_t, n_v" if analysis.per == "epoch" else "")
+        + (
+            f"; parts kept within the {quantity_label(EPOCH_TIME, analysis.per)}"
+            if analysis.model(EPOCH_TIME) is not None
+            else ""
+        )
         + ")"
     )
     return section(title, render_table(["quantity", "model", "growth", "SMAPE"], rows, "llll"))

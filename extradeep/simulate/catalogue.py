@@ -77,8 +77,13 @@ XMMA = "sm80_xmma_{}_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128
 EW = "void at::native::{}<4, at::native::{}, at::detail::Array<char *, 2>>(int, at::native::{}, at::detail::Array<char *, 2>)"
 
 
-def default_catalogue(ddp: bool = False, buckets: int | None = None) -> list[OpSpec]:
-    """The op list; buckets = gradient all-reduce buckets per step (default 2, 4 with ddp; 1 = fused)."""
+def default_catalogue(
+    ddp: bool = False, buckets: int | None = None, gradients: int | None = None, foreach: bool = False
+) -> list[OpSpec]:
+    """The op list; buckets = gradient all-reduce buckets per step (default 2, 4 with ddp; 1 = fused).
+    DDP only: `gradients` = backward layers (each multi-instance backward kernel runs once per layer
+    but the first, see extradeep.simulate.gradients); `foreach` = the optimizer's many tiny kernels
+    as one launch (the same GPU time)."""
     buckets = buckets or (4 if ddp else 2)
     ops = [
         OpSpec(
@@ -302,11 +307,13 @@ def default_catalogue(ddp: bool = False, buckets: int | None = None) -> list[OpS
                     "AUnaryFunctor<float, float, float, at::native::MulFunctor<float>>",
                 ),
                 "optimizer",
-                120,
+                1 if foreach else 120,
                 3.0e-4,
                 grid=(2, 1, 1, 128, 1, 1),
             )
         )
+        if gradients:
+            ops = [replace(op, visits=gradients - 1) if op.block == "backward" and op.visits == 2 else op for op in ops]
     return ops
 
 

@@ -29,6 +29,9 @@ class Records:
     library: list = field(default_factory=list)  # (library, name, start, end)
     osrt: list = field(default_factory=list)  # (name, start, end, thread)
     mpi: list = field(default_factory=list)  # (name, start, end, size)
+    autograd: list = field(default_factory=list)  # (name, start, end, input dims): AccumulateGrad ranges
+    coll_bytes: dict = field(default_factory=dict)  # correlation id -> message bytes of one collective
+    memory: list = field(default_factory=list)  # (time, bytes allocated on the GPU): profile_memory events
 
 
 class Engine:
@@ -126,8 +129,12 @@ class Engine:
         self.rec.gpu.append((op, sid, ready, end, corr, self.tag))
         return end
 
-    def collective(self, op: int, sid: int, pure_ns: float, api: str = "cudaLaunchKernelExC_v11060") -> None:
+    def collective(
+        self, op: int, sid: int, pure_ns: float, api: str = "cudaLaunchKernelExC_v11060", nbytes: int | None = None
+    ) -> None:
         start, _, corr = self.api(api, 6_000.0)
+        if nbytes is not None:
+            self.rec.coll_bytes[corr] = int(nbytes)
         ready = np.maximum(start + LAUNCH_LATENCY_NS, self.stream(sid))
         # all ranks leave together: the slowest rank's arrival plus the pure transfer time
         end = ready.max() + pure_ns * self.warmup * float(np.exp(self.sigma_instance * self.rng.standard_normal()))

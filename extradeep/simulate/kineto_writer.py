@@ -27,6 +27,7 @@ from extradeep.simulate.writer import GPU_NAME, RunColumns
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 # CUPTI syncType -> PyTorch's cuda_sync_kind
 SYNC_KINDS = {1: "Event Sync", 2: "Stream Wait Event", 3: "Stream Sync", 4: "Context Sync"}
+_COLLECTIVES = (("allreduce", "allreduce"), ("allgather", "allgather"), ("broadcast", "broadcast"))
 _COPY_TEXT = {"HtoD": "Host -> Device", "DtoH": "Device -> Host", "DtoD": "Device -> Device"}
 
 
@@ -65,14 +66,19 @@ def write_kineto_rank(path: Path, cols: RunColumns, rank: int, world_size: int) 
                 {"ph": "s", "id": int(c), "pid": pid, "tid": pid, "ts": _us(s), "cat": "ac2g", "name": "ac2g"}
             )
     for kind in ("kernel", "memcpy", "memset"):
-        events += _gpu_events(cols, kind, rank)
+        events += _gpu_events(cols, kind, rank, world_size)
     events += _syncs(cols, rank, pid)
     events += _annotations(cols, rank, pid)
+    events += _autograd_ops(cols, rank, pid)
+    events += _memory_events(cols, rank, pid)
+    placement = cols.placement
+    listed = 1 if placement is None else len(placement.uuids(rank))
     doc = {
         "schemaVersion": 1,
+        # the GPUs the process sees: its node's (or only its own, where the exports list only that)
         "deviceProperties": [
             {
-                "id": 0,
+                "id": k,
                 "name": GPU_NAME,
                 "totalGlobalMem": 42505273344,
                 "computeMajor": 8,
@@ -80,6 +86,7 @@ def write_kineto_rank(path: Path, cols: RunColumns, rank: int, world_size: int) 
                 "numSms": 108,
                 "warpSize": 32,
             }
+            for k in range(listed)
         ],
         "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world_size},
         "traceEvents": events,
@@ -90,19 +97,22 @@ def write_kineto_rank(path: Path, cols: RunColumns, rank: int, world_size: int) 
         fh.write(json.dumps(doc).encode())
 
 
-def _gpu_events(cols: RunColumns, kind: str, rank: int) -> list[dict]:
+def _gpu_events(cols: RunColumns, kind: str, rank: int, world_size: int) -> list[dict]:
     items = cols.subsets[kind]
     if not items:
         return []
     ops = cols.ops
+    device = 0 if cols.placement is None else cols.placement.device(rank)
     idx, stream = cols(kind, 0, rank), cols(kind, 1, rank)
     start, end, corr = cols(kind, 2, rank), cols(kind, 3, rank), cols(kind, 4, rank)
     out = []
     for i, sid, s, e, c in zip(idx, stream, start, end, corr):
         op = ops[int(i)]
-        args = {"device": 0, "stream": int(sid), "correlation": int(c)}
+        args = {"device": device, "stream": int(sid), "correlation": int(c)}
         if kind == "kernel":
             name, cat = op.demangled, "kernel"
+            if op.category == "communication":
+                args |= _collective_args(op.name, cols.rec.coll_bytes.get(int(c), cols.op_bytes[int(i)]), world_size)
         elif kind == "memcpy":
             label = MEMCPY_LABELS.get(op.copy_kind, "[CUDA memcpy Unknown]")[len("[CUDA memcpy ") : -1]
             name, cat = f"Memcpy {label} ({_COPY_TEXT.get(label, label)})", "gpu_memcpy"
@@ -115,7 +125,7 @@ def _gpu_events(cols: RunColumns, kind: str, rank: int) -> list[dict]:
                 "ph": "X",
                 "cat": cat,
                 "name": name,
-                "pid": 0,
+                "pid": device,
                 "tid": int(sid),
                 "ts": _us(s),
                 "dur": _us(e - s),
@@ -123,7 +133,71 @@ def _gpu_events(cols: RunColumns, kind: str, rank: int) -> list[dict]:
             }
         )
         out.append(
-            {"ph": "f", "id": int(c), "pid": 0, "tid": int(sid), "ts": _us(s), "cat": "ac2g", "name": "ac2g", "bp": "e"}
+            {
+                "ph": "f",
+                "id": int(c),
+                "pid": device,
+                "tid": int(sid),
+                "ts": _us(s),
+                "cat": "ac2g",
+                "name": "ac2g",
+                "bp": "e",
+            }
+        )
+    return out
+
+
+def _collective_args(name: str, nbytes, world_size: int) -> dict:
+    """The collective metadata PyTorch (2.1+) records on an NCCL kernel (float32 messages)."""
+    low = name.lower()
+    coll = next((c for key, c in _COLLECTIVES if key in low), "unknown")
+    nelems = int(nbytes) // 4
+    return {
+        "Collective name": coll,
+        "In msg nelems": nelems,
+        "Out msg nelems": nelems,
+        "Group size": world_size,
+        "dtype": "Float",
+    }
+
+
+def _autograd_ops(cols: RunColumns, rank: int, pid: int) -> list[dict]:
+    """AccumulateGrad as PyTorch's profiler records it with record_shapes: the engine's outer
+    `evaluate_function` op and the inner op with the gradient's shape."""
+    offset = 0.0 if cols.offsets is None else float(cols.offsets[rank])
+    out = []
+    for name, start, end, dims in cols.rec.autograd:
+        s, e = float(start[rank]) + offset, float(end[rank]) + offset
+        base = {"ph": "X", "cat": "cpu_op", "pid": pid, "tid": pid}
+        out.append(
+            base | {"name": f"autograd::engine::evaluate_function: {name}", "ts": _us(s), "dur": _us(e - s), "args": {}}
+        )
+        inner = {"Input Dims": dims, "Input type": ["float"]}
+        out.append(base | {"name": name, "ts": _us(s + 200.0), "dur": _us(e - s - 400.0), "args": inner})
+    return out
+
+
+def _memory_events(cols: RunColumns, rank: int, pid: int) -> list[dict]:
+    """GPU memory as PyTorch's profiler records it with profile_memory=True: instant `[memory]`
+    events with the allocation's size and the device's total allocated bytes."""
+    offset = 0.0 if cols.offsets is None else float(cols.offsets[rank])
+    out, before = [], None
+    for when, total in cols.rec.memory:
+        t = float(when[rank]) + offset
+        change = int(total - (before if before is not None else 0.0))
+        before = total
+        args = {"Device Type": 1, "Device Id": 0, "Addr": 0, "Bytes": change, "Total Allocated": int(total)}
+        out.append(
+            {
+                "ph": "i",
+                "cat": "cpu_instant_event",
+                "s": "t",
+                "name": "[memory]",
+                "pid": pid,
+                "tid": pid,
+                "ts": _us(t),
+                "args": args | {"Total Reserved": int(total)},
+            }
         )
     return out
 
@@ -139,6 +213,7 @@ def _syncs(cols: RunColumns, rank: int, pid: int) -> list[dict]:
         ):
             recorded[int(event)] = (int(corr), int(sid))
     out = []
+    device = 0 if cols.placement is None else cols.placement.device(rank)
     for kind, sid, s, e, c, event in zip(*(cols("sync", k, rank) for k in range(6))):
         kind, event = int(kind), int(event)
         stream = int(sid) if kind in (2, 3) else -1
@@ -147,7 +222,7 @@ def _syncs(cols: RunColumns, rank: int, pid: int) -> list[dict]:
             "cuda_sync_kind": SYNC_KINDS.get(kind, "Unknown"),
             "stream": stream,
             "correlation": int(c),
-            "device": 0,
+            "device": device,
             "context": 1,
         }
         if kind in (1, 2):
@@ -161,7 +236,7 @@ def _syncs(cols: RunColumns, rank: int, pid: int) -> list[dict]:
                 "ph": "X",
                 "cat": "cuda_sync",
                 "name": args["cuda_sync_kind"],
-                "pid": 0,
+                "pid": device,
                 "tid": stream,
                 "ts": _us(s),
                 "dur": _us(e - s),
@@ -169,7 +244,16 @@ def _syncs(cols: RunColumns, rank: int, pid: int) -> list[dict]:
             }
         )
         out.append(
-            {"ph": "f", "id": int(c), "pid": 0, "tid": stream, "ts": _us(s), "cat": "ac2g", "name": "ac2g", "bp": "e"}
+            {
+                "ph": "f",
+                "id": int(c),
+                "pid": device,
+                "tid": stream,
+                "ts": _us(s),
+                "cat": "ac2g",
+                "name": "ac2g",
+                "bp": "e",
+            }
         )
     return out
 

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from extradeep.simulate.catalogue import OpSpec
+from extradeep.simulate.catalogue import PARAM_BYTES, OpSpec
 from extradeep.simulate.engine import Engine
+from extradeep.simulate.gradients import FLOAT_BYTES, GradientPlan
 
 COMPUTE, NCCL, COPY = 7, 13, 14
 NCCL_DOMAIN, MPI_DOMAIN = 1, 2
@@ -26,6 +27,8 @@ class LoopConfig:
     marks: str = "ranges"
     ddp: bool = False
     warmup_factor: float = 1.3
+    host_sync: bool = False  # the loop waits for the GPU before the optimizer (clipping, logging)
+    activation_bytes: float = 0.0  # > 0: record GPU memory (weights and optimizer state + these activations)
 
 
 def interleave(indexes: list[int], visits: list[int]) -> list[int]:
@@ -43,9 +46,16 @@ class TrainingProgram:
     """Issues the calls of every step of a run through an Engine, in program order."""
 
     def __init__(
-        self, engine: Engine, ops: list[OpSpec], durations_ns: np.ndarray, nbytes: np.ndarray, cfg: LoopConfig
+        self,
+        engine: Engine,
+        ops: list[OpSpec],
+        durations_ns: np.ndarray,
+        nbytes: np.ndarray,
+        cfg: LoopConfig,
+        plan: GradientPlan | None = None,
     ):
         self.e, self.ops, self.dur, self.nbytes, self.cfg = engine, ops, durations_ns, nbytes, cfg
+        self.plan = plan  # DDP with explicit gradients and bucket layout (None: equal buckets)
         self.order = {}
         for block in ("forward", "backward", "optimizer", "warmup"):
             idx = [i for i, op in enumerate(ops) if op.block == block and op.category == "computation"]
@@ -134,12 +144,15 @@ class TrainingProgram:
         if op.library:
             e.library_call(op.library[0], op.library[1], start)
 
-    def allreduce(self, idx: int, name: str = "ncclAllReduce") -> None:
+    def allreduce(self, idx: int, name: str = "ncclAllReduce", bucket: int | None = None) -> None:
         """Hand a finished gradient bucket to NCCL: event record -> stream wait -> collective."""
         e = self.e
+        nbytes, dur = int(self.nbytes[idx]), self.dur[idx]
+        if bucket is not None:
+            nbytes, dur = int(self.plan.bucket_bytes[bucket]), self.plan.bucket_ns[bucket]
         e.wait_event(NCCL, e.record_event(COMPUTE))
-        handle = e.push(name, domain=NCCL_DOMAIN, payload=int(self.nbytes[idx]))
-        e.collective(idx, NCCL, self.dur[idx])
+        handle = e.push(name, domain=NCCL_DOMAIN, payload=nbytes)
+        e.collective(idx, NCCL, dur, nbytes=nbytes)
         e.pop(handle)
 
     def train_step(self, epoch: int, step: int) -> None:
@@ -160,10 +173,14 @@ class TrainingProgram:
         e.wait_event(COMPUTE, e.record_event(NCCL))
         for idx in self.order["forward"]:
             self.compute(idx)
+        self.allocated(cfg.activation_bytes)  # the forward's activations, held until the backward
         self.backward()
+        self.allocated(0.0)
         gather = self.op("optimizer", "ncclDevKernel_AllGather_RING_LL")
         self.allreduce(gather, "ncclAllGather")
         e.wait_event(COMPUTE, e.record_event(NCCL))
+        if cfg.host_sync:  # e.g. clip_grad_norm_ or loss.item() before optimizer.step()
+            e.stream_sync(COMPUTE)
         for idx in self.order["optimizer"]:
             self.compute(idx, 4e3 if self.ops[idx].visits > 20 else 1.2e4)
         e.stream_sync(COMPUTE)
@@ -176,6 +193,9 @@ class TrainingProgram:
         e.memcpy_blocking(dtoh, COMPUTE, self.dur[dtoh])
 
     def backward(self) -> None:
+        if self.plan is not None:
+            self.layered_backward()
+            return
         order = self.order["backward"]
         bucket = self.op("bucket", "ncclDevKernel_AllReduce_Sum_f32_RING_LL")
         n = self.ops[bucket].visits
@@ -184,6 +204,33 @@ class TrainingProgram:
             self.compute(idx)
             if pos in cuts:
                 self.allreduce(bucket)
+
+    def allocated(self, activations: float) -> None:
+        """A GPU memory record (PyTorch's profile_memory): weights, gradients and two optimizer
+        moments (16 bytes per float32 parameter) plus the activations held now."""
+        if self.cfg.activation_bytes > 0:
+            self.e.rec.memory.append((self.e.cpu.copy(), 4.0 * PARAM_BYTES + activations))
+
+    def layered_backward(self) -> None:
+        """One layer per gradient: its kernels, its AccumulateGrad (the DDP hook), and the bucket's
+        all-reduce when the layer completes one. Layer 0 is the classifier (softmax and GEMM
+        backward), the last layer also runs the stem's kernels (max-pool backward, ...)."""
+        e, plan = self.e, self.plan
+        bucket = self.op("bucket", "ncclDevKernel_AllReduce_Sum_f32_RING_LL")
+        per_layer = [i for i, op in enumerate(self.ops) if op.block == "backward" and op.visits > 1]
+        single = [i for i, op in enumerate(self.ops) if op.block == "backward" and op.visits == 1]
+        first = [i for i in single if "SoftMax" in self.ops[i].name or "gemm" in self.ops[i].name]
+        stem = [i for i in single if i not in first]
+        closes = plan.last_of_bucket()
+        for g, size in enumerate(plan.sizes):
+            kernels = first if g == 0 else (stem if g == len(plan.sizes) - 1 else []) + per_layer
+            for idx in kernels:
+                self.compute(idx)
+            start = e.cpu
+            e.cpu_work(3e3)  # AccumulateGrad and DDP's autograd hook
+            e.rec.autograd.append(("torch::autograd::AccumulateGrad", start, e.cpu, [[int(size) // FLOAT_BYTES]]))
+            if g in closes:
+                self.allreduce(bucket, bucket=closes[g])
 
     def val_step(self, epoch: int, step: int) -> None:
         e = self.e

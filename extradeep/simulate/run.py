@@ -24,10 +24,11 @@ from extradeep.simulate.catalogue import (
     resolve_terms,
 )
 from extradeep.simulate.engine import Engine
+from extradeep.simulate.gradients import GradientPlan, gradient_plan, gradient_sizes, resolve_layout
 from extradeep.simulate.kineto_writer import kineto_name, write_kineto_rank
 from extradeep.simulate.program import MARKS, LoopConfig, TrainingProgram
 from extradeep.simulate.schema import LAYOUTS, load_layout
-from extradeep.simulate.writer import Placement, RunColumns, write_rank
+from extradeep.simulate.writer import SIGNALS, Placement, RunColumns, write_rank
 from extradeep.system import ALGORITHMS, collective_kind, collective_time, load_system
 
 T0_NS = 1e9
@@ -65,6 +66,13 @@ def simulate(
     nccl_bandwidth_scale: float = 1.0,
     cpu_scale: float = 1.0,
     buckets: int | None = None,
+    gradients: int | None = None,
+    bucket_layout=None,
+    bucket_cap_mb: float | None = None,
+    gradient_profile: str = "resnet",
+    foreach: bool = False,
+    host_sync: bool = False,
+    activation_gb: float | None = None,
     noise=(0.02, 0.01, 0.01),
     seed: int = 0,
     warmup_factor: float = 1.3,
@@ -73,6 +81,7 @@ def simulate(
     clock_offset_ns: float = 0.0,
     topology=None,
     algorithm: str = "ring",
+    signals: str = "all",
     truth_ranks=(),
     formats=("nsys",),
     progress: bool = False,
@@ -85,7 +94,17 @@ def simulate(
     :func:`extradeep.system.collective_time` with ``algorithm``. ``truth_ranks``: further rank counts
     (other parameters at their first value) whose truth is computed without writing files, to check
     predictions against. ``formats``: "nsys" (SQLite exports) and/or "kineto" (the same records as
-    PyTorch profiler traces)."""
+    PyTorch profiler traces). ``signals``: which node signals the nsys exports of a topology carry
+    (:data:`extradeep.simulate.writer.SIGNALS`: "all", "hostname", "uuids", "export-host",
+    "containers"); Kineto traces carry distributedInfo and deviceProperties (the GPUs the rank sees).
+    DDP only: ``gradients=N`` runs the backward as N layers whose
+    gradients are all-reduced in buckets, ``bucket_layout`` (gradients per bucket, ready order) or
+    ``bucket_cap_mb`` (DDP's rule, default 25) says how, ``gradient_profile`` ("resnet" or
+    "uniform") how large they are (:mod:`extradeep.simulate.gradients`);
+    ``foreach`` launches the optimizer's tiny kernels as one; ``host_sync`` makes the loop wait for
+    the GPU before the optimizer step (as gradient clipping or logging the loss does);
+    ``activation_gb`` records the GPU memory in the Kineto traces (PyTorch's ``profile_memory``
+    ``[memory]`` events): 16 bytes per parameter plus these activations during each training step."""
     formats = (formats,) if isinstance(formats, str) else tuple(formats)
     if not formats or set(formats) - {"nsys", "kineto"}:
         raise InputError(None, f"formats must be 'nsys' and/or 'kineto', not {formats!r}")
@@ -109,14 +128,18 @@ def simulate(
         truth_replicates,
     )
     _check_values(batch, train_samples, val_samples, warmup_factor, kernel_scale)
+    grad_sizes, grad_layout = _gradients(ddp, gradients, buckets, bucket_layout, bucket_cap_mb, gradient_profile)
+    buckets = len(grad_layout) if grad_layout else buckets
     prefixes = {name: (prefixes or {}).get(name, {"ranks": "p", "batch": "b"}.get(name, name[0])) for name in params}
     _check_names(app, params, prefixes)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     names = list(params)
     refs = {name: float(values[0]) for name, values in params.items()}
-    ops = apply_scales(default_catalogue(ddp, buckets), kernel_scale, nccl_bandwidth_scale)
-    cfg = LoopConfig(epochs, train_steps, val_steps, marks, ddp, warmup_factor)
+    ops = apply_scales(default_catalogue(ddp, buckets, gradients, foreach), kernel_scale, nccl_bandwidth_scale)
+    if activation_gb is not None and not activation_gb > 0:
+        raise InputError(None, f"activation_gb must be > 0, not {activation_gb:g}")
+    cfg = LoopConfig(epochs, train_steps, val_steps, marks, ddp, warmup_factor, host_sync, (activation_gb or 0.0) * 1e9)
     lay = load_layout(layout)
     imbalance = (0.08 if ddp else 0.0) if imbalance is None else imbalance
     steady = set(range(1, epochs)) or {0}
@@ -125,9 +148,16 @@ def simulate(
     truth["topology"] = (
         None
         if system is None
-        else {"gpus_per_node": system.gpus_per_node, "algorithm": algorithm, "system": system.to_dict()}
+        else {
+            "gpus_per_node": system.gpus_per_node,
+            "algorithm": algorithm,
+            "system": system.to_dict(),
+            "signals": signals,
+        }
     )
-    placement = None if system is None else Placement(system.gpus_per_node)
+    if signals not in SIGNALS:
+        raise InputError(None, f"signals must be one of {', '.join(SIGNALS)}, not {signals!r}")
+    placement = None if system is None else Placement(system.gpus_per_node, signals)
     rows, points = [], []
     grid = list(itertools.product(*params.values()))
 
@@ -139,10 +169,11 @@ def simulate(
         if system is not None:
             durations = _topology_durations(ops, durations, op_bytes, ranks, system, algorithm)
         skew = 1.0 + imbalance * np.linspace(0.0, 1.0, ranks)
+        plan = bucket_plan(ops, durations, grad_sizes, grad_layout, ranks, system, algorithm) if grad_layout else None
 
         def run_once(key, sigma):
             engine = Engine(ranks, np.random.default_rng([seed, p_index, *key]), tuple(sigma), T0_NS, skew, cpu_scale)
-            program = TrainingProgram(engine, ops, durations, op_bytes, cfg)
+            program = TrainingProgram(engine, ops, durations, op_bytes, cfg, plan)
             program.run()
             return engine.rec, program.windows
 
@@ -164,6 +195,8 @@ def simulate(
             **values_,
             **truth_mod.epoch_values(values_, n_t, n_v),
         }
+        if plan is not None:
+            entry["gradients"] = plan.to_dict()
         if system is not None:
             entry["nodes"] = int(system.nodes(ranks))
             entry["collectives"] = _collective_truth(ops, durations, op_bytes)
@@ -209,6 +242,26 @@ def simulate(
     (outdir / "truth.json").write_text(json.dumps(truth, indent=1))
     (outdir / "extradeep.toml").write_text(_reading_config(truth["dataset"], names, truth["prefixes"]))
     return Simulation(outdir, pd.DataFrame(rows), truth)
+
+
+def _gradients(ddp, gradients, buckets, bucket_layout, bucket_cap_mb, profile="resnet"):
+    """(sizes, layout) of the explicit gradients, or (None, None) without them."""
+    if gradients is None:
+        if bucket_layout is not None or bucket_cap_mb is not None:
+            raise InputError(None, "a bucket layout or bucket_cap_mb needs gradients=N (DDP with explicit gradients)")
+        return None, None
+    if not ddp:
+        raise InputError(None, "gradients=N simulates DDP's gradient buckets: it needs ddp=True")
+    if buckets is not None:
+        raise InputError(None, "with gradients=N give the buckets as a layout or bucket_cap_mb, not buckets=")
+    sizes = gradient_sizes(int(gradients), PARAM_BYTES, profile)
+    return sizes, resolve_layout(sizes, bucket_layout, bucket_cap_mb)
+
+
+def bucket_plan(ops, durations, sizes, layout, ranks, system=None, algorithm="ring") -> GradientPlan:
+    """Per-bucket all-reduce bytes and times of one point (durations: the catalogue's per instance, ns)."""
+    idx = next(i for i, op in enumerate(ops) if op.block == "bucket")
+    return gradient_plan(sizes, layout, float(durations[idx]), ranks, system, algorithm)
 
 
 def _topology_durations(ops, durations, op_bytes, ranks, system, algorithm) -> np.ndarray:
@@ -379,6 +432,12 @@ def _truth_header(o: dict) -> dict:
         "nccl_bandwidth_scale": o["nccl_bandwidth_scale"],
         "cpu_scale": o["cpu_scale"],
         "buckets": o["buckets"],
+        "gradients": o["gradients"],
+        "bucket_cap_mb": o["bucket_cap_mb"],
+        "gradient_profile": o["gradient_profile"],
+        "foreach": o["foreach"],
+        "host_sync": o["host_sync"],
+        "activation_gb": o["activation_gb"],
         "params": o["names"],
         "prefixes": o["prefixes"],
         "scaling": o["scaling"],

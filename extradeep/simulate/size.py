@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,7 +75,7 @@ def estimate(
     return SimulationSize(
         files=files,
         disk_bytes=per_rank * files,
-        memory_bytes=BASE_MEMORY + MEMORY_PER_FILE_BYTE * per_rank * largest * len(formats),
+        memory_bytes=max(BASE_MEMORY, _peak_rss()) + MEMORY_PER_FILE_BYTE * per_rank * largest * len(formats),
     )
 
 
@@ -96,6 +97,17 @@ def check_room(size: SimulationSize | None, outdir) -> None:
             f"this simulation needs {size.text()}; this machine has {' and '.join(short)}: simulate fewer or "
             "smaller configurations, or give --force",
         )
+
+
+def _peak_rss() -> float:
+    """This process's peak memory so far (it has just run the pilot): the simulation starts from
+    it, and it grows with every module extradeep imports; 0 where the platform does not say."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0.0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return float(peak if sys.platform == "darwin" else peak * 1024)  # bytes on macOS, KiB on Linux
 
 
 def available_memory() -> float | None:

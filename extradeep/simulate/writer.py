@@ -42,22 +42,67 @@ def global_tid(pid: int, tid: int) -> int:
     return global_pid(pid) | tid
 
 
+# Which node signals the exports carry (docs/profiling.md, "Where the node layout comes from"), as
+# real exports of different versions and set-ups do.
+SIGNALS = {
+    "all": "host name, the node's GPU UUIDs, the export host (nsys 2023.3+ as exported on the node)",
+    "hostname": "the host name only (TARGET_INFO_SYSTEM_ENV); each rank lists only its own GPU",
+    "uuids": "the node's GPU UUID sets and EXPORT_HOST, no TARGET_INFO_SYSTEM_ENV",
+    "export-host": "EXPORT_HOST only: no TARGET_INFO_SYSTEM_ENV, each rank lists only its own GPU",
+    "containers": "one container per rank: its own host name and export host, the node's GPU UUIDs",
+    "elsewhere": "the node's GPU UUID sets, no TARGET_INFO_SYSTEM_ENV, every report exported on one login node",
+}
+LOGIN_HOST = "login01"
+
+
 @dataclass(frozen=True)
 class Placement:
-    """Where each rank runs: ranks fill nodes of ``gpus_per_node`` GPUs in order. Each export then
-    names its node's host and lists all of that node's GPUs, as nsys does."""
+    """Where each rank runs: ranks fill nodes of ``gpus_per_node`` GPUs in order. ``signals``
+    (:data:`SIGNALS`) says which node signals each export carries."""
 
     gpus_per_node: int
+    signals: str = "all"
+
+    def node(self, rank: int) -> int:
+        return rank // self.gpus_per_node
 
     def host(self, rank: int) -> str:
-        return f"gpu-node{rank // self.gpus_per_node:03d}"
+        return f"gpu-node{self.node(rank):03d}"
 
-    def device(self, rank: int) -> int:
+    def container(self, rank: int) -> str:
+        """A container id as Docker names its hostname (12 hex digits), one per rank."""
+        return f"{0x5EED0000 + 7919 * rank:012x}"
+
+    def local(self, rank: int) -> int:
         return rank % self.gpus_per_node
 
-    def uuids(self, rank: int) -> list[str]:
-        node = rank // self.gpus_per_node
+    def node_uuids(self, rank: int) -> list[str]:
+        node = self.node(rank)
         return [f"{node:08x}-5e1f-4a11-8d00-{local:012x}" for local in range(self.gpus_per_node)]
+
+    @property
+    def lists_node(self) -> bool:
+        """Whether an export lists all of its node's GPUs (else only the rank's own)."""
+        return self.signals in ("all", "uuids", "containers", "elsewhere")
+
+    def uuids(self, rank: int) -> list[str]:
+        """The GPUs the rank's export lists."""
+        return self.node_uuids(rank) if self.lists_node else [self.node_uuids(rank)[self.local(rank)]]
+
+    def device(self, rank: int) -> int:
+        """The device id of the rank's GPU among those its export lists."""
+        return self.local(rank) if self.lists_node else 0
+
+    def hostname(self, rank: int) -> str | None:
+        """TARGET_INFO_SYSTEM_ENV's host name (None: the export has no such table)."""
+        return {"all": self.host(rank), "hostname": self.host(rank), "containers": self.container(rank)}.get(
+            self.signals
+        )
+
+    def export_host(self, rank: int) -> str | None:
+        return {"hostname": None, "containers": self.container(rank), "elsewhere": LOGIN_HOST}.get(
+            self.signals, self.host(rank)
+        )
 
 
 DEFAULT_UUID = "00000000-0000-0000-0000-0000000000a1"
@@ -90,7 +135,8 @@ def write_metadata(
     """Process/thread/GPU/session tables every real export carries; threads maps tid -> name.
     Without a placement each rank has its own host with one GPU."""
     uuids = [DEFAULT_UUID] if placement is None else placement.uuids(rank)
-    host = f"node{pid % 1000:03d}" if placement is None else placement.host(rank)
+    host = f"node{pid % 1000:03d}" if placement is None else placement.hostname(rank)
+    export_host = None if placement is None else placement.export_host(rank)
     device = 0 if placement is None else placement.device(rank)
     gpid = global_pid(pid)
     start, stop = span
@@ -191,7 +237,7 @@ def write_metadata(
     env = [("CpuCores", 1, "64"), ("CpuArchitecture", 3, "x86_64"), ("Hostname", 4, host)]
     w.insert(
         "TARGET_INFO_SYSTEM_ENV",
-        len(env),
+        len(env) if host is not None else 0,
         globalVid=VM,
         devStateName="Local (CLI)",
         name=[e[0] for e in env],
@@ -204,7 +250,7 @@ def write_metadata(
         ("CAPTURE_EVENT_TYPE", "Cuda"),
         ("CUDA_TRACE_SCOPE", "ProcessTree"),
         ("PROCESS_0:COMMAND", "python3"),
-    ]
+    ] + ([("DEVICE_DISPLAY_NAME", host)] if host is not None else [])
     w.insert("META_DATA_CAPTURE", len(capture), name=[c[0] for c in capture], value=[c[1] for c in capture])
     rows = [
         (
@@ -218,6 +264,8 @@ def write_metadata(
         for k, v in w.layout.export_metadata
         if "_PATH" not in k and k not in ("EXPORT_HOST", "EXPORT_TIME")
     ]
+    if export_host is not None:  # where the report was exported: here, on the rank's node
+        rows.append(("EXPORT_HOST", export_host))
     rows.append(("EXPORT_SIMULATED_BY", "extradeep.simulate"))
     w.insert(w.layout.metadata_table, len(rows), name=[r[0] for r in rows], value=[r[1] for r in rows])
 
@@ -337,6 +385,7 @@ def write_rank(path: Path, layout: Layout, cols: RunColumns, rank: int, nvtx_str
         w.insert("MPI_RANKS", 1 if n["mpi"] else 0, globalTid=main, rank=rank)
     else:  # older nsys recorded MPI calls as NVTX ranges in an "MPI" domain
         nvtx += [[name, s, e, 59, None, MPI_DOMAIN, None, None] for name, s, e, _ in rec.mpi]
+    nvtx += [[emit_nvtx_text(name, dims), s, e, 59, None, 0, None, None] for name, s, e, dims in rec.autograd]
     write_nvtx(w, strings, nvtx, rank, main, nvtx_strings, 0.0 if cols.offsets is None else cols.offsets[rank])
     w.insert(
         "OSRT_API",
@@ -437,6 +486,12 @@ def _write_gpu(w, cols: RunColumns, table: str, kind: str, rank: int, gpid: int)
         )
     else:
         w.insert(table, n, **common, value=0, bytes=cols.op_bytes[idx], memKind=2)
+
+
+def emit_nvtx_text(name: str, dims: list) -> str:
+    """An operator's range as torch.autograd.profiler.emit_nvtx(record_shapes=True) names it."""
+    shapes = ", ".join("[" + ", ".join(str(int(d)) for d in shape) + "]" for shape in dims)
+    return f"{name}, sizes = [{shapes}]"
 
 
 def write_nvtx(w, strings, nvtx, r, main, mode, offset: float = 0.0) -> None:

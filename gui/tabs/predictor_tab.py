@@ -5,6 +5,7 @@ empirical model's prediction at the same point.
 
 from __future__ import annotations
 
+from html import escape
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +58,14 @@ def run_prediction(report, run, specs: list[str]):
     return predict(run, what_if=specs)
 
 
+def run_search(report, run):
+    """The strategy search on the replay (extradeep.predictor.optimize), reporting its progress."""
+    from extradeep.predictor.optimize import StrategySearch
+
+    report(0, 0, "Searching the replay for what to change")
+    return StrategySearch().fit(run, progress=report)
+
+
 def steady_train_step(prediction) -> int | None:
     """step_id of the last steady-state training step with a critical path (the one shown)."""
     steps = prediction.steps[prediction.steps["step_id"].isin(prediction.critical_path["step_id"])]
@@ -95,7 +104,13 @@ class PredictorTab(PlotTab):
         self.bandwidth = QDoubleSpinBox(minimum=0.05, maximum=100.0, value=1.0, singleStep=0.5)
         self.ranks = QSpinBox(minimum=0, maximum=100000, value=0, specialValueText="as run")
         self.replay_button = QPushButton("Replay")
+        self.optimize_button = QPushButton("What to change…")
+        self.optimize_button.setToolTip(
+            "Search the replay for bucket layouts, kernel fusion and streams that shorten the step (in the background)"
+        )
+        self.search, self.search_label = None, None  # the last strategy search and its run
         self.answer = QLabel(wordWrap=True)
+        self.strategies = QLabel(wordWrap=True)
         grid = QGridLayout()
         grid.addWidget(QLabel("Run"), 0, 0)
         grid.addWidget(self.run_combo, 0, 1, 1, 3)
@@ -109,10 +124,13 @@ class PredictorTab(PlotTab):
         grid.addWidget(QLabel("Ranks"), 2, 2)
         grid.addWidget(self.ranks, 2, 3)
         grid.addWidget(self.replay_button, 2, 4)
+        grid.addWidget(self.optimize_button, 3, 4)
         grid.setColumnStretch(1, 1)
         self.controls_box.addLayout(grid)
         self.controls_box.addWidget(self.answer)
+        self.controls_box.addWidget(self.strategies)
         self.replay_button.clicked.connect(self.replay)
+        self.optimize_button.clicked.connect(self.optimize)
         self.browse.clicked.connect(self._browse)
         self._source = None
 
@@ -169,6 +187,9 @@ class PredictorTab(PlotTab):
     def replay(self) -> None:
         if self.run_combo.currentText() not in self.runs:
             return
+        if self.search_label != self.run_combo.currentText():  # another run: its strategies are not known
+            self.search, self.search_label = None, None
+            self.strategies.clear()
         run, _ = self.runs[self.run_combo.currentText()]
         spec = self.what_if_spec()
         self.show_message("Replaying the traces…")
@@ -181,6 +202,30 @@ class PredictorTab(PlotTab):
             on_done=lambda prediction: self._replayed(prediction, source),
         )
 
+    def optimize(self) -> None:
+        """Run the strategy search on the chosen run in the background."""
+        if self.run_combo.currentText() not in self.runs:
+            return
+        run, _ = self.runs[self.run_combo.currentText()]
+        label, source = self.run_combo.currentText(), self._source
+        self.strategies.setText("<i>Searching the replay for what to change…</i>")
+        self.window.runner.start("optimize", run_search, run, on_done=lambda s: self._searched(s, source, label))
+
+    def _searched(self, search, source, label) -> None:
+        if source != self._source or label != self.run_combo.currentText():
+            return
+        self.search, self.search_label = search, label
+        table = search.strategies_
+        proposed = table[table["proposed"]].head(3)
+        lines = [f"<b>{escape(search.verdict_)}</b>"]
+        lines += [
+            f"{escape(r.strategy)}: {1e3 * r.predicted_s:.2f} ms ({100 * r.gain:+.1f} %) — <code>{escape(r.setting)}</code>"
+            for r in proposed.itertuples(index=False)
+        ]
+        self.strategies.setText("<br>".join(lines))
+        if self.prediction is not None and self.window.tabs.currentWidget() is self:
+            self._draw()
+
     def _replayed(self, prediction, source) -> None:
         if source != self._source:  # another input was opened meanwhile
             return
@@ -191,7 +236,13 @@ class PredictorTab(PlotTab):
     def _draw(self) -> None:
         pred = self.prediction
         self.clear_figure()
-        ax_t, ax_b = self.figure.subplots(2, 1, height_ratios=[3, 1.3])
+        if self.search is not None and len(self.search.breakdowns_) > 1:
+            from extradeep.report.optimisation import critical_path_bars, ordered_breakdowns
+
+            ax_t, ax_b, ax_o = self.figure.subplots(3, 1, height_ratios=[3, 1.3, 1.3])
+            critical_path_bars(ax_o, ordered_breakdowns(self.search))
+        else:
+            ax_t, ax_b = self.figure.subplots(2, 1, height_ratios=[3, 1.3])
         self._draw_timeline(ax_t, pred)
         self._draw_comparison(ax_b, pred)
         self.show_plot()

@@ -113,14 +113,33 @@ def test_budget_limits_the_follow_up(experiment):
 
 
 def test_layout_in_the_experiment_gives_the_node_size(experiment):
+    """The profiles' layout first (here each rank on its own host: 1 GPU per node), a system file
+    where the profiles carry none; a system file that contradicts the profiles is overruled, with a warning."""
     from extradeep.system import System
 
+    layout = experiment.settings["layout"]
     experiment.settings["system"] = System(gpus_per_node=4).to_dict()
     try:
-        advisor = MeasurementAdvisor(40, 16).fit(experiment)
+        told = MeasurementAdvisor(40, 16).fit(experiment)
+        experiment.settings["layout"] = {**layout, "source": "none", "gpus_per_node": None}
+        bare = MeasurementAdvisor(40, 16).fit(experiment)
     finally:
         del experiment.settings["system"]
-    assert advisor.gpus_per_node_ == 4 and any("layout" in n for n in advisor.notes_)
+        experiment.settings["layout"] = layout
+    assert layout["source"] == "hostname" and told.gpus_per_node_ == layout["gpus_per_node"] == 1
+    assert any("profiles' host names" in n for n in told.notes_)
+    assert any(n.startswith("WARNING: the system file says 4 GPUs per node") for n in told.notes_)
+    assert bare.gpus_per_node_ == 4 and any("from the experiment's system file" in n for n in bare.notes_)
+
+
+def test_beyond_one_node_only_whole_nodes_unless_partial_nodes_are_allowed():
+    whole = MeasurementAdvisor(64, 16, gpus_per_node=4).fit()
+    plan = whole.propose()
+    assert whole.candidates_ == [2, 4, 8, 12, 16] == candidate_ranks(16, 4, whole_nodes=True)
+    assert all(r <= 4 or r % 4 == 0 for r in plan["ranks"])
+    assert any("whole nodes (4 ranks each)" in n for n in plan.attrs["notes"])
+    partial = MeasurementAdvisor(64, 16, gpus_per_node=4, partial_nodes=True).fit()
+    assert {6, 10, 14} <= set(partial.candidates_) and any("--partial-nodes" in n for n in partial.notes_)
 
 
 @pytest.mark.parametrize(
@@ -144,7 +163,8 @@ def test_report_section_and_text_show_the_plan_beside_the_model(fitted):
 
     plan = fitted.propose(2)
     page = plan_section(plan)
-    assert "What to profile next" in page and fitted.model_.formula() in page
+    # the model beside the plan is the primary time model, the one every command answers with
+    assert "What to profile next" in page and fitted.primary_.model.formula() in page
     for ranks in plan["ranks"]:
         assert f'<td class="num">{ranks}</td>' in page
     text = plan_text(plan, fitted.current_)
@@ -155,8 +175,9 @@ def test_report_section_and_text_show_the_plan_beside_the_model(fitted):
 def test_cheap_repetitions_below_the_threshold_give_way_to_a_new_configuration(experiment):
     """The old rule (min_shrink=0) follows the crossing to 16 with a 2-rank repetition of <1% shrink;
     the default asks for the untested 12 beyond the node boundary instead (docs/analysis.md)."""
-    old = MeasurementAdvisor(40, 16, gpus_per_node=8, min_shrink=0).fit(experiment).propose(2)
-    new = MeasurementAdvisor(40, 16, gpus_per_node=8).fit(experiment).propose(6)
+    # half nodes allowed, so that 12 (one and a half 8-GPU nodes) is a candidate
+    old = MeasurementAdvisor(40, 16, gpus_per_node=8, min_shrink=0, partial_nodes=True).fit(experiment).propose(2)
+    new = MeasurementAdvisor(40, 16, gpus_per_node=8, partial_nodes=True).fit(experiment).propose(6)
     assert old["action"].iloc[1] == "repetition" and old["shrink_pct"].iloc[1] < 2
     assert new["ranks"].iloc[1] == 12 and new["action"].iloc[1] == "new configuration"
     assert "new configuration tests the model" in new["reason"].iloc[1] and "node boundary" in new["reason"].iloc[1]

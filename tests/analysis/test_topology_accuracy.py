@@ -44,7 +44,7 @@ def across_nodes(tmp_path_factory):
 def test_layout_is_detected_without_flags(across_nodes):
     _, experiment, analysis = across_nodes
     layout = experiment.settings["layout"]
-    assert layout["source"] == "exports" and layout["gpus_per_node"] == 4
+    assert layout["source"] == "hostname" and layout["gpus_per_node"] == 4
     assert [p["nodes"] for p in layout["points"]] == [1, 1, 1, 2, 3, 4]
     assert any("4 GPUs per node" in note for note in analysis.notes)
 

@@ -147,3 +147,31 @@ def test_opening_another_input_while_modeling_shows_only_the_new_one(
     assert set(window.ws.regions["region"]) == {"sweep", "exchange"}
     assert window.app_models is None  # nothing of the experiment's application models is left
     assert set(window.ws.models) == set(window.ws.regions.index)
+
+
+def test_predictor_tab_searches_what_to_change_in_the_background(opened, settle, show_tab):
+    tab = show_tab(opened, "Predictor")
+    tab.run_combo.setCurrentText("ranks=4, rep=1")
+    tab.replay()
+    settle(lambda: not opened.runner.busy)
+    settle(lambda: tab.prediction is not None)
+    tab.optimize_button.click()
+    assert opened.runner.busy  # the search runs on a pool thread; the window stays responsive
+    assert "Searching" in tab.strategies.text()
+    settle(lambda: tab.search is not None, timeout_s=180)
+    settle(lambda: not opened.runner.busy)
+    assert opened.last_error == ""
+    search = tab.search
+    # the same run as the replay: the search's measured step is the prediction's
+    summary = tab.prediction.summary
+    measured = summary[(summary["phase"] == "train")]["measured"].iloc[0]
+    assert search.measured_step_ == pytest.approx(measured, rel=1e-9)
+    assert search.verdict_.split(";")[0].replace(">", "&gt;") in tab.strategies.text()
+    # the before/after bars: the measured run's critical path adds up to its step time
+    settle(lambda: len(tab.figure.axes) >= 3)
+    bars = tab.figure.axes[2]
+    measured_bar = sum(
+        p.get_width() for p in bars.patches if abs(p.get_y() + p.get_height() / 2 - (len(bars.get_yticks()) - 1)) < 0.5
+    )
+    assert measured_bar == pytest.approx(1e3 * sum(search.breakdowns_.iloc[0][1:]), rel=1e-6)
+    assert measured_bar == pytest.approx(1e3 * measured, rel=0.05)

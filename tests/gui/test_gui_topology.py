@@ -19,10 +19,10 @@ DATASET = "train-samples = 50000\nval-samples = 10000\nbatch-size = 64\nweak-sca
 SMALL = {"repetitions": 1, "epochs": 2, "train_steps": 3, "val_steps": 1, "scaling": "weak"}
 
 
-def study(folder, ranks, topology):
+def study(folder, ranks, topology, signals="all"):
     from extradeep.simulate import simulate
 
-    simulate(folder, params={"ranks": ranks}, topology=topology, **SMALL)
+    simulate(folder, params={"ranks": ranks}, topology=topology, signals=signals, **SMALL)
     (folder / "extradeep.toml").write_text(DATASET)
     return folder
 
@@ -40,7 +40,8 @@ def cli_predictions(folder, tmp_path, points="32,64") -> dict:
 
 
 def test_gui_predicts_the_epoch_time_of_extradeep_model_across_nodes(window, open_wait, tmp_path):
-    folder = study(tmp_path / "nodes4", [2, 3, 4, 8, 12, 16], "4gpu-1nic-per-gpu")
+    # the exports keep the layout only in their GPU UUID sets and EXPORT_HOST
+    folder = study(tmp_path / "nodes4", [2, 3, 4, 8, 12, 16], "4gpu-1nic-per-gpu", signals="uuids")
     expected = cli_predictions(folder, tmp_path)
     open_wait(window, folder)
     assert window.last_error == ""
@@ -51,6 +52,7 @@ def test_gui_predicts_the_epoch_time_of_extradeep_model_across_nodes(window, ope
     notes = window.app_notes.text()
     assert window.app_notes.isVisibleTo(window)
     assert "4 GPUs per node" in notes and "16 ranks on 4 nodes" in notes
+    assert "layout from GPU UUID sets (TARGET_INFO_GPU)" in notes  # which signal gave it
     assert "every measured point lies inside one node" not in notes
     # The speedup, efficiency and cost plots mark where a run starts to fill another node (4 GPUs each).
     from extradeep.report.plots import NODE_COLOR

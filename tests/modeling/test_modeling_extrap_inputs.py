@@ -61,7 +61,8 @@ def test_tabs_separate_fields_as_spaces_do(tmp_path):
 def test_the_command_models_the_file(name, shown, capsys):
     assert main(["model", str(INPUTS / name)]) == 0
     out, err = capsys.readouterr()
-    assert "Region models" in out and all(s in out for s in shown), out
+    listed = out.replace(" = ", "=")  # many configurations are summarised per parameter: "x = 20, 30, ..."
+    assert "Region models" in out and all(s in listed for s in shown), out
     assert "Traceback" not in err
 
 

@@ -131,7 +131,7 @@ def test_a_dependency_cycle_is_reported():
         plan_replay(g)
 
 
-def test_every_real_export_replays_or_is_refused_in_one_line(real_nsys_dir):
+def test_every_real_export_replays_or_is_refused_in_one_line(real_nsys_dir, predicted):
     from extradeep.errors import InputError
 
     replayed = 0
@@ -139,7 +139,7 @@ def test_every_real_export_replays_or_is_refused_in_one_line(real_nsys_dir):
         if path.name == REAL_2GPU:
             continue  # replayed in its own test
         try:
-            pred = predict(path)
+            pred = predicted(path)
         except InputError as exc:
             assert "no CUDA activity" in str(exc) and "\n" not in str(exc)
             continue

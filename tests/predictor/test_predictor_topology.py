@@ -37,14 +37,15 @@ def test_ranks_across_a_node_boundary_with_the_system_file(one_node_and_two):
     assert want > 1.5 * before  # the network makes the all-reduce exposed: a change worth predicting
     assert got == pytest.approx(want, rel=0.03)
     assert abs((got - before) - (want - before)) <= 0.05 * (want - before)
-    assert any("layout from the system file" in n and "ranks=8: 2" in n for n in told.notes)
+    # the exports' host names give the layout (they agree with the file), the system file the links
+    assert any("layout from the profiles' host names" in n and "ranks=8: 2" in n for n in told.notes)
     assert not any(n.startswith("WARNING") for n in told.notes)
 
 
 def test_without_the_network_the_what_if_warns(one_node_and_two):
     inside, truth = one_node_and_two
     bare = predict(inside, what_if=SPEC)
-    assert any("layout from the exports" in n for n in bare.notes)  # 4 GPUs per node, read without a flag
+    assert any("layout from the profiles' host names" in n for n in bare.notes)  # 4 GPUs per node, no flag
     assert any(n.startswith("WARNING: the traced run lies inside one node") for n in bare.notes)
     # it assumed the node's links, as it says: faster than the truth
     assert _train(bare.summary, SPEC, "predicted") < _train(truth, "measured durations", "measured")

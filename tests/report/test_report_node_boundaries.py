@@ -88,6 +88,9 @@ def test_report_marks_boundaries_and_counts_nodes(on_4gpu_nodes, tmp_path):
             assert row["nodes"] == truth_nodes[row["ranks"]]
         assert row["nodes"] == np.ceil(row["ranks"] / 4) and row["nodes"] == int(row["nodes"])
     assert "nodes (4 GPUs each)" in result["html"] and "node boundaries (4 GPUs per node" in result["html"]
+    # the report says which signal gave the layout, in the caption and in the notes
+    assert "4 GPUs per node, from the profiles' host names)" in result["html"]
+    assert "layout from host names (TARGET_INFO_SYSTEM_ENV Hostname)" in result["html"]
 
 
 def test_cli_prediction_table_says_how_many_nodes(on_4gpu_nodes):

@@ -17,21 +17,26 @@ SETTINGS = dict(epochs=2, train_steps=3, val_steps=1, truth_replicates=0, progre
 
 @pytest.mark.parametrize("ddp", [False, True])
 def test_the_estimate_matches_what_a_simulation_writes(tmp_path, ddp):
+    """Estimated, then simulated, in one fresh process as `extradeep simulate` does."""
     params = {"ranks": [4, 12]}
-    size = estimate(params, repetitions=1, pilot_from=0, ddp=ddp, **SETTINGS)
     code = (
         "import resource, sys\n"
         "from extradeep.simulate import simulate\n"
+        "from extradeep.simulate.size import estimate\n"
+        f"size = estimate({params!r}, repetitions=1, pilot_from=0, ddp={ddp}, **{SETTINGS!r})\n"
         f"simulate(sys.argv[1], params={params!r}, repetitions=1, ddp={ddp}, **{SETTINGS!r})\n"
+        "print(size.files, size.disk_bytes, size.memory_bytes)\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)\n"
     )
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "sim")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+    estimated, peak = done.stdout.strip().splitlines()[-2:]
+    n_files, disk_bytes, memory_bytes = (float(v) for v in estimated.split())
     files = [p for p in (tmp_path / "sim").iterdir() if p.suffix == ".sqlite"]
     written = sum(p.stat().st_size for p in files)
-    assert size.files == len(files) == 16
-    assert 0.9 < size.disk_bytes / written < 1.1
-    assert size.memory_bytes >= int(done.stdout.split()[-1])  # an upper bound: never an underestimate
+    assert n_files == len(files) == 16
+    assert 0.9 < disk_bytes / written < 1.1
+    assert memory_bytes >= int(peak)  # an upper bound: never an underestimate
 
 
 def test_rank_files_count_every_rank_of_every_run():

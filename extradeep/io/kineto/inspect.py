@@ -15,6 +15,7 @@ from pathlib import Path
 from extradeep.errors import InputError
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import load
+from extradeep.io.kineto.placement import trace_placement
 from extradeep.io.nsys import categories as cat
 from extradeep.io.nsys.inspect import (
     _kernels_by_device,
@@ -59,6 +60,7 @@ def inspect_trace(path, settings=None, top: int = 10) -> dict:
             "top_ranges": _top_ranges(nvtx[(nvtx["domain"].astype(str) != kt.CPU_OP_DOMAIN).to_numpy()], top),
             "steps": _kineto_steps(nvtx, settings, path),
             "devices": trace.devices,
+            "placement": trace_placement(trace),
             "notes": list(trace.notes),
         }
         return info

@@ -62,6 +62,7 @@ DTYPE_BYTES = {
 }
 SYNC_TYPES = {"event sync": 1, "stream wait event": 2, "wait event": 2, "stream sync": 3, "context sync": 4}
 NO_INT = -1  # integer fields a trace leaves out
+MEMORY_COLUMNS = ("start", "allocated", "reserved", "device", "device_type")
 
 
 @dataclass
@@ -87,6 +88,8 @@ class KinetoTrace:
     meta: dict
     flows: int = 0
     notes: list[str] = field(default_factory=list)
+    # `[memory]` instant events (profile_memory=True): start, allocated, reserved, device, device_type
+    memory: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(MEMORY_COLUMNS)))
 
     @property
     def distributed(self) -> dict:
@@ -274,7 +277,7 @@ class _Rows:
     """Per-category row lists filled in one pass over the events."""
 
     def __init__(self):
-        self.gpu, self.runtime, self.cpu, self.gpu_ann, self.syncs = [], [], [], [], []
+        self.gpu, self.runtime, self.cpu, self.gpu_ann, self.syncs, self.memory = [], [], [], [], [], []
         self.counts = Counter()
         self.flows = 0
         self.bad = 0
@@ -293,6 +296,17 @@ class _Rows:
             self.flows += 1
             return
         if ph != "X":
+            if ph == "i" and e.get("name") == "[memory]" and isinstance(e.get("args"), dict):
+                a = e["args"]
+                self.memory.append(
+                    (
+                        e.get("ts"),
+                        a.get("Total Allocated"),
+                        a.get("Total Reserved"),
+                        a.get("Device Id"),
+                        a.get("Device Type"),
+                    )
+                )
             return
         self.counts[cat] += 1
         ts, dur = e.get("ts"), e.get("dur", 0)
@@ -318,6 +332,9 @@ class _Rows:
                     args.get("In msg nelems"),
                     args.get("dtype"),
                     args.get("Group size"),
+                    args.get("Process Group Ranks"),
+                    args.get("Process Group Name"),
+                    args.get("Process Group Description"),
                 )
             )
         elif cat in RUNTIME_CATEGORIES:
@@ -365,6 +382,7 @@ class _Rows:
             meta=meta,
             flows=self.flows,
             notes=notes,
+            memory=_memory_frame(self.memory, to_ns),
         )
         negative = int(
             (trace.gpu["end"] < trace.gpu["start"]).sum() + (trace.runtime["end"] < trace.runtime["start"]).sum()
@@ -449,6 +467,9 @@ def _gpu_frame(rows: list[tuple], to_ns: _Times) -> pd.DataFrame:
         "nelems",
         "dtype",
         "group_size",
+        "pg_ranks",
+        "pg_name",
+        "pg_desc",
     ]
     cols = dict(zip(names, _columns(rows, len(names))))
     start, end = to_ns.start_end(cols["ts"], cols["dur"])
@@ -471,8 +492,20 @@ def _gpu_frame(rows: list[tuple], to_ns: _Times) -> pd.DataFrame:
             "collective": pd.Series([str(v) if v is not None else "" for v in cols["collective"]], dtype=object),
             "msg_bytes": msg,
             "group_size": _ints(cols["group_size"]),
+            **{
+                k: pd.Series([str(v) if v is not None else "" for v in cols[k]], dtype=object)
+                for k in ("pg_ranks", "pg_name", "pg_desc")
+            },
         }
     )
+
+
+def _memory_frame(rows: list[tuple], to_ns: _Times) -> pd.DataFrame:
+    """`[memory]` events with a numeric time; bytes and ids as integers (-1 where left out)."""
+    rows = [r for r in rows if isinstance(r[0], (int, float))]
+    cols = dict(zip(MEMORY_COLUMNS, _columns(rows, len(MEMORY_COLUMNS))))
+    start, _ = to_ns.start_end(cols.pop("start"), [0] * len(rows))
+    return pd.DataFrame({"start": start, **{k: _ints(v) for k, v in cols.items()}})
 
 
 def _sync_frame(rows: list[tuple], to_ns: _Times) -> pd.DataFrame:

@@ -15,6 +15,7 @@ import pandas as pd
 from extradeep.errors import InputError
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import KinetoTrace, load
+from extradeep.io.kineto.placement import trace_placement
 from extradeep.io.nsys.read import step_sums, user_ranges
 from extradeep.io.nsys.settings import ReaderSettings
 from extradeep.io.nsys.steps import find_steps
@@ -24,13 +25,16 @@ __all__ = ["read_trace", "trace_tables"]
 
 def read_trace(path, settings=None) -> pd.DataFrame:
     """Per-step sums of one Kineto trace: columns region, kind, category, metric, epoch, phase, step,
-    value, as `extradeep.io.nsys.read.read_export`. Raises InputError naming the file when unusable."""
+    value, as `extradeep.io.nsys.read.read_export`, with the trace's node signals in
+    ``attrs["placement"]``. Raises InputError naming the file when unusable."""
     settings = ReaderSettings.from_any(settings)
     trace = load(path)
     try:
-        return step_sums(trace_tables(trace, settings))
+        frame = step_sums(trace_tables(trace, settings))
     except InputError as exc:
         raise InputError(path, exc.problem) if exc.source is None else exc from None
+    frame.attrs["placement"] = trace_placement(trace)  # its node signals, without a second parse
+    return frame
 
 
 def trace_tables(trace: KinetoTrace, settings: ReaderSettings) -> dict:

@@ -139,15 +139,7 @@ def summary_lines(info: dict) -> list[str]:
     """GPUs, steps, events by category and kernels per device: the lines every profile format shows."""
     gpu_text = ", ".join(f"{g['id']}: {g['name']}" for g in info["gpus"]) or "none recorded"
     lines = [f"  GPUs: {gpu_text}"]
-    place = info.get("placement")
-    if place is not None and place.get("host"):
-        lines.append(
-            f"  node: host {place['host']}, {place['node_gpus'] or '?'} GPU(s) on the node, this rank on device "
-            f"{place['device'] if place['device'] is not None else '?'}"
-            + (f" (UUID {place['uuid']})" if place.get("uuid") else "")
-        )
-    elif place is not None:
-        lines.append("  node: no host name recorded, so the cluster layout cannot be read from this export")
+    lines.append("  node: " + node_text(info.get("placement")))
     steps = info["steps"]
     if steps["found"]:
         lines.append(
@@ -164,6 +156,32 @@ def summary_lines(info: dict) -> list[str]:
     for device, by_cat in info["kernels_by_device"].items():
         lines.append(f"  kernels on device {device}: " + ", ".join(f"{k} {v:,}" for k, v in by_cat.items()))
     return lines
+
+
+def node_text(place: dict | None) -> str:
+    """Every node signal of one profile and where it was read, or that it has none."""
+    if not place:
+        return "not read"
+    parts = []
+    if place.get("host"):
+        parts.append(f"host {place['host']} ({place['host_from']})")
+    gpus = place.get("node_gpus")
+    if place.get("gpu_set"):
+        parts.append(f"{gpus or '?'} GPU(s) with UUIDs ({place['gpus_from']})")
+    elif gpus:
+        parts.append(f"{gpus} GPU(s) listed, without UUIDs")
+    if place.get("recorded_rank") is not None:
+        world = f" of {place['world_size']}" if place.get("world_size") is not None else ""
+        parts.append(f"rank {place['recorded_rank']}{world}")
+    if place.get("device") is not None:
+        parts.append(f"on device {place['device']}" + (f" (UUID {place['uuid']})" if place.get("uuid") else ""))
+    if place.get("local_ranks"):
+        parts.append(f"{place['local_ranks']} ranks per node ({place['launcher_from']})")
+    if place.get("export_host"):
+        parts.append(f"exported on {place['export_host']} (EXPORT_HOST)")
+    if not parts:
+        return "no node signal recorded (no host name, GPU UUIDs or export host): give --system to set the layout"
+    return "; ".join(parts)
 
 
 def format_text(info: dict) -> str:

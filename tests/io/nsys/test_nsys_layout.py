@@ -1,14 +1,30 @@
-"""Cluster layout from real and simulated exports: host, the node's GPUs, the GPU a rank used."""
+"""Every node signal of the real exports (2020.3 to 2026.2), read where each version keeps it."""
 
 import hashlib
+import sqlite3
 
 import pandas as pd
 
-from extradeep.io.nsys.layout import cluster_layout, read_placement
+from extradeep.io.nsys.layout import GPU_FIELDS, read_placement, read_signals
+from extradeep.io.placement import cluster_layout, uuid_set
 
 
 def _digest(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _rows(path, sql):
+    conn = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        return conn.execute(sql).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        conn.close()
+
+
+def _one_rank(place: dict) -> dict:
+    return cluster_layout(pd.DataFrame([{"path": "x", "rank": 0, "rep": 1, **place}]), [])
 
 
 def test_real_export_gives_host_gpus_and_device_uuid(real_nsys_dir):
@@ -17,31 +33,67 @@ def test_real_export_gives_host_gpus_and_device_uuid(real_nsys_dir):
     place = read_placement(path)
     assert place["host"] == "a44a589055b9" and place["node_gpus"] == 4
     assert place["device"] == 0 and place["uuid"] == "b3c1eae3-15dc-dc1b-5a5b-e690d743ad47"
+    assert place["export_host"] == "a44a589055b9" and place["gpu_set"].count(",") == 3
     assert _digest(path) == before
 
 
-def test_real_export_without_system_env_has_no_host(real_nsys_dir):
-    place = read_placement(real_nsys_dir / "lockfuehrer__beast_ressoruces__report2.sqlite")
-    assert place["host"] is None
-    layout = cluster_layout(pd.DataFrame([{"path": "x", "rank": 0, "rep": 1, "ranks": 1, **place}]), ["ranks"])
-    assert layout["source"] == "none" and "no host names" in layout["note"]
+def test_every_signal_agrees_with_the_table_it_comes_from(real_export):
+    """Host names, GPU UUIDs and the export host as sqlite3 reads them from each table, every version."""
+    path = real_export
+    signals = read_signals(path)
+    host = _rows(path, "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname'")
+    assert signals.get("TARGET_INFO_SYSTEM_ENV Hostname") == (host[0][0] if host else None)
+    meta = _rows(path, "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_HOST'") or _rows(
+        path, "SELECT value FROM EXPORT_META_DATA WHERE name = 'EXPORT_HOST'"
+    )
+    assert signals.get("EXPORT_HOST") == (meta[0][0] if meta else None)
+    uuids = _rows(path, "SELECT uuid FROM TARGET_INFO_GPU WHERE totalMemory > 0")
+    assert signals.get("TARGET_INFO_GPU") == uuid_set(u for (u,) in uuids)
+    # 2023.1+ keep the node's GPUs as JSON in GpuInfo, 2022.x as protobuf bytes: the same UUIDs
+    if signals.get(GPU_FIELDS[1]) and signals.get(GPU_FIELDS[0]):
+        assert signals[GPU_FIELDS[1]] == signals[GPU_FIELDS[0]]
+    # every real export was exported where it was captured, and names that host wherever it can
+    names = {
+        signals[k] for k in ("TARGET_INFO_SYSTEM_ENV Hostname", "META_DATA_CAPTURE DEVICE_DISPLAY_NAME") if k in signals
+    }
+    assert len(names) <= 1 and (not names or signals.get("EXPORT_HOST") in names)
 
 
-def test_containers_sharing_a_node_are_one_node():
-    gpus = "u0,u1,u2,u3"
-    rows = [
-        {
-            "path": str(r),
-            "rank": r,
-            "rep": 1,
-            "ranks": 4,
-            "host": f"container{r}",
-            "device": r,
-            "uuid": f"u{r}",
-            "node_gpus": 4,
-            "gpu_set": gpus,
-        }
-        for r in range(4)
-    ]
-    layout = cluster_layout(pd.DataFrame(rows), ["ranks"])
-    assert layout["gpus_per_node"] == 4 and layout["points"][0]["nodes"] == 1
+def test_old_exports_list_gpus_without_uuids_or_host(real_nsys_dir):
+    """2020.3: no TARGET_INFO_SYSTEM_ENV, no metadata; GPUs in TARGET_INFO_CUDA_GPU or a UUID-less TARGET_INFO_GPU."""
+    for name in ("lockfuehrer__beast_ressoruces__report2.sqlite", "quasiben__nvtx-examples__cudf.sqlite"):
+        place = read_placement(real_nsys_dir / name)
+        assert place["host"] is None and place["gpu_set"] is None and place["export_host"] is None
+        assert place["node_gpus"] == 2 and place["device"] == 0
+        layout = _one_rank(place)
+        # one rank on device 0 of a node listing 2 GPUs: the only signal is the rank's device
+        assert layout["source"] == "devices" and layout["gpus_per_node"] == 2
+
+
+def test_windows_export_names_its_host_at_capture_and_lists_only_cuda_gpus(real_nsys_dir):
+    place = read_placement(real_nsys_dir / "Faraz-Nasir__CUDA---Recap__report1.sqlite")
+    # no Hostname row on Windows: the capture's DEVICE_DISPLAY_NAME; the Basic Render Driver is no GPU
+    assert place["host"] == "LAPTOP-F7897UP0" and place["host_from"].endswith("DEVICE_DISPLAY_NAME")
+    assert place["node_gpus"] == 1 and place["gpu_set"] == place["uuid"]
+
+
+def test_torchrun_container_export_gives_visible_gpus_and_ranks_per_node(real_nsys_dir):
+    """The 2-GPU FSDP slice has no TARGET_INFO_GPU: its container's NVIDIA_VISIBLE_DEVICES lists the
+    two GPUs, and the captured command line (torchrun --nproc_per_node=2) the ranks per node."""
+    place = read_placement(real_nsys_dir / "GindaChen__nsys-ai__mfu_2gpu_before.sqlite")
+    visible = _rows(
+        real_nsys_dir / "GindaChen__nsys-ai__mfu_2gpu_before.sqlite",
+        "SELECT value FROM META_DATA_CAPTURE WHERE value LIKE 'NVIDIA_VISIBLE_DEVICES=%'",
+    )
+    assert place["gpus_from"] == "NVIDIA_VISIBLE_DEVICES" and place["gpu_set"] == uuid_set([visible[0][0]])
+    assert place["gpu_set"].count(",") == 1
+    assert place["local_ranks"] == 2 and "nproc" in place["launcher_from"]
+    layout = _one_rank(place)
+    assert layout["source"] == "hostname" and layout["gpus_per_node"] == 2 and not layout["warnings"]
+    assert layout["signals"] == ["hostname", "gpu_uuids", "launcher", "export_host"]
+
+
+def test_a_file_that_is_not_an_export_has_no_signals(tmp_path):
+    path = tmp_path / "x.sqlite"
+    path.write_bytes(b"not sqlite at all")
+    assert read_signals(path) == {} and set(read_placement(path).values()) == {None}

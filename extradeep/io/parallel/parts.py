@@ -1,0 +1,346 @@
+"""Per-part observations from profiles: where each measured step of each rank goes, with the run's layout.
+
+`layout_parts(paths)` returns one row per (file, step, part, metric), columns `PARTS_COLUMNS`: the
+run (path, app, rep, rank), its layout (gpus, tp, pp, dp, micro_batch, micro_batches, zero,
+recompute, chunks, schedule, framework: `run_layouts`), the rank's place (stage, tp_rank, dp_rank),
+the step (0, 1, ... over the measured training steps; -1 for whole-file values), part and metric.
+
+The step's wall time split exclusively (`extradeep.columns.LAYOUT_PARTS`, metric `time`, seconds;
+they sum to `step`; rules in `split.py`): `compute`, `optimizer`, `tp_comm`, `pp_p2p` (the transfer
+itself: per p2p kernel at most the step's fastest p2p kernel, which waited least), `pp_bubble` (the
+rest of the p2p kernels' time: waiting for the other stage; idle before the step's first compute
+kernel; with pipeline stages, the exposed gradient-norm and tied-embedding all-reduces that wait
+for the drain), `dp_sync`, `host_overhead` (the rest of the idle time); `memory` (step -1, metric
+`bytes`: Kineto's largest Total Allocated, else nothing) and metric `reserved` (Kineto's Total
+Reserved, or nsys's peak of CUDA device allocations).
+
+Per-rank detail (`extradeep.columns.DETAIL_PARTS`): busy time (`time`) and kernel counts (`visits`)
+of the compute kernels by pass: `forward` (main thread, before the step's last backward launch),
+`backward` (the autograd thread), `recompute` (forward-only kernels: layer norm, softmax, GELU,
+dropout forward, run again on the autograd thread; recomputed GEMMs cannot be told from backward
+GEMMs by name and stay in `backward`, so backward + recompute is the backward pass exactly,
+recompute a lower bound), `other_compute` (memcpy, memset, other threads); of the collectives by the
+role of their process group (`tp_collectives`, `pp_transfers`, `dp_collectives`,
+`other_collectives`: kernel time with waiting included, `visits`, `bytes` = the collective's whole
+buffer, and `pure_time` when every member's profile of a collective is in the run and the group is
+named alike in all: earliest end minus latest start, summed per step; grouped send/recv pair
+differently on each side, so pp_transfers has none); `idle` = the step minus the union of its
+compute kernels. GPU work counts in the step its launching call starts in, as in `read_profile`.
+
+`part_observations(frame, model=None)` turns this frame into the layout model's per-part
+observations (`extradeep.layouts`): one row per run and LAYOUT_PARTS part, times on the last pipeline
+stage's ranks (median over steps, then ranks), memory the largest peak of any rank.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from extradeep.columns import (
+    ALLOCATED,
+    BYTES,
+    CHUNKS,
+    DP,
+    DP_RANK,
+    FRAMEWORK,
+    GLOBAL_BATCH,
+    GPUS,
+    HEADS,
+    HIDDEN,
+    LAYERS,
+    LAYOUT_FIELDS,
+    LAYOUT_PARTS,
+    MICRO_BATCH,
+    MICRO_BATCHES,
+    PART,
+    PART_BACKWARD,
+    PART_BUBBLE,
+    PART_COMPUTE,
+    PART_DP,
+    PART_DP_KERNELS,
+    PART_FORWARD,
+    PART_HOST,
+    PART_IDLE,
+    PART_MEMORY,
+    PART_OPTIMIZER,
+    PART_OTHER_COMPUTE,
+    PART_OTHER_KERNELS,
+    PART_PP_KERNELS,
+    PART_PP_P2P,
+    PART_RECOMPUTE,
+    PART_STEP,
+    PART_TP,
+    PART_TP_KERNELS,
+    PP,
+    PURE_TIME,
+    RECOMPUTE,
+    RESERVED,
+    SCHEDULE,
+    SEQ_LEN,
+    STAGE,
+    TIME,
+    TP,
+    TP_RANK,
+    VISITS,
+    VOCAB,
+    WORKLOAD,
+    ZERO,
+)
+from extradeep.errors import InputError
+from extradeep.io.parallel.facts import AUTOGRAD_THREAD, MAIN_THREAD, P2P, ProfileFacts, matches
+from extradeep.io.parallel.infer import FORWARD_KERNEL, assign_roles, comm_usage, infer_layout
+from extradeep.io.parallel.layout import point_label, profile_facts, run_layouts
+from extradeep.io.parallel.split import exclusive_split
+
+NS = 1e-9
+PARTS_COLUMNS = [
+    "path",
+    "app",
+    "rep",
+    "rank",
+    GPUS,
+    *LAYOUT_FIELDS,
+    STAGE,
+    TP_RANK,
+    DP_RANK,
+    "step",
+    PART,
+    "metric",
+    "value",
+]
+ROLE_KERNELS = {TP: PART_TP_KERNELS, PP: PART_PP_KERNELS, DP: PART_DP_KERNELS}
+COMM_DETAIL = (PART_TP_KERNELS, PART_PP_KERNELS, PART_DP_KERNELS, PART_OTHER_KERNELS)
+# the split's classes, first charged first; "pp_wait" and "other_wait" are charged to pp_bubble (or dp_sync)
+SPLIT_ORDER = [PART_OPTIMIZER, PART_COMPUTE, PART_TP, PART_PP_P2P, PART_DP, "other_comm"]
+
+
+def layout_parts(
+    paths=None,
+    *,
+    aliases=None,
+    manifest=None,
+    settings=None,
+    model: dict | None = None,
+    pure: bool = True,
+    facts: dict | None = None,
+) -> pd.DataFrame:
+    """The per-part frame of the profiles under `paths` (files, folders) or named by a manifest; see
+    the module docstring. attrs: `layouts` (one row per run, with sources), `problems`. ``facts``:
+    ProfileFacts already read, by path (they are reused, not read again)."""
+    from extradeep.io.discover import manifest_runs, one_format_per_run, param_columns, parse_aliases, runs_from_names
+
+    aliases = parse_aliases(aliases) if isinstance(aliases, (list, tuple)) else aliases
+    runs, problems = manifest_runs(manifest, aliases) if manifest is not None else runs_from_names(paths, aliases)
+    known, read = facts or {}, {}
+    for path in runs["path"]:
+        try:
+            read[path] = known.get(path) or profile_facts(path, settings)
+        except InputError as exc:
+            problems.append(str(exc))
+    runs = runs[runs["path"].isin(read)].reset_index(drop=True)
+    runs, skipped = one_format_per_run(runs)
+    problems += skipped
+    if runs.empty:
+        raise InputError(None, "no readable profiles" + (": " + "; ".join(problems) if problems else ""))
+    layouts, more = run_layouts(runs, settings, model, "manifest" if manifest is not None else "file name", read)
+    problems += more
+    frames = []
+    keys = ["app", *param_columns(runs), "rep"]
+    for key, run in runs.groupby(keys, dropna=False, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        match = layouts[(layouts["app"] == key[0]) & (layouts["rep"] == key[-1])]
+        match = match[match["point"] == point_label(keys[1:-1], key[1:-1])]
+        layout = {k: match.iloc[0][k] for k in (GPUS, *LAYOUT_FIELDS)} if len(match) else {}
+        rows = [file_parts(read[path], layout, rank, model) for path, rank in zip(run["path"], run["rank"])]
+        frame = pd.concat(rows, ignore_index=True)
+        if pure:
+            frame = pd.concat([frame, pure_times(run, read, frame)], ignore_index=True)
+        frames.append(frame.assign(app=key[0], rep=key[-1]))
+    out = pd.concat(frames, ignore_index=True)[PARTS_COLUMNS]
+    out.attrs["layouts"] = layouts
+    out.attrs["problems"] = problems
+    return out
+
+
+def file_parts(facts: ProfileFacts, layout: dict, rank, model: dict | None = None) -> pd.DataFrame:
+    """Rows of one profile: its steps' split and detail, then its memory peaks (step -1)."""
+    fields = infer_layout(facts, model)
+    roles = {k: v[0].key for k, v in assign_roles(facts, comm_usage(facts)).items() if k in ROLE_KERNELS}
+    detail_of_comm = {key: ROLE_KERNELS[role] for role, key in roles.items()}
+    pp = layout.get(PP) if layout.get(PP) is not None else fields[PP].value
+    base = {"path": facts.path, "rank": int(rank), **layout, **{c: fields[c].value for c in (STAGE, TP_RANK, DP_RANK)}}
+    if base[STAGE] is None and pp == 1:
+        base[STAGE] = 0
+    k = facts.kernels.copy()
+    k["t"] = np.where(k["launch"] >= 0, k["launch"], k["start"])
+    k["part"] = _kernel_parts(k, detail_of_comm)
+    rows = []
+    for step, lo, hi in facts.steps[["step", "start", "end"]].itertuples(index=False):
+        mine = k[(k["t"] >= lo) & (k["t"] < hi)].copy()
+        _optimizer(mine)
+        rows.append((step, PART_STEP, TIME, (hi - lo) * NS))
+        for part, seconds in step_split(mine, lo, hi, (pp or 1) > 1).items():
+            rows.append((step, part, TIME, seconds))
+        for part, group in mine.groupby("part"):
+            if part != PART_OPTIMIZER:  # the split has the optimizer's time: its kernels are charged first
+                rows.append((step, part, TIME, float((group["end"] - group["start"]).sum()) * NS))
+            rows.append((step, part, VISITS, float(len(group))))
+            if part in COMM_DETAIL:
+                rows.append((step, part, BYTES, float(group["bytes"].sum())))
+        compute = mine[~mine["part"].isin(COMM_DETAIL)]
+        rows.append((step, PART_IDLE, TIME, ((hi - lo) - _union(compute["start"], compute["end"], lo, hi)) * NS))
+    for metric, key in ((ALLOCATED, "allocated"), (RESERVED, "reserved")):
+        if facts.memory.get(key) is not None:
+            rows.append((-1, PART_MEMORY, metric, float(facts.memory[key])))
+    frame = pd.DataFrame(rows, columns=["step", PART, "metric", "value"])
+    for key, value in base.items():
+        frame[key] = value
+    return frame
+
+
+def step_split(kernels: pd.DataFrame, lo: float, hi: float, pipeline: bool) -> dict[str, float]:
+    """One step's wall time in LAYOUT_PARTS (seconds, summing to hi - lo); see split.py."""
+    cls = np.where(kernels["part"] == PART_OPTIMIZER, PART_OPTIMIZER, PART_COMPUTE).astype(object)
+    cls[(kernels["part"] == PART_TP_KERNELS).to_numpy()] = PART_TP
+    cls[(kernels["part"] == PART_PP_KERNELS).to_numpy()] = PART_PP_P2P
+    cls[(kernels["part"] == PART_DP_KERNELS).to_numpy()] = PART_DP
+    cls[(kernels["part"] == PART_OTHER_KERNELS).to_numpy()] = "other_comm"
+    starts, ends = kernels["start"].to_numpy(np.float64), kernels["end"].to_numpy(np.float64)
+    intervals = {c: (starts[cls == c], ends[cls == c]) for c in SPLIT_ORDER if (cls == c).any()}
+    fill = None
+    if pipeline:
+        first = starts[cls == PART_COMPUTE].min() if (cls == PART_COMPUTE).any() else hi
+        fill = (np.array([lo]), np.array([first]))
+    split = exclusive_split(
+        {**intervals, **({"fill": fill} if fill else {})}, [*SPLIT_ORDER, "fill"], lo, hi, PART_HOST
+    )
+    p2p = split.pop(PART_PP_P2P, 0.0)
+    durations = (ends - starts)[cls == PART_PP_P2P]
+    transfer = min(p2p, float(durations.min() * len(durations))) if len(durations) else 0.0
+    out = {part: 0.0 for part in LAYOUT_PARTS if part not in (PART_STEP, PART_MEMORY)}
+    out[PART_PP_P2P] = transfer
+    out[PART_BUBBLE] = p2p - transfer + split.pop("fill", 0.0)
+    other = split.pop("other_comm", 0.0)
+    out[PART_BUBBLE if pipeline else PART_DP] += other
+    for part, seconds in split.items():
+        out[part] += seconds
+    return {part: seconds * NS for part, seconds in out.items()}
+
+
+def _kernel_parts(k: pd.DataFrame, detail_of_comm: dict) -> np.ndarray:
+    comm = k["collective"] != ""
+    compute = (k["kind"] == "kernel") & ~comm
+    forward_name = matches(k["name"], FORWARD_KERNEL)
+    out = np.full(len(k), PART_OTHER_COMPUTE, dtype=object)
+    out[(compute & (k["thread"] == MAIN_THREAD)).to_numpy()] = PART_FORWARD
+    autograd = (compute & (k["thread"] == AUTOGRAD_THREAD)).to_numpy()
+    out[autograd] = PART_BACKWARD
+    out[autograd & forward_name] = PART_RECOMPUTE
+    out[comm.to_numpy()] = [detail_of_comm.get(c, PART_OTHER_KERNELS) for c in k.loc[comm, "comm"]]
+    return out
+
+
+def _optimizer(mine: pd.DataFrame) -> None:
+    """Main-thread compute after the step's last backward launch is the optimizer step."""
+    bwd = mine.loc[mine["thread"] == AUTOGRAD_THREAD, "t"]
+    if len(bwd):
+        late = (mine["part"] == PART_FORWARD) & (mine["t"] > bwd.max())
+        mine.loc[late, "part"] = PART_OPTIMIZER
+
+
+def _union(starts, ends, lo: float, hi: float) -> float:
+    s = np.clip(np.asarray(starts, dtype=np.float64), lo, hi)
+    e = np.clip(np.asarray(ends, dtype=np.float64), lo, hi)
+    if not len(s):
+        return 0.0
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], np.maximum.accumulate(e[order])
+    gaps = np.maximum(s[1:] - e[:-1], 0.0).sum()
+    return float(e[-1] - s[0] - gaps)
+
+
+def pure_times(run: pd.DataFrame, facts: dict, frame: pd.DataFrame) -> pd.DataFrame:
+    """`pure_time` rows per rank, step and collective role: collectives matched over the run's
+    ranks by group and call order (see the module docstring)."""
+    calls: dict[str, list] = {}
+    for path in run["path"]:
+        k = facts[path].kernels
+        k = k[(k["collective"] != "") & ~k["collective"].isin(P2P) & ~k["comm"].str.startswith("stream ")]
+        for key, group in k.groupby("comm"):
+            calls.setdefault(key, []).append((path, group.sort_values("launch")))
+    rows = []
+    for key, members in calls.items():
+        n = min(len(g) for _, g in members)
+        if len(members) < 2 or n == 0:
+            continue
+        starts = np.stack([g["start"].to_numpy()[:n] for _, g in members])
+        ends = np.stack([g["end"].to_numpy()[:n] for _, g in members])
+        pure = np.maximum(ends.min(axis=0) - starts.max(axis=0), 0)
+        for path, g in members:
+            rows.append(pd.DataFrame({"path": path, "t": g["launch"].to_numpy()[:n], "pure": pure, "comm": key}))
+    if not rows:
+        return pd.DataFrame(columns=frame.columns)
+    matched = pd.concat(rows, ignore_index=True)
+    out = []
+    for path, group in matched.groupby("path"):
+        f = facts[path]
+        mine = frame[frame["path"] == path]
+        base = mine.iloc[0].to_dict() if len(mine) else {}
+        roles = assign_roles(f, comm_usage(f))
+        detail = {v[0].key: ROLE_KERNELS[k] for k, v in roles.items() if k in ROLE_KERNELS}
+        for step, lo, hi in f.steps[["step", "start", "end"]].itertuples(index=False):
+            inside = group[(group["t"] >= lo) & (group["t"] < hi)]
+            for part, sub in inside.groupby(inside["comm"].map(detail).fillna(PART_OTHER_KERNELS)):
+                out.append(
+                    {**base, "step": step, PART: part, "metric": PURE_TIME, "value": float(sub["pure"].sum()) * NS}
+                )
+    return pd.DataFrame(out, columns=frame.columns)
+
+
+def part_observations(frame: pd.DataFrame, model: dict | None = None) -> pd.DataFrame:
+    """The layout model's per-part observations (`extradeep.layouts.tables.check_part_observations`):
+    one row per run and part of LAYOUT_PARTS with the run's layout (gpus, tp, pp, dp, micro_batch,
+    micro_batches, global_batch, zero, recompute, schedule, chunks; the shape columns layers, hidden,
+    heads, seq_len, vocab from ``model`` where given; workload = the app), metric time (seconds per
+    step: the last pipeline stage's ranks, median over steps then ranks) or bytes (memory: the
+    largest allocated peak of any rank). Runs without a known stage or step are left out."""
+    layout_cols = [GPUS, TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, ZERO, RECOMPUTE, SCHEDULE, CHUNKS]
+    rows = []
+    for (app, _rep), run in frame.groupby(["app", "rep"], sort=True):
+        for _, one in run.groupby(layout_cols + [FRAMEWORK], dropna=False, sort=True):
+            rows += _observations(one, app, layout_cols)
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    out[GLOBAL_BATCH] = out[MICRO_BATCH] * out[MICRO_BATCHES] * out[DP]
+    shape = {LAYERS: "layers", HIDDEN: "hidden", HEADS: "heads", SEQ_LEN: "seq", VOCAB: "vocab"}
+    for column, key in shape.items():
+        if model and model.get(key) is not None:
+            out[column] = model[key]
+    return out
+
+
+def _observations(run: pd.DataFrame, app, layout_cols: list[str]) -> list[dict]:
+    """The split of one whole step, so the parts still sum to it: per rank of the last stage its
+    median step, then the rank with the median of those steps."""
+    layout = {c: run[c].iloc[0] for c in layout_cols}
+    if any(v is None or (isinstance(v, float) and np.isnan(v)) for v in layout.values()):
+        return []
+    timed = run[(run["metric"] == TIME) & run[PART].isin(LAYOUT_PARTS) & (run["step"] >= 0)]
+    last = timed[timed[STAGE] == timed[STAGE].max()]
+    steps = last[last[PART] == PART_STEP].sort_values(["path", "value", "step"])
+    if steps.empty:
+        return []
+    medians = steps.groupby("path").apply(lambda g: g.iloc[(len(g) - 1) // 2], include_groups=False)
+    chosen = medians.sort_values("value").iloc[(len(medians) - 1) // 2]
+    values = last[(last["path"] == chosen.name) & (last["step"] == chosen["step"])].set_index(PART)["value"]
+    out = [
+        {**layout, WORKLOAD: app, PART: part, "metric": TIME, "value": float(values.get(part, 0.0))}
+        for part in LAYOUT_PARTS
+        if part != PART_MEMORY
+    ]
+    memory = run[(run[PART] == PART_MEMORY) & (run["metric"] == ALLOCATED)]["value"]
+    if len(memory):
+        out.append({**layout, WORKLOAD: app, PART: PART_MEMORY, "metric": BYTES, "value": float(memory.max())})
+    return out

@@ -1,0 +1,346 @@
+"""The layout model: the step composed from parts (:mod:`extradeep.layouts.parts`), calibrated on
+measured step times and, where profiles give them, measured parts.
+
+Scikit-learn style: configure in the constructor, :meth:`LayoutModel.fit` on observations,
+:meth:`LayoutModel.predict` for any layouts (with 95% intervals), fitted attributes end in ``_``.
+
+Calibration is one robust least-squares problem (:func:`scipy.optimize.least_squares`, soft-L1
+loss) over the log of each coefficient: residuals are the log ratio of predicted to measured step
+time per observation (so the relative error is what is minimised), each workload's rows weighted
+so that every workload counts the same; measured parts add residuals of (predicted - measured part)
+/ measured step; and a weak pull of every coefficient towards its prior keeps the ones that no
+observation moves where physics puts them. The interval comes from held-out errors: the model is
+refitted without each workload (or each of five folds when there are fewer than three workloads), and
+the half width is the 95th percentile of the held-out log errors, weighted per workload; the spread
+of the refitted models' predictions widens it where they disagree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from extradeep.columns import GPUS, METRIC, PART, RECOMPUTE, SCHEDULE, STEP_TIME, TIME, TP, VALUE, WORKLOAD, ZERO
+from extradeep.errors import InputError
+from extradeep.layouts.hardware import Hardware, load_hardware
+from extradeep.layouts.memory import MemoryModel, fit_reasons
+from extradeep.layouts.parts import COEFFICIENTS, NAMES, PRIOR, compose, nominal_features
+from extradeep.layouts.space import layout_frame
+from extradeep.layouts.tables import check_part_observations
+
+STEP_PARTS = ("compute", "host_overhead", "tp_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer")
+TRANSFER_SPREAD = np.log(1.15)  # another GPU type: per-kernel-class rooflines add about 15% (Lin et al.)
+UNCALIBRATED_SPREAD = np.log(1.5)  # half width without held-out errors to size it (physics alone)
+CATEGORICAL = (ZERO, RECOMPUTE, SCHEDULE)  # layout choices whose effect only physics knows until observed
+SUPPORT_SHARE = 0.05  # a coefficient is calibrated when it moves a step by >= 5% in >= 3 observations
+
+
+class LayoutModel:
+    """Step time of a GPT-like training under any parallel layout, from calibrated parts.
+
+    Parameters: ``hardware`` (a :class:`Hardware`, a hardware file or GPU preset: the GPU and
+    links the observations ran on), ``dp_overlap`` (share of the data-parallel synchronisation that
+    runs under the backward pass: 0 for Megatron/DeepSpeed without gradient buckets), ``level`` of
+    the intervals, ``interval`` ("cv" or None), ``balance_workloads`` (each workload weighs the same),
+    ``prior_weight`` (pull towards the physical priors), ``memory`` (a :class:`MemoryModel`)."""
+
+    def __init__(
+        self,
+        hardware=None,
+        dp_overlap: float = 0.0,
+        level: float = 0.95,
+        interval: str | None = "cv",
+        balance_workloads: bool = True,
+        prior_weight: float = 1e-3,
+        memory: MemoryModel | None = None,
+        cv_folds: int = 5,
+        random_state: int = 0,
+    ):
+        self.hardware = hardware
+        self.dp_overlap = dp_overlap
+        self.level = level
+        self.interval = interval
+        self.balance_workloads = balance_workloads
+        self.prior_weight = prior_weight
+        self.memory = memory
+        self.cv_folds = cv_folds
+        self.random_state = random_state
+
+    # ----------------------------------------------------------------- fitting
+    def fit(self, observations: pd.DataFrame | None, parts: pd.DataFrame | None = None) -> LayoutModel:
+        """Calibrate on measured step times (a layout frame with ``step_time``, e.g. from
+        :func:`extradeep.layouts.tables.read_layout_table`) and/or per-part observations (the tidy
+        frame of :func:`extradeep.layouts.tables.check_part_observations`). With neither, the
+        coefficients stay at their physical priors and every part is labelled 'prior'."""
+        if not 0 <= self.dp_overlap <= 1:
+            raise InputError(None, f"must be between 0 and 1, got {self.dp_overlap!r}", field="dp_overlap")
+        self.hardware_ = load_hardware(self.hardware)
+        steps, part_rows, memory_rows = self._observations(observations, parts)
+        calibrated = len(steps) or len(part_rows)
+        self.coef_ = pd.Series(self._solve(steps, part_rows) if calibrated else PRIOR.copy(), index=list(NAMES))
+        self.memory_ = MemoryModel() if self.memory is None else self.memory
+        self.memory_calibrated_ = bool(len(memory_rows))
+        if len(memory_rows):
+            self.memory_ = MemoryModel(**{**vars(self.memory_)}).fit(memory_rows, memory_rows[VALUE])
+        self.observations_ = steps
+        self.parts_observed_ = sorted(set(part_rows[PART])) if len(part_rows) else []
+        self.support_ = self._support(steps, part_rows)
+        self.range_ = {c: (float(steps[c].min()), float(steps[c].max())) for c in (GPUS, TP)} if len(steps) else {}
+        seen = pd.concat([steps, part_rows], ignore_index=True)
+        self.seen_ = {c: set(seen[c]) for c in CATEGORICAL if c in seen}
+        self._fit_interval(steps, part_rows)
+        return self
+
+    def _observations(self, observations, parts):
+        steps = pd.DataFrame()
+        if observations is not None and len(observations):
+            if STEP_TIME not in observations:
+                raise InputError("observations", f"no {STEP_TIME} column (seconds per step)")
+            steps = layout_frame(observations, source="observations").reset_index(drop=True)
+        part_rows = memory_rows = pd.DataFrame()
+        if parts is not None and len(parts):
+            checked = check_part_observations(parts).reset_index(drop=True)
+            memory_rows = checked[checked[PART] == "memory"].reset_index(drop=True)
+            timed = checked[(checked[PART] != "memory") & (checked[METRIC] == TIME)]
+            part_rows = timed[timed[PART] != "step"].reset_index(drop=True)
+            totals = timed[timed[PART] == "step"].rename(columns={VALUE: STEP_TIME})
+            steps = pd.concat([steps, totals.drop(columns=[PART, METRIC])], ignore_index=True)
+        if len(steps) and not (np.isfinite(steps[STEP_TIME]) & (steps[STEP_TIME] > 0)).all():
+            raise InputError("observations", "step times must be finite and > 0 seconds")
+        return steps, part_rows, memory_rows
+
+    def _weights(self, steps: pd.DataFrame) -> np.ndarray:
+        if not len(steps):
+            return np.zeros(0)
+        if not self.balance_workloads or WORKLOAD not in steps:
+            return np.ones(len(steps))
+        counts = steps[WORKLOAD].map(steps[WORKLOAD].value_counts()).to_numpy(float)
+        return len(steps) / (counts * steps[WORKLOAD].nunique())
+
+    def _solve(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> np.ndarray:
+        hardware = self.hardware_
+        step_features = nominal_features(steps, hardware) if len(steps) else None
+        part_features = nominal_features(part_rows, hardware) if len(part_rows) else None
+        measured = np.log(steps[STEP_TIME].to_numpy(float)) if len(steps) else None
+        root_weights = np.sqrt(self._weights(steps))
+        low = np.log([c.low for c in COEFFICIENTS])
+        high = np.log([c.high for c in COEFFICIENTS])
+        prior = np.log(PRIOR)
+        pull = np.sqrt(self.prior_weight * max(len(steps) + len(part_rows), 1))
+
+        def residuals(log_coef):
+            coef = np.exp(log_coef)
+            blocks = [pull * (log_coef - prior)]
+            if step_features is not None:
+                blocks.append(root_weights * (np.log(compose(step_features, coef, self.dp_overlap)["step"]) - measured))
+            if part_features is not None:
+                blocks.append(_part_residuals(part_features, part_rows, coef, self.dp_overlap))
+            return np.concatenate(blocks)
+
+        start = np.clip(prior, low + 1e-9, high - 1e-9)
+        solution = least_squares(residuals, start, bounds=(low, high), loss="soft_l1", f_scale=0.05, x_scale=1.0)
+        return np.exp(solution.x)
+
+    def _support(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> pd.Series:
+        """Per coefficient: 'parts' when measured parts pin it, 'step totals' when it moves >= 5%
+        of >= 3 measured steps, else 'prior' (physics only: an extrapolation)."""
+        source = pd.Series("prior", index=list(NAMES))
+        if len(steps):
+            shares = self._elasticities(nominal_features(steps, self.hardware_))
+            source[(np.abs(shares) >= SUPPORT_SHARE).sum(axis=0) >= 3] = "step totals"
+        for c in COEFFICIENTS:
+            if c.part in self.parts_observed_:
+                source[c.name] = "parts"
+        return source
+
+    def _elasticities(self, features, which=None) -> np.ndarray:
+        """(n, k) d log(step) / d log(coefficient) at the fitted coefficients (``which``: their indices)."""
+        which = range(len(NAMES)) if which is None else which
+        base = np.log(compose(features, self.coef_.to_numpy(), self.dp_overlap)["step"])
+        out = np.empty((len(base), len(which)))
+        for k, j in enumerate(which):
+            coef = self.coef_.to_numpy().copy()
+            coef[j] *= np.exp(0.01)
+            out[:, k] = (np.log(compose(features, coef, self.dp_overlap)["step"]) - base) / 0.01
+        return out
+
+    def _fit_interval(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> None:
+        """Held-out log errors per workload (or fold) and the refitted coefficients."""
+        self.fold_coefs_, self.cv_errors_ = [], pd.DataFrame(columns=[WORKLOAD, "log_error"])
+        self.half_width_ = np.nan
+        if self.interval is None or len(steps) < 4:
+            return
+        folds = _folds(steps, self.cv_folds, self.random_state)
+        errors = []
+        for label, held in folds:
+            rest = steps[~held]
+            if not len(rest):
+                continue
+            coef = self._solve(rest, part_rows)
+            self.fold_coefs_.append(coef)
+            guess = compose(nominal_features(steps[held], self.hardware_), coef, self.dp_overlap)["step"]
+            held_rows = steps[held]
+            errors.append(
+                pd.DataFrame(
+                    {WORKLOAD: label, GPUS: held_rows[GPUS], "log_error": np.log(guess / held_rows[STEP_TIME])}
+                )
+            )
+        if errors:
+            self.cv_errors_ = pd.concat(errors, ignore_index=True)
+            self.half_width_ = _weighted_quantile(self.cv_errors_, self.level)
+
+    # -------------------------------------------------------------- prediction
+    def predict(self, layouts: pd.DataFrame, hardware=None) -> pd.DataFrame:
+        """Per layout: ``step_time`` (s) with ``step_time_low``/``step_time_high`` at ``level``, the
+        parts (seconds per step; they sum to step_time), peak memory per GPU and whether it fits,
+        ``estimate`` (True on hardware other than the calibration's) and ``extrapolated`` (which
+        coefficients the prediction leans on without calibration)."""
+        self._check_fitted()
+        target = self.hardware_ if hardware is None else load_hardware(hardware)
+        frame = layout_frame(layouts, source="layouts")
+        features = nominal_features(frame, target)
+        parts = compose(features, self.coef_.to_numpy(), self.dp_overlap)
+        out = pd.DataFrame({STEP_TIME: parts["step"], **{p: parts[p] for p in STEP_PARTS}}, index=frame.index)
+        estimate = _differs(target, self.hardware_)
+        low, high = self._bounds(features, frame[GPUS].to_numpy(float), parts["step"], estimate)
+        out[STEP_TIME + "_low"], out[STEP_TIME + "_high"] = low, high
+        memory = self.memory_.parts(frame)
+        out["peak_memory"] = memory["peak"].to_numpy()
+        out["fits"], out["reason"] = fit_reasons(out["peak_memory"], target.gpu.memory)
+        out["estimate"] = estimate
+        out["extrapolated"] = self._extrapolated(frame, features)
+        return out
+
+    def _bounds(self, features, gpus, step, estimate: bool):
+        width = self._half_widths(gpus)
+        if estimate:
+            width = np.hypot(width, TRANSFER_SPREAD * 1.96)
+        low, high = step * np.exp(-width), step * np.exp(width)
+        for coef in self.fold_coefs_:
+            other = compose(features, coef, self.dp_overlap)["step"]
+            low, high = np.minimum(low, other), np.maximum(high, other)
+        return low, high
+
+    def _half_widths(self, gpus) -> np.ndarray:
+        """Per layout, the ``level`` quantile of the held-out |log errors| of layouts at a similar
+        scale: each held-out row weighs exp(-(log2 N - log2 N_row)^2 / 2) within its workload's
+        equal share, so a 512-GPU prediction is judged by the errors at hundreds of GPUs, not by
+        those of single-node runs."""
+        gpus = np.asarray(gpus, float)
+        if not len(self.cv_errors_):  # nothing held out: physics alone, about as far off as DFModel (25%)
+            return np.full(len(gpus), UNCALIBRATED_SPREAD)
+        errors = self.cv_errors_
+        size = errors[WORKLOAD].map(errors[WORKLOAD].value_counts()).to_numpy(float)
+        values = np.abs(errors["log_error"].to_numpy(float))
+        order = np.argsort(values)
+        out = np.empty(len(gpus))
+        for n in np.unique(gpus):
+            near = np.exp(-0.5 * (np.log2(n) - np.log2(errors[GPUS].to_numpy(float))) ** 2) / size
+            cumulative = np.cumsum(near[order])
+            out[gpus == n] = values[order][np.searchsorted(cumulative, self.level * cumulative[-1])]
+        return out
+
+    def _extrapolated(self, frame: pd.DataFrame, features) -> np.ndarray:
+        """Per layout, the uncalibrated coefficients that move its step by >= 5%, 'gpus' beyond the
+        largest calibrated count, and each ZeRO stage, recomputation or schedule that no observation
+        used (comma-separated; empty when everything is backed by data)."""
+        prior = [j for j, name in enumerate(NAMES) if self.support_[name] == "prior"]
+        pieces = []
+        if prior:
+            shares = self._elasticities(features, prior)
+            pieces += [np.where(np.abs(shares[:, k]) >= SUPPORT_SHARE, NAMES[j], "") for k, j in enumerate(prior)]
+        if self.range_:
+            pieces.append(np.where(frame[GPUS].to_numpy() > self.range_[GPUS][1], "gpus", ""))
+        for column, seen in self.seen_.items():
+            unseen = ~frame[column].isin(seen).to_numpy()
+            pieces.append(np.where(unseen, column + "=" + frame[column].astype(str).to_numpy(object), ""))
+        if not pieces:
+            return np.full(len(frame), "", dtype=object)
+        return np.array([",".join(p for p in row if p) for row in zip(*pieces)], dtype=object)
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "coef_"):
+            raise InputError(None, "the layout model is not fitted; call fit() first", field="model")
+
+    # ------------------------------------------------------------ explanations
+    def formula(self, digits: int = 3) -> str:
+        """The composed step formula with the fitted coefficients, one part per line."""
+        self._check_fitted()
+        c = {k: f"{v:.{digits}g}" for k, v in self.coef_.items()}
+        gpu = self.hardware_.gpu
+        return "\n".join(
+            [
+                "step = (m + (p - 1) / v) * work + m * logits + (1 - overlap) * dp_sync + optimizer",
+                f"work = l/p * layer + v * (p2p + {c['microbatch_overhead']} s)",
+                f"layer = (gpu^k + host_floor^k)^(1/k),  k = {c['sharpness']},  host_floor = {c['host_floor']} s",
+                f"gpu = {c['gemm']} * FLOPs / {gpu.peak_flops / 1e12:g} TFLOP/s + {c['memory']} * bytes / "
+                f"{gpu.memory_bandwidth / 1e9:g} GB/s + tp_t * TP all-reduce + {c['network']} * TP across nodes",
+                f"tp_t (t = 2, 4, 8+) = {c['tp2']}, {c['tp4']}, {c['tp8']} x the nominal ring time on the node's links",
+                f"p2p, dp_sync = {c['tp8']} x intra-node + {c['network']} x inter-node nominal time "
+                f"(overlap = {self.dp_overlap:g})",
+                f"optimizer = {c['optimizer']} * Adam bytes / HBM bandwidth + {c['step_constant']} s",
+            ]
+        )
+
+    def part_status(self) -> pd.DataFrame:
+        """One row per coefficient: its value, prior, the part it belongs to, what calibrated it
+        ('parts', 'step totals' or 'prior': physics only, extrapolated) and what it means."""
+        self._check_fitted()
+        step = pd.DataFrame(
+            {
+                "coefficient": list(NAMES),
+                "value": self.coef_.to_numpy(),
+                "prior": PRIOR,
+                PART: [c.part for c in COEFFICIENTS],
+                "calibrated_by": self.support_.to_numpy(),
+                "meaning": [c.meaning for c in COEFFICIENTS],
+            }
+        )
+        default, source = MemoryModel(), "parts" if self.memory_calibrated_ else "prior"
+        memory = pd.DataFrame(
+            {
+                "coefficient": ["activation_scale", "memory_overhead"],
+                "value": [self.memory_.activation_scale, self.memory_.overhead],
+                "prior": [default.activation_scale, default.overhead],
+                PART: ["memory", "memory"],
+                "calibrated_by": [source, source],
+                "meaning": [
+                    "activations and logits over Korthikanti et al.'s bytes",
+                    "bytes per GPU besides the model",
+                ],
+            }
+        )
+        return pd.concat([step, memory], ignore_index=True)
+
+
+def _part_residuals(features, part_rows: pd.DataFrame, coef, overlap) -> np.ndarray:
+    """(predicted - measured part) / predicted step, per per-part observation."""
+    parts = compose(features, coef, overlap)
+    names = part_rows[PART].to_numpy()
+    predicted = np.select([names == p for p in STEP_PARTS], [parts[p] for p in STEP_PARTS], np.nan)
+    return (predicted - part_rows[VALUE].to_numpy(float)) / parts["step"]
+
+
+def _folds(steps: pd.DataFrame, k: int, seed: int) -> list[tuple[str, np.ndarray]]:
+    """(label, held-out mask) per workload when there are three or more, else k random folds."""
+    if WORKLOAD in steps and steps[WORKLOAD].nunique() >= 3:
+        return [(str(w), (steps[WORKLOAD] == w).to_numpy()) for w in steps[WORKLOAD].unique()]
+    order = np.random.default_rng(seed).permutation(len(steps))
+    fold = np.empty(len(steps), int)
+    fold[order] = np.arange(len(steps)) % min(k, len(steps))
+    return [(f"fold {i + 1}", fold == i) for i in range(min(k, len(steps)))]
+
+
+def _weighted_quantile(errors: pd.DataFrame, level: float) -> float:
+    """The ``level`` quantile of |log error| with every workload (or fold) weighing the same."""
+    size = errors[WORKLOAD].map(errors[WORKLOAD].value_counts()).to_numpy(float)
+    values = np.abs(errors["log_error"].to_numpy(float))
+    order = np.argsort(values)
+    cumulative = np.cumsum(1.0 / size[order])
+    cumulative /= cumulative[-1]
+    return float(values[order][np.searchsorted(cumulative, level)])
+
+
+def _differs(target: Hardware, calibrated: Hardware) -> bool:
+    return target.gpu != calibrated.gpu or target.system.to_dict() != calibrated.system.to_dict()

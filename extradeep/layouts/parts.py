@@ -1,0 +1,232 @@
+"""The parts of one training step of a GPT-like model under a parallel layout, from first principles.
+
+:func:`nominal_features` turns a table of layouts into what each part moves and computes, as
+nominal seconds at the GPU's peak FLOP/s and HBM bandwidth and at the links' bandwidths
+(:class:`extradeep.system.System`); :func:`compose` scales them by calibrated coefficients
+(:data:`COEFFICIENTS`) and composes the step. Per layer and micro-batch on one GPU:
+
+- GEMMs of the linear layers, 2 b s (4 h^2 + 2 h f) / t FLOPs per forward pass, and the attention core,
+  4 b s^2 h / t, both as compute; their operands and the elementwise kernels (layer norms and
+  dropout-adds on every tensor-parallel rank, GeLU and softmax split by t; the unfused softmax of
+  Megatron when b a / t is not a multiple of 4) as HBM bytes. Forward passes: 1, plus 1 with full
+  recomputation; the backward pass counts as 2.
+- tensor-parallel all-reduces of b s h activations, 2 per forward and 2 per backward pass, ring
+  inside a node and hierarchical across nodes (:func:`extradeep.system.cost_features`).
+
+The layer's GPU time is compute + bytes + TP communication; a host floor (the CPU launching a
+layer's kernels) bounds it from below: layer = (gpu^k + floor^k)^(1/k). Per micro-batch a stage runs
+its l/p layers and sends and receives its boundary activations (b s h / t per direction, gathered
+inside the node), plus a fixed overhead per micro-batch; the last stage adds the output layer and
+cross entropy (vocabulary V padded to 128 t). The pipeline runs m micro-batches with a bubble of
+(p - 1) / v micro-batch slots (v = 1 for 1F1B and GPipe, the chunk count when interleaved). After
+it, data-parallel gradient synchronisation of the largest stage's parameters (all-reduce, or
+reduce-scatter + all-gather with ZeRO 1-2, + parameter all-gathers each micro-batch with ZeRO 3),
+hierarchical over the GPUs of the group per node, minus the overlap; then the optimizer step
+(Adam: 24 + 2 bytes + gradient bytes per parameter the rank updates) and a constant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from extradeep.columns import (
+    CHUNKS,
+    DP,
+    HEADS,
+    HIDDEN,
+    LAYERS,
+    MICRO_BATCH,
+    MICRO_BATCHES,
+    PP,
+    RECOMPUTE,
+    SCHEDULE,
+    SEQ_LEN,
+    TP,
+    VOCAB,
+    ZERO,
+)
+from extradeep.layouts.hardware import Hardware
+from extradeep.layouts.workload import layer_parameters, padded_vocab
+from extradeep.system import cost_features
+
+TP_CLASSES = (2, 4, 8)  # tensor-parallel group sizes with their own link efficiency (NCCL's bus bandwidth varies)
+
+
+@dataclass(frozen=True)
+class Coefficient:
+    name: str
+    prior: float
+    low: float
+    high: float
+    part: str
+    meaning: str
+
+
+COEFFICIENTS = (
+    Coefficient("gemm", 1.4, 1.0, 20.0, "compute", "GEMM time over the time at peak FLOP/s (1 / efficiency)"),
+    Coefficient("memory", 1.3, 1.0, 20.0, "compute", "elementwise and operand traffic over the time at HBM bandwidth"),
+    Coefficient("tp2", 1.0, 0.05, 20.0, "tp_comm", "TP all-reduce time over nominal, groups of 2 GPUs"),
+    Coefficient("tp4", 1.0, 0.05, 20.0, "tp_comm", "TP all-reduce time over nominal, groups of 4 GPUs"),
+    Coefficient(
+        "tp8",
+        1.0,
+        0.05,
+        20.0,
+        "tp_comm",
+        "TP all-reduce time over nominal, groups of 8+ GPUs; other intra-node traffic",
+    ),
+    Coefficient(
+        "network", 1.0, 0.05, 20.0, "dp_sync", "inter-node traffic time over nominal (TP across nodes, p2p, DP)"
+    ),
+    Coefficient("host_floor", 1e-3, 1e-6, 0.1, "host_overhead", "seconds the host needs per layer and micro-batch"),
+    Coefficient(
+        "sharpness", 4.0, 1.0, 30.0, "host_overhead", "exponent k of the soft maximum of GPU time and host floor"
+    ),
+    Coefficient("microbatch_overhead", 1e-3, 1e-7, 1.0, "host_overhead", "seconds per micro-batch and pipeline stage"),
+    Coefficient("optimizer", 1.0, 1e-3, 50.0, "optimizer", "optimizer step time over the time at HBM bandwidth"),
+    Coefficient("step_constant", 1e-2, 1e-6, 10.0, "optimizer", "seconds per step outside the parts (data, logging)"),
+)
+NAMES = tuple(c.name for c in COEFFICIENTS)
+PRIOR = np.array([c.prior for c in COEFFICIENTS])
+
+
+def nominal_features(frame: pd.DataFrame, hardware: Hardware) -> dict[str, np.ndarray]:
+    """Nominal seconds and counts per layout (arrays in the order of ``frame``): per layer and
+    micro-batch, per micro-batch and stage, and per step. ``frame`` is a checked layout frame."""
+    col = {
+        c: frame[c].to_numpy(float)
+        for c in (TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, CHUNKS, LAYERS, HIDDEN, HEADS, SEQ_LEN, VOCAB)
+    }
+    t, p, d, b, m, v = (col[c] for c in (TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, CHUNKS))
+    layers, h, a, s = col[LAYERS], col[HIDDEN], col[HEADS], col[SEQ_LEN]
+    f = frame["ffn_hidden"].to_numpy(float) if "ffn_hidden" in frame else 4 * h
+    recompute = frame[RECOMPUTE].to_numpy()
+    zero = frame[ZERO].to_numpy(int)
+    gpu, system = hardware.gpu, hardware.system
+    g = system.gpus_per_node
+    pb = 2.0  # bytes of an activation and weight (bf16/fp16)
+    vocab = padded_vocab(col[VOCAB], t)
+    tokens = b * s
+
+    forward_passes = np.where(recompute == "full", 2.0, 1.0)
+    passes = forward_passes + 2.0  # the backward pass does twice the forward's work
+    attention_passes = passes + (recompute == "selective")
+    gemm_flops = 2 * tokens * (4 * h * h + 2 * h * f) / t * passes + 4 * b * s * s * h / t * attention_passes
+    gemm_bytes = pb * (
+        (tokens * h + 3 * h * h / t + 3 * tokens * h / t)
+        + (tokens * h / t + h * h / t + tokens * h)
+        + (tokens * h + h * f / t + tokens * f / t)
+        + (tokens * f / t + h * f / t + tokens * h)
+    )
+    attention_bytes = pb * b * (a / t) * (4 * s * h / a + 2 * s * s)
+    fused_softmax = ((b * a / t) % 4 == 0) & (s <= 4096)
+    elementwise = np.where(fused_softmax, 9.0, 27.0) * b * (a / t) * s * s + 22 * tokens * h + 4 * tokens * f / t
+    layer_bytes = (gemm_bytes + elementwise) * passes + attention_bytes * attention_passes
+
+    tp_message = tokens * h * pb
+    allreduces = 2 * forward_passes + 2
+    tp = _collective("allreduce", t, tp_message, np.full_like(t, g), system) * allreduces[:, None]
+
+    boundary = 2 * tokens * h * pb / t  # activations forward, gradients backward
+    cross = (t * d * p > g) & (p > 1)
+    gather = np.where(t > 1, 2 * tokens * h * pb * (t - 1) / t, 0.0) / system.intra_bandwidth
+    p2p_link = boundary / np.where(cross, system.inter_bandwidth_per_gpu, system.intra_bandwidth)
+    p2p_latency = 2 * np.where(cross, system.inter_latency, system.intra_latency)
+    p2p = np.where(p > 1, p2p_link + p2p_latency, 0.0)
+    p2p_intra = np.where(p > 1, gather + np.where(cross, 0.0, p2p_link + p2p_latency), 0.0)
+
+    logit_flops = 3 * 2 * tokens * h * vocab / t
+    logit_bytes = 3 * pb * (tokens * h + h * vocab / t + tokens * vocab / t) + 16 * tokens * vocab / t
+
+    stage_params = layers / p * layer_parameters(h, f) / t + (vocab * h + s * h) / t
+    dp = _dp_sync(stage_params, t, d, m, zero, forward_passes, g, system, pb)
+    tied = np.where(p > 1, 2 * vocab * h / t * pb, 0.0)  # first and last stage sum the shared embedding's gradients
+    dp[:, 3] += np.where(cross, tied, 0.0) / system.inter_bandwidth_per_gpu
+    dp[:, 1] += np.where(cross, 0.0, tied) / system.intra_bandwidth
+    updated = stage_params / np.where(zero >= 1, d, 1.0)
+    return {
+        "t": t,
+        "p": p,
+        "m": m,
+        "v": v,
+        "layers_per_stage": layers / p,
+        "gemm": gemm_flops / gpu.peak_flops,
+        "memory": layer_bytes / gpu.memory_bandwidth,
+        "tp_intra": tp[:, 0] + tp[:, 1],
+        "tp_inter": tp[:, 2] + tp[:, 3],
+        "p2p_intra": p2p_intra,
+        "p2p_inter": np.where(cross, p2p, 0.0),
+        "logit_gemm": logit_flops / gpu.peak_flops,
+        "logit_memory": logit_bytes / gpu.memory_bandwidth,
+        "dp_intra": dp[:, 0] + dp[:, 1],
+        "dp_inter": dp[:, 2] + dp[:, 3],
+        "optimizer": updated * (24 + pb + 2 * 2) / gpu.memory_bandwidth,
+        "interleaved": frame[SCHEDULE].to_numpy() == "interleaved",
+    }
+
+
+def _collective(kind: str, ranks, nbytes, local, system) -> np.ndarray:
+    """(n, 4) nominal seconds per link class: intra latency, intra volume, inter latency, inter
+    volume, of a hierarchical collective whose group has ``local`` GPUs per node."""
+    ranks, nbytes, local = (np.broadcast_to(np.asarray(x, float), np.shape(ranks)) for x in (ranks, nbytes, local))
+    out = np.zeros((len(ranks), 4))
+    scale = np.array(
+        [system.intra_latency, 1 / system.intra_bandwidth, system.inter_latency, 1 / system.inter_bandwidth_per_gpu]
+    )
+    for size in np.unique(local):
+        rows = local == size
+        out[rows] = cost_features(kind, "hierarchical", ranks[rows], nbytes[rows], int(size)) * scale
+    return out
+
+
+def _dp_sync(params, t, d, m, zero, forward_passes, g, system, pb) -> np.ndarray:
+    """Nominal seconds per link class of one step's data-parallel synchronisation on one GPU."""
+    local = np.maximum(np.minimum(d, np.maximum(g // t, 1)), 1)
+    grads = params * 2.0  # reduced in the parameters' 16-bit type, as Megatron and DeepSpeed do by default
+    reduce = np.where(zero[:, None] == 0, 1.0, 0.0) * _collective("allreduce", d, grads, local, system)
+    reduce += np.where(zero[:, None] >= 1, 1.0, 0.0) * (
+        _collective("reducescatter", d, grads, local, system) + _collective("allgather", d, params * pb, local, system)
+    )
+    gathers = np.where(zero == 3, m * (forward_passes + 1), 0.0)  # ZeRO 3: parameters gathered per pass
+    reduce += gathers[:, None] * _collective("allgather", d, params * pb, local, system)
+    return np.where(d[:, None] > 1, reduce, 0.0)
+
+
+def tp_class(t) -> np.ndarray:
+    """Index into TP_CLASSES of each tensor-parallel degree (1 has no TP traffic)."""
+    t = np.asarray(t, float)
+    return np.where(t <= 2, 0, np.where(t <= 4, 1, 2))
+
+
+def compose(features: dict[str, np.ndarray], coef, dp_overlap: float = 0.0) -> dict[str, np.ndarray]:
+    """Seconds per step and per part (compute, host_overhead, tp_comm, pp_p2p, pp_bubble, dp_sync,
+    optimizer; they sum to step) from nominal features and coefficients (in the order of NAMES)."""
+    c = dict(zip(NAMES, np.asarray(coef, float)))
+    fx = features
+    tp_scale = np.array([c["tp2"], c["tp4"], c["tp8"]])[tp_class(fx["t"])]
+    compute_layer = c["gemm"] * fx["gemm"] + c["memory"] * fx["memory"]
+    tp_layer = tp_scale * fx["tp_intra"] + c["network"] * fx["tp_inter"]
+    gpu_layer = compute_layer + tp_layer
+    k, floor = c["sharpness"], c["host_floor"]
+    ratio = floor / np.maximum(gpu_layer, 1e-12)
+    layer = gpu_layer * (1 + ratio**k) ** (1 / k)  # = (gpu^k + floor^k)^(1/k), without overflow
+    p2p = c["tp8"] * fx["p2p_intra"] + c["network"] * fx["p2p_inter"]
+    v = np.where(fx["interleaved"], fx["v"], 1.0)
+    work = fx["layers_per_stage"] * layer + v * (p2p + c["microbatch_overhead"])
+    logit = c["gemm"] * fx["logit_gemm"] + c["memory"] * fx["logit_memory"]
+    m, ls = fx["m"], fx["layers_per_stage"]
+    dp = (1 - dp_overlap) * (c["tp8"] * fx["dp_intra"] + c["network"] * fx["dp_inter"])
+    parts = {
+        "compute": m * (ls * compute_layer + logit),
+        "host_overhead": m * (ls * (layer - gpu_layer) + v * c["microbatch_overhead"]),
+        "tp_comm": m * ls * tp_layer,
+        "pp_p2p": m * v * p2p,
+        "pp_bubble": (fx["p"] - 1) / v * work,
+        "dp_sync": dp,
+        "optimizer": c["optimizer"] * fx["optimizer"] + c["step_constant"],
+    }
+    parts["step"] = sum(parts.values())
+    return parts

@@ -1,0 +1,176 @@
+"""The search: every valid layout for a range of GPU counts (and GPU types), ranked by time, cost
+and energy, with the Pareto front of time against cost and the best layout under limits.
+
+Time is per step, or per epoch when ``samples_per_epoch`` is given (ceil(samples / global batch)
+steps). Cost is GPU-hours (N x time / 3600), times the price per GPU-hour when the hardware has one.
+Energy is N x the GPU's power x time x PUE, in kWh, times the price per kWh for its cost (DFModel
+reports perf/W and perf/$ the same way). A layout whose peak memory exceeds the GPU's is never
+ranked or recommended; its ``reason`` says why.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from extradeep.columns import GLOBAL_BATCH, GPUS, STEP_TIME
+from extradeep.errors import InputError
+from extradeep.layouts.hardware import load_hardware
+from extradeep.layouts.model import LayoutModel
+from extradeep.layouts.space import enumerate_layouts
+from extradeep.layouts.workload import TransformerShape, load_transformer
+
+OBJECTIVES = ("time", "cost", "energy")
+
+
+def search_layouts(
+    model: LayoutModel,
+    shape,
+    gpus,
+    global_batch: int,
+    hardware=None,
+    samples_per_epoch: float | None = None,
+    max_time: float | None = None,
+    max_cost: float | None = None,
+    objective: str = "time",
+    micro_batches=(1, 2, 4, 8, 16),
+    zero=(0, 1),
+    recompute=("full",),
+    schedules=("1f1b",),
+    chunks=(2,),
+) -> pd.DataFrame:
+    """One row per candidate layout (and GPU type of ``hardware``: one or a list; default the
+    model's), with its predicted time, interval, cost, energy, memory, ``fits``/``reason``,
+    ``pareto`` (on the front of time against cost among the layouts that fit), ``rank`` by
+    ``objective`` among those that fit and meet the limits (0 for the others) and ``best``
+    (rank 1). Sorted by rank. ``attrs`` holds the units and limits."""
+    if objective not in OBJECTIVES:
+        raise InputError(None, f"must be one of {', '.join(OBJECTIVES)}, got {objective!r}", field="objective")
+    for name, value in (("max_time", max_time), ("max_cost", max_cost), ("samples_per_epoch", samples_per_epoch)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise InputError(None, f"must be a positive number, got {value!r}", field=name)
+    shape = load_transformer(shape) if not isinstance(shape, TransformerShape) else shape
+    targets = hardware if isinstance(hardware, (list, tuple)) else [hardware]
+    tables = []
+    for spec in targets:
+        target = model.hardware_ if spec is None else load_hardware(spec)
+        layouts = enumerate_layouts(
+            shape, gpus, global_batch, target.system.gpus_per_node, micro_batches, zero, recompute, schedules, chunks
+        )
+        if not len(layouts):
+            continue
+        predicted = model.predict(layouts, hardware=target)
+        tables.append(_economics(pd.concat([layouts, predicted], axis=1), target, samples_per_epoch))
+    if not tables:
+        raise InputError(
+            None, f"no valid layout of this model for {global_batch} samples per step on {gpus} GPUs", field="gpus"
+        )
+    table = pd.concat(tables, ignore_index=True)
+    return rank_layouts(table, objective, max_time, max_cost, per_epoch=samples_per_epoch is not None)
+
+
+def _economics(table: pd.DataFrame, hardware, samples_per_epoch) -> pd.DataFrame:
+    steps = 1.0 if samples_per_epoch is None else np.ceil(samples_per_epoch / table[GLOBAL_BATCH])
+    table["hardware"] = hardware.label
+    table["time"] = table[STEP_TIME] * steps
+    table["time_low"] = table[STEP_TIME + "_low"] * steps
+    table["time_high"] = table[STEP_TIME + "_high"] * steps
+    table["gpu_hours"] = table["time"] * table[GPUS] / 3600
+    price = hardware.price_per_gpu_hour
+    table["cost"] = table["gpu_hours"] * (price if price is not None else 1.0)
+    table["energy_kwh"] = table[GPUS] * hardware.gpu.power * table["time"] * hardware.pue / 3.6e6
+    table["energy_cost"] = table["energy_kwh"] * (hardware.price_per_kwh if hardware.price_per_kwh else np.nan)
+    table.attrs["cost_unit"] = "currency" if price is not None else "GPU-hours"
+    return table
+
+
+def rank_layouts(table: pd.DataFrame, objective="time", max_time=None, max_cost=None, per_epoch=False) -> pd.DataFrame:
+    """Mark the Pareto front, the limits, the ranks and the best layout of a search table."""
+    out = table.copy()
+    column = {"time": "time", "cost": "cost", "energy": "energy_kwh"}[objective]
+    within = out["fits"].to_numpy(bool).copy()
+    if max_time is not None:
+        within &= out["time"].to_numpy() <= max_time
+    if max_cost is not None:
+        within &= out["cost"].to_numpy() <= max_cost
+    out["within_limits"] = within
+    out["pareto"] = pareto_mask(out["time"].to_numpy(), out["cost"].to_numpy(), out["fits"].to_numpy(bool))
+    order = np.argsort(np.where(within, out[column].to_numpy(), np.inf), kind="stable")
+    rank = np.zeros(len(out), int)
+    rank[order[: within.sum()]] = np.arange(1, within.sum() + 1)
+    out["rank"] = rank
+    out["best"] = rank == 1
+    out = out.iloc[np.lexsort((out["time"].to_numpy(), np.where(rank > 0, rank, len(out) + 1)))].reset_index(drop=True)
+    out.attrs.update(
+        {
+            "objective": objective,
+            "max_time": max_time,
+            "max_cost": max_cost,
+            "time_unit": "s per epoch" if per_epoch else "s per step",
+            "cost_unit": table.attrs.get("cost_unit", "GPU-hours"),
+        }
+    )
+    return out
+
+
+def pareto_mask(time, cost, eligible) -> np.ndarray:
+    """True where no eligible layout is at least as fast and as cheap and better in one of them."""
+    time, cost = np.asarray(time, float), np.asarray(cost, float)
+    mask = np.zeros(len(time), bool)
+    index = np.flatnonzero(eligible)
+    if not len(index):
+        return mask
+    order = index[np.lexsort((cost[index], time[index]))]
+    best = np.inf
+    for i in order:  # by time, then cost: a layout is on the front when it is cheaper than every faster one
+        if cost[i] < best:
+            mask[i] = True
+            best = cost[i]
+    return mask
+
+
+def pareto_front(table: pd.DataFrame) -> pd.DataFrame:
+    """The layouts on the front of time against cost, fastest first."""
+    return table[table["pareto"]].sort_values("time").reset_index(drop=True)
+
+
+def best_layout(table: pd.DataFrame) -> pd.Series | None:
+    """The recommended layout (rank 1), or None when no layout fits and meets the limits."""
+    best = table[table["best"]]
+    return None if best.empty else best.iloc[0]
+
+
+def why_none(table: pd.DataFrame) -> str:
+    """Why no layout was recommended: nothing fits in memory, or which limit the closest misses."""
+    if not table["fits"].any():
+        return f"no layout fits in GPU memory (smallest need: {table['reason'].iloc[table['peak_memory'].argmin()]})"
+    fits = table[table["fits"]]
+    parts = []
+    limit = table.attrs.get("max_time")
+    if limit is not None and (fits["time"] > limit).all():
+        parts.append(f"the fastest layout takes {fits['time'].min():.4g} s, over --max-time {limit:g} s")
+    limit = table.attrs.get("max_cost")
+    if limit is not None and (fits["cost"] > limit).all():
+        parts.append(
+            f"the cheapest costs {fits['cost'].min():.4g} {table.attrs.get('cost_unit')}, over --max-cost {limit:g}"
+        )
+    return "; ".join(parts) or "no layout meets both limits at once"
+
+
+def write_search(table: pd.DataFrame, path) -> Path:
+    """Write the search table as CSV or JSON (by the file's suffix); JSON keeps the units and limits."""
+    import orjson
+
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        records = table.replace({np.inf: None}).to_dict(orient="records")
+        payload = {"attrs": {k: v for k, v in table.attrs.items()}, "layouts": records}
+        path.write_bytes(orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_INDENT_2))
+    elif path.suffix.lower() == ".csv":
+        table.to_csv(path, index=False)
+    else:
+        raise InputError(path, "write .csv or .json")
+    return path

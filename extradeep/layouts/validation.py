@@ -1,0 +1,139 @@
+"""Checks of the layout model on measurements made by others (``../shared/published``).
+
+- :func:`leave_one_model_out`: calibrate on vTrain's single-node runs and on two of its three
+  multi-node models, predict every multi-node layout of the model left out, for each in turn.
+- :func:`megatron_check`: calibrate one efficiency on the smallest row of Megatron-LM's SC'21
+  Table 1 and predict the achieved teraFLOP/s per GPU of the others.
+
+The clusters are described as their authors describe them: vTrain's configuration files give 8
+A100s per node, 150 GB/s between GPUs of a node and 800 Gb/s per node across nodes (four 200 Gb/s
+NICs); Selene's DGX A100 nodes have NVSwitch (about 230 GB/s NCCL bus bandwidth) and eight 200 Gb/s
+HDR NICs. Nothing of the model left out reaches its calibration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from extradeep.columns import CHUNKS, MICRO_BATCH, MICRO_BATCHES, SCHEDULE, STEP_TIME, WORKLOAD
+from extradeep.layouts.hardware import GPU_PRESETS, Hardware
+from extradeep.layouts.model import LayoutModel
+from extradeep.layouts.space import layout_frame
+from extradeep.layouts.tables import read_layout_table
+from extradeep.layouts.workload import training_flops
+from extradeep.system import System
+
+SINGLE, MULTI, MEGATRON = "vtrain_single_node.csv", "vtrain_multi_node.csv", "megatron_sc21_table1.csv"
+SINGLE_NODE = "single node"
+VTRAIN_CLUSTER = Hardware(
+    gpu=GPU_PRESETS["a100-80gb"],
+    system=System(8, 150e9, 2e-6, 25e9, 6e-6, 4, "vtrain"),
+    name="vTrain's A100 cluster",
+)
+SELENE = Hardware(
+    gpu=GPU_PRESETS["a100-80gb"],
+    system=System(8, 230e9, 2e-6, 25e9, 6e-6, 8, "selene"),
+    name="Selene (DGX A100)",
+)
+
+
+def vtrain_tables(folder) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The single-node table (one workload, 'single node') and the multi-node table (workload = model)."""
+    folder = Path(folder)
+    single = read_layout_table(folder / SINGLE)
+    single[WORKLOAD] = SINGLE_NODE
+    return single, read_layout_table(folder / MULTI)
+
+
+def leave_one_model_out(folder, **model_options) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-layout predictions, summary per left-out model): mean and worst absolute error (%),
+    Spearman's rank correlation across the model's layouts, the rank the predictions give its
+    fastest measured layout, coverage of the interval and what calibrated the model."""
+    single, multi = vtrain_tables(folder)
+    rows, summary = [], []
+    for held in multi[WORKLOAD].unique():
+        calibration = pd.concat([single, multi[multi[WORKLOAD] != held]], ignore_index=True)
+        target = multi[multi[WORKLOAD] == held].reset_index(drop=True)
+        model = LayoutModel(hardware=VTRAIN_CLUSTER, **model_options).fit(calibration)
+        predicted = model.predict(target)
+        frame = target.assign(
+            predicted=predicted[STEP_TIME].to_numpy(),
+            low=predicted[STEP_TIME + "_low"].to_numpy(),
+            high=predicted[STEP_TIME + "_high"].to_numpy(),
+        )
+        frame["error_pct"] = 100 * (frame["predicted"] / frame[STEP_TIME] - 1)
+        rows.append(frame)
+        summary.append({WORKLOAD: held, **ranking_scores(frame[STEP_TIME], frame["predicted"], frame)})
+    return pd.concat(rows, ignore_index=True), pd.DataFrame(summary)
+
+
+def ranking_scores(measured, predicted, frame=None) -> dict:
+    """Mean and worst absolute error (%), Spearman's rho, the predicted rank of the fastest
+    measured layout (1 = ranked first) and, with ``frame`` (low/high), the interval's coverage."""
+    measured, predicted = np.asarray(measured, float), np.asarray(predicted, float)
+    error = np.abs(predicted / measured - 1) * 100
+    fastest = int(np.argmin(measured))
+    scores = {
+        "layouts": len(measured),
+        "mean_error_pct": float(error.mean()),
+        "worst_error_pct": float(error.max()),
+        "spearman": float(spearmanr(predicted, measured).statistic),
+        "rank_of_fastest": int((predicted < predicted[fastest]).sum()) + 1,
+    }
+    if frame is not None:
+        inside = (frame["low"].to_numpy() <= measured) & (measured <= frame["high"].to_numpy())
+        scores["coverage"] = float(inside.mean())
+    return scores
+
+
+def megatron_check(
+    folder, calibration: pd.DataFrame | None = None, micro_batches=(1, 2, 4, 8), chunks=(1,)
+) -> pd.DataFrame:
+    """Achieved teraFLOP/s per GPU of Megatron-LM's SC'21 Table 1, predicted from its smallest row.
+
+    The layout model is first calibrated on vTrain's tables (``calibration``; default both of them)
+    for the shape of each part; then one factor on all GPU time is fitted so that the smallest row
+    is met exactly, and the others are predicted on Selene. The table gives no micro-batch size:
+    each row takes the micro-batch (of ``micro_batches``) and schedule (1F1B for chunk count 1,
+    interleaved for more; default 1F1B only, the schedule the calibration measured) that the model
+    predicts fastest among those that fit in memory, as the authors tuned theirs."""
+    folder = Path(folder)
+    table = read_layout_table(folder / MEGATRON, defaults={MICRO_BATCH: 1, "seq_len": 2048})
+    if calibration is None:
+        calibration = pd.concat(vtrain_tables(folder), ignore_index=True)
+    model = LayoutModel(hardware=VTRAIN_CLUSTER, interval=None).fit(calibration)
+    best = _fastest_layouts(model, table, micro_batches, chunks)
+    scale = table[STEP_TIME].iloc[0] / best["predicted"].iloc[0]  # the one calibrated number
+    flops = training_flops(table["global_batch"], table["seq_len"], table["layers"], table["hidden"], table["vocab"])
+    out = table[[WORKLOAD, "tp", "pp", "dp", "gpus", "global_batch"]].copy()
+    out["micro_batch"], out[SCHEDULE] = best[MICRO_BATCH].to_numpy(), best[SCHEDULE].to_numpy()
+    out["measured_tflops"] = flops / (table[STEP_TIME] * table["gpus"]) / 1e12
+    out["predicted_tflops"] = flops / (best["predicted"].to_numpy() * scale * table["gpus"]) / 1e12
+    out["error_pct"] = 100 * (out["predicted_tflops"] / out["measured_tflops"] - 1)
+    out["calibrated"] = [True] + [False] * (len(out) - 1)
+    return out
+
+
+def _fastest_layouts(model: LayoutModel, table: pd.DataFrame, micro_batches, chunks) -> pd.DataFrame:
+    """Per row of ``table``, the candidate (micro-batch, schedule) the model predicts fastest on
+    Selene among those that fit in memory."""
+    candidates = []
+    for row in range(len(table)):
+        base = table.iloc[[row]].drop(columns=[STEP_TIME, MICRO_BATCHES])
+        dp, pp, layers = (int(base[c].iloc[0]) for c in ("dp", "pp", "layers"))
+        for mb in micro_batches:
+            if int(base["global_batch"].iloc[0]) % (dp * mb):
+                continue
+            for v in chunks:
+                if v > 1 and (pp < 2 or (layers // pp) % v):
+                    continue
+                schedule = "interleaved" if v > 1 else "1f1b"
+                candidates.append(base.assign(**{MICRO_BATCH: mb, SCHEDULE: schedule, CHUNKS: v, "row": row}))
+    frame = layout_frame(pd.concat(candidates, ignore_index=True).drop(columns=["gpus"]))
+    predicted = model.predict(frame, hardware=SELENE)
+    frame["predicted"] = np.where(predicted["fits"], predicted[STEP_TIME], np.inf)
+    return frame.loc[frame.groupby("row")["predicted"].idxmin()].reset_index(drop=True)
