@@ -1,11 +1,12 @@
-"""Hostile inputs across every command (issue 17): each case must end in one clear line naming the file
+"""Hostile inputs across every command (issues 17 and 24): each case must end in one clear line naming the file
 and the problem (or a warning and a correct answer), never a traceback or a crash signal, and must leave
 every input byte-identical.
 
 One parametrised suite: each case is (command line, expected exit status, text the output must hold).
 The inputs come from the simulator (a strong-scaling study from 1 rank, a single configuration, a saved
 experiment and damaged copies of it) plus a few files that are hostile by construction (a plain SQLite
-database, a text file, a truncated export). Unreadable files are simulated by making `open` and
+database, a text file, a truncated export, a named pipe, JSON that is no trace) and variants of Extra-P's
+own text-format test inputs (tests/modeling/data/extrap_text_inputs). Unreadable files are simulated by making `open` and
 `sqlite3.connect` raise PermissionError for them (chmod 000 does not stop root; the chmod test runs too
 when the suite runs as another user).
 """
@@ -13,19 +14,24 @@ when the suite runs as another user).
 from __future__ import annotations
 
 import builtins
+import gzip
 import hashlib
 import io
+import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+import extradeep.cli as cli
 from extradeep.cli import main
 from extradeep.modeling import write_extrap_text
 from extradeep.simulate import simulate
@@ -56,6 +62,9 @@ def world(tmp_path_factory):
     write_extrap_text(
         root / "with_zero.txt", pd.DataFrame({"p": p, "value": 1 + p, "region": "r", "metric": "time"}), ["p"]
     )
+    _kineto(root)
+    _extrap_variants(root / "extrap")
+    _broken_files(root)
     out = root / "out"
     out.mkdir()
     cache = ["--cache-dir", str(root / "cache")]
@@ -71,6 +80,59 @@ def _extrap_from_one(path: Path) -> None:
     write_extrap_text(
         path, pd.DataFrame(X, columns=["p", "n"]).assign(value=values, region="k", metric="time"), ["p", "n"]
     )
+
+
+def _kineto(root: Path) -> None:
+    """PyTorch profiler traces: a study (ranks 1, 2), another job (4 ranks), traces of different jobs in one
+    folder (by file names that do not tell), a trace without step ranges, and two JSON files that are no
+    usable trace (no trace events; string times and NaN durations)."""
+    simulate(root / "kineto", params={"ranks": [1, 2]}, formats=("kineto",), **SMALL)
+    simulate(root / "kineto_other", app="other", params={"ranks": [4]}, formats=("kineto",), **SMALL)
+    jobs, many = root / "kineto_jobs", root / "kineto_many"
+    jobs.mkdir()
+    many.mkdir()
+    shutil.copy(root / "kineto" / "cifar10.p2.r1.mpi1.pt.trace.json.gz", jobs / "a.pt.trace.json.gz")
+    shutil.copy(root / "kineto_other" / "other.p4.r1.mpi0.pt.trace.json.gz", jobs / "b.pt.trace.json.gz")
+    traces = sorted((root / "kineto").glob("*.json.gz")) + sorted((root / "kineto_other").glob("*.json.gz"))
+    for i, trace in enumerate(traces):  # every trace of three runs of two jobs
+        shutil.copy(trace, many / f"trace{i}.pt.trace.json.gz")
+    doc = json.loads(gzip.decompress((root / "kineto" / "cifar10.p2.r1.mpi0.pt.trace.json.gz").read_bytes()))
+    (root / "no_steps").mkdir()
+    events = [e for e in doc["traceEvents"] if e.get("cat") != "user_annotation"]  # no step ranges
+    (root / "no_steps" / "job.pt.trace.json").write_text(json.dumps({**doc, "traceEvents": events}))
+    damaged = [{**e, "ts": str(e["ts"]), "dur": float("nan")} if e.get("ph") == "X" else e for e in doc["traceEvents"]]
+    (root / "string_times.json").write_text(json.dumps({**doc, "traceEvents": damaged}))
+    (root / "numbers.json").write_text("[1, 2, 3]")
+
+
+EXTRAP = REPO / "tests" / "modeling" / "data" / "extrap_text_inputs"
+
+
+def _extrap_variants(folder: Path) -> None:
+    """Extra-P's own one-parameter input with its fields separated by tabs, with a point listed twice,
+    with 2 DATA lines for its 5 POINTS, and with values near the float limit (1e308)."""
+    folder.mkdir()
+    text = (EXTRAP / "one_parameter_1.txt").read_text()
+    lines = text.splitlines()
+    points = [line for line in lines if line.startswith("POINTS")]
+    data = [line for line in lines if line.startswith("DATA")]
+    (folder / "tabs.txt").write_text(re.sub(r"[ ]+", "\t", text))
+    (folder / "duplicate_points.txt").write_text(text.replace(points[1], points[0]))
+    (folder / "two_data_lines.txt").write_text("\n".join(line for line in lines if line not in data[2:]) + "\n")
+    huge = [re.sub(r"\d+\.\d+", lambda m: repr(float(m[0]) * 1e305), x) if x in data else x for x in lines]
+    (folder / "huge_values.txt").write_text("\n".join(huge) + "\n")
+
+
+def _broken_files(root: Path) -> None:
+    """A zero-byte and a garbage .sqlite, a named pipe called like an export, a folder whose
+    extradeep.toml holds a bad value."""
+    (root / "zero.sqlite").write_bytes(b"")
+    (root / "garbage.sqlite").write_bytes(b"not a database " * 64)
+    os.mkfifo(root / "pipe.sqlite")  # opening it for reading would wait for a writer forever
+    configured = root / "configured"
+    configured.mkdir()
+    shutil.copy(root / "runs" / "cifar10.p2.r1.mpi0.sqlite", configured)
+    (configured / "extradeep.toml").write_text((root / "runs" / "extradeep.toml").read_text() + "min-points = 0\n")
 
 
 def _damage(root: Path) -> None:
@@ -304,7 +366,123 @@ CASES = {
         None,
     ),
     "gui-missing-path": (["gui", "{root}/nothing-here"], 2, "no such file or folder", None),
+    # issue 24, 2: Extra-P's text format, all of it (files from Extra-P's own test inputs)
+    "model-extrap-parameters-x-y-z": (["model", str(EXTRAP / "three_parameter_1.txt")], 0, "Region models", None),
+    "model-extrap-tabs": (["model", "{root}/extrap/tabs.txt"], 0, "Region models", None),
+    "model-extrap-four-parameters": (["model", str(EXTRAP / "mpa/4_param_base.txt")], 0, "Region models", None),
+    "model-extrap-duplicate-points": (
+        ["model", "{root}/extrap/duplicate_points.txt"],
+        2,
+        "duplicate_points.txt: line 4: point (20) is listed twice",
+        None,
+    ),
+    "model-extrap-too-few-data-lines": (
+        ["model", "{root}/extrap/two_data_lines.txt"],
+        2,
+        "2 DATA line(s) for 5 POINTS",
+        None,
+    ),
+    "model-extrap-values-near-float-limit": (["model", "{root}/extrap/huge_values.txt"], 0, "would overflow", None),
+    # issue 24, 3: no hangs, no runaways
+    "model-slurm-without-sbatch": (
+        ["model", "{root}/runs", *NO_CACHE, "--scheduler", "slurm"],
+        2,
+        "--scheduler slurm: sbatch is not on PATH",
+        None,
+    ),
+    "inspect-named-pipe": (["inspect", "{root}/pipe.sqlite"], 2, "pipe.sqlite: is a named pipe (FIFO)", None),
+    "model-named-pipe": (["model", "{root}/pipe.sqlite", *NO_CACHE], 2, "pipe.sqlite: is a named pipe (FIFO)", None),
+    "model-config-named-pipe": (
+        ["model", "{root}/runs", *NO_CACHE, "--config", "{root}/pipe.sqlite"],
+        2,
+        "is a named pipe (FIFO)",
+        None,
+    ),
+    "simulate-a-million-ranks": (
+        ["simulate", "{root}/out/million", "--param", "ranks=1000000", "--repetitions", "1", "--quiet"],
+        2,
+        "this simulation needs 1,000,000 files",
+        None,
+    ),
+    # issue 24, 5: the right words
+    "model-kineto-folder": (["model", "{root}/kineto", *NO_CACHE], 2, "only 2 measurement point(s)", None),
+    "model-kineto-without-steps": (["model", "{root}/no_steps", *NO_CACHE], 2, "torch.profiler", None),
+    "inspect-kineto-without-steps": (["inspect", "{root}/no_steps"], 0, "prof.step()", None),
+    "predict-kineto-of-two-jobs": (
+        ["predict", "{root}/kineto_jobs"],
+        2,
+        "not one run (a.pt.trace.json.gz and b.pt.trace.json.gz: rank 1 of 2 vs rank 0 of 4)",
+        None,
+    ),
+    "predict-kineto-of-many-runs": (["predict", "{root}/kineto_many"], 2, "not one run", None),
+    "inspect-json-without-trace-events": (["inspect", "{root}/numbers.json"], 2, "holds no trace events", None),
+    "model-json-without-trace-events": (["model", "{root}/numbers.json", *NO_CACHE], 2, "holds no trace events", None),
+    "inspect-string-times-nan-durations": (
+        ["inspect", "{root}/string_times.json"],
+        2,
+        "has a finite numeric ts and dur",
+        None,
+    ),
+    "model-zero-byte-sqlite": (
+        ["model", "{root}/zero.sqlite", *NO_CACHE, "--param", "ranks"],
+        2,
+        "zero.sqlite: empty file",
+        None,
+    ),
+    "model-garbage-sqlite": (
+        ["model", "{root}/garbage.sqlite", *NO_CACHE, "--param", "ranks"],
+        2,
+        "garbage.sqlite: not an SQLite database",
+        None,
+    ),
+    "model-one-profile": (
+        ["model", "{root}/runs/cifar10.p2.r1.mpi0.sqlite", *NO_CACHE],
+        2,
+        "models need measurements at several values of a parameter",
+        None,
+    ),
+    "plan-target-zero": (
+        ["plan", "{root}/exp.sqlite", "--target", "0", "--max-ranks", "64"],
+        2,
+        "--target: '0' must be a positive number",
+        None,
+    ),
+    "model-bad-value-in-extradeep-toml": (
+        ["model", "{root}/configured", *NO_CACHE],
+        2,
+        "configured/extradeep.toml: min-points: must be at least 1, got 0",
+        None,
+    ),
+    "budget-cost-formula-unknown-variable": (
+        ["budget", "{root}/exp.sqlite", "--max-time", "1h", "--cost-formula", "-1 * gpu_hours"],
+        2,
+        "--cost-formula: '-1 * gpu_hours': unknown variable 'gpu_hours'",
+        None,
+    ),
+    "budget-negative-max-time": (
+        ["budget", "{root}/exp.sqlite", "--max-time", "-2h"],
+        2,
+        "--max-time: '-2h' must be a positive duration",
+        None,
+    ),
 }
+# text that must not appear: the wrong tool's advice, or the wrong diagnosis
+FORBIDDEN = {
+    "model-kineto-folder": ["nsys", "SQLite"],
+    "model-kineto-without-steps": ["nsys"],
+    "inspect-kineto-without-steps": ["nsys"],
+    "predict-kineto-of-many-runs": ["dependency cycle"],
+    "inspect-json-without-trace-events": ["CPU only"],
+    "model-zero-byte-sqlite": ["no parameter"],
+    "model-garbage-sqlite": ["no parameter"],
+    "model-one-profile": ["no parameter"],
+    "plan-target-zero": ["--predict"],
+    "model-bad-value-in-extradeep-toml": ["--min-points"],
+    "budget-cost-formula-unknown-variable": ["negative cost"],
+    "model-extrap-values-near-float-limit": ["Warning"],
+}
+NO_PATH = {"model-slurm-without-sbatch"}
+show_warning = cli._show_warning  # run with an empty PATH: no Slurm client on any machine
 
 
 def _hashes(root: Path) -> dict:
@@ -362,9 +540,22 @@ def test_hostile_input_gets_one_clear_line(world, case, capsys, monkeypatch):
     before = _hashes(world)
     if unreadable:
         deny(monkeypatch, world / unreadable)
-    code, text = run_cli(argv, capsys)
+    if case in NO_PATH:
+        monkeypatch.setenv("PATH", str(world / "empty"))
+    shown = []  # the category of every warning the command printed (as "extradeep: warning: ...")
+    monkeypatch.setattr(
+        cli,
+        "_show_warning",
+        lambda message, category, *rest: shown.append(category) or show_warning(message, category, *rest),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")  # every warning reaches the command's printer, none is hidden
+        code, text = run_cli(argv, capsys)
     monkeypatch.undo()
-    assert "Traceback" not in text and "UserWarning" not in text, text
+    assert "Traceback" not in text and "Warning" not in text, text
+    # extradeep's own words only: no numpy RuntimeWarning, no pandas FutureWarning, no ResourceWarning
+    assert all(c is UserWarning for c in shown), (shown, text[-2000:])
+    assert not [s for s in FORBIDDEN.get(case, []) if s in text], text[-2000:]
     assert expected in text, text[-2000:]
     if status is None:
         assert code in (0, 1), text[-2000:]
@@ -378,7 +569,7 @@ def test_hostile_input_gets_one_clear_line(world, case, capsys, monkeypatch):
 
 def test_suite_is_large_enough():
     commands = {argv[0] for argv, *_ in CASES.values()}
-    assert len(CASES) >= 40
+    assert len(CASES) >= 75
     assert commands >= {
         "model",
         "evaluate",
@@ -461,3 +652,22 @@ def test_gui_with_a_display_nobody_serves_says_so_instead_of_aborting(tmp_path):
     assert "DISPLAY=:97" in proc.stderr and "QT_QPA_PLATFORM=offscreen" in proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_gui_without_the_xcb_libraries_relays_qt_and_names_the_packages(tmp_path):
+    """A desktop without libxcb-cursor0 (Qt 6.5+ needs it for X11): the X server runs, so the line must
+    relay Qt's own reason and name the packages, not ask whether the X server runs. The library is
+    hidden by a file of its name, that is no library, first on the loader's path."""
+    pytest.importorskip("PySide6")
+    (tmp_path / "libxcb-cursor.so.0").write_text("not a library\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env.update(DISPLAY=":97", LD_LIBRARY_PATH=str(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, "-m", "extradeep", "gui"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    if "xcb-cursor0" not in proc.stderr:
+        pytest.skip(f"this PySide6's xcb plugin does not need libxcb-cursor: {proc.stderr.strip()[:200]}")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    line = proc.stderr.strip()
+    assert "Qt cannot load its X11 (xcb) platform plugin" in line and "is the X server running" not in line
+    assert "apt-get install libxcb-cursor0" in line and "dnf install xcb-util-cursor" in line
