@@ -31,6 +31,18 @@ WATCH_S = 0.5  # how often a worker checks that its parent is alive
 PRELOAD = ["numpy", "pandas", "extradeep.io.execute", "extradeep.io.read"]  # not __main__: a user's script
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity (taskset, a Slurm allocation, a container's
+    cpuset), not every CPU of the machine, which os.cpu_count() gives; at least 1."""
+    counter = getattr(os, "process_cpu_count", None)  # Python 3.13+
+    if counter is not None:
+        return counter() or 1
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # macOS, Windows
+        return os.cpu_count() or 1
+
+
 def pool_context():
     """The multiprocessing context of every pool: forkserver (POSIX) or spawn; never fork."""
     if "forkserver" not in multiprocessing.get_all_start_methods():

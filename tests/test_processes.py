@@ -97,3 +97,19 @@ def test_no_fork_warning_on_any_python(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "fork" not in done.stderr, done.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is a Linux call")
+def test_default_jobs_follow_the_cpus_this_process_may_use():
+    """Pinned to one CPU (taskset, a Slurm allocation, a container's cpuset) on a machine with more,
+    extradeep starts no more workers than it may run: os.cpu_count() would count every CPU."""
+    code = (
+        "import os\n"
+        "os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
+        "from extradeep.processes import usable_cpus\n"
+        "print(usable_cpus(), os.cpu_count())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    usable, machine = (int(v) for v in done.stdout.split())
+    assert usable == 1 and machine >= 1

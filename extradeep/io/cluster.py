@@ -240,7 +240,7 @@ def _open(scheduler, distributed, jobs):
     if scheduler == "local":
         import dask
 
-        from extradeep.processes import deferred_interrupts, start_helpers
+        from extradeep.processes import deferred_interrupts, start_helpers, usable_cpus
 
         start_helpers()  # workers forked by a forkserver that ignores Ctrl-C: extradeep closes them
         with (
@@ -252,7 +252,7 @@ def _open(scheduler, distributed, jobs):
             with deferred_interrupts():
                 cluster = stack.enter_context(
                     distributed.LocalCluster(
-                        n_workers=jobs or os.cpu_count() or 1,
+                        n_workers=jobs or usable_cpus(),
                         threads_per_worker=1,
                         processes=True,
                         dashboard_address=None,

@@ -10,7 +10,6 @@ read files where they lie (on a cluster: the shared file system) and send back o
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import sys
 import time
@@ -31,7 +30,7 @@ from extradeep.io.cache import (
 )
 from extradeep.io.nsys.connect import unreadable
 from extradeep.io.nsys.settings import ReaderSettings
-from extradeep.processes import process_pool
+from extradeep.processes import process_pool, usable_cpus
 
 
 class WorkerLost(str):
@@ -46,7 +45,7 @@ def run_tasks(function, calls: list[tuple], *, jobs=None, client=None, on_done=N
     if client is not None:
         return _run_on_cluster(function, calls, client, on_done)
     results: list = [None] * len(calls)
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(calls) or 1))
+    jobs = max(1, min(jobs or usable_cpus(), len(calls) or 1))
     if jobs == 1:
         for i, call in enumerate(calls):
             results[i] = function(*call)

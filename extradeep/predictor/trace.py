@@ -8,7 +8,6 @@ separate sessions (`collectives.clock_offsets`).
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from dataclasses import dataclass, field
@@ -296,7 +295,9 @@ def _read_or_problem(path: Path, settings=None):
 
 def _read_files(paths: list[Path], jobs: int | None, settings=None) -> list:
     """read_file of every path, in worker processes when there are several files and cores."""
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
+    from extradeep.processes import usable_cpus
+
+    jobs = max(1, min(jobs or usable_cpus(), len(paths)))
     if jobs == 1 or len(paths) < 4:
         return [_read_or_problem(p, settings) for p in paths]
     from extradeep.processes import process_pool
