@@ -56,7 +56,9 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument(
         "--min-points", type=int, metavar="N", help="configurations a region needs to be modeled (default 5)"
     )
-    read.add_argument("--jobs", type=int, metavar="N", help="files read in parallel (default: the CPUs this process may use)")
+    read.add_argument(
+        "--jobs", type=int, metavar="N", help="files read in parallel (default: the CPUs this process may use)"
+    )
     read.add_argument(
         "--scheduler",
         metavar="ADDRESS",
