@@ -110,17 +110,22 @@ class WorkerPool(ProcessPoolExecutor):
         return future
 
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self.shutdown(wait=True)
-        else:
+        if exc_type is not None:
             self.stop()
+            return False
+        try:
+            self.shutdown(wait=True)
+        except BaseException:  # Ctrl-C or SIGTERM while the last calls finish
+            self.stop()
+            raise
         return False
 
     def stop(self) -> None:
         """Cancel what is queued, end the workers (SIGTERM, then SIGKILL after 2 s) and join them."""
         self.stopped = True
         workers = list((getattr(self, "_processes", None) or {}).values())
-        manager = getattr(self, "_executor_manager_thread", None)  # shutdown() forgets it
+        manager = getattr(self, "_executor_manager_thread", None)  # shutdown() forgets both
+        results = getattr(self, "_result_queue", None)
         self.shutdown(wait=False, cancel_futures=True)
         for worker in workers:
             if worker.is_alive():
@@ -132,7 +137,15 @@ class WorkerPool(ProcessPoolExecutor):
                 worker.kill()
                 worker.join(1.0)
         if manager is not None:
-            manager.join(5.0)  # it marks the calls of ended workers as failed, and releases the queues
+            manager.join(0.5)  # it marks the calls of ended workers as failed, and releases the queues
+        if manager is not None and manager.is_alive() and results is not None:
+            # A worker ended while it wrote its result left half a message in the result pipe: the
+            # manager thread waits for the rest forever, and Python joins it at exit (a command that
+            # never ends: about 1 in 10 SIGTERMs while reading). The workers are gone, so this process
+            # holds the pipe's last writing end: closing it gives the manager end-of-file, and it ends.
+            with contextlib.suppress(OSError):
+                results._writer.close()
+            manager.join(5.0)
         for future in list(self._submitted):  # whoever still waits for a call must wake up:
             if future._state == "CANCELLED":  # cancel() alone never wakes as_completed() or wait()
                 future.set_running_or_notify_cancel()

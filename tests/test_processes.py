@@ -113,3 +113,34 @@ def test_default_jobs_follow_the_cpus_this_process_may_use():
     assert done.returncode == 0, done.stderr
     usable, machine = (int(v) for v in done.stdout.split())
     assert usable == 1 and machine >= 1
+
+
+HALF_A_RESULT = """
+import time
+from extradeep.processes import process_pool
+from half_a_result import write_half_a_result
+pool = process_pool(1)
+future = pool.submit(write_half_a_result)
+time.sleep(3.0)  # the pool's manager thread has read the header and waits for the rest
+pool.stop()
+print("stopped", flush=True)
+"""
+
+
+def test_a_worker_stopped_halfway_through_its_result_never_hangs_the_exit(tmp_path):
+    """A worker killed while it writes its result leaves half a message in the result pipe; the pool's
+    manager thread then waits for the rest, and Python joins that thread at exit: the command never
+    ended (one SIGTERM in ten while reading). The worker here writes half a message by itself."""
+    (tmp_path / "half_a_result.py").write_text(
+        "import gc, os, struct, time\n"
+        "from multiprocessing.queues import SimpleQueue\n"
+        "def write_half_a_result():\n"
+        "    results = next(o for o in gc.get_objects() if isinstance(o, SimpleQueue))\n"
+        "    os.write(results._writer.fileno(), struct.pack('!i', 1000) + b'half')\n"
+        "    time.sleep(600)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", HALF_A_RESULT], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "stopped", done.stderr
