@@ -14,141 +14,28 @@ when the suite runs as another user).
 from __future__ import annotations
 
 import builtins
-import gzip
 import hashlib
 import io
-import json
 import os
-import re
 import shutil
 import sqlite3
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
+from hostile_world import EXTRAP, REPO, build_world
 
 import extradeep.cli as cli
 from extradeep.cli import main
-from extradeep.modeling import write_extrap_text
-from extradeep.simulate import simulate
 
-SMALL = {"repetitions": 1, "train_steps": 2, "val_steps": 1, "truth_replicates": 0, "progress": False}
-REPO = Path(__file__).resolve().parents[2]
 UNWRITABLE = "/proc"  # no file can be created there, even by root
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
-    simulate(root / "runs", params={"ranks": [1, 2, 3, 4, 5]}, **SMALL)
-    simulate(root / "single", app="other", params={"ranks": [2]}, **SMALL)
-    simulate(root / "old", app="oldapp", params={"ranks": [2]}, layout="2022", **SMALL)
-    (root / "empty").mkdir()
-    mixed = root / "mixed"  # two unrelated exports: another nsys version, another application
-    mixed.mkdir()
-    shutil.copy(root / "runs" / "cifar10.p2.r1.mpi0.sqlite", mixed / "first.sqlite")
-    shutil.copy(next((root / "old").glob("*.sqlite")), mixed / "second.sqlite")
-    with sqlite3.connect(root / "plain.sqlite") as conn:
-        conn.execute("CREATE TABLE notes (text TEXT)")
-    (root / "garbage.txt").write_text("PARAMETER p\nPOINTS ( 1 ) ( 2 )\nREGION r\nDATA 1 two\n")
-    export = (root / "runs" / "cifar10.p3.r1.mpi0.sqlite").read_bytes()
-    (root / "truncated.sqlite").write_bytes(export[: len(export) // 3])
-    _extrap_from_one(root / "two_from_one.txt")
-    p = np.array([0.0, 2, 4, 8, 16, 32])  # a value of 0 cannot be modeled: a warning, one line
-    write_extrap_text(
-        root / "with_zero.txt", pd.DataFrame({"p": p, "value": 1 + p, "region": "r", "metric": "time"}), ["p"]
-    )
-    _kineto(root)
-    _extrap_variants(root / "extrap")
-    _broken_files(root)
-    out = root / "out"
-    out.mkdir()
-    cache = ["--cache-dir", str(root / "cache")]
-    assert main(["model", str(root / "runs"), *cache, "--save", str(root / "exp.sqlite")]) == 0
-    _damage(root)
+    build_world(root)
     return root
-
-
-def _extrap_from_one(path: Path) -> None:
-    """Two parameters, the second from 1 (1 node, batch 1): 10 + p/2 + 3 log2(n); Extra-P models it."""
-    X = np.array([[p, n] for p in (4.0, 8, 16, 32, 64) for n in (1.0, 2, 4, 8, 16)])
-    values = 10 + 0.5 * X[:, 0] + 3 * np.log2(X[:, 1])
-    write_extrap_text(
-        path, pd.DataFrame(X, columns=["p", "n"]).assign(value=values, region="k", metric="time"), ["p", "n"]
-    )
-
-
-def _kineto(root: Path) -> None:
-    """PyTorch profiler traces: a study (ranks 1, 2), another job (4 ranks), traces of different jobs in one
-    folder (by file names that do not tell), a trace without step ranges, and two JSON files that are no
-    usable trace (no trace events; string times and NaN durations)."""
-    simulate(root / "kineto", params={"ranks": [1, 2]}, formats=("kineto",), **SMALL)
-    simulate(root / "kineto_other", app="other", params={"ranks": [4]}, formats=("kineto",), **SMALL)
-    jobs, many = root / "kineto_jobs", root / "kineto_many"
-    jobs.mkdir()
-    many.mkdir()
-    shutil.copy(root / "kineto" / "cifar10.p2.r1.mpi1.pt.trace.json.gz", jobs / "a.pt.trace.json.gz")
-    shutil.copy(root / "kineto_other" / "other.p4.r1.mpi0.pt.trace.json.gz", jobs / "b.pt.trace.json.gz")
-    traces = sorted((root / "kineto").glob("*.json.gz")) + sorted((root / "kineto_other").glob("*.json.gz"))
-    for i, trace in enumerate(traces):  # every trace of three runs of two jobs
-        shutil.copy(trace, many / f"trace{i}.pt.trace.json.gz")
-    doc = json.loads(gzip.decompress((root / "kineto" / "cifar10.p2.r1.mpi0.pt.trace.json.gz").read_bytes()))
-    (root / "no_steps").mkdir()
-    events = [e for e in doc["traceEvents"] if e.get("cat") != "user_annotation"]  # no step ranges
-    (root / "no_steps" / "job.pt.trace.json").write_text(json.dumps({**doc, "traceEvents": events}))
-    damaged = [{**e, "ts": str(e["ts"]), "dur": float("nan")} if e.get("ph") == "X" else e for e in doc["traceEvents"]]
-    (root / "string_times.json").write_text(json.dumps({**doc, "traceEvents": damaged}))
-    (root / "numbers.json").write_text("[1, 2, 3]")
-
-
-EXTRAP = REPO / "tests" / "modeling" / "data" / "extrap_text_inputs"
-
-
-def _extrap_variants(folder: Path) -> None:
-    """Extra-P's own one-parameter input with its fields separated by tabs, with a point listed twice,
-    with 2 DATA lines for its 5 POINTS, and with values near the float limit (1e308)."""
-    folder.mkdir()
-    text = (EXTRAP / "one_parameter_1.txt").read_text()
-    lines = text.splitlines()
-    points = [line for line in lines if line.startswith("POINTS")]
-    data = [line for line in lines if line.startswith("DATA")]
-    (folder / "tabs.txt").write_text(re.sub(r"[ ]+", "\t", text))
-    (folder / "duplicate_points.txt").write_text(text.replace(points[1], points[0]))
-    (folder / "two_data_lines.txt").write_text("\n".join(line for line in lines if line not in data[2:]) + "\n")
-    huge = [re.sub(r"\d+\.\d+", lambda m: repr(float(m[0]) * 1e305), x) if x in data else x for x in lines]
-    (folder / "huge_values.txt").write_text("\n".join(huge) + "\n")
-
-
-def _broken_files(root: Path) -> None:
-    """A zero-byte and a garbage .sqlite, a named pipe called like an export, a folder whose
-    extradeep.toml holds a bad value."""
-    (root / "zero.sqlite").write_bytes(b"")
-    (root / "garbage.sqlite").write_bytes(b"not a database " * 64)
-    os.mkfifo(root / "pipe.sqlite")  # opening it for reading would wait for a writer forever
-    configured = root / "configured"
-    configured.mkdir()
-    shutil.copy(root / "runs" / "cifar10.p2.r1.mpi0.sqlite", configured)
-    (configured / "extradeep.toml").write_text((root / "runs" / "extradeep.toml").read_text() + "min-points = 0\n")
-
-
-def _damage(root: Path) -> None:
-    """Copies of the saved experiment, each damaged as a crash or a hand edit would."""
-    edits = {
-        "no_table": "DROP TABLE measurements",
-        "bad_settings": "UPDATE settings SET value = '{not json' WHERE key = 'dataset'",
-        "no_column": "ALTER TABLE measurements DROP COLUMN value",
-        "no_params": "DELETE FROM extradeep_meta WHERE key = 'params'",
-        "bad_dataset": "UPDATE settings SET value = '{\"wrong\": 1}' WHERE key = 'dataset'",
-    }
-    for name, sql in edits.items():
-        target = root / f"damaged_{name}.sqlite"
-        shutil.copy(root / "exp.sqlite", target)
-        with sqlite3.connect(target) as conn:
-            conn.execute(sql)
 
 
 # id: (argv with {root} for the fixture folder, expected exit status (None: 0 or 1), text in stdout+stderr,
@@ -617,58 +504,3 @@ def test_save_into_a_read_only_folder_is_refused_first(world, tmp_path, capsys):
         assert code == 2 and "cannot write" in text and "modeling" not in text
     finally:
         folder.chmod(0o755)
-
-
-def test_gui_without_a_display_says_so_instead_of_aborting(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "extradeep", "gui"],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 2, (proc.returncode, proc.stderr)  # not -6 (SIGABRT)
-    assert "QT_QPA_PLATFORM=offscreen" in proc.stderr and "Traceback" not in proc.stderr
-
-
-def test_gui_with_a_display_nobody_serves_says_so_instead_of_aborting(tmp_path):
-    pytest.importorskip("PySide6")
-    env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
-    env["DISPLAY"] = ":97"  # a stale `ssh -X` session: set, but no X server behind it
-    if Path("/tmp/.X11-unix/X97").exists():
-        pytest.skip("an X server answers on :97 here")
-    proc = subprocess.run(
-        [sys.executable, "-m", "extradeep", "gui"],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 2, (proc.returncode, proc.stderr)  # not -6 (SIGABRT)
-    assert "DISPLAY=:97" in proc.stderr and "QT_QPA_PLATFORM=offscreen" in proc.stderr
-    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
-    assert len(proc.stderr.strip().splitlines()) == 1
-
-
-def test_gui_without_the_xcb_libraries_relays_qt_and_names_the_packages(tmp_path):
-    """A desktop without libxcb-cursor0 (Qt 6.5+ needs it for X11): the X server runs, so the line must
-    relay Qt's own reason and name the packages, not ask whether the X server runs. The library is
-    hidden by a file of its name, that is no library, first on the loader's path."""
-    pytest.importorskip("PySide6")
-    (tmp_path / "libxcb-cursor.so.0").write_text("not a library\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
-    env.update(DISPLAY=":97", LD_LIBRARY_PATH=str(tmp_path))
-    proc = subprocess.run(
-        [sys.executable, "-m", "extradeep", "gui"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
-    if "xcb-cursor0" not in proc.stderr:
-        pytest.skip(f"this PySide6's xcb plugin does not need libxcb-cursor: {proc.stderr.strip()[:200]}")
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    line = proc.stderr.strip()
-    assert "Qt cannot load its X11 (xcb) platform plugin" in line and "is the X server running" not in line
-    assert "apt-get install libxcb-cursor0" in line and "dnf install xcb-util-cursor" in line
