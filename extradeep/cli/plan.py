@@ -69,7 +69,7 @@ def run(args) -> int:
     from extradeep.report.plan import plan_text
 
     cost = cost_settings(args)
-    targets = parse_values(args.target)
+    targets = parse_values(args.target, "--target")
     if args.output:
         check_output_path("--output", args.output, input_paths(args))
     options = modeler_options(args)
