@@ -139,15 +139,35 @@ def choose_params(runs: pd.DataFrame, params, aliases: dict) -> list[str]:
     chosen = [aliases.get(p, p) for p in params]
     unknown = [p for p in chosen if p not in available]
     if unknown:
-        raise InputError(
-            None,
-            f"no parameter {', '.join(map(repr, unknown))} in the inputs; they have: {', '.join(available) or 'none'}",
-        )
+        _refuse_unknown_params(runs, unknown, available)
     unmodeled = [p for p in varying if p not in chosen]
     if unmodeled:
         detail = "; ".join(f"{p} takes {sorted(runs[p].unique().tolist())}" for p in unmodeled)
         raise InputError(None, f"parameter(s) vary but are not modeled ({detail}); add --param or select files")
     return chosen
+
+
+def _refuse_unknown_params(runs: pd.DataFrame, unknown: list[str], available: list[str]) -> None:
+    """Why the parameters are missing, in one line: a broken file (named), one profile only, or
+    file names that carry no values."""
+    from extradeep.io.nsys.connect import check_header
+    from extradeep.io.read import NSYS, profile_format
+
+    for path in runs["path"]:  # a broken file is the first thing to fix, and the user must see which
+        if profile_format(path) == NSYS:
+            check_header(Path(path))
+    wanted = ", ".join(map(repr, unknown))
+    if not available and len(runs) == 1:
+        raise InputError(
+            runs["path"].iloc[0],
+            f"one profile is one configuration, with no {wanted} to model: modeling needs runs at several "
+            "scales (files named like app.p2.r1.mpi0.sqlite, app.p4.r1.mpi0.sqlite, ..., or a --manifest)",
+        )
+    raise InputError(
+        None,
+        f"no parameter {wanted} in the inputs; they have: {', '.join(available) or 'none'}"
+        + ("" if available else " (their names carry no values like app.p4.r1.mpi0.sqlite; give a --manifest)"),
+    )
 
 
 def step_sum_table(runs: pd.DataFrame, frames: dict, params: list[str]) -> pd.DataFrame:

@@ -56,7 +56,9 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument(
         "--min-points", type=int, metavar="N", help="configurations a region needs to be modeled (default 5)"
     )
-    read.add_argument("--jobs", type=int, metavar="N", help="files read in parallel (default: number of CPUs)")
+    read.add_argument(
+        "--jobs", type=int, metavar="N", help="files read in parallel (default: the CPUs this process may use)"
+    )
     read.add_argument(
         "--scheduler",
         metavar="ADDRESS",
@@ -152,10 +154,13 @@ def resolve_options(args: argparse.Namespace) -> dict:
     on stderr)."""
     use_directory_config(args)
     config = read_config(args.config) if getattr(args, "config", None) else {}
+    given = {key: getattr(args, key, None) for key in DEFAULTS}
+    # the options the settings file set: an error in one names the file's key, not a flag (flag_error)
+    args.config_keys = [key for key in config if given.get(key) in (None, [])]
     try:
-        return merge_options({key: getattr(args, key, None) for key in DEFAULTS}, config)
+        return merge_options(given, config)
     except InputError as exc:
-        raise flag_error(exc) from None
+        raise flag_error(exc, args) from None
 
 
 def use_directory_config(args) -> None:
@@ -180,7 +185,7 @@ def experiment_from_args(args: argparse.Namespace, progress=None):
     try:
         arguments = load_arguments(options)
     except InputError as exc:  # the library names its fields; here they are flags
-        raise flag_error(exc) from None
+        raise flag_error(exc, args) from None
     aliases, dataset, system = arguments["aliases"], arguments["dataset"], arguments["system"]
     profiles = list(options["profiles"])
     if not profiles and not options["manifest"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 from extradeep.errors import InputError
@@ -66,8 +67,32 @@ def display_unreachable(environ) -> str | None:
         return None  # cannot tell: let Qt try
     if done.returncode == 0:
         return None
+    return display_failure(environ["DISPLAY"], done.stderr.decode("utf-8", "replace"))
+
+
+# The X11 libraries Qt's xcb plugin loads beside libxcb (Qt 6.5+ needs xcb-cursor), by distribution
+XCB_PACKAGES = (
+    "Debian/Ubuntu: sudo apt-get install libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 "
+    "libxcb-render-util0 libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 libegl1; Fedora: sudo dnf install "
+    "xcb-util-cursor xcb-util-wm xcb-util-keysyms xcb-util-image xcb-util-renderutil libxkbcommon-x11"
+)
+
+
+def display_failure(display: str, qt_output: str) -> str:
+    """One line from what Qt said when it could not start: its own reason, and what to do about it."""
+    said = [
+        re.sub(r"^qt\.qpa\.\w+:\s*", "", line.strip()).rstrip(". ")
+        for line in qt_output.splitlines()
+        if line.strip().startswith("qt.qpa") or "connect to display" in line or "cannot open display" in line
+    ]
+    reason = "; ".join(dict.fromkeys(said))[:300] or "no reason given"
+    if "needed" in reason or "Could not load the Qt platform plugin" in reason:
+        return (
+            f"Qt cannot load its X11 (xcb) platform plugin for DISPLAY={display}: {reason}; install the "
+            f"libraries it needs ({XCB_PACKAGES}), or use QT_QPA_PLATFORM=offscreen for screenshots and tests"
+        )
     return (
-        f"cannot open the display DISPLAY={environ['DISPLAY']} (is the X server running? log in with "
+        f"cannot open the display DISPLAY={display} (Qt: {reason}; is the X server running? log in with "
         "`ssh -X`, or use QT_QPA_PLATFORM=offscreen for screenshots and tests)"
     )
 

@@ -168,7 +168,12 @@ def _check_formula(text: str, params: list[str] | None) -> None:
     from extradeep.analysis.cost import cost_variables
     from extradeep.analysis.expression import parse_expression
 
-    expr = parse_expression(text, None if params is None else cost_variables(params))
+    try:
+        expr = parse_expression(text, None if params is None else cost_variables(params))
+    except InputError as exc:  # the parser says "formula"; the user gave --cost-formula
+        raise InputError("--cost-formula", exc.problem) from None
+    if not set(expr.variables) <= cost_variables(params or []):
+        return  # a name that may be a parameter of the inputs: checked (and named if unknown) once they are read
     values = {name: 3600.0 if name == "T" else 5.5 for name in expr.variables}
     result = expr(**values)
     if (result < 0).any():
@@ -241,6 +246,12 @@ def is_extrap_text(profiles: list[str]) -> bool:
     return not head.startswith((SQLITE_MAGIC, GZIP_MAGIC)) and head.lstrip()[:1] not in (b"{", b"[")
 
 
+def _config_keys(args) -> dict:
+    from extradeep.io.config import read_config
+
+    return read_config(args.config) if getattr(args, "config", None) else {}
+
+
 def analysis_from_args(args):
     """(Analysis, Experiment or None) from PROFILES and the options; progress on stderr."""
     from extradeep.analysis.core import analyse, analyse_table
@@ -248,9 +259,14 @@ def analysis_from_args(args):
 
     if is_extrap_text(args.profiles or []):
         from extradeep.modeling import read_extrap_text
+        from extradeep.modeling.extrap_text import text_model_options
 
         table = read_extrap_text(args.profiles[0])
-        return analyse_table(table, table.attrs["params"], modeler_options(args), args.scaling, args.ranks_param), None
+        options = modeler_options(args)
+        if getattr(args, "min_points", None) is None and "min_points" not in _config_keys(args):
+            options.pop("min_points", None)  # as Extra-P: fewer points make a rough model, not none
+        options = text_model_options(options, table)
+        return analyse_table(table, table.attrs["params"], options, args.scaling, args.ranks_param), None
     experiment = experiment_from_args(args)
     analysis = analyse(
         experiment,

@@ -82,7 +82,7 @@ def run(args) -> int:
 
         return run_layout_plan(args)
     cost = cost_settings(args)
-    targets = parse_values(args.target)
+    targets = parse_values(args.target, "--target")
     if args.output:
         check_output_path("--output", args.output, input_paths(args))
     options = modeler_options(args)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from extradeep.errors import InputError
+from extradeep.errors import InputError, require_regular_file, special_file_problem
 from extradeep.io.config import CONFIG_NAME
 from extradeep.io.kineto.load import looks_like_trace
 from extradeep.io.read import KINETO, NSYS, format_by_name, strip_suffix
@@ -117,7 +117,7 @@ def find_exports(paths) -> tuple[list[Path], list[str]]:
         elif path.is_file():
             found.append(path)
         else:
-            problems.append(f"{path}: no such file or directory")
+            problems.append(f"{path}: {special_file_problem(path) or 'no such file or directory'}")
     unique = list(dict.fromkeys(p.resolve() for p in found))
     return unique, problems
 
@@ -181,7 +181,7 @@ def manifest_runs(manifest, aliases: dict | None = None) -> tuple[pd.DataFrame, 
     problem; InputError only when no row is usable."""
     manifest = Path(manifest)
     if not manifest.is_file():
-        raise InputError(manifest, "manifest not found")
+        raise InputError(manifest, special_file_problem(manifest) or "manifest not found")
     if manifest.suffix.lower() == ".toml":
         records, unit, first = _toml_records(manifest), "run", 1
     else:
@@ -218,8 +218,9 @@ def _manifest_row(manifest: Path, record: dict, aliases: dict, where: str) -> di
 
 
 def read_toml(path) -> dict:
-    """Parse a TOML file (tomllib on 3.11+, tomli on 3.10 when installed); errors are one line."""
+    """Parse a TOML file (tomllib on 3.11+, tomli on 3.10: a dependency there); errors are one line."""
     path = Path(path)
+    require_regular_file(path)
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10 only
@@ -292,12 +293,14 @@ def drop_non_exports(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     if runs["app"].nunique() <= 1:
         return runs, []
     from extradeep.io.nsys.connect import check_header
+    from extradeep.io.read import NSYS, profile_format
 
     keep, problems = [], []
     for path in runs["path"]:
         problem = None
         try:
-            check_header(Path(path))
+            if profile_format(path) == NSYS:  # a Kineto trace is checked by its own reader
+                check_header(Path(path))
         except InputError as exc:
             problem = str(exc)
         except OSError as exc:

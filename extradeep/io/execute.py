@@ -10,12 +10,11 @@ read files where they lie (on a cluster: the shared file system) and send back o
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import sys
 import time
 import uuid
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import pandas as pd
 
@@ -31,6 +30,7 @@ from extradeep.io.cache import (
 )
 from extradeep.io.nsys.connect import unreadable
 from extradeep.io.nsys.settings import ReaderSettings
+from extradeep.processes import process_pool, usable_cpus
 
 
 class WorkerLost(str):
@@ -45,14 +45,14 @@ def run_tasks(function, calls: list[tuple], *, jobs=None, client=None, on_done=N
     if client is not None:
         return _run_on_cluster(function, calls, client, on_done)
     results: list = [None] * len(calls)
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(calls) or 1))
+    jobs = max(1, min(jobs or usable_cpus(), len(calls) or 1))
     if jobs == 1:
         for i, call in enumerate(calls):
             results[i] = function(*call)
             on_done(i, results[i])
         return results, []
     failed = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=pool_context()) as pool:
+    with process_pool(jobs) as pool:
         futures = {pool.submit(function, *call): i for i, call in enumerate(calls)}
         for future in as_completed(futures):
             try:
@@ -78,7 +78,7 @@ def _ignore(i, result) -> None:
 
 
 def _run_alone(function, call):
-    with ProcessPoolExecutor(max_workers=1, mp_context=pool_context()) as pool:
+    with process_pool(1) as pool:
         return pool.submit(function, *call).result()
 
 
@@ -207,18 +207,6 @@ def read_and_store(path: str, settings: ReaderSettings, key: str, cache_dir) -> 
     result = read_one(path, settings)
     store_cache(cache_dir, key, result)
     return result
-
-
-def pool_context():
-    """The multiprocessing context for worker pools: fork from the main thread (fast), forkserver from
-    any other thread (a GUI worker): a child forked while another thread holds a lock (Qt, malloc,
-    logging) can wait for that lock forever, which hung a predictor run started from the GUI."""
-    import multiprocessing
-    import threading
-
-    if threading.current_thread() is threading.main_thread() or sys.platform != "linux":
-        return None  # the platform's default
-    return multiprocessing.get_context("forkserver")
 
 
 def read_one(path: str, settings: ReaderSettings) -> dict:

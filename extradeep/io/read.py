@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from extradeep.errors import InputError
+from extradeep.errors import InputError, require_regular_file
 
 NSYS = "nsys"
 KINETO = "kineto"
@@ -43,6 +43,7 @@ def read_input(path, limit: int = -1) -> bytes:
     """The first `limit` bytes (all with -1) of a user's file, opened read-only; InputError with one
     line for a missing, unreadable path or a directory."""
     path = Path(path)
+    require_regular_file(path)  # a FIFO named like a profile would block the open forever
     try:
         with open(path, "rb") as fh:  # read-only: inputs are never written
             return fh.read(limit)

@@ -101,6 +101,9 @@ def read_experiment(path) -> SavedExperiment:
     """The tables of a saved experiment, opened read-only; a damaged one (a table or column
     missing, a setting that is not JSON) is refused with one line saying what is missing."""
     if not is_saved_experiment(path):
+        from extradeep.io.nsys.connect import check_header
+
+        check_header(Path(path))  # an empty, non-SQLite or truncated file is said to be one
         raise InputError(path, "not an experiment saved by extradeep")
     with closing(open_readonly(path)) as conn:
         present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

@@ -29,8 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import tomllib
-
+from extradeep.compat import tomllib
 from extradeep.errors import InputError
 from extradeep.system import PRESETS as SYSTEM_PRESETS
 from extradeep.system import TOML_KEYS as SYSTEM_KEYS

@@ -25,6 +25,7 @@ class ProfiledRuns:
     gpu_memory: int | None = None
     gpu_name: str | None = None
     problems: list[str] = field(default_factory=list)
+    runs: pd.DataFrame | None = None  # the runs' layouts with where each field was read
 
     def hardware(self, hardware):
         """``hardware`` with the profiled GPU's memory where the profiles record it."""
@@ -33,23 +34,25 @@ class ProfiledRuns:
         return replace(hardware, gpu=replace(hardware.gpu, memory=float(self.gpu_memory)))
 
 
-def read_profiled_runs(paths, model: dict | None = None, settings=None) -> ProfiledRuns:
-    """Read the profiles under ``paths`` (files or folders, named by the file-name convention) once.
-    ``model``: the shape as io.parallel takes it (layers, hidden, heads, seq, vocab)."""
+def read_profiled_runs(paths, model: dict | None = None, settings=None, aliases=None, manifest=None) -> ProfiledRuns:
+    """Read the profiles under ``paths`` (files or folders, named by the file-name convention, or
+    named by a ``manifest``) once. ``model``: the shape as io.parallel takes it (layers, hidden,
+    heads, seq, vocab)."""
     from extradeep.io.discover import find_exports
     from extradeep.io.parallel import layout_parts, profile_facts
     from extradeep.io.parallel.parts import part_observations
     from extradeep.layouts.energy import power_observations
     from extradeep.layouts.transfer import class_observations
 
-    exports, problems = find_exports(paths)
-    facts = {}
-    for path in exports:
-        try:
-            facts[str(path)] = profile_facts(str(path), settings)
-        except InputError as exc:
-            problems.append(str(exc))
-    frame = layout_parts(paths, model=model, settings=settings, facts=facts)
+    facts, problems = {}, []
+    if paths:  # read each file once here; layout_parts and the kernel classes reuse the facts
+        exports, _ = find_exports(paths)
+        for path in exports:
+            try:
+                facts[str(path)] = profile_facts(str(path), settings)
+            except InputError:
+                pass  # layout_parts reports it, one line per file
+    frame = layout_parts(paths, aliases=aliases, manifest=manifest, model=model, settings=settings, facts=facts)
     problems += list(frame.attrs.get("problems", []))
     used = [facts[p] for p in frame["path"].unique() if p in facts]
     capacities = {f.gpu_memory for f in used if f.gpu_memory}
@@ -61,4 +64,5 @@ def read_profiled_runs(paths, model: dict | None = None, settings=None) -> Profi
         gpu_memory=capacities.pop() if len(capacities) == 1 else None,
         gpu_name=names.pop() if len(names) == 1 else None,
         problems=problems,
+        runs=frame.attrs.get("layouts"),
     )

@@ -151,9 +151,10 @@ def _traced_runs(experiment) -> list[tuple]:
     repetition with the most ranks read."""
     runs, params = experiment.provenance, list(experiment.params)
     files = runs.groupby([*params, "rep"], sort=True).size().reset_index(name="ranks_read")
-    points = files[params].drop_duplicates().tail(TRACED_POINTS)
+    # without parameters there is one configuration (pandas 2 yields no row of a frame without columns)
+    points = list(files[params].drop_duplicates().tail(TRACED_POINTS).itertuples(index=False)) if params else [()]
     traced = []
-    for values in points.itertuples(index=False):
+    for values in points:
         at = files[(files[params] == list(values)).all(axis=1)]
         run = at.sort_values(["ranks_read", "rep"], ascending=[False, True]).iloc[0]
         chosen = runs[(runs[params] == run[params]).all(axis=1) & (runs["rep"] == run["rep"])]

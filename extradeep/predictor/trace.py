@@ -8,10 +8,8 @@ separate sessions (`collectives.clock_offsets`).
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -173,7 +171,8 @@ def _mpi_and_os(conn) -> tuple[pd.DataFrame, pd.DataFrame]:
             "bytes": np.where(m["bytes"] == NULL_INT, 0, m["bytes"]).astype(float),
         }
     )
-    waits = pd.concat([mpi[~coll], osrt], ignore_index=True)
+    # pandas 2 warns when an empty frame takes part in a concat
+    waits = pd.concat([f for f in (mpi[~coll], osrt) if not f.empty] or [osrt], ignore_index=True)
     return ops, pd.DataFrame(
         {"pid": waits["pid"], "queue": "cpu/t" + waits["tid"].astype(str), "start": waits["start"], "end": waits["end"]}
     )
@@ -296,12 +295,14 @@ def _read_or_problem(path: Path, settings=None):
 
 def _read_files(paths: list[Path], jobs: int | None, settings=None) -> list:
     """read_file of every path, in worker processes when there are several files and cores."""
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
+    from extradeep.processes import usable_cpus
+
+    jobs = max(1, min(jobs or usable_cpus(), len(paths)))
     if jobs == 1 or len(paths) < 4:
         return [_read_or_problem(p, settings) for p in paths]
-    from extradeep.io.execute import pool_context
+    from extradeep.processes import process_pool
 
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=pool_context()) as pool:
+    with process_pool(jobs) as pool:
         return list(pool.map(_read_or_problem, paths, [settings] * len(paths)))
 
 

@@ -1,4 +1,4 @@
-"""`extradeep layouts --profiles`: watts per GPU calibrated on the GPU power samples of
+"""`extradeep layouts PROFILES`: watts per GPU calibrated on the GPU power samples of
 simulated nsys exports, energy in the written table, one line for a folder without samples."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def test_power_profiles_calibrate_the_searchs_energy(gpt_studies, tiny_toml, tmp
     study = gpt_studies["megatron"]
     out = tmp_path / "search.csv"
     args = ["layouts", "--model", str(tiny_toml), "--gpus", "8", "--global-batch", "16"]
-    assert main([*args, "--profiles", str(study.outdir), "-o", str(out)]) == 0
+    assert main([*args, str(study.outdir), "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert f"profile samples ({len(study.truth['layouts'])} runs)" in text
     table = pd.read_csv(out)
@@ -33,25 +33,6 @@ def test_power_profiles_calibrate_the_searchs_energy(gpt_studies, tiny_toml, tmp
     fits = table[table["fits"]]
     assert fits["power_w"].between(0.5 * min(truth), 1.5 * max(truth)).all()  # not the 400 W data sheet
     assert np.allclose(fits["energy_kwh"], fits["gpus"] * fits["power_w"] * fits["time"] / 3.6e6)
-
-
-def test_power_profiles_that_are_not_profiles_is_one_line(tiny_toml, capsys):
-    code = main(
-        [
-            "layouts",
-            "--model",
-            str(tiny_toml),
-            "--gpus",
-            "8",
-            "--global-batch",
-            "16",
-            "--profiles",
-            str(tiny_toml),
-        ]
-    )
-    assert code != 0
-    err = capsys.readouterr().err
-    assert "--profiles" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 def test_profiles_move_compute_to_another_gpu_as_their_kernel_classes_say(gpt_studies, tiny_toml, tmp_path):
@@ -65,7 +46,6 @@ def test_profiles_move_compute_to_another_gpu_as_their_kernel_classes_say(gpt_st
         "8",
         "--global-batch",
         "16",
-        "--profiles",
         str(study.outdir),
     ]
     assert main([*args, "--search-hardware", "a100-80gb,h100-sxm", "-o", str(out)]) == 0

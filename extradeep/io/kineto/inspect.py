@@ -58,7 +58,7 @@ def inspect_trace(path, settings=None, top: int = 10) -> dict:
             "nccl_kernels": nccl,
             "kernels_by_device": _kernels_by_device(kernels),
             "top_ranges": _top_ranges(nvtx[(nvtx["domain"].astype(str) != kt.CPU_OP_DOMAIN).to_numpy()], top),
-            "steps": _steps(nvtx, settings, path),
+            "steps": _kineto_steps(nvtx, settings, path),
             "devices": trace.devices,
             "placement": trace_placement(trace),
             "notes": list(trace.notes),
@@ -66,6 +66,15 @@ def inspect_trace(path, settings=None, top: int = 10) -> dict:
         return info
     except InputError as exc:
         raise InputError(path, exc.problem) if exc.source is None else exc from None
+
+
+def _kineto_steps(nvtx, settings, path) -> dict:
+    steps = _steps(nvtx, settings, path)
+    if not steps["found"]:  # PyTorch profiler advice, not nsys's
+        from extradeep.io.kineto.read import kineto_wording
+
+        steps["problem"] = kineto_wording(steps["problem"])
+    return steps
 
 
 def _whole(value):

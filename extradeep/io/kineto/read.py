@@ -40,7 +40,10 @@ def read_trace(path, settings=None) -> pd.DataFrame:
 def trace_tables(trace: KinetoTrace, settings: ReaderSettings) -> dict:
     """The dict `step_sums` takes, from a loaded trace."""
     nvtx = kt.nvtx_table(trace)
-    steps = find_steps(nvtx, settings, trace.path)
+    try:
+        steps = find_steps(nvtx, settings, trace.path)
+    except InputError as exc:  # the step finder's words are for nsys exports: say it for PyTorch's profiler
+        raise InputError(exc.source, kineto_wording(exc.problem)) from None
     notes = list(trace.notes)
     return {
         "nvtx": nvtx,
@@ -53,6 +56,20 @@ def trace_tables(trace: KinetoTrace, settings: ReaderSettings) -> dict:
         "user_ranges": _user_ranges(nvtx, steps, notes),
         "warnings": notes,
     }
+
+
+NO_RANGES_ADVICE = (
+    "no ProfilerStep#N or record_function ranges, so no training steps to measure; profile with "
+    "torch.profiler.profile(...) and call prof.step() after each step, or wrap steps in "
+    "torch.profiler.record_function('train_step') and give --train-step-pattern"
+)
+
+
+def kineto_wording(problem: str) -> str:
+    """A step finder's message for a Kineto trace: PyTorch profiler advice, not nsys's."""
+    if "nsys profile" in problem:
+        return NO_RANGES_ADVICE
+    return problem.replace("NVTX range", "range")
 
 
 def _user_ranges(nvtx: pd.DataFrame, steps, notes: list[str]) -> dict[str, pd.DataFrame]:

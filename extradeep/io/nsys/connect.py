@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from extradeep.errors import InputError
+from extradeep.errors import InputError, require_regular_file, special_file_problem
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -30,6 +30,7 @@ def unreadable(exc: OSError) -> str:
 
 def check_header(path: Path) -> None:
     """Cheap checks on the 100-byte SQLite header: catches empty, non-SQLite and truncated files."""
+    require_regular_file(path)
     try:
         size = path.stat().st_size
         with open(path, "rb") as fh:
@@ -61,7 +62,7 @@ def open_readonly(path: str | Path) -> ExportConnection:
     if not path.exists():
         raise InputError(path, "file not found")
     if not path.is_file():
-        raise InputError(path, "not a file")
+        raise InputError(path, special_file_problem(path) or "not a file")
     check_header(path)
     uri = path.resolve().as_uri() + "?mode=ro&immutable=1"
     try:
