@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from shared_data import MEDIUM_GPT, MEDIUM_PROFILED, MEDIUM_SHAPE
 
 from extradeep.layouts.model import LayoutModel
 from extradeep.layouts.profiled import read_profiled_runs
 from extradeep.layouts.validation import VTRAIN_CLUSTER, leave_one_model_out, vtrain_tables
-from extradeep.simulate.gpt.config import GPTModel
 from extradeep.simulate.gpt.study import simulate_gpt
 
 
@@ -35,14 +35,6 @@ def vtrain_model(vtrain):
 
 
 # -- simulated A100 profiles of a medium GPT on <= 4 GPUs (nsys only): kernel classes, memory, transfer --
-MEDIUM_GPT = GPTModel(layers=8, hidden=1024, heads=16, seq=1024, vocab=51200, name="gpt-medium")
-MEDIUM_SHAPE = {"layers": 8, "hidden": 1024, "heads": 16, "seq": 1024, "vocab": 51200}
-MEDIUM_PROFILED = [
-    "tp1.pp1.dp1.mbs1.nmb8",
-    "tp2.pp1.dp1.mbs1.nmb8",
-    "tp1.pp2.dp1.mbs1.nmb8",
-    "tp4.pp1.dp1.mbs1.nmb8.rc2",
-]
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-from conftest import MEDIUM_GPT, MEDIUM_SHAPE
+from shared_data import MEDIUM_GPT, MEDIUM_SHAPE
 
 from extradeep.layouts.hardware import load_hardware
 from extradeep.layouts.model import LayoutModel

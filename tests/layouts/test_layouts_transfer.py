@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import MEDIUM_GPT as MODEL
-from conftest import MEDIUM_PROFILED as PROFILED
+from shared_data import MEDIUM_GPT as MODEL
+from shared_data import MEDIUM_PROFILED as PROFILED
 
 from extradeep.columns import PART_COMPUTE, STEP_TIME
 from extradeep.layouts.transfer import (
