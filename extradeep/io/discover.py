@@ -17,8 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from extradeep.errors import InputError
+from extradeep.io.formats import KINETO, NSYS, format_by_name, strip_suffix
 from extradeep.io.kineto.load import looks_like_trace
-from extradeep.io.read import KINETO, NSYS, format_by_name, strip_suffix
 
 # Tokens map to names; the reserved names "rank" and "rep" say which token is which.
 DEFAULT_ALIASES = {"p": "ranks", "r": "rep", "mpi": "rank"}
@@ -275,7 +275,7 @@ def drop_non_exports(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     application". (A batch of one application leaves this to the reader, without opening files here.)"""
     if runs["app"].nunique() <= 1:
         return runs, []
-    from extradeep.io.nsys.connect import check_header
+    from extradeep.io.sqlite import check_header
 
     keep, problems = [], []
     for path in runs["path"]:
@@ -366,7 +366,7 @@ def discover(paths=None, aliases=None, manifest=None, ranks_param: str = "ranks"
 
 def _hashed(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """The runs with their sha256; a file the OS will not let us read is skipped with one line."""
-    from extradeep.io.nsys.connect import unreadable
+    from extradeep.io.sqlite import unreadable
 
     digests, problems = [], []
     for path in runs["path"]:

@@ -1,19 +1,17 @@
-"""One profile in, per-step sums out, whatever its format: Nsight Systems SQLite exports or PyTorch
-profiler (Kineto) Chrome-trace JSON. The format is decided by the file's first bytes, so a trace
-renamed without its suffix still reads; the file name only decides which files a folder offers.
+"""Which format a profile is in: Nsight Systems SQLite exports or PyTorch profiler (Kineto) Chrome-trace
+JSON. The format is decided by the file's first bytes, so a trace renamed without its suffix still
+reads; the file name only decides which files a folder offers (`extradeep.io.discover`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from extradeep.errors import InputError
+from extradeep.io.sqlite import SQLITE_MAGIC, unreadable
 
 NSYS = "nsys"
 KINETO = "kineto"
-SQLITE_MAGIC = b"SQLite format 3\x00"
 GZIP_MAGIC = b"\x1f\x8b"
 NSYS_SUFFIXES = (".sqlite",)
 KINETO_SUFFIXES = (".json", ".json.gz")  # covers *.pt.trace.json[.gz]
@@ -51,8 +49,6 @@ def read_input(path, limit: int = -1) -> bytes:
     except IsADirectoryError:
         raise InputError(path, "is a directory, not a profile") from None
     except OSError as exc:
-        from extradeep.io.nsys.connect import unreadable
-
         raise InputError(path, unreadable(exc)) from None  # one wording for an unreadable file everywhere
 
 
@@ -68,19 +64,3 @@ def profile_format(path) -> str:
         raise InputError(path, "empty file")
     # the nsys layer words its errors for what a .sqlite name promises (truncated, not SQLite, ...)
     return NSYS if format_by_name(path) != KINETO else KINETO
-
-
-def read_profile(path, settings=None) -> pd.DataFrame:
-    """Per-step sums of one profile (see `extradeep.io.nsys.read.read_export` for the frame), with
-    `attrs["format"]` saying which reader read it."""
-    fmt = profile_format(path)
-    if fmt == KINETO:
-        from extradeep.io.kineto.read import read_trace
-
-        frame = read_trace(path, settings)
-    else:
-        from extradeep.io.nsys.read import read_export
-
-        frame = read_export(path, settings)
-    frame.attrs["format"] = fmt
-    return frame

@@ -21,9 +21,8 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
-from extradeep.io.nsys.events import NULL_INT, per_category
-from extradeep.io.nsys.schema import NVTX_MARK, NVTX_RANGE_TYPES
-from extradeep.io.nsys.settings import ReaderSettings
+from extradeep.io.frames import NULL_INT, NVTX_MARK, NVTX_RANGE_TYPES, per_category
+from extradeep.io.settings import ReaderSettings
 
 LEVELS = ("epoch", "train", "val")
 PHASE_NAMES = {"train": "training", "val": "validation"}
@@ -240,7 +239,7 @@ def _find_level(
 
 
 def find_steps(nvtx: pd.DataFrame, settings=None, source=None) -> StepTable:
-    """The StepTable of one export's NVTX events (`extradeep.io.nsys.events.nvtx`).
+    """The StepTable of one export's NVTX events (`extradeep.io.nsys.events.nvtx` or the Kineto reader's `tables.nvtx_table`).
 
     Raises InputError (naming `source`) when no steps are found (listing the most frequent NVTX
     names), when marks are unbalanced, when steps overlap, or when every epoch is warm-up.

@@ -21,7 +21,7 @@ import pandas as pd
 
 from extradeep import __version__
 from extradeep.errors import InputError
-from extradeep.io.nsys.connect import open_readonly
+from extradeep.io.sqlite import open_readonly
 
 META_TABLE = "extradeep_meta"
 FORMAT = "extradeep-experiment"

@@ -1,7 +1,7 @@
-"""The per-file stage: one export in, per-step sums out (paper section 2.2, Eq. 1).
+"""Per-step sums of one profile's tables, whatever its format (paper section 2.2, Eq. 1).
 
-`read_export(path, settings)` is a pure function of the file and the settings, so it can run in
-worker processes or on a cluster and be cached. Each event is assigned to (epoch, phase, step):
+Every reader (`extradeep.io.nsys.read`, `extradeep.io.kineto.read`) hands `step_sums` the same dict
+of tables (`extradeep.io.frames`), so the rules below hold for both. Each event is assigned to (epoch, phase, step):
 GPU work by the start of the CPU runtime call that launched it (joined via correlationId within a
 process), so work launched in a step but finishing after it still belongs to it; CPU events by
 their own start. Events outside every step but inside a measured epoch go to phase "between"
@@ -11,29 +11,19 @@ warm-up, teardown) are not counted. Bucketing is vectorised with np.searchsorted
 
 from __future__ import annotations
 
-import sqlite3
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import STEP_SUM_COLUMNS
-from extradeep.errors import InputError
-from extradeep.io.nsys import categories as cat
-from extradeep.io.nsys import events
-from extradeep.io.nsys.connect import open_readonly
-from extradeep.io.nsys.events import NULL_INT, per_category
-from extradeep.io.nsys.schema import NVTX_RANGE_TYPES, require_nsys_export
-from extradeep.io.nsys.settings import READER_VERSION, ReaderSettings
-from extradeep.io.nsys.steps import StepTable, find_steps
-
-__all__ = ["read_export", "ReaderSettings", "READER_VERSION", "OUTPUT_COLUMNS"]
+from extradeep.columns import BUSY_REGION, STEP_SUM_COLUMNS
+from extradeep.io import categories as cat
+from extradeep.io.frames import NULL_INT, NVTX_RANGE_TYPES, per_category
+from extradeep.io.settings import READER_VERSION
+from extradeep.io.steps import StepTable
 
 OUTPUT_COLUMNS = STEP_SUM_COLUMNS
 NS = 1e-9
-BUSY_REGION = "gpu busy"
-LAUNCH_COLUMNS = ["launchKey"]  # besides start, end and name: what the launch join needs
 
 
 @dataclass
@@ -76,36 +66,9 @@ class Buckets:
         return np.where(in_step, i, np.where(in_window, n + w, -1))
 
 
-def read_export(path, settings=None) -> pd.DataFrame:
-    """Per-step sums of one export: columns region, kind, category, metric, epoch, phase, step, value.
-
-    Metrics: time (seconds), visits (count), bytes (memcpy, memset, MPI where known). Region "step"
-    (kind and category "step") carries the NVTX step durations, region "gpu busy" (kind "busy",
-    category "step") the time in each step covered by any GPU activity. Only non-zero sums are listed (a
-    region absent from a step is 0 there). `attrs` holds `notes` (one-line warnings), `convention`
-    (which step marks matched), `n_steps` per phase and `not_counted` (events outside the measured
-    epochs). Raises InputError naming the file for unusable input.
-    """
-    settings = ReaderSettings.from_any(settings)
-    conn = open_readonly(path)
-    try:
-        return _read(conn, settings)
-    except InputError as exc:
-        raise InputError(path, exc.problem) if exc.source is None else exc from None
-    except (sqlite3.Error, UnicodeError) as exc:  # damage that the per-query checks did not see
-        raise InputError(path, f"cannot read the export ({exc}); is the file truncated or damaged?") from None
-    finally:
-        conn.close()
-
-
-def _read(conn, settings: ReaderSettings) -> pd.DataFrame:
-    require_nsys_export(conn)
-    return step_sums(_read_tables(conn, settings))
-
-
 def step_sums(tables: dict) -> pd.DataFrame:
-    """The per-step sums of one profile's tables (as `_read_tables` returns them; the Kineto reader
-    builds the same dict): nvtx, steps (StepTable), runtime, kernels, memcpy, memset, osrt, library,
+    """The per-step sums of one profile's tables (as `extradeep.io.nsys.read.read_tables` returns them;
+    the Kineto reader builds the same dict): nvtx, steps (StepTable), runtime, kernels, memcpy, memset, osrt, library,
     mpi, warnings, and optionally user_ranges (kind -> frame of CPU ranges that are not step marks)."""
     nvtx, table, runtime, kernels = tables["nvtx"], tables["steps"], tables["runtime"], tables["kernels"]
     buckets = Buckets.from_steps(table)
@@ -151,36 +114,6 @@ def step_sums(tables: dict) -> pd.DataFrame:
         reader_version=READER_VERSION,
     )
     return out
-
-
-def _read_tables(conn, settings: ReaderSettings) -> dict:
-    """Every table the per-step sums need. The two largest (kernels and the CUDA runtime calls that
-    launched them) are read on their own read-only connections meanwhile: SQLite releases the GIL
-    while it scans, so one big export's read uses the other cores."""
-    sides = [open_readonly(conn.path) for _ in range(2)]
-    try:
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            runtime = pool.submit(events.runtime, sides[0], columns=LAUNCH_COLUMNS)
-            kernels = pool.submit(events.kernels, sides[1], settings.kernel_names, columns=LAUNCH_COLUMNS)
-            nvtx = events.nvtx(conn)
-            tables = {
-                "nvtx": nvtx,
-                "steps": find_steps(nvtx, settings, conn.path),
-                **{
-                    kind: getattr(events, kind)(conn, columns=LAUNCH_COLUMNS + ["bytes"])
-                    for kind in ("memcpy", "memset")
-                },
-                "osrt": events.osrt(conn, columns=[]),
-                "library": events.library_events(conn, columns=[]),
-                "mpi": events.mpi(conn, nvtx, columns=["bytes"]),
-                "runtime": runtime.result(),
-                "kernels": kernels.result(),
-            }
-        tables["warnings"] = conn.warnings + [w for side in sides for w in side.warnings]
-    finally:
-        for side in sides:
-            side.close()
-    return tables
 
 
 class LaunchTimes:

@@ -208,7 +208,7 @@ def comm_context(colls: pd.DataFrame, trace: RunTrace, system=None) -> CommConte
     from extradeep.system import load_system
 
     described = None if system is None else load_system(system)
-    gpus = described.gpus_per_node if described is not None else run_gpus_per_node(trace.files)
+    gpus = described.gpus_per_node if described is not None else run_gpus_per_node(trace.files, trace.placements)
     return CommContext(
         alpha={k: v.alpha for k, v in fit_alpha_beta(colls).items() if v.sized},
         ranks=int(trace.files["rank"].nunique()),

@@ -1,6 +1,7 @@
 """The per-file stage for Kineto traces: one trace in, the same per-step sums as `read_export` out.
 
-Built on the nsys reader's own pieces (`find_steps`, `step_sums`), so the frame, its attrs, the step
+Built on the shared base (`extradeep.io.steps.find_steps`, `extradeep.io.sums.step_sums`), as the nsys
+reader is, so the frame, its attrs, the step
 conventions and the assignment rules (GPU work by the start of its launching runtime call, CPU
 ranges by their own start, "between" outside steps) are the same for both formats. cpu_op ranges
 become regions of kind `cpu_op` (category nvtx); user annotations kind `nvtx` (NCCL's `nccl:*`
@@ -13,22 +14,36 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
+from extradeep.io.frames import ProfileRead
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import KinetoTrace, load
-from extradeep.io.nsys.read import step_sums, user_ranges
-from extradeep.io.nsys.settings import ReaderSettings
-from extradeep.io.nsys.steps import find_steps
+from extradeep.io.settings import ReaderSettings
+from extradeep.io.steps import find_steps
+from extradeep.io.sums import step_sums, user_ranges
 
-__all__ = ["read_trace", "trace_tables"]
+__all__ = ["read_trace", "read_trace_once", "trace_tables"]
 
 
 def read_trace(path, settings=None) -> pd.DataFrame:
     """Per-step sums of one Kineto trace: columns region, kind, category, metric, epoch, phase, step,
     value, as `extradeep.io.nsys.read.read_export`. Raises InputError naming the file when unusable."""
+    return read_trace_once(path, settings).frame
+
+
+def read_trace_once(path, settings=None, *, replay: bool = False) -> ProfileRead:
+    """One pass over one trace (loaded and parsed once): its per-step sums and, with `replay`, the
+    replay's frames (`extradeep.io.kineto.replay.replay_frames`). A trace names no host: the placement
+    is None here."""
     settings = ReaderSettings.from_any(settings)
     trace = load(path)
     try:
-        return step_sums(trace_tables(trace, settings))
+        frame = step_sums(trace_tables(trace, settings))
+        frames = None
+        if replay:
+            from extradeep.io.kineto.replay import replay_frames
+
+            frames = replay_frames(trace, path, settings)
+        return ProfileRead(frame, None, frames)
     except InputError as exc:
         raise InputError(path, exc.problem) if exc.source is None else exc from None
 

@@ -1,6 +1,6 @@
 """Raw events of one export as DataFrames: one columnar SELECT per table, names resolved, times in integer ns.
 
-Every function takes a connection from `extradeep.io.nsys.connect.open_readonly` and returns a DataFrame
+Every function takes a connection from `extradeep.io.sqlite.open_readonly` and returns a DataFrame
 (empty, with the same columns, when the export lacks the table). Names are pandas Categoricals, so
 millions of rows share a few thousand strings. Integer columns that the export leaves NULL (or that an
 older version lacks) hold `NULL_INT`.
@@ -12,17 +12,19 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
-from extradeep.io.nsys import categories as cat
-from extradeep.io.nsys.connect import ExportConnection, fetch_all, query
-from extradeep.io.nsys.schema import (
-    NVTX_CATEGORY,
-    NVTX_DOMAIN_CREATE,
-    NVTX_DOMAIN_DESTROY,
+from extradeep.io import categories as cat
+from extradeep.io.frames import (
+    CPU_COLUMNS,
+    NULL_INT,
+    NVTX_COLUMNS,
+    NVTX_PAYLOADS,
     NVTX_RANGE_TYPES,
-    schema_of,
+    categorical,
+    per_category,
 )
+from extradeep.io.nsys.schema import NVTX_CATEGORY, NVTX_DOMAIN_CREATE, NVTX_DOMAIN_DESTROY, schema_of
+from extradeep.io.sqlite import ExportConnection, fetch_all, query
 
-NULL_INT = np.iinfo(np.int64).min
 _NULL_SQL = "(-9223372036854775807 - 1)"
 UNNAMED_NVTX = "<unnamed NVTX event>"
 CHUNK_ROWS = 2_000_000  # bounds the size of the text that group_concat builds per query
@@ -207,15 +209,7 @@ class StringTable:
             self.notes.append(
                 f"{n} events name string ids missing from StringIds; they are named {missing.format('N')}"
             )
-        return _categorical(codes, names)
-
-
-def per_category(values: pd.Series, predicate) -> np.ndarray:
-    """`predicate` of each value of a categorical Series, evaluated once per distinct value."""
-    codes = np.asarray(values.cat.codes)
-    names = values.cat.categories.tolist()  # iterating the Index itself is several times slower
-    flags = np.fromiter((bool(predicate(str(c))) for c in names), dtype=bool, count=len(names))
-    return np.append(flags, False)[codes]  # code -1 (missing) picks the trailing False
+        return categorical(codes, names)
 
 
 def _factorize_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -226,13 +220,6 @@ def _factorize_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         present[ids] = True
         return np.flatnonzero(present), (np.cumsum(present) - 1)[ids]
     return np.unique(ids, return_inverse=True)
-
-
-def _categorical(codes: np.ndarray, names: np.ndarray) -> pd.Categorical:
-    """Categorical from codes into `names`, merging equal names (categories must be unique).
-    Hash-based and unsorted: sorting a million distinct NVTX names would dominate reading."""
-    remap, uniq_names = pd.factorize(np.asarray(names, dtype=object))
-    return pd.Categorical.from_codes(remap[codes], categories=uniq_names)
 
 
 def strings(conn: ExportConnection) -> StringTable:
@@ -340,7 +327,7 @@ def memcpy(conn: ExportConnection, columns=None) -> pd.DataFrame:
     labels = enum_labels(conn, "ENUM_CUDA_MEMCPY_OPER", "MemcpyOperationStrings")
     kinds, codes = np.unique(cols["copyKind"], return_inverse=True)
     names = np.array([cat.memcpy_label(int(k), labels) for k in kinds], dtype=object)
-    return _frame(cols, columns, _categorical(codes, names))
+    return _frame(cols, columns, categorical(codes, names))
 
 
 def memset(conn: ExportConnection, columns=None) -> pd.DataFrame:
@@ -357,13 +344,10 @@ def memset(conn: ExportConnection, columns=None) -> pd.DataFrame:
 # CPU-side calls
 
 
-_CPU_COLUMNS = ["start", "end", "globalTid", "pid", "tid"]
-
-
 def _cpu_calls(conn, table: str, name_column: str, extra: dict[str, str] | None = None, columns=None) -> pd.DataFrame:
     """Calls on CPU threads (runtime API, OS runtime, libraries): start, end, globalTid, pid, tid, name."""
     extra = extra or {}
-    chosen = _chosen(_CPU_COLUMNS + list(extra), columns)
+    chosen = _chosen(CPU_COLUMNS + list(extra), columns)
     if not schema_of(conn).has(table):
         return _frame(None, chosen, _NO_NAMES)
     spec = {
@@ -439,11 +423,6 @@ def nvtx_categories(conn: ExportConnection) -> dict[tuple[int, int], str]:
     return {(int(d), int(c)): str(name) for d, c, name in rows}
 
 
-_NVTX_COLUMNS = ["start", "end", "eventType", "rangeId", "globalTid", "pid", "tid", "domainId", "categoryId"]
-# integer payloads (NCCL's ranges carry the message size in uint64Value); NULL_INT where absent
-NVTX_PAYLOADS = ("uint64Value", "int64Value")
-
-
 def nvtx(conn: ExportConnection) -> pd.DataFrame:
     """NVTX ranges (59 push/pop, 60 start/end) and marks (34, end = NULL_INT).
 
@@ -454,7 +433,7 @@ def nvtx(conn: ExportConnection) -> pd.DataFrame:
     registrations are resolved into these columns, not returned as rows.
     """
     if not schema_of(conn).has(NVTX_TABLE):
-        empty = _frame(None, _NVTX_COLUMNS, _NO_NAMES).assign(domain=_NO_NAMES, category=_NO_NAMES)
+        empty = _frame(None, NVTX_COLUMNS, _NO_NAMES).assign(domain=_NO_NAMES, category=_NO_NAMES)
         return empty.assign(**{p: np.empty(0, np.int64) for p in NVTX_PAYLOADS})
     skip = (NVTX_CATEGORY, NVTX_DOMAIN_CREATE, NVTX_DOMAIN_DESTROY)
     where = f"eventType NOT IN {skip}"
@@ -475,12 +454,12 @@ def nvtx(conn: ExportConnection) -> pd.DataFrame:
     ranges = np.isin(cols["eventType"], NVTX_RANGE_TYPES)
     check_durations(conn, NVTX_TABLE, cols["start"][ranges], cols["end"][ranges])
     cols["pid"], cols["tid"] = pid_of(cols["globalTid"]), tid_of(cols["globalTid"])
-    df = _frame(cols, _NVTX_COLUMNS, _nvtx_names(conn, cols, where))
+    df = _frame(cols, NVTX_COLUMNS, _nvtx_names(conn, cols, where))
     domains = nvtx_domains(conn)
-    df["domain"] = _map_categorical(cols["domainId"], lambda d: domains.get(int(d), ""))
+    df["domain"] = _mapcategorical(cols["domainId"], lambda d: domains.get(int(d), ""))
     registered = nvtx_categories(conn)
     key = cols["domainId"] * (1 << 32) + cols["categoryId"]
-    df["category"] = _map_categorical(
+    df["category"] = _mapcategorical(
         key, lambda k: registered.get((int(k) >> 32, int(k) & 0xFFFFFFFF), registered.get((0, int(k) & 0xFFFFFFFF), ""))
     )
     for p in NVTX_PAYLOADS:
@@ -505,7 +484,7 @@ def _nvtx_names(conn, cols: dict[str, np.ndarray], where: str) -> pd.Categorical
         conn.warnings.append(
             f"{int(unnamed.sum())} NVTX events have neither text nor a known textId; named {UNNAMED_NVTX}"
         )
-    return _categorical(np.arange(len(names)), names)
+    return categorical(np.arange(len(names)), names)
 
 
 def _nvtx_texts(conn, where: str) -> tuple[np.ndarray, list[str]]:
@@ -522,10 +501,10 @@ def _nvtx_texts(conn, where: str) -> tuple[np.ndarray, list[str]]:
     return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)), [r[1] for r in rows]
 
 
-def _map_categorical(keys: np.ndarray, name_of) -> pd.Categorical:
+def _mapcategorical(keys: np.ndarray, name_of) -> pd.Categorical:
     uniq, codes = np.unique(keys, return_inverse=True)
     names = np.array([name_of(k) for k in uniq], dtype=object)
-    return _categorical(codes, names) if len(keys) else pd.Categorical([])
+    return categorical(codes, names) if len(keys) else pd.Categorical([])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -539,7 +518,7 @@ def mpi(conn: ExportConnection, nvtx_events: pd.DataFrame | None = None, columns
     NVTX ranges in a domain named like "MPI" (source "nvtx"). bytes is the message size where known.
     `nvtx_events`: the export's `nvtx(conn)` frame when the caller already has it (saves a re-read).
     """
-    parts, chosen = [], _chosen(_CPU_COLUMNS, columns)
+    parts, chosen = [], _chosen(CPU_COLUMNS, columns)
     for table in MPI_TABLES:
         if not schema_of(conn).has(table):
             continue

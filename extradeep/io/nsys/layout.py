@@ -11,21 +11,24 @@ layout settings["layout"] keeps (docs/analysis.md, "Communication across node bo
 from __future__ import annotations
 
 import math
+import sqlite3
 
 import pandas as pd
 
 from extradeep.errors import InputError
-from extradeep.io.nsys.connect import fetch_all, open_readonly
 from extradeep.io.nsys.schema import schema_of
+from extradeep.io.sqlite import fetch_all, open_readonly
 
 PLACEMENT_COLUMNS = ("host", "device", "uuid", "node_gpus", "gpu_set")
 
 
 def read_placement(path) -> dict:
-    """{host, device, uuid, node_gpus, gpu_set} of one export; None where the export lacks it."""
+    """{host, device, uuid, node_gpus, gpu_set} of one export; None where the export lacks it. `path`
+    may be an open export connection (the per-file pass's; left open), so the file is opened once."""
     out = dict.fromkeys(PLACEMENT_COLUMNS)
+    own = not isinstance(path, sqlite3.Connection)
     try:
-        conn = open_readonly(path)
+        conn = open_readonly(path) if own else path
     except InputError:
         return out
     try:
@@ -47,7 +50,8 @@ def read_placement(path) -> dict:
     except InputError:
         pass
     finally:
-        conn.close()
+        if own:
+            conn.close()
     return out
 
 
@@ -84,10 +88,12 @@ def cluster_layout(placements: pd.DataFrame, params: list[str], ranks_param: str
     return {"source": "exports", "gpus_per_node": gpus, "points": points, "note": None}
 
 
-def run_gpus_per_node(ranks: pd.DataFrame) -> int | None:
+def run_gpus_per_node(ranks: pd.DataFrame, placements: dict | None = None) -> int | None:
     """GPUs per node of ONE run from its ranks (columns rank, path: the export each came from),
-    as :func:`cluster_layout` finds it; None without host names."""
-    placements = {path: read_placement(path) for path in ranks["path"].unique()}
+    as :func:`cluster_layout` finds it; None without host names. `placements`: {path: placement}
+    already read (the replay's frames carry them); other paths are read here."""
+    placements = dict(placements or {})
+    placements.update({p: read_placement(p) for p in ranks["path"].unique() if placements.get(p) is None})
     frame = ranks.assign(**{c: ranks["path"].map(lambda p, c=c: placements[p][c]) for c in PLACEMENT_COLUMNS})
     if frame["host"].isna().all():
         return None

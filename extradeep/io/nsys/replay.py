@@ -1,33 +1,29 @@
-"""One run's per-rank traces as tidy frames: ops, synchronisations, event records, steps.
+"""An export's frames for the trace replay: ops, synchronisations, event records, steps, per process.
 
-A rank is one process (globalPid) of one export: one file per rank as written by `nsys profile`
-under MPI, or several processes in one export (the real 2-GPU slice). Times stay integer ns on
-each file's clock, shifted by one offset per file from collective end times when files come from
-separate sessions (`collectives.clock_offsets`).
+A rank is one process (globalPid) of one export: one file per rank as written by `nsys profile` under
+MPI, or several processes in one export (the real 2-GPU slice). `replay_frames` reads them from an
+open export, reusing the tables the per-step sums already read in the same pass (`extradeep.io.nsys.read`);
+`extradeep.predictor.trace.load_trace` turns the frames of a run's files into ranks.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
+from extradeep.io.frames import NULL_INT, NVTX_RANGE_TYPES
 from extradeep.io.nsys import events
-from extradeep.io.nsys.connect import open_readonly
-from extradeep.io.nsys.events import NULL_INT
-from extradeep.io.nsys.schema import NVTX_RANGE_TYPES, require_nsys_export
-from extradeep.io.nsys.steps import find_steps
-from extradeep.io.read import KINETO, profile_format
-from extradeep.predictor.kineto_trace import read_trace_file
+from extradeep.io.nsys.layout import read_placement
+from extradeep.io.nsys.schema import require_nsys_export
+from extradeep.io.replay import process_steps
+from extradeep.io.settings import ReaderSettings
+from extradeep.io.sqlite import open_readonly
 
-OP_COLUMNS = ["rank", "queue", "is_gpu", "kind", "name", "category", "start", "end", "corr", "bytes"]
 # MPI calls every rank makes together; they are synchronised across ranks like NCCL collectives
 MPI_COLLECTIVE = re.compile(
     r"^P?MPI_I?(?:Barrier|Allreduce|Allgatherv?|Alltoallv?|Bcast|Reduce|Reduce_scatter"
@@ -35,27 +31,12 @@ MPI_COLLECTIVE = re.compile(
 )
 
 
-@dataclass
-class RunTrace:
-    """Everything the graph builder needs from one run, as DataFrames (times in ns)."""
-
-    ops: pd.DataFrame  # OP_COLUMNS: runtime calls (CPU) and kernels/memcpy/memset (GPU)
-    syncs: pd.DataFrame  # rank, sync_type, queue, event_id, corr, call_start
-    records: pd.DataFrame  # rank, queue, event_id, corr, call_start (CUDA event records)
-    steps: pd.DataFrame  # rank, warmup, epoch, phase, step, start, end, queue, step_id
-    ranges: pd.DataFrame  # rank, queue, name, start, end: NVTX ranges other than step marks
-    os_calls: pd.DataFrame  # rank, queue, start, end: OS runtime calls (waits, I/O) on CPU threads
-    files: pd.DataFrame = field(default_factory=pd.DataFrame)  # rank, path, pid, offset_ns
-    problems: list[str] = field(default_factory=list)  # skipped files, unusable marks
-
-
-def _gpu_ops(conn) -> pd.DataFrame:
-    """Kernels, memcpy and memset with pid, queue, name, kind, category and bytes."""
-    k = events.kernels(conn)
+def _gpu_ops(conn, tables: dict) -> pd.DataFrame:
+    """Kernels (short names), memcpy and memset with pid, queue, name, kind, category and bytes."""
     parts = [
-        k.assign(kind="kernel", bytes=0.0),
-        events.memcpy(conn).assign(kind="memcpy", category="memory"),
-        events.memset(conn).assign(kind="memset", category="memory"),
+        tables["kernels"].assign(kind="kernel", bytes=0.0),
+        tables["memcpy"].assign(kind="memcpy", category="memory"),
+        tables["memset"].assign(kind="memset", category="memory"),
     ]
     g = (
         pd.concat(
@@ -78,8 +59,7 @@ def _gpu_queue(frame: pd.DataFrame) -> pd.Series:
     return "gpu" + frame["deviceId"].astype(str) + "/s" + frame["streamId"].astype(str)
 
 
-def _runtime(conn) -> pd.DataFrame:
-    r = events.runtime(conn)
+def _runtime(r: pd.DataFrame) -> pd.DataFrame:
     return r.assign(name=r["name"].astype(str), queue="cpu/t" + r["tid"].astype(str))
 
 
@@ -103,59 +83,9 @@ def _syncs(conn, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return out[0], out[1]
 
 
-def _steps(nv: pd.DataFrame, path, pids, runtime: pd.DataFrame, settings=None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Kept NVTX steps per process (extradeep.io.nsys.steps), with the thread that marked them, and
-    the other NVTX ranges (framework ops, for the T1-T3 overheads).
-
-    An export without step marks gives no steps: the replay then compares whole-trace spans.
-    """
-    parts, others, notes = [], [], []
-    for pid in pids:
-        mine = nv[nv["pid"] == pid].reset_index(drop=True)
-        is_range = mine["eventType"].isin(NVTX_RANGE_TYPES).to_numpy() & (mine["end"] != NULL_INT).to_numpy()
-        try:
-            table = find_steps(mine, settings, source=path)
-        except InputError as exc:
-            table = None
-            if not exc.problem.startswith(("no step marks", "no NVTX ranges")):
-                notes.append(f"{path} (pid {pid}): step marks not used ({exc.problem})")
-        used = np.zeros(len(mine), dtype=bool)
-        if table is not None:
-            used[table.mark_rows] = True
-        op = mine[is_range & ~used]
-        others.append(
-            pd.DataFrame(
-                {
-                    "pid": pid,
-                    "queue": "cpu/t" + op["tid"].astype(str),
-                    "name": op["name"].astype(str),
-                    "start": op["start"],
-                    "end": op["end"],
-                }
-            )
-        )
-        if table is None:
-            continue
-        rows = mine.iloc[table.mark_rows]
-        tid_at = dict(zip(rows["start"], rows["tid"]))
-        main = _main_thread(runtime[runtime["pid"] == pid], pid)
-        st = pd.concat([table.steps.assign(warmup=False), table.warmup.assign(warmup=True)], ignore_index=True)
-        st = st.assign(pid=pid)
-        st["queue"] = ["cpu/t" + str(tid_at.get(t, main)) for t in st["start"]]
-        parts.append(st)
-    cols = ["pid", "warmup", "epoch", "phase", "step", "start", "end", "queue"]
-    steps = pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
-    return steps, pd.concat(others, ignore_index=True), notes
-
-
-def _main_thread(runtime: pd.DataFrame, pid: int) -> int:
-    return int(runtime["tid"].value_counts().idxmax()) if len(runtime) else int(pid)
-
-
-def _mpi_and_os(conn) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _mpi_and_os(mpi: pd.DataFrame, osrt: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """MPI collectives as CPU ops (matched across ranks like NCCL kernels), and the waits a CPU
     thread spends in other MPI and OS runtime calls (not CPU overhead)."""
-    mpi, osrt = events.mpi(conn), events.osrt(conn)
     names = mpi["name"].astype(str)
     coll = names.str.match(MPI_COLLECTIVE).to_numpy()
     m = mpi[coll]
@@ -227,15 +157,11 @@ def _rank_pids(gpu: pd.DataFrame, runtime: pd.DataFrame) -> tuple[list, list]:
     return working, [p for p in calling if p not in set(working)]
 
 
-def read_file(path: str | Path, settings=None) -> dict:
-    """Raw frames of one export, keyed by process id (no rank numbers yet); `settings`: the
-    reader's step conventions (`extradeep.io.nsys.settings.ReaderSettings`, dict or None). Kineto
-    traces (by content) give the same frames (`extradeep.predictor.kineto_trace`)."""
-    if profile_format(path) == KINETO:
-        return read_trace_file(path, settings, _steps)
+def read_replay(path, settings=None) -> dict:
+    """`replay_frames` of one export, on its own read-only connection (without the per-step sums)."""
     conn = open_readonly(path)
     try:
-        return _raw_frames(conn, path, settings)
+        return replay_frames(conn, path, ReaderSettings.from_any(settings))
     except InputError as exc:
         raise (InputError(path, exc.problem) if exc.source is None else exc) from None
     except (sqlite3.Error, UnicodeError) as exc:  # damage that the per-query checks did not see
@@ -244,7 +170,11 @@ def read_file(path: str | Path, settings=None) -> dict:
         conn.close()
 
 
-def _raw_frames(conn, path, settings) -> dict:
+def replay_frames(conn, path, settings, tables: dict | None = None) -> dict:
+    """Raw frames of one export, keyed by process id (no rank numbers yet): gpu, runtime, syncs,
+    records, steps, ranges, notes, os_calls, mpi, pids, placement (`extradeep.io.replay.FRAME_KEYS`).
+    `tables`: what `extradeep.io.nsys.read.read_tables(conn, settings, replay=True)` read in the same
+    pass (reused, not read again); `settings`: the reader's step conventions."""
     try:
         require_nsys_export(conn)
     except InputError as exc:
@@ -256,7 +186,17 @@ def _raw_frames(conn, path, settings) -> dict:
             if saved
             else exc.problem,
         ) from None
-    gpu, runtime = _gpu_ops(conn), _runtime(conn)
+    tables = dict(tables or {})
+    if "nvtx" not in tables:
+        tables["nvtx"] = events.nvtx(conn)
+    if "kernels" not in tables or settings.kernel_names != "short":
+        tables["kernels"] = events.kernels(conn)  # the replay matches collectives by their short names
+    for kind in ("memcpy", "memset", "runtime", "osrt"):
+        if kind not in tables:
+            tables[kind] = getattr(events, kind)(conn)
+    if "mpi" not in tables:
+        tables["mpi"] = events.mpi(conn, tables["nvtx"])
+    gpu, runtime = _gpu_ops(conn, tables), _runtime(tables["runtime"])
     if gpu.empty and runtime.empty:
         raise InputError(path, "no CUDA activity (kernels, memcpy, memset or runtime calls) to replay")
     pids, helpers = _rank_pids(gpu, runtime)
@@ -269,9 +209,9 @@ def _raw_frames(conn, path, settings) -> dict:
         )
         runtime = runtime[runtime["pid"].isin(pids)]
     syncs, records = _syncs(conn, runtime)
-    nv = events.nvtx(conn)
-    steps, ranges, step_notes = _steps(nv, path, pids, runtime, settings)
-    mpi_ops, os_calls = _mpi_and_os(conn)
+    nv = tables["nvtx"]
+    steps, ranges, step_notes = process_steps(nv, path, pids, runtime, settings)
+    mpi_ops, os_calls = _mpi_and_os(tables["mpi"], tables["osrt"])
     gpu = _attach_sizes(gpu, runtime, _nccl_sizes(nv))
     return {
         "gpu": gpu.rename(columns={"correlationId": "corr"}),
@@ -284,101 +224,5 @@ def _raw_frames(conn, path, settings) -> dict:
         "os_calls": os_calls,
         "mpi": mpi_ops,
         "pids": pids,
+        "placement": read_placement(conn),
     }
-
-
-def _read_or_problem(path: Path, settings=None):
-    try:
-        return read_file(path, settings)
-    except InputError as exc:  # skip the file, go on, report at the end
-        return f"skipped {exc}"
-
-
-def _read_files(paths: list[Path], jobs: int | None, settings=None) -> list:
-    """read_file of every path, in worker processes when there are several files and cores."""
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
-    if jobs == 1 or len(paths) < 4:
-        return [_read_or_problem(p, settings) for p in paths]
-    from extradeep.io.execute import pool_context
-
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=pool_context()) as pool:
-        return list(pool.map(_read_or_problem, paths, [settings] * len(paths)))
-
-
-def load_trace(paths, jobs: int | None = None, settings=None) -> RunTrace:
-    """RunTrace of the exports of one run (one file per rank, or several processes per file);
-    `jobs` worker processes read the files (default: one per core); `settings`: the step
-    conventions (`extradeep.io.nsys.settings.ReaderSettings`, dict or None for the defaults)."""
-    from extradeep.predictor.collectives import clock_offsets
-
-    paths = sorted((Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)), key=_natural_key)
-    ops, syncs, records, steps, ranges, os_calls, files, problems = [], [], [], [], [], [], [], []
-    for path, raw in zip(paths, _read_files(paths, jobs, settings)):
-        if isinstance(raw, str):
-            problems.append(raw)
-            continue
-        problems += raw["notes"]
-        for pid in raw["pids"]:
-            rank = len(files)
-            files.append({"rank": rank, "path": str(path), "pid": int(pid)})
-            ops += _rank_ops(raw, pid, rank)
-            for key, out in (
-                ("syncs", syncs),
-                ("records", records),
-                ("steps", steps),
-                ("ranges", ranges),
-                ("os_calls", os_calls),
-            ):
-                f = raw[key]
-                out.append(f[f["pid"] == pid].drop(columns=["pid"]).assign(rank=rank))
-    if not ops:
-        raise InputError(None, "no usable export: " + "; ".join(problems))
-    ops = pd.concat(ops, ignore_index=True)[OP_COLUMNS]
-    syncs, records = (_rank_queues(pd.concat(f, ignore_index=True), ops) for f in (syncs, records))
-    files = pd.DataFrame(files)
-    offsets = clock_offsets(ops, dict(zip(files["rank"], files["path"])))
-    files["offset_ns"] = files["path"].map(offsets).astype(np.int64)
-    shift = files.set_index("rank")["offset_ns"]
-    ops["start"] -= shift.reindex(ops["rank"]).to_numpy()
-    ops["end"] -= shift.reindex(ops["rank"]).to_numpy()
-    steps = _aligned(pd.concat(steps, ignore_index=True), shift, ("start", "end"))
-    steps["step_id"] = np.arange(len(steps))
-    return RunTrace(
-        ops=ops,
-        syncs=_aligned(syncs, shift, ("call_start",)),
-        records=_aligned(records, shift, ("call_start",)),
-        steps=steps,
-        ranges=_aligned(pd.concat(ranges, ignore_index=True), shift, ("start", "end")),
-        os_calls=_aligned(pd.concat(os_calls, ignore_index=True), shift, ("start", "end")),
-        files=files,
-        problems=problems,
-    )
-
-
-def _rank_queues(frame: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
-    """Name sync/record streams like the rank's GPU queues: their deviceId is not always the
-    kernels' (the real 2-GPU slice reports device 0 for both processes), the stream id is."""
-    gpu = ops[ops["is_gpu"]].drop_duplicates(["rank", "queue"])
-    by_stream = dict(zip(zip(gpu["rank"], gpu["queue"].str.rsplit("/s", n=1).str[1].astype(int)), gpu["queue"]))
-    keys = zip(frame["rank"], frame["stream"].astype(int))
-    return frame.assign(queue=[by_stream.get(k, q) for k, q in zip(keys, frame["queue"])])
-
-
-def _aligned(frame: pd.DataFrame, shift: pd.Series, cols) -> pd.DataFrame:
-    frame = frame.copy()
-    for c in cols:
-        frame[c] = frame[c].astype(np.int64) - shift.reindex(frame["rank"]).to_numpy()
-    return frame
-
-
-def _rank_ops(raw: dict, pid: int, rank: int) -> list[pd.DataFrame]:
-    g = raw["gpu"][raw["gpu"]["pid"] == pid]
-    r = raw["runtime"][raw["runtime"]["pid"] == pid]
-    gpu = g.assign(rank=rank, is_gpu=True, name=g["name"].fillna("?"))
-    cpu = r.assign(rank=rank, is_gpu=False, kind="runtime", category="cuda_api", bytes=0.0, name=r["name"].fillna("?"))
-    mpi = raw["mpi"][raw["mpi"]["pid"] == pid].assign(rank=rank)
-    return [gpu[OP_COLUMNS], cpu[OP_COLUMNS], mpi[OP_COLUMNS]]
-
-
-def _natural_key(path: Path):
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name)]

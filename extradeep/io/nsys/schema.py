@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from extradeep.errors import InputError
-from extradeep.io.nsys.connect import ExportConnection, fetch_all, query
+from extradeep.io.sqlite import ExportConnection, fetch_all, query
 
-# NVTX event types (ENUM_NSYS_EVENT_TYPE); stable ids across every version seen.
+# NVTX registration rows (ENUM_NSYS_EVENT_TYPE); the event types of ranges and marks are in io.frames
 NVTX_CATEGORY = 33
-NVTX_MARK = 34
-NVTX_PUSHPOP = 59
-NVTX_STARTEND = 60
 NVTX_DOMAIN_CREATE = 75
 NVTX_DOMAIN_DESTROY = 76
-NVTX_RANGE_TYPES = (NVTX_PUSHPOP, NVTX_STARTEND)
 
 METADATA_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # 2023.3+ and 2022.1-2023.2
 

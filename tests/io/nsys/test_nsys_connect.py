@@ -10,8 +10,8 @@ import pytest
 
 from extradeep.errors import InputError
 from extradeep.io.nsys import events
-from extradeep.io.nsys.connect import open_readonly
 from extradeep.io.nsys.read import read_export
+from extradeep.io.sqlite import open_readonly
 
 
 def sha256(path: Path) -> str:
