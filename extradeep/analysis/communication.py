@@ -281,8 +281,6 @@ def layout_notes(settings: dict, topology: Topology | None, comm=None) -> list[s
     """What the user must know about the cluster layout: where it came from, a warning when every
     measured point lies inside one node and no system file says what the network costs, and which
     model each collective got (``comm``: the fitted :class:`CommunicationSum`) and why."""
-    from extradeep.io.nsys.layout import layout_text
-
     notes = layout_text(settings.get("layout"), settings.get("system"))
     if topology is not None and topology.one_node and not (topology.system and topology.system.has_links):
         notes.append(
@@ -294,3 +292,27 @@ def layout_notes(settings: dict, topology: Topology | None, comm=None) -> list[s
     for region, why in (getattr(comm, "choices", None) or {}).items():
         notes.append(f"communication model of {region}: {why}")
     return notes
+
+
+def layout_text(layout: dict | None, system: dict | None = None) -> list[str]:
+    """Lines that describe the layout (`settings["layout"]`, read from the exports at ingest) and the
+    system description for `model`."""
+    lines = []
+    if system:
+        lines.append(
+            f"system: {system.get('name') or 'file'}: {system['gpus_per_node']} GPUs per node"
+            + (
+                f", intra {system['intra_bandwidth'] / 1e9:g} GB/s {system['intra_latency'] * 1e6:g} us, "
+                f"inter {system['inter_bandwidth'] / 1e9:g} GB/s per NIC {system['inter_latency'] * 1e6:g} us, "
+                f"{system['nics_per_node']} NICs per node"
+                if system.get("intra_bandwidth")
+                else ""
+            )
+        )
+    if not layout or layout.get("source") != "exports":
+        lines.append("layout: " + ((layout or {}).get("note") or "not read from the exports"))
+        return lines
+    parts = [f"{p['ranks']} ranks on {p['nodes']} node{'s' if p['nodes'] != 1 else ''}" for p in layout["points"]]
+    gpus = int(layout["gpus_per_node"])
+    lines.append(f"layout (from the exports): {gpus} GPU{'s' if gpus != 1 else ''} per node; " + "; ".join(parts))
+    return lines

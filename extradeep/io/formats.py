@@ -16,6 +16,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 NSYS_SUFFIXES = (".sqlite",)
 KINETO_SUFFIXES = (".json", ".json.gz")  # covers *.pt.trace.json[.gz]
 PROFILE_SUFFIXES = NSYS_SUFFIXES + KINETO_SUFFIXES
+META_TABLE = "extradeep_meta"  # marks an SQLite file as an experiment saved by extradeep (`extradeep.io.store`)
 
 
 def format_by_name(path) -> str | None:

@@ -21,9 +21,9 @@ import pandas as pd
 
 from extradeep import __version__
 from extradeep.errors import InputError
+from extradeep.io.formats import META_TABLE
 from extradeep.io.sqlite import open_readonly
 
-META_TABLE = "extradeep_meta"
 FORMAT = "extradeep-experiment"
 TABLES = ("measurements", "measurements_by_rep", "provenance")  # read back on load
 _MEASURED = ("region", "kind", "category", "metric", "phase", "value")

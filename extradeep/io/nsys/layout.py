@@ -124,26 +124,3 @@ def _plain(value):
     except (TypeError, ValueError):
         return value
     return int(number) if number.is_integer() else number
-
-
-def layout_text(layout: dict | None, system: dict | None = None) -> list[str]:
-    """Lines that describe the layout for `inspect` and `model`."""
-    lines = []
-    if system:
-        lines.append(
-            f"system: {system.get('name') or 'file'}: {system['gpus_per_node']} GPUs per node"
-            + (
-                f", intra {system['intra_bandwidth'] / 1e9:g} GB/s {system['intra_latency'] * 1e6:g} us, "
-                f"inter {system['inter_bandwidth'] / 1e9:g} GB/s per NIC {system['inter_latency'] * 1e6:g} us, "
-                f"{system['nics_per_node']} NICs per node"
-                if system.get("intra_bandwidth")
-                else ""
-            )
-        )
-    if not layout or layout.get("source") != "exports":
-        lines.append("layout: " + ((layout or {}).get("note") or "not read from the exports"))
-        return lines
-    parts = [f"{p['ranks']} ranks on {p['nodes']} node{'s' if p['nodes'] != 1 else ''}" for p in layout["points"]]
-    gpus = int(layout["gpus_per_node"])
-    lines.append(f"layout (from the exports): {gpus} GPU{'s' if gpus != 1 else ''} per node; " + "; ".join(parts))
-    return lines

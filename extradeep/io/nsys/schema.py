@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from extradeep.errors import InputError
+from extradeep.io.formats import META_TABLE
 from extradeep.io.sqlite import ExportConnection, fetch_all, query
 
 # NVTX registration rows (ENUM_NSYS_EVENT_TYPE); the event types of ranges and marks are in io.frames
@@ -90,8 +91,6 @@ NSYS_TABLE_PREFIXES = (
 def require_nsys_export(conn: ExportConnection) -> None:
     """Refuse, in one line, an SQLite database that is not an Nsight Systems export (an easy mix-up:
     any .sqlite file), instead of describing it as an old export without step marks."""
-    from extradeep.io.store import META_TABLE
-
     tables = schema_of(conn).tables
     if META_TABLE in tables:
         raise InputError(
