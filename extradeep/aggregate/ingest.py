@@ -16,10 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from extradeep.aggregate.experiment import Dataset, Experiment, dataset_dict
 from extradeep.aggregate.medians import aggregate
+from extradeep.columns import RANK, REP
 from extradeep.errors import InputError
 from extradeep.io import discover
 from extradeep.io.cache import default_cache_dir, reader_version
@@ -188,12 +190,15 @@ def choose_params(runs: pd.DataFrame, params, aliases: dict) -> list[str]:
 
 
 def step_sum_table(runs: pd.DataFrame, frames: dict, params: list[str]) -> pd.DataFrame:
-    """Concatenate the per-file step sums with the file id, rank, repetition and point columns."""
-    parts = []
-    for file_id, run in enumerate(runs.to_dict("records")):
-        extra = {"file": file_id, "rank": run["rank"], "rep": run["rep"], **{p: run[p] for p in params}}
-        parts.append(frames[run["path"]].assign(**extra))
-    return pd.concat(parts, ignore_index=True)
+    """Concatenate the per-file step sums with the file id, rank, repetition and point columns (one
+    concatenation and one column per key: a copy of each file's frame would cost more than its sums)."""
+    parts = [frames[path] for path in runs["path"]]
+    lengths = np.array([len(frame) for frame in parts])
+    out = pd.concat(parts, ignore_index=True)
+    out["file"] = np.repeat(np.arange(len(parts)), lengths)
+    for column in [RANK, REP, *params]:
+        out[column] = np.repeat(runs[column].to_numpy(), lengths)
+    return out
 
 
 def _plain(value):

@@ -1,29 +1,50 @@
 """Per-step sums of one profile's tables, whatever its format (paper section 2.2, Eq. 1).
 
 Every reader (`extradeep.io.nsys.read`, `extradeep.io.kineto.read`) hands `step_sums` the same dict
-of tables (`extradeep.io.frames`), so the rules below hold for both. Each event is assigned to (epoch, phase, step):
-GPU work by the start of the CPU runtime call that launched it (joined via correlationId within a
-process), so work launched in a step but finishing after it still belongs to it; CPU events by
-their own start. Events outside every step but inside a measured epoch go to phase "between"
-(step -1) of that epoch; events before the first or after the last measured epoch (initialisation,
-warm-up, teardown) are not counted. Bucketing is vectorised with np.searchsorted.
+of tables (`extradeep.io.frames`: Tables or DataFrames), so the rules below hold for both. Each event is
+assigned to (epoch, phase, step): GPU work by the start of the CPU runtime call that launched it (joined
+via correlationId within a process), so work launched in a step but finishing after it still belongs to
+it; CPU events by their own start. Events outside every step but inside a measured epoch go to phase
+"between" (step -1) of that epoch; events before the first or after the last measured epoch
+(initialisation, warm-up, teardown) are not counted. Bucketing is vectorised with np.searchsorted, and
+the rows are built as codes and turned into text once at the end: a small export's sums cost a few
+NumPy calls per table, not a DataFrame each.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import BUSY_REGION, STEP_SUM_COLUMNS
+from extradeep.columns import (
+    BETWEEN,
+    BUSY_REGION,
+    BYTES,
+    CATEGORY,
+    EPOCH,
+    KIND,
+    METRIC,
+    PHASE,
+    REGION,
+    STEP,
+    STEP_REGION,
+    STEP_SUM_COLUMNS,
+    TIME,
+    VALUE,
+    VISITS,
+)
 from extradeep.io import categories as cat
-from extradeep.io.frames import NULL_INT, NVTX_RANGE_TYPES, per_category
+from extradeep.io.frames import NULL_INT, Names, Table, is_range
 from extradeep.io.settings import READER_VERSION
 from extradeep.io.steps import StepTable
 
 OUTPUT_COLUMNS = STEP_SUM_COLUMNS
 NS = 1e-9
+BUSY_KIND = "busy"
+METRIC_NAMES = np.array([TIME, VISITS, BYTES], dtype=object)  # metric codes 0, 1, 2
 
 
 @dataclass
@@ -40,15 +61,16 @@ class Buckets:
 
     @classmethod
     def from_steps(cls, table: StepTable) -> Buckets:
-        steps, windows = table.steps, table.windows
+        steps, windows = table.kept, table.window
+        n = len(windows[EPOCH])
         return cls(
-            steps["start"].to_numpy(np.int64),
-            steps["end"].to_numpy(np.int64),
-            windows["start"].to_numpy(np.int64),
-            windows["end"].to_numpy(np.int64),
-            np.concatenate([steps["epoch"].to_numpy(np.int64), windows["epoch"].to_numpy(np.int64)]),
-            np.concatenate([steps["phase"].to_numpy(object), np.full(len(windows), "between", dtype=object)]),
-            np.concatenate([steps["step"].to_numpy(np.int64), np.full(len(windows), -1, dtype=np.int64)]),
+            steps[START],
+            steps[END],
+            windows[START],
+            windows[END],
+            np.concatenate([steps[EPOCH], windows[EPOCH]]).astype(np.int64, copy=False),
+            np.concatenate([steps[PHASE], np.full(n, BETWEEN, dtype=object)]),
+            np.concatenate([steps[STEP], np.full(n, -1, dtype=np.int64)]).astype(np.int64, copy=False),
         )
 
     @property
@@ -57,82 +79,193 @@ class Buckets:
 
     def assign(self, t: np.ndarray) -> np.ndarray:
         """Bucket of each time `t` (ns): the step containing it, else the between bucket of the epoch
-        window that started last before it (gaps between windows stay with the earlier epoch)."""
+        window that started last before it (gaps between windows stay with the earlier epoch). The
+        bucket only changes at a step's start or end, a window's start or the last window's end: one
+        search among those boundaries finds it (`_bucket_at` gives each boundary's bucket)."""
+        bounds, bucket = self._segments
+        return bucket[np.searchsorted(bounds, t, side="right") - 1]
+
+    @functools.cached_property
+    def _segments(self) -> tuple[np.ndarray, np.ndarray]:
+        last_end = [self.window_end.max()] if len(self.window_end) else []
+        bounds = np.unique(np.concatenate([self.step_start, self.step_end, self.window_start, last_end]))
+        bounds = np.concatenate([[np.iinfo(np.int64).min], bounds]).astype(np.int64)  # before all: not counted
+        bucket = self._bucket_at(bounds)
+        bucket[0] = -1
+        return bounds, bucket
+
+    def _bucket_at(self, t: np.ndarray) -> np.ndarray:
         n = len(self.step_start)
         i = np.searchsorted(self.step_start, t, side="right") - 1
         in_step = (i >= 0) & (t < self.step_end[np.maximum(i, 0)])
         w = np.searchsorted(self.window_start, t, side="right") - 1
-        in_window = (w >= 0) & (t < self.window_end.max(initial=np.iinfo(np.int64).min))
+        in_window = (w >= 0) & (t < (self.window_end.max() if len(self.window_end) else NULL_INT))
         return np.where(in_step, i, np.where(in_window, n + w, -1))
+
+
+START, END = "start", "end"  # the integer-ns times of every table (extradeep.io.frames)
+
+
+class _Rows:
+    """The output rows, gathered as integer codes per part (a part: one table's sums): region names and
+    the code of each row's name, kind, category (one, or one per name), metric code, bucket and value.
+    `frame()` turns the codes into text once, for all parts: a text column costs per row."""
+
+    def __init__(self, buckets: Buckets):
+        self.buckets = buckets
+        self.parts: list[tuple] = []
+
+    def add(self, names, code, kind: str, category, metric: np.ndarray, bucket: np.ndarray, value: np.ndarray):
+        """`names`: the region names `code` indexes; `category`: one text, or one per name. Drops zero values."""
+        keep = value != 0
+        if not keep.all():
+            code, metric, bucket, value = code[keep], metric[keep], bucket[keep], value[keep]
+        if len(value):
+            self.parts.append((np.asarray(names, dtype=object), code, kind, category, metric, bucket, value))
+
+    def frame(self) -> pd.DataFrame:
+        if not self.parts:
+            numbers = {EPOCH: np.int64, STEP: np.int64, VALUE: np.float64}
+            return pd.DataFrame({c: np.empty(0, dtype=numbers.get(c, object)) for c in OUTPUT_COLUMNS})
+        n = [len(p[6]) for p in self.parts]
+        offsets = np.cumsum([0] + [len(p[0]) for p in self.parts[:-1]])
+        names = np.concatenate([p[0] for p in self.parts])
+        region = np.concatenate([p[1] + offset for p, offset in zip(self.parts, offsets)])
+        kinds = sorted({p[2] for p in self.parts})
+        kind = np.repeat([kinds.index(p[2]) for p in self.parts], n)
+        categories: list[str] = []
+        category = np.concatenate([_category_codes(p[3], p[1], categories) for p in self.parts])
+        bucket = np.concatenate([p[5] for p in self.parts])
+        phases, phase = np.unique(self.buckets.phase.astype(str), return_inverse=True)
+        columns = {
+            REGION: _text(names, region),
+            KIND: _text(kinds, kind),
+            CATEGORY: _text(categories, category),
+            METRIC: _text(METRIC_NAMES, np.concatenate([p[4] for p in self.parts])),
+            EPOCH: self.buckets.epoch[bucket],
+            PHASE: _text(phases, phase.ravel()[bucket]),
+            STEP: self.buckets.step[bucket],
+            VALUE: np.concatenate([p[6] for p in self.parts]),
+        }
+        return pd.DataFrame({c: columns[c] for c in OUTPUT_COLUMNS})
+
+
+def _category_codes(category, code: np.ndarray, categories: list[str]) -> np.ndarray:
+    """Index into `categories` (extended as needed) of each row's category: one for all rows, or the
+    category of each row's name."""
+    if isinstance(category, str):
+        if category not in categories:
+            categories.append(category)
+        return np.full(len(code), categories.index(category))
+    for value in dict.fromkeys(category):
+        if value not in categories:
+            categories.append(value)
+    per_name = np.array([categories.index(value) for value in category], dtype=np.int64)
+    return per_name[code]
+
+
+TEXT = pd.Series(["text"]).dtype  # what pandas makes of text: str (pandas 3) or object
+
+
+def _text(values, codes: np.ndarray):
+    """The text column `values[codes]` in pandas' text dtype: taken from a typed array of the few
+    distinct values, so no row's text is checked again."""
+    return pd.array(np.asarray(values, dtype=object), dtype=TEXT).take(codes)
 
 
 def step_sums(tables: dict) -> pd.DataFrame:
     """The per-step sums of one profile's tables (as `extradeep.io.nsys.read.read_tables` returns them;
-    the Kineto reader builds the same dict): nvtx, steps (StepTable), runtime, kernels, memcpy, memset, osrt, library,
-    mpi, warnings, and optionally user_ranges (kind -> frame of CPU ranges that are not step marks)."""
-    nvtx, table, runtime, kernels = tables["nvtx"], tables["steps"], tables["runtime"], tables["kernels"]
-    buckets = Buckets.from_steps(table)
-    notes = list(table.warnings)
+    the Kineto reader builds the same dict): nvtx, steps (StepTable), runtime, kernels, memcpy, memset,
+    osrt, library ({library: table}, or one table with a `library` column), mpi, warnings, and
+    optionally user_ranges (kind -> table of CPU ranges that are not step marks). Tables may be
+    `extradeep.io.frames.Table`s or DataFrames."""
+    step_table = tables["steps"]
+    nvtx, runtime, kernels = (Table.of(tables[k]) for k in ("nvtx", "runtime", "kernels"))
+    buckets = Buckets.from_steps(step_table)
+    notes = list(step_table.warnings)
     launch = LaunchTimes(runtime)
-    parts = [_step_rows(table)]
-    not_counted = 0
+    rows = _Rows(buckets)
+    _step_rows(rows, step_table)
 
-    def add(frame, kind, category, ref, with_bytes=False):
-        nonlocal not_counted
-        if len(frame) == 0:
-            return
-        b = buckets.assign(ref)
-        not_counted += int(np.count_nonzero(b < 0))
-        size = frame["bytes"].to_numpy() if with_bytes else None
-        parts.append(_sums(frame["name"].array, kind, category, b, buckets, _durations(frame), size))
+    events = []  # (table, kind, category, reference time, with bytes), in the order of the output
 
-    add(kernels, "kernel", cat.kernel_categories(kernels["name"].cat.categories), launch.of(kernels))
+    def add(table: Table, kind, category, ref, with_bytes=False):
+        if len(table):
+            events.append((table, kind, category, ref, with_bytes))
+
+    add(kernels, "kernel", cat.kernel_categories(kernels["name"].categories), launch.of(kernels))
     gpu = [kernels]
     for kind in ("memcpy", "memset"):
-        frame = tables[kind]
-        add(frame, kind, cat.MEMORY, launch.of(frame), with_bytes=True)
-        gpu.append(frame)
-    parts.append(_busy_rows(table, gpu))
+        table = Table.of(tables[kind])
+        add(table, kind, cat.MEMORY, launch.of(table), with_bytes=True)
+        gpu.append(table)
+    before_busy = len(events)
     notes += launch.notes()
-    add(runtime, "cuda_api", cat.CUDA_API, runtime["start"].to_numpy())
-    osrt = tables["osrt"]
-    add(osrt, "os", cat.OS, osrt["start"].to_numpy())
-    for library, frame in tables["library"].groupby("library", sort=True):
-        add(frame, library, cat.LIBRARY, frame["start"].to_numpy())
-    mpi = tables["mpi"]
-    add(mpi, "mpi", cat.COMMUNICATION, mpi["start"].to_numpy(), with_bytes=True)
-    user = tables["user_ranges"] if "user_ranges" in tables else user_ranges(nvtx, table, notes)
-    for kind, frame in user.items():
-        add(frame, kind, cat.NVTX, frame["start"].to_numpy())
+    add(runtime, "cuda_api", cat.CUDA_API, runtime[START])
+    osrt = Table.of(tables["osrt"])
+    add(osrt, "os", cat.OS, osrt[START])
+    for library, table in _libraries(tables["library"]):
+        add(table, library, cat.LIBRARY, table[START])
+    mpi = Table.of(tables["mpi"])
+    add(mpi, "mpi", cat.COMMUNICATION, mpi[START], with_bytes=True)
+    user = tables["user_ranges"] if "user_ranges" in tables else user_ranges(nvtx, step_table, notes)
+    for kind, table in user.items():
+        table = Table.of(table)
+        add(table, kind, cat.NVTX, table[START])
+    # one bucket search for all events (each search costs more to call than to run on a small export)
+    refs = [e[3] for e in events]
+    assigned = buckets.assign(np.concatenate(refs)) if refs else np.empty(0, np.int64)
+    not_counted = int(np.count_nonzero(assigned < 0))
+    bounds = np.cumsum([len(r) for r in refs])[:-1]
+    for i, ((table, kind, category, _, with_bytes), b) in enumerate(zip(events, np.split(assigned, bounds))):
+        if i == before_busy:
+            _busy_rows(rows, step_table, gpu)
+        size = table["bytes"] if with_bytes else None
+        _sums(rows, table["name"], kind, category, b, buckets, _durations(table), size)
+    if len(events) <= before_busy:
+        _busy_rows(rows, step_table, gpu)
     notes += tables["warnings"]
-    out = pd.DataFrame({c: np.concatenate([part[c] for part in parts]) for c in OUTPUT_COLUMNS})
+    out = rows.frame()
+    phases, counts = np.unique(step_table.kept[PHASE].astype(str), return_counts=True)
     out.attrs.update(
         notes=list(dict.fromkeys(notes)),  # the same note from two readers of one table, once
-        convention=dict(table.convention),
-        n_steps=table.steps.groupby("phase").size().to_dict(),
+        convention=dict(step_table.convention),
+        n_steps={str(p): int(c) for p, c in zip(phases, counts)},
         not_counted=not_counted,
         reader_version=READER_VERSION,
     )
     return out
 
 
+def _libraries(library) -> list[tuple[str, Table]]:
+    """(library, its calls) in library order: from a dict of tables, or one table with a `library`
+    column (then the names are shared, as they come)."""
+    if isinstance(library, dict):
+        return [(str(k), Table.of(library[k])) for k in sorted(library) if len(library[k])]
+    merged = Table.of(library)
+    if not len(merged):
+        return []
+    which = np.asarray(merged["library"], dtype=object)
+    return [(str(k), merged.take(which == k)) for k in sorted(set(which))]
+
+
 class LaunchTimes:
     """Start time of the CUDA runtime call that launched each GPU operation (same process and
     correlationId); GPU work without one keeps its own start and is reported."""
 
-    def __init__(self, runtime: pd.DataFrame):
-        key = runtime["launchKey"].to_numpy()
+    def __init__(self, runtime: Table):
+        key = runtime["launchKey"]
         valid = _has_correlation(key)
-        key, start = key[valid], runtime["start"].to_numpy()[valid]
+        key, start = key[valid], runtime[START][valid]
         if len(key) and not (key[1:] >= key[:-1]).all():  # usually already in correlationId order
             order = np.argsort(key, kind="stable")
             key, start = key[order], start[order]
         self.key, self.start = key, start
         self.unmatched = 0
 
-    def of(self, gpu: pd.DataFrame) -> np.ndarray:
-        key = gpu["launchKey"].to_numpy()
-        own = gpu["start"].to_numpy()
+    def of(self, gpu: Table) -> np.ndarray:
+        key = gpu["launchKey"]
+        own = gpu[START]
         if len(self.key) == 0:
             self.unmatched += len(own)
             return own
@@ -155,61 +288,51 @@ def _has_correlation(launch_key: np.ndarray) -> np.ndarray:
     return (launch_key != NULL_INT) & ((launch_key & 0xFFFFFFFF) != 0)
 
 
-def _durations(frame: pd.DataFrame) -> np.ndarray:
-    end, start = frame["end"].to_numpy(), frame["start"].to_numpy()
+def _durations(table: Table) -> np.ndarray:
+    end, start = table[END], table[START]
     return np.where(end == NULL_INT, 0, end - start)
 
 
 def _sums(
-    names: pd.Categorical,
+    rows: _Rows,
+    names: Names,
     kind: str,
     category,
     bucket: np.ndarray,
     buckets: Buckets,
     duration: np.ndarray,
     size: np.ndarray | None,
-) -> dict[str, np.ndarray]:
-    """Sum time, visits (and bytes) per (name, bucket) of events with bucket >= 0; long format.
+) -> None:
+    """Sum time, visits (and bytes) per (name, bucket) of events with bucket >= 0, into `rows`.
     `category` is one string or an array with one category per name (kernels)."""
     keep = bucket >= 0
-    key = np.asarray(names.codes)[keep].astype(np.int64) * buckets.size + bucket[keep]
+    key = names.codes[keep] * buckets.size + bucket[keep]
     uniq, inverse = _dense_keys(key, len(names.categories) * buckets.size)
     counts = np.bincount(inverse, minlength=len(uniq))
-    metrics = {
-        "time": np.bincount(inverse, weights=duration[keep].astype(np.float64), minlength=len(uniq)) * NS,
-        "visits": counts.astype(np.float64),
-    }
+    metrics = [
+        np.bincount(inverse, weights=duration[keep].astype(np.float64), minlength=len(uniq)) * NS,
+        counts.astype(np.float64),
+    ]
     if size is not None:
         valid = size[keep] != NULL_INT
         if valid.any():
             weights = np.where(valid, size[keep], 0).astype(np.float64)
-            metrics["bytes"] = np.bincount(inverse, weights=weights, minlength=len(uniq))
+            metrics.append(np.bincount(inverse, weights=weights, minlength=len(uniq)))
     if len(uniq) > len(key):  # dense key space: keep the (name, bucket) pairs that occurred
         hit = counts > 0
-        uniq, metrics = uniq[hit], {m: v[hit] for m, v in metrics.items()}
+        uniq, metrics = uniq[hit], [m[hit] for m in metrics]
     name_code, b = uniq // buckets.size, uniq % buckets.size
-    categories = np.asarray(names.categories, dtype=object)
-    per_row = np.full(len(uniq), category, dtype=object) if isinstance(category, str) else category[name_code]
-    base = {
-        "region": categories[name_code],
-        "kind": np.full(len(uniq), kind, dtype=object),
-        "category": per_row,
-        "epoch": buckets.epoch[b],
-        "phase": buckets.phase[b],
-        "step": buckets.step[b],
-    }
-    return _long(base, metrics)
-
-
-def _long(base: dict[str, np.ndarray], metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Columns in long format: `base` repeated once per metric, zero values left out."""
-    value = np.concatenate(list(metrics.values()))
-    keep = value != 0
-    out = {name: np.tile(column, len(metrics))[keep] for name, column in base.items()}
-    n = len(next(iter(base.values())))
-    out["metric"] = np.repeat(np.array(list(metrics), dtype=object), n)[keep]
-    out["value"] = value[keep]
-    return out
+    m = len(metrics)
+    code = np.tile(name_code, m)
+    rows.add(
+        names.categories,
+        code,
+        kind,
+        category,
+        np.repeat(np.arange(m), len(uniq)),
+        np.tile(b, m),
+        np.concatenate(metrics),
+    )
 
 
 def _dense_keys(key: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
@@ -219,40 +342,35 @@ def _dense_keys(key: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
     return np.unique(key, return_inverse=True)
 
 
-def _step_rows(table: StepTable) -> dict[str, np.ndarray]:
+def _step_rows(rows: _Rows, table: StepTable) -> None:
     """Region "step": each kept step's NVTX duration (time) and one visit."""
-    steps = table.steps
-    n = len(steps)
-    base = {
-        "region": np.full(n, "step", dtype=object),
-        "kind": np.full(n, cat.STEP, dtype=object),
-        "category": np.full(n, cat.STEP, dtype=object),
-        "epoch": steps["epoch"].to_numpy(np.int64),
-        "phase": steps["phase"].to_numpy(object),
-        "step": steps["step"].to_numpy(np.int64),
-    }
-    time = (steps["end"].to_numpy(np.int64) - steps["start"].to_numpy(np.int64)) * NS
-    return _long(base, {"time": time, "visits": np.ones(n)})
+    steps = table.kept
+    n = len(steps[START])
+    time = (steps[END] - steps[START]) * NS
+    bucket = np.arange(n)
+    region = np.zeros(2 * n, np.int64)
+    rows.add(
+        [STEP_REGION],
+        region,
+        cat.STEP,
+        cat.STEP,
+        np.repeat([0, 1], n),
+        np.tile(bucket, 2),
+        np.concatenate([time, np.ones(n)]),
+    )
 
 
-def _busy_rows(table: StepTable, gpu: list[pd.DataFrame]) -> dict[str, np.ndarray]:
+def _busy_rows(rows: _Rows, table: StepTable, gpu: list[Table]) -> None:
     """Region "gpu busy" (kind "busy", category "step"): per step, the length of the union of all
     GPU activity intervals (kernels, memcpy, memset on any stream), clipped to the step. Unlike a
     sum of durations, overlapping streams count once, so step - busy is the time no GPU work covers."""
-    steps = table.steps
-    start = np.concatenate([f["start"].to_numpy(np.int64) for f in gpu])
-    end = np.concatenate([f["end"].to_numpy(np.int64) for f in gpu])
+    steps = table.kept
+    start = np.concatenate([t[START].astype(np.int64, copy=False) for t in gpu])
+    end = np.concatenate([t[END].astype(np.int64, copy=False) for t in gpu])
     valid = (end != NULL_INT) & (end > start)
-    busy = covered_time(start[valid], end[valid], steps["start"].to_numpy(np.int64), steps["end"].to_numpy(np.int64))
-    base = {
-        "region": np.full(len(steps), BUSY_REGION, dtype=object),
-        "kind": np.full(len(steps), "busy", dtype=object),
-        "category": np.full(len(steps), cat.STEP, dtype=object),
-        "epoch": steps["epoch"].to_numpy(np.int64),
-        "phase": steps["phase"].to_numpy(object),
-        "step": steps["step"].to_numpy(np.int64),
-    }
-    return _long(base, {"time": busy * NS})
+    busy = covered_time(start[valid], end[valid], steps[START], steps[END])
+    n = len(steps[START])
+    rows.add([BUSY_REGION], np.zeros(n, np.int64), BUSY_KIND, cat.STEP, np.zeros(n, np.int64), np.arange(n), busy * NS)
 
 
 def covered_time(start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -273,24 +391,26 @@ def covered_time(start: np.ndarray, end: np.ndarray, lo: np.ndarray, hi: np.ndar
     def covered_before(t):
         i = np.searchsorted(m_start, t, side="right") - 1
         j = np.maximum(i, 0)
-        inside = np.clip(t - m_start[j], 0, m_end[j] - m_start[j])
+        inside = np.minimum(np.maximum(t - m_start[j], 0), m_end[j] - m_start[j])
         return np.where(i >= 0, before[j] + inside, 0.0)
 
     return covered_before(hi) - covered_before(lo)
 
 
-def user_ranges(nvtx: pd.DataFrame, table: StepTable, notes: list[str]) -> dict[str, pd.DataFrame]:
-    """NVTX ranges other than the step/epoch marks and MPI ranges, split into nvtx and nccl_nvtx."""
-    ranges = nvtx["eventType"].isin(NVTX_RANGE_TYPES).to_numpy().copy()
+def user_ranges(nvtx, table: StepTable, notes: list[str]) -> dict[str, Table]:
+    """NVTX ranges other than the step/epoch marks and MPI ranges, split into nvtx and nccl_nvtx
+    (`nvtx`: a Table or DataFrame whose rows are in position order)."""
+    nvtx = Table.of(nvtx)
+    ranges = is_range(nvtx["eventType"])
     ranges[table.mark_rows] = False
-    ranges &= ~per_category(nvtx["domain"], cat.is_mpi_domain)  # counted by events.mpi
-    frame = nvtx[ranges]
-    open_ended = int(np.count_nonzero(frame["end"].to_numpy() == NULL_INT))
+    ranges &= ~nvtx["domain"].flags(cat.is_mpi_domain)  # counted by events.mpi
+    picked = nvtx.take(ranges)
+    open_ended = int(np.count_nonzero(picked[END] == NULL_INT))
     if open_ended:
         notes.append(
             f"{open_ended} NVTX ranges have no end (still open when capture stopped); counted as visits without time"
         )
-    nccl = per_category(frame["name"], lambda n: cat.is_nccl_nvtx(n, "")) | per_category(
-        frame["domain"], lambda d: cat.is_nccl_nvtx("", d)
+    nccl = picked["name"].flags(lambda n: cat.is_nccl_nvtx(n, "")) | picked["domain"].flags(
+        lambda d: cat.is_nccl_nvtx("", d)
     )
-    return {"nvtx": frame[~nccl], "nccl_nvtx": frame[nccl]}
+    return {"nvtx": picked.take(~nccl), "nccl_nvtx": picked.take(nccl)}

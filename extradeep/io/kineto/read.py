@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
-from extradeep.io.frames import ProfileRead
+from extradeep.io.frames import ProfileRead, Table, concat_tables
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import KinetoTrace, load
 from extradeep.io.settings import ReaderSettings
@@ -66,14 +66,14 @@ def trace_tables(trace: KinetoTrace, settings: ReaderSettings) -> dict:
     }
 
 
-def _user_ranges(nvtx: pd.DataFrame, steps, notes: list[str]) -> dict[str, pd.DataFrame]:
+def _user_ranges(nvtx: pd.DataFrame, steps, notes: list[str]) -> dict[str, Table]:
     """User annotations as kind nvtx / nccl_nvtx (as NVTX ranges in nsys), operators as kind cpu_op."""
     ranges = user_ranges(nvtx, steps, notes)
-    out = {}
-    for kind, frame in ranges.items():
-        is_op = (frame["domain"].astype(str) == kt.CPU_OP_DOMAIN).to_numpy()
-        out[kind] = frame[~is_op]
+    out: dict[str, Table] = {}
+    for kind, table in ranges.items():
+        is_op = table["domain"].flags(lambda d: d == kt.CPU_OP_DOMAIN)
+        out[kind] = table.take(~is_op)
         if is_op.any():
-            ops = frame[is_op]
-            out[kt.CPU_OP_KIND] = pd.concat([out.get(kt.CPU_OP_KIND, ops.iloc[:0]), ops])
+            ops = table.take(is_op)
+            out[kt.CPU_OP_KIND] = concat_tables([out[kt.CPU_OP_KIND], ops]) if kt.CPU_OP_KIND in out else ops
     return out

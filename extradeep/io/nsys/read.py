@@ -16,6 +16,7 @@ import pandas as pd
 from extradeep.errors import InputError
 from extradeep.io.frames import ProfileRead
 from extradeep.io.nsys import events
+from extradeep.io.nsys.batched import sum_tables
 from extradeep.io.nsys.layout import read_placement
 from extradeep.io.nsys.schema import require_nsys_export
 from extradeep.io.settings import ReaderSettings
@@ -70,19 +71,28 @@ def read_export_once(path, settings=None, *, replay: bool = False) -> ProfileRea
 
 
 def read_tables(conn, settings: ReaderSettings, *, replay: bool = False) -> dict:
-    """Every table the per-step sums need, as the dict `extradeep.io.sums.step_sums` takes. Only the
-    columns the sums use are read (millions of rows), unless `replay` asks for the replay's columns too."""
+    """Every table the per-step sums need, as the dict `extradeep.io.sums.step_sums` takes
+    (`extradeep.io.frames.Table`s). Only the columns the sums use are read (millions of rows), unless
+    `replay` asks for the replay's columns too."""
     gpu = REPLAY_GPU_COLUMNS if replay else LAUNCH_COLUMNS
     cpu = REPLAY_CPU_COLUMNS if replay else []
-    nvtx = events.nvtx(conn)
+    nvtx = events.nvtx_table(conn, full=replay)
+    steps = find_steps(nvtx, settings, conn.path)
+    small = None if replay else sum_tables(conn, settings.kernel_names)
+    if small is not None:  # a small export: its event tables in two statements
+        mpi = events.mpi_table(conn, nvtx, columns=["bytes"], tables=small.pop("mpi_tables"))
+        return {"nvtx": nvtx, "steps": steps, **small, "mpi": mpi, "warnings": conn.warnings}
     return {
         "nvtx": nvtx,
-        "steps": find_steps(nvtx, settings, conn.path),
-        "runtime": events.runtime(conn, columns=[*cpu, "correlationId", *LAUNCH_COLUMNS] if replay else LAUNCH_COLUMNS),
-        "kernels": events.kernels(conn, settings.kernel_names, columns=gpu),
-        **{kind: getattr(events, kind)(conn, columns=[*gpu, "bytes"]) for kind in ("memcpy", "memset")},
-        "osrt": events.osrt(conn, columns=cpu),
-        "library": events.library_events(conn, columns=[]),
-        "mpi": events.mpi(conn, nvtx, columns=[*cpu, "bytes"]),
+        "steps": steps,
+        "runtime": events.runtime_table(
+            conn, columns=[*cpu, "correlationId", *LAUNCH_COLUMNS] if replay else LAUNCH_COLUMNS
+        ),
+        "kernels": events.kernel_table(conn, settings.kernel_names, columns=gpu),
+        "memcpy": events.memcpy_table(conn, columns=[*gpu, "bytes"]),
+        "memset": events.memset_table(conn, columns=[*gpu, "bytes"]),
+        "osrt": events.osrt_table(conn, columns=cpu),
+        "library": events.library_tables(conn, columns=[]),
+        "mpi": events.mpi_table(conn, nvtx, columns=[*cpu, "bytes"]),
         "warnings": conn.warnings,
     }

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
-from extradeep.io.frames import NULL_INT, NVTX_RANGE_TYPES
+from extradeep.io.frames import NULL_INT, NVTX_RANGE_TYPES, Table
 from extradeep.io.nsys import events
 from extradeep.io.nsys.layout import read_placement
 from extradeep.io.nsys.schema import require_nsys_export
@@ -186,10 +186,15 @@ def replay_frames(conn, path, settings, tables: dict | None = None) -> dict:
             if saved
             else exc.problem,
         ) from None
-    tables = dict(tables or {})
+    tables = {k: v for k, v in (tables or {}).items() if isinstance(v, Table)}
+    if "kernels" in tables and settings.kernel_names == "short":
+        tables["kernels"] = events.kernel_frame(tables["kernels"])
+    else:
+        tables.pop("kernels", None)
+    tables = {k: (v.frame() if isinstance(v, Table) else v) for k, v in tables.items()}
     if "nvtx" not in tables:
         tables["nvtx"] = events.nvtx(conn)
-    if "kernels" not in tables or settings.kernel_names != "short":
+    if "kernels" not in tables:
         tables["kernels"] = events.kernels(conn)  # the replay matches collectives by their short names
     for kind in ("memcpy", "memset", "runtime", "osrt"):
         if kind not in tables:

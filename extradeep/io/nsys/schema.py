@@ -19,8 +19,10 @@ class Schema:
 
     def __init__(self, conn: ExportConnection):
         self._conn = conn
-        rows = query(conn, "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-        self.tables = tuple(r[0] for r in rows)
+        tables = getattr(conn, "tables", None)  # read when the connection was opened
+        if tables is None:
+            tables = tuple(r[0] for r in query(conn, "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall())
+        self.tables = tables
         self._tables = set(self.tables)
         self._columns: dict[str, tuple[str, ...]] = {}
 

@@ -1,0 +1,158 @@
+"""The event tables of the per-step sums of a small export, read in two statements instead of a dozen.
+
+On a small export each table's statement and its Python bookkeeping cost more than its rows: the GPU
+tables (kernels, memcpy, memset) come in one `UNION ALL` scan, the CPU-side calls (CUDA runtime, OS
+runtime, cuBLAS, cuDNN, MPI) in another, each column as one group_concat text with a tag that says
+which table a row came from (the arms are scanned one after another, in rowid order; the tags are
+checked). The Tables are the ones `extradeep.io.nsys.events` gives table by table, with the columns
+the sums read; a large table, a table without a rowid from 1 on, or a missing required column sends
+the export through the table-by-table reader (which also words the errors).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from extradeep.errors import InputError
+from extradeep.io import categories as cat
+from extradeep.io.frames import NULL_INT, Names, Table, unique_names
+from extradeep.io.nsys import events as ev
+from extradeep.io.nsys.fetch import CHUNK_ROWS, check_durations, enum_labels, fetch_all, parse_ints, pid_of, strings
+from extradeep.io.nsys.schema import schema_of
+
+_NULL_SQL = "(-9223372036854775807 - 1)"
+SMALL_ROWS = min(50_000, CHUNK_ROWS)  # at most this many rows in all: one text per column stays small
+FIELDS = ("start", "end", "name", "corr", "bytes", "gid")  # what every arm selects (NULL where a table has none)
+
+
+def _arm(conn, tag: int, table: str, source: dict[str, str | None], required: tuple[str, ...]) -> str | None:
+    """`SELECT tag, <FIELDS>` of one table, its columns by `source` (field -> column); None when a
+    required column is missing."""
+    present = schema_of(conn).columns(table)
+    if any(c not in present for c in required):
+        return None
+    exprs = [(f'"{source[f]}"' if source.get(f) in present else "NULL") + f" AS {f}" for f in FIELDS]
+    return f'SELECT {tag} AS tag, {", ".join(exprs)} FROM "{table}"'
+
+
+def _read_group(conn, arms: list[str]) -> dict[int, dict[str, np.ndarray]] | None:
+    """One statement over the `UNION ALL` of `arms`: tag -> field -> int64 array (NULL_INT for NULL)."""
+    columns = ["tag", *FIELDS]
+    selected = ", ".join(f"group_concat(ifnull({c}, {_NULL_SQL}))" for c in columns)
+    sql = f"SELECT count(*), {selected} FROM ({' UNION ALL '.join(arms)})"
+    row = fetch_all(conn, sql)[0]
+    n = row[0]
+    data = {c: parse_ints(conn, "(small tables)", c, text, n) for c, text in zip(columns, row[1:])}
+    tags = data.pop("tag")
+    if len(tags) and (tags[1:] < tags[:-1]).any():  # the arms did not come one after another
+        return None
+    bounds = np.searchsorted(tags, np.arange(len(arms) + 1))
+    return {t: {f: v[bounds[t] : bounds[t + 1]] for f, v in data.items()} for t in range(len(arms))}
+
+
+def _launch_key(gid: np.ndarray, corr: np.ndarray) -> np.ndarray:
+    """pid << 32 | correlationId, as `extradeep.io.nsys.fetch` builds it (NULL_INT where either is NULL)."""
+    pid = np.where(gid == NULL_INT, NULL_INT, pid_of(gid))
+    key = (pid << 32) | (corr & 0xFFFFFFFF)
+    return np.where((pid == NULL_INT) | (corr == NULL_INT), NULL_INT, key)
+
+
+def sum_tables(conn, kernel_names: str = "short") -> dict | None:
+    """kernels, memcpy, memset, runtime, osrt, library ({library: table}) and the MPI_*_EVENTS tables
+    ("mpi_tables", a list) of a small export, as the per-step sums read them; None when the export is
+    not small or not plain enough to read this way."""
+    schema = schema_of(conn)
+    gpu = {"kernels": ev.KERNEL_TABLE, "memcpy": ev.MEMCPY_TABLE, "memset": ev.MEMSET_TABLE}
+    cpu = {"runtime": ev.RUNTIME_TABLE, "osrt": ev.OSRT_TABLE, **ev.LIBRARY_TABLES}
+    cpu.update({f"mpi:{t}": t for t in ev.MPI_TABLES})
+    present = [t for t in (*gpu.values(), *cpu.values()) if schema.has(t)]
+    if not present:
+        return None
+    bounds = ", ".join(f'(SELECT min(rowid) FROM "{t}"), (SELECT max(rowid) FROM "{t}")' for t in present)
+    ranges = fetch_all(conn, f"SELECT {bounds}")[0]
+    lows, highs = ranges[0::2], ranges[1::2]
+    if any(low is not None and low < 1 for low in lows) or sum(h or 0 for h in highs) > SMALL_ROWS:
+        return None
+    name = {"short": "shortName", "demangled": "demangledName"}[kernel_names]
+    gpu_source = {
+        ev.KERNEL_TABLE: {"name": name},
+        ev.MEMCPY_TABLE: {"name": "copyKind", "bytes": "bytes"},
+        ev.MEMSET_TABLE: {"bytes": "bytes"},
+    }
+    kinds, arms = [], []
+    for kind, table in gpu.items():
+        if schema.has(table):
+            source = {"start": "start", "end": "end", "corr": "correlationId", "gid": "globalPid", **gpu_source[table]}
+            arms.append(_arm(conn, len(arms), table, source, ("start",)))
+            kinds.append(kind)
+    cpu_kinds, cpu_arms = [], []
+    for kind, table in cpu.items():
+        if schema.has(table):
+            mpi = kind.startswith("mpi:")
+            name_column = ev.mpi_name_column(conn, table) if mpi else "nameId"
+            source = {"start": "start", "end": "end", "name": name_column, "gid": "globalTid"}
+            source.update({"corr": "correlationId"} if kind == "runtime" else {"bytes": "size"} if mpi else {})
+            cpu_arms.append(_arm(conn, len(cpu_arms), table, source, ("start", "end", name_column)))
+            cpu_kinds.append(kind)
+    if None in arms or None in cpu_arms:
+        return None
+    try:
+        read_gpu = _read_group(conn, arms) if arms else {}
+        read_cpu = _read_group(conn, cpu_arms) if cpu_arms else {}
+    except InputError:  # a value that is no integer: the table-by-table reader names its table
+        return None
+    if read_gpu is None or read_cpu is None:
+        return None
+    read = {kind: read_gpu[i] for i, kind in enumerate(kinds)} | {kind: read_cpu[i] for i, kind in enumerate(cpu_kinds)}
+    tables = {**gpu, **cpu}
+    # checked and named in the table-by-table reader's order, so errors and notes come in that order too
+    order = [
+        "runtime",
+        "kernels",
+        "memcpy",
+        "memset",
+        "osrt",
+        *ev.LIBRARY_TABLES,
+        *(k for k in cpu if k.startswith("mpi:")),
+    ]
+    built = {}
+    for kind in order:
+        if kind in read:
+            check_durations(conn, tables[kind], read[kind]["start"], read[kind]["end"])
+            built[kind] = (_gpu_table if kind in gpu else _cpu_table)(conn, kind, read[kind])
+    absent = {
+        "runtime": lambda: ev.runtime_table(conn, columns=["launchKey"]),
+        "kernels": lambda: ev.kernel_table(conn, kernel_names, columns=["launchKey"]),
+        "memcpy": lambda: ev.memcpy_table(conn, columns=["launchKey", "bytes"]),
+        "memset": lambda: ev.memset_table(conn, columns=["launchKey", "bytes"]),
+        "osrt": lambda: ev.osrt_table(conn, columns=[]),
+        **{lib: (lambda t=t: ev._cpu_calls(conn, t, "nameId", columns=[])) for lib, t in ev.LIBRARY_TABLES.items()},
+    }
+    out = {kind: built[kind] if kind in built else make() for kind, make in absent.items()}
+    out["library"] = {lib: out.pop(lib) for lib in ev.LIBRARY_TABLES}
+    out["mpi_tables"] = [built[k] for k in order if k.startswith("mpi:") and k in built]
+    return out
+
+
+def _gpu_table(conn, kind: str, cols: dict[str, np.ndarray]) -> Table:
+    key = _launch_key(cols["gid"], cols["corr"])
+    base = {"start": cols["start"], "end": cols["end"]}
+    if kind == "kernels":
+        return Table({**base, "launchKey": key, "name": strings(conn).names(cols["name"])})
+    if kind == "memcpy":
+        labels = enum_labels(conn, "ENUM_CUDA_MEMCPY_OPER", "MemcpyOperationStrings")
+        copy_kinds, codes = np.unique(cols["name"], return_inverse=True)
+        names = np.array([cat.memcpy_label(int(k), labels) for k in copy_kinds], dtype=object)
+        base.update(bytes=cols["bytes"], launchKey=key, copyKind=cols["name"])
+        return Table({**base, "name": unique_names(codes.ravel(), names)})
+    base.update(bytes=cols["bytes"], launchKey=key)
+    return Table({**base, "name": Names(np.zeros(len(key), np.int64), [cat.MEMSET_NAME])})
+
+
+def _cpu_table(conn, kind: str, cols: dict[str, np.ndarray]) -> Table:
+    out = {"start": cols["start"], "end": cols["end"]}
+    if kind == "runtime":
+        out["launchKey"] = _launch_key(cols["gid"], cols["corr"])
+    if kind.startswith("mpi:"):
+        out["bytes"] = cols["bytes"]
+    return Table({**out, "name": strings(conn).names(cols["name"])})
