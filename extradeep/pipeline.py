@@ -10,7 +10,6 @@ from extradeep.aggregate.experiment import Dataset, Experiment
 from extradeep.aggregate.ingest import discover_runs, read_runs
 from extradeep.errors import InputError
 from extradeep.io.cluster import connect, scheduler_from_env, scheduler_from_options
-from extradeep.predictor.exposure import add_exposure_curves, replay_paths
 
 
 def load_experiment(
@@ -56,6 +55,8 @@ def load_experiment(
 
     if replay not in (True, False):
         raise InputError(None, field="replay", problem=f"must be True or False, got {replay!r}")
+    if replay:  # the predictor is imported only when it replays
+        from extradeep.predictor.exposure import add_exposure_curves, replay_paths
     single = paths if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") else None
     if single is not None and manifest is None and is_saved_experiment(single):
         return with_system(Experiment.load(single), system)

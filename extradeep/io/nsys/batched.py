@@ -1,12 +1,12 @@
-"""The event tables of the per-step sums of a small export, read in two statements instead of a dozen.
+"""The event tables of the per-step sums of a small export, read in a few statements instead of dozens.
 
-On a small export each table's statement and its Python bookkeeping cost more than its rows: the GPU
-tables (kernels, memcpy, memset) come in one `UNION ALL` scan, the CPU-side calls (CUDA runtime, OS
-runtime, cuBLAS, cuDNN, MPI) in another, each column as one group_concat text with a tag that says
-which table a row came from (the arms are scanned one after another, in rowid order; the tags are
-checked). The Tables are the ones `extradeep.io.nsys.events` gives table by table, with the columns
-the sums read; a large table, a table without a rowid from 1 on, or a missing required column sends
-the export through the table-by-table reader (which also words the errors).
+On a small export each table's statements and their Python bookkeeping cost more than its rows: one
+statement finds the tables' sizes, one their columns, and one reads them all, the GPU tables (kernels,
+memcpy, memset) and the CPU-side calls (CUDA runtime, OS runtime, cuBLAS, cuDNN, MPI), as a `UNION ALL`
+of one aggregate row per table (each table scanned on its own, each column one group_concat text,
+as its own statement would). The Tables are the ones `extradeep.io.nsys.events` gives table by table,
+with the columns the sums read; a large table, a table without a rowid from 1 on, or a missing
+required column sends the export through the table-by-table reader (which also words the errors).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from extradeep.errors import InputError
 from extradeep.io import categories as cat
 from extradeep.io.frames import NULL_INT, Names, Table, unique_names
 from extradeep.io.nsys import events as ev
-from extradeep.io.nsys.fetch import CHUNK_ROWS, check_durations, enum_labels, fetch_all, parse_ints, pid_of, strings
+from extradeep.io.nsys.events import memcpy_labels
+from extradeep.io.nsys.fetch import CHUNK_ROWS, check_durations, fetch_all, parse_ints, pid_of, strings
 from extradeep.io.nsys.schema import schema_of
 
 _NULL_SQL = "(-9223372036854775807 - 1)"
@@ -26,28 +27,24 @@ FIELDS = ("start", "end", "name", "corr", "bytes", "gid")  # what every arm sele
 
 
 def _arm(conn, tag: int, table: str, source: dict[str, str | None], required: tuple[str, ...]) -> str | None:
-    """`SELECT tag, <FIELDS>` of one table, its columns by `source` (field -> column); None when a
-    required column is missing."""
+    """`SELECT tag, count(*), group_concat(<field>)...` of one table, its columns by `source` (field ->
+    column; NULL where the table has none); None when a required column is missing."""
     present = schema_of(conn).columns(table)
     if any(c not in present for c in required):
         return None
-    exprs = [(f'"{source[f]}"' if source.get(f) in present else "NULL") + f" AS {f}" for f in FIELDS]
-    return f'SELECT {tag} AS tag, {", ".join(exprs)} FROM "{table}"'
+    exprs = [f'"{source[f]}"' if source.get(f) in present else "NULL" for f in FIELDS]
+    concat = ", ".join(f"group_concat(ifnull({e}, {_NULL_SQL}))" for e in exprs)
+    return f'SELECT {tag}, count(*), {concat} FROM "{table}"'
 
 
-def _read_group(conn, arms: list[str]) -> dict[int, dict[str, np.ndarray]] | None:
-    """One statement over the `UNION ALL` of `arms`: tag -> field -> int64 array (NULL_INT for NULL)."""
-    columns = ["tag", *FIELDS]
-    selected = ", ".join(f"group_concat(ifnull({c}, {_NULL_SQL}))" for c in columns)
-    sql = f"SELECT count(*), {selected} FROM ({' UNION ALL '.join(arms)})"
-    row = fetch_all(conn, sql)[0]
-    n = row[0]
-    data = {c: parse_ints(conn, "(small tables)", c, text, n) for c, text in zip(columns, row[1:])}
-    tags = data.pop("tag")
-    if len(tags) and (tags[1:] < tags[:-1]).any():  # the arms did not come one after another
-        return None
-    bounds = np.searchsorted(tags, np.arange(len(arms) + 1))
-    return {t: {f: v[bounds[t] : bounds[t + 1]] for f, v in data.items()} for t in range(len(arms))}
+def _read_group(conn, arms: list[str]) -> dict[int, dict[str, np.ndarray]]:
+    """One statement: the `UNION ALL` of the tables' aggregate rows (each table scanned on its own, in
+    rowid order, as its own statement would). tag -> field -> int64 array (NULL_INT for NULL)."""
+    out = {}
+    for row in fetch_all(conn, " UNION ALL ".join(arms)):
+        tag, n = row[0], row[1]
+        out[tag] = {f: parse_ints(conn, "(small tables)", f, text, n) for f, text in zip(FIELDS, row[2:])}
+    return out
 
 
 def _launch_key(gid: np.ndarray, corr: np.ndarray) -> np.ndarray:
@@ -68,6 +65,7 @@ def sum_tables(conn, kernel_names: str = "short") -> dict | None:
     present = [t for t in (*gpu.values(), *cpu.values()) if schema.has(t)]
     if not present:
         return None
+    schema.load_columns(present)
     bounds = ", ".join(f'(SELECT min(rowid) FROM "{t}"), (SELECT max(rowid) FROM "{t}")' for t in present)
     ranges = fetch_all(conn, f"SELECT {bounds}")[0]
     lows, highs = ranges[0::2], ranges[1::2]
@@ -92,18 +90,15 @@ def sum_tables(conn, kernel_names: str = "short") -> dict | None:
             name_column = ev.mpi_name_column(conn, table) if mpi else "nameId"
             source = {"start": "start", "end": "end", "name": name_column, "gid": "globalTid"}
             source.update({"corr": "correlationId"} if kind == "runtime" else {"bytes": "size"} if mpi else {})
-            cpu_arms.append(_arm(conn, len(cpu_arms), table, source, ("start", "end", name_column)))
+            cpu_arms.append(_arm(conn, len(arms) + len(cpu_arms), table, source, ("start", "end", name_column)))
             cpu_kinds.append(kind)
     if None in arms or None in cpu_arms:
         return None
     try:
-        read_gpu = _read_group(conn, arms) if arms else {}
-        read_cpu = _read_group(conn, cpu_arms) if cpu_arms else {}
+        read = _read_group(conn, arms + cpu_arms)
     except InputError:  # a value that is no integer: the table-by-table reader names its table
         return None
-    if read_gpu is None or read_cpu is None:
-        return None
-    read = {kind: read_gpu[i] for i, kind in enumerate(kinds)} | {kind: read_cpu[i] for i, kind in enumerate(cpu_kinds)}
+    read = {kind: read[i] for i, kind in enumerate(kinds + cpu_kinds)}
     tables = {**gpu, **cpu}
     # checked and named in the table-by-table reader's order, so errors and notes come in that order too
     order = [
@@ -140,8 +135,8 @@ def _gpu_table(conn, kind: str, cols: dict[str, np.ndarray]) -> Table:
     if kind == "kernels":
         return Table({**base, "launchKey": key, "name": strings(conn).names(cols["name"])})
     if kind == "memcpy":
-        labels = enum_labels(conn, "ENUM_CUDA_MEMCPY_OPER", "MemcpyOperationStrings")
         copy_kinds, codes = np.unique(cols["name"], return_inverse=True)
+        labels = memcpy_labels(conn, copy_kinds)
         names = np.array([cat.memcpy_label(int(k), labels) for k in copy_kinds], dtype=object)
         base.update(bytes=cols["bytes"], launchKey=key, copyKind=cols["name"])
         return Table({**base, "name": unique_names(codes.ravel(), names)})

@@ -132,10 +132,17 @@ def memcpy_table(conn: ExportConnection, columns=None) -> Table:
     cols = _gpu_activity(conn, MEMCPY_TABLE, {"bytes": "bytes", "copyKind": "copyKind"}, columns)
     if cols is None:
         return _table(None, columns, _NO_NAMES)
-    labels = enum_labels(conn, "ENUM_CUDA_MEMCPY_OPER", "MemcpyOperationStrings")
     kinds, codes = np.unique(cols["copyKind"], return_inverse=True)
+    labels = memcpy_labels(conn, kinds)
     names = np.array([cat.memcpy_label(int(k), labels) for k in kinds], dtype=object)
     return _table(cols, columns, unique_names(codes, names))
+
+
+def memcpy_labels(conn: ExportConnection, copy_kinds) -> dict[int, str]:
+    """The export's own copy-kind labels, read only when a kind is not one nsys has always named."""
+    if all(int(k) in cat.MEMCPY_LABELS for k in copy_kinds):
+        return {}
+    return enum_labels(conn, "ENUM_CUDA_MEMCPY_OPER", "MemcpyOperationStrings")
 
 
 def memcpy(conn: ExportConnection, columns=None) -> pd.DataFrame:
@@ -270,8 +277,7 @@ def nvtx_table(conn: ExportConnection, full: bool = True) -> Table:
         empty = {c: np.empty(0, np.int64) for c in wanted}
         names = {"name": _NO_NAMES, "domain": _NO_NAMES, "category": _NO_NAMES}
         return Table({**empty, **names, **{p: np.empty(0, np.int64) for p in payloads}}, 0)
-    skip = (NVTX_CATEGORY, NVTX_DOMAIN_CREATE, NVTX_DOMAIN_DESTROY)
-    where = f"eventType NOT IN {skip}"
+    where = f"eventType <> {NVTX_DOMAIN_DESTROY}"  # registrations come in the same scan, then leave it
     present = schema_of(conn).columns(NVTX_TABLE)
     optional = {"rangeId": "rangeId", "globalTid": "globalTid"} if full else {}
     exprs = {
@@ -286,16 +292,24 @@ def nvtx_table(conn: ExportConnection, full: bool = True) -> Table:
         # a payload of another SQLite type is no integer payload: NULL, never an error for the caller
         **{p: (f"CASE WHEN typeof({p}) = 'integer' THEN {p} END" if p in present else "NULL") for p in payloads},
     }
+    exprs.update(rawDomainId="domainId" if "domainId" in present else "NULL")
+    exprs.update(rawCategory="category" if "category" in present else "NULL")
     has_text = "text" in present
     if has_text:  # the texts come in the same scan (the NVTX table has no index to find them by)
         exprs["hasText"] = "text IS NOT NULL"
     cols = int_columns(conn, NVTX_TABLE, exprs, where, text="text" if has_text else None)
+    names = _nvtx_texts_of(conn, cols, where)
+    registration = np.isin(cols["eventType"], (NVTX_CATEGORY, NVTX_DOMAIN_CREATE))
+    conn._extradeep_registrations = _registrations_of(conn, cols, names, registration)
+    if registration.any():
+        cols = {k: v[~registration] for k, v in cols.items() if isinstance(v, np.ndarray)}
+        names = names[~registration]
     ranges = is_range(cols["eventType"])
     check_durations(conn, NVTX_TABLE, cols["start"][ranges], cols["end"][ranges])
     if full:
         cols["pid"], cols["tid"] = pid_of(cols["globalTid"]), tid_of(cols["globalTid"])
     out = {c: cols[c] for c in wanted}
-    out["name"] = _nvtx_names(conn, cols, where)
+    out["name"] = _nvtx_names(conn, names)
     domains = nvtx_domains(conn)
     out["domain"] = _mapped_names(cols["domainId"], lambda d: domains.get(int(d), ""))
     registered = nvtx_categories(conn)
@@ -319,8 +333,8 @@ def nvtx(conn: ExportConnection) -> pd.DataFrame:
     return nvtx_table(conn).frame()
 
 
-def _nvtx_names(conn, cols: dict[str, np.ndarray], where: str) -> Names:
-    """coalesce(text, StringIds[textId]) for each row; rows with neither get an explicit placeholder."""
+def _nvtx_texts_of(conn, cols: dict[str, np.ndarray], where: str) -> np.ndarray:
+    """coalesce(text, StringIds[textId]) of each row (None where neither)."""
     names = np.full(len(cols["rowid"]), None, dtype=object)
     has_id = cols["textId"] != NULL_INT
     if has_id.any():
@@ -332,6 +346,24 @@ def _nvtx_names(conn, cols: dict[str, np.ndarray], where: str) -> Names:
         if len(rowids):
             pos = np.searchsorted(cols["rowid"], rowids)  # rowids come back in scan (rowid) order
             names[pos] = texts
+    return names
+
+
+def _registrations_of(conn, cols: dict[str, np.ndarray], names: np.ndarray, rows: np.ndarray) -> list[tuple]:
+    """The registration rows of the scan as `_registrations` keeps them: (eventType, domainId,
+    category, name), None where NULL; the name is the text or, when that is empty, the textId's."""
+    out = []
+    for i in np.flatnonzero(rows):
+        name = names[i]
+        if not name and cols["textId"][i] != NULL_INT:
+            name = strings(conn).lookup(cols["textId"][i : i + 1])[0]
+        domain, category = (None if v == NULL_INT else int(v) for v in (cols["rawDomainId"][i], cols["rawCategory"][i]))
+        out.append((int(cols["eventType"][i]), domain, category, name))
+    return out
+
+
+def _nvtx_names(conn, names: np.ndarray) -> Names:
+    """The events' names; rows with neither text nor a known textId get an explicit placeholder."""
     unnamed = names == None  # noqa: E711
     if unnamed.any():
         names[unnamed] = UNNAMED_NVTX

@@ -38,6 +38,18 @@ class Schema:
             self._columns[table] = tuple(r[1] for r in rows)
         return self._columns[table]
 
+    def load_columns(self, tables) -> None:
+        """The columns of several tables in one query (instead of one PRAGMA each)."""
+        wanted = [t for t in tables if self.has(t) and t not in self._columns]
+        if not wanted:
+            return
+        marks = ", ".join("?" * len(wanted))
+        sql = f"SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p WHERE m.name IN ({marks})"
+        found: dict[str, list[str]] = {t: [] for t in wanted}
+        for table, column in query(self._conn, sql, tuple(wanted)).fetchall():
+            found[table].append(column)
+        self._columns.update({t: tuple(c) for t, c in found.items()})
+
     def has_column(self, table: str, column: str) -> bool:
         return column in self.columns(table)
 
