@@ -216,13 +216,12 @@ def step_sums(tables: dict) -> pd.DataFrame:
     refs = [e[3] for e in events]
     assigned = buckets.assign(np.concatenate(refs)) if refs else np.empty(0, np.int64)
     not_counted = int(np.count_nonzero(assigned < 0))
-    bounds = np.cumsum([len(r) for r in refs])[:-1]
-    for i, ((table, kind, category, _, with_bytes), b) in enumerate(zip(events, np.split(assigned, bounds))):
+    parts = _sums_together(events, assigned, buckets) or _sums_by_table(events, assigned, buckets)
+    for i, part in enumerate(parts):
         if i == before_busy:
             _busy_rows(rows, step_table, gpu)
-        size = table["bytes"] if with_bytes else None
-        _sums(rows, table["name"], kind, category, b, buckets, _durations(table), size)
-    if len(events) <= before_busy:
+        rows.add(*part)
+    if len(parts) <= before_busy:
         _busy_rows(rows, step_table, gpu)
     notes += tables["warnings"]
     out = rows.frame()
@@ -293,8 +292,17 @@ def _durations(table: Table) -> np.ndarray:
     return np.where(end == NULL_INT, 0, end - start)
 
 
+def _sums_by_table(events: list[tuple], assigned: np.ndarray, buckets: Buckets) -> list[tuple]:
+    """`_sums` of each event table (its share of `assigned`, the bucket of every event)."""
+    bounds = np.cumsum([len(e[3]) for e in events])[:-1]
+    parts = []
+    for (table, kind, category, _, with_bytes), b in zip(events, np.split(assigned, bounds)):
+        size = table["bytes"] if with_bytes else None
+        parts.append(_sums(table["name"], kind, category, b, buckets, _durations(table), size))
+    return parts
+
+
 def _sums(
-    rows: _Rows,
     names: Names,
     kind: str,
     category,
@@ -302,9 +310,9 @@ def _sums(
     buckets: Buckets,
     duration: np.ndarray,
     size: np.ndarray | None,
-) -> None:
-    """Sum time, visits (and bytes) per (name, bucket) of events with bucket >= 0, into `rows`.
-    `category` is one string or an array with one category per name (kernels)."""
+) -> tuple:
+    """Sum time, visits (and bytes) per (name, bucket) of events with bucket >= 0: the arguments of
+    `_Rows.add`. `category` is one string or an array with one category per name (kernels)."""
     keep = bucket >= 0
     key = names.codes[keep] * buckets.size + bucket[keep]
     uniq, inverse = _dense_keys(key, len(names.categories) * buckets.size)
@@ -321,18 +329,47 @@ def _sums(
     if len(uniq) > len(key):  # dense key space: keep the (name, bucket) pairs that occurred
         hit = counts > 0
         uniq, metrics = uniq[hit], [m[hit] for m in metrics]
-    name_code, b = uniq // buckets.size, uniq % buckets.size
+    return _part(names, kind, category, uniq, buckets.size, metrics)
+
+
+def _part(names: Names, kind: str, category, keys: np.ndarray, n_buckets: int, metrics: list) -> tuple:
+    """The `_Rows.add` arguments of one table's sums: per key (name code x buckets + bucket) and metric."""
     m = len(metrics)
-    code = np.tile(name_code, m)
-    rows.add(
-        names.categories,
-        code,
-        kind,
-        category,
-        np.repeat(np.arange(m), len(uniq)),
-        np.tile(b, m),
-        np.concatenate(metrics),
-    )
+    codes, bucket = np.tile(keys // n_buckets, m), np.tile(keys % n_buckets, m)
+    return names.categories, codes, kind, category, np.repeat(np.arange(m), len(keys)), bucket, np.concatenate(metrics)
+
+
+def _sums_together(events: list[tuple], assigned: np.ndarray, buckets: Buckets) -> list[tuple] | None:
+    """`_sums_by_table` in one pass over every table, when all (name, bucket) pairs of all tables
+    fit one dense count (a small export: a few NumPy calls for all tables instead of a dozen each);
+    None otherwise. The same sums, in the same order."""
+    sizes = np.array([len(e[0]["name"].categories) for e in events], dtype=np.int64)
+    n_buckets = buckets.size
+    n_keys = int(sizes.sum()) * n_buckets
+    if not events or n_keys > 4 * len(assigned) + 65536:
+        return None
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    code = np.concatenate([e[0]["name"].codes + offset for e, offset in zip(events, offsets)])
+    keep = assigned >= 0
+    key = code[keep] * n_buckets + assigned[keep]
+    counts = np.bincount(key, minlength=n_keys)
+    duration = np.concatenate([_durations(e[0]) for e in events])[keep].astype(np.float64)
+    time = np.bincount(key, weights=duration, minlength=n_keys) * NS
+    size = np.concatenate([e[0]["bytes"] if e[4] else np.full(len(e[0]), NULL_INT, np.int64) for e in events])
+    valid = (size != NULL_INT) & keep
+    weights = np.where(valid, size, 0)[keep].astype(np.float64)
+    data_bytes = np.bincount(key, weights=weights, minlength=n_keys) if valid.any() else None
+    table_of_row = np.repeat(np.arange(len(events)), [len(e[0]) for e in events])
+    with_bytes = np.bincount(table_of_row[valid], minlength=len(events)) > 0
+    parts = []
+    for i, (table, kind, category, _, _) in enumerate(events):
+        lo, hi = offsets[i] * n_buckets, (offsets[i] + sizes[i]) * n_buckets
+        hit = np.flatnonzero(counts[lo:hi])
+        metrics = [time[lo:hi][hit], counts[lo:hi][hit].astype(np.float64)]
+        if with_bytes[i]:
+            metrics.append(data_bytes[lo:hi][hit])
+        parts.append(_part(table["name"], kind, category, hit, n_buckets, metrics))
+    return parts
 
 
 def _dense_keys(key: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:

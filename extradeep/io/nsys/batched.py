@@ -1,15 +1,17 @@
 """The event tables of the per-step sums of a small export, read in a few statements instead of dozens.
 
 On a small export each table's statements and their Python bookkeeping cost more than its rows: one
-statement finds the tables' sizes, one their columns, and one reads them all, the GPU tables (kernels,
+statement reads them all, the GPU tables (kernels,
 memcpy, memset) and the CPU-side calls (CUDA runtime, OS runtime, cuBLAS, cuDNN, MPI), as a `UNION ALL`
 of one aggregate row per table (each table scanned on its own, each column one group_concat text,
 as its own statement would). The Tables are the ones `extradeep.io.nsys.events` gives table by table,
-with the columns the sums read; a large table, a table without a rowid from 1 on, or a missing
-required column sends the export through the table-by-table reader (which also words the errors).
+with the columns the sums read; a large export (`SMALL_BYTES`), or a missing required column, goes
+through the table-by-table reader (which reads in rowid chunks and words the errors).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -18,23 +20,32 @@ from extradeep.io import categories as cat
 from extradeep.io.frames import NULL_INT, Names, Table, unique_names
 from extradeep.io.nsys import events as ev
 from extradeep.io.nsys.events import memcpy_labels
-from extradeep.io.nsys.fetch import CHUNK_ROWS, check_durations, fetch_all, parse_ints, pid_of, strings
+from extradeep.io.nsys.fetch import check_durations, fetch_all, parse_ints, pid_of, strings
 from extradeep.io.nsys.schema import schema_of
 
 _NULL_SQL = "(-9223372036854775807 - 1)"
-SMALL_ROWS = min(50_000, CHUNK_ROWS)  # at most this many rows in all: one text per column stays small
+SMALL_BYTES = 16 * 2**20  # an export this small holds few enough rows for one text per column
 FIELDS = ("start", "end", "name", "corr", "bytes", "gid")  # what every arm selects (NULL where a table has none)
 
 
 def _arm(conn, tag: int, table: str, source: dict[str, str | None], required: tuple[str, ...]) -> str | None:
     """`SELECT tag, count(*), group_concat(<field>)...` of one table, its columns by `source` (field ->
-    column; NULL where the table has none); None when a required column is missing."""
-    present = schema_of(conn).columns(table)
+    column; a field the table lacks is a plain NULL); None when a required column is missing. Short
+    on purpose: compiling a statement costs as much as running it on a small export."""
+    schema = schema_of(conn)
+    present, not_null = schema.columns(table), schema.not_null(table)
     if any(c not in present for c in required):
         return None
-    exprs = [f'"{source[f]}"' if source.get(f) in present else "NULL" for f in FIELDS]
-    concat = ", ".join(f"group_concat(ifnull({e}, {_NULL_SQL}))" for e in exprs)
-    return f'SELECT {tag}, count(*), {concat} FROM "{table}"'
+    parts = []
+    for field in FIELDS:
+        column = source.get(field)
+        if column not in present:
+            parts.append("NULL")
+        elif column in not_null:
+            parts.append(f'group_concat("{column}")')
+        else:
+            parts.append(f'group_concat(ifnull("{column}", {_NULL_SQL}))')
+    return f'SELECT {tag}, count(*), {", ".join(parts)} FROM "{table}"'
 
 
 def _read_group(conn, arms: list[str]) -> dict[int, dict[str, np.ndarray]]:
@@ -43,8 +54,19 @@ def _read_group(conn, arms: list[str]) -> dict[int, dict[str, np.ndarray]]:
     out = {}
     for row in fetch_all(conn, " UNION ALL ".join(arms)):
         tag, n = row[0], row[1]
-        out[tag] = {f: parse_ints(conn, "(small tables)", f, text, n) for f, text in zip(FIELDS, row[2:])}
+        out[tag] = {
+            f: np.full(n, NULL_INT, np.int64) if text is None and n else parse_ints(conn, "(small tables)", f, text, n)
+            for f, text in zip(FIELDS, row[2:])
+        }
     return out
+
+
+def _small(conn) -> bool:
+    """Small enough to read in one statement (the file's size bounds its rows; no query needed)."""
+    try:
+        return Path(conn.path).stat().st_size <= SMALL_BYTES
+    except OSError:
+        return False
 
 
 def _launch_key(gid: np.ndarray, corr: np.ndarray) -> np.ndarray:
@@ -62,14 +84,7 @@ def sum_tables(conn, kernel_names: str = "short") -> dict | None:
     gpu = {"kernels": ev.KERNEL_TABLE, "memcpy": ev.MEMCPY_TABLE, "memset": ev.MEMSET_TABLE}
     cpu = {"runtime": ev.RUNTIME_TABLE, "osrt": ev.OSRT_TABLE, **ev.LIBRARY_TABLES}
     cpu.update({f"mpi:{t}": t for t in ev.MPI_TABLES})
-    present = [t for t in (*gpu.values(), *cpu.values()) if schema.has(t)]
-    if not present:
-        return None
-    schema.load_columns(present)
-    bounds = ", ".join(f'(SELECT min(rowid) FROM "{t}"), (SELECT max(rowid) FROM "{t}")' for t in present)
-    ranges = fetch_all(conn, f"SELECT {bounds}")[0]
-    lows, highs = ranges[0::2], ranges[1::2]
-    if any(low is not None and low < 1 for low in lows) or sum(h or 0 for h in highs) > SMALL_ROWS:
+    if not any(schema.has(t) for t in (*gpu.values(), *cpu.values())) or not _small(conn):
         return None
     name = {"short": "shortName", "demangled": "demangledName"}[kernel_names]
     gpu_source = {
@@ -88,8 +103,9 @@ def sum_tables(conn, kernel_names: str = "short") -> dict | None:
         if schema.has(table):
             mpi = kind.startswith("mpi:")
             name_column = ev.mpi_name_column(conn, table) if mpi else "nameId"
-            source = {"start": "start", "end": "end", "name": name_column, "gid": "globalTid"}
-            source.update({"corr": "correlationId"} if kind == "runtime" else {"bytes": "size"} if mpi else {})
+            source = {"start": "start", "end": "end", "name": name_column}  # the launch key: runtime only
+            source.update({"corr": "correlationId", "gid": "globalTid"} if kind == "runtime" else {})
+            source.update({"bytes": "size"} if mpi else {})
             cpu_arms.append(_arm(conn, len(arms) + len(cpu_arms), table, source, ("start", "end", name_column)))
             cpu_kinds.append(kind)
     if None in arms or None in cpu_arms:
@@ -110,11 +126,15 @@ def sum_tables(conn, kernel_names: str = "short") -> dict | None:
         *ev.LIBRARY_TABLES,
         *(k for k in cpu if k.startswith("mpi:")),
     ]
-    built = {}
     for kind in order:
         if kind in read:
             check_durations(conn, tables[kind], read[kind]["start"], read[kind]["end"])
-            built[kind] = (_gpu_table if kind in gpu else _cpu_table)(conn, kind, read[kind])
+    named = [k for k in order if k in read and k not in ("memcpy", "memset")]  # names from StringIds
+    for kind, names in zip(named, strings(conn).names_of_each([read[k]["name"] for k in named])):
+        read[kind]["names"] = names
+    built = {
+        kind: (_gpu_table if kind in gpu else _cpu_table)(conn, kind, read[kind]) for kind in order if kind in read
+    }
     absent = {
         "runtime": lambda: ev.runtime_table(conn, columns=["launchKey"]),
         "kernels": lambda: ev.kernel_table(conn, kernel_names, columns=["launchKey"]),
@@ -133,7 +153,7 @@ def _gpu_table(conn, kind: str, cols: dict[str, np.ndarray]) -> Table:
     key = _launch_key(cols["gid"], cols["corr"])
     base = {"start": cols["start"], "end": cols["end"]}
     if kind == "kernels":
-        return Table({**base, "launchKey": key, "name": strings(conn).names(cols["name"])})
+        return Table({**base, "launchKey": key, "name": cols["names"]})
     if kind == "memcpy":
         copy_kinds, codes = np.unique(cols["name"], return_inverse=True)
         labels = memcpy_labels(conn, copy_kinds)
@@ -150,4 +170,4 @@ def _cpu_table(conn, kind: str, cols: dict[str, np.ndarray]) -> Table:
         out["launchKey"] = _launch_key(cols["gid"], cols["corr"])
     if kind.startswith("mpi:"):
         out["bytes"] = cols["bytes"]
-    return Table({**out, "name": strings(conn).names(cols["name"])})
+    return Table({**out, "name": cols["names"]})

@@ -207,6 +207,30 @@ class StringTable:
             )
         return unique_names(codes, names)
 
+    def names_of_each(self, id_arrays: list[np.ndarray], missing: str = "<unknown name id {}>") -> list[Names]:
+        """`names` of several tables' ids, resolved together (one search for all): each table's
+        Names share one list of names, in id order as each table's own would be, and an unresolved id
+        is noted per table, as `names` would note it."""
+        if len(id_arrays) < 2:
+            return [self.names(ids, missing) for ids in id_arrays]
+        uniq, codes = _factorize_ids(np.concatenate([np.asarray(a, dtype=np.int64) for a in id_arrays]))
+        names = self.lookup(uniq)
+        unresolved = names == None  # noqa: E711
+        for i in np.flatnonzero(unresolved):
+            names[i] = missing.format(uniq[i] if uniq[i] != NULL_INT else "NULL")
+        shared = unique_names(np.arange(len(uniq)), names)
+        out, start = [], 0
+        for ids in id_arrays:
+            mine = codes[start : start + len(ids)]
+            start += len(ids)
+            n = int(np.count_nonzero(unresolved[mine]))
+            if n:
+                self.notes.append(
+                    f"{n} events name string ids missing from StringIds; they are named {missing.format('N')}"
+                )
+            out.append(Names(shared.codes[mine], shared.categories))
+        return out
+
 
 def _factorize_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct ids, code of each id): O(n) through a presence table for many dense ids (the

@@ -25,6 +25,7 @@ class Schema:
         self.tables = tables
         self._tables = set(self.tables)
         self._columns: dict[str, tuple[str, ...]] = {}
+        self._not_null: dict[str, frozenset[str]] = {}
 
     def has(self, table: str) -> bool:
         return table in self._tables
@@ -36,19 +37,13 @@ class Schema:
                 return ()
             rows = query(self._conn, f'PRAGMA table_info("{table}")').fetchall()
             self._columns[table] = tuple(r[1] for r in rows)
+            self._not_null[table] = frozenset(r[1] for r in rows if r[3])
         return self._columns[table]
 
-    def load_columns(self, tables) -> None:
-        """The columns of several tables in one query (instead of one PRAGMA each)."""
-        wanted = [t for t in tables if self.has(t) and t not in self._columns]
-        if not wanted:
-            return
-        marks = ", ".join("?" * len(wanted))
-        sql = f"SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p WHERE m.name IN ({marks})"
-        found: dict[str, list[str]] = {t: [] for t in wanted}
-        for table, column in query(self._conn, sql, tuple(wanted)).fetchall():
-            found[table].append(column)
-        self._columns.update({t: tuple(c) for t, c in found.items()})
+    def not_null(self, table: str) -> frozenset[str]:
+        """The columns of `table` declared NOT NULL (a value that needs no NULL check)."""
+        self.columns(table)
+        return self._not_null.get(table, frozenset())
 
     def has_column(self, table: str, column: str) -> bool:
         return column in self.columns(table)
