@@ -67,3 +67,21 @@ def process_steps(
 
 def main_thread(runtime: pd.DataFrame, pid: int) -> int:
     return int(runtime["tid"].value_counts().idxmax()) if len(runtime) else int(pid)
+
+
+def frames_of(gpu, runtime, syncs, records, steps, ranges, notes, os_calls, mpi, pids, placement) -> dict:
+    """The replay's frames of one file as every reader returns them (`FRAME_KEYS`), the GPU and
+    runtime calls' correlation ids named `corr`."""
+    return {
+        "gpu": gpu.rename(columns={"correlationId": "corr"}),
+        "runtime": runtime.rename(columns={"correlationId": "corr"}),
+        "syncs": syncs,
+        "records": records,
+        "steps": steps,
+        "ranges": ranges,
+        "notes": notes,
+        "os_calls": os_calls,
+        "mpi": mpi,
+        "pids": pids,
+        "placement": placement,
+    }

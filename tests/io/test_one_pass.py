@@ -14,7 +14,7 @@ from extradeep import load_experiment
 from extradeep.cli import main
 from extradeep.simulate import simulate
 
-RANKS = [2, 3, 4, 5, 6]
+RANKS = [2, 3, 4]  # three points: with --min-points 3, enough to model and to replay the largest three
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def _exports(folder: Path) -> list[str]:
 
 @pytest.mark.parametrize("replay", [False, True], ids=["no-replay", "replay"])
 def test_model_opens_each_export_once(study, sqlite_opens, replay):
-    argv = ["model", str(study), "--param", "ranks", "--no-cache", "--jobs", "1"]
+    argv = ["model", str(study), "--param", "ranks", "--no-cache", "--jobs", "1", "--min-points", "3"]
     assert main(argv + ([] if replay else ["--no-replay"])) == 0
     exports = _exports(study)
     assert len(exports) == sum(RANKS)
@@ -55,7 +55,7 @@ def test_model_opens_each_export_once(study, sqlite_opens, replay):
 
 
 def test_the_replay_uses_the_frames_of_the_pass(study, sqlite_opens):
-    experiment = load_experiment(study, ["ranks"], use_cache=False, progress=False, jobs=1)
+    experiment = load_experiment(study, ["ranks"], use_cache=False, progress=False, jobs=1, min_points=3)
     assert len(experiment.settings["exposure"]) == 3  # the 3 largest points were replayed
     assert all(curve["hidden"] for curve in experiment.settings["exposure"])
     assert max(sqlite_opens.values()) == 1
@@ -63,10 +63,10 @@ def test_the_replay_uses_the_frames_of_the_pass(study, sqlite_opens):
 
 def test_a_warm_cache_opens_no_export(study, sqlite_opens, tmp_path):
     cache = tmp_path / "cache"
-    first = load_experiment(study, ["ranks"], cache_dir=cache, progress=False, jobs=1)
+    first = load_experiment(study, ["ranks"], cache_dir=cache, progress=False, jobs=1, min_points=3)
     assert max(sqlite_opens.values()) == 1
     sqlite_opens.clear()
-    second = load_experiment(study, ["ranks"], cache_dir=cache, progress=False, jobs=1)
+    second = load_experiment(study, ["ranks"], cache_dir=cache, progress=False, jobs=1, min_points=3)
     assert [p for p in sqlite_opens if p in _exports(study)] == []
     assert second.settings["exposure"] == first.settings["exposure"]
     assert second.settings["layout"] == first.settings["layout"]
@@ -74,9 +74,9 @@ def test_a_warm_cache_opens_no_export(study, sqlite_opens, tmp_path):
 
 def test_a_cached_step_sum_with_a_missing_curve_opens_the_replayed_exports_once(study, sqlite_opens, tmp_path):
     cache = tmp_path / "cache"
-    load_experiment(study, ["ranks"], cache_dir=cache, progress=False, jobs=1, replay=False)
+    load_experiment(study, ["ranks"], cache_dir=cache, progress=False, jobs=1, replay=False, min_points=3)
     sqlite_opens.clear()
-    experiment = load_experiment(study, ["ranks"], cache_dir=cache, progress=False, jobs=1)
+    experiment = load_experiment(study, ["ranks"], cache_dir=cache, progress=False, jobs=1, min_points=3)
     replayed = {p for p in sqlite_opens if p in _exports(study)}
     assert len(replayed) == sum(RANKS[-3:])  # only the runs at the 3 largest points, each once
     assert max(sqlite_opens.values()) == 1

@@ -16,7 +16,7 @@ from extradeep.errors import InputError
 from extradeep.io import categories as cat
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import NO_INT, KinetoTrace, load
-from extradeep.io.replay import process_steps
+from extradeep.io.replay import frames_of, process_steps
 from extradeep.io.settings import ReaderSettings
 
 MPI_DTYPES = {
@@ -63,19 +63,8 @@ def replay_frames(trace: KinetoTrace, path, settings) -> dict:
         }
     )
     mpi = pd.DataFrame({c: pd.Series([], dtype=t) for c, t in MPI_DTYPES.items()})
-    return {
-        "gpu": gpu.rename(columns={"correlationId": "corr"}),
-        "runtime": runtime.rename(columns={"correlationId": "corr"}),
-        "syncs": syncs,
-        "records": records,
-        "steps": steps,
-        "ranges": ranges,
-        "notes": list(trace.notes) + notes,
-        "os_calls": empty_cpu,
-        "mpi": mpi,
-        "pids": [pid],
-        "placement": None,
-    }
+    notes = list(trace.notes) + notes
+    return frames_of(gpu, runtime, syncs, records, steps, ranges, notes, empty_cpu, mpi, [pid], None)
 
 
 def _main_pid(trace: KinetoTrace) -> int:

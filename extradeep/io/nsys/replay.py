@@ -20,7 +20,7 @@ from extradeep.io.frames import NULL_INT, NVTX_RANGE_TYPES, Table
 from extradeep.io.nsys import events
 from extradeep.io.nsys.layout import read_placement
 from extradeep.io.nsys.schema import require_nsys_export
-from extradeep.io.replay import process_steps
+from extradeep.io.replay import frames_of, process_steps
 from extradeep.io.settings import ReaderSettings
 from extradeep.io.sqlite import open_readonly
 
@@ -218,16 +218,5 @@ def replay_frames(conn, path, settings, tables: dict | None = None) -> dict:
     steps, ranges, step_notes = process_steps(nv, path, pids, runtime, settings)
     mpi_ops, os_calls = _mpi_and_os(tables["mpi"], tables["osrt"])
     gpu = _attach_sizes(gpu, runtime, _nccl_sizes(nv))
-    return {
-        "gpu": gpu.rename(columns={"correlationId": "corr"}),
-        "runtime": runtime.rename(columns={"correlationId": "corr"}),
-        "syncs": syncs,
-        "records": records,
-        "steps": steps,
-        "ranges": ranges,
-        "notes": notes + step_notes,
-        "os_calls": os_calls,
-        "mpi": mpi_ops,
-        "pids": pids,
-        "placement": read_placement(conn),
-    }
+    notes += step_notes
+    return frames_of(gpu, runtime, syncs, records, steps, ranges, notes, os_calls, mpi_ops, pids, read_placement(conn))
