@@ -32,7 +32,7 @@ _EXPORTS = {
     "read_export": "extradeep.io.nsys.read",
     "read_profile": "extradeep.io.read",
     "inspect_export": "extradeep.io.nsys.inspect",
-    "ReaderSettings": "extradeep.io.nsys.settings",
+    "ReaderSettings": "extradeep.io.settings",
     "SlurmOptions": "extradeep.io.cluster",
     "Experiment": "extradeep.aggregate.experiment",
     "Dataset": "extradeep.aggregate.experiment",

@@ -7,10 +7,9 @@ and the GUI run the same pipeline. The steps stay importable on their own for fi
 from __future__ import annotations
 
 from extradeep.aggregate.experiment import Dataset, Experiment
-from extradeep.aggregate.ingest import read_experiment
+from extradeep.aggregate.ingest import discover_runs, read_runs
 from extradeep.errors import InputError
 from extradeep.io.cluster import connect, scheduler_from_env, scheduler_from_options
-from extradeep.predictor.exposure import add_exposure_curves
 
 
 def load_experiment(
@@ -30,28 +29,43 @@ def load_experiment(
     system=None,
     scheduler=None,
 ) -> Experiment:
-    """Read profiles into an Experiment (:func:`extradeep.aggregate.ingest.read_experiment`; its
-    `.problems` lists every skipped input), then, with `replay`, replay the traces of the runs at
-    the largest points (:func:`extradeep.predictor.exposure.add_exposure_curves`) so the step model
-    knows how much communication a step can hide. A saved experiment (`.sqlite` written by
-    `Experiment.save`) is loaded as it was saved, without reading or replaying anything. `system`
-    (a preset name, TOML file or :class:`extradeep.system.System`) overrides or completes the
-    cluster layout read from the exports (`settings["system"]`; also on a saved experiment).
-    `scheduler` (a Dask scheduler's address, "local", "slurm", a SlurmOptions or a Client; default
-    env EXTRADEEP_SCHEDULER) runs the reading and the replays on a Dask cluster, connected once
-    (:func:`extradeep.io.cluster.connect`); without it they run on this machine."""
+    """Read profiles into an Experiment (its `.problems` lists every skipped input), and with `replay`
+    add the exposure curves of the runs at the largest points.
+
+    Each file is opened once (:func:`extradeep.aggregate.ingest.read_runs`, cached, in parallel): that
+    pass gives its per-step sums, the rank's placement (host, GPUs) for the cluster layout and, for the
+    files the replay will use, the frames of the replay.
+
+    `replay` (default True): replay the traces of the runs at the 3 largest points
+    (:func:`extradeep.predictor.exposure.add_exposure_curves`), so the step model knows how much
+    communication a step can hide as it grows (`settings["exposure"]`); the replay reuses the frames of
+    the one pass and opens only files whose results came from the cache. With False (CLI
+    `--no-replay`, TOML `no-replay = true`) nothing is replayed: faster, and the step model then
+    extrapolates the overlap it measured. A full replay of one run, with its critical path and what-ifs,
+    is :func:`extradeep.predict`.
+
+    A saved experiment (`.sqlite` written by `Experiment.save`) is loaded as it was saved, without
+    reading or replaying anything. `system` (a preset name, TOML file or
+    :class:`extradeep.system.System`) overrides or completes the cluster layout read from the exports
+    (`settings["system"]`; also on a saved experiment). `scheduler` (a Dask scheduler's address,
+    "local", "slurm", a SlurmOptions or a Client; default env EXTRADEEP_SCHEDULER) runs the reading and
+    the replays on a Dask cluster, connected once (:func:`extradeep.io.cluster.connect`); without it
+    they run on this machine."""
     from extradeep.io.store import is_saved_experiment
 
+    if replay not in (True, False):
+        raise InputError(None, field="replay", problem=f"must be True or False, got {replay!r}")
+    if replay:  # the predictor is imported only when it replays
+        from extradeep.predictor.exposure import add_exposure_curves, replay_paths
     single = paths if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") else None
     if single is not None and manifest is None and is_saved_experiment(single):
         return with_system(Experiment.load(single), system)
     with connect(scheduler_from_env(scheduler), jobs=jobs) as client:
-        experiment = read_experiment(
-            paths,
-            params,
+        found = discover_runs(paths, params, aliases=aliases, manifest=manifest)
+        wanted = replay_paths(found.runs, found.params) if replay else []
+        experiment, frames = read_runs(
+            found,
             settings,
-            aliases=aliases,
-            manifest=manifest,
             dataset=dataset,
             min_points=min_points,
             jobs=jobs,
@@ -59,10 +73,17 @@ def load_experiment(
             use_cache=use_cache,
             progress=progress,
             scheduler=client,
+            replay_paths=wanted,
         )
         if replay:
             add_exposure_curves(
-                experiment, cache_dir=cache_dir, use_cache=use_cache, progress=progress, jobs=jobs, client=client
+                experiment,
+                cache_dir=cache_dir,
+                use_cache=use_cache,
+                progress=progress,
+                jobs=jobs,
+                client=client,
+                frames=frames,
             )
     return with_system(experiment, system)
 

@@ -111,7 +111,7 @@ def _open_source(report, path: Path, dataset) -> Workspace:
         raise InputError(path, "no such file or folder")
     if path.is_dir():
         return _open_folder(report, path, dataset)
-    from extradeep.io.read import KINETO, format_by_name
+    from extradeep.io.formats import KINETO, format_by_name
 
     if format_by_name(path) == KINETO:  # one PyTorch profiler trace, read as a folder holding it
         return _open_folder(report, path, dataset)

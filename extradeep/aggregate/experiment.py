@@ -213,7 +213,7 @@ class Experiment:
 
     @classmethod
     def load(cls, path) -> Experiment:
-        saved = store.read_experiment(path)
+        saved = store.read_saved(path)
         points = saved.tables["measurements"]
         points["modelable"] = points["modelable"].astype(bool)
         experiment = cls(

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import nnls
 
 from extradeep.system import System, collective_kind, expected_max_normal
 
@@ -257,6 +256,8 @@ def straggler_wait(ranks: np.ndarray, wait: np.ndarray) -> tuple[float, float, s
     w0 + s * E[max of p standard normals] (the slowest of p ranks whose arrivals spread with
     standard deviation s) when that predicts the left-out points better than a constant; else the
     median (the spread does not show)."""
+    from scipy.optimize import nnls  # here, not at import: scipy.optimize costs a CLI start ~0.2 s
+
     wait = np.maximum(wait, 0.0)
     constant = float(np.median(wait))
     if len(wait) < 3:

@@ -20,8 +20,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.aggregate.experiment import NEED_DATASET, TOTAL, Dataset, Experiment
-from extradeep.columns import REGION_ID
-from extradeep.io.nsys.read import BUSY_REGION
+from extradeep.columns import BUSY_REGION, REGION_ID
 
 EPOCH_TIME = "epoch time"
 GPU_KINDS = ("kernel", "memcpy", "memset")

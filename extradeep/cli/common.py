@@ -141,7 +141,7 @@ def add_step_mark_arguments(group) -> None:
 
 def step_mark_settings(args: argparse.Namespace):
     """ReaderSettings from the step-convention options (unset ones keep the reader's defaults)."""
-    from extradeep.io.nsys.settings import ReaderSettings
+    from extradeep.io.settings import ReaderSettings
 
     return ReaderSettings.from_any({k: getattr(args, k, None) for k in STEP_MARK_KEYS})
 

@@ -229,7 +229,7 @@ def progress_line(message: str) -> None:
 def is_extrap_text(profiles: list[str]) -> bool:
     """One plain-text file (not SQLite, not a Kineto trace) among PROFILES: an Extra-P text input. A
     profile's name (.sqlite, .json[.gz]) goes to its reader, which says when the content is wrong."""
-    from extradeep.io.read import GZIP_MAGIC, SQLITE_MAGIC, format_by_name
+    from extradeep.io.formats import GZIP_MAGIC, SQLITE_MAGIC, format_by_name
 
     if len(profiles) != 1 or not Path(profiles[0]).is_file() or format_by_name(profiles[0]) is not None:
         return False

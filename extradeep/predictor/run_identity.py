@@ -21,9 +21,9 @@ SESSION_WINDOW_S = 600.0
 def run_identity(path) -> dict:
     """nsys version, GPU models and session start (UTC ns, or None) of one export; {} when the
     file cannot be read (the reader reports that later, one line)."""
-    from extradeep.io.nsys.connect import fetch_all, open_readonly
     from extradeep.io.nsys.inspect import gpus
     from extradeep.io.nsys.schema import nsys_version, schema_of
+    from extradeep.io.sqlite import fetch_all, open_readonly
 
     try:
         with closing(open_readonly(path)) as conn:

@@ -18,8 +18,6 @@ import pandas as pd
 from extradeep.errors import InputError
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import load
-from extradeep.io.nsys.settings import ReaderSettings
-from extradeep.io.nsys.steps import find_steps
 from extradeep.io.parallel.facts import (
     Communicator,
     ProfileFacts,
@@ -29,6 +27,8 @@ from extradeep.io.parallel.facts import (
     thread_roles,
     whole_buffer,
 )
+from extradeep.io.settings import ReaderSettings
+from extradeep.io.steps import find_steps
 
 CUDA_DEVICE_TYPE = 1
 # cpu_op names worth keeping as markers (the rest are aten operators)
