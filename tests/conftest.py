@@ -13,13 +13,9 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-REPO = Path(__file__).resolve().parent.parent
-REAL_NSYS = Path(os.environ.get("EXTRADEEP_REAL_NSYS", REPO.parent / "shared" / "real_nsys"))
-REAL_KINETO = Path(os.environ.get("EXTRADEEP_REAL_KINETO", REPO.parent / "shared" / "real_kineto"))
+from shared_data import GPT_TINY, REAL_KINETO, REAL_NSYS, REPO, real_exports, real_kineto_traces
 
-
-def real_exports() -> list[Path]:
-    return sorted(REAL_NSYS.glob("*.sqlite")) if REAL_NSYS.is_dir() else []
+__all__ = ["GPT_TINY", "REAL_KINETO", "REAL_NSYS", "REPO", "real_exports", "real_kineto_traces"]
 
 
 @pytest.fixture(scope="session")
@@ -48,10 +44,6 @@ def require_published(name: str | None = None) -> Path:
             pytest.fail(f"published measurements required but {target} is absent")
         pytest.skip(f"published measurements not found at {target} (set EXTRADEEP_PUBLISHED)")
     return target
-
-
-def real_kineto_traces() -> list[Path]:
-    return sorted(REAL_KINETO.glob("*.json.gz")) if REAL_KINETO.is_dir() else []
 
 
 def require_real_kineto(name: str | None = None) -> Path:
@@ -124,7 +116,6 @@ def sample_saved(tmp_path_factory):
 
 
 # -- simulated GPT layout studies (issue 23): tiny models, shared by the simulator and layout-reader tests --
-GPT_TINY = {"layers": 4, "hidden": 256, "heads": 4, "seq": 256, "vocab": 2048}
 GPT_LAYOUTS = {
     # name: (layouts, simulate_gpt options)
     "megatron": (

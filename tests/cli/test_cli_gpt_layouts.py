@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from shared_data import GPT_TINY
 
 from extradeep.cli import main
-from tests.conftest import GPT_TINY
 
 MODEL = ",".join(f"{k}={v}" for k, v in GPT_TINY.items())
 

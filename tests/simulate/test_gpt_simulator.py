@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from shared_data import GPT_TINY
 
 from extradeep.columns import PART_DP_KERNELS, PART_OTHER_KERNELS, PART_PP_KERNELS, PART_TP_KERNELS
 from extradeep.errors import InputError
@@ -16,7 +17,6 @@ from extradeep.simulate.gpt.schedule import stage_actions
 from extradeep.simulate.gpt.study import gpt_truth
 from extradeep.simulate.gpt.truth import layout_truth
 from extradeep.system import System, load_system
-from tests.conftest import GPT_TINY
 
 COMM_PARTS = (PART_TP_KERNELS, PART_PP_KERNELS, PART_DP_KERNELS, PART_OTHER_KERNELS)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from shared_data import GPT_TINY, real_exports, real_kineto_traces
 
 from extradeep.columns import (
     CHUNKS,
@@ -27,7 +28,6 @@ from extradeep.columns import (
 from extradeep.io.discover import runs_from_names
 from extradeep.io.parallel import infer_layout, read_layout, run_layouts
 from extradeep.simulate.gpt.config import parse_layout
-from tests.conftest import GPT_TINY, real_exports, real_kineto_traces
 
 SHAPE = {"seq": GPT_TINY["seq"], "hidden": GPT_TINY["hidden"]}
 # what each format records by itself, per study variant (the rest comes from file names)

@@ -5,6 +5,7 @@ without crashing."""
 from __future__ import annotations
 
 import pytest
+from shared_data import GPT_TINY, real_exports, real_kineto_traces
 
 from extradeep.columns import (
     BYTES,
@@ -33,7 +34,6 @@ from extradeep.columns import (
 from extradeep.io.discover import runs_from_names
 from extradeep.io.parallel import PARTS_COLUMNS, layout_parts
 from extradeep.io.parallel.parts import file_parts, part_observations, pure_times
-from tests.conftest import GPT_TINY, real_exports, real_kineto_traces
 
 SHAPE = {"seq": GPT_TINY["seq"], "hidden": GPT_TINY["hidden"]}
 SUFFIX = {"nsys": ".sqlite", "kineto": ".pt.trace.json.gz"}

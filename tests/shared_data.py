@@ -1,0 +1,23 @@
+"""Paths and constants the tests share, importable by name (`from shared_data import ...`): pytest puts
+tests/ on sys.path for its root conftest.py. A module of its own, because several folders have a conftest.py
+and `from conftest import` would find whichever came first."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+REAL_NSYS = Path(os.environ.get("EXTRADEEP_REAL_NSYS", REPO.parent / "shared" / "real_nsys"))
+REAL_KINETO = Path(os.environ.get("EXTRADEEP_REAL_KINETO", REPO.parent / "shared" / "real_kineto"))
+
+# simulated GPT layout studies (issue 23): tiny models, shared by the simulator and layout-reader tests
+GPT_TINY = {"layers": 4, "hidden": 256, "heads": 4, "seq": 256, "vocab": 2048}
+
+
+def real_exports() -> list[Path]:
+    return sorted(REAL_NSYS.glob("*.sqlite")) if REAL_NSYS.is_dir() else []
+
+
+def real_kineto_traces() -> list[Path]:
+    return sorted(REAL_KINETO.glob("*.json.gz")) if REAL_KINETO.is_dir() else []
