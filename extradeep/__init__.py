@@ -25,6 +25,7 @@ _EXPORTS = {
     # profiles in
     "load_experiment": "extradeep.pipeline",
     "load_arguments": "extradeep.pipeline",
+    "Options": "extradeep.pipeline",
     "dataset_from_options": "extradeep.pipeline",
     "folder_config": "extradeep.io.config",
     "read_experiment": "extradeep.aggregate.ingest",

@@ -6,6 +6,9 @@ and the GUI run the same pipeline. The steps stay importable on their own for fi
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from pathlib import Path
+
 from extradeep.aggregate.experiment import Dataset, Experiment
 from extradeep.aggregate.ingest import discover_runs, read_runs
 from extradeep.errors import InputError
@@ -126,27 +129,10 @@ def dataset_from_options(options: dict, aliases: dict | None = None) -> Dataset 
     )
 
 
-def load_arguments(options: dict) -> dict:
-    """Keyword arguments of `load_experiment` from resolved options (`extradeep.io.config.folder_config`
-    or the CLI's options): how the CLI and the GUI read the same folder the same way."""
-    from extradeep.io.config import reader_settings
-    from extradeep.io.discover import parse_aliases
-
-    aliases = parse_aliases(options["alias"])
-    return {
-        "params": options["param"] or None,
-        "settings": reader_settings(options),
-        "aliases": aliases,
-        "manifest": options["manifest"],
-        "dataset": dataset_from_options(options, aliases),
-        "min_points": int(options["min_points"]),
-        "jobs": options["jobs"],
-        "cache_dir": options["cache_dir"],
-        "use_cache": not options["no_cache"],
-        "replay": not options["no_replay"],
-        "system": _system(options["system"]),
-        "scheduler": scheduler_from_options(options),
-    }
+def load_arguments(options) -> dict:
+    """Keyword arguments of `load_experiment` from options (an :class:`Options`, or a mapping of its
+    fields that is resolved here): how the CLI and the GUI read the same folder the same way."""
+    return (options if isinstance(options, Options) else Options.resolve(options)).load_arguments()
 
 
 def _system(spec):
@@ -157,3 +143,157 @@ def _system(spec):
     from extradeep.system import load_system
 
     return load_system(spec)
+
+
+# -- the one options object (issue 22 item 2) ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Options:
+    """How profiles are read into an Experiment, as the CLI, a folder's `extradeep.toml` and the API give
+    it: one typed value, resolved and validated once, when it is built.
+
+    The fields are the keys of :data:`extradeep.io.config.DEFAULTS` (the keys a settings file may set,
+    with `-` or `_`). :meth:`resolve` lays the given values over a settings file over the defaults;
+    building it checks every value and derives what the library takes (`reader`, `aliases`, `dataset`,
+    `system_spec`, `scheduler_spec`), so a bad value fails before any reading, in one line naming the
+    option as the user gave it: the settings file and its key (`extradeep.toml: train-samples: ...`)
+    when the file set it, else the library's field (`train_samples`), which the CLI shows as its flag
+    and the GUI as its widget. :meth:`load_arguments` gives `load_experiment`'s keyword arguments.
+    `origins`: option -> the settings file that set it (absent: given, or the default)."""
+
+    profiles: tuple[str, ...] = ()
+    param: tuple[str, ...] = ()
+    alias: tuple[str, ...] = ()
+    manifest: str | None = None
+    epoch_pattern: str | None = None
+    train_step_pattern: str | None = None
+    val_step_pattern: str | None = None
+    warmup_epochs: int = 1
+    warmup_steps: int = 1
+    kernel_names: str = "short"
+    min_points: int = 5
+    jobs: int | None = None
+    cache_dir: str | None = None
+    no_cache: bool = False
+    no_replay: bool = False
+    scheduler: object = None
+    slurm: dict = field(default_factory=dict)
+    system: object = None
+    train_samples: float | str | None = None
+    val_samples: float | str | None = None
+    batch_size: float | str | None = None
+    gpus_param: float | str = "ranks"
+    model_parallel: float | str = 1
+    weak_scaling: bool = False
+    last_batch: str = "drop"
+    origins: dict = field(default_factory=dict, compare=False, repr=False)
+    explicit: frozenset = field(default=frozenset(), compare=False, repr=False)  # options given or set by a file
+    reader: object = field(init=False, compare=False, repr=False)
+    aliases: dict = field(init=False, compare=False, repr=False)
+    dataset: Dataset | None = field(init=False, compare=False, repr=False)
+    system_spec: object = field(init=False, compare=False, repr=False)
+    scheduler_spec: object = field(init=False, compare=False, repr=False)
+
+    @classmethod
+    def resolve(cls, given=None, *, config=None, folder=None) -> Options:
+        """`given` (a mapping of option -> value; None or [] for "not given") over the settings file
+        `config` (a path; default: the `extradeep.toml` of `folder`, when there is one) over the
+        defaults. Unknown keys of the file are refused in one line naming it."""
+        from extradeep.io.config import DEFAULTS, folder_config_path, read_config
+
+        if config is None and folder is not None:
+            config = folder_config_path(folder)
+        from_file = read_config(config) if config is not None else {}
+        values, origins = {}, {}
+        for key in DEFAULTS:
+            value = (given or {}).get(key)
+            if value in (None, []) and key in from_file:
+                value, origins[key] = from_file[key], str(config)
+            if value not in (None, []):
+                values[key] = value
+        return cls(**values, origins=origins, explicit=frozenset(values))
+
+    def __post_init__(self):
+        for key in ("profiles", "param", "alias"):
+            value = getattr(self, key)
+            items = (value,) if isinstance(value, (str, Path)) else tuple(value or ())
+            object.__setattr__(self, key, tuple(str(v) for v in items))
+        for key in ("no_cache", "no_replay", "weak_scaling"):
+            if getattr(self, key) not in (True, False):
+                self._fail(key, f"must be true or false, got {getattr(self, key)!r}")
+        for key in ("jobs", "min_points"):
+            value = getattr(self, key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                self._fail(key, f"must be at least 1, got {value!r}")
+        if not isinstance(self.slurm, dict):
+            self._fail("slurm", "must be a table ([slurm] with queue, cores, memory, walltime, jobs, account)")
+        self._derive()
+
+    def _derive(self) -> None:
+        from extradeep.io.config import READER_KEYS
+        from extradeep.io.discover import parse_aliases
+        from extradeep.io.settings import ReaderSettings
+
+        for key in READER_KEYS:  # one at a time, so that an error names its option
+            self._checked(key, lambda k=key: ReaderSettings(**{k: getattr(self, k)}))
+        derived = (  # (attribute, the option an error without a field is about, how it is built)
+            ("reader", None, lambda: ReaderSettings(**{k: getattr(self, k) for k in READER_KEYS})),
+            ("aliases", "alias", lambda: parse_aliases(self.alias)),
+            ("dataset", None, lambda: dataset_from_options(self, self.aliases)),
+            ("system_spec", "system", lambda: _system(self.system)),
+            ("scheduler_spec", "scheduler", lambda: scheduler_from_options(self)),
+        )
+        for name, key, build in derived:
+            object.__setattr__(self, name, self._checked(key, build))
+
+    def _checked(self, key, build):
+        """`build()`, with an error about an option named as the user gave it (:meth:`_fail`); an
+        error that names a file (a --system file, the [slurm] table) stays as it is."""
+        try:
+            return build()
+        except InputError as exc:
+            if exc.source is not None or (exc.field is None and key is None):
+                raise
+            self._fail(OPTION_OF_FIELD.get(exc.field, exc.field or key), exc.problem)
+
+    def _fail(self, key: str, problem: str):
+        origin = self.origins.get(key)
+        if origin is not None:
+            raise InputError(origin, f"{key.replace('_', '-')}: {problem}")
+        raise InputError(None, field=key, problem=problem)
+
+    def __getitem__(self, key: str):
+        """`options["min_points"]`: read like the dict of options it replaces."""
+        return getattr(self, key)
+
+    def get(self, key: str, default=None):
+        return getattr(self, key, default)
+
+    def given(self, key: str) -> bool:
+        """Whether an option was given or set by a settings file (or differs from its default)."""
+        from extradeep.io.config import DEFAULTS
+
+        default = DEFAULTS[key]
+        return key in self.explicit or getattr(self, key) != (tuple(default) if isinstance(default, list) else default)
+
+    def load_arguments(self) -> dict:
+        """Keyword arguments of :func:`load_experiment` (without the profiles)."""
+        return {
+            "params": list(self.param) or None,
+            "settings": self.reader,
+            "aliases": self.aliases,
+            "manifest": self.manifest,
+            "dataset": self.dataset,
+            "min_points": int(self.min_points),
+            "jobs": self.jobs,
+            "cache_dir": self.cache_dir,
+            "use_cache": not self.no_cache,
+            "replay": not self.no_replay,
+            "system": self.system_spec,
+            "scheduler": self.scheduler_spec,
+        }
+
+
+# a Dataset field -> the option that sets it
+OPTION_OF_FIELD = {"batch_per_rank": "batch_size"}

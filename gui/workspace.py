@@ -143,17 +143,17 @@ def _open_folder(report, path: Path, dataset) -> Workspace:
     step patterns, ...); `dataset`, when given, replaces its sizes."""
     import extradeep
 
-    try:
-        options = extradeep.folder_config(path if path.is_dir() else path.parent)
-        arguments = extradeep.load_arguments(options)
-    except InputError as exc:  # a bad value in the folder's settings file: name the file
-        raise InputError(path / CONFIG_NAME, str(exc)) from None
+    try:  # the same options object the CLI fills, from the folder's settings file
+        options = extradeep.Options.resolve(folder=path if path.is_dir() else path.parent)
+    except InputError as exc:  # a bad value the file did not set (a file's own values name it and its key)
+        raise InputError(path / CONFIG_NAME, str(exc)) if exc.source is None else exc from None
+    arguments = options.load_arguments()
     if dataset is not None:
         arguments["dataset"] = dataset
     report(0, 0, f"Reading profiles in {path.name}")
     exp = extradeep.load_experiment([path], progress=_ingest_progress(report), **arguments)
     ws = workspace_from_experiment(exp, path, "profiles")
-    ws.options = {"min_points": int(options["min_points"])}
+    ws.options = {"min_points": int(options.min_points)}
     if ((path if path.is_dir() else path.parent) / CONFIG_NAME).is_file():
         ws.notes.insert(
             0,
