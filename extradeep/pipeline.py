@@ -96,7 +96,7 @@ def with_system(experiment: Experiment, system) -> Experiment:
     if system is not None:
         from extradeep.system import load_system
 
-        experiment.settings["system"] = load_system(system).to_dict()
+        experiment.settings.system = load_system(system).to_dict()
     return experiment
 
 

@@ -129,7 +129,7 @@ def _open_source(report, path: Path, dataset) -> Workspace:
     if dataset is not None:
         from extradeep.aggregate.experiment import dataset_dict
 
-        exp.settings["dataset"] = dataset_dict(dataset)
+        exp.settings.dataset = dataset_dict(dataset)
     ws = workspace_from_experiment(exp, path, "experiment")
     from extradeep.analysis.saved import effective_options
 
@@ -206,7 +206,7 @@ def workspace_from_experiment(exp, path: Path, source_kind: str) -> Workspace:
     rows["share"] = _shares(rows, train.assign(row=_row_ids(index, train)), params)
     grid = {p: np.unique(exp.points[p].to_numpy(float)) for p in params}
     notes = [] if exp.dataset is not None else ["no dataset sizes: values are per training step"]
-    notes += list(exp.settings.get("notes", []))
+    notes += list(exp.settings.notes)
     return Workspace(
         path,
         source_kind,

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.aggregate.medians import REGION_KEYS, point_counts
+from extradeep.aggregate.settings import ExperimentSettings
 from extradeep.columns import EPOCH_CATEGORIES, TOTAL  # noqa: F401 (re-exported)
 from extradeep.errors import InputError
 from extradeep.io import store
@@ -137,24 +138,27 @@ class Experiment:
     values: pd.DataFrame
     points: pd.DataFrame
     provenance: pd.DataFrame
-    settings: dict = field(default_factory=dict)
+    settings: ExperimentSettings = field(default_factory=ExperimentSettings)  # a mapping is converted
     problems: list[str] = field(default_factory=list)
     # models read back from a saved file ({"models", "meta"}); analyse reuses them when they fit
     saved_models: dict | None = field(default=None, repr=False, compare=False)
 
+    def __post_init__(self):
+        self.settings = ExperimentSettings.from_any(self.settings)
+
     @property
     def dataset(self) -> Dataset | None:
-        stored = self.settings.get("dataset")
+        stored = self.settings.dataset
         return Dataset(**stored) if stored else None  # files saved before last_batch existed: "drop"
 
     @property
     def fixed_params(self) -> dict:
         """Parameters that have one value across the experiment (not modeled)."""
-        return dict(self.settings.get("fixed_params", {}))
+        return dict(self.settings.fixed_params)
 
     def set_min_points(self, min_points: int) -> None:
         """Re-mark which regions are modelable (measured at >= `min_points` points)."""
-        self.settings["min_points"] = int(min_points)
+        self.settings.min_points = int(min_points)
         self.points["modelable"] = point_counts(self.points) >= int(min_points)
 
     def step_table(self, per_rep: bool = False) -> pd.DataFrame:
@@ -171,7 +175,7 @@ class Experiment:
         counts = wide.drop_duplicates(["region", "kind", "category", "metric", *self.params])
         n_points = counts.groupby(["region", "kind", "category", "metric"]).size().rename("n_points")
         wide = wide.join(n_points, on=["region", "kind", "category", "metric"])
-        wide["modelable"] = wide["n_points"] >= int(self.settings.get("min_points", 5))
+        wide["modelable"] = wide["n_points"] >= int(self.settings.min_points)
         wide.attrs["notes"] = self._phase_notes()
         return wide
 
@@ -209,7 +213,9 @@ class Experiment:
             "provenance": self.provenance,
             **(extra_tables or {}),
         }
-        store.write_experiment(path, {"params": json.dumps(self.params)}, tables, self.settings, self.problems)
+        store.write_experiment(
+            path, {"params": json.dumps(self.params)}, tables, self.settings.to_dict(), self.problems
+        )
 
     @classmethod
     def load(cls, path) -> Experiment:

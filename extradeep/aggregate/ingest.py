@@ -21,6 +21,7 @@ import pandas as pd
 
 from extradeep.aggregate.experiment import Dataset, Experiment, dataset_dict
 from extradeep.aggregate.medians import aggregate
+from extradeep.aggregate.settings import ExperimentSettings
 from extradeep.columns import RANK, REP
 from extradeep.errors import InputError
 from extradeep.io import discover
@@ -137,17 +138,17 @@ def read_runs(
     placements = pd.DataFrame(
         [read[path]["placement"] for path in runs["path"]], index=runs.index, columns=list(PLACEMENT_COLUMNS)
     )
-    experiment_settings = {
-        "reader": settings.to_dict(),
-        "reader_version": reader_version(),
-        "aliases": found.aliases,
-        "dataset": dataset_dict(dataset),
-        "min_points": int(min_points),
-        "fixed_params": fixed,
-        "app": str(runs["app"].iloc[0]),
-        "notes": notes,
-        "layout": cluster_layout(pd.concat([runs[["path", "rank", "rep", *params]], placements], axis=1), params),
-    }
+    experiment_settings = ExperimentSettings(
+        reader=settings.to_dict(),
+        reader_version=reader_version(),
+        aliases=found.aliases,
+        dataset=dataset_dict(dataset),
+        min_points=int(min_points),
+        fixed_params=fixed,
+        app=str(runs["app"].iloc[0]),
+        notes=notes,
+        layout=cluster_layout(pd.concat([runs[["path", "rank", "rep", *params]], placements], axis=1), params),
+    )
     experiment = Experiment(params, values, points, provenance.reset_index(drop=True), experiment_settings, problems)
     replay = {path: read[path]["replay"] for path in runs["path"] if read[path].get("replay") is not None}
     return experiment, replay

@@ -183,12 +183,12 @@ def experiment_from_args(args: argparse.Namespace, progress=None, options=None):
     if len(profiles) == 1 and not options.manifest and is_saved_experiment(profiles[0]):
         experiment = Experiment.load(profiles[0])
         if options.dataset is not None:
-            experiment.settings["dataset"] = dataset_dict(options.dataset)
+            experiment.settings.dataset = dataset_dict(options.dataset)
         _check_params(experiment, options.param, options.aliases, profiles[0])
         if options.given("min_points"):
             experiment.set_min_points(options.min_points)
         if options.system_spec is not None:
-            experiment.settings["system"] = options.system_spec.to_dict()
+            experiment.settings.system = options.system_spec.to_dict()
     else:
         experiment = _load_reporting(load_experiment, profiles or None, progress=progress, **arguments)
     report_problems(experiment, sys.stderr)
@@ -219,5 +219,5 @@ def report_problems(experiment, stream) -> None:
     if experiment.problems:
         used = len(experiment.provenance)
         print(f"extradeep: {len(experiment.problems)} problem(s); {used} export(s) used", file=stream)
-    for note in experiment.settings.get("notes", []):
+    for note in experiment.settings.notes:
         print(f"extradeep: note: {note}", file=stream)

@@ -92,7 +92,7 @@ def _evaluation_experiment(args, modeling):
 
 def check_compatible(modeling, evaluation, source) -> None:
     """One line naming what differs when the evaluation runs cannot be compared with the models."""
-    apps = modeling.settings.get("app"), evaluation.settings.get("app")
+    apps = modeling.settings.app, evaluation.settings.app
     if apps[0] != apps[1]:
         raise InputError(source, f"holds application {apps[1]!r}, the models are of {apps[0]!r}")
     names = set(modeling.params) | set(modeling.fixed_params), set(evaluation.params) | set(evaluation.fixed_params)

@@ -150,8 +150,8 @@ def add_exposure_curves(
         elif outcome["curve"]:
             params = list(experiment.params)
             curves.append({"point": {p: _plain(run[p]) for p in params}, "rep": _plain(run["rep"]), **outcome["curve"]})
-    experiment.settings["exposure"] = curves
-    experiment.settings["notes"] = list(experiment.settings.get("notes", [])) + notes + worker_notes
+    experiment.settings.exposure = curves
+    experiment.settings.notes = list(experiment.settings.notes) + notes + worker_notes
     return experiment
 
 
