@@ -15,7 +15,7 @@ import pandas as pd
 
 from extradeep.aggregate.medians import REGION_KEYS, point_counts
 from extradeep.aggregate.settings import ExperimentSettings
-from extradeep.columns import EPOCH_CATEGORIES, TOTAL  # noqa: F401 (re-exported)
+from extradeep.columns import CATEGORY, EPOCH_CATEGORIES, KIND, PHASE, REGION, REGION_ID, REP, TOTAL, TRAIN, VAL, VALUE  # noqa: F401 (re-exported)
 from extradeep.errors import InputError
 from extradeep.io import store
 
@@ -165,11 +165,11 @@ class Experiment:
         """Per-step medians V_t (`train`) and V_v (`val`) per region/metric/point (optionally per
         repetition), plus the category sums of Eq. 6 and 8-10 as rows of kind "total"."""
         source = self.values if per_rep else self.points
-        keys = ["region", "kind", "category", "metric", *self.params] + (["rep"] if per_rep else [])
-        regions = source[source["phase"].isin(["train", "val"])]
+        keys = [*REGION_ID, *self.params] + ([REP] if per_rep else [])
+        regions = source[source[PHASE].isin([TRAIN, VAL])]
         table = pd.concat([regions, category_sums(regions, keys)], ignore_index=True)
-        wide = table.pivot_table(index=keys, columns="phase", values="value", aggfunc="first", dropna=False)
-        wide = wide.reindex(columns=["train", "val"]).dropna(how="all").fillna(0.0)
+        wide = table.pivot_table(index=keys, columns=PHASE, values=VALUE, aggfunc="first", dropna=False)
+        wide = wide.reindex(columns=[TRAIN, VAL]).dropna(how="all").fillna(0.0)
         wide.columns.name = None
         wide = wide.reset_index()
         counts = wide.drop_duplicates(["region", "kind", "category", "metric", *self.params])
@@ -189,18 +189,18 @@ class Experiment:
         n_t, n_v = dataset.steps_per_epoch(table, self.fixed_params)
         table.insert(table.columns.get_loc("train"), "n_t", n_t)
         table.insert(table.columns.get_loc("train"), "n_v", n_v)
-        table["value"] = n_t * table["train"] + n_v * table["val"]
+        table[VALUE] = n_t * table["train"] + n_v * table["val"]
         notes = list(table.attrs.get("notes", []))
         if (n_t == 0).any():
             notes.append("some points have fewer training samples per rank than one batch: n_t = 0 there")
-        if dataset.val_samples and "val" not in set(self.points["phase"]):
+        if dataset.val_samples and VAL not in set(self.points[PHASE]):
             notes.append("no validation steps were measured: epoch values include training only")
         table.attrs["notes"] = notes
         return table
 
     def _phase_notes(self) -> list[str]:
-        phases = set(self.points["phase"])
-        return [] if "train" in phases else ["no training steps were measured"]
+        phases = set(self.points[PHASE])
+        return [] if TRAIN in phases else ["no training steps were measured"]
 
     def save(self, path, extra_tables: dict | None = None) -> None:
         """Write one SQLite file (overwriting an earlier extradeep experiment, never anything else);
@@ -250,14 +250,14 @@ def category_sums(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Sum of the per-region medians per category (Eq. 8-10) and of all three (Eq. 6), per phase.
 
     Only computation, communication and memory are summed, so CPU-side ranges are not counted twice."""
-    group = [k for k in keys if k not in ("region", "kind", "category")] + ["phase"]
-    cats = frame[frame["category"].isin(EPOCH_CATEGORIES)]
-    per_cat = cats.groupby(group + ["category"], dropna=False)["value"].sum().reset_index()
-    per_cat["region"] = per_cat["category"]
-    total = cats.groupby(group, dropna=False)["value"].sum().reset_index()
-    total["region"] = total["category"] = TOTAL
+    group = [k for k in keys if k not in (REGION, KIND, CATEGORY)] + [PHASE]
+    cats = frame[frame[CATEGORY].isin(EPOCH_CATEGORIES)]
+    per_cat = cats.groupby(group + [CATEGORY], dropna=False)[VALUE].sum().reset_index()
+    per_cat[REGION] = per_cat[CATEGORY]
+    total = cats.groupby(group, dropna=False)[VALUE].sum().reset_index()
+    total[REGION] = total[CATEGORY] = TOTAL
     out = pd.concat([per_cat, total], ignore_index=True)
-    out["kind"] = TOTAL
+    out[KIND] = TOTAL
     return out
 
 

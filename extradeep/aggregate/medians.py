@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import REGION_KEYS
+from extradeep.columns import REGION_KEYS, REP, VALUE
 
 SPREAD = ("min", "q1", "q3", "max")
 
@@ -53,12 +53,12 @@ def rank_medians(step_sums: pd.DataFrame, point_cols: list[str]) -> pd.DataFrame
         step_sums[["file", "phase", "epoch", "step"]].drop_duplicates().groupby(["file", "phase"], observed=True).size()
     )
     keys = ["file", *REGION_KEYS]
-    frame = step_sums.sort_values(keys + ["value"], kind="stable")
+    frame = step_sums.sort_values(keys + [VALUE], kind="stable")
     groups = frame.groupby(keys, sort=False, dropna=False, observed=True)
     first = groups.head(1).drop(columns=["value", "epoch", "step"]).reset_index(drop=True)
     counts = groups.size().to_numpy()
     expected = steps_per_file.reindex(pd.MultiIndex.from_frame(first[["file", "phase"]])).to_numpy()
-    first["value"] = padded_median(frame["value"].to_numpy(dtype=float), counts, expected)
+    first[VALUE] = padded_median(frame[VALUE].to_numpy(dtype=float), counts, expected)
     first["n_steps"] = expected.astype("int64")
     return first[keys + ["rank", "rep", *point_cols, "n_steps", "value"]]
 
@@ -92,7 +92,7 @@ def fill_absent(frame: pd.DataFrame, files: pd.DataFrame, keys: list[str]) -> pd
     shared = [c for c in files.columns if c in keys]
     grid = frame[keys].drop_duplicates().merge(files, on=shared, how="inner")
     full = grid.merge(frame, on=list(grid.columns), how="left")
-    absent = full["value"].isna()
+    absent = full[VALUE].isna()
     full.loc[absent, "value"] = 0.0
     # An absent region still had the file's steps behind its 0.
     steps = frame.groupby(["file", "phase"], observed=True)["n_steps"].max()
@@ -103,7 +103,7 @@ def fill_absent(frame: pd.DataFrame, files: pd.DataFrame, keys: list[str]) -> pd
 
 
 def _spread(groups, prefix: str) -> pd.DataFrame:
-    value = groups["value"]
+    value = groups[VALUE]
     quart = value.quantile([0.25, 0.75]).unstack()
     out = pd.DataFrame(
         {
@@ -119,7 +119,7 @@ def _spread(groups, prefix: str) -> pd.DataFrame:
 
 def rank_spread(per_rank: pd.DataFrame, point_cols: list[str]) -> pd.DataFrame:
     """Median over ranks per repetition, with the spread over ranks, n_ranks and n_steps."""
-    keys = REGION_KEYS + point_cols + ["rep"]
+    keys = REGION_KEYS + point_cols + [REP]
     groups = per_rank.groupby(keys, sort=True, dropna=False, observed=True)
     out = _spread(groups, "rank")
     out["n_ranks"] = groups.size()
@@ -139,4 +139,4 @@ def rep_spread(values: pd.DataFrame, per_rank: pd.DataFrame, point_cols: list[st
 
 def point_counts(points: pd.DataFrame) -> pd.Series:
     """For each row, at how many configuration points its region/metric/phase was measured."""
-    return points.groupby(REGION_KEYS, dropna=False, observed=True)["value"].transform("size")
+    return points.groupby(REGION_KEYS, dropna=False, observed=True)[VALUE].transform("size")
