@@ -25,6 +25,7 @@ _EXPORTS = {
     # profiles in
     "load_experiment": "extradeep.pipeline",
     "load_arguments": "extradeep.pipeline",
+    "Options": "extradeep.pipeline",
     "dataset_from_options": "extradeep.pipeline",
     "folder_config": "extradeep.io.config",
     "read_experiment": "extradeep.aggregate.ingest",
@@ -32,7 +33,7 @@ _EXPORTS = {
     "read_export": "extradeep.io.nsys.read",
     "read_profile": "extradeep.io.read",
     "inspect_export": "extradeep.io.nsys.inspect",
-    "ReaderSettings": "extradeep.io.nsys.settings",
+    "ReaderSettings": "extradeep.io.settings",
     "SlurmOptions": "extradeep.io.cluster",
     "Experiment": "extradeep.aggregate.experiment",
     "Dataset": "extradeep.aggregate.experiment",

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from extradeep.capture.profile_cmd import NAME, NUMBER, RESERVED_NAMES, ProfileRun
+from extradeep.capture.profile_cmd import ProfileRun
 from extradeep.errors import InputError, require_regular_file
+from extradeep.io.naming import NAME, NUMBER, RESERVED_NAMES
 
 REQUIRED = ("app", "ranks", "reps", "first_rep")
 EXPLANATION = (

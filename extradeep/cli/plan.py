@@ -72,7 +72,7 @@ def run(args) -> int:
     from extradeep.analysis.points import parse_values
     from extradeep.analysis.saved import effective_options
     from extradeep.capture.plan_file import write_plan
-    from extradeep.cli.common import experiment_from_args
+    from extradeep.cli.common import experiment_from_args, resolve_options
     from extradeep.cli.outputs import check_output_path, input_paths
     from extradeep.io.config import DEFAULTS
     from extradeep.report.plan import plan_text
@@ -85,8 +85,9 @@ def run(args) -> int:
     targets = parse_values(args.target, "--target")
     if args.output:
         check_output_path("--output", args.output, input_paths(args))
-    options = modeler_options(args)
-    experiment = experiment_from_args(args) if (args.profiles or args.manifest) else None
+    reading = resolve_options(args)  # once per command
+    options = modeler_options(args, reading)
+    experiment = experiment_from_args(args, options=reading) if (args.profiles or args.manifest) else None
     if experiment is not None:  # a saved experiment's own options (--min-points 4) hold unless given here
         options = effective_options(experiment, options)
     advisor = MeasurementAdvisor(

@@ -53,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from extradeep.analysis.points import parse_values
     from extradeep.cli.budget import limits_from_args
+    from extradeep.cli.common import resolve_options
     from extradeep.cli.evaluate import evaluation_from_args
     from extradeep.cli.model import check_analysis_options, cost_settings, fixed_values
     from extradeep.cli.outputs import check_outputs
@@ -60,12 +61,13 @@ def run(args) -> int:
     from extradeep.report.build import build_report
 
     formats = [f.strip().lower() for f in args.plot_formats.split(",") if f.strip()]
-    check_analysis_options(args)
+    resolved = resolve_options(args)  # once per command
+    check_analysis_options(args, resolved)
     _refuse_layout_study(args)
     check_outputs(args, {"--output": args.output}, plots=args.plots)
     cost = cost_settings(args)
     limits = limits_from_args(args)
-    analysis, experiment, errors, eval_points = evaluation_from_args(args, required=False)
+    analysis, experiment, errors, eval_points = evaluation_from_args(args, required=False, resolved=resolved)
     result = build_report(
         analysis,
         args.output,

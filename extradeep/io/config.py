@@ -109,6 +109,6 @@ def number_or_name(value):
 
 def reader_settings(options: dict):
     """The ReaderSettings passed to `read_export` (step patterns, warm-up, kernel names)."""
-    from extradeep.io.nsys.settings import ReaderSettings
+    from extradeep.io.settings import ReaderSettings
 
     return ReaderSettings.from_any({k: options[k] for k in READER_KEYS})

@@ -25,16 +25,16 @@ def run_identity(path) -> dict:
     """Format, nsys version, GPU models, session start (UTC ns, or None), and for a Kineto trace its
     rank and world size, of one profile; {} when the file cannot be read (the reader reports that
     later, one line)."""
-    from extradeep.io.read import KINETO, profile_format
+    from extradeep.io.formats import KINETO, profile_format
 
     try:
         if profile_format(path) == KINETO:
             return _kineto_identity(path)
     except InputError:
         return {}
-    from extradeep.io.nsys.connect import fetch_all, open_readonly
     from extradeep.io.nsys.inspect import gpus
     from extradeep.io.nsys.schema import nsys_version, schema_of
+    from extradeep.io.sqlite import fetch_all, open_readonly
 
     try:
         with closing(open_readonly(path)) as conn:

@@ -112,7 +112,7 @@ def test_a_run_that_cannot_be_replayed_is_a_note_not_an_error(tmp_path, monkeypa
 
     simulate(tmp_path, params={"ranks": [2, 3]}, repetitions=1, epochs=2, train_steps=2, val_steps=1, seed=4)
 
-    def broken(paths, settings=None):
+    def broken(paths, settings=None, frames=None):
         raise ValueError("collectives do not match across ranks")
 
     monkeypatch.setattr(exposure_module, "exposure_curve", broken)

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
-from extradeep.io.read import read_input
+from extradeep.io.formats import read_input
 
 SUFFIXES = (".json", ".json.gz")
 GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}

@@ -16,8 +16,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from extradeep.io.nsys.connect import fetch_all
 from extradeep.io.nsys.schema import schema_of
+from extradeep.io.sqlite import fetch_all
 
 SAMPLES, NAMES = "GPU_METRICS", "TARGET_INFO_GPU_METRICS"
 POWER_NAME = re.compile(r"power", re.I)

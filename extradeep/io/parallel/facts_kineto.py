@@ -19,8 +19,6 @@ from extradeep.errors import InputError
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import load
 from extradeep.io.kineto.read import kineto_wording
-from extradeep.io.nsys.settings import ReaderSettings
-from extradeep.io.nsys.steps import find_steps
 from extradeep.io.parallel.facts import (
     Communicator,
     ProfileFacts,
@@ -30,6 +28,8 @@ from extradeep.io.parallel.facts import (
     thread_roles,
     whole_buffer,
 )
+from extradeep.io.settings import ReaderSettings
+from extradeep.io.steps import find_steps
 
 CUDA_DEVICE_TYPE = 1
 # cpu_op names worth keeping as markers (the rest are aten operators)

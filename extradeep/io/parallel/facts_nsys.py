@@ -22,11 +22,8 @@ import pandas as pd
 
 from extradeep.errors import InputError
 from extradeep.io.nsys import events
-from extradeep.io.nsys.connect import fetch_all, open_readonly
 from extradeep.io.nsys.power import SAMPLES, mean_power, power_samples
 from extradeep.io.nsys.schema import require_nsys_export, schema_of
-from extradeep.io.nsys.settings import ReaderSettings
-from extradeep.io.nsys.steps import find_steps
 from extradeep.io.parallel.facts import (
     Communicator,
     ProfileFacts,
@@ -35,6 +32,9 @@ from extradeep.io.parallel.facts import (
     thread_roles,
     whole_buffer,
 )
+from extradeep.io.settings import ReaderSettings
+from extradeep.io.sqlite import fetch_all, open_readonly
+from extradeep.io.steps import find_steps
 
 MEMORY_TABLE = "CUDA_GPU_MEMORY_USAGE_EVENTS"
 DEVICE_MEMORY_KIND, DEALLOCATION = 2, 1

@@ -19,6 +19,7 @@ class ExportConnection(sqlite3.Connection):
 
     path: Path
     warnings: list[str]
+    tables: tuple[str, ...]  # the names of its tables
 
 
 def unreadable(exc: OSError) -> str:
@@ -73,7 +74,8 @@ def open_readonly(path: str | Path) -> ExportConnection:
     conn.warnings = []
     try:
         conn.execute("PRAGMA query_only = 1")
-        conn.execute("SELECT name FROM sqlite_master").fetchall()
+        # reading the schema finds a damaged one; its tables are kept for `schema_of` (one query less)
+        conn.tables = tuple(n for n, kind in conn.execute("SELECT name, type FROM sqlite_master") if kind == "table")
     except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged schema page may not even decode
         conn.close()
         raise InputError(path, f"not a readable SQLite database ({exc})") from None
