@@ -65,8 +65,11 @@ _EXPORTS = {
     "TransformerShape": "extradeep.layouts.workload",
     "load_transformer": "extradeep.layouts.workload",
     "load_hardware": "extradeep.layouts.hardware",
+    "LayoutStudy": "extradeep.layout_study",
+    "run_layout_study": "extradeep.layout_study",
     # reports
     "build_report": "extradeep.report.build",
+    "build_layout_report": "extradeep.report.layout_html",
     "mark_node_boundaries": "extradeep.report.plots",
     # trace-based predictor
     "predict": "extradeep.predictor.api",
