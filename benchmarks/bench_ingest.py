@@ -37,7 +37,7 @@ def best_of(fn, repeat: int = 3) -> tuple[float, float]:
 
 
 def kernel_rows(path: Path) -> int:
-    from extradeep.io.nsys.connect import open_readonly
+    from extradeep.io.sqlite import open_readonly
 
     conn = open_readonly(path)
     try:
@@ -91,8 +91,8 @@ def make_many(workdir: Path, n_files: int) -> Path:
 
 
 def floor_and_read(path: Path) -> dict:
-    from extradeep.io.nsys.connect import open_readonly
     from extradeep.io.nsys.read import read_export
+    from extradeep.io.sqlite import open_readonly
 
     def floor():
         conn = open_readonly(path)

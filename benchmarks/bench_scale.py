@@ -54,7 +54,7 @@ def study_runs(directory: Path):
 
 def timed_read(runs, client=None, jobs=None) -> float:
     from extradeep.io.execute import read_all
-    from extradeep.io.nsys.settings import ReaderSettings
+    from extradeep.io.settings import ReaderSettings
 
     start = time.perf_counter()
     results, _ = read_all(runs, ReaderSettings(), jobs=jobs, cache_dir=None, progress=False, client=client)
@@ -113,7 +113,7 @@ def small_folder(directory: Path, repeat: int = 3) -> dict:
 def cost_per_file_and_byte(directory: Path, count: int = 40) -> tuple[float, float, float, float]:
     """(seconds per file, seconds per byte, mean bytes small, mean bytes large) in one process."""
     from extradeep.io.execute import read_one
-    from extradeep.io.nsys.settings import ReaderSettings
+    from extradeep.io.settings import ReaderSettings
 
     points = []
     for steps in (2, 40):

@@ -6,8 +6,10 @@ Writes the deterministic inputs (`make_inputs`: every (i, j) pair of Extra-P's d
 space, 1 parameter, and every pair on each parameter of 2-parameter sums and products), runs
 Extra-P on them through benchmarks/extrap_run.py and writes its answers (terms, coefficients,
 formula per region) with the Extra-P version, the command and each input's sha256 to
-tests/modeling/data/extrap_4.2.5_noise_free.json. tests/modeling/test_modeling_extrap_agreement.py
-regenerates the same inputs with `make_inputs` and compares extradeep's models with these answers.
+tests/modeling/data/extrap_4.2.5_noise_free.json, and the inputs themselves to
+tests/modeling/data/extrap_inputs/ (the last float bits of regenerated inputs differ between
+machines). tests/modeling/test_modeling_extrap_agreement.py compares extradeep's models on the
+stored inputs with these answers, and the regenerated inputs with the stored ones.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import hashlib
 import json
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,7 @@ from extradeep.modeling.terms import factor_values
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "modeling" / "data" / "extrap_4.2.5_noise_free.json"
+INPUTS = FIXTURE.parent / "extrap_inputs"
 P = np.array([4.0, 8, 16, 32, 64])
 N = np.array([10.0, 20, 40, 80, 160])
 SHIFT = 11  # the n factor of 2-parameter region k is pair k + SHIFT, so every pair meets several others
@@ -107,14 +109,14 @@ def main() -> int:
         "command": "python benchmarks/extrap_record.py --extrap-python " + args.extrap_python,
         "inputs": {},
     }
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, path in make_inputs(Path(tmp)).items():
-            print(f"Extra-P {version} on {name}.txt", file=sys.stderr)
-            models = sorted(run_extrap(python, path), key=lambda m: m["region"])
-            record["inputs"][name] = {
-                "sha256": sha256(path),
-                "models": [{k: m[k] for k in ("region", "metric", "formula", "terms", "coefficients")} for m in models],
-            }
+    INPUTS.mkdir(parents=True, exist_ok=True)
+    for name, path in make_inputs(INPUTS).items():
+        print(f"Extra-P {version} on {name}.txt", file=sys.stderr)
+        models = sorted(run_extrap(python, path), key=lambda m: m["region"])
+        record["inputs"][name] = {
+            "sha256": sha256(path),
+            "models": [{k: m[k] for k in ("region", "metric", "formula", "terms", "coefficients")} for m in models],
+        }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {args.out}", file=sys.stderr)

@@ -25,6 +25,7 @@ _EXPORTS = {
     # profiles in
     "load_experiment": "extradeep.pipeline",
     "load_arguments": "extradeep.pipeline",
+    "Options": "extradeep.pipeline",
     "dataset_from_options": "extradeep.pipeline",
     "folder_config": "extradeep.io.config",
     "read_experiment": "extradeep.aggregate.ingest",
@@ -32,7 +33,7 @@ _EXPORTS = {
     "read_export": "extradeep.io.nsys.read",
     "read_profile": "extradeep.io.read",
     "inspect_export": "extradeep.io.nsys.inspect",
-    "ReaderSettings": "extradeep.io.nsys.settings",
+    "ReaderSettings": "extradeep.io.settings",
     "SlurmOptions": "extradeep.io.cluster",
     "Experiment": "extradeep.aggregate.experiment",
     "Dataset": "extradeep.aggregate.experiment",
@@ -65,8 +66,11 @@ _EXPORTS = {
     "TransformerShape": "extradeep.layouts.workload",
     "load_transformer": "extradeep.layouts.workload",
     "load_hardware": "extradeep.layouts.hardware",
+    "LayoutStudy": "extradeep.layout_study",
+    "run_layout_study": "extradeep.layout_study",
     # reports
     "build_report": "extradeep.report.build",
+    "build_layout_report": "extradeep.report.layout_html",
     "mark_node_boundaries": "extradeep.report.plots",
     # trace-based predictor
     "predict": "extradeep.predictor.api",

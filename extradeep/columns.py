@@ -42,6 +42,17 @@ TOTAL = "total"  # region/category name of Eq. 6: computation + communication + 
 STEP_REGION = "step"  # the NVTX step wall time
 BUSY_REGION = "gpu busy"  # the union of all GPU work inside a step (idle = step - busy)
 
+# host overheads of Lin et al. (DLRM performance model, section III-C): the overhead table's types,
+# one line each for `predict`'s output, its --help and docs/predictor.md
+OVERHEAD_TYPES = {
+    "T1": "gap between two consecutive top-level framework ops of one step (charged to the later op)",
+    "T2": "from a framework op's start to its first CUDA runtime call",
+    "T3": "from a framework op's last CUDA runtime call to the op's end",
+    "T4": "duration of one CUDA runtime call (per API name)",
+    "T5": "gap between two consecutive runtime calls inside one op (without op ranges: the gap before "
+    "each launch, per launched GPU op)",
+}
+
 # parallel layouts (extradeep.layouts, issue 23): one row per layout of a GPT-like training
 GPUS, TP, PP, DP = "gpus", "tp", "pp", "dp"  # GPUs in all; tensor-, pipeline-, data-parallel degrees
 GLOBAL_BATCH, MICRO_BATCH, MICRO_BATCHES = "global_batch", "micro_batch", "micro_batches"  # samples; samples; count
@@ -106,4 +117,5 @@ DETAIL_PARTS = (
     PART_IDLE,
 )
 PURE_TIME = "pure_time"  # a collective's time from its last member's arrival to its end (matched over ranks)
+PART_POWER, WATTS = "power", "watts"  # a profile's mean GPU board power while training (GPU metric samples)
 ALLOCATED, RESERVED = "bytes", "reserved"  # memory metrics: peak allocated bytes (as LAYOUT_PARTS), reserved

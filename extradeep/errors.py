@@ -22,3 +22,35 @@ class InputError(Exception):
     def labelled(self, label: str) -> str:
         """The message with the field shown as `label` (a CLI flag, a dialog's field name)."""
         return f"{label}: {self.problem}" if self.field is not None and self.source is None else str(self)
+
+
+def special_file_problem(path) -> str | None:
+    """Why `path` must not be opened: a named pipe (FIFO), socket or device would make a read wait
+    forever or never end. None for a regular file, a folder, or a path that does not exist (the
+    caller's own checks word those)."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = (
+        "a named pipe (FIFO)"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "no regular file"
+    )
+    return f"is {kind}, not a regular file; give a file (reading this could wait forever)"
+
+
+def require_regular_file(path) -> None:
+    """InputError (one line naming the path) for a FIFO, socket or device; see special_file_problem."""
+    problem = special_file_problem(path)
+    if problem:
+        raise InputError(path, problem)

@@ -22,9 +22,9 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
-import tomllib
 
-from extradeep.errors import InputError
+from extradeep.compat import tomllib
+from extradeep.errors import InputError, special_file_problem
 
 ALGORITHMS = ("ring", "tree", "hierarchical")
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast")
@@ -109,7 +109,9 @@ def load_system(spec) -> System:
         return PRESETS[text]
     path = Path(text)
     if not path.is_file():
-        raise InputError(path, f"no such system file, and not a preset ({', '.join(PRESETS)})")
+        raise InputError(
+            path, special_file_problem(path) or f"no such system file, and not a preset ({', '.join(PRESETS)})"
+        )
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -1,5 +1,5 @@
 import sys
 
-from extradeep.cli import main
+from extradeep.gui.launch import main
 
-sys.exit(main(["gui", *sys.argv[1:]]))
+sys.exit(main())

@@ -1,10 +1,10 @@
 """Modeling in a worker process, so the UI thread never waits for the GIL.
 
 Modeling is long stretches of pandas and NumPy that hold the GIL; in a thread of the GUI's process
-they stalled the UI for up to a second and more. Here one spawned process (never forked: the GUI
-process has a QApplication) opens the same input with the same `open_source` and keeps it, and the
-GUI's worker threads send it one chunk of regions at a time and wait for the result without holding
-the GIL. Results come back pickled, so the models are the very objects the thread would have made.
+they stalled the UI for up to a second and more. Here one worker process (started by the
+forkserver, never forked from the GUI process, which has a QApplication) opens the same input with
+the same `open_source` and keeps it, and the GUI's worker threads send it one chunk of regions at a
+time and wait for the result without holding the GIL. Results come back pickled, so the models are the very objects the thread would have made.
 Cancel stays between chunks: the worker thread stops sending and drops what still arrives.
 """
 
@@ -13,22 +13,24 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from extradeep.errors import InputError
+from extradeep.processes import WorkerPool, process_pool
 
 NICENESS = 10  # added to the modeling process's nice value
-_pool: ProcessPoolExecutor | None = None
+_pool: WorkerPool | None = None
 _opened: dict = {}  # in the worker process: the workspace of the GUI's latest opening (its token)
 
 
-def pool() -> ProcessPoolExecutor:
+def pool() -> WorkerPool:
     """The one modeling process, started on first use (its imports take a second or two)."""
     global _pool
-    if _pool is None:
-        _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_warm)
+    if _pool is None or _pool.stopped:
+        # a WorkerPool (extradeep.processes): started by the forkserver, never forked from the GUI
+        # process (it has a QApplication); it dies with the GUI, and stops when it closes
+        _pool = process_pool(1, initializer=_warm)
     return _pool
 
 

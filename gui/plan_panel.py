@@ -154,7 +154,7 @@ class PlanPanel(PlotTab):
         if self._layout_of is experiment:
             return
         self._layout_of = experiment
-        layout = resolve_layout(experiment.settings.get("layout"), experiment.settings.get("system"))
+        layout = resolve_layout(experiment.settings.layout, experiment.settings.system)
         if layout["gpus_per_node"]:
             self.per_node.setValue(int(layout["gpus_per_node"]))
             where = (

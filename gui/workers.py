@@ -16,6 +16,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from extradeep.errors import InputError
+from extradeep.processes import stopping
 
 UI_WAIT_S = 2.0  # longest pause of a worker for the UI to handle a partial result
 RETIRE_S = 1.0  # finished tasks are dropped this long after their run() returned
@@ -78,6 +79,8 @@ class Task(QRunnable):
     def run(self) -> None:
         try:
             self._run()
+        except RuntimeError:  # "Signal source has been deleted": the window is gone, no one to tell
+            pass
         finally:
             self.finished_at = time.monotonic()
 
@@ -87,6 +90,9 @@ class Task(QRunnable):
         except Cancelled:
             self.signals.cancelled.emit()
         except Exception as exc:  # a worker must never take the window down
+            if self._cancel.is_set() or stopping():  # the app is closing: its worker processes were ended
+                self.signals.cancelled.emit()
+                return
             if not isinstance(exc, InputError):
                 traceback.print_exc()
             self.signals.failed.emit(describe_error(exc))

@@ -111,7 +111,7 @@ def _open_source(report, path: Path, dataset) -> Workspace:
         raise InputError(path, "no such file or folder")
     if path.is_dir():
         return _open_folder(report, path, dataset)
-    from extradeep.io.read import KINETO, format_by_name
+    from extradeep.io.formats import KINETO, format_by_name
 
     if format_by_name(path) == KINETO:  # one PyTorch profiler trace, read as a folder holding it
         return _open_folder(report, path, dataset)
@@ -129,7 +129,7 @@ def _open_source(report, path: Path, dataset) -> Workspace:
     if dataset is not None:
         from extradeep.aggregate.experiment import dataset_dict
 
-        exp.settings["dataset"] = dataset_dict(dataset)
+        exp.settings.dataset = dataset_dict(dataset)
     ws = workspace_from_experiment(exp, path, "experiment")
     from extradeep.analysis.saved import effective_options
 
@@ -143,17 +143,17 @@ def _open_folder(report, path: Path, dataset) -> Workspace:
     step patterns, ...); `dataset`, when given, replaces its sizes."""
     import extradeep
 
-    try:
-        options = extradeep.folder_config(path if path.is_dir() else path.parent)
-        arguments = extradeep.load_arguments(options)
-    except InputError as exc:  # a bad value in the folder's settings file: name the file
-        raise InputError(path / CONFIG_NAME, str(exc)) from None
+    try:  # the same options object the CLI fills, from the folder's settings file
+        options = extradeep.Options.resolve(folder=path if path.is_dir() else path.parent)
+    except InputError as exc:  # a bad value the file did not set (a file's own values name it and its key)
+        raise InputError(path / CONFIG_NAME, str(exc)) if exc.source is None else exc from None
+    arguments = options.load_arguments()
     if dataset is not None:
         arguments["dataset"] = dataset
     report(0, 0, f"Reading profiles in {path.name}")
     exp = extradeep.load_experiment([path], progress=_ingest_progress(report), **arguments)
     ws = workspace_from_experiment(exp, path, "profiles")
-    ws.options = {"min_points": int(options["min_points"])}
+    ws.options = {"min_points": int(options.min_points)}
     if ((path if path.is_dir() else path.parent) / CONFIG_NAME).is_file():
         ws.notes.insert(
             0,
@@ -206,7 +206,7 @@ def workspace_from_experiment(exp, path: Path, source_kind: str) -> Workspace:
     rows["share"] = _shares(rows, train.assign(row=_row_ids(index, train)), params)
     grid = {p: np.unique(exp.points[p].to_numpy(float)) for p in params}
     notes = [] if exp.dataset is not None else ["no dataset sizes: values are per training step"]
-    notes += list(exp.settings.get("notes", []))
+    notes += list(exp.settings.notes)
     return Workspace(
         path,
         source_kind,

@@ -89,6 +89,93 @@ def plain_json():
     return load
 
 
+class ProcessTree:
+    """A command started in its own session (as a terminal starts it), and every process below it."""
+
+    def __init__(self, argv, env=None, cwd=None):
+        import subprocess
+
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True
+        )
+        self.seen: set[int] = set()
+
+    def descendants(self) -> list[int]:
+        """The processes below the command now (read from /proc); remembered for `living`."""
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+        found, todo = [], [self.proc.pid]
+        while todo:
+            for child in children.get(todo.pop(), []):
+                found.append(child)
+                todo.append(child)
+        self.seen.update(found)
+        return found
+
+    def wait_for_descendants(self, count: int, timeout_s: float = 120.0) -> None:
+        import time
+
+        end = time.monotonic() + timeout_s
+        while len(self.descendants()) < count:
+            assert self.proc.poll() is None, f"the command ended early: {self.proc.stderr.read()}"
+            assert time.monotonic() < end, f"fewer than {count} processes below the command after {timeout_s} s"
+            time.sleep(0.2)
+
+    def living(self) -> list[int]:
+        """The command and the processes ever seen below it that still run (zombies count as ended)."""
+        alive = []
+        for pid in [self.proc.pid, *sorted(self.seen)]:
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state != "Z":
+                alive.append(pid)
+        return alive
+
+    def living_after(self, seconds: float) -> list[int]:
+        """`living()`, polled until nothing lives or `seconds` have passed since now."""
+        import time
+
+        end = time.monotonic() + seconds
+        while self.living() and time.monotonic() < end:
+            time.sleep(0.1)
+        return self.living()
+
+    def stop_all(self) -> None:
+        import signal
+
+        for pid in self.living():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+@pytest.fixture
+def process_tree(tmp_path):
+    """process_tree(argv, env=None) -> ProcessTree, started in a temporary folder (so `python -c` imports
+    the installed package, not the source tree); whatever still runs at the end is killed."""
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("reads the process tree from /proc (Linux)")
+    started: list[ProcessTree] = []
+
+    def start(argv, env=None) -> ProcessTree:
+        started.append(ProcessTree(argv, env, cwd=tmp_path))
+        return started[-1]
+
+    yield start
+    for tree in started:
+        tree.stop_all()
+
+
 @pytest.fixture(scope="session")
 def published():
     """published(name) -> path of one file of ../shared/published (skips, or fails under CI, when absent)."""

@@ -15,6 +15,26 @@ REAL_KINETO = Path(os.environ.get("EXTRADEEP_REAL_KINETO", REPO.parent / "shared
 GPT_TINY = {"layers": 4, "hidden": 256, "heads": 4, "seq": 256, "vocab": 2048}
 
 
+# a 130M-parameter GPT profiled by the simulator on A100s (issue 23: kernel classes, memory, transfer)
+MEDIUM_SHAPE = {"layers": 8, "hidden": 1024, "heads": 16, "seq": 1024, "vocab": 51200}
+MEDIUM_PROFILED = [
+    "tp1.pp1.dp1.mbs1.nmb8",
+    "tp2.pp1.dp1.mbs1.nmb8",
+    "tp1.pp2.dp1.mbs1.nmb8",
+    "tp4.pp1.dp1.mbs1.nmb8.rc2",
+]
+
+
+def medium_gpt():
+    """The simulator's GPTModel of MEDIUM_SHAPE (imported here, so this module stays import-light)."""
+    from extradeep.simulate.gpt.config import GPTModel
+
+    return GPTModel(**MEDIUM_SHAPE, name="gpt-medium")
+
+
+MEDIUM_GPT = medium_gpt()
+
+
 def real_exports() -> list[Path]:
     return sorted(REAL_NSYS.glob("*.sqlite")) if REAL_NSYS.is_dir() else []
 

@@ -1,5 +1,6 @@
-"""The package's shape: one-way edges between its rooms, a core without the GUI, a namespaced GUI,
-an installed package list that matches the folders, and a root API that resolves."""
+"""The package's shape: the package order as data (allowed and forbidden imports between rooms, no cycle),
+a core without the GUI, a namespaced GUI, an installed package list that matches the folders, and a root
+API that resolves."""
 
 from __future__ import annotations
 
@@ -10,57 +11,171 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomllib
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 import extradeep
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "extradeep"
-PRESENTATION = {"cli", "gui", "__main__", "__init__"}  # may import anything; nothing in the core imports them
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+
+# The package order as data (docs/architecture.md, "Package order", shows the same tables; a test
+# compares them). Every import counts, also those inside functions; the root-level gui/ folder is
+# `extradeep.gui`. Rooms are matched by module prefix, the first match wins.
+IO_BASE = (
+    *("categories", "formats", "frames", "inspect", "naming", "placement", "replay", "settings", "sqlite", "steps"),
+    "sums",
+)
+ROOMS = [
+    ("io-nsys", ("extradeep.io.nsys",)),
+    ("io-kineto", ("extradeep.io.kineto",)),
+    ("io-base", tuple(f"extradeep.io.{name}" for name in IO_BASE)),
+    ("io-parallel", ("extradeep.io.parallel",)),
+    ("io", ("extradeep.io",)),
+    ("aggregate", ("extradeep.aggregate",)),
+    ("modeling", ("extradeep.modeling",)),
+    ("layouts", ("extradeep.layouts",)),
+    ("analysis", ("extradeep.analysis",)),
+    ("predictor", ("extradeep.predictor",)),
+    ("report", ("extradeep.report",)),
+    ("capture", ("extradeep.capture",)),
+    ("simulate", ("extradeep.simulate",)),
+    ("pipeline", ("extradeep.pipeline",)),
+    ("layout-study", ("extradeep.layout_study",)),
+    ("system", ("extradeep.system",)),
+    ("columns", ("extradeep.columns",)),
+    ("errors", ("extradeep.errors",)),
+    ("cli", ("extradeep.cli", "extradeep.__main__")),
+    ("gui", ("extradeep.gui",)),
+    ("root", ("extradeep",)),  # the package root: its version and the public names, imported on first use
+]
+LEAVES = {"errors", "columns", "root"}  # every room may import these
+ALLOWED = {  # room -> the other rooms it may import (besides LEAVES); any other import fails the test
+    "errors": set(),
+    "columns": set(),
+    "root": set(),
+    "system": set(),
+    "io-base": set(),
+    "io-nsys": {"io-base"},
+    "io-kineto": {"io-base"},
+    "io": {"io-base", "io-nsys", "io-kineto"},
+    "io-parallel": {"io", "io-base", "io-nsys", "io-kineto"},
+    "modeling": {"system"},
+    "layouts": {"system"},
+    "aggregate": {"io", "io-base", "io-nsys"},
+    "analysis": {"aggregate", "modeling", "io", "io-base", "system"},
+    "predictor": {"aggregate", "modeling", "io", "io-base", "io-nsys", "system"},
+    "report": {"analysis", "aggregate", "modeling", "layouts", "predictor", "io", "io-base", "system"},
+    "capture": {"io-base"},
+    "simulate": {
+        "analysis",
+        "aggregate",
+        "modeling",
+        "predictor",
+        "pipeline",
+        "io",
+        "io-base",
+        "io-parallel",
+        "system",
+    },
+    "pipeline": {"aggregate", "io", "io-base", "predictor", "system"},
+    "layout-study": {"layouts", "io", "io-parallel", "system"},
+    "gui": {
+        "pipeline",
+        "layout-study",
+        "aggregate",
+        "modeling",
+        "analysis",
+        "predictor",
+        "report",
+        "capture",
+        "io",
+        "io-base",
+        "system",
+    },
+    "cli": {
+        *("pipeline", "layout-study", "aggregate", "modeling", "layouts", "analysis", "predictor", "report"),
+        *("capture", "simulate"),
+        *("io", "io-base", "io-nsys", "io-kineto", "io-parallel", "system", "gui"),
+    },
+}
+IO = {"io", "io-base", "io-nsys", "io-kineto", "io-parallel"}
+CORE = set(ALLOWED) - {"cli", "gui"}
+FORBIDDEN = [  # (from rooms, to rooms, why): issue 22's rules; ALLOWED must never permit one of these
+    (IO, {"aggregate", "modeling", "layouts", "analysis", "predictor", "report", "simulate", "capture", "cli", "gui",
+          "pipeline"}, "io imports nothing above it"),
+    ({"io-nsys"}, {"io-kineto"}, "the nsys reader stands on the shared io base, not on the Kineto reader"),
+    ({"io-kineto"}, {"io-nsys"}, "the Kineto reader stands on the shared io base, not on the nsys reader"),
+    ({"io-base"}, {"io", "io-nsys", "io-kineto", "io-parallel"}, "the shared base knows no format and no batch"),
+    ({"analysis"}, {"io-nsys", "io-kineto"}, "analysis works on the Experiment, not on a file format"),
+    ({"modeling"}, {"analysis", "aggregate", "predictor", "report", "cli", "gui"}, "the modeler knows no epochs"),
+    ({"layouts"}, {*IO, "aggregate", "analysis", "predictor", "report", "simulate", "pipeline"},
+     "the layout model is a modeler: it takes tables, never profiles or answers"),
+    ({"simulate"}, {"capture"}, "the simulator needs no capture side"),
+    ({"gui"}, {"cli"}, "the GUI calls the library, not the CLI"),
+    (CORE, {"cli", "gui"}, "nothing outside cli and gui imports them"),
+]  # fmt: skip
 
 
-def _imports(path: Path) -> list[str]:
-    """Absolute names of the extradeep modules that `path` imports (function-level imports too)."""
-    module = "extradeep." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+def room_of(module: str) -> str | None:
+    for room, prefixes in ROOMS:
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return room
+    return None
+
+
+def _modules():
+    """(path, module name) of every source file of the package and of the root-level gui/ folder."""
+    for base, prefix in ((PACKAGE, "extradeep"), (REPO / "gui", "extradeep.gui")):
+        for path in sorted(base.rglob("*.py")):
+            parts = path.relative_to(base).with_suffix("").parts
+            parts = parts[:-1] if parts[-1] == "__init__" else parts
+            yield path, ".".join((prefix, *parts))
+
+
+def _imports(path: Path, module: str) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import in `path`, at any depth (inside functions too);
+    `from package import name` counts as `package.name`, so a submodule imported by name is seen."""
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    names = []
+    found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
+            found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-            names.append(".".join(p for p in (base, node.module) if p))
-    return names
+            base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]) if node.level else ""
+            source = ".".join(p for p in (base, node.module) if p)
+            found += [(node.lineno, f"{source}.{alias.name}") for alias in node.names]
+    return found
 
 
-def _room(path: Path) -> str:
-    first = path.relative_to(PACKAGE).parts[0]
-    return first.removesuffix(".py")
+def room_edges() -> dict[tuple[str, str], list[str]]:
+    """(from room, to room) -> where ("file:line imports module") for every import between rooms."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for path, module in _modules():
+        source = room_of(module)
+        for line, name in _imports(path, module):
+            target = room_of(name)
+            if target is None and name.startswith("gui"):
+                target = "gui"  # the folder imported under its bare name
+            if target is not None and target != source:
+                edges.setdefault((source, target), []).append(f"{path.relative_to(REPO)}:{line} imports {name}")
+    return edges
 
 
-def unit_graph() -> tuple[dict[str, set[str]], list[str]]:
-    """room -> rooms it imports, and the core modules that import the GUI or PySide6."""
-    edges: dict[str, set[str]] = {}
-    gui_imports = []
-    for path in PACKAGE.rglob("*.py"):
-        room = _room(path)
-        for name in _imports(path):
-            if (name.startswith(("extradeep.gui", "PySide6", "gui.")) or name == "gui") and room not in PRESENTATION:
-                gui_imports.append(f"{path.relative_to(REPO)} imports {name}")
-            if name.startswith("extradeep.") and room not in ("__init__", "__main__"):
-                target = name.split(".")[1]
-                if target != room:
-                    edges.setdefault(room, set()).add(target)
-    return edges, gui_imports
-
-
-def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+def cycles(edges) -> list[list[str]]:
+    graph: dict[str, set[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
     found, state, stack = [], {}, []
 
     def visit(node):
         state[node] = "open"
         stack.append(node)
-        for nxt in sorted(edges.get(node, ())):
+        for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == "open":
                 found.append(stack[stack.index(nxt) :] + [nxt])
             elif nxt not in state:
@@ -68,22 +183,85 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
         stack.pop()
         state[node] = "done"
 
-    for node in sorted(edges):
+    for node in sorted(graph):
         if node not in state:
             visit(node)
     return found
 
 
-def test_no_import_cycle_between_packages_and_no_gui_in_the_core():
-    edges, gui_imports = unit_graph()
+def test_every_module_belongs_to_a_room():
+    assert [m for _, m in _modules() if room_of(m) is None] == []
+    assert {room for room, _ in ROOMS} == set(ALLOWED)
+
+
+def test_the_allowed_imports_break_no_rule_and_form_no_cycle():
+    allowed = {(a, b) for a, targets in ALLOWED.items() for b in targets | (LEAVES - {a})}
+    broken = [(a, b, why) for a, b in sorted(allowed) for frm, to, why in FORBIDDEN if a in frm and b in to]
+    assert broken == []
+    assert cycles({(a, b) for a, b in allowed if not (a in LEAVES or b == "root")}) == []
+
+
+def test_imports_follow_the_package_order():
+    edges = room_edges()
     assert edges, "the walk found no imports at all"
+    unexpected = [f"{a} -> {b}: {where[0]}" for (a, b), where in sorted(edges.items()) if b not in ALLOWED[a] | LEAVES]
+    assert unexpected == []
+    broken = [
+        f"{a} -> {b} ({why}): {where[0]}"
+        for (a, b), where in sorted(edges.items())
+        for frm, to, why in FORBIDDEN
+        if a in frm and b in to
+    ]
+    assert broken == []
     assert cycles(edges) == []
-    assert gui_imports == []
 
 
-def test_the_cycle_finder_finds_a_cycle():
-    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
-    assert cycles({"a": {"b"}, "b": set()}) == []
+def test_the_rules_find_what_they_forbid(tmp_path):
+    """The walk sees imports inside functions and relative ones, and the rules catch them."""
+    path = tmp_path / "probe.py"
+    path.write_text("def f():\n    from ..nsys import events\n    import extradeep.cli\n", encoding="utf-8")
+    found = [name for _, name in _imports(path, "extradeep.io.kineto.probe")]
+    assert found == ["extradeep.io.nsys.events", "extradeep.cli"]
+    rooms = {room_of(name) for name in found}
+    assert rooms == {"io-nsys", "cli"}
+    assert [why for frm, to, why in FORBIDDEN if "io-kineto" in frm and "io-nsys" in to]
+    assert cycles({("a", "b"), ("b", "c"), ("c", "a")}) == [["a", "b", "c", "a"]]
+    assert cycles({("a", "b")}) == []
+
+
+def _doc_table(marker: str) -> list[list[str]]:
+    """The rows of the table after `<!-- marker -->` in docs/architecture.md, cells without backticks."""
+    lines = ARCHITECTURE.read_text(encoding="utf-8").split(f"<!-- {marker} -->", 1)[1].strip().splitlines()
+    rows = []
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip().replace("`", "") for c in line.strip().strip("|").split("|")]
+        if not set("".join(cells)) <= set("-: "):
+            rows.append(cells)
+    return rows[1:]  # without the header
+
+
+def _names(cell: str) -> set[str]:
+    return {n.strip() for n in cell.split(",") if n.strip() and n.strip() != "-"}
+
+
+def test_the_architecture_page_states_the_same_rules():
+    allowed = {row[0]: _names(row[2]) for row in _doc_table("package-order")}
+    assert allowed == ALLOWED
+    never = [(_names(row[0]), _names(row[1]), row[2]) for row in _doc_table("package-rules")]
+    assert never == [(set(frm), set(to), why) for frm, to, why in FORBIDDEN]
+
+
+def test_no_core_module_imports_the_gui_toolkit():
+    toolkit = [
+        f"{path.relative_to(REPO)} imports {name}"
+        for path, module in _modules()
+        if room_of(module) not in ("cli", "gui")
+        for _, name in _imports(path, module)
+        if name.startswith("PySide6")
+    ]
+    assert toolkit == []
 
 
 def test_the_gui_folder_is_imported_as_extradeep_gui_only():

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from extradeep.aggregate.medians import REGION_KEYS, point_counts
-from extradeep.columns import EPOCH_CATEGORIES, TOTAL  # noqa: F401 (re-exported)
+from extradeep.aggregate.settings import ExperimentSettings
+from extradeep.columns import CATEGORY, EPOCH_CATEGORIES, KIND, PHASE, REGION, REGION_ID, REP, TOTAL, TRAIN, VAL, VALUE  # noqa: F401 (re-exported)
 from extradeep.errors import InputError
 from extradeep.io import store
 
@@ -137,41 +138,44 @@ class Experiment:
     values: pd.DataFrame
     points: pd.DataFrame
     provenance: pd.DataFrame
-    settings: dict = field(default_factory=dict)
+    settings: ExperimentSettings = field(default_factory=ExperimentSettings)  # a mapping is converted
     problems: list[str] = field(default_factory=list)
     # models read back from a saved file ({"models", "meta"}); analyse reuses them when they fit
     saved_models: dict | None = field(default=None, repr=False, compare=False)
 
+    def __post_init__(self):
+        self.settings = ExperimentSettings.from_any(self.settings)
+
     @property
     def dataset(self) -> Dataset | None:
-        stored = self.settings.get("dataset")
+        stored = self.settings.dataset
         return Dataset(**stored) if stored else None  # files saved before last_batch existed: "drop"
 
     @property
     def fixed_params(self) -> dict:
         """Parameters that have one value across the experiment (not modeled)."""
-        return dict(self.settings.get("fixed_params", {}))
+        return dict(self.settings.fixed_params)
 
     def set_min_points(self, min_points: int) -> None:
         """Re-mark which regions are modelable (measured at >= `min_points` points)."""
-        self.settings["min_points"] = int(min_points)
+        self.settings.min_points = int(min_points)
         self.points["modelable"] = point_counts(self.points) >= int(min_points)
 
     def step_table(self, per_rep: bool = False) -> pd.DataFrame:
         """Per-step medians V_t (`train`) and V_v (`val`) per region/metric/point (optionally per
         repetition), plus the category sums of Eq. 6 and 8-10 as rows of kind "total"."""
         source = self.values if per_rep else self.points
-        keys = ["region", "kind", "category", "metric", *self.params] + (["rep"] if per_rep else [])
-        regions = source[source["phase"].isin(["train", "val"])]
+        keys = [*REGION_ID, *self.params] + ([REP] if per_rep else [])
+        regions = source[source[PHASE].isin([TRAIN, VAL])]
         table = pd.concat([regions, category_sums(regions, keys)], ignore_index=True)
-        wide = table.pivot_table(index=keys, columns="phase", values="value", aggfunc="first", dropna=False)
-        wide = wide.reindex(columns=["train", "val"]).dropna(how="all").fillna(0.0)
+        wide = table.pivot_table(index=keys, columns=PHASE, values=VALUE, aggfunc="first", dropna=False)
+        wide = wide.reindex(columns=[TRAIN, VAL]).dropna(how="all").fillna(0.0)
         wide.columns.name = None
         wide = wide.reset_index()
         counts = wide.drop_duplicates(["region", "kind", "category", "metric", *self.params])
         n_points = counts.groupby(["region", "kind", "category", "metric"]).size().rename("n_points")
         wide = wide.join(n_points, on=["region", "kind", "category", "metric"])
-        wide["modelable"] = wide["n_points"] >= int(self.settings.get("min_points", 5))
+        wide["modelable"] = wide["n_points"] >= int(self.settings.min_points)
         wide.attrs["notes"] = self._phase_notes()
         return wide
 
@@ -185,18 +189,18 @@ class Experiment:
         n_t, n_v = dataset.steps_per_epoch(table, self.fixed_params)
         table.insert(table.columns.get_loc("train"), "n_t", n_t)
         table.insert(table.columns.get_loc("train"), "n_v", n_v)
-        table["value"] = n_t * table["train"] + n_v * table["val"]
+        table[VALUE] = n_t * table["train"] + n_v * table["val"]
         notes = list(table.attrs.get("notes", []))
         if (n_t == 0).any():
             notes.append("some points have fewer training samples per rank than one batch: n_t = 0 there")
-        if dataset.val_samples and "val" not in set(self.points["phase"]):
+        if dataset.val_samples and VAL not in set(self.points[PHASE]):
             notes.append("no validation steps were measured: epoch values include training only")
         table.attrs["notes"] = notes
         return table
 
     def _phase_notes(self) -> list[str]:
-        phases = set(self.points["phase"])
-        return [] if "train" in phases else ["no training steps were measured"]
+        phases = set(self.points[PHASE])
+        return [] if TRAIN in phases else ["no training steps were measured"]
 
     def save(self, path, extra_tables: dict | None = None) -> None:
         """Write one SQLite file (overwriting an earlier extradeep experiment, never anything else);
@@ -209,11 +213,13 @@ class Experiment:
             "provenance": self.provenance,
             **(extra_tables or {}),
         }
-        store.write_experiment(path, {"params": json.dumps(self.params)}, tables, self.settings, self.problems)
+        store.write_experiment(
+            path, {"params": json.dumps(self.params)}, tables, self.settings.to_dict(), self.problems
+        )
 
     @classmethod
     def load(cls, path) -> Experiment:
-        saved = store.read_experiment(path)
+        saved = store.read_saved(path)
         points = saved.tables["measurements"]
         points["modelable"] = points["modelable"].astype(bool)
         experiment = cls(
@@ -244,14 +250,14 @@ def category_sums(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Sum of the per-region medians per category (Eq. 8-10) and of all three (Eq. 6), per phase.
 
     Only computation, communication and memory are summed, so CPU-side ranges are not counted twice."""
-    group = [k for k in keys if k not in ("region", "kind", "category")] + ["phase"]
-    cats = frame[frame["category"].isin(EPOCH_CATEGORIES)]
-    per_cat = cats.groupby(group + ["category"], dropna=False)["value"].sum().reset_index()
-    per_cat["region"] = per_cat["category"]
-    total = cats.groupby(group, dropna=False)["value"].sum().reset_index()
-    total["region"] = total["category"] = TOTAL
+    group = [k for k in keys if k not in (REGION, KIND, CATEGORY)] + [PHASE]
+    cats = frame[frame[CATEGORY].isin(EPOCH_CATEGORIES)]
+    per_cat = cats.groupby(group + [CATEGORY], dropna=False)[VALUE].sum().reset_index()
+    per_cat[REGION] = per_cat[CATEGORY]
+    total = cats.groupby(group, dropna=False)[VALUE].sum().reset_index()
+    total[REGION] = total[CATEGORY] = TOTAL
     out = pd.concat([per_cat, total], ignore_index=True)
-    out["kind"] = TOTAL
+    out[KIND] = TOTAL
     return out
 
 

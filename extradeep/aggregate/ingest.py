@@ -3,7 +3,8 @@
 Nothing here replays traces: the exposure replay is its own pipeline step
 (:func:`extradeep.predictor.exposure.add_exposure_curves`, called by :func:`extradeep.load_experiment`).
 
-The per-file stage is `extradeep.io.nsys.read.read_export` (path in, small step-sum table out), so it
+The per-file stage is one pass over each file (`extradeep.io.read.read_once`: path in; the small step-sum
+table, the rank's placement and, for the runs the exposure replay will use, the replay's frames out), so it
 runs in worker processes here or on a Dask cluster (extradeep.io.execute, extradeep.io.cluster). Its
 results are cached per file, keyed by path, size, mtime, reader version and reader settings, in a
 cache directory (never beside the inputs unless asked). Bad files become one-line problems; an InputError is raised only when nothing
@@ -12,20 +13,23 @@ usable remains or the batch cannot be aggregated as a whole.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from extradeep.aggregate.experiment import Dataset, Experiment, dataset_dict
 from extradeep.aggregate.medians import aggregate
+from extradeep.aggregate.settings import ExperimentSettings
+from extradeep.columns import RANK, REP
 from extradeep.errors import InputError
 from extradeep.io import discover
 from extradeep.io.cache import default_cache_dir, reader_version
 from extradeep.io.cluster import connect, scheduler_from_env
 from extradeep.io.execute import read_all
-from extradeep.io.nsys.settings import ReaderSettings
 from extradeep.io.placement import PLACEMENT_COLUMNS, cluster_layout
-from extradeep.io.read import read_placement
+from extradeep.io.settings import ReaderSettings
 
 
 def read_experiment(
@@ -46,29 +50,77 @@ def read_experiment(
     """Read and aggregate exports into an Experiment whose `.problems` lists every skipped input.
 
     `paths`: files and/or directories (searched recursively), or None with `manifest`. `params`: the
-    modeled parameter names (default: those that vary). `settings`: the reader settings passed to
-    `read_export`. `progress`: None (a line on stderr), False (silent) or a callable
+    modeled parameter names (default: those that vary). `settings`: the reader settings
+    (`extradeep.io.settings.ReaderSettings`, a dict of its fields, or None). `progress`: None (a line on stderr), False (silent) or a callable
     `(done, total, path)`. `scheduler`: where the files are read (see
     :func:`extradeep.io.cluster.connect`: a Dask scheduler's address, "local", "slurm", a Client;
     default env EXTRADEEP_SCHEDULER, else this machine's worker processes). Bad files are skipped and listed; InputError is raised only when nothing
     usable remains or the batch is inconsistent (mixed apps, a varying parameter not modeled).
     """
+    found = discover_runs(paths, params, aliases=aliases, manifest=manifest)
+    experiment, _ = read_runs(
+        found,
+        settings,
+        dataset=dataset,
+        min_points=min_points,
+        jobs=jobs,
+        cache_dir=cache_dir,
+        use_cache=use_cache,
+        progress=progress,
+        scheduler=scheduler,
+    )
+    return experiment
+
+
+@dataclass
+class FoundRuns:
+    """The runs discovery found (one row per file: path, app, <params>, rank, rep, size, mtime_ns), the
+    problems met on the way, the modeled parameters and the aliases that named them."""
+
+    runs: pd.DataFrame
+    problems: list[str]
+    params: list[str]
+    aliases: dict
+
+
+def discover_runs(paths=None, params=None, *, aliases=None, manifest=None) -> FoundRuns:
+    """The files to read (by name or from a manifest) and the modeled parameters; nothing is opened."""
     aliases = discover.parse_aliases(aliases) if not isinstance(aliases, dict) else aliases
-    settings = ReaderSettings.from_any(settings)
     if manifest is not None:
         runs, problems = discover.manifest_runs(manifest, aliases)
     else:
         runs, problems = discover.runs_from_names(paths, aliases)
     runs, problems = discover.validate_runs(runs, problems)
-    params = choose_params(runs, params, aliases)
+    return FoundRuns(runs, problems, choose_params(runs, params, aliases), aliases)
 
+
+def read_runs(
+    found: FoundRuns,
+    settings=None,
+    *,
+    dataset: Dataset | None = None,
+    min_points: int = 5,
+    jobs: int | None = None,
+    cache_dir=None,
+    use_cache: bool = True,
+    progress=None,
+    scheduler=None,
+    replay_paths=(),
+) -> tuple[Experiment, dict]:
+    """The Experiment of the runs found, each file read in one pass (`extradeep.io.execute.read_all`:
+    cached, in parallel, local or on Dask), and {path: replay frames} of the files in `replay_paths`
+    that were read (not cached), so the exposure replay need not open them again."""
+    settings = ReaderSettings.from_any(settings)
+    runs, problems, params = found.runs.copy(), list(found.problems), found.params
     cache = None if not use_cache else Path(cache_dir) if cache_dir else default_cache_dir()
     with connect(scheduler_from_env(scheduler), jobs=jobs) as client:
-        results, worker_notes = read_all(runs, settings, jobs=jobs, cache_dir=cache, progress=progress, client=client)
+        results, worker_notes = read_all(
+            runs, settings, jobs=jobs, cache_dir=cache, progress=progress, client=client, replay_paths=replay_paths
+        )
     runs["sha256"] = [r["sha256"] for r in results]
     failed = [r["problem"] is not None for r in results]
     problems += [r["problem"] for r in results if r["problem"]]
-    frames = {path: r["frame"] for path, r in zip(runs["path"], results) if r["problem"] is None}
+    read = {path: r for path, r in zip(runs["path"], results) if r["problem"] is None}
     runs = runs[[not f for f in failed]].reset_index(drop=True)
     if runs.empty:
         error = InputError(None, f"no usable exports among {len(failed)} file(s); first problem: {problems[0]}")
@@ -77,39 +129,29 @@ def read_experiment(
     runs, duplicates = discover.drop_duplicates(runs)
     problems += duplicates + discover.missing_ranks(runs)
 
+    frames = {path: read[path]["frame"] for path in runs["path"]}
     step_sums = step_sum_table(runs, frames, params)
     values, points = aggregate(step_sums, params, min_points)
     fixed = {p: _plain(runs[p].iloc[0]) for p in discover.param_columns(runs) if p not in params}
-    notes = reader_notes({path: frames[path] for path in runs["path"]}) + worker_notes
+    notes = reader_notes(frames) + worker_notes
     provenance = runs[["path", "size", "sha256", "app", "rank", "rep", *discover.param_columns(runs)]]
-    experiment_settings = {
-        "reader": settings.to_dict(),
-        "reader_version": reader_version(),
-        "aliases": aliases,
-        "dataset": dataset_dict(dataset),
-        "min_points": int(min_points),
-        "fixed_params": fixed,
-        "app": str(runs["app"].iloc[0]),
-        "notes": notes,
-        "layout": read_layout(runs, params, frames),
-    }
-    return Experiment(params, values, points, provenance.reset_index(drop=True), experiment_settings, problems)
-
-
-def read_layout(runs: pd.DataFrame, params: list[str], frames: dict | None = None) -> dict:
-    """The cluster layout of the batch (:func:`extradeep.io.placement.cluster_layout`) from each
-    file's node signals: those its reader kept (``attrs["placement"]`` of its step-sum frame), else
-    a few small queries on its own read-only connection."""
-    frames = frames or {}
     placements = pd.DataFrame(
-        [_placement(path, frames.get(path)) for path in runs["path"]], index=runs.index, columns=PLACEMENT_COLUMNS
+        [read[path]["placement"] for path in runs["path"]], index=runs.index, columns=list(PLACEMENT_COLUMNS)
     )
-    return cluster_layout(pd.concat([runs[["path", "rank", "rep", *params]], placements], axis=1), params)
-
-
-def _placement(path: str, frame) -> dict:
-    kept = getattr(frame, "attrs", {}).get("placement")
-    return kept if isinstance(kept, dict) else read_placement(path)
+    experiment_settings = ExperimentSettings(
+        reader=settings.to_dict(),
+        reader_version=reader_version(),
+        aliases=found.aliases,
+        dataset=dataset_dict(dataset),
+        min_points=int(min_points),
+        fixed_params=fixed,
+        app=str(runs["app"].iloc[0]),
+        notes=notes,
+        layout=cluster_layout(pd.concat([runs[["path", "rank", "rep", *params]], placements], axis=1), params),
+    )
+    experiment = Experiment(params, values, points, provenance.reset_index(drop=True), experiment_settings, problems)
+    replay = {path: read[path]["replay"] for path in runs["path"] if read[path].get("replay") is not None}
+    return experiment, replay
 
 
 def reader_notes(frames: dict[str, pd.DataFrame], shown: int = 3) -> list[str]:
@@ -139,10 +181,7 @@ def choose_params(runs: pd.DataFrame, params, aliases: dict) -> list[str]:
     chosen = [aliases.get(p, p) for p in params]
     unknown = [p for p in chosen if p not in available]
     if unknown:
-        raise InputError(
-            None,
-            f"no parameter {', '.join(map(repr, unknown))} in the inputs; they have: {', '.join(available) or 'none'}",
-        )
+        _refuse_unknown_params(runs, unknown, available)
     unmodeled = [p for p in varying if p not in chosen]
     if unmodeled:
         detail = "; ".join(f"{p} takes {sorted(runs[p].unique().tolist())}" for p in unmodeled)
@@ -150,13 +189,39 @@ def choose_params(runs: pd.DataFrame, params, aliases: dict) -> list[str]:
     return chosen
 
 
+def _refuse_unknown_params(runs: pd.DataFrame, unknown: list[str], available: list[str]) -> None:
+    """Why the parameters are missing, in one line: a broken file (named), one profile only, or
+    file names that carry no values."""
+    from extradeep.io.formats import NSYS, profile_format
+    from extradeep.io.sqlite import check_header
+
+    for path in runs["path"]:  # a broken file is the first thing to fix, and the user must see which
+        if profile_format(path) == NSYS:
+            check_header(Path(path))
+    wanted = ", ".join(map(repr, unknown))
+    if not available and len(runs) == 1:
+        raise InputError(
+            runs["path"].iloc[0],
+            f"one profile is one configuration, with no {wanted} to model: modeling needs runs at several "
+            "scales (files named like app.p2.r1.mpi0.sqlite, app.p4.r1.mpi0.sqlite, ..., or a --manifest)",
+        )
+    raise InputError(
+        None,
+        f"no parameter {wanted} in the inputs; they have: {', '.join(available) or 'none'}"
+        + ("" if available else " (their names carry no values like app.p4.r1.mpi0.sqlite; give a --manifest)"),
+    )
+
+
 def step_sum_table(runs: pd.DataFrame, frames: dict, params: list[str]) -> pd.DataFrame:
-    """Concatenate the per-file step sums with the file id, rank, repetition and point columns."""
-    parts = []
-    for file_id, run in enumerate(runs.to_dict("records")):
-        extra = {"file": file_id, "rank": run["rank"], "rep": run["rep"], **{p: run[p] for p in params}}
-        parts.append(frames[run["path"]].assign(**extra))
-    return pd.concat(parts, ignore_index=True)
+    """Concatenate the per-file step sums with the file id, rank, repetition and point columns (one
+    concatenation and one column per key: a copy of each file's frame would cost more than its sums)."""
+    parts = [frames[path] for path in runs["path"]]
+    lengths = np.array([len(frame) for frame in parts])
+    out = pd.concat(parts, ignore_index=True)
+    out["file"] = np.repeat(np.arange(len(parts)), lengths)
+    for column in [RANK, REP, *params]:
+        out[column] = np.repeat(runs[column].to_numpy(), lengths)
+    return out
 
 
 def _plain(value):

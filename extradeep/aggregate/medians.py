@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import REGION_KEYS
+from extradeep.columns import REGION_KEYS, REP, VALUE
 
 SPREAD = ("min", "q1", "q3", "max")
 
@@ -23,24 +23,42 @@ def aggregate(step_sums: pd.DataFrame, point_cols: list[str], min_points: int = 
     `step_sums` has the read_export columns plus `file` (any id unique per export), `rank`, `rep` and
     the point columns. Returns the `values` and `points` tables of `extradeep.aggregate.experiment.Experiment`.
     """
+    step_sums, text = _coded(step_sums)
     per_rank = rank_medians(step_sums, point_cols)
     per_rank = fill_absent(per_rank, _file_phases(step_sums, point_cols), REGION_KEYS + point_cols)
     values = rank_spread(per_rank, point_cols)
     points = rep_spread(values, per_rank, point_cols)
     points["modelable"] = point_counts(points) >= min_points
-    return values, points
+    return _as_text(values, text), _as_text(points, text)
+
+
+def _coded(step_sums: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """The text keys as Categoricals with their values in sorted order (sorting and grouping then work
+    on integer codes, in the order the text would sort), and each key's dtype to restore."""
+    text = {c: step_sums[c].dtype for c in REGION_KEYS if not isinstance(step_sums[c].dtype, pd.CategoricalDtype)}
+    coded = step_sums.assign(
+        **{c: pd.Categorical(step_sums[c], categories=np.sort(step_sums[c].unique())) for c in text}
+    )
+    coded.attrs = {}  # the per-file notes stay with the files; copying them at every step costs
+    return coded, text
+
+
+def _as_text(frame: pd.DataFrame, text: dict) -> pd.DataFrame:
+    return frame.assign(**{c: frame[c].astype(dtype) for c, dtype in text.items() if c in frame})
 
 
 def rank_medians(step_sums: pd.DataFrame, point_cols: list[str]) -> pd.DataFrame:
     """Median over the steps of each file (one rank of one repetition), absent steps counting as 0."""
-    steps_per_file = step_sums[["file", "phase", "epoch", "step"]].drop_duplicates().groupby(["file", "phase"]).size()
+    steps_per_file = (
+        step_sums[["file", "phase", "epoch", "step"]].drop_duplicates().groupby(["file", "phase"], observed=True).size()
+    )
     keys = ["file", *REGION_KEYS]
-    frame = step_sums.sort_values(keys + ["value"], kind="stable")
-    groups = frame.groupby(keys, sort=False, dropna=False)
+    frame = step_sums.sort_values(keys + [VALUE], kind="stable")
+    groups = frame.groupby(keys, sort=False, dropna=False, observed=True)
     first = groups.head(1).drop(columns=["value", "epoch", "step"]).reset_index(drop=True)
     counts = groups.size().to_numpy()
     expected = steps_per_file.reindex(pd.MultiIndex.from_frame(first[["file", "phase"]])).to_numpy()
-    first["value"] = padded_median(frame["value"].to_numpy(dtype=float), counts, expected)
+    first[VALUE] = padded_median(frame[VALUE].to_numpy(dtype=float), counts, expected)
     first["n_steps"] = expected.astype("int64")
     return first[keys + ["rank", "rep", *point_cols, "n_steps", "value"]]
 
@@ -74,10 +92,10 @@ def fill_absent(frame: pd.DataFrame, files: pd.DataFrame, keys: list[str]) -> pd
     shared = [c for c in files.columns if c in keys]
     grid = frame[keys].drop_duplicates().merge(files, on=shared, how="inner")
     full = grid.merge(frame, on=list(grid.columns), how="left")
-    absent = full["value"].isna()
+    absent = full[VALUE].isna()
     full.loc[absent, "value"] = 0.0
     # An absent region still had the file's steps behind its 0.
-    steps = frame.groupby(["file", "phase"])["n_steps"].max()
+    steps = frame.groupby(["file", "phase"], observed=True)["n_steps"].max()
     fill = steps.reindex(pd.MultiIndex.from_frame(full.loc[absent, ["file", "phase"]])).to_numpy()
     full.loc[absent, "n_steps"] = fill
     full["n_steps"] = full["n_steps"].fillna(0).astype("int64")
@@ -85,7 +103,7 @@ def fill_absent(frame: pd.DataFrame, files: pd.DataFrame, keys: list[str]) -> pd
 
 
 def _spread(groups, prefix: str) -> pd.DataFrame:
-    value = groups["value"]
+    value = groups[VALUE]
     quart = value.quantile([0.25, 0.75]).unstack()
     out = pd.DataFrame(
         {
@@ -101,8 +119,8 @@ def _spread(groups, prefix: str) -> pd.DataFrame:
 
 def rank_spread(per_rank: pd.DataFrame, point_cols: list[str]) -> pd.DataFrame:
     """Median over ranks per repetition, with the spread over ranks, n_ranks and n_steps."""
-    keys = REGION_KEYS + point_cols + ["rep"]
-    groups = per_rank.groupby(keys, sort=True, dropna=False)
+    keys = REGION_KEYS + point_cols + [REP]
+    groups = per_rank.groupby(keys, sort=True, dropna=False, observed=True)
     out = _spread(groups, "rank")
     out["n_ranks"] = groups.size()
     out["n_steps"] = groups["n_steps"].min()
@@ -112,13 +130,13 @@ def rank_spread(per_rank: pd.DataFrame, point_cols: list[str]) -> pd.DataFrame:
 def rep_spread(values: pd.DataFrame, per_rank: pd.DataFrame, point_cols: list[str]) -> pd.DataFrame:
     """Median over repetitions with the spread over repetitions and the pooled spread over ranks."""
     keys = REGION_KEYS + point_cols
-    groups = values.groupby(keys, sort=True, dropna=False)
+    groups = values.groupby(keys, sort=True, dropna=False, observed=True)
     out = _spread(groups, "rep")
     out["n_reps"] = groups.size()
-    pooled = _spread(per_rank.groupby(keys, sort=True, dropna=False), "rank").drop(columns="value")
+    pooled = _spread(per_rank.groupby(keys, sort=True, dropna=False, observed=True), "rank").drop(columns="value")
     return out.join(pooled).reset_index()
 
 
 def point_counts(points: pd.DataFrame) -> pd.Series:
     """For each row, at how many configuration points its region/metric/phase was measured."""
-    return points.groupby(REGION_KEYS, dropna=False)["value"].transform("size")
+    return points.groupby(REGION_KEYS, dropna=False, observed=True)[VALUE].transform("size")

@@ -176,7 +176,7 @@ class MeasurementAdvisor:
         values = values[values["quantity"] == self.quantity]
         if values.empty:
             raise InputError("plan", f"the experiment has no {self.quantity!r} values to model")
-        self.app_ = str(experiment.settings.get("app") or "app")
+        self.app_ = str(experiment.settings.app or "app")
         self.fixed_ = experiment.fixed_params
         self._primary_of(experiment, primary)
         # Per training step, as analyse() models epochs (n_t x step model): the step counts are
@@ -184,7 +184,7 @@ class MeasurementAdvisor:
         self.quantity_ = quantity_label(self.quantity, "step")
         frame = values.rename(columns={ranks: "ranks"})[["ranks", "rep", "value"]]
         # the cluster layout: the profiles' node signals, else the system file (--system)
-        return frame, resolve_layout(experiment.settings.get("layout"), experiment.settings.get("system"))
+        return frame, resolve_layout(experiment.settings.layout, experiment.settings.system)
 
     def _primary_of(self, experiment, primary=None) -> None:
         """The primary time model and its measured medians: the prediction the plan improves."""

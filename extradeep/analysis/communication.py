@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import nnls
 
+from extradeep.aggregate.settings import ExperimentSettings
 from extradeep.system import System, collective_kind, expected_max_normal
 
 PURE = "pure:"  # prefix of the per-collective parts in the batched fit of the step composition
@@ -121,17 +121,17 @@ class Topology:
         return max(self.measured, default=0) <= self.gpus_per_node
 
     @classmethod
-    def from_settings(cls, settings: dict, measured) -> Topology | None:
-        """From an Experiment's settings["layout"] and settings["system"]; None when there is no
+    def from_settings(cls, settings: ExperimentSettings, measured) -> Topology | None:
+        """From an Experiment's settings (its layout and system); None when there is no
         layout with more than one GPU per node (nothing to model: every rank its own node, or
         unknown), so communication is modeled as before."""
         gpus = node_layout(settings).get("gpus_per_node")
         if gpus is None:
             return None
-        return cls(gpus, System.from_dict(settings.get("system")), tuple(sorted(float(v) for v in measured)))
+        return cls(gpus, System.from_dict(settings.system), tuple(sorted(float(v) for v in measured)))
 
 
-def node_layout(settings: dict) -> dict:
+def node_layout(settings: ExperimentSettings) -> dict:
     """{"gpus_per_node", "source", "system"} the answers use: GPUs per node from the profiles' most
     trusted node signal, else the system file (:func:`extradeep.io.placement.resolve_layout`),
     and the system file's description (None without one). No "gpus_per_node" when no layout with
@@ -139,8 +139,8 @@ def node_layout(settings: dict) -> dict:
     node boundaries to model or to draw."""
     from extradeep.io.placement import resolve_layout
 
-    system = settings.get("system") or {}
-    resolved = resolve_layout(settings.get("layout"), system)
+    system = settings.system or {}
+    resolved = resolve_layout(settings.layout, system)
     gpus = resolved["gpus_per_node"]
     known = {"gpus_per_node": int(gpus), "source": resolved["source"]} if gpus and gpus >= 2 else {}
     return {**known, "system": system or None}
@@ -257,6 +257,8 @@ def straggler_wait(ranks: np.ndarray, wait: np.ndarray) -> tuple[float, float, s
     w0 + s * E[max of p standard normals] (the slowest of p ranks whose arrivals spread with
     standard deviation s) when that predicts the left-out points better than a constant; else the
     median (the spread does not show)."""
+    from scipy.optimize import nnls  # here, not at import: scipy.optimize costs a CLI start ~0.2 s
+
     wait = np.maximum(wait, 0.0)
     constant = float(np.median(wait))
     if len(wait) < 3:
@@ -280,13 +282,13 @@ def straggler_wait(ranks: np.ndarray, wait: np.ndarray) -> tuple[float, float, s
     return constant, 0.0, f"constant (leave-one-out error {np.mean(err_const):.3g} s vs {np.mean(err_max):.3g} s)"
 
 
-def layout_notes(settings: dict, topology: Topology | None, comm=None) -> list[str]:
+def layout_notes(settings: ExperimentSettings, topology: Topology | None, comm=None) -> list[str]:
     """What the user must know about the cluster layout: where it came from, a warning when every
     measured point lies inside one node and no system file says what the network costs, and which
     model each collective got (``comm``: the fitted :class:`CommunicationSum`) and why."""
     from extradeep.io.placement import layout_text
 
-    notes = layout_text(settings.get("layout"), settings.get("system"))
+    notes = layout_text(settings.layout, settings.system)
     if topology is not None and topology.one_node and not (topology.system and topology.system.has_links):
         notes.append(
             f"WARNING: every measured point lies inside one node ({topology.gpus_per_node} GPUs per node); "

@@ -158,7 +158,7 @@ def analyse(
     app_steps, region_steps, application, regions, notes = _measure(experiment, dataset, metrics)
     fixed = experiment.fixed_params
     topology = experiment_topology(experiment)
-    system = experiment.settings.get("system")
+    system = experiment.settings.system
     saved = None if refit else reusable_models(experiment.saved_models, dataset, options, system)
     if saved is not None:
         _say(progress, "using the models saved with the experiment")

@@ -70,9 +70,12 @@ def cost_variables(params: list[str]) -> set[str]:
 def compile_formula(settings: CostSettings, params: list[str]) -> Expression | None:
     if settings.formula is None:
         return None
-    expr = parse_expression(settings.formula, cost_variables(params))
+    try:  # the user's formula is named as they gave it (--cost-formula, a dialog's field)
+        expr = parse_expression(settings.formula, cost_variables(params))
+    except InputError as exc:
+        raise InputError(None, exc.problem, field="cost_formula") from None
     if "nodes" in expr.variables and settings.gpus_per_node is None:
-        raise InputError("formula", f"{settings.formula!r} uses nodes; give --gpus-per-node")
+        raise InputError(None, f"{settings.formula!r} uses nodes; give --gpus-per-node", field="cost_formula")
     return expr
 
 

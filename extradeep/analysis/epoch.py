@@ -20,12 +20,24 @@ import numpy as np
 import pandas as pd
 
 from extradeep.aggregate.experiment import NEED_DATASET, TOTAL, Dataset, Experiment
-from extradeep.columns import REGION_ID
-from extradeep.io.nsys.read import BUSY_REGION
+from extradeep.columns import (
+    BUSY_REGION,
+    CATEGORY,
+    EPOCH_CATEGORIES,
+    KIND,
+    METRIC,
+    PHASE,
+    REGION,
+    REGION_ID,
+    STEP_REGION,
+    TIME,
+    VAL,
+    VALUE,
+)
 
 EPOCH_TIME = "epoch time"
 GPU_KINDS = ("kernel", "memcpy", "memset")
-BREAKDOWN = ("computation", "communication", "memory")
+BREAKDOWN = EPOCH_CATEGORIES  # the parts of an epoch's GPU time
 QUANTITIES = (EPOCH_TIME, *BREAKDOWN, "gpu total", "idle")
 QUANTITY_HELP = {
     EPOCH_TIME: "measured NVTX step wall time x steps (the primary time per epoch)",
@@ -49,7 +61,7 @@ def step_values(experiment: Experiment, metrics=("time", "visits", "bytes")) -> 
 
     Regions absent from a phase have value 0 there (the sum over no events)."""
     wide = experiment.step_table(per_rep=True)
-    wide = wide[wide["metric"].isin(metrics)]
+    wide = wide[wide[METRIC].isin(metrics)]
     keys = [*REGION_KEYS, *experiment.params, "rep"]
     phases = [p for p in ("train", "val") if p in wide.columns]
     long = wide.melt(id_vars=keys, value_vars=phases, var_name="phase", value_name="value")
@@ -60,14 +72,14 @@ def application_steps(steps: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     """Application quantities per step (seconds) per phase, point and repetition.
 
     Quantities that were not measured (e.g. no step marks) are left out rather than shown as 0."""
-    time = steps[steps["metric"] == "time"]
+    time = steps[steps[METRIC] == TIME]
     keys = ["phase", *params, "rep"]
     frames = []
-    step = time[(time["kind"] == "step") & (time["region"] == "step")]
+    step = time[(time[KIND] == STEP_REGION) & (time[REGION] == STEP_REGION)]  # kind and region "step"
     if not step.empty:
-        frames.append(step[keys + ["value"]].assign(quantity=EPOCH_TIME))
-    for name, rows in time[time["kind"] == TOTAL].groupby("region"):
-        frames.append(rows[keys + ["value"]].assign(quantity="gpu total" if name == TOTAL else name))
+        frames.append(step[keys + [VALUE]].assign(quantity=EPOCH_TIME))
+    for name, rows in time[time[KIND] == TOTAL].groupby(REGION):
+        frames.append(rows[keys + [VALUE]].assign(quantity="gpu total" if name == TOTAL else name))
     if not step.empty:
         frames.append(_idle(time, step, keys))
     if not frames:
@@ -82,12 +94,12 @@ def _idle(time: pd.DataFrame, step: pd.DataFrame, keys: list[str]) -> pd.DataFra
     Only GPU work counts as busy; MPI calls are CPU time. Without the union (caches of an older
     reader), the sum of GPU activity stands in; it over-counts overlapping streams, so that idle
     time is a lower bound."""
-    union = time[time["region"] == BUSY_REGION]
-    gpu = union if not union.empty else time[time["kind"].isin(GPU_KINDS) & time["category"].isin(BREAKDOWN)]
-    busy = gpu.groupby(keys)["value"].sum().rename("busy")
-    frame = step[keys + ["value"]].join(busy, on=keys)
-    frame["value"] = np.maximum(frame["value"] - frame["busy"].fillna(0.0), 0.0)
-    return frame[keys + ["value"]].assign(quantity="idle")
+    union = time[time[REGION] == BUSY_REGION]
+    gpu = union if not union.empty else time[time[KIND].isin(GPU_KINDS) & time[CATEGORY].isin(BREAKDOWN)]
+    busy = gpu.groupby(keys)[VALUE].sum().rename("busy")
+    frame = step[keys + [VALUE]].join(busy, on=keys)
+    frame[VALUE] = np.maximum(frame[VALUE] - frame["busy"].fillna(0.0), 0.0)
+    return frame[keys + [VALUE]].assign(quantity="idle")
 
 
 def per_epoch(
@@ -102,16 +114,16 @@ def per_epoch(
             wide[phase] = 0.0
     wide[["train", "val"]] = wide[["train", "val"]].fillna(0.0)
     if dataset is None:
-        wide["value"] = wide["train"]
+        wide[VALUE] = wide["train"]
     else:
         n_t, n_v = dataset.steps_per_epoch(wide, fixed)
-        wide["value"] = n_t * wide["train"] + n_v * wide["val"]
+        wide[VALUE] = n_t * wide["train"] + n_v * wide["val"]
     return wide[[*keys, *params, "rep", "value"]]
 
 
 def point_summary(values: pd.DataFrame, keys: list[str], params: list[str]) -> pd.DataFrame:
     """Median over repetitions with the min/max spread, one row per key and point."""
-    group = values.groupby([*keys, *params], sort=True)["value"]
+    group = values.groupby([*keys, *params], sort=True)[VALUE]
     out = group.median().rename("value").to_frame()
     out["rep_min"] = group.min()
     out["rep_max"] = group.max()
@@ -123,7 +135,7 @@ def dataset_notes(experiment: Experiment, dataset: Dataset | None, steps: pd.Dat
     if dataset is None:
         return [NEED_DATASET]
     notes = []
-    if dataset.val_samples and not (steps["phase"] == "val").any():
+    if dataset.val_samples and not (steps[PHASE] == VAL).any():
         notes.append("no validation steps were measured: epoch values include training only")
     n_t, _ = dataset.steps_per_epoch(experiment.points[experiment.params].drop_duplicates(), experiment.fixed_params)
     if (n_t == 0).any():

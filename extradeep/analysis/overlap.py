@@ -99,7 +99,7 @@ class Exposure:
         modeled = set(experiment.points[params[0]].astype(float))
         usable = [
             c
-            for c in experiment.settings.get("exposure") or ()
+            for c in experiment.settings.exposure or ()
             if params[0] in c.get("point", {})
             and float(c["point"][params[0]]) <= upto
             and float(c["point"][params[0]]) in modeled

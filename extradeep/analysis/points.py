@@ -92,12 +92,13 @@ def _fmt(value) -> str:
 
 
 def format_seconds(seconds: float) -> str:
-    """Readable duration: 850 us, 12.3 ms, 42.0 s, 12.5 min, 3.20 h, 2.10 d."""
+    """Readable duration: 45 ns, 850 us, 12.3 ms, 42.0 s, 12.5 min, 3.20 h, 2.10 d."""
     seconds = float(seconds)
     if not np.isfinite(seconds):
         return "n/a"
     size = abs(seconds)
     for limit, scale, unit in (
+        (1e-6, 1e9, "ns"),
         (1e-3, 1e6, "us"),
         (1.0, 1e3, "ms"),
         (120.0, 1.0, "s"),
@@ -119,4 +120,7 @@ def parse_duration(text: str, option: str = "--max-time") -> float:
     unit = text[len(number) :].strip() or "s"
     if unit not in _DURATION_UNITS:
         raise InputError(option, f"{text!r}: unknown unit {unit!r} (use s, min, h or d)")
-    return _number(number, option) * _DURATION_UNITS[unit]
+    try:
+        return _number(number, option) * _DURATION_UNITS[unit]
+    except InputError:
+        raise InputError(option, f"{text!r} must be a positive duration, like 90s, 45min, 10h or 2d") from None

@@ -163,6 +163,6 @@ def primary_time_model(experiment, options: dict | None = None, upto: float = np
     options = effective_options(experiment, options)
     saved = None
     if not np.isfinite(upto):
-        saved = reusable_models(experiment.saved_models, dataset, options, experiment.settings.get("system"))
+        saved = reusable_models(experiment.saved_models, dataset, options, experiment.settings.system)
     app = saved[0] if saved is not None else application_models(experiment, dataset, options, upto=upto)[0]
     return primary_from_models(app, per_unit(dataset), list(experiment.params))

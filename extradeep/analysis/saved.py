@@ -151,7 +151,7 @@ def effective_options(experiment, options: dict | None = None) -> dict:
     meta = (experiment.saved_models or {}).get("meta") or {}
     saved = meta.get("options")
     own = {k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()} if isinstance(saved, dict) else {}
-    min_points = experiment.settings.get("min_points")  # Experiment.set_min_points changes it
+    min_points = experiment.settings.min_points  # Experiment.set_min_points changes it
     if min_points is not None:
         own["min_points"] = int(min_points)
     return {**own, **(options or {})}

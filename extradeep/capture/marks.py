@@ -2,7 +2,7 @@
 
 `epoch(i)`, `train_step(i)` and `val_step(i)` give push/pop ranges in the NVTX domain `extradeep`
 named `epoch i`, `train_step i` and `val_step i`, the plain names the reader
-(`extradeep.io.nsys.steps`) recognises without options. `range(name)` marks any code, and is what
+(`extradeep.io.steps`) recognises without options. `range(name)` marks any code, and is what
 `extradeep instrument` puts on user functions. Each works as a context manager and as a decorator:
 
     with marks.train_step(i):

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from extradeep.capture.profile_cmd import NAME, NUMBER, RESERVED_NAMES, ProfileRun
-from extradeep.errors import InputError
+from extradeep.capture.profile_cmd import ProfileRun
+from extradeep.errors import InputError, require_regular_file
+from extradeep.io.naming import NAME, NUMBER, RESERVED_NAMES
 
 REQUIRED = ("app", "ranks", "reps", "first_rep")
 EXPLANATION = (
@@ -60,6 +61,7 @@ def write_plan(path, plan: pd.DataFrame, app: str | None = None, fixed: dict | N
 def read_plan(path) -> PlannedRuns:
     """The runs of a plan file; a bad row is skipped with a line in `.problems`."""
     path = Path(path)
+    require_regular_file(path)
     try:
         with path.open(newline="", encoding="utf-8") as handle:
             rows = list(csv.DictReader(handle))

@@ -20,16 +20,12 @@ from dataclasses import dataclass, field
 
 from extradeep.capture.frameworks.sampling import ENV, Sampling
 from extradeep.errors import InputError
+from extradeep.io.naming import APP, NAME, NUMBER, RANKS_TOKEN, RESERVED_NAMES, rank_name, run_stem
 
 LAUNCHERS = ("srun", "mpirun", "torchrun")
 RANK_VARIABLES = {"srun": "SLURM_PROCID", "mpirun": "OMPI_COMM_WORLD_RANK", "torchrun": "RANK"}
 TRACE_MPI = "cuda,nvtx,osrt,cudnn,cublas,mpi"
 TRACE_NO_MPI = "cuda,nvtx,osrt,cudnn,cublas"
-# File-name tokens the reader already gives a meaning (p=ranks, r=rep, mpi=rank).
-RESERVED_NAMES = ("p", "r", "mpi", "ranks", "rep", "rank")
-NAME = re.compile(r"[A-Za-z][A-Za-z_]*$")
-NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE]-?\d+)?$")
-APP = re.compile(r"[A-Za-z0-9_-]+$")
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z_0-9]*)\}")
 RDZV_PORT = 29500
 
@@ -43,8 +39,7 @@ class ProfileRun:
     params: dict
 
     def stem(self, app: str) -> str:
-        tokens = "".join(f".{name}{value}" for name, value in self.params.items())
-        return f"{app}.p{self.ranks}{tokens}.r{self.rep}"
+        return run_stem(app, {RANKS_TOKEN: self.ranks, **self.params}, self.rep)
 
 
 @dataclass
@@ -140,7 +135,8 @@ class ProfilePlan:
                 'MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)"',
             ]
         names = ["ranks", "rep", *self.params]
-        stem = f"{self.outdir}/{self.app}.p${{ranks}}" + "".join(f".{n}${{{n}}}" for n in self.params) + ".r${rep}"
+        shell = run_stem(self.app, {RANKS_TOKEN: "${ranks}", **{n: f"${{{n}}}" for n in self.params}}, "${rep}")
+        stem = f"{self.outdir}/{shell}"
         lines += [*self._environment(), f"mkdir -p {self.outdir}", f'stem="{stem}"', ""]
         launch = self._launch(
             '"$ranks"', ('"$nodes"', '"$per_node"'), "${stem}", lambda t: _fill_shell(t, names), slurm=True
@@ -224,7 +220,7 @@ class ProfilePlan:
         if self.cuda_profiler:
             words += ["--capture-range=cudaProfilerApi", "--capture-range-end=stop"]
         rank = self.rank_variable or RANK_VARIABLES[self.launcher]
-        return [*words, "--force-overwrite=true", f'--output="{output}.mpi%q{{{rank}}}"']
+        return [*words, "--force-overwrite=true", f'--output="{rank_name(output, f"%q{{{rank}}}", suffix="")}"']
 
     def _launch(self, ranks: str, nodes, stem: str, fill, slurm: bool) -> list[str]:
         command = [fill(token) for token in self.command]
@@ -253,9 +249,9 @@ class ProfilePlan:
         """Export each rank's report of a run (`stem`: shell word of the name; `shown`: for messages)."""
         hint = " (nsys records only after cudaProfilerStart: use an extradeep helper)" if self.cuda_profiler else ""
         return [
-            f"reports=({stem}.mpi*.nsys-rep)",
+            f"reports=({rank_name(stem, '*', suffix='.nsys-rep')})",
             'if [ "${#reports[@]}" -eq 0 ]; then',
-            f'    echo "extradeep: nsys wrote no reports {shown}.mpi*.nsys-rep{hint}" >&2',
+            f'    echo "extradeep: nsys wrote no reports {rank_name(shown, "*", suffix=".nsys-rep")}{hint}" >&2',
             "    exit 1",
             "fi",
             'for report in "${reports[@]}"; do',

@@ -65,7 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 # options whose value may start with a minus (a list of numbers): argparse would take "-4,0" for an
 # option and answer with its usage; joined as "--predict=-4,0", the value reaches our own check
-NUMBER_LIST_OPTIONS = ("--predict", "--candidates", "--eval-points", "--at", "--ranks", "--max-ranks", "--what-if")
+NUMBER_LIST_OPTIONS = (
+    *("--predict", "--candidates", "--eval-points", "--at", "--ranks", "--max-ranks", "--what-if"),
+    *("--target", "--plan-target", "--max-time"),  # "-4,8" and "-2h" look like options to argparse
+)
 _NEGATIVE = re.compile(r"-[\d.]")
 
 
@@ -92,22 +95,26 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"extradeep: warning: {message}", file=sys.stderr)
+    text = " ".join(line.strip() for line in str(message).splitlines() if line.strip())  # one line, always
+    print(f"extradeep: warning: {text}", file=sys.stderr)
 
 
 def _main(parser, argv) -> int:
+    from extradeep.processes import exit_status, sigterm_unwinds
+
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
     try:
-        return int(args._run(args) or 0)
+        with sigterm_unwinds():  # SIGTERM unwinds like Ctrl-C: pools stop, nothing is left behind
+            return int(args._run(args) or 0)
     except InputError as exc:
-        print(f"extradeep: error: {flag_error(exc)}", file=sys.stderr)
+        print(f"extradeep: error: {flag_error(exc, args)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("extradeep: interrupted", file=sys.stderr)
-        return 130
+        return exit_status(exc)
     except BrokenPipeError:
         # Output piped into `head` and the like: stop quietly, as Unix tools do.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -95,13 +95,15 @@ def _cost_limit(max_cost: float, unit: str) -> str:
 
 def run(args) -> int:
     from extradeep.analysis.points import format_point, format_seconds
+    from extradeep.cli.common import resolve_options
     from extradeep.cli.model import analysis_from_args, check_analysis_options
     from extradeep.report import summary
     from extradeep.report.text import format_interval, render_table
 
-    check_analysis_options(args)
+    resolved = resolve_options(args)  # once per command
+    check_analysis_options(args, resolved)
     limits = limits_from_args(args)
-    analysis, _ = analysis_from_args(args)
+    analysis, _ = analysis_from_args(args, resolved)
     if analysis.per != "epoch":
         print("extradeep: note: no dataset sizes given, so limits apply to one training step")
     result = budget_from_args(args, analysis, limits)

@@ -13,13 +13,7 @@ import sys
 
 from extradeep.cli.flags import flag_error
 from extradeep.errors import InputError
-from extradeep.io.config import (
-    CONFIG_NAME,
-    DEFAULTS,
-    folder_config_path,
-    merge_options,
-    read_config,
-)
+from extradeep.io.config import CONFIG_NAME, DEFAULTS, folder_config_path
 
 
 def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +50,9 @@ def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
     read.add_argument(
         "--min-points", type=int, metavar="N", help="configurations a region needs to be modeled (default 5)"
     )
-    read.add_argument("--jobs", type=int, metavar="N", help="files read in parallel (default: number of CPUs)")
+    read.add_argument(
+        "--jobs", type=int, metavar="N", help="files read in parallel (default: the CPUs this process may use)"
+    )
     read.add_argument(
         "--scheduler",
         metavar="ADDRESS",
@@ -141,21 +137,25 @@ def add_step_mark_arguments(group) -> None:
 
 def step_mark_settings(args: argparse.Namespace):
     """ReaderSettings from the step-convention options (unset ones keep the reader's defaults)."""
-    from extradeep.io.nsys.settings import ReaderSettings
+    from extradeep.io.settings import ReaderSettings
 
     return ReaderSettings.from_any({k: getattr(args, k, None) for k in STEP_MARK_KEYS})
 
 
-def resolve_options(args: argparse.Namespace) -> dict:
-    """Command line over config file over defaults, as one dict of DEFAULTS keys (extradeep.io.config).
-    Without --config, the `extradeep.toml` in the one PROFILES folder is the config file (said once
-    on stderr)."""
+def resolve_options(args: argparse.Namespace):
+    """The command's one :class:`extradeep.pipeline.Options`: command line over config file over
+    defaults, checked once by the library. Without --config, the `extradeep.toml` in the one PROFILES
+    folder is the config file (said once on stderr). A bad value is named as the user gave it: its
+    flag, or the config file and its key."""
+    from extradeep.pipeline import Options
+
     use_directory_config(args)
-    config = read_config(args.config) if getattr(args, "config", None) else {}
     try:
-        return merge_options({key: getattr(args, key, None) for key in DEFAULTS}, config)
+        return Options.resolve(
+            {key: getattr(args, key, None) for key in DEFAULTS}, config=getattr(args, "config", None)
+        )
     except InputError as exc:
-        raise flag_error(exc) from None
+        raise flag_error(exc, args) from None
 
 
 def use_directory_config(args) -> None:
@@ -170,30 +170,27 @@ def use_directory_config(args) -> None:
         print(f"extradeep: using settings from {config}", file=sys.stderr)
 
 
-def experiment_from_args(args: argparse.Namespace, progress=None):
-    """Experiment from parsed arguments; prints each skipped input and a summary on stderr."""
+def experiment_from_args(args: argparse.Namespace, progress=None, options=None):
+    """Experiment from parsed arguments; prints each skipped input and a summary on stderr. `options`:
+    the command's resolved options (:func:`resolve_options`; resolved here when not given)."""
     from extradeep.aggregate.experiment import Experiment, dataset_dict
     from extradeep.io.store import is_saved_experiment
-    from extradeep.pipeline import load_arguments, load_experiment
+    from extradeep.pipeline import load_experiment
 
-    options = resolve_options(args)
-    try:
-        arguments = load_arguments(options)
-    except InputError as exc:  # the library names its fields; here they are flags
-        raise flag_error(exc) from None
-    aliases, dataset, system = arguments["aliases"], arguments["dataset"], arguments["system"]
-    profiles = list(options["profiles"])
-    if not profiles and not options["manifest"]:
+    options = resolve_options(args) if options is None else options
+    arguments = options.load_arguments()
+    profiles = list(options.profiles)
+    if not profiles and not options.manifest:
         raise InputError(None, "give PROFILES (exports or directories) or --manifest")
-    if len(profiles) == 1 and not options["manifest"] and is_saved_experiment(profiles[0]):
+    if len(profiles) == 1 and not options.manifest and is_saved_experiment(profiles[0]):
         experiment = Experiment.load(profiles[0])
-        if dataset is not None:
-            experiment.settings["dataset"] = dataset_dict(dataset)
-        _check_params(experiment, options["param"], aliases, profiles[0])
-        if options["min_points"] != DEFAULTS["min_points"] or getattr(args, "min_points", None) is not None:
-            experiment.set_min_points(options["min_points"])
-        if system is not None:
-            experiment.settings["system"] = system.to_dict()
+        if options.dataset is not None:
+            experiment.settings.dataset = dataset_dict(options.dataset)
+        _check_params(experiment, options.param, options.aliases, profiles[0])
+        if options.given("min_points"):
+            experiment.set_min_points(options.min_points)
+        if options.system_spec is not None:
+            experiment.settings.system = options.system_spec.to_dict()
     else:
         experiment = _load_reporting(load_experiment, profiles or None, progress=progress, **arguments)
     report_problems(experiment, sys.stderr)
@@ -224,5 +221,5 @@ def report_problems(experiment, stream) -> None:
     if experiment.problems:
         used = len(experiment.provenance)
         print(f"extradeep: {len(experiment.problems)} problem(s); {used} export(s) used", file=stream)
-    for note in experiment.settings.get("notes", []):
+    for note in experiment.settings.notes:
         print(f"extradeep: note: {note}", file=stream)

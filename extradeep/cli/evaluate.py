@@ -41,11 +41,12 @@ def add_evaluation_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--eval-dir", metavar="DIR", help="exports of further configurations, not used for modeling")
 
 
-def evaluation_from_args(args, required: bool):
-    """(Analysis, Experiment, errors DataFrame or None, evaluation points or None) from ``args``."""
+def evaluation_from_args(args, required: bool, resolved=None):
+    """(Analysis, Experiment, errors DataFrame or None, evaluation points or None) from ``args``;
+    `resolved`: the command's options (:func:`extradeep.cli.common.resolve_options`)."""
     from extradeep.analysis.points import parse_values
     from extradeep.analysis.workflows import evaluate
-    from extradeep.cli.common import experiment_from_args
+    from extradeep.cli.common import experiment_from_args, resolve_options
     from extradeep.cli.model import analysis_from_args, modeler_options, progress_line
 
     if args.eval_points and args.eval_dir:
@@ -53,9 +54,10 @@ def evaluation_from_args(args, required: bool):
     if not (args.eval_points or args.eval_dir):
         if required:
             raise InputError(None, "give --eval-points (held-out measured configurations) or --eval-dir")
-        analysis, experiment = analysis_from_args(args)
+        analysis, experiment = analysis_from_args(args, resolved)
         return analysis, experiment, None, None
-    experiment = experiment_from_args(args)
+    resolved = resolve_options(args) if resolved is None else resolved
+    experiment = experiment_from_args(args, options=resolved)
     held = (
         dict(eval_experiment=_evaluation_experiment(args, experiment))
         if args.eval_dir
@@ -64,7 +66,7 @@ def evaluation_from_args(args, required: bool):
     result = evaluate(
         experiment,
         **held,
-        options=modeler_options(args),
+        options=modeler_options(args, resolved),
         scaling=args.scaling,
         ranks_param=args.ranks_param,
         level=args.level,
@@ -90,7 +92,7 @@ def _evaluation_experiment(args, modeling):
 
 def check_compatible(modeling, evaluation, source) -> None:
     """One line naming what differs when the evaluation runs cannot be compared with the models."""
-    apps = modeling.settings.get("app"), evaluation.settings.get("app")
+    apps = modeling.settings.app, evaluation.settings.app
     if apps[0] != apps[1]:
         raise InputError(source, f"holds application {apps[1]!r}, the models are of {apps[0]!r}")
     names = set(modeling.params) | set(modeling.fixed_params), set(evaluation.params) | set(evaluation.fixed_params)
@@ -114,14 +116,16 @@ def run(args) -> int:
     from extradeep.analysis.epoch import quantity_label
     from extradeep.analysis.evaluation import error_summary
     from extradeep.analysis.points import format_point
+    from extradeep.cli.common import resolve_options
     from extradeep.cli.model import check_analysis_options
     from extradeep.cli.outputs import check_outputs
     from extradeep.report import summary
     from extradeep.report.text import format_pct, format_value, render_table
 
-    check_analysis_options(args)
+    resolved = resolve_options(args)  # once per command (--eval-dir's folder has options of its own)
+    check_analysis_options(args, resolved)
     check_outputs(args, {"--csv": args.csv})
-    analysis, _, errors, _ = evaluation_from_args(args, required=True)
+    analysis, _, errors, _ = evaluation_from_args(args, required=True, resolved=resolved)
     params = analysis.params
     quantity = primary_quantity(analysis)
     main = errors[(errors["model_type"] == "application") & (errors["name"] == quantity)].sort_values(params)

@@ -1,99 +1,12 @@
-"""`extradeep gui`: the desktop GUI (needs the `gui` extra, PySide6)."""
+"""`extradeep gui`: the desktop GUI (needs the `gui` extra, PySide6); the checks and the start live
+in the GUI's own package (`extradeep.gui.launch`), which `python -m extradeep.gui` uses too."""
 
 from __future__ import annotations
 
-import sys
-
-from extradeep.errors import InputError
-
-HELP = "open the desktop GUI on profiles, a saved experiment or an Extra-P text file"
-DESCRIPTION = """Open the desktop GUI: region models, speedup, efficiency, cost, budgets and the predictor.
-
-PATH may be a folder of Nsight Systems exports, an experiment saved with `extradeep model --save`,
-or an Extra-P text file. Without PATH, use File > Open. Needs PySide6: pip install 'extradeep[gui]'."""
-
-
-def add_arguments(parser) -> None:
-    parser.add_argument(
-        "path",
-        nargs="?",
-        metavar="PROFILES|exp.sqlite|extrap.txt",
-        help="what to open: a profiles folder, a saved experiment or an Extra-P text file",
-    )
-
-
-def pyside_problem(pyside_version: str, python: tuple[int, int]) -> str | None:
-    """Why this PySide6 cannot run the GUI, or None. PySide6 6.12.0 drops a reference to True on every
-    Python Signal.emit; before Python 3.12 (no immortal objects) that crashes the app within minutes."""
-    if pyside_version.startswith("6.12.0") and tuple(python) < (3, 12):
-        return (
-            f"PySide6 {pyside_version} crashes under Python {python[0]}.{python[1]} (a reference-counting "
-            "bug in Signal.emit); install another version: pip install 'PySide6>=6.6,!=6.12.0'"
-        )
-    return None
-
-
-# Qt platforms that draw without a window system (screenshots, tests, kiosks)
-HEADLESS_PLATFORMS = ("offscreen", "minimal", "minimalegl", "vnc", "eglfs", "linuxfb")
-
-
-def display_problem(environ, platform: str) -> str | None:
-    """Why Qt would abort for lack of a display (it kills the process with SIGABRT), or None."""
-    if not platform.startswith("linux"):
-        return None
-    chosen = environ.get("QT_QPA_PLATFORM", "").split(":")[0].strip()
-    if chosen in HEADLESS_PLATFORMS or environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"):
-        return None
-    return (
-        "no display: neither DISPLAY nor WAYLAND_DISPLAY is set (log in with `ssh -X`, or use "
-        "QT_QPA_PLATFORM=offscreen for screenshots and tests)"
-    )
-
-
-def display_unreachable(environ) -> str | None:
-    """Why Qt cannot open the display it was given, or None: DISPLAY may name an X server that is not
-    running (a stale `ssh -X` session). Qt would abort the process (SIGABRT), so a child process tries
-    first and only its exit status is read."""
-    import subprocess
-
-    chosen = environ.get("QT_QPA_PLATFORM", "").split(":")[0].strip()
-    if chosen in HEADLESS_PLATFORMS or not environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"):
-        return None
-    probe = "from PySide6.QtGui import QGuiApplication; QGuiApplication([])"
-    try:
-        done = subprocess.run([sys.executable, "-c", probe], env=dict(environ), capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None  # cannot tell: let Qt try
-    if done.returncode == 0:
-        return None
-    return (
-        f"cannot open the display DISPLAY={environ['DISPLAY']} (is the X server running? log in with "
-        "`ssh -X`, or use QT_QPA_PLATFORM=offscreen for screenshots and tests)"
-    )
+from extradeep.gui.launch import DESCRIPTION, HELP, add_arguments  # noqa: F401 (the subcommand's interface)
 
 
 def run(args) -> int:
-    import os
+    from extradeep.gui.launch import launch
 
-    problem = display_problem(os.environ, sys.platform)
-    if problem:
-        print(f"extradeep gui: {problem}", file=sys.stderr)
-        return 2
-    try:
-        import PySide6
-    except ImportError:
-        print("extradeep gui needs PySide6: pip install 'extradeep[gui]'", file=sys.stderr)
-        return 2
-    problem = pyside_problem(PySide6.__version__, sys.version_info[:2])
-    if problem is None and sys.platform.startswith("linux"):
-        problem = display_unreachable(os.environ)
-    if problem:
-        print(f"extradeep gui: {problem}", file=sys.stderr)
-        return 2
-    from pathlib import Path
-
-    if args.path is not None and not Path(args.path).exists():
-        raise InputError(args.path, "no such file or folder")
-    from extradeep.gui.app import main
-
-    return main(path=args.path)
+    return launch(args.path)

@@ -62,10 +62,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from extradeep.errors import InputError
+    from extradeep.io.formats import KINETO, profile_format
     from extradeep.io.kineto.inspect import format_text as format_trace
     from extradeep.io.kineto.inspect import inspect_trace
     from extradeep.io.nsys.inspect import format_text, inspect_export
-    from extradeep.io.read import KINETO, profile_format
 
     if args.top < 0:
         raise InputError("--top", f"must be at least 0, got {args.top}")

@@ -3,28 +3,49 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 HELP = "search tensor/pipeline/data-parallel layouts for the fastest or cheapest one that fits in memory"
 DESCRIPTION = """\
-Calibrate the layout model on measured layouts (--table: CSV tables of configurations and their
-step times, as vTrain and Megatron-LM publish them) and search every valid layout of a model
+Calibrate the layout model on profiled runs in several layouts (PROFILES: Nsight Systems exports or
+Kineto traces; their layouts read as `extradeep inspect` shows, their step parts and memory peaks
+measured) and/or measured layouts (--table: CSV tables of configurations and their step times, as
+vTrain and Megatron-LM publish them), and search every valid layout of a model
 (--model: a TOML description) on --gpus GPU counts with --global-batch samples per step. Prints the
 composed formula and what calibrated each part, the Pareto front of time against cost, and the best
 layout under --max-time / --max-cost; --output writes every candidate as CSV or JSON. Without
---model it prints how well the calibration explains the tables. Without --table the model runs on
-physics alone (every part labelled 'prior').
+--model it prints how well the calibration explains the tables. Without profiles or --table the
+model runs on physics alone (every part labelled 'prior'). --report writes the search as one HTML
+file: a heat map of the layouts against the GPU counts and the Pareto plot of time against cost.
 
 examples:
+  extradeep layouts sample_profiles/layouts/profiles --model sample_profiles/layouts/profiles/model.toml \\
+      --gpus 64,128,256,512 --global-batch 512 --report out/layouts.html
   extradeep layouts --table vtrain_multi_node.csv --hardware cluster.toml
   extradeep layouts --table runs.csv --model gpt39b.toml --gpus 256,512,1024 --global-batch 1536 \\
       --max-time 20 --price-per-gpu-hour 4.1 -o layouts.csv
   extradeep layouts --model gpt39b.toml --gpus 512 --global-batch 1536 --search-hardware a100-80gb,h100-sxm
 """
-PARETO_ROWS = 12
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     calibrate = parser.add_argument_group("calibration")
+    calibrate.add_argument(
+        "profiles", nargs="*", metavar="PROFILES", help="profiles (files or folders) of runs in several layouts"
+    )
+    calibrate.add_argument(
+        "--profiled-model",
+        metavar="TOML",
+        help="model description of the profiled runs when they trained a smaller proxy (default: --model)",
+    )
+    calibrate.add_argument(
+        "--alias",
+        action="append",
+        default=[],
+        metavar="TOKEN=NAME",
+        help="file-name token of a layout field, e.g. t=tp (fields: tp pp dp mbs nmb zero rc vpp)",
+    )
+    calibrate.add_argument("--manifest", metavar="FILE", help="CSV/TOML manifest naming each run's files and layout")
     calibrate.add_argument(
         "--table", action="append", metavar="CSV", help="measured layouts and step times (repeatable)"
     )
@@ -63,84 +84,101 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     search.add_argument("--price-per-kwh", type=float, metavar="X", help="price of one kWh (overrides the files)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write every candidate layout (.csv or .json)")
+    parser.add_argument(
+        "--report", metavar="HTML", help="write the search as an HTML report (heat map, Pareto plot, best layout)"
+    )
 
 
 def run(args) -> int:
-    import pandas as pd
-
-    from extradeep.cli.outputs import check_output_path
-    from extradeep.errors import InputError
-    from extradeep.layouts.model import LayoutModel
-    from extradeep.layouts.tables import read_layout_table
+    from extradeep.layout_study import run_layout_study
     from extradeep.report.layouts import fit_text, search_text
 
-    if args.output:
-        inputs = {_resolved(p) for p in [*(args.table or []), args.model, args.hardware] if p}
-        check_output_path("--output", args.output, inputs)
-    searching = args.model is not None
-    if searching and (args.gpus is None or args.global_batch is None):
-        raise InputError(None, "a search needs --gpus and --global-batch")
-    if not searching and not args.table:
-        raise InputError(None, "give --table (measured layouts) and/or --model with --gpus and --global-batch")
-    options = _search_options(args) if searching else {}  # every option checked before the long work
-    hardware = _hardware(args, args.hardware)
-    tables = [read_layout_table(path) for path in args.table or []]
-    observations = pd.concat(tables, ignore_index=True) if tables else None
-    model = LayoutModel(hardware=hardware, dp_overlap=args.dp_overlap).fit(observations)
-    if not searching:
-        print(fit_text(model, observations))
+    _check_outputs(args)
+    study = study_from_args(args)
+    result = run_layout_study(study, progress=_progress if study.profiled else None)
+    for line in result.problems:
+        print(f"extradeep: skipped {line}", file=sys.stderr)
+    if result.table is None:
+        print(fit_text(result.model, result.observations))
         if args.output:
-            _write_fit(model, observations, args.output)
-        return 0
-    table = _search(model, options)
-    print(search_text(model, table))
-    if args.output:
-        from extradeep.layouts.search import write_search
+            _write_fit(result.model, result.observations, args.output)
+    else:
+        print(search_text(result.model, result.table))
+        if args.output:
+            from extradeep.layouts.search import write_search
 
-        write_search(table, args.output)
-        print(f"wrote {len(table)} layouts to {args.output}")
+            write_search(result.table, args.output)
+            print(f"wrote {len(result.table)} layouts to {args.output}")
+    if args.report:
+        from extradeep.report.layout_html import build_layout_report
+
+        build_layout_report(result, args.report)
+        print(f"wrote the layout report to {args.report}")
     return 0
 
 
-def _search_options(args) -> dict:
-    from extradeep.analysis.points import parse_duration, parse_values
+def _progress(done, total, message) -> None:
+    if done < total:
+        print(f"extradeep: {message} ...", file=sys.stderr)
+
+
+def _check_outputs(args) -> None:
+    """Refuse, before any work, outputs that would replace an input or cannot be written."""
+    from extradeep.cli.outputs import check_output_path
     from extradeep.errors import InputError
-    from extradeep.layouts.space import RECOMPUTE_KINDS, SCHEDULES
-    from extradeep.layouts.workload import load_transformer
 
-    zero = _whole_numbers(args.zero, "--zero", low=0)
-    if any(z > 3 for z in zero):
-        raise InputError("--zero", "ZeRO stages are 0, 1, 2 and 3")
-    for option, words, allowed in (
-        ("--recompute", args.recompute, RECOMPUTE_KINDS),
-        ("--schedules", args.schedules, SCHEDULES),
-    ):
-        unknown = sorted(set(_words(words)) - set(allowed))
-        if unknown:
-            raise InputError(option, f"unknown {', '.join(unknown)}; choose from {', '.join(allowed)}")
-    others = args.search_hardware.split(",") if args.search_hardware else [None]
-    return {
-        "shape": load_transformer(args.model),
-        "gpus": _whole_numbers(args.gpus, "--gpus"),
-        "global_batch": args.global_batch,
-        "hardware": [h if h is None else _hardware(args, h.strip()) for h in others],
-        "samples_per_epoch": args.samples_per_epoch,
-        "max_time": parse_duration(args.max_time) if args.max_time else None,
-        "max_cost": args.max_cost,
-        "objective": args.objective,
-        "micro_batches": [int(v) for v in parse_values(args.micro_batches, "--micro-batches")],
-        "zero": zero,
-        "recompute": _words(args.recompute),
-        "schedules": _words(args.schedules),
-        "chunks": _whole_numbers(args.chunks, "--chunks"),
-    }
+    given = [*(args.profiles or []), *(args.table or []), args.model, args.profiled_model, args.hardware, args.manifest]
+    inputs = {_resolved(p) for p in given if p}
+    folders = [p for p in inputs if p.is_dir()]
+    for option, path in (("--output", args.output), ("--report", args.report)):
+        if not path:
+            continue
+        check_output_path(option, path, inputs)
+        target = _resolved(path)
+        if target.exists() and any(folder in target.parents for folder in folders):
+            raise InputError(option, f"{path} lies in an input folder and exists; refusing to overwrite it")
+    if args.output and args.report and _resolved(args.output) == _resolved(args.report):
+        raise InputError("--report", "give --output and --report different files")
+    if args.report and _resolved(args.report).suffix.lower() not in (".html", ".htm"):
+        raise InputError("--report", f"{args.report}: the report is one HTML file (.html)")
 
 
-def _search(model, options: dict):
-    from extradeep.layouts.search import search_layouts
+def study_from_args(args):
+    """The LayoutStudy the command line asks for (every option checked here, before any reading)."""
+    from extradeep.analysis.points import parse_duration
+    from extradeep.layout_study import LayoutStudy, check_study
 
-    hardware = [model.hardware_ if h is None else h for h in options.pop("hardware")]
-    return search_layouts(model, hardware=hardware, **options)
+    searching = args.model is not None
+    study = LayoutStudy(
+        profiles=list(args.profiles or []),
+        tables=list(args.table or []),
+        hardware=args.hardware,
+        model=args.model,
+        profiled_model=args.profiled_model,
+        aliases=list(args.alias or []),
+        manifest=args.manifest,
+        dp_overlap=args.dp_overlap,
+        gpus=_whole_numbers(args.gpus, "--gpus") if searching and args.gpus else [],
+        global_batch=args.global_batch,
+        samples_per_epoch=args.samples_per_epoch,
+        search_hardware=[h.strip() for h in args.search_hardware.split(",")] if args.search_hardware else [],
+        micro_batches=tuple(_whole_numbers(args.micro_batches, "--micro-batches")),
+        zero=tuple(_whole_numbers(args.zero, "--zero", low=0)),
+        recompute=tuple(_words(args.recompute)),
+        schedules=tuple(_words(args.schedules)),
+        chunks=tuple(_whole_numbers(args.chunks, "--chunks")),
+        objective=args.objective,
+        max_time=parse_duration(args.max_time) if args.max_time else None,
+        max_cost=args.max_cost,
+        price_per_gpu_hour=args.price_per_gpu_hour,
+        price_per_kwh=args.price_per_kwh,
+    )
+    if args.report and not searching:
+        from extradeep.errors import InputError
+
+        raise InputError("--report", "the layout report shows a search: give --model, --gpus and --global-batch")
+    check_study(study)
+    return study
 
 
 def _whole_numbers(text: str, option: str, low: int = 1) -> list[int]:
@@ -163,19 +201,6 @@ def _shift(part: str, by: int) -> str:
     except ValueError:
         return part
     return ":".join(moved)
-
-
-def _hardware(args, spec):
-    """The hardware of ``spec`` with the command line's prices."""
-    from dataclasses import replace
-
-    from extradeep.layouts.hardware import load_hardware
-
-    hardware = load_hardware(spec)
-    prices = {
-        k: getattr(args, k) for k in ("price_per_gpu_hour", "price_per_kwh") if getattr(args, k, None) is not None
-    }
-    return replace(hardware, **prices) if prices else hardware
 
 
 def _words(text: str) -> list[str]:

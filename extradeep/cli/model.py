@@ -99,16 +99,13 @@ def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def modeler_options(args) -> dict:
+def modeler_options(args, resolved=None) -> dict:
     """The modeler options the command line (or --config) gives; those it leaves out come from the
-    experiment (a saved file's own, :func:`extradeep.analysis.saved.effective_options`)."""
-    from extradeep.cli.common import resolve_options
-    from extradeep.io.config import DEFAULTS
-
+    experiment (a saved file's own, :func:`extradeep.analysis.saved.effective_options`). `resolved`:
+    the command's options (:func:`extradeep.cli.common.resolve_options`), for --min-points."""
     options = {}
-    min_points = resolve_options(args)["min_points"]
-    if getattr(args, "min_points", None) is not None or min_points != DEFAULTS["min_points"]:
-        options["min_points"] = int(min_points)
+    if resolved is not None and resolved.given("min_points"):
+        options["min_points"] = int(resolved.min_points)
     for flag in ("exponents_i", "exponents_j"):
         text = getattr(args, flag, None)
         if text:
@@ -168,24 +165,28 @@ def _check_formula(text: str, params: list[str] | None) -> None:
     from extradeep.analysis.cost import cost_variables
     from extradeep.analysis.expression import parse_expression
 
-    expr = parse_expression(text, None if params is None else cost_variables(params))
+    try:
+        expr = parse_expression(text, None if params is None else cost_variables(params))
+    except InputError as exc:  # the parser says "formula"; the user gave --cost-formula
+        raise InputError("--cost-formula", exc.problem) from None
+    if not set(expr.variables) <= cost_variables(params or []):
+        return  # a name that may be a parameter of the inputs: checked (and named if unknown) once they are read
     values = {name: 3600.0 if name == "T" else 5.5 for name in expr.variables}
     result = expr(**values)
     if (result < 0).any():
         raise InputError("--cost-formula", f"{text!r} gives a negative cost")
 
 
-def check_analysis_options(args) -> None:
-    """Validate the values of the analysis options before anything is read (one line each)."""
+def check_analysis_options(args, resolved) -> None:
+    """Validate the values of the analysis options before anything is read (one line each);
+    `resolved`: the command's reading options, already checked (--jobs and --min-points may come
+    from --config)."""
     from extradeep.analysis.points import parse_values
 
     if not 0 < args.level < 1:
         raise InputError("--level", f"must be between 0 and 1, got {args.level}")
-    from extradeep.cli.common import resolve_options
-
-    resolved = resolve_options(args)  # --jobs and --min-points may come from --config
     for option in ("top", "jobs", "min_points", "terms"):
-        value = resolved[option] if option in resolved else getattr(args, option, None)
+        value = getattr(resolved, option) if option in ("jobs", "min_points") else getattr(args, option, None)
         least = {"top": 0, "min_points": 2}.get(option, 1)  # a model needs two points at least
         if value is not None and value < least:
             raise InputError(f"--{option.replace('_', '-')}", f"must be at least {least}, got {value}")
@@ -194,7 +195,7 @@ def check_analysis_options(args) -> None:
         if text:
             whole_values(parse_values(text, f"--{option}"), f"--{option}")
     fixed_values(args, None)
-    modeler_options(args)
+    modeler_options(args, resolved)
     cost_settings(args)
 
 
@@ -229,7 +230,7 @@ def progress_line(message: str) -> None:
 def is_extrap_text(profiles: list[str]) -> bool:
     """One plain-text file (not SQLite, not a Kineto trace) among PROFILES: an Extra-P text input. A
     profile's name (.sqlite, .json[.gz]) goes to its reader, which says when the content is wrong."""
-    from extradeep.io.read import GZIP_MAGIC, SQLITE_MAGIC, format_by_name
+    from extradeep.io.formats import GZIP_MAGIC, SQLITE_MAGIC, format_by_name
 
     if len(profiles) != 1 or not Path(profiles[0]).is_file() or format_by_name(profiles[0]) is not None:
         return False
@@ -241,20 +242,24 @@ def is_extrap_text(profiles: list[str]) -> bool:
     return not head.startswith((SQLITE_MAGIC, GZIP_MAGIC)) and head.lstrip()[:1] not in (b"{", b"[")
 
 
-def analysis_from_args(args):
-    """(Analysis, Experiment or None) from PROFILES and the options; progress on stderr."""
+def analysis_from_args(args, resolved=None):
+    """(Analysis, Experiment or None) from PROFILES and the options; progress on stderr. `resolved`:
+    the command's options (resolved here when not given)."""
     from extradeep.analysis.core import analyse, analyse_table
-    from extradeep.cli.common import experiment_from_args
+    from extradeep.cli.common import experiment_from_args, resolve_options
 
+    resolved = resolve_options(args) if resolved is None else resolved
     if is_extrap_text(args.profiles or []):
         from extradeep.modeling import read_extrap_text
+        from extradeep.modeling.extrap_text import text_model_options
 
         table = read_extrap_text(args.profiles[0])
-        return analyse_table(table, table.attrs["params"], modeler_options(args), args.scaling, args.ranks_param), None
-    experiment = experiment_from_args(args)
+        options = text_model_options(modeler_options(args, resolved), table)
+        return analyse_table(table, table.attrs["params"], options, args.scaling, args.ranks_param), None
+    experiment = experiment_from_args(args, options=resolved)
     analysis = analyse(
         experiment,
-        options=modeler_options(args),
+        options=modeler_options(args, resolved),
         scaling=args.scaling,
         ranks_param=args.ranks_param,
         progress=progress_line,
@@ -276,15 +281,17 @@ def prediction_grid(args, analysis):
 def run(args) -> int:
     from extradeep.analysis.bottlenecks import bottleneck_table
     from extradeep.analysis.core import derived_models, extrapolation_notes, prediction_table, region_scaling
+    from extradeep.cli.common import resolve_options
     from extradeep.cli.outputs import check_outputs
     from extradeep.report import summary
 
-    check_analysis_options(args)
+    resolved = resolve_options(args)  # once per command: every later step takes this value
+    check_analysis_options(args, resolved)
     check_outputs(args, {"--json": args.json}, save=args.save)
     cost = cost_settings(args)
     if args.save and is_extrap_text(args.profiles or []):
         raise InputError("--save", "only experiments read from exports can be saved")
-    analysis, experiment = analysis_from_args(args)
+    analysis, experiment = analysis_from_args(args, resolved)
     if analysis.application_models.empty:
         print(summary.header(analysis))
         print(summary.region_section(analysis.region_models, args.top))

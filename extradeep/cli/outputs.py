@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from extradeep.errors import InputError
+from extradeep.errors import InputError, special_file_problem
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -57,6 +57,8 @@ def check_output_path(option: str, path, inputs: set[Path], experiment_ok: bool 
         raise InputError(option, f"{path} is one of the inputs; refusing to overwrite it")
     if target.is_dir():
         raise InputError(option, f"{path} is a directory; give a file name")
+    if special_file_problem(target):  # writing into a FIFO waits for a reader forever
+        raise InputError(option, f"{path} {special_file_problem(target).split(';')[0]}; give a file name")
     if experiment_ok and target.exists() and not is_saved_experiment(target):
         raise InputError(option, f"{path} exists and is not an experiment saved by extradeep; refusing to overwrite it")
     if not experiment_ok and is_sqlite(target):

@@ -24,6 +24,7 @@ examples:
   extradeep plan --target 256 --max-ranks 64 --gpus-per-node 4 --budget 40 --app cifar10 -o plan.csv
   extradeep plan runs/ --target 128,256 --max-ranks 64 --gpus-per-node 4 -k 3 -o next.csv
   extradeep profile-cmd --plan next.csv -- python train.py > next.sh
+  extradeep plan --layout-model gpt.toml --target 64,256 --global-batch 512 --max-ranks 16 --budget 3 -o runs.csv
 """
 
 
@@ -53,6 +54,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="beyond one node, also propose half nodes (default: whole nodes, as clusters allocate them)",
     )
+    layouts = parser.add_argument_group("layouts (issue 23): which small runs pin down the layout model")
+    layouts.add_argument(
+        "--layout-model",
+        metavar="TOML",
+        help="plan layout runs for this model description: --target GPU counts, --max-ranks GPUs per run",
+    )
+    layouts.add_argument("--global-batch", type=int, metavar="B", help="samples per step at the --target GPU counts")
+    layouts.add_argument("--hardware", metavar="FILE|PRESET", help="GPU and links of the runs (TOML or a GPU preset)")
     plan.add_argument("-k", type=int, default=3, help="how many next runs to propose for an experiment (default 3)")
     plan.add_argument("--app", help="application name for the plan file (default: the experiment's, else app)")
     plan.add_argument("-o", "--output", metavar="FILE.csv", help="write the plan file for profile-cmd --plan")
@@ -63,17 +72,22 @@ def run(args) -> int:
     from extradeep.analysis.points import parse_values
     from extradeep.analysis.saved import effective_options
     from extradeep.capture.plan_file import write_plan
-    from extradeep.cli.common import experiment_from_args
+    from extradeep.cli.common import experiment_from_args, resolve_options
     from extradeep.cli.outputs import check_output_path, input_paths
     from extradeep.io.config import DEFAULTS
     from extradeep.report.plan import plan_text
 
+    if args.layout_model:
+        from extradeep.cli.plan_layouts import run_layout_plan
+
+        return run_layout_plan(args)
     cost = cost_settings(args)
-    targets = parse_values(args.target)
+    targets = parse_values(args.target, "--target")
     if args.output:
         check_output_path("--output", args.output, input_paths(args))
-    options = modeler_options(args)
-    experiment = experiment_from_args(args) if (args.profiles or args.manifest) else None
+    reading = resolve_options(args)  # once per command
+    options = modeler_options(args, reading)
+    experiment = experiment_from_args(args, options=reading) if (args.profiles or args.manifest) else None
     if experiment is not None:  # a saved experiment's own options (--min-points 4) hold unless given here
         options = effective_options(experiment, options)
     advisor = MeasurementAdvisor(

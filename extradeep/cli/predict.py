@@ -8,10 +8,17 @@ import sys
 
 from extradeep.cli.analyses import add_optimize_arguments, add_trace_analysis_arguments
 from extradeep.cli.common import add_step_mark_arguments, step_mark_settings
+from extradeep.columns import OVERHEAD_TYPES
 from extradeep.errors import InputError
 
+
+def overhead_legend(types=None, indent: str = "  ") -> str:
+    """One line per host overhead type (all, or those in `types`), in order."""
+    return "\n".join(f"{indent}{t}  {text}" for t, text in OVERHEAD_TYPES.items() if types is None or t in types)
+
+
 HELP = "replay one run's traces: measured vs replayed step time, critical path, what-ifs"
-DESCRIPTION = """Replay the Nsight Systems exports of ONE run (one file per rank, or one file
+DESCRIPTION = f"""Replay the Nsight Systems exports of ONE run (one file per rank, or one file
 holding several processes) as a dependency graph of CPU calls, GPU streams and collectives.
 
 Prints the measured and replayed step time (the replay of measured durations must reproduce
@@ -33,6 +40,9 @@ what-if items:
   comm.bandwidth=F  comm.latency=F  comm.alpha=SECONDS  comm.algorithm=ring|tree|hierarchical
   ranks=P  fusion=K  cpu=F  pmnf.PARAM=V (needs --experiment)
 A kernel:/name: pattern that matches nothing in the run gets a warning.
+
+host overheads T1-T5 (Lin et al.; T1-T3 need framework op ranges such as PyTorch's aten::*):
+{overhead_legend()}
 
 what to change: --optimize searches the replay for the setting that shortens the step (gradient
 bucket layouts as DDP bucket_cap_mb or an FSDP wrap size, kernel fusion, copies on a side
@@ -237,6 +247,7 @@ def pred_paths(pred) -> list[str]:
 
 
 def _print_report(pred, args, models, exp) -> None:
+    from extradeep.analysis.points import format_seconds
     from extradeep.predictor.critical_path import CLASSES
 
     f = pred.files
@@ -245,10 +256,10 @@ def _print_report(pred, args, models, exp) -> None:
         print(f"note: {note}")
     s = pred.summary
     base = s[s["scenario"] == s["scenario"].iloc[0]]
-    print("\nStep time, median over steps of the slowest rank (s):")
+    print("\nStep time, median over steps of the slowest rank:")
     cols = ["phase", "steps", "measured", "replayed", "median_abs_error", "max_abs_error"]
     cols += ["kernel_sum_baseline"] if "kernel_sum_baseline" in base else []
-    print(base[cols].to_string(index=False, float_format=lambda v: f"{v:.6g}"))
+    print(_table(base[cols], seconds=cols[2:]))
     b = pred.breakdown
     shares = {c: b[c].sum() / b["span"].sum() for c in CLASSES}
     print(
@@ -259,24 +270,31 @@ def _print_report(pred, args, models, exp) -> None:
     _print_owners(pred.owners, args.top)
     ov = pred.overheads.sort_values("total", ascending=False).head(args.top)
     ov = ov.assign(name=ov["name"].astype(str).str.slice(0, 60))
-    print(f"\nHost overheads T1-T5 (s), top {args.top} by total:")
-    print(ov.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    print(f"\nHost overheads T1-T5, top {args.top} by total:")
+    print(_table(ov, seconds=["mean", "median", "std", "p95", "total"]))
+    print(overhead_legend(set(ov["type"])))
     if len(pred.collectives):
         c = pred.collectives
         print(
-            f"\nCollectives: {len(c)} matched; median pure {c['pure'].median():.4g} s, "
-            f"median wait for the slowest rank {c['wait'].median():.4g} s"
+            f"\nCollectives: {len(c)} matched; median pure {format_seconds(c['pure'].median())}, "
+            f"median wait for the slowest rank {format_seconds(c['wait'].median())}"
         )
     wi = s[s["scenario"] != s["scenario"].iloc[0]]
     if len(wi):
         print("\nWhat-if (each re-replayed):")
+        what_if = wi[["scenario", "phase", "replayed", "predicted", "speedup"]]
         print(
-            wi[["scenario", "phase", "replayed", "predicted", "speedup"]].to_string(
-                index=False, float_format=lambda v: f"{v:.6g}"
-            )
+            _table(what_if.assign(speedup=[f"{v:.3g}x" for v in what_if["speedup"]]), seconds=["replayed", "predicted"])
         )
     if exp is not None and args.ranks:
         _print_empirical(models, args.ranks)
+
+
+def _table(frame, seconds: list[str]) -> str:
+    """A frame as text, its time columns as durations with units (850 us, 12.3 ms, 1.57 s)."""
+    from extradeep.analysis.points import format_seconds
+
+    return frame.to_string(index=False, formatters={c: format_seconds for c in seconds})
 
 
 def _print_owners(owners, top: int) -> None:
@@ -310,13 +328,15 @@ def _print_empirical(models, ranks: int) -> None:
     """The empirical step-time model (fitted on several runs) at the same point, for comparison."""
     import numpy as np
 
+    from extradeep.analysis.points import format_seconds
+
     step = models[(models["region"] == "step") & models["model"].notna()]
     if step.empty:
         print("\nempirical step-time model: none in the experiment")
         return
     model = step["model"].iloc[0]
     value = float(np.ravel(model.predict(np.array([float(ranks)])))[0])
-    print(f"\nEmpirical PMNF step-time model at ranks={ranks}: {value:.6g} s  ({model.formula()})")
+    print(f"\nEmpirical PMNF step-time model at ranks={ranks}: {format_seconds(value)}  ({model.formula()})")
 
 
 def _write_json(pred, path) -> None:

@@ -53,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from extradeep.analysis.points import parse_values
     from extradeep.cli.budget import limits_from_args
+    from extradeep.cli.common import resolve_options
     from extradeep.cli.evaluate import evaluation_from_args
     from extradeep.cli.model import check_analysis_options, cost_settings, fixed_values
     from extradeep.cli.outputs import check_outputs
@@ -60,11 +61,13 @@ def run(args) -> int:
     from extradeep.report.build import build_report
 
     formats = [f.strip().lower() for f in args.plot_formats.split(",") if f.strip()]
-    check_analysis_options(args)
+    resolved = resolve_options(args)  # once per command
+    check_analysis_options(args, resolved)
+    _refuse_layout_study(args)
     check_outputs(args, {"--output": args.output}, plots=args.plots)
     cost = cost_settings(args)
     limits = limits_from_args(args)
-    analysis, experiment, errors, eval_points = evaluation_from_args(args, required=False)
+    analysis, experiment, errors, eval_points = evaluation_from_args(args, required=False, resolved=resolved)
     result = build_report(
         analysis,
         args.output,
@@ -89,6 +92,31 @@ def run(args) -> int:
     if args.plots:
         print(f"extradeep: saved {len(result['figures'])} figures to {args.plots}", file=sys.stderr)
     return 0
+
+
+LAYOUT_TOKENS = ("tp", "pp", "dp", "mbs", "nmb", "zero", "rc", "vpp")
+
+
+def _refuse_layout_study(args) -> None:
+    """Runs in several parallel layouts are a question for `extradeep layouts`: say so at once, from
+    the file names, instead of failing after the whole read with too many parameters to model."""
+    from extradeep.errors import InputError
+    from extradeep.io.discover import parse_aliases, runs_from_names
+
+    if args.manifest or not args.profiles:
+        return
+    try:
+        runs, _ = runs_from_names(args.profiles, parse_aliases(args.alias))
+    except InputError:
+        return  # the reading below names the problem
+    varying = [c for c in LAYOUT_TOKENS if c in runs and runs[c].nunique() > 1]
+    if varying:
+        raise InputError(
+            None,
+            f"the profiles are runs in several parallel layouts ({', '.join(varying)} vary), and this report models "
+            f"one data-parallel axis; write the layout report instead: extradeep layouts {' '.join(args.profiles)} "
+            f"--model MODEL.toml --gpus N,N --global-batch B --report {args.output}",
+        )
 
 
 def _optimization(args):

@@ -202,6 +202,12 @@ def add_arguments(parser) -> None:
         help="further rank counts whose truth goes to truth.json (truth_points) without files",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="simulate even when the estimated disk or memory need exceeds what is free (checked for "
+        "simulations of more than 2,000 rank files)",
+    )
     gpt = parser.add_argument_group("GPT mode (parallel layouts)")
     gpt.add_argument(
         "--gpt",
@@ -333,8 +339,7 @@ def run(args) -> int:
     _check_outdir(Path(args.outdir))
     if args.gpt or args.gpt_truth:
         return _run_gpt(args, noise)
-    sim = simulate(
-        args.outdir,
+    settings = dict(
         app=args.app or "cifar10",
         params=params,
         prefixes=_pairs(args.prefix, "--prefix", str),
@@ -369,5 +374,10 @@ def run(args) -> int:
         truth_ranks=_numbers(args.truth_ranks),
         progress=not args.quiet,
     )
+    if not args.force:  # a million ranks would fill the disk and the memory: say so before, in one line
+        from extradeep.simulate.size import check_room, estimate
+
+        check_room(estimate(**settings), args.outdir)
+    sim = simulate(args.outdir, **settings)
     print(f"wrote {len(sim.files)} exports, truth.json and extradeep.toml to {sim.outdir}")
     return 0

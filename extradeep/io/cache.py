@@ -21,13 +21,23 @@ from typing import TYPE_CHECKING
 
 import extradeep
 from extradeep.errors import InputError
-from extradeep.io.nsys.settings import READER_VERSION
+from extradeep.io.settings import READER_VERSION
 
 if TYPE_CHECKING:
-    from extradeep.io.nsys.settings import ReaderSettings
+    from extradeep.io.settings import ReaderSettings
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: results carry the file's placement (one pass per file)
 CACHE_MAX_MB = 2048  # default cap of the cache; env EXTRADEEP_CACHE_MAX_MB overrides it
+
+
+# the readers' sources (folders and files under extradeep/): any change there invalidates cached results
+READER_SOURCES = (
+    "io/nsys",
+    "io/kineto",
+    *(f"io/{name}.py" for name in ("categories", "formats", "frames", "read", "replay", "settings", "sqlite", "steps")),
+    "io/sums.py",
+    "columns.py",
+)
 
 
 def default_cache_dir() -> Path:
@@ -39,14 +49,18 @@ def default_cache_dir() -> Path:
 def reader_version() -> str:
     """extradeep's version plus a digest of the reader's sources, so any reader change invalidates
     cached results (developers edit the reader without bumping versions)."""
-    return (
-        f"{extradeep.__version__}+{sources_digest(f'{extradeep.__version__} {READER_VERSION}', 'io/nsys', 'io/kineto')}"
-    )
+    return f"{extradeep.__version__}+{sources_digest(f'{extradeep.__version__} {READER_VERSION}', *READER_SOURCES)}"
 
 
 def sources_digest(seed: str, *packages: str) -> str:
+    """A digest of `seed` and the sources of `packages` (folders or .py files under extradeep/)."""
     digest = hashlib.sha256(seed.encode())
-    sources = [s for package in packages for s in sorted((Path(extradeep.__file__).parent / package).glob("*.py"))]
+    root = Path(extradeep.__file__).parent
+    sources = [
+        s
+        for package in packages
+        for s in ([root / package] if package.endswith(".py") else sorted((root / package).glob("*.py")))
+    ]
     for source in sources:
         digest.update(source.read_bytes())
     return digest.hexdigest()[:12]
@@ -133,9 +147,11 @@ def cache_problem(cache_dir) -> str | None:
 
 
 def store_cache(cache_dir, key: str, result: dict) -> None:
-    # Failures are not cached: the user may fix the file or the reader may learn to read it.
+    # Failures are not cached: the user may fix the file or the reader may learn to read it. The
+    # replay's frames are not kept: they are large, and a cached exposure curve makes them unneeded.
     if cache_dir is None or result["problem"] is not None:
         return
+    result = {k: v for k, v in result.items() if k != "replay"}
     target = _cache_file(cache_dir, key)
     tmp = target.with_suffix(f".{socket.gethostname()}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:

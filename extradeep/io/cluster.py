@@ -10,11 +10,13 @@ without it, naming a scheduler is refused in one line.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import logging
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -23,6 +25,8 @@ from extradeep.errors import InputError
 SCHEDULER_ENV = "EXTRADEEP_SCHEDULER"
 QUIET_ENV = "DASK_LOGGING__DISTRIBUTED"  # log level of the worker processes started here
 CONNECT_TIMEOUT_S = 10
+SUBMIT_TIMEOUT_S = 60  # for sbatch to answer
+WORKER_TIMEOUT_S = 120  # for a running scheduler to have a worker
 ADDRESS = re.compile(r"^(tcp|tls|ucx|inproc|ws|wss)://\S+$|^[\w.\-]+:\d+$")
 NEEDS_DASK = "needs Dask: pip install 'extradeep[cluster]' (dask[distributed] and dask-jobqueue)"
 
@@ -70,9 +74,10 @@ class SlurmOptions:
     job_extra: tuple[str, ...] = ()  # more #SBATCH lines, e.g. "--constraint=cpu"
     python: str | None = None  # the workers' Python (default: this one)
     local_directory: str | None = None  # workers' scratch space (node-local disk)
+    start_timeout: int = 600  # seconds for the first worker to join (the jobs wait in the queue meanwhile)
 
     def __post_init__(self):
-        for name in ("cores", "jobs"):
+        for name in ("cores", "jobs", "start_timeout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"slurm.{name}", f"must be a whole number >= 1, got {value!r}")
@@ -111,6 +116,27 @@ class SlurmOptions:
         }
         return {k: v for k, v in arguments.items() if v is not None}
 
+    def check_job(self, cluster) -> None:
+        """Let sbatch validate the job script without submitting it (`sbatch --test-only`), so that a
+        refused job is one line here, not an error inside Dask's event loop and a cluster that never starts."""
+        import subprocess
+        import tempfile
+
+        with tempfile.NamedTemporaryFile("w", suffix=".sh", prefix="extradeep-job-") as script:
+            script.write(cluster.job_script())
+            script.flush()
+            try:
+                done = subprocess.run(
+                    ["sbatch", "--test-only", script.name], capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S
+                )
+            except subprocess.TimeoutExpired:
+                raise InputError("--scheduler slurm", f"sbatch gave no answer within {SUBMIT_TIMEOUT_S} s") from None
+        if done.returncode != 0:
+            said = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+            raise InputError(
+                "--scheduler slurm", f"sbatch refuses the job: {said[0][:200] if said else done.returncode}"
+            )
+
     def cluster(self):
         """An unstarted SLURMCluster (call .scale(jobs=...) to submit the jobs)."""
         import_distributed()
@@ -120,6 +146,24 @@ class SlurmOptions:
             raise InputError("--scheduler slurm", NEEDS_DASK) from None
         with _client_retries():
             return SLURMCluster(**self.cluster_arguments())
+
+
+def require_sbatch() -> None:
+    """Slurm's sbatch must be on PATH before any job is submitted (or claimed to be)."""
+    if shutil.which("sbatch") is None:
+        raise InputError(
+            "--scheduler slurm",
+            "sbatch is not on PATH: this machine has no Slurm client (run on a Slurm login node, or use "
+            "--scheduler local)",
+        )
+
+
+def wait_for_first_worker(client, timeout_s: float, where: str, hint: str) -> None:
+    """Block until one worker has joined, or one line saying none did within `timeout_s`."""
+    try:
+        client.wait_for_workers(1, timeout=timeout_s)
+    except (TimeoutError, asyncio.TimeoutError):
+        raise InputError(where, f"no worker joined within {timeout_s:g} s ({hint})") from None
 
 
 @contextlib.contextmanager
@@ -153,7 +197,9 @@ def connect(scheduler, *, jobs: int | None = None):
 def _quiet_dask():
     """Dask logs every lost connection and worker with a traceback; extradeep says what happened in
     its own one-line notes and errors instead. Worker processes started here inherit the setting."""
-    names = ["distributed", *(n for n in logging.root.manager.loggerDict if n.startswith("distributed."))]
+    prefixes = ("distributed.", "dask_jobqueue.", "tornado.")
+    names = ["distributed", "dask_jobqueue", "tornado", "asyncio"]
+    names += [n for n in logging.root.manager.loggerDict if n.startswith(prefixes)]
     levels, before = {name: logging.getLogger(name).level for name in names}, os.environ.get(QUIET_ENV)
     for name in names:
         logging.getLogger(name).setLevel(logging.CRITICAL)
@@ -173,7 +219,9 @@ def _quiet_dask():
 def _open(scheduler, distributed, jobs):
     if isinstance(scheduler, SlurmOptions) or scheduler == "slurm":
         options = scheduler if isinstance(scheduler, SlurmOptions) else SlurmOptions()
+        require_sbatch()
         with options.cluster() as cluster:
+            options.check_job(cluster)
             cluster.scale(jobs=options.jobs)
             print(
                 f"extradeep: submitted {options.jobs} Slurm job(s); their workers join as Slurm starts them "
@@ -181,17 +229,36 @@ def _open(scheduler, distributed, jobs):
                 file=sys.stderr,
             )
             with distributed.Client(cluster) as client:
+                wait_for_first_worker(
+                    client,
+                    options.start_timeout,
+                    "--scheduler slurm",
+                    "the jobs may still wait in the queue: see squeue; raise start-timeout in [slurm]",
+                )
                 yield client
         return
     if scheduler == "local":
+        import dask
+
+        from extradeep.processes import deferred_interrupts, start_helpers, usable_cpus
+
+        start_helpers()  # workers forked by a forkserver that ignores Ctrl-C: extradeep closes them
         with (
             _client_retries(),
-            distributed.LocalCluster(
-                n_workers=jobs or os.cpu_count() or 1, threads_per_worker=1, processes=True, dashboard_address=None
-            ) as cluster,
-            distributed.Client(cluster) as client,
+            dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}),
+            contextlib.ExitStack() as stack,
         ):
-            yield client
+            # Started with Ctrl-C held back: a cluster interrupted half-built cannot be closed.
+            with deferred_interrupts():
+                cluster = stack.enter_context(
+                    distributed.LocalCluster(
+                        n_workers=jobs or usable_cpus(),
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address=None,
+                    )
+                )
+            yield stack.enter_context(distributed.Client(cluster))
         return
     target = str(scheduler)
     by_file = target.endswith(".json") and Path(target).is_file()
@@ -211,6 +278,7 @@ def _open(scheduler, distributed, jobs):
             target, f"cannot reach the Dask scheduler ({type(exc).__name__}: {_first_line(exc)})"
         ) from None
     with client:
+        wait_for_first_worker(client, WORKER_TIMEOUT_S, target, "a scheduler without workers: start dask workers")
         yield client
 
 

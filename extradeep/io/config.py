@@ -59,7 +59,7 @@ def read_config(path) -> dict:
 
     data = read_toml(path)
     config = {str(k).replace("-", "_"): v for k, v in data.items()}
-    unknown = sorted(set(config) - set(DEFAULTS))
+    unknown = sorted(str(k) for k in data if str(k).replace("-", "_") not in DEFAULTS)  # as the file spells them
     if unknown:
         raise InputError(
             path, f"unknown key(s) {', '.join(unknown)}; known: {', '.join(k.replace('_', '-') for k in DEFAULTS)}"
@@ -109,6 +109,6 @@ def number_or_name(value):
 
 def reader_settings(options: dict):
     """The ReaderSettings passed to `read_export` (step patterns, warm-up, kernel names)."""
-    from extradeep.io.nsys.settings import ReaderSettings
+    from extradeep.io.settings import ReaderSettings
 
     return ReaderSettings.from_any({k: options[k] for k in READER_KEYS})

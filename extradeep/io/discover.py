@@ -10,85 +10,29 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import re
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from extradeep.errors import InputError
+from extradeep.columns import STEP_SUM_COLUMNS as COLUMNS_OF_STEP_SUMS
+from extradeep.errors import InputError, require_regular_file, special_file_problem
 from extradeep.io.config import CONFIG_NAME
+from extradeep.io.formats import KINETO, NSYS, format_by_name
 from extradeep.io.kineto.load import looks_like_trace
-from extradeep.io.read import KINETO, NSYS, format_by_name, strip_suffix
+from extradeep.io.naming import (  # noqa: F401 (DEFAULT_ALIASES, parse_aliases, parse_name: discovery's API)
+    DEFAULT_ALIASES,
+    NUMBER,
+    RESERVED,
+    check_rank_rep,
+    parse_aliases,
+    parse_name,
+    parse_number,
+)
 
-# Tokens map to names; the reserved names "rank" and "rep" say which token is which.
-DEFAULT_ALIASES = {"p": "ranks", "r": "rep", "mpi": "rank"}
-RESERVED = ("path", "app", "rank", "rep", "size", "mtime_ns", "sha256")
 # Columns of the per-step tables that parameters are joined to: no parameter may take these names.
-STEP_SUM_COLUMNS = ("file", "region", "kind", "category", "metric", "epoch", "phase", "step", "value")
+STEP_SUM_COLUMNS = ("file", *COLUMNS_OF_STEP_SUMS)
 EXPORT_SUFFIX = ".sqlite"
-
-_NUMBER = r"\d+(?:\.\d+)?(?:[eE]-?\d+)?"
-# One parameter token after the app name: letters (underscores allowed) then a number.
-_TOKEN = re.compile(rf"\.(?P<name>[A-Za-z][A-Za-z_]*)(?P<value>{_NUMBER})")
-
-
-def parse_aliases(items, base: dict | None = None) -> dict:
-    """`["b=batch", "n=ranks"]` -> alias dict on top of `base` (default: p=ranks, r=rep, mpi=rank)."""
-    aliases = dict(DEFAULT_ALIASES if base is None else base)
-    for item in items or ():
-        token, sep, name = str(item).partition("=")
-        if not sep or not token.strip() or not name.strip():
-            raise InputError(None, f"alias {item!r} is not TOKEN=NAME (e.g. p=ranks)")
-        aliases[token.strip()] = name.strip()
-    return aliases
-
-
-def parse_name(name: str, aliases: dict | None = None) -> dict:
-    """Parse `app.p4.lr0.5.r2.mpi3.sqlite` -> {"app": "app", "ranks": 4, "lr": 0.5, "rep": 2, "rank": 3}.
-
-    The app is everything before the first dot; every later token must be letters followed by a
-    number, so `rate0.1` is the parameter `rate`, never the repetition `r`.
-    """
-    aliases = DEFAULT_ALIASES if aliases is None else aliases
-    stem = strip_suffix(name)
-    app, dot, rest = stem.partition(".")
-    rest = dot + rest
-    parsed: dict = {"app": app}
-    pos = 0
-    for match in _TOKEN.finditer(rest):
-        if match.start() != pos:
-            break
-        key = aliases.get(match["name"], match["name"])
-        if key in parsed:
-            raise InputError(name, f"parameter {key!r} appears twice in the file name")
-        parsed[key] = _number(match["value"])
-        pos = match.end()
-    if pos != len(rest) or not app:
-        raise InputError(
-            name,
-            "file name does not follow the convention app.p4.r1.mpi0.sqlite "
-            f"(cannot read {rest[pos:]!r}); give a --manifest for other names",
-        )
-    return _check_rank_rep(parsed, name)
-
-
-def _number(text: str) -> int | float:
-    value = float(text)
-    return int(value) if value.is_integer() and re.fullmatch(r"\d+", text) else value
-
-
-def _check_rank_rep(row: dict, source) -> dict:
-    for key, default in (("rank", 0), ("rep", 1)):
-        value = row.get(key, default)
-        try:
-            as_int = int(float(value))
-        except (TypeError, ValueError):
-            raise InputError(source, f"{key} must be a whole number, got {value!r}") from None
-        if as_int != float(value) or as_int < 0:
-            raise InputError(source, f"{key} must be a whole number >= 0, got {value!r}")
-        row[key] = as_int
-    return row
 
 
 def find_exports(paths) -> tuple[list[Path], list[str]]:
@@ -117,7 +61,7 @@ def find_exports(paths) -> tuple[list[Path], list[str]]:
         elif path.is_file():
             found.append(path)
         else:
-            problems.append(f"{path}: no such file or directory")
+            problems.append(f"{path}: {special_file_problem(path) or 'no such file or directory'}")
     unique = list(dict.fromkeys(p.resolve() for p in found))
     return unique, problems
 
@@ -181,7 +125,7 @@ def manifest_runs(manifest, aliases: dict | None = None) -> tuple[pd.DataFrame, 
     problem; InputError only when no row is usable."""
     manifest = Path(manifest)
     if not manifest.is_file():
-        raise InputError(manifest, "manifest not found")
+        raise InputError(manifest, special_file_problem(manifest) or "manifest not found")
     if manifest.suffix.lower() == ".toml":
         records, unit, first = _toml_records(manifest), "run", 1
     else:
@@ -214,12 +158,13 @@ def _manifest_row(manifest: Path, record: dict, aliases: dict, where: str) -> di
     row = {"path": str((manifest.parent / path).resolve()), "app": str(record.pop("app", "") or "")}
     for key, value in record.items():
         row[key] = _manifest_value(where, key, value)
-    return _check_rank_rep(row, where)
+    return check_rank_rep(row, where)
 
 
 def read_toml(path) -> dict:
-    """Parse a TOML file (tomllib on 3.11+, tomli on 3.10 when installed); errors are one line."""
+    """Parse a TOML file (tomllib on 3.11+, tomli on 3.10: a dependency there); errors are one line."""
     path = Path(path)
+    require_regular_file(path)
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10 only
@@ -251,7 +196,7 @@ def _manifest_value(where, key, value):
         return value
     text = str(value).strip()
     try:
-        return _number(text) if re.fullmatch(_NUMBER, text) else float(text)
+        return parse_number(text) if NUMBER.fullmatch(text) else float(text)
     except ValueError:
         raise InputError(where, f"value of {key!r} is not a number: {value!r}") from None
 
@@ -291,13 +236,15 @@ def drop_non_exports(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     application". (A batch of one application leaves this to the reader, without opening files here.)"""
     if runs["app"].nunique() <= 1:
         return runs, []
-    from extradeep.io.nsys.connect import check_header
+    from extradeep.io.formats import profile_format
+    from extradeep.io.sqlite import check_header
 
     keep, problems = [], []
     for path in runs["path"]:
         problem = None
         try:
-            check_header(Path(path))
+            if profile_format(path) == NSYS:  # a Kineto trace is checked by its own reader
+                check_header(Path(path))
         except InputError as exc:
             problem = str(exc)
         except OSError as exc:
@@ -382,7 +329,7 @@ def discover(paths=None, aliases=None, manifest=None, ranks_param: str = "ranks"
 
 def _hashed(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """The runs with their sha256; a file the OS will not let us read is skipped with one line."""
-    from extradeep.io.nsys.connect import unreadable
+    from extradeep.io.sqlite import unreadable
 
     digests, problems = [], []
     for path in runs["path"]:

@@ -10,12 +10,11 @@ read files where they lie (on a cluster: the shared file system) and send back o
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import sys
 import time
 import uuid
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import pandas as pd
 
@@ -29,8 +28,9 @@ from extradeep.io.cache import (
     read_cache,
     store_cache,
 )
-from extradeep.io.nsys.connect import unreadable
-from extradeep.io.nsys.settings import ReaderSettings
+from extradeep.io.settings import ReaderSettings
+from extradeep.io.sqlite import unreadable
+from extradeep.processes import process_pool, usable_cpus
 
 
 class WorkerLost(str):
@@ -45,14 +45,14 @@ def run_tasks(function, calls: list[tuple], *, jobs=None, client=None, on_done=N
     if client is not None:
         return _run_on_cluster(function, calls, client, on_done)
     results: list = [None] * len(calls)
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(calls) or 1))
+    jobs = max(1, min(jobs or usable_cpus(), len(calls) or 1))
     if jobs == 1:
         for i, call in enumerate(calls):
             results[i] = function(*call)
             on_done(i, results[i])
         return results, []
     failed = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=pool_context()) as pool:
+    with process_pool(jobs) as pool:
         futures = {pool.submit(function, *call): i for i, call in enumerate(calls)}
         for future in as_completed(futures):
             try:
@@ -78,7 +78,7 @@ def _ignore(i, result) -> None:
 
 
 def _run_alone(function, call):
-    with ProcessPoolExecutor(max_workers=1, mp_context=pool_context()) as pool:
+    with process_pool(1) as pool:
         return pool.submit(function, *call).result()
 
 
@@ -161,10 +161,18 @@ def _retry_notes(retried: int, lost: int) -> list[str]:
 
 
 def read_all(
-    runs: pd.DataFrame, settings: ReaderSettings, *, jobs=None, cache_dir=None, progress=None, client=None
+    runs: pd.DataFrame,
+    settings: ReaderSettings,
+    *,
+    jobs=None,
+    cache_dir=None,
+    progress=None,
+    client=None,
+    replay_paths=(),
 ) -> tuple[list[dict], list[str]]:
     """Read every run: cached results first, the rest by `run_tasks` (in `jobs` local worker
-    processes, or on the Dask cluster of `client`). Returns one result per run and notes."""
+    processes, or on the Dask cluster of `client`). Returns one result per run (`read_one`'s) and
+    notes. Files in `replay_paths` that are read (not cached) also return the replay's frames."""
     limit = cache_limit_bytes() if cache_dir is not None else None  # a bad setting fails before reading
     if cache_dir is not None and (problem := cache_problem(cache_dir)):
         # said once: a silently disabled cache makes every later run slow for no visible reason
@@ -182,18 +190,14 @@ def read_all(
     def done(j, result):
         i = todo[j]
         if isinstance(result, WorkerLost):
-            result = {
-                "path": tasks[i][0],
-                "sha256": None,
-                "frame": None,
-                "problem": f"{tasks[i][0]}: reading failed: {result}",
-            }
+            result = failed_read(tasks[i][0], f"reading failed: {result}")
         elif client is not None:  # the workers' cache may not be this machine's
             store_cache(cache_dir, keys[i], result)
         results[i] = result
         bar.update(tasks[i][0])
 
-    calls = [(tasks[i][0], settings, keys[i], cache_dir) for i in todo]
+    wanted = {str(p) for p in replay_paths}
+    calls = [(tasks[i][0], settings, keys[i], cache_dir, str(tasks[i][0]) in wanted) for i in todo]
     _, notes = run_tasks(read_and_store, calls, jobs=jobs, client=client, on_done=done)
     bar.close()
     if cache_dir is not None:
@@ -201,38 +205,40 @@ def read_all(
     return results, notes
 
 
-def read_and_store(path: str, settings: ReaderSettings, key: str, cache_dir) -> dict:
+def read_and_store(path: str, settings: ReaderSettings, key: str, cache_dir, replay: bool = False) -> dict:
     """The task a worker runs: `read_one`, its result cached where the worker is (so a finished
     file is not read again even when the caller or the scheduler goes away)."""
-    result = read_one(path, settings)
+    result = read_one(path, settings, replay=replay)
     store_cache(cache_dir, key, result)
     return result
 
 
-def pool_context():
-    """The multiprocessing context for worker pools: fork from the main thread (fast), forkserver from
-    any other thread (a GUI worker): a child forked while another thread holds a lock (Qt, malloc,
-    logging) can wait for that lock forever, which hung a predictor run started from the GUI."""
-    import multiprocessing
-    import threading
+def failed_read(path: str, problem: str) -> dict:
+    """`read_one`'s result for a file that could not be read: its one-line problem."""
+    return {
+        "path": path,
+        "sha256": None,
+        "frame": None,
+        "placement": None,
+        "replay": None,
+        "problem": f"{path}: {problem}",
+    }
 
-    if threading.current_thread() is threading.main_thread() or sys.platform != "linux":
-        return None  # the platform's default
-    return multiprocessing.get_context("forkserver")
 
+def read_one(path: str, settings: ReaderSettings, *, replay: bool = False) -> dict:
+    """The per-file stage: one pass over one profile (nsys export or Kineto trace), opened once.
+    Returns {path, sha256, frame (the per-step sums), placement (host, device, GPU UUID, the node's
+    GPUs), replay (the replay's frames when `replay`, else None), problem (one line, or None)}.
+    Never raises for a bad file, so one broken export cannot stop a batch."""
+    from extradeep.io.read import read_once
 
-def read_one(path: str, settings: ReaderSettings) -> dict:
-    """The per-file stage: sha256 and step sums of one profile (nsys export or Kineto trace), or a one-line problem. Never raises
-    for a bad file, so one broken export cannot stop a batch."""
-    from extradeep.io.read import read_profile
-
-    result = {"path": path, "sha256": None, "frame": None, "problem": None}
+    result = {"path": path, "sha256": None, "frame": None, "placement": None, "replay": None, "problem": None}
     try:
         result["sha256"] = discover.file_sha256(path)
-        frame = read_profile(path, settings)
-        if frame.empty:
+        found = read_once(path, settings, replay=replay)
+        if found.frame.empty:
             raise InputError(path, "no measurements inside the step marks")
-        result["frame"] = frame
+        result.update(frame=found.frame, placement=found.placement, replay=found.replay)
     except InputError as exc:
         result["problem"] = str(exc) if exc.source else f"{path}: {exc.problem}"
     except OSError as exc:

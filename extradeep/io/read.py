@@ -1,96 +1,64 @@
-"""One profile in, per-step sums out, whatever its format: Nsight Systems SQLite exports or PyTorch
-profiler (Kineto) Chrome-trace JSON. The format is decided by the file's first bytes, so a trace
-renamed without its suffix still reads; the file name only decides which files a folder offers.
+"""One profile in, whatever its format: the dispatch to the nsys or the Kineto reader by the file's content.
+
+`read_once` is the per-file pass of a batch (`extradeep.io.execute.read_one`): it opens the file once
+and returns everything later steps need (`extradeep.io.frames.ProfileRead`: the per-step sums, the
+rank's placement and, when asked, the replay's frames). `read_profile` (the per-step sums) and
+`read_replay_frames` (the replay's frames, for `extradeep.predictor.trace.load_trace`) are that pass
+for one purpose each.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from extradeep.errors import InputError
-
-NSYS = "nsys"
-KINETO = "kineto"
-SQLITE_MAGIC = b"SQLite format 3\x00"
-GZIP_MAGIC = b"\x1f\x8b"
-NSYS_SUFFIXES = (".sqlite",)
-KINETO_SUFFIXES = (".json", ".json.gz")  # covers *.pt.trace.json[.gz]
-PROFILE_SUFFIXES = NSYS_SUFFIXES + KINETO_SUFFIXES
+from extradeep.io.formats import KINETO, profile_format
+from extradeep.io.frames import ProfileRead
+from extradeep.io.placement import empty_placement
 
 
-def format_by_name(path) -> str | None:
-    """nsys or kineto from the file name's suffix; None for other names."""
-    name = str(path).lower()
-    if name.endswith(NSYS_SUFFIXES):
-        return NSYS
-    if name.endswith(KINETO_SUFFIXES):
-        return KINETO
-    return None
-
-
-def strip_suffix(name: str) -> str:
-    """The file name without its profile suffix (`.sqlite`, `.pt.trace.json.gz`, `.json`, ...)."""
-    lower = name.lower()
-    for suffix in (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json", ".sqlite"):
-        if lower.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-def read_input(path, limit: int = -1) -> bytes:
-    """The first `limit` bytes (all with -1) of a user's file, opened read-only; InputError with one
-    line for a missing, unreadable path or a directory."""
-    path = Path(path)
-    try:
-        with open(path, "rb") as fh:  # read-only: inputs are never written
-            return fh.read(limit)
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a directory, not a profile") from None
-    except OSError as exc:
-        from extradeep.io.nsys.connect import unreadable
-
-        raise InputError(path, unreadable(exc)) from None  # one wording for an unreadable file everywhere
-
-
-def profile_format(path) -> str:
-    """nsys or kineto by content (SQLite header; gzip or JSON text); InputError for anything else."""
-    path = Path(path)
-    head = read_input(path, 64)
-    if head.startswith(SQLITE_MAGIC):
-        return NSYS
-    if head.startswith(GZIP_MAGIC) or head.lstrip()[:1] in (b"{", b"["):
-        return KINETO
-    if not head:
-        raise InputError(path, "empty file")
-    # the nsys layer words its errors for what a .sqlite name promises (truncated, not SQLite, ...)
-    return NSYS if format_by_name(path) != KINETO else KINETO
+def read_once(path, settings=None, *, replay: bool = False) -> ProfileRead:
+    """One pass over one profile (one SQLite connection, or one parse of a trace): its per-step sums
+    (`frame.attrs["format"]` says which reader read them), placement and, with `replay`, the frames
+    the exposure replay needs. Raises InputError naming the file for unusable input."""
+    fmt = profile_format(path)
+    if fmt == KINETO:
+        from extradeep.io.kineto.read import read_trace_once as read
+    else:
+        from extradeep.io.nsys.read import read_export_once as read
+    found = read(path, settings, replay=replay)
+    found.frame.attrs["format"] = fmt
+    if found.placement is None:  # a format that names no host
+        found.placement = empty_placement()
+    if found.replay is not None:
+        found.replay["placement"] = found.placement
+    return found
 
 
 def read_profile(path, settings=None) -> pd.DataFrame:
     """Per-step sums of one profile (see `extradeep.io.nsys.read.read_export` for the frame), with
     `attrs["format"]` saying which reader read it."""
-    fmt = profile_format(path)
-    if fmt == KINETO:
-        from extradeep.io.kineto.read import read_trace
+    return read_once(path, settings).frame
 
-        frame = read_trace(path, settings)
+
+def read_replay_frames(path, settings=None) -> dict:
+    """The replay's raw frames of one profile, keyed by process id (`extradeep.io.replay.FRAME_KEYS`),
+    without the per-step sums (a run without step marks still replays); `settings`: the reader's step
+    conventions. A full replay (`extradeep.predict`) reads its files with this."""
+    if profile_format(path) == KINETO:
+        from extradeep.io.kineto.replay import read_replay
     else:
-        from extradeep.io.nsys.read import read_export
-
-        frame = read_export(path, settings)
-    frame.attrs["format"] = fmt
-    return frame
+        from extradeep.io.nsys.replay import read_replay
+    frames = read_replay(path, settings)
+    if frames["placement"] is None:
+        frames["placement"] = empty_placement()
+    return frames
 
 
 def read_placement(path) -> dict:
     """The node signals of one profile of either format (keys of
-    :data:`extradeep.io.placement.PLACEMENT_COLUMNS`); every key None for a file that cannot be read."""
-    from extradeep.io.placement import empty_placement
-
+    :data:`extradeep.io.placement.PLACEMENT_COLUMNS`); every key None for a file that cannot be read.
+    For a caller that needs only the placement: the per-file pass (`read_once`) keeps it already."""
     try:
         fmt = profile_format(path)
         if fmt == KINETO:

@@ -20,17 +20,18 @@ from pathlib import Path
 import pandas as pd
 
 from extradeep import __version__
+from extradeep.columns import REGION_KEYS, REP, VALUE
 from extradeep.errors import InputError
-from extradeep.io.nsys.connect import open_readonly
+from extradeep.io.formats import META_TABLE
+from extradeep.io.sqlite import open_readonly
 
-META_TABLE = "extradeep_meta"
 FORMAT = "extradeep-experiment"
 TABLES = ("measurements", "measurements_by_rep", "provenance")  # read back on load
-_MEASURED = ("region", "kind", "category", "metric", "phase", "value")
+_MEASURED = (*REGION_KEYS, VALUE)
 # columns a saved experiment cannot be used without (besides one column per modeled parameter)
 REQUIRED_COLUMNS = {
     "measurements": (*_MEASURED, "modelable"),
-    "measurements_by_rep": (*_MEASURED, "rep"),
+    "measurements_by_rep": (*_MEASURED, REP),
     "provenance": ("path",),
 }
 DAMAGED = "damaged saved experiment"
@@ -97,10 +98,13 @@ def replaced_atomically(path, problem: str = "cannot write here"):
         raise
 
 
-def read_experiment(path) -> SavedExperiment:
+def read_saved(path) -> SavedExperiment:
     """The tables of a saved experiment, opened read-only; a damaged one (a table or column
     missing, a setting that is not JSON) is refused with one line saying what is missing."""
     if not is_saved_experiment(path):
+        from extradeep.io.sqlite import check_header
+
+        check_header(Path(path))  # an empty, non-SQLite or truncated file is said to be one
         raise InputError(path, "not an experiment saved by extradeep")
     with closing(open_readonly(path)) as conn:
         present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

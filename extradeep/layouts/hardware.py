@@ -8,16 +8,19 @@ cluster's links (:class:`extradeep.system.System`), read from a hardware file (T
     price-per-gpu-hour = 4.10      # what one GPU-hour costs (any currency)
     price-per-kwh = 0.15           # what one kWh costs, for the energy cost
     pue = 1.2                      # facility power over IT power (default 1)
+    precision = "bf16"             # the GEMMs' precision: picks the peak FLOP/s (default bf16)
 
     [gpu]
     preset = "a100-80gb"
-    peak-flops = "312 TFLOP/s"     # dense tensor-core FLOP/s at the training dtype
+    peak-flops = "312 TFLOP/s"     # dense tensor-core FLOP/s at the training dtype, or a table per
+                                   # precision: peak-flops = { bf16 = "312 TFLOP/s", tf32 = "156 TFLOP/s" }
     memory-bandwidth = "2039 GB/s"
     memory = "80 GiB"
     power = "400 W"                # average draw per GPU while training (TDP when unknown)
 
-The presets' figures are the vendors' data-sheet numbers (dense bf16/fp16 tensor FLOP/s, HBM
-bandwidth and capacity, board power). They are nominal: the layout model calibrates efficiencies
+The presets' figures are the vendors' data-sheet numbers (dense tensor FLOP/s per precision: bf16,
+fp16, fp8 where the GPU has it, tf32, and fp32 without tensor cores; HBM bandwidth and capacity, board
+power). They are nominal: the layout model calibrates efficiencies
 against them, so a preset only has to be right in its ratios between GPU types.
 """
 
@@ -26,8 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import tomllib
-
+from extradeep.compat import tomllib
 from extradeep.errors import InputError
 from extradeep.system import PRESETS as SYSTEM_PRESETS
 from extradeep.system import TOML_KEYS as SYSTEM_KEYS
@@ -38,21 +40,37 @@ GIB = 2**30
 
 @dataclass(frozen=True)
 class GPU:
-    """One GPU type: dense FLOP/s, HBM bandwidth (B/s) and capacity (bytes), power (W)."""
+    """One GPU type: dense FLOP/s at the training precision, HBM bandwidth (B/s) and capacity
+    (bytes), power (W), and the dense FLOP/s per precision where known (``flops_by_precision``)."""
 
     name: str
     peak_flops: float
     memory_bandwidth: float
     memory: float
     power: float
+    flops_by_precision: tuple = ()
+
+    def at_precision(self, precision: str, source=None) -> GPU:
+        """This GPU with ``peak_flops`` at ``precision`` (bf16, fp16, fp8, tf32, fp32)."""
+        table = dict(self.flops_by_precision)
+        if precision not in table:
+            known = ", ".join(table) or "none"
+            raise InputError(source, f"GPU {self.name!r} has no peak FLOP/s for {precision!r} (known: {known})")
+        return replace(self, peak_flops=table[precision])
 
 
+def _per_precision(**tflops) -> tuple:
+    return tuple((k, v * 1e12) for k, v in tflops.items())
+
+
+AMPERE = _per_precision(bf16=312, fp16=312, tf32=156, fp32=19.5)
+HOPPER = _per_precision(bf16=989, fp16=989, fp8=1979, tf32=494, fp32=67)
 GPU_PRESETS = {
-    "a100-40gb": GPU("a100-40gb", 312e12, 1.555e12, 40 * GIB, 400.0),
-    "a100-80gb": GPU("a100-80gb", 312e12, 2.039e12, 80 * GIB, 400.0),
-    "h100-sxm": GPU("h100-sxm", 989e12, 3.35e12, 80 * GIB, 700.0),
-    "h200-sxm": GPU("h200-sxm", 989e12, 4.8e12, 141e9, 700.0),
-    "v100-32gb": GPU("v100-32gb", 125e12, 0.9e12, 32 * GIB, 300.0),
+    "a100-40gb": GPU("a100-40gb", 312e12, 1.555e12, 40 * GIB, 400.0, AMPERE),
+    "a100-80gb": GPU("a100-80gb", 312e12, 2.039e12, 80 * GIB, 400.0, AMPERE),
+    "h100-sxm": GPU("h100-sxm", 989e12, 3.35e12, 80 * GIB, 700.0, HOPPER),
+    "h200-sxm": GPU("h200-sxm", 989e12, 4.8e12, 141e9, 700.0, HOPPER),
+    "v100-32gb": GPU("v100-32gb", 125e12, 0.9e12, 32 * GIB, 300.0, _per_precision(fp16=125, fp32=15.7)),
 }
 
 
@@ -73,7 +91,7 @@ class Hardware:
 
 
 GPU_KEYS = {"preset", "name", "peak-flops", "memory-bandwidth", "memory", "power"}
-HARDWARE_KEYS = {"gpu", "system", "price-per-gpu-hour", "price-per-kwh", "pue", "name"}
+HARDWARE_KEYS = {"gpu", "system", "price-per-gpu-hour", "price-per-kwh", "pue", "name", "precision"}
 UNITS = {
     "tflop/s": 1e12,
     "pflop/s": 1e15,
@@ -125,7 +143,10 @@ def hardware_from_mapping(data: dict, source) -> Hardware:
     if prices.get("pue", 1.0) < 1.0:
         raise InputError(source, f"pue must be >= 1 (facility power over IT power), got {data['pue']!r}")
     name = str(data.get("name", "") or (Path(source).stem if isinstance(source, Path) else ""))
-    return Hardware(gpu=_gpu(data.get("gpu", "a100-80gb"), source), system=system, name=name, **prices)
+    gpu = _gpu(data.get("gpu", "a100-80gb"), source)
+    if "precision" in data:
+        gpu = gpu.at_precision(str(data["precision"]).lower(), source)
+    return Hardware(gpu=gpu, system=system, name=name, **prices)
 
 
 def _gpu(value, source) -> GPU:
@@ -139,11 +160,21 @@ def _gpu(value, source) -> GPU:
     if unknown:
         raise InputError(source, f"[gpu]: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(GPU_KEYS))}")
     base = _gpu(value["preset"], source) if "preset" in value else None
+    flops = value.get("peak-flops")
+    table = flops if isinstance(flops, dict) else None
     numbers = {
         key.replace("-", "_"): _number(source, f"gpu.{key}", value[key])
         for key in ("peak-flops", "memory-bandwidth", "memory", "power")
-        if key in value
+        if key in value and not (key == "peak-flops" and table is not None)
     }
+    if table is not None:
+        per = {str(k).lower(): _number(source, f"gpu.peak-flops.{k}", v) for k, v in table.items()}
+        if not per:
+            raise InputError(source, "[gpu]: peak-flops table is empty")
+        numbers["flops_by_precision"] = tuple(per.items())
+        numbers["peak_flops"] = per.get("bf16", per.get("fp16", next(iter(per.values()))))
+    elif "peak_flops" in numbers:
+        numbers["flops_by_precision"] = ()  # one figure: the training precision's, no table to pick from
     if base is None:
         missing = [k for k in ("peak-flops", "memory-bandwidth", "memory", "power") if k not in value]
         if missing:

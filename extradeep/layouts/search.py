@@ -3,8 +3,12 @@ and energy, with the Pareto front of time against cost and the best layout under
 
 Time is per step, or per epoch when ``samples_per_epoch`` is given (ceil(samples / global batch)
 steps). Cost is GPU-hours (N x time / 3600), times the price per GPU-hour when the hardware has one.
-Energy is N x the GPU's power x time x PUE, in kWh, times the price per kWh for its cost (DFModel
-reports perf/W and perf/$ the same way). A layout whose peak memory exceeds the GPU's is never
+Energy is N x the GPU's power x time x PUE, in kWh, times the price per kWh for its cost; the
+power per GPU is a :class:`extradeep.layouts.energy.PowerModel`'s (calibrated on profiles' power
+samples, else the hardware file's figure). Beside them, as DFModel reports perf/W and perf/$:
+``throughput`` (samples/s), ``perf_per_watt`` (samples per joule of GPU energy, PUE included) and
+``perf_per_cost`` (samples per unit of cost: GPU-hours, or money with a price, plus the energy's
+price when both are known). A layout whose peak memory exceeds the GPU's is never
 ranked or recommended; its ``reason`` says why.
 """
 
@@ -18,9 +22,11 @@ import pandas as pd
 
 from extradeep.columns import GLOBAL_BATCH, GPUS, STEP_TIME
 from extradeep.errors import InputError
+from extradeep.layouts.energy import PowerModel
 from extradeep.layouts.hardware import load_hardware
 from extradeep.layouts.model import LayoutModel
 from extradeep.layouts.space import enumerate_layouts
+from extradeep.layouts.transfer import transferred_model
 from extradeep.layouts.workload import TransformerShape, load_transformer
 
 OBJECTIVES = ("time", "cost", "energy")
@@ -41,18 +47,25 @@ def search_layouts(
     recompute=("full",),
     schedules=("1f1b",),
     chunks=(2,),
+    power=None,
+    kernel_classes: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per candidate layout (and GPU type of ``hardware``: one or a list; default the
     model's), with its predicted time, interval, cost, energy, memory, ``fits``/``reason``,
     ``pareto`` (on the front of time against cost among the layouts that fit), ``rank`` by
     ``objective`` among those that fit and meet the limits (0 for the others) and ``best``
-    (rank 1). Sorted by rank. ``attrs`` holds the units and limits."""
+    (rank 1). Sorted by rank. ``attrs`` holds the units and limits. ``power``: a fitted
+    :class:`~extradeep.layouts.energy.PowerModel` (default: the hardware file's watts).
+    ``kernel_classes``: :func:`extradeep.layouts.transfer.class_observations` of the calibration
+    runs; on other GPU types the compute then moves as those kernel classes move
+    (:func:`~extradeep.layouts.transfer.transferred_model`)."""
     if objective not in OBJECTIVES:
         raise InputError(None, f"must be one of {', '.join(OBJECTIVES)}, got {objective!r}", field="objective")
     for name, value in (("max_time", max_time), ("max_cost", max_cost), ("samples_per_epoch", samples_per_epoch)):
         if value is not None and not (math.isfinite(value) and value > 0):
             raise InputError(None, f"must be a positive number, got {value!r}", field=name)
     shape = load_transformer(shape) if not isinstance(shape, TransformerShape) else shape
+    power = PowerModel().fit(model) if power is None else power
     targets = hardware if isinstance(hardware, (list, tuple)) else [hardware]
     tables = []
     for spec in targets:
@@ -62,17 +75,22 @@ def search_layouts(
         )
         if not len(layouts):
             continue
-        predicted = model.predict(layouts, hardware=target)
-        tables.append(_economics(pd.concat([layouts, predicted], axis=1), target, samples_per_epoch))
+        predictor = model
+        if kernel_classes is not None and len(kernel_classes) and target.gpu != model.hardware_.gpu:
+            predictor = transferred_model(model, kernel_classes, target)
+        predicted = predictor.predict(layouts, hardware=target)
+        watts = power.predict(predicted, target)
+        tables.append(_economics(pd.concat([layouts, predicted], axis=1), target, samples_per_epoch, watts))
     if not tables:
         raise InputError(
             None, f"no valid layout of this model for {global_batch} samples per step on {gpus} GPUs", field="gpus"
         )
     table = pd.concat(tables, ignore_index=True)
+    table.attrs["power_source"] = power.source_
     return rank_layouts(table, objective, max_time, max_cost, per_epoch=samples_per_epoch is not None)
 
 
-def _economics(table: pd.DataFrame, hardware, samples_per_epoch) -> pd.DataFrame:
+def _economics(table: pd.DataFrame, hardware, samples_per_epoch, watts) -> pd.DataFrame:
     steps = 1.0 if samples_per_epoch is None else np.ceil(samples_per_epoch / table[GLOBAL_BATCH])
     table["hardware"] = hardware.label
     table["time"] = table[STEP_TIME] * steps
@@ -81,8 +99,14 @@ def _economics(table: pd.DataFrame, hardware, samples_per_epoch) -> pd.DataFrame
     table["gpu_hours"] = table["time"] * table[GPUS] / 3600
     price = hardware.price_per_gpu_hour
     table["cost"] = table["gpu_hours"] * (price if price is not None else 1.0)
-    table["energy_kwh"] = table[GPUS] * hardware.gpu.power * table["time"] * hardware.pue / 3.6e6
+    table["power_w"] = watts
+    table["energy_kwh"] = table[GPUS] * table["power_w"] * table["time"] * hardware.pue / 3.6e6
     table["energy_cost"] = table["energy_kwh"] * (hardware.price_per_kwh if hardware.price_per_kwh else np.nan)
+    samples = table[GLOBAL_BATCH] * steps
+    table["throughput"] = samples / table["time"]
+    table["perf_per_watt"] = samples / (table["energy_kwh"] * 3.6e6)
+    both = price is not None and hardware.price_per_kwh
+    table["perf_per_cost"] = samples / (table["cost"] + (table["energy_cost"] if both else 0.0))
     table.attrs["cost_unit"] = "currency" if price is not None else "GPU-hours"
     return table
 
@@ -111,6 +135,7 @@ def rank_layouts(table: pd.DataFrame, objective="time", max_time=None, max_cost=
             "max_cost": max_cost,
             "time_unit": "s per epoch" if per_epoch else "s per step",
             "cost_unit": table.attrs.get("cost_unit", "GPU-hours"),
+            "power_source": table.attrs.get("power_source", "system file"),
         }
     )
     return out

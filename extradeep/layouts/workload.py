@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-import tomllib
 
+from extradeep.compat import tomllib
 from extradeep.errors import InputError
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}

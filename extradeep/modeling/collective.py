@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import nnls
 
 from extradeep.system import ALGORITHMS, System, cost_features
 
@@ -186,6 +185,8 @@ def _regime_counts(x, collective, algorithm, gpus_per_node) -> tuple[int, int]:
 def _calibrate(x, y, collective, algorithm, gpus_per_node, system):
     """(coef, inter source): NNLS per identifiable link class; the inter-node pair from the system
     file when no point spans nodes (None when neither). None when a class has too few points."""
+    from scipy.optimize import nnls  # here, not at import: scipy.optimize costs a CLI start ~0.2 s
+
     feats = cost_features(collective, algorithm, x, 1.0, gpus_per_node)
     coef = np.zeros(4)
     used_intra = feats[:, INTRA].any(axis=1) & ~feats[:, INTER].any(axis=1)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 import pandas as pd
@@ -12,6 +12,7 @@ from extradeep.errors import InputError
 from extradeep.modeling.batched import fit_batched, smape
 from extradeep.modeling.model import Model
 from extradeep.modeling.search import (
+    NO_FACTOR,
     PointBatch,
     SearchOptions,
     line_indices,
@@ -30,6 +31,11 @@ DEFAULT_PAIRS = None
 DEFAULT_CRITERION = "cv+reps"
 # "auto": search.SIGNIFICANCE_AUTO (stricter with repetitions than with one).
 DEFAULT_SIGNIFICANCE = "auto"
+RECOMMENDED_POINTS = 5  # fewer values of a parameter make a rough model (Extra-P warns too)
+MAX_PARAMETERS = 4  # Extra-P's limit; four active parameters use its sums and products only (search.forms)
+# Beyond these, squares in the least-squares fit overflow a double (1e308): such data is refused per region.
+MAX_VALUE = 1e100
+MAX_PARAMETER_VALUE = 1e30  # x^3 log2(x)^2 of the largest exponents, squared, stays finite
 RESULT_COLUMNS = [
     "model",
     "formula",
@@ -153,8 +159,11 @@ def fit_models(
     missing = [c for c in params + by + [value] + ([rep] if rep else []) if c not in df.columns]
     if missing:
         raise InputError(None, f"missing column(s): {', '.join(missing)}")
-    if len(params) > 3:
-        raise InputError(None, f"at most 3 parameters can be modeled, got {len(params)}")
+    if len(params) > MAX_PARAMETERS:
+        raise InputError(None, f"at most {MAX_PARAMETERS} parameters can be modeled (as in Extra-P), got {len(params)}")
+    shared = [p for p in params if p in by or p == value]
+    if shared:
+        raise InputError(None, f"parameter {shared[0]!r} is also a key or the value column; rename it")
     data = df[by + params + [value]].copy()
     if by:
         grouping = data.groupby(by, sort=True, dropna=False)
@@ -167,6 +176,13 @@ def fit_models(
     bad = ~np.isfinite(numeric).all(axis=1)
     for g in np.unique(groups[bad]):
         rows[g]["reason"] = "non-finite or non-numeric values (NaN/inf) are refused"
+    huge = ~bad & ((np.abs(numeric[:, -1]) > MAX_VALUE) | (np.abs(numeric[:, :-1]) > MAX_PARAMETER_VALUE).any(axis=1))
+    for g in np.setdiff1d(np.unique(groups[huge]), np.unique(groups[bad])):
+        rows[g]["reason"] = (
+            f"values beyond {MAX_VALUE:.0e} or parameter values beyond {MAX_PARAMETER_VALUE:.0e} would overflow "
+            "the fit; rescale them (e.g. into larger units)"
+        )
+    bad |= huge
     small = (numeric[:, : len(params)] < undefined_below(opts.factors)).any(axis=1) & ~bad
     dropped = list(zip(*np.unique(groups[small], return_counts=True)))
     why = _undefined_text(opts.factors)
@@ -179,8 +195,10 @@ def fit_models(
             stacklevel=2,
         )
     keep = ~np.isin(groups, [g for g, r in enumerate(rows) if r["reason"]]) & ~small
-    clean = pd.DataFrame(numeric[keep], columns=params + [value]).assign(_g=groups[keep])
-    for batch, gids in _batches(clean, params, value):
+    # internal column names: a user's parameter (x, y, count, value ...) never meets one of ours
+    inner = [f"_param{k}" for k in range(len(params))]
+    clean = pd.DataFrame(numeric[keep], columns=inner + ["_value"]).assign(_g=groups[keep])
+    for batch, gids in _batches(clean, inner, "_value"):
         _fit_batch(batch, gids, params, opts, modeler, rows)
     for r in rows:
         if r["model"] is None and not r["reason"]:
@@ -259,14 +277,23 @@ def _shortage(X: np.ndarray, params, min_points: int) -> str:
 
 
 def _fit_batch(batch: PointBatch, gids, params, opts: SearchOptions, modeler: PMNFModeler, rows) -> None:
-    reason = _shortage(batch.X, params, opts.min_points)
+    tied = len(params) > 1 and _vary_together(batch.X)
+    shown = params[:1] if tied else params  # tied parameters: their effects cannot be told apart
+    reason = _shortage(batch.X[:, : len(shown)], shown, opts.min_points)
     if reason:
         for g in gids:
             rows[g]["reason"] = reason
         return
+    notes = [f"{', '.join(params)} vary together at every point: modeled over {params[0]} alone"] if tied else []
+    few = _shortage(batch.X[:, : len(shown)], shown, RECOMMENDED_POINTS) if opts.min_points < RECOMMENDED_POINTS else ""
+    notes += [f"a rough model: {few.replace('need at least', 'want')}"] if few else []
+    for g in gids:
+        rows[g]["warnings"].extend(notes)
     weights(batch, opts.weighting)
-    search = search_single_parameter if len(params) == 1 else search_multi_parameter
-    choices = search(batch, opts)
+    if tied:
+        choices = _along_first(batch, opts)
+    else:
+        choices = (search_single_parameter if len(params) == 1 else search_multi_parameter)(batch, opts)
     by_width: dict[int, list[int]] = {}
     for r, ch in enumerate(choices):
         by_width.setdefault(len(ch.terms) + 1, []).append(r)
@@ -301,6 +328,22 @@ def _fit_batch(batch: PointBatch, gids, params, opts: SearchOptions, modeler: PM
                 warnings=rows[g]["warnings"],
             )
     _fit_rivals(batch, choices, gids, rows)
+
+
+def _vary_together(X: np.ndarray) -> bool:
+    """Every point changes every parameter, all in one order (e.g. (1000 10) (2000 20) ...)."""
+    order = np.argsort(X[:, 0], kind="stable")
+    return all(len(np.unique(X[:, c])) == len(X) and (np.diff(X[order, c]) > 0).all() for c in range(X.shape[1]))
+
+
+def _along_first(batch: PointBatch, opts: SearchOptions) -> list:
+    """Single-parameter choices over the first parameter, as terms of all of them."""
+    others = (NO_FACTOR,) * (batch.X.shape[1] - 1)
+    choices = search_single_parameter(replace(batch, X=batch.X[:, :1]), opts)
+    for ch in choices:
+        ch.terms = [t + others for t in ch.terms]
+        ch.rivals = [[t + others for t in terms] for terms in ch.rivals]
+    return choices
 
 
 def _designs(X: np.ndarray, term_lists: list[list]) -> np.ndarray:
@@ -339,7 +382,7 @@ def _fit_statistics(batch: PointBatch, idx: np.ndarray, fit) -> dict[str, np.nda
     dof = n_meas - p
     rss = np.sum((y - f) ** 2, axis=1)
     tss = np.sum((y - y.mean(axis=1, keepdims=True)) ** 2, axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ar2 = 1.0 - (rss / (n - p)) / (tss / (n - 1)) if n > p else np.full(len(idx), np.nan)
         exact = rss <= 1e-24 * np.maximum(1.0, np.sum(y**2, axis=1))
         ar2 = np.where(tss == 0, np.where(exact, 1.0, np.nan), ar2) if n > p else ar2
@@ -377,4 +420,6 @@ def _result_frame(rows, modeler: PMNFModeler) -> pd.DataFrame:
                 "warnings": "; ".join(r["warnings"]),
             }
         )
-    return pd.DataFrame(out, columns=RESULT_COLUMNS)
+    # object columns: a missing formula or growth stays None (pandas 3 would store NaN in a string column)
+    table = pd.DataFrame(out, columns=RESULT_COLUMNS, dtype=object)
+    return table.astype({"smape": float, "cv_smape": float, "ar2": float, "rss": float, "n_points": int})

@@ -147,7 +147,7 @@ def _score(A, y, w, opts: SearchOptions, sign=None, want_press=True):
         ok = fit.valid & fold(np.logical_and, np.isfinite(fit.loo_pred))
         if p > 1:
             # a term's largest share of the value: |c| * max |column / y| (fewer temporaries)
-            with np.errstate(divide="ignore", invalid="ignore"):
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 reach = fold(np.maximum, np.abs(Ac[..., :, 1:]) / np.abs(yc)[..., None], -2)
                 share = np.abs(fit.coef[..., 1:]) * reach
             ok &= (share >= opts.min_term_contribution).all(axis=-1)
@@ -332,6 +332,11 @@ def forms(active: int) -> list[tuple[tuple[int, ...], ...]]:
     called active drop out again.
     """
     monomials = [s for r in range(1, active + 1) for s in combinations(range(active), r)]
+    if active >= 4:
+        # Extra-P models four parameters as their sum or their product only; so do we, over every
+        # subset (27 forms, where all mixed sums of products would be 1,795)
+        sums = [tuple((c,) for c in subset) for subset in monomials if len(subset) > 1]
+        return [(), *((mono,) for mono in monomials), *sums]
     out = [()]
     for size in range(1, active + 1):
         for form in combinations(monomials, size):
@@ -389,7 +394,7 @@ def _search_forms(batch: PointBatch, rows, cols, per_param, opts: SearchOptions)
         s = _score(np.ones((1, len(batch.X), 1)), y, w, opts)[0]
         return [Choice([], float(v)) for v in s[:, 0]]
     tables = [np.stack([factor_values(batch.X[:, c], f) for f in opts.factors]) for c in range(batch.X.shape[1])]
-    # three active parameters: two candidates each keep the 61 forms x combinations affordable
+    # three or four active parameters: two candidates each keep the forms x combinations affordable
     k = per_param[cols[0]][1].shape[1] if len(cols) < 3 else min(2, per_param[cols[0]][1].shape[1])
     combos = np.array(list(product(range(k), repeat=len(cols))))  # (C, a)
     cand = [per_param[c][1][rows][:, combos[:, a]] for a, c in enumerate(cols)]  # (R, C) factor ids

@@ -210,14 +210,12 @@ def comm_context(colls: pd.DataFrame, trace: RunTrace, system=None) -> CommConte
     """What `ranks=P` re-costs collectives with: the sized alpha fits, the traced ranks and the
     cluster layout (the profiles' node signals, else the system's; none with one GPU per node)."""
     from extradeep.io.placement import empty_placement, resolve_layout, run_gpus_per_node
-    from extradeep.io.read import NSYS, profile_format, read_placement
     from extradeep.system import load_system
 
     described = None if system is None else load_system(system)
     files = trace.files
-    # a few queries per nsys export; a Kineto trace would be parsed a second time, so its layout
-    # waits for the per-file pass to keep its placement (its ranks count as unknown here)
-    places = {p: read_placement(p) if profile_format(p) == NSYS else empty_placement() for p in files["path"].unique()}
+    # the placements the replay's frames carry (read on the file's one connection or parse)
+    places = {p: trace.placements.get(p) or empty_placement() for p in files["path"].unique()}
     gpus, source = run_gpus_per_node(files, places)
     layout = {"source": source, "gpus_per_node": gpus}
     resolved = resolve_layout(layout, None if described is None else described.to_dict())

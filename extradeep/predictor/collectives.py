@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from extradeep.io.nsys.categories import is_nccl_kernel
+from extradeep.io.categories import is_nccl_kernel
 
 ALGORITHMS = ("ring", "tree")
 

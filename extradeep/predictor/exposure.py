@@ -57,19 +57,20 @@ FACTORS = (
 )
 
 
-def exposure_curve(paths, factors=FACTORS, phase: str = "train", settings=None) -> pd.DataFrame:
+def exposure_curve(paths, factors=FACTORS, phase: str = "train", settings=None, frames=None) -> pd.DataFrame:
     """Replay one run (its per-rank exports ``paths``) with all pure collective durations scaled
     by each factor k: columns k, step (median over steady-state ``phase`` steps of the slowest
     rank's replayed step time, s) and hidden (share of the scaled pure communication the step
     hides). Empty when the run has no collectives or no step marks of ``phase`` (any phase
     when it has none of ``phase``). ``settings``: the reader's step conventions (as for ingest).
-    Raises InputError or ValueError when the run cannot be replayed."""
+    ``frames``: {path: replay frames} the per-file pass already read (those files are not opened
+    again). Raises InputError or ValueError when the run cannot be replayed."""
     from extradeep.predictor.api import step_times
     from extradeep.predictor.graph import build_graph
     from extradeep.predictor.replay import plan_replay, replay
     from extradeep.predictor.trace import load_trace
 
-    trace = load_trace(paths, jobs=1, settings=settings)
+    trace = load_trace(paths, jobs=1, settings=settings, frames=frames)
     graph = build_graph(trace)
     collective = (graph.nodes["role"] == "sync").to_numpy()
     if not collective.any() or trace.steps.empty:
@@ -107,26 +108,34 @@ def curve_frame(k: np.ndarray, step: np.ndarray) -> pd.DataFrame:
 TRACED_POINTS = 3  # the largest points get an exposure curve: evaluation often holds out the top one or two
 
 
-def add_exposure_curves(experiment, *, cache_dir=None, use_cache: bool = True, progress=None, jobs=None, client=None):
+def add_exposure_curves(
+    experiment, *, cache_dir=None, use_cache: bool = True, progress=None, jobs=None, client=None, frames=None
+):
     """The pipeline step after aggregation: replay the runs at the TRACED_POINTS largest points of
     `experiment` (at each, the repetition with the most ranks) and keep their exposure curves in
     `experiment.settings["exposure"]` as {"point", "rep", "k", "hidden"}; a run that cannot be replayed
     becomes a note in `settings["notes"]`. Curves are cached like the per-file results; the replays
-    not cached run side by side (`jobs` local processes, or the Dask cluster of `client`). Returns the
-    experiment (changed in place)."""
+    not cached run side by side (`jobs` local processes, or the Dask cluster of `client`). `frames`:
+    {path: replay frames} the per-file pass read (`extradeep.aggregate.ingest.read_runs` with
+    `replay_paths(...)`); only the files without them are opened here. Returns the experiment
+    (changed in place)."""
     from extradeep.io.cache import default_cache_dir, read_cache, store_cache
     from extradeep.io.execute import WorkerLost, run_tasks
-    from extradeep.io.nsys.settings import ReaderSettings
+    from extradeep.io.settings import ReaderSettings
 
     cache = None if not use_cache else Path(cache_dir) if cache_dir else default_cache_dir()
     settings = ReaderSettings.from_any(experiment.settings.get("reader"))
-    traced = _traced_runs(experiment)
+    traced = traced_runs(experiment.provenance, list(experiment.params))
     keys = [_curve_key(chosen, settings) for _, chosen, _ in traced]
     outcomes = [read_cache(cache, key) if cache is not None else None for key in keys]
     todo = [i for i, outcome in enumerate(outcomes) if outcome is None]
     if todo and progress is None:
         print(f"replaying the traces of {len(todo)} run(s) to see how much communication a step hides", file=sys.stderr)
-    calls = [(list(traced[i][1]["path"]), settings, keys[i], cache) for i in todo]
+    frames = frames or {}
+    calls = []
+    for i in todo:
+        paths = list(traced[i][1]["path"])
+        calls.append((paths, settings, keys[i], cache, {p: frames[p] for p in paths if p in frames}))
     done, worker_notes = run_tasks(replay_and_store, calls, jobs=jobs, client=client)
     for i, outcome in zip(todo, done):
         if isinstance(outcome, WorkerLost):
@@ -141,19 +150,26 @@ def add_exposure_curves(experiment, *, cache_dir=None, use_cache: bool = True, p
         elif outcome["curve"]:
             params = list(experiment.params)
             curves.append({"point": {p: _plain(run[p]) for p in params}, "rep": _plain(run["rep"]), **outcome["curve"]})
-    experiment.settings["exposure"] = curves
-    experiment.settings["notes"] = list(experiment.settings.get("notes", [])) + notes + worker_notes
+    experiment.settings.exposure = curves
+    experiment.settings.notes = list(experiment.settings.notes) + notes + worker_notes
     return experiment
 
 
-def _traced_runs(experiment) -> list[tuple]:
+def replay_paths(runs: pd.DataFrame, params: list[str]) -> list[str]:
+    """The files whose replay frames the exposure step will need, chosen from the runs found before
+    reading (path, rank, rep, <params>), so the per-file pass reads them with the step sums."""
+    return [path for _, chosen, _ in traced_runs(runs, params) for path in chosen["path"]]
+
+
+def traced_runs(runs: pd.DataFrame, params: list[str]) -> list[tuple]:
     """(run row, its exports, "where" words) at each of the TRACED_POINTS largest points: the
-    repetition with the most ranks read."""
-    runs, params = experiment.provenance, list(experiment.params)
+    repetition with the most ranks. `runs`: one row per file (an Experiment's provenance, or the
+    runs found before reading)."""
     files = runs.groupby([*params, "rep"], sort=True).size().reset_index(name="ranks_read")
-    points = files[params].drop_duplicates().tail(TRACED_POINTS)
+    # without parameters there is one configuration (pandas 2 yields no row of a frame without columns)
+    points = list(files[params].drop_duplicates().tail(TRACED_POINTS).itertuples(index=False)) if params else [()]
     traced = []
-    for values in points.itertuples(index=False):
+    for values in points:
         at = files[(files[params] == list(values)).all(axis=1)]
         run = at.sort_values(["ranks_read", "rep"], ascending=[False, True]).iloc[0]
         chosen = runs[(runs[params] == run[params]).all(axis=1) & (runs["rep"] == run["rep"])]
@@ -173,12 +189,12 @@ def _curve_key(chosen: pd.DataFrame, settings) -> str:
     ).hexdigest()
 
 
-def replay_and_store(paths: list[str], settings, key: str, cache_dir) -> dict:
+def replay_and_store(paths: list[str], settings, key: str, cache_dir, frames=None) -> dict:
     """The task a worker runs: one run's exposure curve as {"problem", "curve"}, cached when it worked."""
     from extradeep.io.cache import store_cache
 
     try:
-        curve = exposure_curve(paths, settings=settings)
+        curve = exposure_curve(paths, settings=settings, frames=frames)
     except Exception as exc:  # the replay only refines the step model: a failure must not stop modeling
         return {"problem": f"{type(exc).__name__}: {exc}", "curve": None}
     outcome = {"problem": None, "curve": None if curve.empty else curve[["k", "hidden"]].to_dict("list")}

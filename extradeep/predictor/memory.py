@@ -28,9 +28,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-import tomllib
-
-from extradeep.errors import InputError
+from extradeep.compat import tomllib
+from extradeep.errors import InputError, require_regular_file
 
 GB = 1e9
 KEYS = ("parameters", "bytes_per_parameter", "activation_gb", "buffers_gb", "gpu_memory_gb")
@@ -95,6 +94,7 @@ def load_description(description) -> dict | None:
         return None
     if isinstance(description, (str, Path)):
         path = Path(description)
+        require_regular_file(path)  # a named pipe would block the read forever
         try:
             desc = tomllib.loads(path.read_text())
         except OSError as exc:

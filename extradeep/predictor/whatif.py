@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
-from extradeep.io.nsys.categories import is_nccl_kernel
+from extradeep.io.categories import is_nccl_kernel
 from extradeep.predictor.collectives import collective_kind, model_time, rescale_collective
 from extradeep.system import ALGORITHMS as SYSTEM_ALGORITHMS
 from extradeep.system import System, cost_features

@@ -65,6 +65,17 @@ def layout_cells(r) -> list[str]:
     ]
 
 
+def outcome_cells(r) -> list[str]:
+    """A searched layout's time, interval, cost, energy and peak memory per GPU, as shown."""
+    return [
+        f"{r['time']:.4g}",
+        f"{r['time_low']:.3g}-{r['time_high']:.3g}",
+        f"{r['cost']:.4g}",
+        f"{r['energy_kwh']:.3g}",
+        format_value(r["peak_memory"], "bytes"),
+    ]
+
+
 def search_text(model, table: pd.DataFrame) -> str:
     """Counts, the Pareto front of time against cost, the best layout under the limits (or why
     none), and examples of layouts that do not fit."""
@@ -76,18 +87,7 @@ def search_text(model, table: pd.DataFrame) -> str:
     )
     front = pareto_front(table).head(PARETO_ROWS)
     headers = [*LAYOUT_HEADERS, f"time ({unit})", "95% interval", f"cost ({cost_unit})", "kWh", "memory", "note"]
-    rows = [
-        [
-            *layout_cells(r),
-            f"{r['time']:.4g}",
-            f"{r['time_low']:.3g}-{r['time_high']:.3g}",
-            f"{r['cost']:.4g}",
-            f"{r['energy_kwh']:.3g}",
-            format_value(r["peak_memory"], "bytes"),
-            _note(r),
-        ]
-        for _, r in front.iterrows()
-    ]
+    rows = [[*layout_cells(r), *outcome_cells(r), _note(r)] for _, r in front.iterrows()]
     parts = [model_text(model), section(head, render_table(headers, rows, "r" * 7 + "ll" + "r" * 6 + "l"))]
     best = best_layout(table)
     objective = table.attrs.get("objective", "time")
@@ -99,6 +99,11 @@ def search_text(model, table: pd.DataFrame) -> str:
         money = f", cost {best['cost']:.4g} {cost_unit}, {best['energy_kwh']:.3g} kWh"
         if np.isfinite(best["energy_cost"]):
             money += f" ({best['energy_cost']:.3g} for energy)"
+        if "power_w" in best:
+            money += (
+                f", {best['power_w']:.0f} W per GPU ({table.attrs.get('power_source', 'system file')}), "
+                f"{best['perf_per_watt']:.3g} samples/J, {best['perf_per_cost']:.3g} samples per {cost_unit}"
+            )
         detail = f"{best['time']:.4g} {unit} [{best['time_low']:.3g}, {best['time_high']:.3g}]{money}"
         parts.append(section(f"Best by {objective} under the limits", f"{text}: {detail}{_note(best, ' (')}"))
     unfit = table[~table["fits"]]

@@ -8,9 +8,19 @@ import pandas as pd
 from extradeep.analysis.core import Analysis, primary_quantity
 from extradeep.analysis.epoch import BREAKDOWN, EPOCH_TIME, QUANTITIES, SKIP_WARN, quantity_label
 from extradeep.analysis.points import format_point
-from extradeep.report.text import format_interval, format_pct, format_value, points_text, render_table, section, shorten
+from extradeep.report.text import (
+    format_interval,
+    format_pct,
+    format_value,
+    points_text,
+    render_table,
+    section,
+    shorten,
+    wrap_formula,
+)
 
 NAME_WIDTH = 44
+FORMULA_WIDTH = 80  # a longer model wraps at its terms (the epoch-time formula runs to 300 characters)
 
 
 def header(analysis: Analysis, n_exports: int | None = None) -> str:
@@ -59,7 +69,12 @@ def application_section(analysis: Analysis) -> str:
             rows.append([quantity_label(quantity, analysis.per), f"(no model: {row['reason']})", "", ""])
         else:
             rows.append(
-                [quantity_label(quantity, analysis.per), row["formula"], row["growth"], format_pct(row["smape"], 2)]
+                [
+                    quantity_label(quantity, analysis.per),
+                    wrap_formula(row["formula"], FORMULA_WIDTH),
+                    row["growth"],
+                    format_pct(row["smape"], 2),
+                ]
             )
     title = (
         f"Application models per {analysis.per} (seconds; p = {analysis.ranks_param}"
@@ -177,7 +192,7 @@ def derived_section(analysis: Analysis, derived: pd.DataFrame) -> str:
     rows = [
         [
             r["derived"].replace("_pct", " %").replace("_", " "),
-            r["formula"] or f"(no model: {r['reason']})",
+            wrap_formula(r["formula"], FORMULA_WIDTH) if r["formula"] else f"(no model: {r['reason']})",
             r["growth"],
             format_pct(r["smape"], 2),
         ]
@@ -204,7 +219,7 @@ def bottleneck_section(table: pd.DataFrame, target: dict, params: list[str], per
             shorten(r["region"], NAME_WIDTH),
             r["category"],
             r["growth"],
-            shorten(r["formula"], 60),
+            wrap_formula(r["formula"], 60),
             format_value(r["predicted"]),
             format_pct(r["share_of_category"] * 100),
         ]
@@ -221,7 +236,7 @@ def region_section(models: pd.DataFrame, top: int) -> str:
         [
             shorten(str(r["region"]), NAME_WIDTH),
             r["metric"],
-            r["formula"] or f"(no model: {r['reason']})",
+            wrap_formula(r["formula"], FORMULA_WIDTH) if r["formula"] else f"(no model: {r['reason']})",
             r["growth"],
             format_pct(r["smape"], 2),
         ]

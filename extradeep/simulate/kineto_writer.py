@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from extradeep.io.nsys.categories import MEMCPY_LABELS
+from extradeep.io.categories import MEMCPY_LABELS
 from extradeep.simulate.program import MPI_DOMAIN
 from extradeep.simulate.writer import GPU_NAME, RunColumns
 

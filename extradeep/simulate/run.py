@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
+from extradeep.io.naming import check_name_parts, rank_name, run_stem
 from extradeep.simulate import truth as truth_mod
 from extradeep.simulate.catalogue import (
     NCCL_ALPHA,
@@ -131,7 +132,7 @@ def simulate(
     grad_sizes, grad_layout = _gradients(ddp, gradients, buckets, bucket_layout, bucket_cap_mb, gradient_profile)
     buckets = len(grad_layout) if grad_layout else buckets
     prefixes = {name: (prefixes or {}).get(name, {"ranks": "p", "batch": "b"}.get(name, name[0])) for name in params}
-    _check_names(app, params, prefixes)
+    check_name_parts(app, params, prefixes)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     names = list(params)
@@ -329,12 +330,7 @@ def _clock_offsets(spread_ns: float, ranks: int, seed: int, p_index: int, rep: i
 
 
 def _file_name(app: str, point: dict, prefixes: dict, rep: int, rank: int) -> str:
-    parts = [app] + [f"{prefixes[k]}{_fmt(v)}" for k, v in point.items()]
-    return ".".join(parts + [f"r{rep}", f"mpi{rank}", "sqlite"])
-
-
-def _fmt(value) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
+    return rank_name(run_stem(app, {prefixes[k]: v for k, v in point.items()}, rep), rank)
 
 
 def _check(
@@ -392,35 +388,6 @@ def _check_values(batch, train_samples, val_samples, warmup_factor, kernel_scale
     bad = [f"{pattern}={factor:g}" for pattern, factor in (kernel_scale or {}).items() if not factor > 0]
     if bad:
         raise InputError(None, f"kernel scale {', '.join(bad)}: factors must be > 0 (durations stay positive)")
-
-
-def _check_names(app: str, params: dict, prefixes: dict) -> None:
-    """File names must parse back: app.<prefix><value>...r<rep>.mpi<rank>.sqlite."""
-    from extradeep.capture.profile_cmd import APP, NAME
-    from extradeep.io.discover import DEFAULT_ALIASES, RESERVED
-
-    if not APP.match(app):
-        raise InputError(
-            None, f"app {app!r}: use letters, digits, '_' or '-' (no dots: they separate file-name tokens)"
-        )
-    for name in params:
-        if not NAME.match(name) or name in RESERVED:
-            raise InputError(None, f"parameter {name!r}: use letters and '_' only, not {', '.join(RESERVED)}")
-    for name, prefix in prefixes.items():
-        clash = DEFAULT_ALIASES.get(prefix, name) != name
-        if not NAME.match(prefix) or clash:
-            raise InputError(
-                None,
-                f"prefix {name}={prefix}: use letters and '_', not r or mpi (repetition and rank "
-                "tokens), and p only for ranks",
-            )
-    taken = list(prefixes.values())
-    if len(set(taken)) < len(taken):
-        raise InputError(
-            None,
-            f"two parameters share a file-name prefix ({', '.join(f'{n}={p}' for n, p in prefixes.items())}); "
-            "give --prefix NAME=LETTERS",
-        )
 
 
 def _truth_header(o: dict) -> dict:

@@ -20,6 +20,7 @@ def make_tabs(window) -> list:
         BottleneckTab(),
         PredictorTab(window),
         _plan_panel(window),
+        _layouts_tab(window),
     ]
 
 
@@ -27,3 +28,9 @@ def _plan_panel(window):
     from extradeep.gui.plan_panel import PlanPanel
 
     return PlanPanel(window)
+
+
+def _layouts_tab(window):
+    from extradeep.gui.tabs.layouts_tab import LayoutsTab
+
+    return LayoutsTab(window)

@@ -236,3 +236,24 @@ def test_min_points_can_be_changed_after_loading(experiment):
     )
     copy.set_min_points(6)
     assert not copy.points["modelable"].any()
+
+
+def test_settings_are_typed_and_a_key_of_another_version_survives_a_save(experiment, tmp_path):
+    """Experiment.settings is an ExperimentSettings (fields, not string keys); a setting this version
+    does not know (written by another version) is kept in `extra` and saved back unchanged."""
+    from extradeep.aggregate.settings import ExperimentSettings
+
+    assert isinstance(experiment.settings, ExperimentSettings)
+    assert experiment.settings.fixed_params == {"batch": 64} and experiment.fixed_params == {"batch": 64}
+    path = tmp_path / "exp.sqlite"
+    experiment.save(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO settings (key, value) VALUES ('from_a_later_version', '[1, 2]')")
+    loaded = Experiment.load(path)
+    assert loaded.settings.extra == {"from_a_later_version": [1, 2]} and loaded.settings.system is None
+    loaded.set_min_points(3)
+    again = tmp_path / "again.sqlite"
+    loaded.save(again)
+    reread = Experiment.load(again).settings
+    assert reread.min_points == 3 and reread["from_a_later_version"] == [1, 2]
+    assert dict(reread) == {**experiment.settings.to_dict(), "min_points": 3, "from_a_later_version": [1, 2]}

@@ -196,8 +196,10 @@ def test_cache_hit_does_not_reread_and_changes_invalidate(small_run, tmp_path, m
     run = _copy(small_run, tmp_path)
     listing = sorted(os.listdir(run))
     calls = []
-    real = nsys_read.read_export
-    monkeypatch.setattr(nsys_read, "read_export", lambda path, settings: calls.append(path) or real(path, settings))
+    real = nsys_read.read_export_once
+    monkeypatch.setattr(
+        nsys_read, "read_export_once", lambda path, settings, **kw: calls.append(path) or real(path, settings, **kw)
+    )
     cache = tmp_path / "cache"
     first = load_experiment(run, cache_dir=cache, jobs=1, progress=False)
     assert len(calls) == 9

@@ -122,4 +122,7 @@ def test_jobs_from_a_config_file_are_checked_too(capsys, runs, tmp_path):
     config.write_text("jobs = 0\n")
     assert main(["model", str(root / "runs"), *cache, "--config", str(config)]) == 2
     err = capsys.readouterr().err
-    assert "--jobs: must be at least 1, got 0" in err and "reading exports" not in err
+    # the value came from the file: named by the file and its key, as the user wrote it
+    assert f"{config}: jobs: must be at least 1, got 0" in err and "reading exports" not in err
+    assert main(["model", str(root / "runs"), *cache, "--jobs", "0"]) == 2  # given as a flag: named as one
+    assert "--jobs: must be at least 1, got 0" in capsys.readouterr().err

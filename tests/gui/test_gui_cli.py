@@ -27,7 +27,7 @@ def test_the_core_package_imports_without_the_gui():
 
 
 def test_the_pyside_release_that_crashes_on_old_pythons_is_refused():
-    from extradeep.cli.gui import pyside_problem
+    from extradeep.gui.launch import pyside_problem
 
     assert "pip install" in pyside_problem("6.12.0", (3, 11))
     assert pyside_problem("6.12.0", (3, 12)) is None

@@ -181,7 +181,9 @@ def test_bad_file_shows_an_error_and_the_window_survives(window, open_wait, gui_
     bad = tmp_path / "broken.sqlite"
     bad.write_bytes(b"this is not a database" * 10)
     open_wait(window, bad)
-    assert "broken.sqlite" in window.last_error
+    assert "broken.sqlite" in window.last_error and "not an SQLite database" in window.last_error
+    assert window._error_box is not None and window._error_box.isVisible()  # a dialog, not only the status bar
+    assert window._error_box.text() == window.last_error
     assert window.isVisible() and window.ws is None
     window.last_error = ""
     open_wait(window, gui_experiment)  # and it still works afterwards

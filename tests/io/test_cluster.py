@@ -83,7 +83,7 @@ def test_a_worker_killed_mid_run_still_finishes_with_a_note(client, study):
     on_cluster = load_experiment(
         directory, ["ranks"], use_cache=False, scheduler=client, progress=kill_once, replay=False
     )
-    client.wait_for_workers(2, timeout=60)  # the nanny restarts the worker
+    client.wait_for_workers(2, timeout=300)  # the nanny restarts the worker
     _same_values(local, on_cluster)
     assert any("worker" in note and "left the cluster" in note for note in on_cluster.settings["notes"])
     assert not on_cluster.problems
@@ -111,7 +111,7 @@ def test_a_call_whose_worker_died_is_retried_once(client, tmp_path):
 
 def test_a_call_whose_worker_dies_twice_is_reported_and_the_rest_kept(client):
     results, _ = run_tasks(_always_dies_for, [(3, value) for value in range(6)], client=client)
-    client.wait_for_workers(2, timeout=60)
+    client.wait_for_workers(2, timeout=300)
     assert [r for i, r in enumerate(results) if i != 3] == [value * 2 for value in range(6) if value != 3]
     assert isinstance(results[3], WorkerLost) and "died twice" in results[3]
 

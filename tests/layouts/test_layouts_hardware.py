@@ -51,3 +51,19 @@ def test_mistakes_are_one_line_naming_the_file(tmp_path, text, problem):
 def test_unknown_names_are_refused():
     with pytest.raises(InputError, match="no such hardware file, and not a GPU preset"):
         load_hardware("b200-imaginary")
+
+
+def test_precision_picks_the_peak_flops(tmp_path):
+    path = tmp_path / "h100.toml"
+    path.write_text('gpu = "h100-sxm"\nprecision = "fp8"\n')
+    fp8 = load_hardware(path)
+    assert fp8.gpu.peak_flops == pytest.approx(2 * GPU_PRESETS["h100-sxm"].peak_flops, rel=1e-3)  # fp8 = 2 x bf16
+    path.write_text('precision = "tf32"\n[gpu]\npreset = "a100-80gb"\n')
+    assert load_hardware(path).gpu.peak_flops == GPU_PRESETS["a100-80gb"].peak_flops / 2
+    path.write_text(
+        'precision = "fp8"\n[gpu]\npreset = "a100-80gb"\npeak-flops = { bf16 = "300 TFLOP/s", fp8 = "0.6 PFLOP/s" }\n'
+    )
+    assert load_hardware(path).gpu.peak_flops == pytest.approx(600e12)
+    path.write_text('gpu = "a100-80gb"\nprecision = "fp8"\n')
+    with pytest.raises(InputError, match="no peak FLOP/s for 'fp8'"):
+        load_hardware(path)

@@ -93,3 +93,64 @@ def test_binary_file_is_an_input_error(tmp_path):
     path.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(InputError, match="cannot read"):
         read_extrap_text(path)
+
+
+def test_user_names_never_meet_internal_columns(tmp_path):
+    """Parameters named like the frame's own columns (value, rep) or a modeler's (x, y), a region
+    named value and a metric named p: read, modeled and predicted like any other names."""
+    grid = [(v, r, x) for v in (1.0, 2, 4, 8, 16) for r in (1.0, 2, 4, 8, 16) for x in (1.0, 2, 4, 8, 16)]
+    X = np.array(grid)
+    truth = 5 + 2 * X[:, 0] + 3 * np.log2(X[:, 1]) + 0.5 * X[:, 2] ** 2
+    points = " ".join(f"({v:g} {r:g} {x:g})" for v, r, x in grid)
+    lines = ["PARAMETER value rep", "PARAMETER\tx", f"POINTS {points}", "REGION value", "METRIC p"]
+    path = tmp_path / "names.txt"
+    path.write_text("\n".join(lines + [f"DATA {float(y)!r}" for y in truth]) + "\n")
+    df = read_extrap_text(path)
+    assert df.attrs["params"] == ["parameter value", "parameter rep", "x"]
+    assert df.attrs["names"] == {"parameter value": "value", "parameter rep": "rep"}
+    assert (df["region"] == "value").all() and (df["metric"] == "p").all() and df["rep"].eq(0).all()
+    row = model_extrap_text(path).iloc[0]
+    assert "value" in row["formula"] and "rep" in row["formula"] and "parameter" not in row["formula"]
+    np.testing.assert_allclose(row["model"].predict(np.array([[32.0, 32.0, 32.0]])), 5 + 64 + 15 + 512, rtol=1e-6)
+    again = tmp_path / "again.txt"
+    write_extrap_text(again, df, df.attrs["params"])
+    assert read_extrap_text(again).equals(df)
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        (
+            "PARAMETER p\nPOINTS 1 2 4\nPOINTS 2\nREGION r\nDATA 1\nDATA 2\nDATA 3\nDATA 4\n",
+            "line 3: point (2) is listed twice (first on line 2)",
+        ),
+        (
+            "PARAMETER p\nPOINTS 1 2 4 8 16\nREGION r\nDATA 1\nDATA 2\n",
+            "region 'r' metric '' (DATA from line 4): 2 DATA line(s) for 5 POINTS",
+        ),
+        (
+            "PARAMETER a b c\nPARAMETER d e\nPOINTS (1 1 1 1 1)\n",
+            "line 2: 5 parameters; Extra-P's text format has 1 to 4",
+        ),
+    ],
+)
+def test_ambiguous_files_are_refused_with_the_line(tmp_path, text, problem):
+    path = tmp_path / "bad.txt"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        read_extrap_text(path)
+    assert str(err.value).startswith(str(path)) and problem in str(err.value)
+
+
+def test_values_beyond_the_float_range_get_a_reason_not_a_warning(tmp_path, recwarn):
+    p = np.array([1.0, 2, 4, 8, 16])
+    frames = [
+        pd.DataFrame({"p": p, "value": 1e307 * p / 2, "region": "huge", "metric": "time"}),
+        pd.DataFrame({"p": p, "value": 1 + p, "region": "fine", "metric": "time"}),
+    ]
+    path = tmp_path / "huge.txt"
+    write_extrap_text(path, pd.concat(frames), ["p"])
+    table = model_extrap_text(path).set_index("region")
+    assert table.loc["huge", "model"] is None and "overflow" in table.loc["huge", "reason"]
+    np.testing.assert_allclose(table.loc["fine", "model"].predict(np.array([32.0])), 33.0, rtol=1e-9)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

@@ -98,7 +98,8 @@ def test_ingest_keeps_the_curves_of_the_largest_runs(tmp_path, monkeypatch):
     import extradeep.predictor.exposure as exposure_module
 
     monkeypatch.setattr(exposure_module, "exposure_curve", _must_not_run)
-    again = load_experiment(folder, ["ranks"], cache_dir=tmp_path / "cache", progress=False)
+    # jobs=1: a replay would run in this process, where the patch is (workers import the module afresh)
+    again = load_experiment(folder, ["ranks"], cache_dir=tmp_path / "cache", progress=False, jobs=1)
     assert again.settings["exposure"] == curves
     saved = tmp_path / "exp.sqlite"
     experiment.save(saved)
@@ -111,11 +112,12 @@ def test_a_run_that_cannot_be_replayed_is_a_note_not_an_error(tmp_path, monkeypa
 
     simulate(tmp_path, params={"ranks": [2, 3]}, repetitions=1, epochs=2, train_steps=2, val_steps=1, seed=4)
 
-    def broken(paths, settings=None):
+    def broken(paths, settings=None, frames=None):
         raise ValueError("collectives do not match across ranks")
 
     monkeypatch.setattr(exposure_module, "exposure_curve", broken)
-    experiment = load_experiment(tmp_path, ["ranks"], use_cache=False, progress=False)
+    # jobs=1: the replays run in this process, where the patch is (workers import the module afresh)
+    experiment = load_experiment(tmp_path, ["ranks"], use_cache=False, progress=False, jobs=1)
     assert experiment.settings["exposure"] == []
     failed = [n for n in experiment.settings["notes"] if "could not be replayed (ValueError: collectives do not" in n]
     assert len(failed) == 2 and "ranks=3, repetition 1" in failed[1]

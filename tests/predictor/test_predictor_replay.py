@@ -43,9 +43,9 @@ def test_graph_has_every_dependency_kind_of_a_ddp_run(ddp_prediction):
 
 
 def test_measured_step_times_match_the_nvtx_ranges(ddp_run, ddp_prediction):
-    from extradeep.io.nsys.connect import open_readonly
     from extradeep.io.nsys.events import nvtx
-    from extradeep.io.nsys.steps import find_steps
+    from extradeep.io.sqlite import open_readonly
+    from extradeep.io.steps import find_steps
 
     path = sorted(ddp_run.glob("*.mpi0.sqlite"))[0]
     with open_readonly(path) as conn:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from extradeep.io.nsys.connect import open_readonly
+from extradeep.io.sqlite import open_readonly
 from extradeep.simulate import simulate
 
 

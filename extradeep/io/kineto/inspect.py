@@ -2,7 +2,7 @@
 extradeep category, step marks, the most frequent CPU ranges.
 
 `inspect_trace(path, settings)` returns a JSON-ready dict with the keys of
-`extradeep.io.nsys.inspect.inspect_export` that apply (path, size, gpus, steps, counts_by_category,
+`extradeep.io.nsys.inspect.inspect_export` that apply (shared: `extradeep.io.inspect`) (path, size, gpus, steps, counts_by_category,
 kernels_by_device, top_ranges, notes) plus format, platform, rank, world_size, backend,
 schema_version, trace_categories (events per `cat` as written in the file, flows as
 `flow:<cat>`), nccl_kernels and devices (deviceProperties).
@@ -13,18 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from extradeep.errors import InputError
+from extradeep.io import categories as cat
+from extradeep.io.inspect import kernels_by_device, step_summary, summary_lines, top_ranges
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import load
 from extradeep.io.kineto.placement import trace_placement
-from extradeep.io.nsys import categories as cat
-from extradeep.io.nsys.inspect import (
-    _kernels_by_device,
-    _steps,
-    _top_ranges,
-    summary_lines,
-)
-from extradeep.io.nsys.settings import ReaderSettings
-from extradeep.io.nsys.steps import shorten
+from extradeep.io.settings import ReaderSettings
+from extradeep.io.steps import shorten
 
 
 def inspect_trace(path, settings=None, top: int = 10) -> dict:
@@ -56,9 +51,9 @@ def inspect_trace(path, settings=None, top: int = 10) -> dict:
                 kt.CPU_OP_KIND: int((trace.cpu["cat"] == "cpu_op").sum()),
             },
             "nccl_kernels": nccl,
-            "kernels_by_device": _kernels_by_device(kernels),
-            "top_ranges": _top_ranges(nvtx[(nvtx["domain"].astype(str) != kt.CPU_OP_DOMAIN).to_numpy()], top),
-            "steps": _steps(nvtx, settings, path),
+            "kernels_by_device": kernels_by_device(kernels),
+            "top_ranges": top_ranges(nvtx[(nvtx["domain"].astype(str) != kt.CPU_OP_DOMAIN).to_numpy()], top),
+            "steps": _kineto_steps(nvtx, settings, path),
             "devices": trace.devices,
             "placement": trace_placement(trace),
             "notes": list(trace.notes),
@@ -66,6 +61,15 @@ def inspect_trace(path, settings=None, top: int = 10) -> dict:
         return info
     except InputError as exc:
         raise InputError(path, exc.problem) if exc.source is None else exc from None
+
+
+def _kineto_steps(nvtx, settings, path) -> dict:
+    steps = step_summary(nvtx, settings, path)
+    if not steps["found"]:  # PyTorch profiler advice, not nsys's
+        from extradeep.io.kineto.read import kineto_wording
+
+        steps["problem"] = kineto_wording(steps["problem"])
+    return steps
 
 
 def _whole(value):

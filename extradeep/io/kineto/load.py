@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
-from extradeep.io.read import read_input
+from extradeep.io.formats import read_input
 
 SUFFIXES = (".json", ".json.gz")
 GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -310,7 +310,8 @@ class _Rows:
             return
         self.counts[cat] += 1
         ts, dur = e.get("ts"), e.get("dur", 0)
-        if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
+        # numbers, and finite ones (x - x is 0 unless x is NaN or infinite; JSON allows NaN here)
+        if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)) or ts - ts != 0 or dur - dur != 0:
             self.bad += 1
             return
         args = e.get("args")
@@ -358,9 +359,16 @@ class _Rows:
             )
 
     def build(self, path: str, meta: dict, exact: bool) -> KinetoTrace:
+        complete = sum(self.counts.values()) - self.flows
+        if complete <= 0 and not self.flows:  # e.g. [1, 2, 3]: JSON, but no trace
+            raise InputError(path, "holds no trace events (objects with ph, ts, dur): not a PyTorch profiler trace")
+        if self.bad and self.bad == complete:
+            raise InputError(
+                path, f"none of its {self.bad} events has a finite numeric ts and dur: a damaged or hand-edited trace"
+            )
         notes = []
         if self.bad:
-            notes.append(f"{self.bad} complete events without numeric ts/dur were skipped")
+            notes.append(f"{self.bad} complete events without a finite numeric ts and dur were skipped")
         to_ns = _Times(exact)
         gpu = _gpu_frame(self.gpu, to_ns)
         trace = KinetoTrace(

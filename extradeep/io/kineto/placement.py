@@ -35,5 +35,5 @@ def trace_placement(trace: KinetoTrace) -> dict:
 
 def read_placement(path) -> dict:
     """The placement of the trace at ``path`` (reads the whole trace; the per-file reader keeps the
-    placement of the trace it loads in its frame's ``attrs["placement"]`` instead)."""
+    placement of the trace it loads in `ProfileRead.placement` instead)."""
     return trace_placement(load(path))

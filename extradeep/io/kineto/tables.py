@@ -1,5 +1,5 @@
-"""A Kineto trace in the shape of the nsys layer's tables, so the per-step sums and the step finder
-(`extradeep.io.nsys.read.step_sums`, `extradeep.io.nsys.steps.find_steps`) serve both formats unchanged.
+"""A Kineto trace in the shape of the shared tables (`extradeep.io.frames`), so the per-step sums and the
+step finder (`extradeep.io.sums.step_sums`, `extradeep.io.steps.find_steps`) serve both formats unchanged.
 
 CPU ranges (cpu_op, user_annotation) play the part of NVTX ranges: `ProfilerStep#N`, extradeep's
 marks written through `torch.profiler.record_function` ("epoch 0", "train_step 3") and user
@@ -16,15 +16,13 @@ import re
 import numpy as np
 import pandas as pd
 
+from extradeep.io import categories as cat
+from extradeep.io.frames import CPU_COLUMNS, NULL_INT, NVTX_PAYLOADS, NVTX_PUSHPOP
 from extradeep.io.kineto.load import KinetoTrace
-from extradeep.io.nsys import categories as cat
-from extradeep.io.nsys.events import NULL_INT
-from extradeep.io.nsys.schema import NVTX_PUSHPOP
 
 CPU_OP_DOMAIN = "cpu_op"
 CPU_OP_KIND = "cpu_op"
 _MEMCPY = re.compile(r"\s*Memcpy\s+(\w+)", re.IGNORECASE)
-_NVTX_COLUMNS = ["start", "end", "eventType", "rangeId", "globalTid", "pid", "tid", "domainId", "categoryId"]
 
 
 def short_kernel_name(name: str) -> str:
@@ -138,14 +136,14 @@ def nvtx_table(trace: KinetoTrace) -> pd.DataFrame:
     frame["name"] = _categorical(c["name"].to_numpy(object))
     frame["domain"] = _categorical(np.where(c["cat"].to_numpy() == "cpu_op", CPU_OP_DOMAIN, ""))
     frame["category"] = _categorical(np.full(n, "", dtype=object))
-    frame["uint64Value"] = np.full(n, NULL_INT, np.int64)
-    frame["int64Value"] = np.full(n, NULL_INT, np.int64)
+    for payload in NVTX_PAYLOADS:
+        frame[payload] = np.full(n, NULL_INT, np.int64)
     return frame
 
 
 def empty_cpu_table(extra: dict | None = None) -> pd.DataFrame:
     """An empty frame like events.osrt / library_events / mpi (tables a Kineto trace lacks)."""
-    frame = pd.DataFrame({c: np.empty(0, np.int64) for c in ("start", "end", "globalTid", "pid", "tid")})
+    frame = pd.DataFrame({c: np.empty(0, np.int64) for c in CPU_COLUMNS})
     frame["name"] = pd.Categorical([])
     for key, value in (extra or {}).items():
         frame[key] = value

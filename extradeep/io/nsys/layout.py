@@ -26,9 +26,9 @@ import re
 import sqlite3
 
 from extradeep.errors import InputError
-from extradeep.io.nsys.connect import fetch_all, open_readonly
 from extradeep.io.nsys.schema import metadata, schema_of
 from extradeep.io.placement import empty_placement, uuid_set
+from extradeep.io.sqlite import fetch_all, open_readonly
 
 ENV_TABLE = "TARGET_INFO_SYSTEM_ENV"
 CAPTURE_TABLE = "META_DATA_CAPTURE"

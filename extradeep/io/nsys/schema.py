@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from extradeep.errors import InputError
-from extradeep.io.nsys.connect import ExportConnection, fetch_all, query
+from extradeep.io.formats import META_TABLE
+from extradeep.io.sqlite import ExportConnection, fetch_all, query
 
-# NVTX event types (ENUM_NSYS_EVENT_TYPE); stable ids across every version seen.
+# NVTX registration rows (ENUM_NSYS_EVENT_TYPE); the event types of ranges and marks are in io.frames
 NVTX_CATEGORY = 33
-NVTX_MARK = 34
-NVTX_PUSHPOP = 59
-NVTX_STARTEND = 60
 NVTX_DOMAIN_CREATE = 75
 NVTX_DOMAIN_DESTROY = 76
-NVTX_RANGE_TYPES = (NVTX_PUSHPOP, NVTX_STARTEND)
 
 METADATA_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # 2023.3+ and 2022.1-2023.2
 
@@ -22,10 +19,13 @@ class Schema:
 
     def __init__(self, conn: ExportConnection):
         self._conn = conn
-        rows = query(conn, "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-        self.tables = tuple(r[0] for r in rows)
+        tables = getattr(conn, "tables", None)  # read when the connection was opened
+        if tables is None:
+            tables = tuple(r[0] for r in query(conn, "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall())
+        self.tables = tables
         self._tables = set(self.tables)
         self._columns: dict[str, tuple[str, ...]] = {}
+        self._not_null: dict[str, frozenset[str]] = {}
 
     def has(self, table: str) -> bool:
         return table in self._tables
@@ -37,7 +37,13 @@ class Schema:
                 return ()
             rows = query(self._conn, f'PRAGMA table_info("{table}")').fetchall()
             self._columns[table] = tuple(r[1] for r in rows)
+            self._not_null[table] = frozenset(r[1] for r in rows if r[3])
         return self._columns[table]
+
+    def not_null(self, table: str) -> frozenset[str]:
+        """The columns of `table` declared NOT NULL (a value that needs no NULL check)."""
+        self.columns(table)
+        return self._not_null.get(table, frozenset())
 
     def has_column(self, table: str, column: str) -> bool:
         return column in self.columns(table)
@@ -94,8 +100,6 @@ NSYS_TABLE_PREFIXES = (
 def require_nsys_export(conn: ExportConnection) -> None:
     """Refuse, in one line, an SQLite database that is not an Nsight Systems export (an easy mix-up:
     any .sqlite file), instead of describing it as an old export without step marks."""
-    from extradeep.io.store import META_TABLE
-
     tables = schema_of(conn).tables
     if META_TABLE in tables:
         raise InputError(

@@ -80,6 +80,7 @@ class ProfileFacts:
     markers: Counter = field(default_factory=Counter)
     comms: dict[str, Communicator] = field(default_factory=dict)
     memory: dict = field(default_factory=dict)  # allocated / reserved peak bytes and their source
+    power: dict = field(default_factory=dict)  # mean GPU board power in the steps (watts, samples, source)
     notes: list[str] = field(default_factory=list)
     cache: dict = field(default_factory=dict, repr=False)  # derived tables, computed once per profile
 

@@ -18,8 +18,7 @@ import pandas as pd
 from extradeep.errors import InputError
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import load
-from extradeep.io.nsys.settings import ReaderSettings
-from extradeep.io.nsys.steps import find_steps
+from extradeep.io.kineto.read import kineto_wording
 from extradeep.io.parallel.facts import (
     Communicator,
     ProfileFacts,
@@ -29,6 +28,8 @@ from extradeep.io.parallel.facts import (
     thread_roles,
     whole_buffer,
 )
+from extradeep.io.settings import ReaderSettings
+from extradeep.io.steps import find_steps
 
 CUDA_DEVICE_TYPE = 1
 # cpu_op names worth keeping as markers (the rest are aten operators)
@@ -51,7 +52,7 @@ def kineto_facts(path, settings=None) -> ProfileFacts:
     try:
         facts.steps = step_windows(find_steps(nvtx, settings, path))
     except InputError as exc:
-        facts.notes.append(f"no training steps: {exc.problem}")
+        facts.notes.append(f"no training steps: {kineto_wording(exc.problem)}")  # PyTorch advice, not nsys
     cpu = trace.cpu
     keep = (cpu["cat"] == "user_annotation").to_numpy() | matches(cpu["name"], _CPU_OP_RX)
     facts.markers = Counter(cpu.loc[keep, "name"].astype(str))

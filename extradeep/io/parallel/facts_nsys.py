@@ -8,7 +8,8 @@ Older NCCL puts only the message size in `uint64Value`. A collective range is ma
 whose launch it encloses (grouped send/recv: every range since the previous NCCL launch on that
 thread). Without NCCL ranges each process group's NCCL stream stands for the group. The rank comes
 from `MPI_RANKS` when the run used MPI; the recorded memory from `CUDA_GPU_MEMORY_USAGE_EVENTS`
-(`--cuda-memory-usage=true`).
+(`--cuda-memory-usage=true`); the GPU's mean board power in the steps from `GPU_METRICS` power
+samples (`extradeep.io.nsys.power`).
 """
 
 from __future__ import annotations
@@ -21,10 +22,8 @@ import pandas as pd
 
 from extradeep.errors import InputError
 from extradeep.io.nsys import events
-from extradeep.io.nsys.connect import fetch_all, open_readonly
+from extradeep.io.nsys.power import SAMPLES, mean_power, power_samples
 from extradeep.io.nsys.schema import require_nsys_export, schema_of
-from extradeep.io.nsys.settings import ReaderSettings
-from extradeep.io.nsys.steps import find_steps
 from extradeep.io.parallel.facts import (
     Communicator,
     ProfileFacts,
@@ -33,6 +32,9 @@ from extradeep.io.parallel.facts import (
     thread_roles,
     whole_buffer,
 )
+from extradeep.io.settings import ReaderSettings
+from extradeep.io.sqlite import fetch_all, open_readonly
+from extradeep.io.steps import find_steps
 
 MEMORY_TABLE = "CUDA_GPU_MEMORY_USAGE_EVENTS"
 DEVICE_MEMORY_KIND, DEALLOCATION = 2, 1
@@ -77,6 +79,7 @@ def _facts(conn, path, settings) -> ProfileFacts:
     _rank(conn, facts)
     _gpu(conn, facts)
     _memory(conn, facts)
+    _power(conn, facts)
     facts.notes += list(dict.fromkeys(conn.warnings))
     return facts
 
@@ -269,3 +272,14 @@ def _memory(conn, facts: ProfileFacts) -> None:
         "source": f"nsys {MEMORY_TABLE} ({len(device)} device allocations): peak of what CUDA allocated, "
         "the caching allocator's reserved segments",
     }
+
+
+def _power(conn, facts: ProfileFacts) -> None:
+    found = mean_power(power_samples(conn), facts.steps)
+    if found is not None:
+        watts, count = found
+        facts.power = {
+            "watts": watts,
+            "samples": count,
+            "source": f"nsys {SAMPLES} ({count} power samples in the steps)",
+        }

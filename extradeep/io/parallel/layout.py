@@ -30,9 +30,9 @@ from extradeep.columns import (
     ZERO,
 )
 from extradeep.errors import InputError
+from extradeep.io.formats import KINETO, profile_format
 from extradeep.io.parallel.facts import ProfileFacts
 from extradeep.io.parallel.infer import PASSES, Field, infer_layout
-from extradeep.io.read import KINETO, profile_format
 
 RECOMPUTE_CODES = ("none", "selective", "full")  # file-name token rc0 / rc1 / rc2
 # file-name tokens (and manifest columns) of layout fields besides the fields' own names; --alias adds

@@ -12,7 +12,8 @@ rest of the p2p kernels' time: waiting for the other stage; idle before the step
 kernel; with pipeline stages, the exposed gradient-norm and tied-embedding all-reduces that wait
 for the drain), `dp_sync`, `host_overhead` (the rest of the idle time); `memory` (step -1, metric
 `bytes`: Kineto's largest Total Allocated, else nothing) and metric `reserved` (Kineto's Total
-Reserved, or nsys's peak of CUDA device allocations).
+Reserved, or nsys's peak of CUDA device allocations); `power` (step -1, metric `watts`: the GPU's mean
+board power in the steps, where an nsys export has power samples).
 
 Per-rank detail (`extradeep.columns.DETAIL_PARTS`): busy time (`time`) and kernel counts (`visits`)
 of the compute kernels by pass: `forward` (main thread, before the step's last backward launch),
@@ -29,7 +30,9 @@ compute kernels. GPU work counts in the step its launching call starts in, as in
 
 `part_observations(frame, model=None)` turns this frame into the layout model's per-part
 observations (`extradeep.layouts`): one row per run and LAYOUT_PARTS part, times on the last pipeline
-stage's ranks (median over steps, then ranks), memory the largest peak of any rank.
+stage's ranks (median over steps, then ranks), memory the largest peak of any rank: allocated
+where Kineto records it, else the reserved peak nsys records (an upper bound of what was allocated:
+the estimate calibrated on it errs on the side of not fitting).
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ from extradeep.columns import (
     PART_OPTIMIZER,
     PART_OTHER_COMPUTE,
     PART_OTHER_KERNELS,
+    PART_POWER,
     PART_PP_KERNELS,
     PART_PP_P2P,
     PART_RECOMPUTE,
@@ -84,6 +88,7 @@ from extradeep.columns import (
     TP_RANK,
     VISITS,
     VOCAB,
+    WATTS,
     WORKLOAD,
     ZERO,
 )
@@ -193,6 +198,8 @@ def file_parts(facts: ProfileFacts, layout: dict, rank, model: dict | None = Non
     for metric, key in ((ALLOCATED, "allocated"), (RESERVED, "reserved")):
         if facts.memory.get(key) is not None:
             rows.append((-1, PART_MEMORY, metric, float(facts.memory[key])))
+    if facts.power:
+        rows.append((-1, PART_POWER, WATTS, float(facts.power["watts"])))
     frame = pd.DataFrame(rows, columns=["step", PART, "metric", "value"])
     for key, value in base.items():
         frame[key] = value
@@ -341,6 +348,8 @@ def _observations(run: pd.DataFrame, app, layout_cols: list[str]) -> list[dict]:
         if part != PART_MEMORY
     ]
     memory = run[(run[PART] == PART_MEMORY) & (run["metric"] == ALLOCATED)]["value"]
+    if not len(memory):  # nsys records what CUDA allocated: the allocator's reserve, an upper bound
+        memory = run[(run[PART] == PART_MEMORY) & (run["metric"] == RESERVED)]["value"]
     if len(memory):
         out.append({**layout, WORKLOAD: app, PART: PART_MEMORY, "metric": BYTES, "value": float(memory.max())})
     return out

@@ -88,6 +88,9 @@ class GPU:
     # share of peak a large GEMM reaches, and of HBM bandwidth an elementwise kernel reaches
     gemm_efficiency: float = 0.72
     memory_efficiency: float = 0.8
+    # board power (W) with no kernel running and with compute kernels on every SM (see power.py)
+    idle_power: float = 60.0
+    busy_power: float = 400.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -96,7 +99,15 @@ class GPU:
 GPU_PRESETS = {
     "a100-80gb": GPU("NVIDIA A100-SXM4-80GB", 312e12, 2.039e12, 85_899_345_920),
     "a100-40gb": GPU("NVIDIA A100-SXM4-40GB", 312e12, 1.555e12, 42_505_273_344),
-    "h100-sxm": GPU("NVIDIA H100 80GB HBM3", 989e12, 3.35e12, 85_520_809_984, gemm_efficiency=0.62),
+    "h100-sxm": GPU(
+        "NVIDIA H100 80GB HBM3",
+        989e12,
+        3.35e12,
+        85_520_809_984,
+        gemm_efficiency=0.62,
+        idle_power=90.0,
+        busy_power=700.0,
+    ),
 }
 
 

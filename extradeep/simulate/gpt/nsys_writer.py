@@ -25,6 +25,7 @@ from extradeep.simulate.gpt import groups as grp
 from extradeep.simulate.gpt.config import GPU, ParallelLayout
 from extradeep.simulate.gpt.issue import AUTOGRAD
 from extradeep.simulate.gpt.names import KERNELS, NCCL_CALLS, NCCL_KERNELS
+from extradeep.simulate.gpt.power import METRICS_DDL, POWER_METRIC, power_samples
 from extradeep.simulate.gpt.run import RankTimeline
 from extradeep.simulate.schema import StringTable, load_layout
 from extradeep.simulate.writer import Placement, global_pid, global_tid, new_export, write_metadata
@@ -97,7 +98,7 @@ def write_nsys_rank(
 ) -> None:
     """One rank's export; `offset` (ns) shifts its clock (a separate nsys session per rank)."""
     base = load_layout("2026")
-    schema = replace(base, tables={**base.tables, MEMORY_TABLE: MEMORY_DDL})
+    schema = replace(base, tables={**base.tables, MEMORY_TABLE: MEMORY_DDL, **METRICS_DDL})
     conn, w = new_export(path, schema)
     strings = StringTable()
     pid = PID_BASE + tl.rank
@@ -126,6 +127,7 @@ def write_nsys_rank(
     _nvtx(w, tl, ts, tids, nccl_nvtx, device, layout)
     _memory(w, tl, ts, gpid, device)
     span = (min(r["start"] for r in rt), max(r["end"] for r in rt))
+    _power(w, tl, ts, gpu, device, span)
     threads = {pid: "python3", pid + 1: "pt_data_worker", pid + 2: "NCCL proxy", pid + 3: "pt_autograd_0"}
     streams = {r["stream"] for r in tl.gpu}
     write_metadata(w, strings, path, pid, threads, streams, tuple(ts(span)), placement, tl.rank)
@@ -353,6 +355,16 @@ def _pack(kind: str, *values) -> bytes:
     else:
         data = struct.pack("<QQi", *values)
     return data.ljust(size, b"\0")
+
+
+def _power(w, tl, ts, gpu: GPU, device: int, span) -> None:
+    """The GPU's board power sampled over the rank's span, as `nsys --gpu-metrics-devices` would."""
+    stamps, watts = power_samples(gpu, tl.gpu, span[0], span[1])
+    type_id = 0x10000 + device
+    w.insert_rows("TARGET_INFO_GPU_METRICS", [(type_id, 1, f"GPU {device} metrics", 0, POWER_METRIC)])
+    w.insert(
+        "GPU_METRICS", len(stamps), typeId=type_id, timestamp=ts(stamps), metricId=0, value=[int(v) for v in watts]
+    )
 
 
 def _memory(w, tl, ts, gpid, device) -> None:

@@ -14,6 +14,8 @@ after the first is the same):
   the step, by the launching runtime call's start, as the readers assign them), kernel counts and
   message bytes per communication role, the pure time of those collectives, idle time (the step
   minus the union of compute kernels), peak memory;
+- ``power``: watts per GPU over the step, the mean over stages (every stage has t x d GPUs) of
+  :func:`extradeep.simulate.gpt.power.mean_power` over each stage head's step range;
 - ``parts``: the split of the last stage (the rank the layout model's observations come from).
 The labels come from the simulator (which pass, which process group), never from kernel names, so a
 reader that classifies kernels by what a profile shows can be checked against them.
@@ -46,6 +48,7 @@ from extradeep.columns import (
 )
 from extradeep.io.parallel.split import exclusive_split
 from extradeep.simulate.gpt import memory as mem
+from extradeep.simulate.gpt.power import mean_power
 from extradeep.simulate.gpt.run import RankTimeline, SimulatedRun
 
 # simulator part labels -> the parts the readers report
@@ -89,6 +92,7 @@ def layout_truth(run: SimulatedRun) -> dict:
         "critical_path": {k: float(v) for k, v in sorted(critical.items())},
         "stages": stages,
         "peak_memory": max(s["memory"]["peak_allocated"] for s in stages),
+        "power": float(np.mean([s["power"] for s in stages])),
         "fits": bool(max(s["memory"]["peak_allocated"] for s in stages) <= run.gpu.memory),
     }
 
@@ -140,6 +144,7 @@ def stage_truth(run: SimulatedRun, tl: RankTimeline, step: int) -> dict:
         "bytes": dict(sorted(nbytes.items())),
         "pure": {k: float(v) for k, v in sorted(pure.items())},
         PART_IDLE: float((hi - lo - _union(compute, lo, hi)) * NS),
+        "power": mean_power(run.gpu, tl.gpu, lo, hi),
         "per_micro_batch": {
             PART_FORWARD: busy.get(PART_FORWARD, 0.0) / passes,
             PART_BACKWARD: (busy.get(PART_BACKWARD, 0.0) + busy.get(PART_RECOMPUTE, 0.0)) / passes,

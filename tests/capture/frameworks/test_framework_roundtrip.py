@@ -1,13 +1,13 @@
 """Round trip: the helpers' recorded NVTX calls, written as nsys would export them, are found by the
-reader (`extradeep.io.nsys.steps`) with no options."""
+reader (`extradeep.io.steps`) with no options."""
 
 import pytest
 
 from extradeep.capture import marks
 from extradeep.capture.frameworks.torch import StepSampler
 from extradeep.io.nsys import events
-from extradeep.io.nsys.connect import open_readonly
-from extradeep.io.nsys.steps import find_steps
+from extradeep.io.sqlite import open_readonly
+from extradeep.io.steps import find_steps
 from extradeep.simulate import write_nvtx_export
 
 

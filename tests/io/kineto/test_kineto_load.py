@@ -12,8 +12,9 @@ import pytest
 
 from extradeep.errors import InputError
 from extradeep.io.discover import find_exports
+from extradeep.io.formats import KINETO, NSYS, profile_format
 from extradeep.io.kineto.load import load
-from extradeep.io.read import KINETO, NSYS, profile_format, read_profile
+from extradeep.io.read import read_profile
 
 SMALL = "HTA__amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 

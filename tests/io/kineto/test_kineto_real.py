@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from extradeep.cli import main
+from extradeep.io.formats import KINETO
 from extradeep.io.kineto.inspect import inspect_trace
-from extradeep.io.read import KINETO, read_profile
+from extradeep.io.read import read_profile
 
 pytestmark = pytest.mark.real
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from extradeep.errors import InputError
-from extradeep.io.nsys import events
-from extradeep.io.nsys.connect import open_readonly
+from extradeep.io.nsys import events, fetch
 from extradeep.io.nsys.read import read_export
+from extradeep.io.sqlite import open_readonly
 
 
 def sha256(path: Path) -> str:
@@ -162,5 +162,5 @@ def test_chunked_reads_stay_aligned(sim_ranges, monkeypatch):
     """Tables read in many rowid chunks give exactly the single-chunk result."""
     path = sorted(sim_ranges.glob("*.sqlite"))[0]
     whole = read_export(path)
-    monkeypatch.setattr(events, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(fetch, "CHUNK_ROWS", 7)
     assert read_export(path).equals(whole)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from extradeep.io.nsys import events
-from extradeep.io.nsys.connect import open_readonly
 from extradeep.io.nsys.schema import nsys_version, schema_of
+from extradeep.io.sqlite import open_readonly
 
 
 @pytest.fixture

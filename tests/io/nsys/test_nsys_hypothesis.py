@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from extradeep.errors import InputError
 from extradeep.io.nsys.inspect import inspect_export
 from extradeep.io.nsys.read import read_export
-from extradeep.predictor.trace import read_file
+from extradeep.io.read import read_replay_frames as read_file
 from extradeep.simulate import simulate
 
 FAST = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from extradeep.io.nsys.read import OUTPUT_COLUMNS, read_export
-from extradeep.io.nsys.settings import ReaderSettings
+from extradeep.io.nsys.read import read_export
+from extradeep.io.settings import ReaderSettings
+from extradeep.io.sums import OUTPUT_COLUMNS
 
 GPU_KINDS = ("kernel", "memcpy", "memset", "step")
 # CPU-side kinds whose visits truth.json lists (it leaves out OS calls of helper threads and user NVTX)
@@ -88,8 +89,8 @@ def naive_kernel_sums(path, steps: pd.DataFrame, sql) -> dict:
 
 def test_bucketing_equals_naive_oracle(sim_profiler, sql):
     from extradeep.io.nsys import events
-    from extradeep.io.nsys.connect import open_readonly
-    from extradeep.io.nsys.steps import find_steps
+    from extradeep.io.sqlite import open_readonly
+    from extradeep.io.steps import find_steps
 
     path = sorted(sim_profiler.glob("*.sqlite"))[-1]
     steps = find_steps(events.nvtx(open_readonly(path)), None, path).steps
@@ -145,8 +146,8 @@ def test_every_event_is_counted_once_or_reported(sim_ranges, sql):
     """Visits over all buckets plus `not_counted` equal the rows of every table read (NVTX ranges
     other than the step and epoch marks)."""
     from extradeep.io.nsys import events
-    from extradeep.io.nsys.connect import open_readonly
-    from extradeep.io.nsys.steps import find_steps
+    from extradeep.io.sqlite import open_readonly
+    from extradeep.io.steps import find_steps
 
     path = sorted(sim_ranges.glob("*.sqlite"))[0]
     df = read_export(path)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from extradeep.io.nsys.read import BUSY_REGION, covered_time, read_export
+from extradeep.columns import BUSY_REGION
+from extradeep.io.nsys.read import read_export
+from extradeep.io.sums import covered_time
 
 GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
 
@@ -40,8 +42,8 @@ def test_busy_time_per_step_matches_sql_oracle(sim_profiler, sql):
     GPU durations exceeds the union; the reader's busy time equals the oracle's union per step,
     and step - busy includes the simulator's 3 ms data-loading gap (the sum-based idle is 0)."""
     from extradeep.io.nsys import events
-    from extradeep.io.nsys.connect import open_readonly
-    from extradeep.io.nsys.steps import find_steps
+    from extradeep.io.sqlite import open_readonly
+    from extradeep.io.steps import find_steps
 
     path = sorted(sim_profiler.glob("*.sqlite"))[-1]
     steps = find_steps(events.nvtx(open_readonly(path)), None, path).steps

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from extradeep.io.frames import NULL_INT
 from extradeep.io.nsys import events
-from extradeep.io.nsys.connect import open_readonly
-from extradeep.io.nsys.events import NULL_INT
+from extradeep.io.sqlite import open_readonly
 
 KEY_SQL = (
     "SELECT ifnull(((({col} >> 24) & 16777215) << 32) | (correlationId & 4294967295), "

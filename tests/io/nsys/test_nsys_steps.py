@@ -6,8 +6,8 @@ import pytest
 
 from extradeep.errors import InputError
 from extradeep.io.nsys import events
-from extradeep.io.nsys.connect import open_readonly
-from extradeep.io.nsys.steps import find_steps
+from extradeep.io.sqlite import open_readonly
+from extradeep.io.steps import find_steps
 from extradeep.simulate import write_nvtx_export
 
 MS = 1_000_000

@@ -21,6 +21,7 @@ from extradeep.columns import (
     PART_MEMORY,
     PART_OPTIMIZER,
     PART_OTHER_KERNELS,
+    PART_POWER,
     PART_PP_KERNELS,
     PART_PP_P2P,
     PART_RECOMPUTE,
@@ -56,7 +57,7 @@ def test_frame_has_the_documented_columns_and_parts(megatron_parts):
     _, frames = megatron_parts
     for frame in frames.values():
         assert list(frame.columns) == PARTS_COLUMNS
-        assert set(frame["part"]) <= set(LAYOUT_PARTS) | set(DETAIL_PARTS)
+        assert set(frame["part"]) <= set(LAYOUT_PARTS) | set(DETAIL_PARTS) | {PART_POWER}
         assert (frame.loc[frame["metric"].isin([TIME, PURE_TIME]), "value"] >= 0).all()
         assert not frame.attrs["problems"]
 

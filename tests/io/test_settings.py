@@ -7,8 +7,8 @@ import json
 import pytest
 
 from extradeep.errors import InputError
-from extradeep.io.nsys.settings import READER_VERSION, ReaderSettings
-from extradeep.io.nsys.steps import parse_pattern
+from extradeep.io.settings import READER_VERSION, ReaderSettings
+from extradeep.io.steps import parse_pattern
 
 
 def test_hashable_and_round_trips():

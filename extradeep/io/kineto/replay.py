@@ -1,4 +1,4 @@
-"""One Kineto trace as the raw frames `extradeep.predictor.trace.read_file` returns for an nsys export.
+"""One Kineto trace as the replay's raw frames, the same as `extradeep.io.nsys.replay` gives for an export.
 
 Launches join their GPU work by correlation id; GPU ops keep their stream order; `cuda_sync` rows give
 the synchronisations (event sync, stream wait event, stream sync, context sync) and, through
@@ -13,9 +13,12 @@ import numpy as np
 import pandas as pd
 
 from extradeep.errors import InputError
+from extradeep.io import categories as cat
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import NO_INT, KinetoTrace, load
-from extradeep.io.nsys import categories as cat
+from extradeep.io.kineto.placement import trace_placement
+from extradeep.io.replay import frames_of, process_steps
+from extradeep.io.settings import ReaderSettings
 
 MPI_DTYPES = {
     "pid": np.int64,
@@ -32,10 +35,14 @@ MPI_DTYPES = {
 _GPU_COLUMNS = ["start", "end", "pid", "queue", "correlationId", "name", "kind", "category", "bytes"]
 
 
-def read_trace_file(path, settings, steps_of) -> dict:
-    """The predictor's raw frames of one trace; `steps_of(nvtx, path, pids, runtime, settings)` is
-    trace.py's step finder (passed in: trace.py imports this module)."""
-    trace = load(path)
+def read_replay(path, settings=None) -> dict:
+    """`replay_frames` of one trace file (loaded and parsed once)."""
+    return replay_frames(load(path), path, ReaderSettings.from_any(settings))
+
+
+def replay_frames(trace: KinetoTrace, path, settings) -> dict:
+    """The replay's raw frames of one loaded trace (`extradeep.io.replay.FRAME_KEYS`); the placement is
+    the trace's node signals (`extradeep.io.kineto.placement.trace_placement`)."""
     pid = _main_pid(trace)
     gpu, runtime = _gpu(trace, pid), _runtime(trace)
     if gpu.empty and runtime.empty:
@@ -47,7 +54,7 @@ def read_trace_file(path, settings, steps_of) -> dict:
     runtime = runtime.assign(pid=pid)
     syncs, records = _syncs(trace, runtime, pid)
     nvtx = kt.nvtx_table(trace).assign(pid=pid)
-    steps, ranges, notes = steps_of(nvtx, path, [pid], runtime, settings)
+    steps, ranges, notes = process_steps(nvtx, path, [pid], runtime, settings)
     empty_cpu = pd.DataFrame(
         {
             "pid": pd.Series([], dtype=np.int64),
@@ -57,18 +64,8 @@ def read_trace_file(path, settings, steps_of) -> dict:
         }
     )
     mpi = pd.DataFrame({c: pd.Series([], dtype=t) for c, t in MPI_DTYPES.items()})
-    return {
-        "gpu": gpu.rename(columns={"correlationId": "corr"}),
-        "runtime": runtime.rename(columns={"correlationId": "corr"}),
-        "syncs": syncs,
-        "records": records,
-        "steps": steps,
-        "ranges": ranges,
-        "notes": list(trace.notes) + notes,
-        "os_calls": empty_cpu,
-        "mpi": mpi,
-        "pids": [pid],
-    }
+    notes = list(trace.notes) + notes
+    return frames_of(gpu, runtime, syncs, records, steps, ranges, notes, empty_cpu, mpi, [pid], trace_placement(trace))
 
 
 def _main_pid(trace: KinetoTrace) -> int:

@@ -1,0 +1,30 @@
+"""`extradeep plan --layout-model`: small layout runs within the budget and the largest allocation,
+written as CSV; a missing --global-batch is one line."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from extradeep.cli import main
+
+SHAPE = "layers = 8\nhidden = 1024\nheads = 16\nseq-len = 1024\nvocab = 51200\n"
+
+
+def test_plan_layout_runs_within_budget(tmp_path, capsys):
+    model = tmp_path / "gpt.toml"
+    model.write_text(SHAPE)
+    out = tmp_path / "runs.csv"
+    args = ["plan", "--layout-model", str(model), "--target", "64,256", "--global-batch", "512"]
+    assert main([*args, "--max-ranks", "8", "--budget", "1", "-o", str(out)]) == 0
+    runs = pd.read_csv(out)
+    assert len(runs) >= 3 and runs["gpu_hours"].sum() <= 1 + 1e-9 and (runs["gpus"] <= 8).all()
+    assert (runs["gpus"] == runs["tp"] * runs["pp"] * runs["dp"]).all()
+    assert "V-optimal" in capsys.readouterr().out
+
+
+def test_plan_layouts_without_global_batch_is_one_line(tmp_path, capsys):
+    model = tmp_path / "gpt.toml"
+    model.write_text(SHAPE)
+    assert main(["plan", "--layout-model", str(model), "--target", "64", "--max-ranks", "8", "-k", "2"]) != 0
+    err = capsys.readouterr().err
+    assert "--global-batch" in err and "Traceback" not in err
