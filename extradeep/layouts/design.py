@@ -37,7 +37,8 @@ def sensitivities(frame: pd.DataFrame, model: LayoutModel, parts: bool = True) -
     d log coefficient per part, at the model's coefficients (its priors when unfitted)."""
     coef = model.coef_.to_numpy() if hasattr(model, "coef_") else PRIOR.copy()
     hardware = model.hardware_ if hasattr(model, "hardware_") else _hardware(model)
-    features = nominal_features(layout_frame(frame, source="candidates"), hardware)
+    algorithm = getattr(model, "algorithm_", "hierarchical")  # how the fitted model crosses nodes
+    features = nominal_features(layout_frame(frame, source="candidates"), hardware, algorithm)
 
     def rows(c):
         out = compose(features, c, model.dp_overlap)
