@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from extradeep.columns import STEP_TIME
+from extradeep.layout_profiles import read_profiled_runs
 from extradeep.layouts.design import naive_runs, plan_layout_runs
 from extradeep.layouts.energy import PowerModel
 from extradeep.layouts.model import LayoutModel
-from extradeep.layouts.profiled import read_profiled_runs
 from extradeep.layouts.transfer import transferred_model
 from extradeep.layouts.workload import TransformerShape
 from extradeep.simulate.gpt.config import RECOMPUTE_MODES, GPTModel

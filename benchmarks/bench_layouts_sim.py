@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from extradeep.layouts.validation import simulate_study, simulator_check
+from extradeep.layout_profiles import simulator_check
+from extradeep.simulate.gpt.study import simulate_study
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "sample_profiles" / "layouts" / "profiles"

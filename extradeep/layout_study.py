@@ -85,7 +85,7 @@ class LayoutStudyResult:
     table: pd.DataFrame | None = None
     problems: list = field(default_factory=list)
     shape: TransformerShape | None = None
-    profiled: object = None  # extradeep.layouts.profiled.ProfiledRuns of the profiles, or None
+    profiled: object = None  # extradeep.layout_profiles.ProfiledRuns of the profiles, or None
     power: object = None  # the PowerModel the search used (profile samples, else the hardware file)
 
 
@@ -192,9 +192,9 @@ def _tables(paths) -> pd.DataFrame | None:
 
 
 def _profile_parts(study: LayoutStudy, shape: TransformerShape):
-    """What the profiled runs give, read once (:func:`extradeep.layouts.profiled.read_profiled_runs`):
+    """What the profiled runs give, read once (:func:`extradeep.layout_profiles.read_profiled_runs`):
     per-part observations, layouts, power samples, kernel classes, the GPU's memory, files skipped."""
-    from extradeep.layouts.profiled import read_profiled_runs
+    from extradeep.layout_profiles import read_profiled_runs
 
     keys = {"layers": shape.layers, "hidden": shape.hidden, "heads": shape.heads, "seq": shape.seq_len}
     keys["vocab"] = shape.vocab

@@ -26,9 +26,11 @@ import weakref
 from concurrent.futures import InvalidStateError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from pathlib import Path
 
 WATCH_S = 0.5  # how often a worker checks that its parent is alive
 PRELOAD = ["numpy", "pandas", "extradeep.io.execute", "extradeep.io.read"]  # not __main__: a user's script
+PACKAGE = Path(__file__).resolve().parent
 
 
 def usable_cpus() -> int:
@@ -60,7 +62,7 @@ def start_helpers() -> None:
 
     # imported once in the forkserver, so every later worker starts with them: a GUI or a test suite
     # that reads folder after folder starts each pool's workers at once, not after their own imports
-    forkserver.set_forkserver_preload(PRELOAD)
+    forkserver.set_forkserver_preload(preload_modules())
     if threading.current_thread() is not threading.main_thread():
         forkserver.ensure_running()  # signal handlers can only be set from the main thread
         return
@@ -70,6 +72,20 @@ def start_helpers() -> None:
         forkserver.ensure_running()
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def preload_modules(cwd=None) -> list[str]:
+    """What the forkserver imports once. Before Python 3.12 it imports them with its own sys.path,
+    whose first entry is the current directory, not the caller's sys.path: started inside a source
+    checkout beside an installed extradeep, `extradeep` would come from the checkout (without its
+    gui/, which installs as extradeep.gui) and every worker would inherit that. extradeep's own
+    modules are preloaded only where the current directory resolves them to this package."""
+    local = Path(cwd or os.getcwd()) / "extradeep"
+    try:
+        foreign = local.is_dir() and local.resolve() != PACKAGE
+    except OSError:
+        foreign = True
+    return [name for name in PRELOAD if not (foreign and name.startswith("extradeep"))]
 
 
 def process_pool(jobs: int, initializer=None, initargs=(), context=None) -> WorkerPool:

@@ -14,8 +14,10 @@ def test_help_lists_every_available_subcommand(capsys):
         assert name.replace("-", "_") in COMMANDS
 
 
-def test_python_dash_m_runs_and_no_command_prints_help():
-    out = subprocess.run([sys.executable, "-m", "extradeep"], capture_output=True, text=True)
+def test_python_dash_m_runs_and_no_command_prints_help(tmp_path):
+    # from a folder of the user's, as users run it: inside the source checkout, `-m` puts the checkout's
+    # extradeep/ (whose gui/ installs as extradeep.gui) before the installed package
+    out = subprocess.run([sys.executable, "-m", "extradeep"], capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 2
     assert "usage: extradeep" in out.stdout
 

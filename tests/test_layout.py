@@ -45,7 +45,7 @@ ROOMS = [
     ("capture", ("extradeep.capture",)),
     ("simulate", ("extradeep.simulate",)),
     ("pipeline", ("extradeep.pipeline",)),
-    ("layout-study", ("extradeep.layout_study",)),
+    ("layout-study", ("extradeep.layout_study", "extradeep.layout_profiles")),
     ("system", ("extradeep.system",)),
     ("columns", ("extradeep.columns",)),
     ("errors", ("extradeep.errors",)),

@@ -144,3 +144,15 @@ def test_a_worker_stopped_halfway_through_its_result_never_hangs_the_exit(tmp_pa
         [sys.executable, "-c", HALF_A_RESULT], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0 and done.stdout.strip() == "stopped", done.stderr
+
+
+def test_the_forkserver_preloads_extradeep_only_where_the_directory_resolves_it_to_this_package(tmp_path):
+    """Before Python 3.12 the forkserver imports its preload with the current directory first on
+    sys.path: a folder holding another `extradeep/` (a source checkout beside an installed package)
+    must not hand that one to every worker."""
+    from extradeep.processes import PACKAGE, PRELOAD, preload_modules
+
+    assert preload_modules(tmp_path) == PRELOAD  # nothing named extradeep here
+    (tmp_path / "extradeep").mkdir()
+    assert preload_modules(tmp_path) == [name for name in PRELOAD if not name.startswith("extradeep")]
+    assert preload_modules(PACKAGE.parent) == PRELOAD  # this package's own folder is this package

@@ -23,17 +23,13 @@ from extradeep.columns import (
     GPUS,
     MICRO_BATCH,
     MICRO_BATCHES,
-    PART,
     PART_COMPUTE,
     PART_OPTIMIZER,
-    PART_POWER,
-    PART_STEP,
     PP,
     RECOMPUTE,
     SCHEDULE,
     STEP_TIME,
     TP,
-    WORKLOAD,
     ZERO,
 )
 from extradeep.errors import InputError
@@ -91,19 +87,3 @@ class PowerModel:
             raise InputError(None, "the power model is not fitted; call fit() first", field="power")
         target = self.layout_model_.hardware_ if hardware is None else load_hardware(hardware)
         return self._watts(busy_share(predicted)) * (target.gpu.power / self.reference_)
-
-
-def power_observations(parts: pd.DataFrame, model: dict | None = None) -> pd.DataFrame:
-    """From :func:`extradeep.io.parallel.layout_parts`' frame: one row per run whose profiles
-    recorded GPU power, with its layout (as the layout model's observations) and ``power``, the
-    mean over its ranks' mean watts. Empty when no profile has power samples."""
-    from extradeep.io.parallel.parts import part_observations
-
-    if PART not in parts or not (parts[PART] == PART_POWER).any():
-        return pd.DataFrame()
-    measured = parts[parts[PART] == PART_POWER].rename(columns={"app": WORKLOAD})
-    watts = measured.groupby([WORKLOAD, *LAYOUT_COLUMNS], dropna=False)["value"].mean().rename(POWER).reset_index()
-    runs = part_observations(parts, model)
-    steps = runs[runs[PART] == PART_STEP].drop(columns=[PART, "metric", "value"])
-    steps = steps.drop_duplicates([WORKLOAD, *LAYOUT_COLUMNS])
-    return steps.merge(watts, on=[WORKLOAD, *LAYOUT_COLUMNS], how="inner").reset_index(drop=True)

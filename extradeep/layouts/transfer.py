@@ -28,7 +28,6 @@ import re
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import MICRO_BATCHES, STAGE
 from extradeep.errors import InputError
 from extradeep.layouts.parts import COEFFICIENTS, nominal_features
 from extradeep.layouts.space import layout_frame
@@ -76,35 +75,6 @@ def file_class_times(facts) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=["step", *CLASS_TIMES])
-
-
-def class_observations(parts: pd.DataFrame, facts: dict, model: dict | None = None) -> pd.DataFrame:
-    """One row per run of :func:`extradeep.io.parallel.layout_parts`' frame: its layout (as the
-    layout model's observations, shape from ``model``) with ``gemm_time`` and ``memory_time`` in
-    seconds per step (median over steps, then over the last pipeline stage's ranks). ``facts``: the
-    profiles' ProfileFacts by path (read for any path missing)."""
-    from extradeep.io.parallel import profile_facts
-    from extradeep.io.parallel.parts import part_observations
-
-    per_file = []
-    for path in parts["path"].unique():
-        if path not in facts:
-            facts[path] = profile_facts(path)
-        times = file_class_times(facts[path])
-        if len(times):
-            per_file.append({"path": path, **times[list(CLASS_TIMES)].median().to_dict()})
-    if not per_file:
-        return pd.DataFrame()
-    keys = ["gpus", "tp", "pp", "dp", "micro_batch", MICRO_BATCHES, "zero", "recompute"]
-    files = parts.drop_duplicates("path").merge(pd.DataFrame(per_file), on="path")
-    files = files.rename(columns={"app": "workload"})
-    last = files[files[STAGE] == files.groupby(["workload", *keys], dropna=False)[STAGE].transform("max")]
-    medians = last.groupby(["workload", *keys])[list(CLASS_TIMES)].median().reset_index()
-    runs = part_observations(parts, model)
-    if runs.empty:
-        return pd.DataFrame()
-    runs = runs[runs["part"] == "step"].drop(columns=["part", "metric", "value"]).drop_duplicates(["workload", *keys])
-    return runs.merge(medians, on=["workload", *keys], how="inner").reset_index(drop=True)
 
 
 def transfer_factor(model, observations: pd.DataFrame, hardware) -> float:

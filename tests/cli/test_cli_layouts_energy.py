@@ -9,8 +9,8 @@ import pytest
 from shared_data import GPT_TINY
 
 from extradeep.cli import main
+from extradeep.layout_profiles import read_profiled_runs
 from extradeep.layouts.hardware import load_hardware
-from extradeep.layouts.profiled import read_profiled_runs
 
 
 @pytest.fixture

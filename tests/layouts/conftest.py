@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from shared_data import MEDIUM_GPT, MEDIUM_PROFILED, MEDIUM_SHAPE
 
+from extradeep.layout_profiles import read_profiled_runs
 from extradeep.layouts.model import LayoutModel
-from extradeep.layouts.profiled import read_profiled_runs
 from extradeep.layouts.validation import VTRAIN_CLUSTER, leave_one_model_out, vtrain_tables
 from extradeep.simulate.gpt.study import simulate_gpt
 

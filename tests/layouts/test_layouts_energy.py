@@ -10,7 +10,8 @@ from shared_data import GPT_TINY
 
 from extradeep.columns import GLOBAL_BATCH, PART, PART_POWER
 from extradeep.io.parallel import layout_parts
-from extradeep.layouts.energy import PowerModel, power_observations
+from extradeep.layout_profiles import power_observations
+from extradeep.layouts.energy import PowerModel
 from extradeep.layouts.hardware import Hardware, load_hardware
 from extradeep.layouts.model import LayoutModel
 from extradeep.layouts.search import search_layouts

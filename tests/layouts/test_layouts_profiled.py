@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 from shared_data import MEDIUM_GPT, MEDIUM_SHAPE
 
+from extradeep.layout_profiles import read_profiled_runs
 from extradeep.layouts.hardware import load_hardware
 from extradeep.layouts.model import LayoutModel
-from extradeep.layouts.profiled import read_profiled_runs
 from extradeep.simulate.gpt.frames import truth_frame
 
 UNMEASURED = [

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from extradeep.layouts.validation import STUDY_TRUTH, simulate_study, simulator_check
+from extradeep.layout_profiles import simulator_check
+from extradeep.simulate.gpt.study import STUDY_TRUTH, simulate_study
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "sample_profiles" / "layouts" / "profiles"

@@ -220,3 +220,45 @@ def _check(layouts, formats, repetitions, steps, noise, nccl_nvtx, algorithm, fr
         raise InputError(None, "; ".join(problems))
     for layout in layouts:
         layout.check(model)
+
+
+# A simulated study for simulator_check (tests/layouts/test_layouts_simulated.py, benchmarks/bench_layouts_sim.py):
+# a GPT of 8 layers, hidden 1,536, profiled in 5 layouts on at most 16 GPUs (one and two nodes), and
+# 12 unmeasured layouts at 64 to 512 GPUs. Its shape, layouts and seed differ from
+# sample_profiles/layouts/profiles, on whose truth layouts the model's parts were diagnosed.
+STUDY_MODEL = {"layers": 8, "hidden": 1536, "heads": 16, "seq": 1024, "vocab": 51200}
+
+STUDY_PROFILED = (
+    "tp1.pp1.dp4.mbs1.nmb4",
+    "tp2.pp2.dp2.mbs1.nmb4.zero1",
+    "tp4.pp1.dp4.mbs1.nmb4",
+    "tp2.pp4.dp2.mbs1.nmb8.rc2",
+    "tp8.pp1.dp2.mbs1.nmb2",
+)
+
+STUDY_TRUTH = (
+    "tp2.pp1.dp32.mbs1.nmb4",
+    "tp4.pp2.dp8.mbs1.nmb8.zero1",
+    "tp8.pp2.dp4.mbs2.nmb4",
+    "tp1.pp8.dp8.mbs1.nmb8.rc2",
+    "tp2.pp4.dp16.mbs1.nmb8",
+    "tp8.pp4.dp4.mbs1.nmb8.zero1",
+    "tp4.pp4.dp16.mbs1.nmb8",
+    "tp8.pp8.dp8.mbs1.nmb8",
+    "tp2.pp2.dp128.mbs1.nmb2.zero1",
+    "tp8.pp1.dp32.mbs2.nmb2",
+    "tp4.pp1.dp128.mbs1.nmb2",
+    "tp1.pp1.dp64.mbs1.nmb4.zero1",
+)
+
+
+def simulate_study(folder, seed: int = 1) -> Path:
+    """Write the study of STUDY_PROFILED (Kineto traces, 3 steps, the simulator's default noise) with
+    the truth of STUDY_TRUTH into ``folder``, on A100-80GB GPUs of dgx-8-nvswitch nodes."""
+    from extradeep.simulate.gpt.config import GPTModel
+    from extradeep.simulate.gpt.study import simulate_gpt
+
+    model = GPTModel(**STUDY_MODEL)
+    kept = {"formats": ("kineto",), "steps": 3, "flows": False, "seed": seed}
+    simulate_gpt(folder, list(STUDY_PROFILED), model=model, truth_layouts=list(STUDY_TRUTH), **kept)
+    return Path(folder)
