@@ -17,8 +17,18 @@ here is also a subpackage's (importing `extradeep.simulate` would shadow a funct
 from __future__ import annotations
 
 import importlib
+import os
 
 __version__ = "0.1.0"
+
+# The GUI's sources are the top-level gui/ folder, installed as extradeep.gui. Run from a source
+# checkout instead (`python -m extradeep` inside it, which puts the checkout before an installed
+# copy), they are found under the same name, as an editable install finds them.
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if not os.path.isdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "gui")) and os.path.isfile(
+    os.path.join(_CHECKOUT, "gui", "__init__.py")
+):
+    __path__.append(_CHECKOUT)  # noqa: F821 (a package's own __path__)
 
 # public name -> module that defines it (one place; `__all__` is derived from it)
 _EXPORTS = {
