@@ -89,6 +89,15 @@ def plain_json():
     return load
 
 
+def _terminal_signals() -> None:
+    """In the child, before exec: Ctrl-C live, as a terminal starts a command. A suite run as a
+    background job (`pytest &`, a CI script) has SIGINT ignored, the child would inherit that, and
+    Python then installs no KeyboardInterrupt handler."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class ProcessTree:
     """A command started in its own session (as a terminal starts it), and every process below it."""
 
@@ -96,7 +105,14 @@ class ProcessTree:
         import subprocess
 
         self.proc = subprocess.Popen(
-            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True
+            argv,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=_terminal_signals,
         )
         self.seen: set[int] = set()
 
