@@ -110,7 +110,7 @@ def _main(parser, argv) -> int:
         with sigterm_unwinds():  # SIGTERM unwinds like Ctrl-C: pools stop, nothing is left behind
             return int(args._run(args) or 0)
     except InputError as exc:
-        print(f"extradeep: error: {flag_error(exc, args)}", file=sys.stderr)
+        print(f"extradeep: error: {flag_error(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         print("extradeep: interrupted", file=sys.stderr)

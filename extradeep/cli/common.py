@@ -155,7 +155,7 @@ def resolve_options(args: argparse.Namespace):
             {key: getattr(args, key, None) for key in DEFAULTS}, config=getattr(args, "config", None)
         )
     except InputError as exc:
-        raise flag_error(exc, args) from None
+        raise flag_error(exc) from None
 
 
 def use_directory_config(args) -> None:

@@ -13,13 +13,10 @@ def flag_of(field: str) -> str:
     return FIELD_FLAGS.get(field, "--" + field.replace("_", "-"))
 
 
-def flag_error(exc: InputError, args=None) -> InputError:
-    """The same error, naming the flag instead of the library's field (unchanged without a field),
-    or the settings file and its key where the value came from there (`args.config_keys`)."""
+def flag_error(exc: InputError) -> InputError:
+    """The same error, naming the flag instead of the library's field (unchanged without a field, or
+    when it names a file: a value from a settings file is named by the file and its key where
+    :class:`extradeep.pipeline.Options` checks it)."""
     if exc.field is None or exc.source is not None:
         return exc
-    flag = flag_of(exc.field)
-    in_file = [key for key in getattr(args, "config_keys", None) or () if flag_of(key) == flag]
-    if in_file:
-        return InputError(args.config, f"{in_file[0].replace('_', '-')}: {exc.problem}")
-    return InputError(flag, exc.problem)
+    return InputError(flag_of(exc.field), exc.problem)
