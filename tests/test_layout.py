@@ -46,6 +46,7 @@ ROOMS = [
     ("simulate", ("extradeep.simulate",)),
     ("pipeline", ("extradeep.pipeline",)),
     ("layout-study", ("extradeep.layout_study", "extradeep.layout_profiles")),
+    ("workflows", ("extradeep.workflows",)),
     ("system", ("extradeep.system",)),
     ("columns", ("extradeep.columns",)),
     ("errors", ("extradeep.errors",)),
@@ -84,7 +85,12 @@ ALLOWED = {  # room -> the other rooms it may import (besides LEAVES); any other
     },
     "pipeline": {"aggregate", "io", "io-base", "predictor", "system"},
     "layout-study": {"layouts", "io", "io-parallel", "system"},
+    "workflows": {
+        *("pipeline", "layout-study", "aggregate", "modeling", "layouts", "analysis", "predictor", "report"),
+        *("capture", "simulate", "io", "io-base", "io-nsys", "io-kineto", "io-parallel", "system"),
+    },
     "gui": {
+        "workflows",
         "pipeline",
         "layout-study",
         "aggregate",
@@ -98,7 +104,17 @@ ALLOWED = {  # room -> the other rooms it may import (besides LEAVES); any other
         "system",
     },
     "cli": {
-        *("pipeline", "layout-study", "aggregate", "modeling", "layouts", "analysis", "predictor", "report"),
+        *(
+            "workflows",
+            "pipeline",
+            "layout-study",
+            "aggregate",
+            "modeling",
+            "layouts",
+            "analysis",
+            "predictor",
+            "report",
+        ),
         *("capture", "simulate"),
         *("io", "io-base", "io-nsys", "io-kineto", "io-parallel", "system", "gui"),
     },
@@ -362,3 +378,22 @@ def test_every_model_kind_satisfies_the_model_protocol():
             if not callable(getattr(kind, m, None))
         ]
         assert missing == [], kind
+
+
+# Thin front ends (issue 22 item 2): after parsing, a command makes one library call for its work
+# (extradeep.workflows) and only formats what comes back. The CLI modules listed here may import
+# nothing but the workflows, the options, the formatters (report), the GUI launcher and each other;
+# tests/cli/test_cli_thin.py counts the one call per command.
+THIN_CLI_ROOMS = {"cli", "workflows", "pipeline", "report", "gui"} | LEAVES
+THIN_CLI_MODULES: list[str] = []  # extradeep.cli.<name>, one per command made thin
+
+
+@pytest.mark.parametrize("module", THIN_CLI_MODULES)
+def test_thin_commands_import_only_the_workflows_and_formatters(module):
+    path = PACKAGE / "cli" / (module.rsplit(".", 1)[1] + ".py")
+    reaching = [
+        f"{path.name}:{line} imports {name}"
+        for line, name in _imports(path, module)
+        if name.startswith("extradeep") and room_of(name) not in THIN_CLI_ROOMS
+    ]
+    assert reaching == []
