@@ -119,3 +119,52 @@ DETAIL_PARTS = (
 PURE_TIME = "pure_time"  # a collective's time from its last member's arrival to its end (matched over ranks)
 PART_POWER, WATTS = "power", "watts"  # a profile's mean GPU board power while training (GPU metric samples)
 ALLOCATED, RESERVED = "bytes", "reserved"  # memory metrics: peak allocated bytes (as LAYOUT_PARTS), reserved
+
+# the replayed run's trace frames (extradeep.predictor.trace.RunTrace, as extradeep.io.read.read_replay_frames
+# returns them; times in integer ns): ops, syncs, records, steps, ranges, os_calls and files
+QUEUE, IS_GPU, NAME, START, END, CORR = "queue", "is_gpu", "name", "start", "end", "corr"  # one op on one queue
+STREAM, THREAD = "stream", "thread"  # a GPU op's CUDA stream; a CPU op's thread (queues are built from them)
+SYNC_TYPE, EVENT_ID, CALL_START = "sync_type", "event_id", "call_start"  # synchronisations and event records
+WARMUP, STEP_ID = "warmup", "step_id"  # a step before measuring starts; a step's id across ranks and phases
+PATH, PID, OFFSET_NS = "path", "pid", "offset_ns"  # a rank's file, its process and its clock shift (ns)
+# the op graph's node and edge tables (extradeep.predictor.graph.OpGraph; times in s): a node's ROLE (op,
+# step mark, wake, virtual collective) and its collective COLL; an edge from SRC to DST with LAG seconds
+ROLE, COLL, NODE = "role", "coll", "node"
+SRC, DST, LAG = "src", "dst", "lag"
+# matched collectives (extradeep.predictor.collectives): one row per collective (group) or member (node);
+# RANKS is also the usual parameter of a scaling experiment (ranks of a run: advisor, campaign, cost)
+GROUP, RANKS, FIRST_START, LATEST_START, WAIT, PURE, LAUNCH = (
+    "group",
+    "ranks",
+    "first_start",
+    "latest_start",
+    "wait",
+    "pure",
+    "launch",
+)
+# replayed steps (extradeep.predictor.api): one step's measured and replayed time (s), and its window;
+# LO and HI also bound a prediction's interval (extradeep.analysis.evaluation, advisor)
+MEASURED, REPLAYED, LO, HI = "measured", "replayed", "lo", "hi"
+# host overhead statistics (extradeep.predictor.overheads): one row per OVERHEAD_TYPES type and name
+OVERHEAD_TYPE, COUNT, MEAN, MEDIAN, STD, P95, STAT_TOTAL = "type", "count", "mean", "median", "std", "p95", "total"
+# the exposure curve (extradeep.predictor.exposure): at communication factor K, the replayed step time
+# (s) and the share of the added communication the step hides
+K, CURVE_STEP, HIDDEN_SHARE = "k", "step", "hidden"
+
+# the layout search's table (extradeep.layouts.search): one row per layout on one hardware, with the
+# whole training's time (s), GPU hours, energy and money, and whether it is on the time-cost Pareto front
+HARDWARE, RUN_TIME, TIME_LOW, TIME_HIGH = "hardware", "time", "time_low", "time_high"
+GPU_HOURS, COST, POWER_W, ENERGY_KWH, ENERGY_COST, PARETO = (
+    "gpu_hours",
+    "cost",
+    "power_w",
+    "energy_kwh",
+    "energy_cost",
+    "pareto",
+)
+PEAK_MEMORY, PREDICTED = "peak_memory", "predicted"  # a layout's peak allocated bytes; a predicted step time
+MEMORY_TOTAL = "total"  # extradeep.layouts.memory: the sum of a layout's memory parts (bytes)
+# the GUI's region table (gui.workspace): the tree group a region is listed under (its category or kind)
+REGION_GROUP = "group"
+# a reader's per-step sums before aggregation (extradeep.aggregate.medians): the file a row was read from
+FILE = "file"

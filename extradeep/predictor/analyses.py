@@ -24,6 +24,23 @@ import re
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import (
+    CATEGORY,
+    CORR,
+    COUNT,
+    END,
+    EPOCH,
+    IS_GPU,
+    KIND,
+    NAME,
+    PHASE,
+    QUEUE,
+    RANK,
+    START,
+    STEP,
+    STREAM,
+    TIME,
+)
 from extradeep.predictor.trace import RunTrace
 
 NS = 1e-9
@@ -52,22 +69,22 @@ def gpu_activities(trace: RunTrace) -> pd.DataFrame:
     rank, stream, kind, name, category, start, end, launch_start, launch_end, launch_name. Times are
     ns since the run's first op, as floats (exact: epoch nanoseconds as floats would lose hundreds)."""
     ops = trace.ops
-    t0 = int(ops["start"].min()) if len(ops) else 0
-    gpu = ops[ops["is_gpu"]].copy()
-    gpu["start"] = (gpu["start"] - t0).astype(float)
-    gpu["end"] = (gpu["end"] - t0).astype(float)
-    cpu = ops[~ops["is_gpu"] & (ops["corr"] >= 0)].drop_duplicates(["rank", "corr"])
+    t0 = int(ops[START].min()) if len(ops) else 0
+    gpu = ops[ops[IS_GPU]].copy()
+    gpu[START] = (gpu[START] - t0).astype(float)
+    gpu[END] = (gpu[END] - t0).astype(float)
+    cpu = ops[~ops[IS_GPU] & (ops[CORR] >= 0)].drop_duplicates([RANK, CORR])
     calls = pd.DataFrame(
-        {"start": (cpu["start"] - t0).astype(float).to_numpy(), "end": (cpu["end"] - t0).astype(float).to_numpy()},
-        index=pd.MultiIndex.from_arrays([cpu["rank"], cpu["corr"]]),
-    ).assign(name=cpu["name"].to_numpy())
-    found = calls.reindex(pd.MultiIndex.from_arrays([gpu["rank"], gpu["corr"]]))
-    gpu["launch_start"] = found["start"].to_numpy(dtype=float)
-    gpu["launch_end"] = found["end"].to_numpy(dtype=float)
-    gpu["launch_name"] = found["name"].to_numpy()
-    gpu.loc[gpu["corr"] < 0, ["launch_start", "launch_end"]] = np.nan
-    gpu["stream"] = gpu["queue"]
-    return gpu.sort_values(["rank", "stream", "start", "end"], kind="stable").reset_index(drop=True)
+        {START: (cpu[START] - t0).astype(float).to_numpy(), END: (cpu[END] - t0).astype(float).to_numpy()},
+        index=pd.MultiIndex.from_arrays([cpu[RANK], cpu[CORR]]),
+    ).assign(name=cpu[NAME].to_numpy())
+    found = calls.reindex(pd.MultiIndex.from_arrays([gpu[RANK], gpu[CORR]]))
+    gpu["launch_start"] = found[START].to_numpy(dtype=float)
+    gpu["launch_end"] = found[END].to_numpy(dtype=float)
+    gpu["launch_name"] = found[NAME].to_numpy()
+    gpu.loc[gpu[CORR] < 0, ["launch_start", "launch_end"]] = np.nan
+    gpu[STREAM] = gpu[QUEUE]
+    return gpu.sort_values([RANK, STREAM, START, END], kind="stable").reset_index(drop=True)
 
 
 def idle_time(run, consecutive_kernel_delay: float = CONSECUTIVE_KERNEL_DELAY, **kw) -> pd.DataFrame:
@@ -75,8 +92,8 @@ def idle_time(run, consecutive_kernel_delay: float = CONSECUTIVE_KERNEL_DELAY, *
     stream, idle_category, idle_time_s, intervals, idle_share (of that stream's idle time)."""
     g = gpu_activities(run_trace(run, **kw))
     rows = []
-    for (rank, stream), s in g.groupby(["rank", "stream"], sort=True):
-        start, end = s["start"].to_numpy(float), s["end"].to_numpy(float)
+    for (rank, stream), s in g.groupby([RANK, STREAM], sort=True):
+        start, end = s[START].to_numpy(float), s[END].to_numpy(float)
         prev_end = np.r_[np.nan, np.maximum.accumulate(end)[:-1]]
         # activities that overlap on one stream leave no idle time (HTA would count it negative)
         gap = np.maximum((start - prev_end) * NS, 0.0)
@@ -98,7 +115,7 @@ def idle_time(run, consecutive_kernel_delay: float = CONSECUTIVE_KERNEL_DELAY, *
                     "idle_share": value / total if total else 0.0,
                 }
             )
-    return pd.DataFrame(rows, columns=["rank", "stream", "idle_category", "idle_time_s", "intervals", "idle_share"])
+    return pd.DataFrame(rows, columns=[RANK, STREAM, "idle_category", "idle_time_s", "intervals", "idle_share"])
 
 
 def kernel_launch_stats(
@@ -110,15 +127,15 @@ def kernel_launch_stats(
     g = gpu_activities(run_trace(run, **kw))
     g = g[g["launch_start"].notna()]
     cpu = (g["launch_end"] - g["launch_start"]).to_numpy(float) * NS
-    gpu = (g["end"] - g["start"]).to_numpy(float) * NS
-    delay = np.maximum((g["start"].to_numpy(float) - g["launch_end"].to_numpy(float)) * NS, 0.0)
+    gpu = (g[END] - g[START]).to_numpy(float) * NS
+    delay = np.maximum((g[START].to_numpy(float) - g["launch_end"].to_numpy(float)) * NS, 0.0)
     return pd.DataFrame(
         {
-            "rank": g["rank"].to_numpy(),
-            "stream": g["stream"].to_numpy(),
-            "name": g["name"].to_numpy(),
+            RANK: g[RANK].to_numpy(),
+            STREAM: g[STREAM].to_numpy(),
+            NAME: g[NAME].to_numpy(),
             "launch_call": g["launch_name"].to_numpy(),
-            "correlation": g["corr"].to_numpy(),
+            "correlation": g[CORR].to_numpy(),
             "cpu_duration_s": cpu,
             "gpu_duration_s": gpu,
             "launch_delay_s": delay,
@@ -133,9 +150,9 @@ def launch_summary(stats: pd.DataFrame) -> pd.DataFrame:
     """Per rank: launches, short ones, outliers, and median/p95 of the launch delay."""
     if stats.empty:
         return pd.DataFrame(
-            columns=["rank", "launches", "short", "runtime_outliers", "delay_outliers", "median_delay_s", "p95_delay_s"]
+            columns=[RANK, "launches", "short", "runtime_outliers", "delay_outliers", "median_delay_s", "p95_delay_s"]
         )
-    g = stats.groupby("rank")
+    g = stats.groupby(RANK)
     return pd.DataFrame(
         {
             "launches": g.size(),
@@ -156,15 +173,15 @@ def kernel_sequences(run, min_len: int = 3, max_len: int = 8, top: int = 20, **k
     if min_len < 2 or max_len < min_len:
         raise ValueError("kernel_sequences needs 2 <= min_len <= max_len")
     g = gpu_activities(run_trace(run, **kw))
-    g = g[g["kind"] == "kernel"]
-    codes, names = pd.factorize(g["name"].astype(str))
+    g = g[g[KIND] == "kernel"]
+    codes, names = pd.factorize(g[NAME].astype(str))
     found = []
-    for _, s in g.assign(code=codes).groupby(["rank", "stream"], sort=False):
+    for _, s in g.assign(code=codes).groupby([RANK, STREAM], sort=False):
         c = s["code"].to_numpy()
-        dur = (s["end"] - s["start"]).to_numpy(float) * NS
-        prev_end = np.r_[np.nan, s["end"].to_numpy(float)[:-1]]
+        dur = (s[END] - s[START]).to_numpy(float) * NS
+        prev_end = np.r_[np.nan, s[END].to_numpy(float)[:-1]]
         host = s["launch_start"].to_numpy(float) > prev_end
-        gap = np.maximum((s["start"].to_numpy(float) - prev_end) * NS, 0.0)
+        gap = np.maximum((s[START].to_numpy(float) - prev_end) * NS, 0.0)
         for n in range(min_len, min(max_len, len(c)) + 1):
             win = np.lib.stride_tricks.sliding_window_view(c, n)
             dsum = np.lib.stride_tricks.sliding_window_view(dur, n).sum(axis=1)
@@ -183,7 +200,7 @@ def kernel_sequences(run, min_len: int = 3, max_len: int = 8, top: int = 20, **k
             )
     if not found:
         return pd.DataFrame(
-            columns=["pattern", "length", "count", "gpu_time_s", "mean_kernel_s", "host_wait_share", "fusion_candidate"]
+            columns=["pattern", "length", COUNT, "gpu_time_s", "mean_kernel_s", "host_wait_share", "fusion_candidate"]
         )
     allw = pd.concat(found, ignore_index=True)
     agg = allw.groupby("key", sort=False).agg(
@@ -193,13 +210,13 @@ def kernel_sequences(run, min_len: int = 3, max_len: int = 8, top: int = 20, **k
         gap=("gap", "sum"),
         host=("host_gap", "sum"),
     )
-    agg = agg[agg["count"] >= 2].sort_values(["count", "length", "gpu_time_s"], ascending=[False, False, False])
+    agg = agg[agg[COUNT] >= 2].sort_values([COUNT, "length", "gpu_time_s"], ascending=[False, False, False])
     agg = _distinct_patterns(agg.reset_index(), top)
     agg["pattern"] = [" | ".join(str(names[k]) for k in key) for key in agg["key"]]
-    agg["mean_kernel_s"] = agg["gpu_time_s"] / (agg["count"] * agg["length"])
+    agg["mean_kernel_s"] = agg["gpu_time_s"] / (agg[COUNT] * agg["length"])
     agg["host_wait_share"] = np.where(agg["gap"] > 0, agg["host"] / agg["gap"].where(agg["gap"] > 0, 1.0), 0.0)
     agg["fusion_candidate"] = (agg["mean_kernel_s"] < SHORT_KERNEL) & (agg["host_wait_share"] > 0.5)
-    return agg[["pattern", "length", "count", "gpu_time_s", "mean_kernel_s", "host_wait_share", "fusion_candidate"]]
+    return agg[["pattern", "length", COUNT, "gpu_time_s", "mean_kernel_s", "host_wait_share", "fusion_candidate"]]
 
 
 def _distinct_patterns(agg: pd.DataFrame, top: int) -> pd.DataFrame:
@@ -231,10 +248,10 @@ def comm_overlap(run, **kw) -> pd.DataFrame:
     compute kernels), their overlap and overlap_share = overlap / communication."""
     g = gpu_activities(run_trace(run, **kw))
     rows = []
-    for rank, r in g.groupby("rank", sort=True):
-        kern = r[r["kind"] == "kernel"]
-        comm = merge_intervals(kern[kern["category"] == "communication"])
-        comp = merge_intervals(kern[kern["category"] != "communication"])
+    for rank, r in g.groupby(RANK, sort=True):
+        kern = r[r[KIND] == "kernel"]
+        comm = merge_intervals(kern[kern[CATEGORY] == "communication"])
+        comp = merge_intervals(kern[kern[CATEGORY] != "communication"])
         overlap = intersection_length(comm, comp)
         comm_t = float((comm[1] - comm[0]).sum()) * NS
         rows.append(
@@ -246,14 +263,14 @@ def comm_overlap(run, **kw) -> pd.DataFrame:
                 "overlap_share": overlap * NS / comm_t if comm_t > 0 else np.nan,
             }
         )
-    return pd.DataFrame(rows, columns=["rank", "comm_time_s", "comp_time_s", "overlap_s", "overlap_share"])
+    return pd.DataFrame(rows, columns=[RANK, "comm_time_s", "comp_time_s", "overlap_s", "overlap_share"])
 
 
 def merge_intervals(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Disjoint sorted (starts, ends) covering the intervals [start, end) of a frame."""
     if frame.empty:
         return np.zeros(0), np.zeros(0)
-    lo, hi = frame["start"].to_numpy(float), frame["end"].to_numpy(float)
+    lo, hi = frame[START].to_numpy(float), frame[END].to_numpy(float)
     order = np.argsort(lo, kind="stable")
     lo, hi = lo[order], np.maximum.accumulate(hi[order])
     new = np.r_[True, lo[1:] > hi[:-1]]
@@ -280,11 +297,11 @@ def compare_runs(control, test, **kw) -> pd.DataFrame:
     (per run when a run has no steps): kind, name, control_count, test_count, control_s, test_s,
     diff_s (test - control), ratio (test / control), change (slower, faster, new, gone, same)."""
     a, b = _per_step_totals(run_trace(control, **kw)), _per_step_totals(run_trace(test, **kw))
-    m = a.merge(b, on=["kind", "name"], how="outer", suffixes=("_control", "_test")).fillna(0.0)
+    m = a.merge(b, on=[KIND, NAME], how="outer", suffixes=("_control", "_test")).fillna(0.0)
     out = pd.DataFrame(
         {
-            "kind": m["kind"],
-            "name": m["name"],
+            KIND: m[KIND],
+            NAME: m[NAME],
             "control_count": m["count_control"],
             "test_count": m["count_test"],
             "control_s": m["time_control"],
@@ -304,18 +321,16 @@ def compare_runs(control, test, **kw) -> pd.DataFrame:
 def _per_step_totals(trace: RunTrace) -> pd.DataFrame:
     """Count and time per (kind, name), divided by the run's number of steps (1 without steps)."""
     steps = trace.steps
-    n = max(steps[["epoch", "phase", "step"]].drop_duplicates().shape[0], 1) if len(steps) else 1
-    ranks = max(trace.files["rank"].nunique(), 1) if len(trace.files) else 1
-    gpu = trace.ops[trace.ops["is_gpu"]]
+    n = max(steps[[EPOCH, PHASE, STEP]].drop_duplicates().shape[0], 1) if len(steps) else 1
+    ranks = max(trace.files[RANK].nunique(), 1) if len(trace.files) else 1
+    gpu = trace.ops[trace.ops[IS_GPU]]
     parts = [
-        pd.DataFrame({"kind": "kernel", "name": gpu["name"].astype(str), "t": (gpu["end"] - gpu["start"]) * NS}),
+        pd.DataFrame({KIND: "kernel", NAME: gpu[NAME].astype(str), "t": (gpu[END] - gpu[START]) * NS}),
     ]
     if len(trace.ranges):
-        names = trace.ranges["name"].astype(str).str.replace(_COUNTERS, "", regex=True)
-        parts.append(
-            pd.DataFrame({"kind": "operator", "name": names, "t": (trace.ranges["end"] - trace.ranges["start"]) * NS})
-        )
+        names = trace.ranges[NAME].astype(str).str.replace(_COUNTERS, "", regex=True)
+        parts.append(pd.DataFrame({KIND: "operator", NAME: names, "t": (trace.ranges[END] - trace.ranges[START]) * NS}))
     frame = pd.concat(parts, ignore_index=True)
-    agg = frame.groupby(["kind", "name"]).agg(count=("t", "size"), time=("t", "sum")).reset_index()
-    agg[["count", "time"]] = agg[["count", "time"]] / (n * ranks)
+    agg = frame.groupby([KIND, NAME]).agg(count=("t", "size"), time=("t", "sum")).reset_index()
+    agg[[COUNT, TIME]] = agg[[COUNT, TIME]] / (n * ranks)
     return agg

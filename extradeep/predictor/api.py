@@ -9,6 +9,35 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import (
+    CATEGORY,
+    COLL,
+    END,
+    EPOCH,
+    GROUP,
+    HI,
+    IS_GPU,
+    KIND,
+    LO,
+    MEASURED,
+    NAME,
+    NODE,
+    OFFSET_NS,
+    PATH,
+    PHASE,
+    PREDICTED,
+    QUEUE,
+    RANK,
+    REGION,
+    REP,
+    REPLAYED,
+    ROLE,
+    START,
+    STEP,
+    STEP_ID,
+    SYNC_TYPE,
+    WARMUP,
+)
 from extradeep.errors import InputError
 from extradeep.predictor.collectives import collective_kind, collective_table, fit_alpha_beta, model_time
 from extradeep.predictor.critical_path import CLASSES, breakdown, critical_path, node_classes, step_sinks
@@ -69,24 +98,24 @@ def replay_timeline(graph: OpGraph, result: ReplayResult) -> pd.DataFrame:
     """One row per replayed op: rank, queue (CPU thread or GPU stream), name, category, class,
     start, end (s from the trace's first event) and on_critical_path (for the whole run)."""
     n = graph.nodes
-    keep = n["role"].isin(["op", "wake"]).to_numpy()
+    keep = n[ROLE].isin(["op", "wake"]).to_numpy()
     end = displayed_end(graph, result)
     on_path = np.zeros(graph.n, dtype=bool)
     sink = int(np.argmax(np.where(keep, result.end, -np.inf)))
-    on_path[critical_path(graph, result, sink, float(result.start[keep].min()))["node"].to_numpy()] = True
+    on_path[critical_path(graph, result, sink, float(result.start[keep].min()))[NODE].to_numpy()] = True
     t = pd.DataFrame(
         {
-            "rank": n["rank"],
-            "queue": n["queue"],
-            "name": n["name"],
-            "category": n["category"],
+            RANK: n[RANK],
+            QUEUE: n[QUEUE],
+            NAME: n[NAME],
+            CATEGORY: n[CATEGORY],
             "class": node_classes(n),
-            "start": result.start,
-            "end": end,
+            START: result.start,
+            END: end,
             "on_critical_path": on_path,
         }
     )
-    return t[keep].sort_values(["rank", "queue", "start"]).reset_index(drop=True)
+    return t[keep].sort_values([RANK, QUEUE, START]).reset_index(drop=True)
 
 
 def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, list[str]]:
@@ -111,9 +140,7 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
     runs = pd.DataFrame(rows)
     # names without parameters (good.sqlite, rank0.sqlite) say nothing about runs: the folder is
     # the run, and files that cannot be read are skipped later, one line each
-    has_params = any(c not in ("path", "app", "rep") for c in runs.columns) or (
-        "rep" in runs and runs["rep"].nunique() > 1
-    )
+    has_params = any(c not in ("path", "app", "rep") for c in runs.columns) or (REP in runs and runs[REP].nunique() > 1)
     keys = [c for c in runs.columns if c != "path"] if has_params else []
     for k, v in (select or {}).items():
         if k not in runs:
@@ -130,8 +157,8 @@ def resolve_run(run_dir, select: dict | None = None) -> tuple[list[Path], dict, 
             notes.append(f"{groups.ngroups} runs found; replaying {dict(zip(keys, first))} (choose with select=/--run)")
             runs = groups.get_group(first if len(keys) > 1 else first[0])
     point = {k: runs[k].iloc[0] for k in keys if k not in ("app", "rep") and pd.notna(runs[k].iloc[0])}
-    check_one_run(list(runs["path"]), run_dir)
-    return list(runs["path"]), point, problems + notes
+    check_one_run(list(runs[PATH]), run_dir)
+    return list(runs[PATH]), point, problems + notes
 
 
 def predict(
@@ -177,15 +204,15 @@ def predict(
     comm = comm_context(colls, trace, system)
     notes = notes + layout_notes(scenarios, comm)
     warnings += extrapolation_warnings(scenarios, comm.ranks)
-    results, wsteps = {BASELINE: base}, [steps.assign(scenario=BASELINE, predicted=steps["replayed"])]
+    results, wsteps = {BASELINE: base}, [steps.assign(scenario=BASELINE, predicted=steps[REPLAYED])]
     for i, scenario in enumerate(scenarios):
         _progress(progress, f"what-if {i + 1}/{len(scenarios)}: {scenario.label}")
         res = _replay_scenario(graph, plan, scenario, comm, models, point, trace)
         st = step_times(graph, res, trace)
-        wsteps.append(steps.assign(scenario=scenario.label, predicted=st["replayed"].to_numpy()))
+        wsteps.append(steps.assign(scenario=scenario.label, predicted=st[REPLAYED].to_numpy()))
         results[scenario.label] = res
     wsteps = pd.concat(wsteps, ignore_index=True)
-    paths_frame, shares = _critical_paths(graph, base, steps[~steps["warmup"].astype(bool)])
+    paths_frame, shares = _critical_paths(graph, base, steps[~steps[WARMUP].astype(bool)])
     sums = kernel_sum_baseline(trace.ops, trace.steps)
     launched = _launched_names(graph)
     return Prediction(
@@ -215,14 +242,14 @@ def comm_context(colls: pd.DataFrame, trace: RunTrace, system=None) -> CommConte
     described = None if system is None else load_system(system)
     files = trace.files
     # the placements the replay's frames carry (read on the file's one connection or parse)
-    places = {p: trace.placements.get(p) or empty_placement() for p in files["path"].unique()}
+    places = {p: trace.placements.get(p) or empty_placement() for p in files[PATH].unique()}
     gpus, source = run_gpus_per_node(files, places)
     layout = {"source": source, "gpus_per_node": gpus}
     resolved = resolve_layout(layout, None if described is None else described.to_dict())
     gpus = resolved["gpus_per_node"]
     return CommContext(
         alpha={k: v.alpha for k, v in fit_alpha_beta(colls).items() if v.sized},
-        ranks=int(files["rank"].nunique()),
+        ranks=int(files[RANK].nunique()),
         gpus_per_node=gpus if gpus and gpus >= 2 else None,
         system=described,
         layout_source=resolved["source"],
@@ -283,8 +310,8 @@ def unmatched_patterns(scenarios: list[WhatIf], nodes: pd.DataFrame) -> list[str
     """One line per kernel:/name: pattern that matches no op of the run (the change would do nothing)."""
     from extradeep.predictor.whatif import change_key, name_mask
 
-    kernels = nodes.loc[nodes["kind"] == "kernel", "name"].drop_duplicates().to_numpy()
-    every = nodes["name"].drop_duplicates().to_numpy()
+    kernels = nodes.loc[nodes[KIND] == "kernel", NAME].drop_duplicates().to_numpy()
+    every = nodes[NAME].drop_duplicates().to_numpy()
     out = {}
     for scenario in scenarios:
         for c in scenario.changes:
@@ -305,13 +332,13 @@ def _progress(on: bool, text: str) -> None:
 
 def _groups_of(graph: OpGraph) -> pd.DataFrame:
     n = graph.nodes
-    members = n[(n["coll"] >= 0) & (n["role"] == "op")]
+    members = n[(n[COLL] >= 0) & (n[ROLE] == "op")]
     return pd.DataFrame(
         {
-            "node": members.index.to_numpy(),
-            "group": members["coll"].to_numpy(),
-            "rank": members["rank"].to_numpy(),
-            "name": members["name"].to_numpy(),
+            NODE: members.index.to_numpy(),
+            GROUP: members[COLL].to_numpy(),
+            RANK: members[RANK].to_numpy(),
+            NAME: members[NAME].to_numpy(),
         }
     )
 
@@ -323,14 +350,14 @@ def trace_notes(trace: RunTrace, graph: OpGraph) -> list[str]:
         notes.append("no NVTX step marks: comparing whole-trace spans per rank instead of step times")
     for (rank, worker), main in sorted(graph.info.get("merged_threads", {}).items()):
         notes.append(f"rank {rank}: the autograd thread {worker} continues the order of {main} (backward inside it)")
-    if trace.records.empty and (trace.syncs["sync_type"] == 2).any():
+    if trace.records.empty and (trace.syncs[SYNC_TYPE] == 2).any():
         notes.append(
             "CUDA event records missing (CUPTI_ACTIVITY_KIND_CUDA_EVENT empty): cross-stream waits inferred from timing"
         )
-    if (trace.files["offset_ns"] != 0).any():
+    if (trace.files[OFFSET_NS] != 0).any():
         notes.append(
             "clocks aligned per file from collective end times: offsets (ns) "
-            + ", ".join(f"{Path(p).name}={o}" for p, o in zip(trace.files["path"], trace.files["offset_ns"]))
+            + ", ".join(f"{Path(p).name}={o}" for p, o in zip(trace.files[PATH], trace.files[OFFSET_NS]))
         )
     return notes
 
@@ -339,45 +366,45 @@ def step_times(graph: OpGraph, result: ReplayResult, trace: RunTrace) -> pd.Data
     """Measured and replayed time of every step on every rank (whole-trace span without marks)."""
     n = graph.nodes
     if trace.steps.empty:
-        ops = n[n["role"].isin(["op", "wake"])]
+        ops = n[n[ROLE].isin(["op", "wake"])]
         end = displayed_end(graph, result)
         g = pd.DataFrame(
             {
-                "rank": ops["rank"],
-                "ms": ops["start"],
-                "me": ops["end"],
+                RANK: ops[RANK],
+                "ms": ops[START],
+                "me": ops[END],
                 "rs": result.start[ops.index],
                 "re": end[ops.index],
             }
-        ).groupby("rank")
-        out = pd.DataFrame({"measured": g["me"].max() - g["ms"].min(), "replayed": g["re"].max() - g["rs"].min()})
+        ).groupby(RANK)
+        out = pd.DataFrame({MEASURED: g["me"].max() - g["ms"].min(), REPLAYED: g["re"].max() - g["rs"].min()})
         out = out.reset_index().assign(step_id=-1, warmup=False, epoch=-1, phase="span", step=-1)
     else:
-        mk = n[n["role"] == "marker"]
+        mk = n[n[ROLE] == "marker"]
         frame = pd.DataFrame(
             {
-                "step_id": mk["step"].to_numpy(),
-                "edge": mk["name"].to_numpy(),
-                "m": mk["start"].to_numpy(),
+                STEP_ID: mk[STEP].to_numpy(),
+                "edge": mk[NAME].to_numpy(),
+                "m": mk[START].to_numpy(),
                 "r": result.start[mk.index],
             }
         )
-        wide = frame.pivot_table(index="step_id", columns="edge", values=["m", "r"])
+        wide = frame.pivot_table(index=STEP_ID, columns="edge", values=["m", "r"])
         out = pd.DataFrame(
             {
-                "measured": wide[("m", "step_end")] - wide[("m", "step_start")],
-                "replayed": wide[("r", "step_end")] - wide[("r", "step_start")],
+                MEASURED: wide[("m", "step_end")] - wide[("m", "step_start")],
+                REPLAYED: wide[("r", "step_end")] - wide[("r", "step_start")],
             }
         ).reset_index()
-        out = out.merge(trace.steps[["step_id", "rank", "warmup", "epoch", "phase", "step"]], on="step_id")
-    out["error"] = (out["replayed"] - out["measured"]) / out["measured"]
+        out = out.merge(trace.steps[[STEP_ID, RANK, WARMUP, EPOCH, PHASE, STEP]], on=STEP_ID)
+    out["error"] = (out[REPLAYED] - out[MEASURED]) / out[MEASURED]
     cols = ["rank", "step_id", "warmup", "epoch", "phase", "step", "measured", "replayed", "error"]
-    return out[cols].sort_values(["warmup", "epoch", "phase", "step", "rank"]).reset_index(drop=True)
+    return out[cols].sort_values([WARMUP, EPOCH, PHASE, STEP, RANK]).reset_index(drop=True)
 
 
 def _summary(wsteps: pd.DataFrame, sums: pd.DataFrame) -> pd.DataFrame:
     """Median over steady-state steps of the slowest rank's time, per scenario and phase."""
-    wsteps = wsteps[~wsteps["warmup"].astype(bool)]
+    wsteps = wsteps[~wsteps[WARMUP].astype(bool)]
     key = ["scenario", "phase", "epoch", "step"]
     per_step = (
         wsteps.groupby(key, sort=False)
@@ -385,7 +412,7 @@ def _summary(wsteps: pd.DataFrame, sums: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
     )
     out = (
-        per_step.groupby(["scenario", "phase"], sort=False)
+        per_step.groupby(["scenario", PHASE], sort=False)
         .agg(
             steps=("step", "size"),
             measured=("measured", "median"),
@@ -395,16 +422,16 @@ def _summary(wsteps: pd.DataFrame, sums: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
     )
     base = wsteps[wsteps["scenario"] == BASELINE]
-    err = base.groupby("phase")["error"].agg(
+    err = base.groupby(PHASE)["error"].agg(
         median_abs_error=lambda e: float(np.median(np.abs(e))), max_abs_error=lambda e: float(np.max(np.abs(e)))
     )
-    out = out.merge(err, left_on="phase", right_index=True, how="left")
+    out = out.merge(err, left_on=PHASE, right_index=True, how="left")
     if len(sums):
-        step_phase = base.drop_duplicates("step_id").set_index("step_id")["phase"]
-        per = sums.groupby("step_id")["kernel_time"].max()
+        step_phase = base.drop_duplicates(STEP_ID).set_index(STEP_ID)[PHASE]
+        per = sums.groupby(STEP_ID)["kernel_time"].max()
         kern = per.groupby(step_phase.reindex(per.index).to_numpy()).median()
-        out["kernel_sum_baseline"] = out["phase"].map(kern)
-    out["speedup"] = out["replayed"] / out["predicted"]
+        out["kernel_sum_baseline"] = out[PHASE].map(kern)
+    out["speedup"] = out[REPLAYED] / out[PREDICTED]
     return out
 
 
@@ -413,25 +440,25 @@ def _critical_paths(graph: OpGraph, result: ReplayResult, steps: pd.DataFrame):
     marker or, where the GPU finishes the step's work later, to that GPU op's end."""
     n = graph.nodes
     paths, rows = [], []
-    if (steps["step_id"] < 0).all():
-        keep = n["role"].isin(["op", "wake"]).to_numpy()
+    if (steps[STEP_ID] < 0).all():
+        keep = n[ROLE].isin(["op", "wake"]).to_numpy()
         sink = int(np.argmax(np.where(keep, result.end, -np.inf)))
         windows = [(-1, sink, float(result.start[keep].min()))]
     else:
-        mk = n[n["role"] == "marker"]
-        ends = mk[mk["name"] == "step_end"]
-        starts = mk[mk["name"] == "step_start"].reset_index(names="node").set_index("step")
+        mk = n[n[ROLE] == "marker"]
+        ends = mk[mk[NAME] == "step_end"]
+        starts = mk[mk[NAME] == "step_start"].reset_index(names="node").set_index(STEP)
         measured = pd.DataFrame(
-            {"rank": starts["rank"], "lo": starts["start"], "hi": ends.set_index("step")["start"].reindex(starts.index)}
+            {RANK: starts[RANK], LO: starts[START], HI: ends.set_index(STEP)[START].reindex(starts.index)}
         )
         sink_of = step_sinks(graph, result)
         windows = []
-        for _, grp in steps.groupby(["epoch", "phase", "step"]):
-            ids = grp["step_id"].to_numpy()
-            e = ends[ends["step"].isin(ids)]
+        for _, grp in steps.groupby([EPOCH, PHASE, STEP]):
+            ids = grp[STEP_ID].to_numpy()
+            e = ends[ends[STEP].isin(ids)]
             first = int(e.index[np.argmax(result.start[e.index.to_numpy()])])
-            step_id = int(mk.at[first, "step"])
-            lo = float(result.start[starts.at[step_id, "node"]])
+            step_id = int(mk.at[first, STEP])
+            lo = float(result.start[starts.at[step_id, NODE]])
             windows.append((step_id, sink_of(e, measured.loc[ids]), lo))
     for step_id, sink, lo in windows:
         path = critical_path(graph, result, sink, lo).assign(step_id=step_id)
@@ -447,7 +474,7 @@ def _launched_names(graph: OpGraph) -> dict:
     from extradeep.predictor.graph import EDGE_KINDS
 
     launch = graph.edge_kind == EDGE_KINDS.index("launch")
-    names = graph.nodes["name"].to_numpy()
+    names = graph.nodes[NAME].to_numpy()
     return dict(zip(graph.src[launch].tolist(), names[graph.dst[launch]].tolist()))
 
 
@@ -460,7 +487,7 @@ def _replay_scenario(graph, plan, scenario: WhatIf, comm, models, point, trace) 
         return replay(graph, plan, dur=dur, gap=gap)
     g = OpGraph(**{**graph.__dict__, "dur": dur, "gap": gap})
     step_of = _step_of_nodes(graph, trace)
-    fused = fuse_collectives(g, int(fusion[-1]), lambda i: _latency_of(graph.nodes.at[i, "name"], comm), step_of)
+    fused = fuse_collectives(g, int(fusion[-1]), lambda i: _latency_of(graph.nodes.at[i, NAME], comm), step_of)
     try:
         return replay(fused, plan_replay(fused))
     except ValueError as exc:
@@ -477,15 +504,15 @@ def _latency_of(name: str, comm: CommContext) -> float:
 
 def _step_of_nodes(graph: OpGraph, trace: RunTrace):
     """Step window (by measured start on any rank) that each node falls into, -1 outside."""
-    mk = graph.nodes[graph.nodes["role"] == "marker"]
+    mk = graph.nodes[graph.nodes[ROLE] == "marker"]
     if mk.empty:
         return lambda ids: np.full(len(ids), -1)
-    lo = mk[mk["name"] == "step_start"].groupby("step")["start"].min().rename_axis("step_id")
-    hi = mk[mk["name"] == "step_end"].groupby("step")["start"].max().rename_axis("step_id")
-    step_no = trace.steps.set_index("step_id")[["warmup", "epoch", "phase", "step"]]
-    windows = pd.DataFrame({"lo": lo, "hi": hi}).join(step_no)
-    windows = windows.groupby(["warmup", "epoch", "phase", "step"]).agg(lo=("lo", "min"), hi=("hi", "max"))
-    starts = graph.nodes["start"].to_numpy()
+    lo = mk[mk[NAME] == "step_start"].groupby(STEP)[START].min().rename_axis("step_id")
+    hi = mk[mk[NAME] == "step_end"].groupby(STEP)[START].max().rename_axis("step_id")
+    step_no = trace.steps.set_index(STEP_ID)[[WARMUP, EPOCH, PHASE, STEP]]
+    windows = pd.DataFrame({LO: lo, HI: hi}).join(step_no)
+    windows = windows.groupby([WARMUP, EPOCH, PHASE, STEP]).agg(lo=("lo", "min"), hi=("hi", "max"))
+    starts = graph.nodes[START].to_numpy()
 
     def step_of(ids):
         t = starts[ids]
@@ -512,15 +539,15 @@ def _pmnf_substitution(models, point: dict):
     """Duration change from PMNF models: each GPU op (and collective) of a modeled region scaled by
     model(new point) / model(run's point). CPU calls are left alone: their modeled time includes
     waiting, which the replay derives itself."""
-    table = models[models["model"].notna()].drop_duplicates("region").set_index("region")["model"]
+    table = models[models["model"].notna()].drop_duplicates(REGION).set_index(REGION)["model"]
 
     def substitute(nodes, dur, param, value):
         params = list(table.iloc[0].params) if len(table) and hasattr(table.iloc[0], "params") else [param]
         cur = np.array([[float(point.get(p, 0)) for p in params]])
         new = np.array([[float(value) if p == param else float(point.get(p, 0)) for p in params]])
         dur = dur.copy()
-        names = nodes["name"].to_numpy()
-        gpu = nodes["is_gpu"].to_numpy() & nodes["role"].isin(["op", "sync"]).to_numpy()
+        names = nodes[NAME].to_numpy()
+        gpu = nodes[IS_GPU].to_numpy() & nodes[ROLE].isin(["op", "sync"]).to_numpy()
         touched = np.zeros(len(dur), dtype=bool)
         for region, model in table.items():
             now = float(np.ravel(model.predict(cur))[0])

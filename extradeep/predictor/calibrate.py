@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import nnls
 
+from extradeep.columns import BYTES, NAME, PURE
 from extradeep.predictor.buckets import CollectiveCost
 from extradeep.predictor.collectives import collective_kind, model_time
 from extradeep.predictor.gradients import GradientSync
@@ -33,14 +34,14 @@ def calibrate(sync: GradientSync, table: pd.DataFrame, ranks: int) -> tuple[Coll
     kind = sync.kind
     steps = model_time(kind, ranks, 1.0, 0.0)
     vol = model_time(kind, ranks, 0.0, 1.0) or 1.0
-    grad = table[table["name"] == sync.name]
+    grad = table[table[NAME] == sync.name]
     if not sync.sized:
         alpha = min(DEFAULT_STEP_LATENCY * steps, float(np.min(sync.coll_pure)))
         volume = np.maximum(sync.coll_pure - alpha, 0.0)
         cost = CollectiveCost(alpha, 1.0, _spread(grad, alpha, 0.0, volume_from=True), "default latency, sizes unknown")
         return cost, sync.unit_bytes(volume)
-    sized = grad[grad["bytes"] > 0]
-    b, t = sized["bytes"].to_numpy(float), sized["pure"].to_numpy(float)
+    sized = grad[grad[BYTES] > 0]
+    b, t = sized[BYTES].to_numpy(float), sized[PURE].to_numpy(float)
     fits = []
     pooled = _pooled(table, ranks)
     if pooled is not None:  # small collectives of other kinds pin down the latency
@@ -62,17 +63,17 @@ def calibrate(sync: GradientSync, table: pd.DataFrame, ranks: int) -> tuple[Coll
 
 def _pooled(table: pd.DataFrame, ranks: int) -> tuple[float, float] | None:
     """Per-step latency and inverse bandwidth shared by all sized collectives of the run."""
-    sized = table[(table["bytes"] > 0) & (table["pure"] > 0)]
+    sized = table[(table[BYTES] > 0) & (table[PURE] > 0)]
     if sized.empty:
         return None
-    kinds = [collective_kind(str(n)) for n in sized["name"]]
+    kinds = [collective_kind(str(n)) for n in sized[NAME]]
     lat = np.array([model_time(k, ranks, 1.0, 0.0) for k in kinds])
-    vol = np.array([model_time(k, ranks, 0.0, 1.0) for k in kinds]) * sized["bytes"].to_numpy(float)
+    vol = np.array([model_time(k, ranks, 0.0, 1.0) for k in kinds]) * sized[BYTES].to_numpy(float)
     if len({(round(x, 6), round(y, 0)) for x, y in zip(lat, vol)}) < 2:
         return None
     # each collective weighs by its own size: relative errors, so small ones count as much as large
-    w = 1.0 / sized["pure"].to_numpy(float)
-    coef, _ = nnls(np.column_stack([lat, vol]) * w[:, None], sized["pure"].to_numpy(float) * w)
+    w = 1.0 / sized[PURE].to_numpy(float)
+    coef, _ = nnls(np.column_stack([lat, vol]) * w[:, None], sized[PURE].to_numpy(float) * w)
     if coef[1] <= 0:
         return None
     return float(coef[0]), float(coef[1])
@@ -80,9 +81,9 @@ def _pooled(table: pd.DataFrame, ranks: int) -> tuple[float, float] | None:
 
 def _spread(frame: pd.DataFrame, alpha: float, beta: float, volume_from: bool = False) -> float:
     """Relative standard deviation of the measured pure times around the model."""
-    t = frame["pure"].to_numpy(float)
+    t = frame[PURE].to_numpy(float)
     if len(t) < 2:
         return MIN_REL_SD
-    model = np.full(len(t), np.median(t)) if volume_from else alpha + beta * frame["bytes"].to_numpy(float)
+    model = np.full(len(t), np.median(t)) if volume_from else alpha + beta * frame[BYTES].to_numpy(float)
     rel = (t - model) / np.maximum(model, 1e-12)
     return max(float(np.std(rel)), MIN_REL_SD)

@@ -15,6 +15,23 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import (
+    BYTES,
+    END,
+    FIRST_START,
+    GROUP,
+    KIND,
+    LATEST_START,
+    NAME,
+    NODE,
+    PURE,
+    QUEUE,
+    RANK,
+    RANKS,
+    ROLE,
+    START,
+    WAIT,
+)
 from extradeep.io.categories import is_nccl_kernel
 
 ALGORITHMS = ("ring", "tree")
@@ -26,28 +43,28 @@ def collective_groups(ops: pd.DataFrame) -> pd.DataFrame:
     Only kernels seen on at least two ranks form groups; a rank with fewer occurrences of a name
     leaves the extra ones of other ranks unmatched.
     """
-    codes, names = pd.factorize(ops["name"])
+    codes, names = pd.factorize(ops[NAME])
     nccl = np.array([is_nccl_kernel(str(n)) for n in names], dtype=bool)
-    mask = ((ops["kind"] == "kernel").to_numpy() & nccl[codes]) | (ops["kind"] == "mpi").to_numpy()
-    if "role" in ops:
-        mask &= ops["role"] == "op"
-    k = ops[mask][["rank", "queue", "name", "start"]].sort_values(["rank", "start"], kind="stable")
-    if k.empty or k["rank"].nunique() < 2:
-        return pd.DataFrame({"node": [], "group": [], "rank": [], "name": []}, dtype=np.int64)
-    first_use = k.groupby(["rank", "queue"], sort=False)["start"].transform("min")
-    k = k.assign(stream_no=first_use.groupby(k["rank"]).rank(method="dense").astype(int))
-    k["occurrence"] = k.groupby(["rank", "stream_no", "name"]).cumcount()
+    mask = ((ops[KIND] == "kernel").to_numpy() & nccl[codes]) | (ops[KIND] == "mpi").to_numpy()
+    if ROLE in ops:
+        mask &= ops[ROLE] == "op"
+    k = ops[mask][[RANK, QUEUE, NAME, START]].sort_values([RANK, START], kind="stable")
+    if k.empty or k[RANK].nunique() < 2:
+        return pd.DataFrame({NODE: [], GROUP: [], RANK: [], NAME: []}, dtype=np.int64)
+    first_use = k.groupby([RANK, QUEUE], sort=False)[START].transform("min")
+    k = k.assign(stream_no=first_use.groupby(k[RANK]).rank(method="dense").astype(int))
+    k["occurrence"] = k.groupby([RANK, "stream_no", NAME]).cumcount()
     key = ["stream_no", "name", "occurrence"]
-    counts = k.groupby(key)["rank"].transform("nunique")
+    counts = k.groupby(key)[RANK].transform("nunique")
     k = k[counts >= 2]
-    k["group"] = k.groupby(key, sort=False).ngroup()
-    order = k.groupby("group")["start"].min().rank(method="first").astype(int) - 1
+    k[GROUP] = k.groupby(key, sort=False).ngroup()
+    order = k.groupby(GROUP)[START].min().rank(method="first").astype(int) - 1
     return pd.DataFrame(
         {
-            "node": k.index.to_numpy(),
-            "group": order.reindex(k["group"]).to_numpy(),
-            "rank": k["rank"].to_numpy(),
-            "name": k["name"].to_numpy(),
+            NODE: k.index.to_numpy(),
+            GROUP: order.reindex(k[GROUP]).to_numpy(),
+            RANK: k[RANK].to_numpy(),
+            NAME: k[NAME].to_numpy(),
         }
     )
 
@@ -56,11 +73,9 @@ def collective_table(ops: pd.DataFrame, groups: pd.DataFrame | None = None) -> p
     """Per matched collective: name, ranks, bytes, earliest/latest start, end, wait and pure duration."""
     groups = collective_groups(ops) if groups is None else groups
     if groups.empty:
-        return pd.DataFrame(
-            columns=["group", "name", "ranks", "bytes", "first_start", "latest_start", "end", "wait", "pure"]
-        )
-    m = ops.loc[groups["node"]].assign(group=groups["group"].to_numpy())
-    t = m.groupby("group").agg(
+        return pd.DataFrame(columns=[GROUP, NAME, RANKS, BYTES, FIRST_START, LATEST_START, END, WAIT, PURE])
+    m = ops.loc[groups[NODE]].assign(group=groups[GROUP].to_numpy())
+    t = m.groupby(GROUP).agg(
         name=("name", "first"),
         ranks=("rank", "nunique"),
         bytes=("bytes", "max"),
@@ -68,8 +83,8 @@ def collective_table(ops: pd.DataFrame, groups: pd.DataFrame | None = None) -> p
         latest_start=("start", "max"),
         end=("end", "max"),
     )
-    t["wait"] = t["latest_start"] - t["first_start"]
-    t["pure"] = t["end"] - t["latest_start"]
+    t[WAIT] = t[LATEST_START] - t[FIRST_START]
+    t[PURE] = t[END] - t[LATEST_START]
     return t.reset_index()
 
 
@@ -85,11 +100,9 @@ def clock_offsets(ops: pd.DataFrame, rank_file: dict) -> dict:
     groups = collective_groups(ops)
     if len(files) < 2 or groups.empty:
         return offsets
-    end = ops.loc[groups["node"], "end"].to_numpy()
-    frame = pd.DataFrame(
-        {"group": groups["group"].to_numpy(), "end": end, "file": [rank_file[r] for r in groups["rank"]]}
-    )
-    per_file = frame.groupby(["group", "file"])["end"].median().unstack()
+    end = ops.loc[groups[NODE], END].to_numpy()
+    frame = pd.DataFrame({GROUP: groups[GROUP].to_numpy(), END: end, "file": [rank_file[r] for r in groups[RANK]]})
+    per_file = frame.groupby([GROUP, "file"])[END].median().unstack()
     ref = files[0]
     for f in files[1:]:
         if ref in per_file and f in per_file:
@@ -119,8 +132,8 @@ def fit_alpha_beta(table: pd.DataFrame) -> dict[str, AlphaBeta]:
     instance being its bandwidth term.
     """
     out = {}
-    for name, g in table.groupby("name"):
-        t, m = g["pure"].to_numpy(float), g["bytes"].to_numpy(float)
+    for name, g in table.groupby(NAME):
+        t, m = g[PURE].to_numpy(float), g[BYTES].to_numpy(float)
         sized = bool(np.all(m > 0)) and np.ptp(m) > 0
         if sized:
             alpha, beta = _nonnegative_line(m, t)

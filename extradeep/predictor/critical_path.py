@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import CATEGORY, END, IS_GPU, KIND, NAME, NODE, PART_IDLE, QUEUE, RANK, ROLE, START, WAIT
 from extradeep.predictor.graph import EDGE_KINDS, OpGraph
 from extradeep.predictor.replay import ReplayResult
 
@@ -20,10 +21,10 @@ CLASSES = ("compute", "communication", "memory", "cpu_overhead", "idle")
 
 def node_classes(nodes: pd.DataFrame) -> np.ndarray:
     """Breakdown class of each node's own duration."""
-    kind, category = nodes["kind"].to_numpy(), nodes["category"].to_numpy()
+    kind, category = nodes[KIND].to_numpy(), nodes[CATEGORY].to_numpy()
     out = np.full(len(nodes), "cpu_overhead", dtype=object)
     out[(kind == "kernel") & (category == "computation")] = "compute"
-    out[(category == "communication") | (nodes["role"].to_numpy() == "sync")] = "communication"
+    out[(category == "communication") | (nodes[ROLE].to_numpy() == "sync")] = "communication"
     out[(kind == "memcpy") | (kind == "memset")] = "memory"
     return out
 
@@ -36,7 +37,7 @@ def critical_path(graph: OpGraph, result: ReplayResult, sink: int, lo: float) ->
     `os_wait` the part of that wait a CPU thread spent inside OS runtime calls.
     """
     classes = node_classes(graph.nodes)
-    is_gpu = graph.nodes["is_gpu"].to_numpy()
+    is_gpu = graph.nodes[IS_GPU].to_numpy()
     os_wait = np.zeros(graph.n) if graph.os_wait is None else graph.os_wait
     launch = EDGE_KINDS.index("launch")
     rows, v = [], int(sink)
@@ -61,16 +62,16 @@ def critical_path(graph: OpGraph, result: ReplayResult, sink: int, lo: float) ->
     n = graph.nodes
     return pd.DataFrame(
         {
-            "node": ids,
-            "rank": n["rank"].to_numpy()[ids],
-            "queue": n["queue"].to_numpy()[ids],
-            "name": n["name"].to_numpy()[ids],
+            NODE: ids,
+            RANK: n[RANK].to_numpy()[ids],
+            QUEUE: n[QUEUE].to_numpy()[ids],
+            NAME: n[NAME].to_numpy()[ids],
             "class": classes[ids],
-            "start": result.start[ids],
-            "end": result.end[ids],
+            START: result.start[ids],
+            END: result.end[ids],
             "contribution": [r[1] for r in rows],
             "wait_class": [r[2] for r in rows],
-            "wait": [r[3] for r in rows],
+            WAIT: [r[3] for r in rows],
             "os_wait": [r[4] for r in rows],
         }
     )
@@ -86,15 +87,15 @@ def step_sinks(graph: OpGraph, result: ReplayResult):
     a collective member stands for its virtual node, which holds the collective's end.
     """
     n = graph.nodes
-    gpu = np.flatnonzero(n["is_gpu"].to_numpy() & (n["role"].to_numpy() == "op"))
+    gpu = np.flatnonzero(n[IS_GPU].to_numpy() & (n[ROLE].to_numpy() == "op"))
     launch = graph.edge_kind == EDGE_KINDS.index("launch")
-    launched_at = n["start"].to_numpy().copy()
-    launched_at[graph.dst[launch]] = n["start"].to_numpy()[graph.src[launch]]
+    launched_at = n[START].to_numpy().copy()
+    launched_at[graph.dst[launch]] = n[START].to_numpy()[graph.src[launch]]
     stands_for = np.arange(graph.n)
     coll = graph.edge_kind == EDGE_KINDS.index("collective")
     stands_for[graph.src[coll]] = graph.dst[coll]
     by_rank = {}
-    for r, ids in pd.Series(gpu).groupby(n["rank"].to_numpy()[gpu]):
+    for r, ids in pd.Series(gpu).groupby(n[RANK].to_numpy()[gpu]):
         ids = ids.to_numpy()[np.argsort(launched_at[ids.to_numpy()], kind="stable")]
         by_rank[r] = (ids, launched_at[ids])
 
@@ -116,11 +117,11 @@ def breakdown(path: pd.DataFrame) -> dict[str, float]:
     out = dict.fromkeys(CLASSES, 0.0)
     for cls, val in path.groupby("class")["contribution"].sum().items():
         out[cls] += float(val)
-    for cls, val in path.groupby("wait_class")["wait"].sum().items():
+    for cls, val in path.groupby("wait_class")[WAIT].sum().items():
         out[cls] += float(val)
     # time a CPU thread spent waiting inside OS calls (data loading, I/O) is idle, not overhead
     moved = float(path["os_wait"].sum())
     out["cpu_overhead"] -= moved
-    out["idle"] += moved
+    out[PART_IDLE] += moved
     out["os_wait"] = moved  # the part of idle spent in OS calls (not a class of its own)
     return out

@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import CURVE_STEP, EPOCH, HIDDEN_SHARE, PATH, PHASE, REP, REPLAYED, ROLE, STEP, WARMUP, K
+
 # scale factors of the pure collective durations; the last two give the fully exposed slope P
 FACTORS = (
     0.0,
@@ -72,9 +74,9 @@ def exposure_curve(paths, factors=FACTORS, phase: str = "train", settings=None, 
 
     trace = load_trace(paths, jobs=1, settings=settings, frames=frames)
     graph = build_graph(trace)
-    collective = (graph.nodes["role"] == "sync").to_numpy()
+    collective = (graph.nodes[ROLE] == "sync").to_numpy()
     if not collective.any() or trace.steps.empty:
-        return pd.DataFrame(columns=["k", "step", "hidden"])
+        return pd.DataFrame(columns=[K, CURVE_STEP, HIDDEN_SHARE])
     plan = plan_replay(graph)
     steps = []
     for k in factors:
@@ -86,21 +88,21 @@ def exposure_curve(paths, factors=FACTORS, phase: str = "train", settings=None, 
 
 
 def _median_step(times: pd.DataFrame, phase: str) -> float:
-    steady = times[~times["warmup"].astype(bool)]
-    if (steady["phase"] == phase).any():
-        steady = steady[steady["phase"] == phase]
-    return float(steady.groupby(["epoch", "phase", "step"])["replayed"].max().median())
+    steady = times[~times[WARMUP].astype(bool)]
+    if (steady[PHASE] == phase).any():
+        steady = steady[steady[PHASE] == phase]
+    return float(steady.groupby([EPOCH, PHASE, STEP])[REPLAYED].max().median())
 
 
 def curve_frame(k: np.ndarray, step: np.ndarray) -> pd.DataFrame:
-    """The curve's frame with the hidden share, from step times at factors k (k = 0 among them)."""
+    """The curve's frame with the hidden share, from step times at communication factors k (k = 0 among them)."""
     slope = (step[-1] - step[-2]) / (k[-1] - k[-2])
     exposed = step - step[k == 0][0]
     hidden = np.ones_like(step)
     if slope > 0:
         hidden = np.where(k > 0, 1.0 - exposed / np.where(k > 0, k * slope, 1.0), np.nan)
         hidden = pd.Series(hidden).bfill().fillna(1.0).to_numpy()  # k = 0 hides what the smallest k hides
-    return pd.DataFrame({"k": k, "step": step, "hidden": np.clip(hidden, 0.0, 1.0)})
+    return pd.DataFrame({K: k, CURVE_STEP: step, HIDDEN_SHARE: np.clip(hidden, 0.0, 1.0)})
 
 
 # --- the pipeline step: exposure curves for an Experiment's largest points ----------------------
@@ -113,8 +115,8 @@ def add_exposure_curves(
 ):
     """The pipeline step after aggregation: replay the runs at the TRACED_POINTS largest points of
     `experiment` (at each, the repetition with the most ranks) and keep their exposure curves in
-    `experiment.settings["exposure"]` as {"point", "rep", "k", "hidden"}; a run that cannot be replayed
-    becomes a note in `settings["notes"]`. Curves are cached like the per-file results; the replays
+    `experiment.settings.exposure` as {"point", "rep", "k", "hidden"}; a run that cannot be replayed
+    becomes a note in `settings.notes`. Curves are cached like the per-file results; the replays
     not cached run side by side (`jobs` local processes, or the Dask cluster of `client`). `frames`:
     {path: replay frames} the per-file pass read (`extradeep.aggregate.ingest.read_runs` with
     `replay_paths(...)`); only the files without them are opened here. Returns the experiment
@@ -124,7 +126,7 @@ def add_exposure_curves(
     from extradeep.io.settings import ReaderSettings
 
     cache = None if not use_cache else Path(cache_dir) if cache_dir else default_cache_dir()
-    settings = ReaderSettings.from_any(experiment.settings.get("reader"))
+    settings = ReaderSettings.from_any(experiment.settings.reader)
     traced = traced_runs(experiment.provenance, list(experiment.params))
     keys = [_curve_key(chosen, settings) for _, chosen, _ in traced]
     outcomes = [read_cache(cache, key) if cache is not None else None for key in keys]
@@ -134,7 +136,7 @@ def add_exposure_curves(
     frames = frames or {}
     calls = []
     for i in todo:
-        paths = list(traced[i][1]["path"])
+        paths = list(traced[i][1][PATH])
         calls.append((paths, settings, keys[i], cache, {p: frames[p] for p in paths if p in frames}))
     done, worker_notes = run_tasks(replay_and_store, calls, jobs=jobs, client=client)
     for i, outcome in zip(todo, done):
@@ -149,7 +151,7 @@ def add_exposure_curves(
             notes.append(f"the traces of {where} could not be replayed ({outcome['problem']})")
         elif outcome["curve"]:
             params = list(experiment.params)
-            curves.append({"point": {p: _plain(run[p]) for p in params}, "rep": _plain(run["rep"]), **outcome["curve"]})
+            curves.append({"point": {p: _plain(run[p]) for p in params}, "rep": _plain(run[REP]), **outcome["curve"]})
     experiment.settings.exposure = curves
     experiment.settings.notes = list(experiment.settings.notes) + notes + worker_notes
     return experiment
@@ -158,23 +160,23 @@ def add_exposure_curves(
 def replay_paths(runs: pd.DataFrame, params: list[str]) -> list[str]:
     """The files whose replay frames the exposure step will need, chosen from the runs found before
     reading (path, rank, rep, <params>), so the per-file pass reads them with the step sums."""
-    return [path for _, chosen, _ in traced_runs(runs, params) for path in chosen["path"]]
+    return [path for _, chosen, _ in traced_runs(runs, params) for path in chosen[PATH]]
 
 
 def traced_runs(runs: pd.DataFrame, params: list[str]) -> list[tuple]:
     """(run row, its exports, "where" words) at each of the TRACED_POINTS largest points: the
     repetition with the most ranks. `runs`: one row per file (an Experiment's provenance, or the
     runs found before reading)."""
-    files = runs.groupby([*params, "rep"], sort=True).size().reset_index(name="ranks_read")
+    files = runs.groupby([*params, REP], sort=True).size().reset_index(name="ranks_read")
     # without parameters there is one configuration (pandas 2 yields no row of a frame without columns)
     points = list(files[params].drop_duplicates().tail(TRACED_POINTS).itertuples(index=False)) if params else [()]
     traced = []
     for values in points:
         at = files[(files[params] == list(values)).all(axis=1)]
-        run = at.sort_values(["ranks_read", "rep"], ascending=[False, True]).iloc[0]
-        chosen = runs[(runs[params] == run[params]).all(axis=1) & (runs["rep"] == run["rep"])]
+        run = at.sort_values(["ranks_read", REP], ascending=[False, True]).iloc[0]
+        chosen = runs[(runs[params] == run[params]).all(axis=1) & (runs[REP] == run[REP])]
         where = ", ".join(f"{k}={_plain(run[k])}" for k in params) or "the one configuration"
-        where += f", repetition {_plain(run['rep'])}"
+        where += f", repetition {_plain(run[REP])}"
         traced.append((run, chosen, where))
     return traced
 
@@ -197,7 +199,7 @@ def replay_and_store(paths: list[str], settings, key: str, cache_dir, frames=Non
         curve = exposure_curve(paths, settings=settings, frames=frames)
     except Exception as exc:  # the replay only refines the step model: a failure must not stop modeling
         return {"problem": f"{type(exc).__name__}: {exc}", "curve": None}
-    outcome = {"problem": None, "curve": None if curve.empty else curve[["k", "hidden"]].to_dict("list")}
+    outcome = {"problem": None, "curve": None if curve.empty else curve[[K, HIDDEN_SHARE]].to_dict("list")}
     store_cache(cache_dir, key, outcome)
     return outcome
 

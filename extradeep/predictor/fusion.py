@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import CATEGORY, KIND, NAME, NODE, QUEUE, RANK, ROLE, START
 from extradeep.predictor.graph import EDGE_KINDS, OpGraph
 from extradeep.predictor.replay import ReplayResult
 from extradeep.predictor.rewrite import launch_sources
@@ -22,7 +23,7 @@ from extradeep.predictor.rewrite import launch_sources
 SHORT_S = 20e-6  # a kernel this short (or shorter than its launch call) can be starved by the host
 MIN_CHAIN = 4  # fewer kernels than this are not worth a fusion
 SITE_SHARE = 0.2  # kernels making up at least this share of a chain name its site
-LAUNCH = EDGE_KINDS.index("launch")
+LAUNCH_EDGE = EDGE_KINDS.index("launch")
 OPTIMIZER_WORDS = ("multi_tensor", "foreach", "adam", "sgd", "optimizer", "lamb")
 
 
@@ -55,9 +56,7 @@ def launch_bound_chains(
     by its launch in the replay, inside one step window (lo, hi: launch times, graph seconds)."""
     n = graph.nodes
     kern = np.flatnonzero(
-        (n["kind"].to_numpy() == "kernel")
-        & (n["role"].to_numpy() == "op")
-        & (n["category"].to_numpy() != "communication")
+        (n[KIND].to_numpy() == "kernel") & (n[ROLE].to_numpy() == "op") & (n[CATEGORY].to_numpy() != "communication")
     )
     if not len(kern):
         return []
@@ -68,22 +67,22 @@ def launch_bound_chains(
     bound = np.zeros(graph.n, dtype=bool)
     b = result.binding
     has = b >= 0
-    bound[np.flatnonzero(has)] = graph.edge_kind[b[has]] == LAUNCH
+    bound[np.flatnonzero(has)] = graph.edge_kind[b[has]] == LAUNCH_EDGE
     frame = pd.DataFrame(
         {
-            "node": kern,
-            "rank": n["rank"].to_numpy()[kern],
-            "queue": n["queue"].to_numpy()[kern],
-            "start": result.start[kern],
+            NODE: kern,
+            RANK: n[RANK].to_numpy()[kern],
+            QUEUE: n[QUEUE].to_numpy()[kern],
+            START: result.start[kern],
             "short": short,
             "bound": bound[kern],
-            "window": _window_of(n["start"].to_numpy()[np.maximum(call, 0)], windows),
+            "window": _window_of(n[START].to_numpy()[np.maximum(call, 0)], windows),
         }
     )
-    frame = frame[frame["window"] >= 0].sort_values(["rank", "queue", "start"], kind="stable")
+    frame = frame[frame["window"] >= 0].sort_values([RANK, QUEUE, START], kind="stable")
     chains = []
-    for _, g in frame.groupby(["rank", "queue", "window"], sort=False):
-        ids, ok = g["node"].to_numpy(), g["short"].to_numpy()
+    for _, g in frame.groupby([RANK, QUEUE, "window"], sort=False):
+        ids, ok = g[NODE].to_numpy(), g["short"].to_numpy()
         ok_next = ok & g["bound"].to_numpy()
         run = []
         for i in range(len(ids)):
@@ -113,9 +112,9 @@ def fusion_sites(
     the optimizer's chains (launched after it) from the model's."""
     if not chains:
         return []
-    names = graph.nodes["name"].astype(str).to_numpy()
-    rank = graph.nodes["rank"].to_numpy()
-    start = graph.nodes["start"].to_numpy()
+    names = graph.nodes[NAME].astype(str).to_numpy()
+    rank = graph.nodes[RANK].to_numpy()
+    start = graph.nodes[START].to_numpy()
     launcher = launch_sources(graph)
     groups: dict = {}
     for chain in chains:
@@ -146,15 +145,15 @@ def copies_on_compute_streams(graph: OpGraph, result: ReplayResult, windows: pd.
     on their stream (their start is bound by the stream's order, not by their launch)."""
     n = graph.nodes
     copies = np.flatnonzero(
-        (n["kind"].to_numpy() == "memcpy")
-        & n["name"].astype(str).str.contains("HtoD", regex=False).to_numpy()
-        & (n["role"].to_numpy() == "op")
+        (n[KIND].to_numpy() == "memcpy")
+        & n[NAME].astype(str).str.contains("HtoD", regex=False).to_numpy()
+        & (n[ROLE].to_numpy() == "op")
     )
     if not len(copies):
         return copies
     b = result.binding[copies]
     queued = (b >= 0) & (graph.edge_kind[np.maximum(b, 0)] == EDGE_KINDS.index("queue"))
     prev = np.where(b >= 0, graph.src[np.maximum(b, 0)], -1)
-    after_kernel = (prev >= 0) & (n["kind"].to_numpy()[np.maximum(prev, 0)] == "kernel")
-    inside = _window_of(n["start"].to_numpy()[copies], windows) >= 0
+    after_kernel = (prev >= 0) & (n[KIND].to_numpy()[np.maximum(prev, 0)] == "kernel")
+    inside = _window_of(n[START].to_numpy()[copies], windows) >= 0
     return copies[queued & after_kernel & inside]

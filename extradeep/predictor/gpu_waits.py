@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import IS_GPU, LAUNCH, NAME, NODE, QUEUE, RANK, ROLE, START, WAIT
+
 STREAM_WAIT_CALLS = ("cudaStreamWaitEvent", "cuStreamWaitEvent", "hipStreamWaitEvent")
 
 
@@ -33,9 +35,9 @@ def hidden_waits(
 ) -> tuple[list, list, list]:
     """(src, dst, lag) of inferred waits; `end`: effective node ends (s), `launcher`: GPU op ->
     its launching call, `coll_rank`: collective node -> the ranks of its members."""
-    start = nodes["start"].to_numpy()
-    role, rank, queue = nodes["role"].to_numpy(), nodes["rank"].to_numpy(), nodes["queue"].to_numpy()
-    gpu = nodes["is_gpu"].to_numpy() & (role == "op")
+    start = nodes[START].to_numpy()
+    role, rank, queue = nodes[ROLE].to_numpy(), nodes[RANK].to_numpy(), nodes[QUEUE].to_numpy()
+    gpu = nodes[IS_GPU].to_numpy() & (role == "op")
     late_ops = np.flatnonzero(gpu & (gap > late))
     if len(late_ops) == 0:
         return [], [], []
@@ -64,23 +66,23 @@ def hidden_waits(
 
 def _after_stream_wait(nodes: pd.DataFrame, launcher: dict) -> dict:
     """GPU op -> True when its launching thread made a stream-wait call since its previous launch."""
-    cpu = nodes[~nodes["is_gpu"].to_numpy() & (nodes["role"] == "op").to_numpy()]
-    waits = cpu["name"].astype(str).str.startswith(STREAM_WAIT_CALLS).to_numpy()
+    cpu = nodes[~nodes[IS_GPU].to_numpy() & (nodes[ROLE] == "op").to_numpy()]
+    waits = cpu[NAME].astype(str).str.startswith(STREAM_WAIT_CALLS).to_numpy()
     if not waits.any():
         return {}
     calls = set(launcher.values())
     frame = pd.DataFrame(
         {
-            "node": cpu.index.to_numpy(),
-            "key": cpu["rank"].astype(str).to_numpy() + "|" + cpu["queue"].astype(str).to_numpy(),
-            "start": cpu["start"].to_numpy(),
-            "wait": waits,
-            "launch": cpu.index.isin(list(calls)),
+            NODE: cpu.index.to_numpy(),
+            "key": cpu[RANK].astype(str).to_numpy() + "|" + cpu[QUEUE].astype(str).to_numpy(),
+            START: cpu[START].to_numpy(),
+            WAIT: waits,
+            LAUNCH: cpu.index.isin(list(calls)),
         }
-    ).sort_values(["key", "start"], kind="stable")
+    ).sort_values(["key", START], kind="stable")
     key = frame["key"].to_numpy()
-    wait = frame["wait"].to_numpy()
-    launch = np.flatnonzero(frame["launch"].to_numpy())
+    wait = frame[WAIT].to_numpy()
+    launch = np.flatnonzero(frame[LAUNCH].to_numpy())
     counted = np.cumsum(wait)  # stream-wait calls up to and including each row
     first = np.r_[True, key[1:] != key[:-1]]
     group_start = np.maximum.accumulate(np.where(first, np.arange(len(key)), 0))
@@ -89,5 +91,5 @@ def _after_stream_wait(nodes: pd.DataFrame, launcher: dict) -> dict:
     same = (prev >= 0) & (key[np.maximum(prev, 0)] == key[launch])
     base = np.where(same, counted[np.maximum(prev, 0)], before_group[launch])
     after_wait = (counted[launch] - wait[launch] - base) > 0
-    by_call = dict(zip(frame["node"].to_numpy()[launch].tolist(), after_wait.tolist()))
+    by_call = dict(zip(frame[NODE].to_numpy()[launch].tolist(), after_wait.tolist()))
     return {v: by_call.get(int(call), False) for v, call in launcher.items()}

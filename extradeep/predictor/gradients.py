@@ -26,6 +26,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import (
+    BYTES,
+    CATEGORY,
+    COLL,
+    END,
+    IS_GPU,
+    KIND,
+    LAUNCH,
+    NAME,
+    NODE,
+    OFFSET_NS,
+    PATH,
+    PURE,
+    QUEUE,
+    RANK,
+    ROLE,
+    START,
+)
 from extradeep.predictor.collectives import collective_kind
 from extradeep.predictor.graph import EDGE_KINDS, NS, OpGraph
 from extradeep.predictor.replay import ReplayResult
@@ -35,7 +53,7 @@ ACCUMULATE = "AccumulateGrad"
 TINY = 0.01  # collectives below this share of the step's largest are not gradient buckets
 _SIZES = re.compile(r"sizes = \[(.*)\]\s*(?:,|$)")
 DTYPE_BYTES = {"f32": 4, "float": 4, "f16": 2, "half": 2, "bf16": 2, "bfloat16": 2, "f64": 8, "double": 8}
-QUEUE, LAUNCH, COLLECTIVE = (EDGE_KINDS.index(k) for k in ("queue", "launch", "collective"))
+QUEUE_EDGE, LAUNCH_EDGE, COLLECTIVE_EDGE = (EDGE_KINDS.index(k) for k in ("queue", "launch", "collective"))
 
 
 @dataclass
@@ -88,13 +106,13 @@ def find_gradient_sync(graph: OpGraph, trace, windows: pd.DataFrame, base: Repla
     colls = gradient_collectives(graph)
     if colls.empty:
         return None
-    name = colls.groupby("name")["pure"].sum().idxmax()
-    colls = colls[colls["name"] == name]
+    name = colls.groupby(NAME)[PURE].sum().idxmax()
+    colls = colls[colls[NAME] == name]
     per_step = []
     for w in windows.itertuples(index=False):
-        mine = colls[(colls["launch"] >= w.lo) & (colls["launch"] < w.hi)].sort_values("launch")
-        if len(mine) and mine["bytes"].max() > 0:
-            mine = mine[mine["bytes"] >= TINY * mine["bytes"].max()]
+        mine = colls[(colls[LAUNCH] >= w.lo) & (colls[LAUNCH] < w.hi)].sort_values(LAUNCH)
+        if len(mine) and mine[BYTES].max() > 0:
+            mine = mine[mine[BYTES] >= TINY * mine[BYTES].max()]
         if len(mine):
             per_step.append(((w.epoch, w.phase, w.step), mine, w))
     if not per_step:
@@ -116,41 +134,41 @@ def gradient_collectives(graph: OpGraph) -> pd.DataFrame:
     """Gradient-kind collectives: virtual nodes and unmatched NCCL kernels, with their launch time
     (earliest launching call of a member), bytes and pure duration."""
     n = graph.nodes
-    role, kind = n["role"].to_numpy(), n["kind"].to_numpy()
-    names = n["name"].astype(str).to_numpy()
+    role, kind = n[ROLE].to_numpy(), n[KIND].to_numpy()
+    names = n[NAME].astype(str).to_numpy()
     is_kind = np.array([collective_kind(x) in GRADIENT_KINDS for x in names], dtype=bool)
     virtual = (role == "sync") & (kind == "collective") & is_kind
-    single = (role == "op") & (kind == "kernel") & (n["coll"].to_numpy() < 0) & is_kind
-    single &= (n["category"].to_numpy() == "communication") & n["is_gpu"].to_numpy()
+    single = (role == "op") & (kind == "kernel") & (n[COLL].to_numpy() < 0) & is_kind
+    single &= (n[CATEGORY].to_numpy() == "communication") & n[IS_GPU].to_numpy()
     ids = np.flatnonzero(virtual | single)
     if not len(ids):
-        return pd.DataFrame(columns=["node", "name", "bytes", "pure", "launch"])
+        return pd.DataFrame(columns=[NODE, NAME, BYTES, PURE, LAUNCH])
     launched = launch_times(graph)
     members = member_lists(graph)
     launch = [min(launched[m] for m in members.get(i, [i])) for i in ids]
     return pd.DataFrame(
         {
-            "node": ids,
-            "name": names[ids],
-            "bytes": n["bytes"].to_numpy()[ids],
-            "pure": graph.dur[ids],
-            "launch": launch,
+            NODE: ids,
+            NAME: names[ids],
+            BYTES: n[BYTES].to_numpy()[ids],
+            PURE: graph.dur[ids],
+            LAUNCH: launch,
         }
     )
 
 
 def launch_times(graph: OpGraph) -> np.ndarray:
     """Measured start of each node's launching call (its own start where none)."""
-    start = graph.nodes["start"].to_numpy()
+    start = graph.nodes[START].to_numpy()
     out = start.copy()
-    launch = graph.edge_kind == LAUNCH
+    launch = graph.edge_kind == LAUNCH_EDGE
     out[graph.dst[launch]] = start[graph.src[launch]]
     return out
 
 
 def member_lists(graph: OpGraph) -> dict:
     """Virtual collective node -> its member nodes."""
-    coll = graph.edge_kind == COLLECTIVE
+    coll = graph.edge_kind == COLLECTIVE_EDGE
     out: dict = {}
     for s, d in zip(graph.src[coll].tolist(), graph.dst[coll].tolist()):
         out.setdefault(d, []).append(s)
@@ -175,11 +193,11 @@ def _collective_units(graph, base, per_step, name, element, notes) -> GradientSy
     members = member_lists(graph)
     steps = []
     for key, mine, w in per_step:
-        ids = mine["node"].to_numpy()
+        ids = mine[NODE].to_numpy()
         anchors = []
         for c in ids:
             e = in_edges(graph, _entry_nodes(graph, c, members))
-            e = e[(graph.edge_kind[e] != QUEUE) & (graph.edge_kind[e] != COLLECTIVE)]
+            e = e[(graph.edge_kind[e] != QUEUE_EDGE) & (graph.edge_kind[e] != COLLECTIVE_EDGE)]
             anchors.append((graph.src[e], graph.lag[e]))
         steps.append(
             SyncStep(key, ids, np.arange(len(ids)), anchors, _fifo(graph, ids[0], members, set(ids)), float(w.base))
@@ -195,7 +213,7 @@ def _collective_units(graph, base, per_step, name, element, notes) -> GradientSy
 def _fifo(graph, first_coll, members, colls: set) -> tuple:
     """What precedes the first gradient collective on its stream (queue edges not from one of `colls`)."""
     e = in_edges(graph, _entry_nodes(graph, first_coll, members))
-    e = e[(graph.edge_kind[e] == QUEUE) & ~np.isin(graph.src[e], list(colls))]
+    e = e[(graph.edge_kind[e] == QUEUE_EDGE) & ~np.isin(graph.src[e], list(colls))]
     return graph.src[e], graph.lag[e]
 
 
@@ -205,17 +223,17 @@ def _gradient_units(graph, trace, per_step) -> list | None:
     ranges = trace.ranges
     if ranges.empty:
         return None
-    acc = ranges[ranges["name"].astype(str).str.contains(ACCUMULATE, regex=False)]
+    acc = ranges[ranges[NAME].astype(str).str.contains(ACCUMULATE, regex=False)]
     if acc.empty:
         return None
     acc = _outermost(acc)
     t0 = graph.info.get("t0_ns", 0)
-    ranks = sorted(graph.nodes.loc[graph.nodes["rank"] >= 0, "rank"].unique())
+    ranks = sorted(graph.nodes.loc[graph.nodes[RANK] >= 0, RANK].unique())
     out = []
     for _, _mine, w in per_step:
         lo_ns, hi_ns = w.lo / NS + t0, w.hi / NS + t0
-        inside = acc[(acc["end"] >= lo_ns) & (acc["end"] < hi_ns)]
-        by_rank = {r: g.sort_values("end") for r, g in inside.groupby("rank")}
+        inside = acc[(acc[END] >= lo_ns) & (acc[END] < hi_ns)]
+        by_rank = {r: g.sort_values(END) for r, g in inside.groupby(RANK)}
         lengths = {len(by_rank.get(r, ())) for r in ranks}
         if len(lengths) != 1 or 0 in lengths:
             return None
@@ -228,7 +246,7 @@ def _gradient_units(graph, trace, per_step) -> list | None:
 def _outermost(acc: pd.DataFrame) -> pd.DataFrame:
     """AccumulateGrad ranges not inside another one on the same thread (Kineto nests two per hook)."""
     keep = []
-    for _, g in acc.sort_values(["start", "end"], ascending=[True, False]).groupby(["rank", "queue"]):
+    for _, g in acc.sort_values([START, END], ascending=[True, False]).groupby([RANK, QUEUE]):
         reach = -np.inf
         for row in g.itertuples():
             if row.end > reach:
@@ -247,14 +265,14 @@ def _accumulate_units(graph, base, per_step, units, name, element, notes, trace)
     launch_lag = _LaunchLag(graph, members)
     steps, bucket_of, lag_samples, dropped = [], [], [], 0
     for (key, mine, w), by_rank in zip(per_step, units):
-        ids = mine["node"].to_numpy()
+        ids = mine[NODE].to_numpy()
         coll_launch = {r: np.array([_member_launch(graph, members, launched, c, r) for c in ids]) for r in by_rank}
         n_units = len(next(iter(by_rank.values())))
         anchors = [([], []) for _ in range(n_units)]
         bucket = np.full(n_units, -1)
         for r, hooks in by_rank.items():
-            h = (hooks["end"].to_numpy() - t0) * NS
-            queue = hooks["queue"].to_numpy()
+            h = (hooks[END].to_numpy() - t0) * NS
+            queue = hooks[QUEUE].to_numpy()
             k = np.searchsorted(coll_launch[r], h, side="left")
             bucket = np.where(bucket < 0, k, np.minimum(bucket, k))
             for i in range(n_units):
@@ -289,7 +307,7 @@ def _accumulate_units(graph, base, per_step, units, name, element, notes, trace)
     for s in steps:
         s.anchors = [(np.asarray(src, dtype=np.int64), np.where(np.isnan(lg), lag, lg)) for src, lg in s.anchors]
     bucket = bucket_of[0]
-    coll_bytes = np.median(np.stack([m["bytes"].to_numpy(float) for _, m, _ in per_step]), axis=0)
+    coll_bytes = np.median(np.stack([m[BYTES].to_numpy(float) for _, m, _ in per_step]), axis=0)
     layout = np.bincount(bucket, minlength=len(coll_bytes)).tolist()
     shapes = _unit_shapes(trace, units[0], t0)
     if dropped:
@@ -312,7 +330,7 @@ def _accumulate_units(graph, base, per_step, units, name, element, notes, trace)
 
 
 def _sync(steps, per_step, bucket, share, source, name, element, notes, graph) -> GradientSync:
-    coll_bytes = np.median(np.stack([m["bytes"].to_numpy(float) for _, m, _ in per_step]), axis=0)
+    coll_bytes = np.median(np.stack([m[BYTES].to_numpy(float) for _, m, _ in per_step]), axis=0)
     coll_pure = np.median(np.stack([graph.dur[s.colls] for s in steps]), axis=0)
     sized = bool(np.all(coll_bytes > 0))
     return GradientSync(
@@ -353,20 +371,20 @@ class _OpIndex:
 def _op_index(graph: OpGraph, launched: np.ndarray) -> tuple[_OpIndex, _OpIndex]:
     """GPU compute ops by launch time per rank; CPU calls by start per (rank, thread)."""
     n = graph.nodes
-    role = n["role"].to_numpy()
-    gpu = np.flatnonzero(n["is_gpu"].to_numpy() & (role == "op") & (n["category"].to_numpy() != "communication"))
-    cpu = np.flatnonzero(~n["is_gpu"].to_numpy() & (role == "op"))
-    rank, queue = n["rank"].to_numpy(), n["queue"].to_numpy()
+    role = n[ROLE].to_numpy()
+    gpu = np.flatnonzero(n[IS_GPU].to_numpy() & (role == "op") & (n[CATEGORY].to_numpy() != "communication"))
+    cpu = np.flatnonzero(~n[IS_GPU].to_numpy() & (role == "op"))
+    rank, queue = n[RANK].to_numpy(), n[QUEUE].to_numpy()
     return (
         _OpIndex(gpu, launched[gpu], rank[gpu]),
-        _OpIndex(cpu, n["start"].to_numpy()[cpu], rank[cpu], queue[cpu]),
+        _OpIndex(cpu, n[START].to_numpy()[cpu], rank[cpu], queue[cpu]),
     )
 
 
 def _member_launch(graph, members, launched, coll, rank) -> float:
     """Launch time of a collective's member on one rank (the collective's own where it is single)."""
     ids = members.get(int(coll), [int(coll)])
-    rank_of = graph.nodes["rank"].to_numpy()
+    rank_of = graph.nodes[RANK].to_numpy()
     mine = [m for m in ids if rank_of[m] == rank] or ids
     return float(min(launched[m] for m in mine))
 
@@ -376,13 +394,13 @@ class _LaunchLag:
     start on that rank, when launch-bound: launch call end - anchor end + the launch edge's lag."""
 
     def __init__(self, graph: OpGraph, members: dict):
-        self.members, self.rank = members, graph.nodes["rank"].to_numpy()
-        launch = graph.edge_kind == LAUNCH
+        self.members, self.rank = members, graph.nodes[RANK].to_numpy()
+        launch = graph.edge_kind == LAUNCH_EDGE
         self.call = np.full(graph.n, -1, dtype=np.int64)
         self.lag = np.zeros(graph.n)
         self.call[graph.dst[launch]] = graph.src[launch]
         self.lag[graph.dst[launch]] = graph.lag[launch]
-        self.end = graph.nodes["start"].to_numpy() + graph.dur
+        self.end = graph.nodes[START].to_numpy() + graph.dur
 
     def __call__(self, coll, rank, cpu_anchor) -> float:
         ids = self.members.get(int(coll), [int(coll)])
@@ -405,19 +423,19 @@ def _unit_shapes(trace, by_rank: dict, t0: int) -> list | None:
     """Elements per gradient of the first step on the first rank, from the range names (emit_nvtx)
     or, for Kineto traces, from the recorded `Input Dims` of the AccumulateGrad operators."""
     first_rank = min(by_rank)
-    names = by_rank[first_rank]["name"].astype(str).tolist()
+    names = by_rank[first_rank][NAME].astype(str).tolist()
     parsed = [_elements_from_name(x) for x in names]
     if all(p is not None for p in parsed):
         return parsed
-    path = trace.files.set_index("rank")["path"].get(first_rank)
+    path = trace.files.set_index(RANK)[PATH].get(first_rank)
     if path is None or not str(path).endswith((".json", ".json.gz")):
         return None
-    offset = int(trace.files.set_index("rank")["offset_ns"].get(first_rank, 0))
+    offset = int(trace.files.set_index(RANK)[OFFSET_NS].get(first_rank, 0))
     dims = kineto_accumulate_dims(path)
     if not dims:
         return None
-    starts = by_rank[first_rank]["start"].to_numpy() + offset
-    ends = by_rank[first_rank]["end"].to_numpy() + offset
+    starts = by_rank[first_rank][START].to_numpy() + offset
+    ends = by_rank[first_rank][END].to_numpy() + offset
     times = np.array([d[0] for d in dims])
     out = []
     for s, e in zip(starts, ends):

@@ -16,6 +16,30 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import (
+    BYTES,
+    CALL_START,
+    CATEGORY,
+    COLL,
+    CORR,
+    DST,
+    END,
+    EVENT_ID,
+    GROUP,
+    IS_GPU,
+    KIND,
+    LAG,
+    NAME,
+    NODE,
+    QUEUE,
+    RANK,
+    ROLE,
+    SRC,
+    START,
+    STEP,
+    STEP_ID,
+    SYNC_TYPE,
+)
 from extradeep.predictor.collectives import collective_groups
 from extradeep.predictor.gpu_waits import hidden_waits
 from extradeep.predictor.threads import merged_threads, queue_groups
@@ -106,7 +130,7 @@ def build_graph(trace: RunTrace, gpu_gaps: str = "drop") -> OpGraph:
     graph = _infer_gpu_waits(graph)
     graph.os_wait = _os_wait(graph, trace)
     if gpu_gaps == "drop":
-        gpu = graph.nodes["is_gpu"].to_numpy() & (graph.nodes["role"].to_numpy() == "op")
+        gpu = graph.nodes[IS_GPU].to_numpy() & (graph.nodes[ROLE].to_numpy() == "op")
         graph.gap[gpu & ~_device_gaps(graph)] = 0.0
     graph.info["gpu_gaps"] = gpu_gaps
     graph.info["merged_threads"] = merged
@@ -116,11 +140,11 @@ def build_graph(trace: RunTrace, gpu_gaps: str = "drop") -> OpGraph:
 def _node_table(trace: RunTrace) -> pd.DataFrame:
     ops = trace.ops.assign(role="op", step=-1)
     nodes = pd.concat([ops, _step_markers(trace)], ignore_index=True)
-    t0 = int(nodes["start"].min()) if len(nodes) else 0
-    nodes["start"] = (nodes["start"] - t0) * NS
-    nodes["end"] = (nodes["end"] - t0) * NS
-    nodes["coll"] = -1
-    order = np.lexsort((nodes["end"].to_numpy(), nodes["start"].to_numpy()))
+    t0 = int(nodes[START].min()) if len(nodes) else 0
+    nodes[START] = (nodes[START] - t0) * NS
+    nodes[END] = (nodes[END] - t0) * NS
+    nodes[COLL] = -1
+    order = np.lexsort((nodes[END].to_numpy(), nodes[START].to_numpy()))
     nodes = nodes.iloc[order].reset_index(drop=True)
     nodes.attrs["t0_ns"] = t0
     return nodes
@@ -132,18 +156,18 @@ def _step_markers(trace: RunTrace) -> pd.DataFrame:
     parts = [
         pd.DataFrame(
             {
-                "rank": st["rank"],
-                "queue": st["queue"],
-                "is_gpu": False,
-                "kind": "marker",
-                "name": f"step_{edge}",
-                "category": "step",
-                "start": st[edge],
-                "end": st[edge],
-                "corr": -1,
-                "bytes": 0.0,
-                "role": "marker",
-                "step": st["step_id"],
+                RANK: st[RANK],
+                QUEUE: st[QUEUE],
+                IS_GPU: False,
+                KIND: "marker",
+                NAME: f"step_{edge}",
+                CATEGORY: "step",
+                START: st[edge],
+                END: st[edge],
+                CORR: -1,
+                BYTES: 0.0,
+                ROLE: "marker",
+                STEP: st[STEP_ID],
             }
         )
         for edge in ("start", "end")
@@ -155,10 +179,10 @@ def _edges(src, dst, kind: str, lag=0.0) -> pd.DataFrame:
     src = np.asarray(src, dtype=np.int64)
     return pd.DataFrame(
         {
-            "src": src,
-            "dst": np.asarray(dst, dtype=np.int64),
-            "lag": np.broadcast_to(np.asarray(lag, dtype=float), src.shape).copy(),
-            "kind": EDGE_KINDS.index(kind),
+            SRC: src,
+            DST: np.asarray(dst, dtype=np.int64),
+            LAG: np.broadcast_to(np.asarray(lag, dtype=float), src.shape).copy(),
+            KIND: EDGE_KINDS.index(kind),
         }
     )
 
@@ -166,41 +190,41 @@ def _edges(src, dst, kind: str, lag=0.0) -> pd.DataFrame:
 def _queue_edges(nodes: pd.DataFrame, merged: dict) -> pd.DataFrame:
     """FIFO order on every GPU stream and call order on every CPU thread (wake right after its call);
     an autograd engine thread continues its main thread's order (`threads.merged_threads`)."""
-    frame = pd.DataFrame({"rank": nodes["rank"], "queue": queue_groups(nodes, merged)})
-    key = frame.groupby(["rank", "queue"], sort=False).ngroup().to_numpy()
-    sub = (nodes["role"] == "wake").to_numpy().astype(int)
-    order = np.lexsort((sub, nodes["start"].to_numpy(), key))
+    frame = pd.DataFrame({RANK: nodes[RANK], QUEUE: queue_groups(nodes, merged)})
+    key = frame.groupby([RANK, QUEUE], sort=False).ngroup().to_numpy()
+    sub = (nodes[ROLE] == "wake").to_numpy().astype(int)
+    order = np.lexsort((sub, nodes[START].to_numpy(), key))
     same = key[order][1:] == key[order][:-1]
     return _edges(order[:-1][same], order[1:][same], "queue")
 
 
 def _launch_edges(nodes: pd.DataFrame) -> pd.DataFrame:
     """Runtime call -> the GPU activity it launched, joined on (rank, correlationId)."""
-    has = (nodes["corr"] >= 0) & (nodes["role"] == "op")
-    cpu = nodes[has & ~nodes["is_gpu"]][["rank", "corr"]].reset_index(names="src")
-    gpu = nodes[has & nodes["is_gpu"]][["rank", "corr"]].reset_index(names="dst")
-    m = cpu.drop_duplicates(["rank", "corr"]).merge(gpu, on=["rank", "corr"])
-    return _edges(m["src"], m["dst"], "launch")
+    has = (nodes[CORR] >= 0) & (nodes[ROLE] == "op")
+    cpu = nodes[has & ~nodes[IS_GPU]][[RANK, CORR]].reset_index(names="src")
+    gpu = nodes[has & nodes[IS_GPU]][[RANK, CORR]].reset_index(names="dst")
+    m = cpu.drop_duplicates([RANK, CORR]).merge(gpu, on=[RANK, CORR])
+    return _edges(m[SRC], m[DST], "launch")
 
 
 class _QueueIndex:
     """Per (rank, GPU queue): node ids in launch order, to find what a sync or wait refers to."""
 
     def __init__(self, nodes: pd.DataFrame, launch: pd.DataFrame):
-        self.launch_time = nodes["start"].to_numpy().copy()
-        self.launch_time[launch["dst"].to_numpy()] = nodes["start"].to_numpy()[launch["src"].to_numpy()]
+        self.launch_time = nodes[START].to_numpy().copy()
+        self.launch_time[launch[DST].to_numpy()] = nodes[START].to_numpy()[launch[SRC].to_numpy()]
         self.queues: dict[tuple, np.ndarray] = {}
-        gpu = nodes[nodes["is_gpu"] & (nodes["role"] == "op")]
-        for key, grp in gpu.groupby(["rank", "queue"], sort=False):
+        gpu = nodes[nodes[IS_GPU] & (nodes[ROLE] == "op")]
+        for key, grp in gpu.groupby([RANK, QUEUE], sort=False):
             idx = grp.index.to_numpy()
             self.queues[key] = idx[np.argsort(self.launch_time[idx], kind="stable")]
-        self._gpu = gpu[gpu["corr"] >= 0][["rank", "corr"]]
+        self._gpu = gpu[gpu[CORR] >= 0][[RANK, CORR]]
         self._by_corr = None
 
     def launched_by(self, rank, corr) -> list[int]:
         """The GPU ops a call launched (same rank and correlation id)."""
         if self._by_corr is None:
-            groups = self._gpu.groupby(["rank", "corr"]).indices
+            groups = self._gpu.groupby([RANK, CORR]).indices
             self._by_corr = {k: self._gpu.index[v].tolist() for k, v in groups.items()}
         return self._by_corr.get((rank, corr), [])
 
@@ -234,10 +258,10 @@ class _EventIndex:
     """CUDA event records per (rank, eventId), in call order, to find what a wait refers to."""
 
     def __init__(self, records: pd.DataFrame):
-        records = records.sort_values("call_start", kind="stable")
-        self.call_start = records["call_start"].to_numpy()
-        self.queue = records["queue"].to_numpy()
-        self.by_event = records.groupby(["rank", "event_id"]).indices if len(records) else {}
+        records = records.sort_values(CALL_START, kind="stable")
+        self.call_start = records[CALL_START].to_numpy()
+        self.queue = records[QUEUE].to_numpy()
+        self.by_event = records.groupby([RANK, EVENT_ID]).indices if len(records) else {}
 
     def recorded_op(self, index: _QueueIndex, rank, event_id, t: float) -> list[int]:
         """The GPU op an event marks: the last op launched on the record's stream before the record."""
@@ -254,15 +278,15 @@ class _EventIndex:
 def _waited_ops(events: _EventIndex, index: _QueueIndex, call: pd.Series, sync, own_copy=False) -> list[int]:
     """GPU ops a blocking call waits for: from its SYNCHRONIZATION row, its own copy (a synchronous
     copy, or one that finished before the call returned), else every stream of the rank."""
-    rank, t = call["rank"], call["start"]
-    if sync is not None and sync["sync_type"] == 3:
-        return index.last_before(rank, [sync["queue"]], t)
-    if sync is not None and sync["sync_type"] == 1:
-        recorded = events.recorded_op(index, rank, sync["event_id"], t)
+    rank, t = call[RANK], call[START]
+    if sync is not None and sync[SYNC_TYPE] == 3:
+        return index.last_before(rank, [sync[QUEUE]], t)
+    if sync is not None and sync[SYNC_TYPE] == 1:
+        recorded = events.recorded_op(index, rank, sync[EVENT_ID], t)
         if recorded:
             return recorded  # else no record rows: fall back to every stream, pruned by the caller
-    if own_copy or is_blocking_copy(call["name"]):
-        return index.launched_by(rank, call["corr"])
+    if own_copy or is_blocking_copy(call[NAME]):
+        return index.launched_by(rank, call[CORR])
     return index.last_before(rank, index.rank_queues(rank), t)
 
 
@@ -274,26 +298,26 @@ def _add_wakes(nodes: pd.DataFrame, trace: RunTrace, index: _QueueIndex):
     """
     t0 = nodes.attrs["t0_ns"]
     events = _EventIndex(_seconds(trace.records, t0))
-    syncs = trace.syncs[trace.syncs["sync_type"].isin([1, 3, 4])]
+    syncs = trace.syncs[trace.syncs[SYNC_TYPE].isin([1, 3, 4])]
     by_corr = {(s.rank, s.corr): s for s in syncs.itertuples(index=False)}
-    cpu = nodes[(~nodes["is_gpu"]) & (nodes["kind"] == "runtime")]
+    cpu = nodes[(~nodes[IS_GPU]) & (nodes[KIND] == "runtime")]
     blocking = (
-        (cpu["name"].str.startswith(BLOCKING_PREFIXES + BLOCKING_COPY_PREFIXES) | cpu["name"].isin(BLOCKING_COPY_NAMES))
+        (cpu[NAME].str.startswith(BLOCKING_PREFIXES + BLOCKING_COPY_PREFIXES) | cpu[NAME].isin(BLOCKING_COPY_NAMES))
         .to_numpy()
         .copy()
     )
     # a sync row marks a blocking call, except for polls such as cudaEventQuery / cudaStreamQuery
-    polls = cpu["name"].str.contains("Query", regex=False).to_numpy()
-    blocking |= np.array([k in by_corr for k in zip(cpu["rank"], cpu["corr"])], dtype=bool) & ~polls
+    polls = cpu[NAME].str.contains("Query", regex=False).to_numpy()
+    blocking |= np.array([k in by_corr for k in zip(cpu[RANK], cpu[CORR])], dtype=bool) & ~polls
     waited_copy = _copy_returned_after_copy(nodes, cpu)
     blocking |= waited_copy
-    end = nodes["end"].to_numpy()
+    end = nodes[END].to_numpy()
     wakes, src, dst = [], [], []
     own_copy = dict(zip(cpu.index, waited_copy))
     for i, call in cpu[blocking].iterrows():
-        sync = by_corr.get((call["rank"], call["corr"]))
+        sync = by_corr.get((call[RANK], call[CORR]))
         sync = None if sync is None else pd.Series(sync._asdict())
-        waited = [u for u in _waited_ops(events, index, call, sync, own_copy[i]) if end[u] <= call["end"] + CLOCK_SLACK]
+        waited = [u for u in _waited_ops(events, index, call, sync, own_copy[i]) if end[u] <= call[END] + CLOCK_SLACK]
         if waited:
             wid = len(nodes) + len(wakes)
             wakes.append(call.to_dict() | {"role": "wake", "kind": "wake", "corr": -1})
@@ -316,21 +340,21 @@ def _copy_returned_after_copy(nodes: pd.DataFrame, cpu: pd.DataFrame) -> np.ndar
     device-to-host one (and a few tiny copies on an idle GPU, for which the wait changes nothing).
     No clock slack here: a copy ending after the return was not waited for.
     """
-    copies = cpu["name"].str.contains("memcpy", case=False, regex=False).to_numpy()
+    copies = cpu[NAME].str.contains("memcpy", case=False, regex=False).to_numpy()
     if not copies.any():
         return np.zeros(len(cpu), dtype=bool)
-    gpu = nodes[nodes["is_gpu"] & (nodes["role"] == "op") & (nodes["corr"] >= 0)]
-    last_end = gpu.groupby(["rank", "corr"])["end"].max()
-    key = pd.MultiIndex.from_arrays([cpu["rank"].to_numpy(), cpu["corr"].to_numpy()])
+    gpu = nodes[nodes[IS_GPU] & (nodes[ROLE] == "op") & (nodes[CORR] >= 0)]
+    last_end = gpu.groupby([RANK, CORR])[END].max()
+    key = pd.MultiIndex.from_arrays([cpu[RANK].to_numpy(), cpu[CORR].to_numpy()])
     own_end = last_end.reindex(key).to_numpy()
     with np.errstate(invalid="ignore"):
-        return copies & (own_end <= cpu["end"].to_numpy())
+        return copies & (own_end <= cpu[END].to_numpy())
 
 
 def _event_edges(nodes: pd.DataFrame, trace: RunTrace, index: _QueueIndex) -> pd.DataFrame:
     """cudaEventRecord on stream A -> cudaStreamWaitEvent on stream B, from the CUPTI tables."""
     t0 = nodes.attrs["t0_ns"]
-    waits = _seconds(trace.syncs[trace.syncs["sync_type"] == 2], t0)
+    waits = _seconds(trace.syncs[trace.syncs[SYNC_TYPE] == 2], t0)
     events = _EventIndex(_seconds(trace.records, t0))
     src, dst = [], []
     if len(waits) and events.by_event:
@@ -351,51 +375,51 @@ def _add_collectives(nodes: pd.DataFrame, edges: pd.DataFrame):
     duration on every rank (inter-rank synchronisation).
     """
     groups = collective_groups(nodes)
-    n_virtual = groups["group"].nunique() if len(groups) else 0
+    n_virtual = groups[GROUP].nunique() if len(groups) else 0
     coll_offset = np.zeros(len(nodes) + n_virtual)
     if not n_virtual:
         return nodes, edges, coll_offset
     attrs = dict(nodes.attrs)
-    members, gid = groups["node"].to_numpy(), groups["group"].to_numpy()
-    nodes.loc[members, "coll"] = gid
-    start, end = nodes["start"].to_numpy(), nodes["end"].to_numpy()
+    members, gid = groups[NODE].to_numpy(), groups[GROUP].to_numpy()
+    nodes.loc[members, COLL] = gid
+    start, end = nodes[START].to_numpy(), nodes[END].to_numpy()
     g = pd.DataFrame(
         {
-            "group": gid,
-            "start": start[members],
-            "end": end[members],
-            "name": nodes["name"].to_numpy()[members],
-            "bytes": nodes["bytes"].to_numpy()[members],
+            GROUP: gid,
+            START: start[members],
+            END: end[members],
+            NAME: nodes[NAME].to_numpy()[members],
+            BYTES: nodes[BYTES].to_numpy()[members],
         }
     )
-    agg = g.groupby("group").agg(
+    agg = g.groupby(GROUP).agg(
         start=("start", "max"), end=("end", "max"), name=("name", "first"), bytes=("bytes", "max")
     )
     base = len(nodes)
     virtual = pd.DataFrame(
         {
-            "rank": -1,
-            "queue": "collective",
-            "is_gpu": True,
-            "kind": "collective",
-            "name": agg["name"].to_numpy(),
-            "category": "communication",
-            "start": agg["start"].to_numpy(),
-            "end": agg["end"].to_numpy(),
-            "corr": -1,
-            "bytes": agg["bytes"].to_numpy(),
-            "role": "sync",
-            "step": -1,
-            "coll": agg.index.to_numpy(),
+            RANK: -1,
+            QUEUE: "collective",
+            IS_GPU: True,
+            KIND: "collective",
+            NAME: agg[NAME].to_numpy(),
+            CATEGORY: "communication",
+            START: agg[START].to_numpy(),
+            END: agg[END].to_numpy(),
+            CORR: -1,
+            BYTES: agg[BYTES].to_numpy(),
+            ROLE: "sync",
+            STEP: -1,
+            COLL: agg.index.to_numpy(),
         }
     )
     nodes = pd.concat([nodes, virtual], ignore_index=True)
     nodes.attrs.update(attrs)
     sync_of = base + np.searchsorted(agg.index.to_numpy(), gid)
-    coll_offset[members] = end[members] - agg["end"].to_numpy()[sync_of - base]
+    coll_offset[members] = end[members] - agg[END].to_numpy()[sync_of - base]
     redirect = np.full(len(nodes), -1)
     redirect[members] = sync_of
-    src = edges["src"].to_numpy()
+    src = edges[SRC].to_numpy()
     moved = redirect[src] >= 0
     edges = edges.assign(src=np.where(moved, redirect[src], src))
     return nodes, pd.concat([edges, _edges(members, sync_of, "collective")], ignore_index=True), coll_offset
@@ -403,23 +427,23 @@ def _add_collectives(nodes: pd.DataFrame, edges: pd.DataFrame):
 
 def _finish(nodes: pd.DataFrame, edges: pd.DataFrame, coll_offset: np.ndarray) -> OpGraph:
     """Durations, lags and gaps from the measured times, so that replaying them reproduces them."""
-    edges = edges[edges["src"] != edges["dst"]]
+    edges = edges[edges[SRC] != edges[DST]]
     # a call -> wake pair is both a queue and a blocking edge: keep the blocking one, which marks
     # the call whose time moves to its wake
-    not_blocking = (edges["kind"] != EDGE_KINDS.index("blocking")).to_numpy()
-    edges = edges.assign(_rank=not_blocking).sort_values(["dst", "src", "_rank"], kind="stable")
-    edges = edges.drop_duplicates(["src", "dst"]).drop(columns="_rank")
-    src, dst, kind = edges["src"].to_numpy(), edges["dst"].to_numpy(), edges["kind"].to_numpy()
-    start, end, role = nodes["start"].to_numpy(), nodes["end"].to_numpy(), nodes["role"].to_numpy()
+    not_blocking = (edges[KIND] != EDGE_KINDS.index("blocking")).to_numpy()
+    edges = edges.assign(_rank=not_blocking).sort_values([DST, SRC, "_rank"], kind="stable")
+    edges = edges.drop_duplicates([SRC, DST]).drop(columns="_rank")
+    src, dst, kind = edges[SRC].to_numpy(), edges[DST].to_numpy(), edges[KIND].to_numpy()
+    start, end, role = nodes[START].to_numpy(), nodes[END].to_numpy(), nodes[ROLE].to_numpy()
     dur = end - start
-    is_member = (nodes["coll"].to_numpy() >= 0) & (role == "op")
+    is_member = (nodes[COLL].to_numpy() >= 0) & (role == "op")
     has_wake = np.zeros(len(nodes), dtype=bool)
     has_wake[
         src[
             (kind == EDGE_KINDS.index("blocking"))
             & (role[src] == "op")
             & (role[dst] == "wake")
-            & ~nodes["is_gpu"].to_numpy()[src]
+            & ~nodes[IS_GPU].to_numpy()[src]
         ]
     ] = True
     dur[is_member | has_wake] = 0.0  # members arrive; a blocking call's time sits on its wake
@@ -472,37 +496,37 @@ def _typical_launch_latency(nodes, src, dst, kind, launch, measured) -> np.ndarr
     """
     queue = kind == EDGE_KINDS.index("queue")
     prev_end = np.full(len(nodes), -np.inf)
-    np.maximum.at(prev_end, dst[queue], nodes["end"].to_numpy()[src[queue]])
+    np.maximum.at(prev_end, dst[queue], nodes[END].to_numpy()[src[queue]])
     gpu_ids = dst[launch]
-    start = nodes["start"].to_numpy()[gpu_ids]
+    start = nodes[START].to_numpy()[gpu_ids]
     idle = (prev_end[gpu_ids] + TOLERANCE < start) & (prev_end[gpu_ids] <= start - measured)
-    rank = nodes["rank"].to_numpy()[gpu_ids]
-    frame = pd.DataFrame({"rank": rank, "lat": np.where(idle, measured, np.nan)})
-    low = frame.groupby("rank")["lat"].quantile(LATENCY_QUANTILE)
-    fallback = frame.assign(lat=measured).groupby("rank")["lat"].quantile(LATENCY_QUANTILE)
+    rank = nodes[RANK].to_numpy()[gpu_ids]
+    frame = pd.DataFrame({RANK: rank, "lat": np.where(idle, measured, np.nan)})
+    low = frame.groupby(RANK)["lat"].quantile(LATENCY_QUANTILE)
+    fallback = frame.assign(lat=measured).groupby(RANK)["lat"].quantile(LATENCY_QUANTILE)
     return low.fillna(fallback).reindex(rank).to_numpy()
 
 
 def _infer_gpu_waits(graph: OpGraph) -> OpGraph:
     """Cross-stream waits the trace does not spell out (`gpu_waits.hidden_waits`), as inferred edges."""
     nodes = graph.nodes
-    start = nodes["start"].to_numpy()
+    start = nodes[START].to_numpy()
     end = start + graph.dur
-    end[nodes["role"].to_numpy() == "sync"] = nodes["end"].to_numpy()[nodes["role"].to_numpy() == "sync"]
+    end[nodes[ROLE].to_numpy() == "sync"] = nodes[END].to_numpy()[nodes[ROLE].to_numpy() == "sync"]
     launch = graph.edge_kind == EDGE_KINDS.index("launch")
     launcher = dict(zip(graph.dst[launch].tolist(), graph.src[launch].tolist()))
     src, dst, lags = hidden_waits(nodes, end, graph.dur, graph.gap, LATE, TOLERANCE, launcher, _collective_ranks(graph))
     if not src:
         return graph
     extra = _edges(src, dst, "inferred")
-    edges = pd.DataFrame({"src": graph.src, "dst": graph.dst, "lag": graph.lag, "kind": graph.edge_kind})
-    edges = pd.concat([edges, extra], ignore_index=True).sort_values(["dst", "src"], kind="stable")
-    inferred = (edges["kind"] == EDGE_KINDS.index("inferred")).to_numpy()
-    lag = edges["lag"].to_numpy().copy()
-    e_src, e_dst = edges["src"].to_numpy(), edges["dst"].to_numpy()
+    edges = pd.DataFrame({SRC: graph.src, DST: graph.dst, LAG: graph.lag, KIND: graph.edge_kind})
+    edges = pd.concat([edges, extra], ignore_index=True).sort_values([DST, SRC], kind="stable")
+    inferred = (edges[KIND] == EDGE_KINDS.index("inferred")).to_numpy()
+    lag = edges[LAG].to_numpy().copy()
+    e_src, e_dst = edges[SRC].to_numpy(), edges[DST].to_numpy()
     lag[inferred] = (
-        extra.set_index(["src", "dst"])
-        .assign(lag=lags)["lag"]
+        extra.set_index([SRC, DST])
+        .assign(lag=lags)[LAG]
         .reindex(pd.MultiIndex.from_arrays([e_src[inferred], e_dst[inferred]]))
         .to_numpy()
     )
@@ -516,7 +540,7 @@ def _infer_gpu_waits(graph: OpGraph) -> OpGraph:
         src=e_src,
         dst=e_dst,
         lag=lag,
-        edge_kind=edges["kind"].to_numpy(),
+        edge_kind=edges[KIND].to_numpy(),
         dur=graph.dur,
         gap=gap,
         release=graph.release,
@@ -534,10 +558,10 @@ def _device_gaps(graph: OpGraph) -> np.ndarray:
     kernels; dropping them makes a GPU-bound chain finish early wherever the CPU waits for it.
     Longer pauses on a busy stream are waits the graph cannot see and are dropped.
     """
-    start = graph.nodes["start"].to_numpy()
+    start = graph.nodes[START].to_numpy()
     end = start + graph.dur
-    role = graph.nodes["role"].to_numpy()
-    end[role == "sync"] = graph.nodes["end"].to_numpy()[role == "sync"]
+    role = graph.nodes[ROLE].to_numpy()
+    end[role == "sync"] = graph.nodes[END].to_numpy()[role == "sync"]
     ready = np.full(graph.n, -np.inf)
     np.maximum.at(ready, graph.dst, end[graph.src] + graph.lag)
     queue = graph.edge_kind == EDGE_KINDS.index("queue")
@@ -549,7 +573,7 @@ def _device_gaps(graph: OpGraph) -> np.ndarray:
 def _collective_ranks(graph: OpGraph) -> dict[int, set]:
     """Virtual collective node -> the ranks of its members."""
     coll = graph.edge_kind == EDGE_KINDS.index("collective")
-    rank = graph.nodes["rank"].to_numpy()
+    rank = graph.nodes[RANK].to_numpy()
     out: dict[int, set] = {}
     for s, d in zip(graph.src[coll], graph.dst[coll]):
         out.setdefault(int(d), set()).add(rank[s])
@@ -568,15 +592,15 @@ def _os_wait(graph: OpGraph, trace: RunTrace) -> np.ndarray:
         return out
     t0 = graph.info["t0_ns"]
     nodes = graph.nodes
-    cpu = np.flatnonzero(~nodes["is_gpu"].to_numpy() & (graph.gap > 0))
-    frame = pd.DataFrame({"node": cpu, "rank": nodes["rank"].to_numpy()[cpu], "queue": nodes["queue"].to_numpy()[cpu]})
-    starts = nodes["start"].to_numpy()
-    for (rank, queue), grp in frame.groupby(["rank", "queue"]):
-        mine = calls[(calls["rank"] == rank) & (calls["queue"] == queue)]
+    cpu = np.flatnonzero(~nodes[IS_GPU].to_numpy() & (graph.gap > 0))
+    frame = pd.DataFrame({NODE: cpu, RANK: nodes[RANK].to_numpy()[cpu], QUEUE: nodes[QUEUE].to_numpy()[cpu]})
+    starts = nodes[START].to_numpy()
+    for (rank, queue), grp in frame.groupby([RANK, QUEUE]):
+        mine = calls[(calls[RANK] == rank) & (calls[QUEUE] == queue)]
         if mine.empty:
             continue
-        lo, hi = _union((mine["start"].to_numpy() - t0) * NS, (mine["end"].to_numpy() - t0) * NS)
-        ids = grp["node"].to_numpy()
+        lo, hi = _union((mine[START].to_numpy() - t0) * NS, (mine[END].to_numpy() - t0) * NS)
+        ids = grp[NODE].to_numpy()
         out[ids] = _covered(lo, hi, starts[ids]) - _covered(lo, hi, starts[ids] - graph.gap[ids])
     return out
 

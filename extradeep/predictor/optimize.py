@@ -89,7 +89,7 @@ class StrategySearch:
         stderr) or a callable report(done, total, message)."""
         report = _reporter(progress)
         b = baseline(run, self.select, self.settings, report)
-        paths = list(b.trace.files["path"]) if len(b.trace.files) else []
+        paths = list(b.trace.files[C.PATH]) if len(b.trace.files) else []
         self.memory_ = memory_budget(paths, self.memory, self.gpu_memory_gb)
         outcomes, reasons, notes = self._search(b, report)
         self.baseline_ = b
@@ -140,7 +140,7 @@ class StrategySearch:
             + (f"{cost.beta * 1e9:.3g} ns/byte" if sync.sized else "the volume time")
             + f" (spread {100 * cost.rel_sd:.1f} %)"
         ]
-        if b.trace.files["rank"].nunique() == 1:
+        if b.trace.files[C.RANK].nunique() == 1:
             notes.append(
                 "one rank of a larger run: its collective times include waiting for the other ranks, so the "
                 "collective model is loose"
@@ -168,7 +168,7 @@ def optimize(run, progress=None, **kwargs) -> pd.DataFrame:
 def memory_outcomes(b: Baseline, budget: MemoryBudget) -> list[Outcome]:
     """Recomputation and gradient accumulation at the least that fits (both replayed)."""
     n = b.graph.nodes
-    compute = (n["kind"].to_numpy() == "kernel") & (n["category"].to_numpy() == "computation")
+    compute = (n[C.KIND].to_numpy() == "kernel") & (n[C.CATEGORY].to_numpy() == "computation")
     out = []
     for f in RECOMPUTE_SHARES:
         if budget.fits(0.0, 1.0 - f) or f == RECOMPUTE_SHARES[-1]:
@@ -192,7 +192,7 @@ def memory_outcomes(b: Baseline, budget: MemoryBudget) -> list[Outcome]:
                 )
             )
             break
-    comm = (n["category"].to_numpy() == "communication") | (n["role"].to_numpy() == "sync")
+    comm = (n[C.CATEGORY].to_numpy() == "communication") | (n[C.ROLE].to_numpy() == "sync")
     for k in ACCUMULATION_STEPS:
         if budget.fits(0.0, 1.0 / k) or k == ACCUMULATION_STEPS[-1]:
             dur = b.graph.dur.copy()
@@ -283,7 +283,7 @@ def _breakdowns(b: Baseline, outcomes: list[Outcome]) -> pd.DataFrame:
     """Seconds per class on the critical path (median step): the measured run and each strategy."""
     rows = [{"strategy": "measured", **b.breakdown}]
     rows += [{"strategy": o.label, **o.breakdown} for o in outcomes if o.breakdown]
-    return pd.DataFrame(rows, columns=["strategy", *CLASSES]).fillna(0.0)
+    return pd.DataFrame(rows, columns=[C.STRATEGY, *CLASSES]).fillna(0.0)
 
 
 def _memory_notes(budget: MemoryBudget) -> list[str]:
@@ -322,11 +322,11 @@ def _verdict(b: Baseline, table: pd.DataFrame, reasons: list[str], budget: Memor
         )
     top = max(share, key=share.get)
     if top == "compute":
-        why.append(f"compute-bound: compute kernels are {100 * share['compute']:.0f} % of the critical path")
+        why.append(f"compute-bound: compute kernels are {100 * share[C.PART_COMPUTE]:.0f} % of the critical path")
     else:
         why.append(f"{top.replace('_', ' ')} is {100 * share[top]:.0f} % of the critical path")
     if not any(r.startswith("communication is") for r in reasons):
-        why.append(f"communication exposed on it: {100 * share['communication']:.1f} %")
+        why.append(f"communication exposed on it: {100 * share[C.COMMUNICATION]:.1f} %")
     refused = table[(table[C.FITS] == False) & (table[C.GAIN] >= min_gain)] if len(table) else table  # noqa: E712
     if len(refused):
         why.append(f"{len(refused)} faster strateg(ies) would not fit in memory")

@@ -20,7 +20,25 @@ import re
 import numpy as np
 import pandas as pd
 
-STAT_COLUMNS = ["type", "name", "count", "mean", "median", "std", "p95", "total"]
+from extradeep.columns import (
+    COUNT,
+    END,
+    IS_GPU,
+    KIND,
+    MEAN,
+    MEDIAN,
+    NAME,
+    OVERHEAD_TYPE,
+    P95,
+    QUEUE,
+    RANK,
+    START,
+    STAT_TOTAL,
+    STD,
+    STEP_ID,
+)
+
+STAT_COLUMNS = [OVERHEAD_TYPE, NAME, COUNT, MEAN, MEDIAN, STD, P95, STAT_TOTAL]
 # PyTorch's NVTX op names carry per-call counters ("aten::mm, seq = 12, op_id = 345"); statistics
 # are per op, so the counters are dropped.
 _COUNTERS = re.compile(r",\s*(?:seq|op_id)\s*=\s*\d+")
@@ -28,18 +46,18 @@ _COUNTERS = re.compile(r",\s*(?:seq|op_id)\s*=\s*\d+")
 
 def _stats(kind: str, names, values) -> pd.DataFrame:
     names = [_COUNTERS.sub("", str(n)) for n in names]
-    f = pd.DataFrame({"name": np.asarray(names, dtype=object), "v": np.asarray(values, dtype=float)})
+    f = pd.DataFrame({NAME: np.asarray(names, dtype=object), "v": np.asarray(values, dtype=float)})
     if f.empty:
         return pd.DataFrame(columns=STAT_COLUMNS)
-    g = f.groupby("name")["v"]
+    g = f.groupby(NAME)["v"]
     out = pd.DataFrame(
         {
-            "count": g.size(),
-            "mean": g.mean(),
-            "median": g.median(),
-            "std": g.std(ddof=0),
-            "p95": g.quantile(0.95),
-            "total": g.sum(),
+            COUNT: g.size(),
+            MEAN: g.mean(),
+            MEDIAN: g.median(),
+            STD: g.std(ddof=0),
+            P95: g.quantile(0.95),
+            STAT_TOTAL: g.sum(),
         }
     ).reset_index()
     return out.assign(type=kind)[STAT_COLUMNS]
@@ -49,10 +67,10 @@ def top_level(ranges: pd.DataFrame) -> pd.DataFrame:
     """Outermost ranges per (rank, thread): those not inside an earlier range."""
     if ranges.empty:
         return ranges
-    r = ranges.sort_values(["rank", "queue", "start", "end"], ascending=[True, True, True, False])
-    key = r["rank"].astype(str) + "|" + r["queue"]
-    prev_max = r.groupby(key.to_numpy())["end"].transform(lambda s: s.cummax().shift(fill_value=np.iinfo(np.int64).min))
-    return r[(r["end"] > prev_max).to_numpy()]
+    r = ranges.sort_values([RANK, QUEUE, START, END], ascending=[True, True, True, False])
+    key = r[RANK].astype(str) + "|" + r[QUEUE]
+    prev_max = r.groupby(key.to_numpy())[END].transform(lambda s: s.cummax().shift(fill_value=np.iinfo(np.int64).min))
+    return r[(r[END] > prev_max).to_numpy()]
 
 
 def overhead_table(
@@ -64,14 +82,14 @@ def overhead_table(
     call's row label to the name of the GPU op it launched, `steps` the trace's step windows
     (rank, start, end): T1 gaps count only between two ops of the same step when given.
     """
-    calls = ops[(~ops["is_gpu"]) & (ops["kind"] == "runtime")].sort_values(["rank", "queue", "start"])
+    calls = ops[(~ops[IS_GPU]) & (ops[KIND] == "runtime")].sort_values([RANK, QUEUE, START])
     ns = 1e-9
-    parts = [_stats("T4", calls["name"], (calls["end"] - calls["start"]) * ns)]
+    parts = [_stats("T4", calls[NAME], (calls[END] - calls[START]) * ns)]
     launches = calls[calls.index.isin(list(launched_name))]
     tops = top_level(ranges)
     if tops.empty:
-        same = (launches["rank"].shift() == launches["rank"]) & (launches["queue"].shift() == launches["queue"])
-        gap = (launches["start"] - launches["end"].shift())[same]
+        same = (launches[RANK].shift() == launches[RANK]) & (launches[QUEUE].shift() == launches[QUEUE])
+        gap = (launches[START] - launches[END].shift())[same]
         parts.append(_stats("T5", [launched_name[i] for i in gap.index], gap * ns))
         return pd.concat(parts, ignore_index=True)
     parts += _op_overheads(tops, launches, ns, steps)
@@ -82,24 +100,24 @@ def _step_index(steps: pd.DataFrame | None, rank, starts: np.ndarray, ends: np.n
     """Index of the rank's step window holding each op (-1: none); None when the rank has no steps."""
     if steps is None or steps.empty:
         return None
-    st = steps[steps["rank"] == rank].sort_values("start")
+    st = steps[steps[RANK] == rank].sort_values(START)
     if st.empty:
         return None
-    k = np.searchsorted(st["start"].to_numpy(), starts, side="right") - 1
-    inside = (k >= 0) & (ends <= st["end"].to_numpy()[np.maximum(k, 0)])
+    k = np.searchsorted(st[START].to_numpy(), starts, side="right") - 1
+    inside = (k >= 0) & (ends <= st[END].to_numpy()[np.maximum(k, 0)])
     return np.where(inside, k, -1)
 
 
 def _op_overheads(tops: pd.DataFrame, launches: pd.DataFrame, ns: float, steps=None) -> list[pd.DataFrame]:
     t1n, t1v, t2n, t2v, t3n, t3v, t5n, t5v = ([] for _ in range(8))
-    for (rank, queue), ops in tops.groupby(["rank", "queue"], sort=False):
-        starts, ends, names = ops["start"].to_numpy(), ops["end"].to_numpy(), ops["name"].to_numpy()
+    for (rank, queue), ops in tops.groupby([RANK, QUEUE], sort=False):
+        starts, ends, names = ops[START].to_numpy(), ops[END].to_numpy(), ops[NAME].to_numpy()
         step = _step_index(steps, rank, starts, ends)
         same = np.ones(max(len(ops) - 1, 0), dtype=bool) if step is None else (step[1:] == step[:-1]) & (step[1:] >= 0)
         t1n += list(names[1:][same])
         t1v += list(((starts[1:] - ends[:-1]) * ns)[same])
-        mine = launches[(launches["rank"] == rank) & (launches["queue"] == queue)]
-        cs, ce = mine["start"].to_numpy(), mine["end"].to_numpy()
+        mine = launches[(launches[RANK] == rank) & (launches[QUEUE] == queue)]
+        cs, ce = mine[START].to_numpy(), mine[END].to_numpy()
         op = np.searchsorted(starts, cs, side="right") - 1
         inside = (op >= 0) & (ce <= ends[np.maximum(op, 0)])
         cs, ce, op = cs[inside], ce[inside], op[inside]
@@ -119,20 +137,20 @@ def _op_overheads(tops: pd.DataFrame, launches: pd.DataFrame, ns: float, steps=N
 def kernel_sum_baseline(ops: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     """Per rank, step and GPU queue: the sum of GPU op times in the step (s). The baseline step
     time is the largest of these per step; it ignores every dependency and wait."""
-    gpu = ops[ops["is_gpu"]]
-    dur = (gpu["end"] - gpu["start"]).to_numpy() * 1e-9
+    gpu = ops[ops[IS_GPU]]
+    dur = (gpu[END] - gpu[START]).to_numpy() * 1e-9
     if steps.empty:
         step_id = np.full(len(gpu), -1)
     else:
         step_id = np.full(len(gpu), -2)
-        for rank, st in steps.sort_values("start").groupby("rank"):
-            mine = np.flatnonzero(gpu["rank"].to_numpy() == rank)
-            t = gpu["start"].to_numpy()[mine]
-            k = np.searchsorted(st["start"].to_numpy(), t, side="right") - 1
-            inside = (k >= 0) & (t < st["end"].to_numpy()[np.maximum(k, 0)])
-            step_id[mine[inside]] = st["step_id"].to_numpy()[k[inside]]
+        for rank, st in steps.sort_values(START).groupby(RANK):
+            mine = np.flatnonzero(gpu[RANK].to_numpy() == rank)
+            t = gpu[START].to_numpy()[mine]
+            k = np.searchsorted(st[START].to_numpy(), t, side="right") - 1
+            inside = (k >= 0) & (t < st[END].to_numpy()[np.maximum(k, 0)])
+            step_id[mine[inside]] = st[STEP_ID].to_numpy()[k[inside]]
     frame = pd.DataFrame(
-        {"rank": gpu["rank"].to_numpy(), "step_id": step_id, "queue": gpu["queue"].to_numpy(), "kernel_time": dur}
+        {RANK: gpu[RANK].to_numpy(), STEP_ID: step_id, QUEUE: gpu[QUEUE].to_numpy(), "kernel_time": dur}
     )
-    frame = frame[frame["step_id"] != -2]
-    return frame.groupby(["rank", "step_id", "queue"], as_index=False)["kernel_time"].sum()
+    frame = frame[frame[STEP_ID] != -2]
+    return frame.groupby([RANK, STEP_ID, QUEUE], as_index=False)["kernel_time"].sum()

@@ -20,6 +20,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import END, GROUP, HI, IS_GPU, LO, NAME, NODE, QUEUE, RANK, ROLE, START, STEP_ID
 from extradeep.predictor.critical_path import CLASSES
 from extradeep.predictor.graph import EDGE_KINDS, NS, OpGraph
 from extradeep.predictor.replay import _ranges
@@ -30,7 +31,7 @@ SELF = "(its own code, outside the ranges inside it)"
 # levels of nesting tabulated; PyTorch's are 4-8 deep, while NVTX ranges pushed and never popped
 # until exit (PyProf's markers in one real export) nest over a thousand deep
 MAX_LEVELS = 12
-OWNER_COLUMNS = ["level", "owner", "name", "parent", "seconds", "share", *CLASSES]
+OWNER_COLUMNS = ["level", "owner", NAME, "parent", "seconds", "share", *CLASSES]
 # PyTorch's NVTX names carry per-call counters ("aten::mm, seq = 12, op_id = 345"); owners are per op
 _COUNTERS = re.compile(r",\s*(?:seq|op_id)\s*=\s*\d+")
 # instance numbers in range names ("FSDP::pre_forward (blocks.15._checkpoint_wrapped_module)",
@@ -48,16 +49,16 @@ class _Forest:
     """The ranges of one rank's thread group as a forest, and the innermost range at every instant."""
 
     def __init__(self, ranges: pd.DataFrame, base: int):
-        order = np.lexsort((-ranges["end"].to_numpy(), ranges["start"].to_numpy()))
+        order = np.lexsort((-ranges[END].to_numpy(), ranges[START].to_numpy()))
         r = ranges.iloc[order]
         n = len(r)
         self.ids = base + np.arange(n)
-        raw = r["name"].astype(str).to_numpy()
+        raw = r[NAME].astype(str).to_numpy()
         owner_of = {name: range_owner(name) for name in pd.unique(raw)}
         self.names = [owner_of[name] for name in raw]
         self.parent = np.full(n, -1)
         # ends before starts at one instant; outer ranges (earlier in `order`) start first
-        times = np.r_[r["start"].to_numpy(), r["end"].to_numpy()]
+        times = np.r_[r[START].to_numpy(), r[END].to_numpy()]
         is_start = np.r_[np.ones(n, dtype=bool), np.zeros(n, dtype=bool)]
         which = np.r_[np.arange(n), np.arange(n)]
         events = np.lexsort((which, is_start, times))
@@ -110,23 +111,23 @@ def path_owners(graph: OpGraph, path: pd.DataFrame, ranges: pd.DataFrame) -> pd.
     segments = _segments(graph, path)
     forests, chains = _forests(graph, ranges)
     parts = []
-    for key, seg in segments.groupby("group", sort=False):
+    for key, seg in segments.groupby(GROUP, sort=False):
         forest = forests.get(key)
         if forest is None:
             parts.append(seg.assign(range_id=-1))
             continue
-        point = seg["lo"].to_numpy() == seg["hi"].to_numpy()
-        pt = seg[point].assign(range_id=forest.at(seg.loc[point, "lo"].to_numpy()))
+        point = seg[LO].to_numpy() == seg[HI].to_numpy()
+        pt = seg[point].assign(range_id=forest.at(seg.loc[point, LO].to_numpy()))
         iv = seg[~point]
-        idx, owner, overlap = forest.split(iv["lo"].to_numpy(), iv["hi"].to_numpy())
-        length = (iv["hi"] - iv["lo"]).to_numpy()[idx]
+        idx, owner, overlap = forest.split(iv[LO].to_numpy(), iv[HI].to_numpy())
+        length = (iv[HI] - iv[LO]).to_numpy()[idx]
         pieces = iv.iloc[idx].assign(range_id=owner, seconds=iv["seconds"].to_numpy()[idx] * overlap / length)
         parts += [pt, pieces]
     out = pd.concat(parts, ignore_index=True).fillna({"leaf": ""})
-    out = out.groupby(["step_id", "class", "range_id", "leaf"], as_index=False, sort=False)["seconds"].sum()
+    out = out.groupby([STEP_ID, "class", "range_id", "leaf"], as_index=False, sort=False)["seconds"].sum()
     base = [chains.get(int(r), ()) for r in out["range_id"]]
     out["chain"] = [b + (leaf,) if leaf else (b or (HOST_CODE,)) for b, leaf in zip(base, out["leaf"])]
-    return out[["step_id", "seconds", "class", "chain"]]
+    return out[[STEP_ID, "seconds", "class", "chain"]]
 
 
 def owner_table(pieces: pd.DataFrame, span: float, depth: int = MAX_LEVELS) -> pd.DataFrame:
@@ -169,7 +170,7 @@ def hot_path(owners: pd.DataFrame, owner: str, at_least: float = 0.5) -> list[tu
                 out.append((SELF, own / total * float(parent["share"].iloc[0])))
             break
         parent = inside.head(1)
-        out.append((str(parent["name"].iloc[0]), float(parent["share"].iloc[0])))
+        out.append((str(parent[NAME].iloc[0]), float(parent["share"].iloc[0])))
     return out
 
 
@@ -177,16 +178,16 @@ def _segments(graph: OpGraph, path: pd.DataFrame) -> pd.DataFrame:
     """Each path row's own time and wait as (group, lo, hi, seconds, class, leaf): CPU time as the
     measured interval on its thread, GPU time as the instant its launching call started."""
     n = graph.nodes
-    ids = path["node"].to_numpy()
+    ids = path[NODE].to_numpy()
     anchor = _anchors(graph, path)
     a = anchor[ids]
-    start, end = n["start"].to_numpy()[a], n["end"].to_numpy()[a]
-    is_gpu = n["is_gpu"].to_numpy()[ids]
-    wake = n["role"].to_numpy()[ids] == "wake"
+    start, end = n[START].to_numpy()[a], n[END].to_numpy()[a]
+    is_gpu = n[IS_GPU].to_numpy()[ids]
+    wake = n[ROLE].to_numpy()[ids] == "wake"
     contrib, wait, os_wait = (path[c].to_numpy() for c in ("contribution", "wait", "os_wait"))
     own_hi = np.where(wake, end, start + contrib)
     own_lo = np.where(wake, end - contrib, start)
-    leaf = np.where(n["role"].to_numpy()[ids] == "marker", None, n["name"].to_numpy()[ids]).astype(object)
+    leaf = np.where(n[ROLE].to_numpy()[ids] == "marker", None, n[NAME].to_numpy()[ids]).astype(object)
     group = _group_keys(graph, a)
     parts = []
     for lo, hi, sec, cls, lf in (
@@ -197,10 +198,10 @@ def _segments(graph: OpGraph, path: pd.DataFrame) -> pd.DataFrame:
         parts.append(
             pd.DataFrame(
                 {
-                    "step_id": path["step_id"].to_numpy() if "step_id" in path else -1,
-                    "group": group,
-                    "lo": np.where(is_gpu, start, lo),
-                    "hi": np.where(is_gpu, start, hi),
+                    STEP_ID: path[STEP_ID].to_numpy() if STEP_ID in path else -1,
+                    GROUP: group,
+                    LO: np.where(is_gpu, start, lo),
+                    HI: np.where(is_gpu, start, hi),
                     "seconds": sec,
                     "class": cls,
                     "leaf": lf,
@@ -220,13 +221,13 @@ def _anchors(graph: OpGraph, path: pd.DataFrame) -> np.ndarray:
     anchor[graph.dst[launch]] = graph.src[launch]
     coll = graph.edge_kind == EDGE_KINDS.index("collective")
     if coll.any():
-        rank = graph.nodes["rank"].to_numpy()
-        members = pd.DataFrame({"member": graph.src[coll], "sync": graph.dst[coll], "rank": rank[graph.src[coll]]})
-        ids = path["node"].to_numpy()
+        rank = graph.nodes[RANK].to_numpy()
+        members = pd.DataFrame({"member": graph.src[coll], "sync": graph.dst[coll], RANK: rank[graph.src[coll]]})
+        ids = path[NODE].to_numpy()
         later = np.r_[ids[0], ids[:-1]] if len(ids) else ids  # the path is latest first
-        want = pd.DataFrame({"sync": ids, "rank": rank[later]})
-        want = want[graph.nodes["role"].to_numpy()[ids] == "sync"].drop_duplicates("sync")
-        pick = want.merge(members, on=["sync", "rank"], how="left")
+        want = pd.DataFrame({"sync": ids, RANK: rank[later]})
+        want = want[graph.nodes[ROLE].to_numpy()[ids] == "sync"].drop_duplicates("sync")
+        pick = want.merge(members, on=["sync", RANK], how="left")
         fallback = members.drop_duplicates("sync").set_index("sync")["member"]
         chosen = pick["member"].fillna(pick["sync"].map(fallback)).astype(np.int64).to_numpy()
         anchor[pick["sync"].to_numpy()] = anchor[chosen]
@@ -235,7 +236,7 @@ def _anchors(graph: OpGraph, path: pd.DataFrame) -> np.ndarray:
 
 def _group_keys(graph: OpGraph, nodes: np.ndarray) -> np.ndarray:
     merged = graph.info.get("merged_threads", {})
-    rank, queue = graph.nodes["rank"].to_numpy()[nodes], graph.nodes["queue"].to_numpy()[nodes]
+    rank, queue = graph.nodes[RANK].to_numpy()[nodes], graph.nodes[QUEUE].to_numpy()[nodes]
     return np.array([f"{r}|{merged.get((r, q), q)}" for r, q in zip(rank, queue)], dtype=object)
 
 
@@ -246,13 +247,13 @@ def _forests(graph: OpGraph, ranges: pd.DataFrame) -> tuple[dict, dict]:
     t0 = graph.info.get("t0_ns", 0)
     merged = graph.info.get("merged_threads", {})
     frame = ranges.assign(
-        start=(ranges["start"].to_numpy() - t0) * NS,
-        end=(ranges["end"].to_numpy() - t0) * NS,
-        group=[f"{r}|{merged.get((r, q), q)}" for r, q in zip(ranges["rank"], ranges["queue"])],
+        start=(ranges[START].to_numpy() - t0) * NS,
+        end=(ranges[END].to_numpy() - t0) * NS,
+        group=[f"{r}|{merged.get((r, q), q)}" for r, q in zip(ranges[RANK], ranges[QUEUE])],
     )
     forests, chains, base = {}, {}, 0
-    frame = frame[(frame["end"] > frame["start"]).to_numpy()]  # an empty range holds no time
-    for key, grp in frame.groupby("group", sort=False):
+    frame = frame[(frame[END] > frame[START]).to_numpy()]  # an empty range holds no time
+    for key, grp in frame.groupby(GROUP, sort=False):
         forest = _Forest(grp, base)
         base += len(grp)
         forests[key] = forest

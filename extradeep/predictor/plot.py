@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from extradeep.columns import MEASURED, PHASE, PREDICTED
 from extradeep.predictor.critical_path import CLASSES
 
 COLORS = {
@@ -31,9 +32,9 @@ def plot_prediction(pred, path) -> None:
     left.set_title("Where the step time goes")
     left.legend(fontsize=8)
     s = pred.summary
-    labels = [f"{sc}\n[{ph}]" for sc, ph in zip(s["scenario"], s["phase"])]
-    right.barh(range(len(s)), s["predicted"] * 1e3, color="#4C72B0", label="replayed / predicted")
-    right.scatter(s["measured"] * 1e3, range(len(s)), color="black", marker="|", s=200, label="measured")
+    labels = [f"{sc}\n[{ph}]" for sc, ph in zip(s["scenario"], s[PHASE])]
+    right.barh(range(len(s)), s[PREDICTED] * 1e3, color="#4C72B0", label="replayed / predicted")
+    right.scatter(s[MEASURED] * 1e3, range(len(s)), color="black", marker="|", s=200, label="measured")
     right.set_yticks(range(len(s)), labels, fontsize=7)
     right.invert_yaxis()
     right.set_xlabel("step time (ms), median over steps")

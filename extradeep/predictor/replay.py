@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from extradeep.columns import NAME
 from extradeep.predictor.graph import EDGE_KINDS, OpGraph
 
 
@@ -46,7 +47,7 @@ def plan_replay(graph: OpGraph) -> ReplayPlan:
     perm = np.concatenate(levels) if levels else np.zeros(0, dtype=np.int64)
     if len(perm) < n:
         stuck = np.flatnonzero(indeg > 0)[:5]
-        names = graph.nodes["name"].to_numpy()[stuck]
+        names = graph.nodes[NAME].to_numpy()[stuck]
         raise ValueError(f"dependency cycle in the trace graph (e.g. nodes {stuck.tolist()}: {list(names)})")
     pos = np.empty(n, dtype=np.int64)
     pos[perm] = np.arange(n)

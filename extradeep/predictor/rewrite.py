@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import NAME
 from extradeep.predictor.buckets import CollectiveCost, bucket_sums
-from extradeep.predictor.gradients import COLLECTIVE, QUEUE, GradientSync, member_lists
+from extradeep.predictor.gradients import COLLECTIVE_EDGE, QUEUE_EDGE, GradientSync, member_lists
 from extradeep.predictor.graph import EDGE_KINDS, OpGraph
 
 EVENT = EDGE_KINDS.index("event")
@@ -39,7 +40,7 @@ def rewrite_buckets(
     entry_nodes = np.array(sorted({m for ms in entry.values() for m in ms} | set(old_all.tolist())), dtype=np.int64)
     keep = ~np.isin(graph.dst, old_all) & ~np.isin(graph.src, old_all)
     # members keep their launch/queue in-edges (they still arrive), but no longer feed a collective
-    keep &= ~((graph.edge_kind == COLLECTIVE) & np.isin(graph.dst, old_all))
+    keep &= ~((graph.edge_kind == COLLECTIVE_EDGE) & np.isin(graph.dst, old_all))
     new_rows, src, dst, lag, kind = [], [], [], [], []
     base = graph.n
     for s in sync.steps:
@@ -56,12 +57,12 @@ def rewrite_buckets(
             src.append(ids[k - 1])
             dst.append(ids[k])
             lag.append(0.0)
-            kind.append(QUEUE)
+            kind.append(QUEUE_EDGE)
         f_src, f_lag = s.fifo
         src += f_src.tolist()
         lag += np.asarray(f_lag, dtype=float).tolist()
         dst += [ids[0]] * len(f_src)
-        kind += [QUEUE] * len(f_src)
+        kind += [QUEUE_EDGE] * len(f_src)
         # out-edges of the measured collectives, from the new bucket holding their last unit
         outs = np.flatnonzero(np.isin(graph.src, s.colls) & ~np.isin(graph.dst, entry_nodes))
         pos = {int(c): k for k, c in enumerate(s.colls)}
@@ -97,7 +98,7 @@ def rewrite_buckets(
 def _bucket_row(graph: OpGraph, like: int, j: int) -> dict:
     row = graph.nodes.iloc[int(like)].to_dict()
     row.update(rank=-1, queue="collective", is_gpu=True, kind="collective", role="sync", coll=-1, corr=-1)
-    row["name"] = str(row["name"])
+    row[NAME] = str(row[NAME])
     return row
 
 
@@ -154,8 +155,8 @@ def own_stream(graph: OpGraph, copies: np.ndarray) -> OpGraph:
     """The graph with each copy in `copies` on a stream of its own: it no longer waits for the op
     before it on its stream (prefetching); the op after it still waits for it (it needs the data)
     and, as before, for the op before the copy (the stream's order without the copy)."""
-    queue_in = np.isin(graph.dst, copies) & (graph.edge_kind == QUEUE)
-    queue_out = np.isin(graph.src, copies) & (graph.edge_kind == QUEUE)
+    queue_in = np.isin(graph.dst, copies) & (graph.edge_kind == QUEUE_EDGE)
+    queue_out = np.isin(graph.src, copies) & (graph.edge_kind == QUEUE_EDGE)
     pred = dict(zip(graph.dst[queue_in].tolist(), graph.src[queue_in].tolist()))
     bridge_src, bridge_dst = [], []
     for c, nxt in zip(graph.src[queue_out].tolist(), graph.dst[queue_out].tolist()):
@@ -173,7 +174,7 @@ def own_stream(graph: OpGraph, copies: np.ndarray) -> OpGraph:
         np.concatenate([graph.src[keep], np.asarray(bridge_src, dtype=np.int64)]),
         np.concatenate([graph.dst[keep], np.asarray(bridge_dst, dtype=np.int64)]),
         np.concatenate([graph.lag[keep], np.zeros(n)]),
-        np.concatenate([graph.edge_kind[keep], np.full(n, QUEUE, dtype=graph.edge_kind.dtype)]),
+        np.concatenate([graph.edge_kind[keep], np.full(n, QUEUE_EDGE, dtype=graph.edge_kind.dtype)]),
         dur=graph.dur,
         gap=graph.gap,
         release=graph.release,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from contextlib import closing
 from pathlib import Path
 
+from extradeep.columns import NAME, RANK, START
 from extradeep.errors import InputError
 
 # ranks of one job start their capture together; separate sessions of one job (one nsys per rank)
@@ -45,7 +46,7 @@ def run_identity(path) -> dict:
             return {
                 "format": "Nsight Systems export",
                 "nsys": nsys_version(conn),
-                "gpus": ", ".join(sorted({g["name"] for g in gpus(conn)})),
+                "gpus": ", ".join(sorted({g[NAME] for g in gpus(conn)})),
                 "start": start,
             }
     except InputError:
@@ -100,7 +101,7 @@ def check_one_run(paths: list[Path], where) -> None:
             if other[key] != ref[key]:
                 _refuse(where, first, path, f"{label} {ref[key] or 'not recorded'} vs {other[key] or 'not recorded'}")
     _check_ranks(ids, where)
-    starts = {p: i["start"] for p, i in ids.items() if i["start"] is not None}
+    starts = {p: i[START] for p, i in ids.items() if i[START] is not None}
     if len(starts) > 1:
         early, late = min(starts, key=starts.get), max(starts, key=starts.get)
         gap = (starts[late] - starts[early]) / 1e9
@@ -114,12 +115,12 @@ def _check_ranks(ids: dict, where) -> None:
     worlds = {p: i["world"] for p, i in known.items() if i.get("world") is not None}
     if len(set(worlds.values())) > 1:
         a, b = sorted(worlds, key=worlds.get)[0], sorted(worlds, key=worlds.get)[-1]
-        _refuse(where, a, b, f"rank {known[a]['rank']} of {worlds[a]} vs rank {known[b]['rank']} of {worlds[b]}")
+        _refuse(where, a, b, f"rank {known[a][RANK]} of {worlds[a]} vs rank {known[b][RANK]} of {worlds[b]}")
     seen: dict[int, Path] = {}
     for path, info in known.items():
-        if info["rank"] in seen:
-            _refuse(where, seen[info["rank"]], path, f"both record rank {info['rank']}")
-        seen[info["rank"]] = path
+        if info[RANK] in seen:
+            _refuse(where, seen[info[RANK]], path, f"both record rank {info[RANK]}")
+        seen[info[RANK]] = path
 
 
 def _refuse(where, a: Path, b: Path, why: str) -> None:

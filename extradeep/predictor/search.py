@@ -10,6 +10,28 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import (
+    BYTES,
+    CATEGORY,
+    COLL,
+    EPOCH,
+    HI,
+    KIND,
+    LAUNCH,
+    LO,
+    MEASURED,
+    NAME,
+    NODE,
+    PHASE,
+    PURE,
+    RANK,
+    REPLAYED,
+    ROLE,
+    START,
+    STEP,
+    STEP_ID,
+    WARMUP,
+)
 from extradeep.errors import InputError
 from extradeep.predictor.api import _critical_paths, resolve_run, step_times
 from extradeep.predictor.buckets import (
@@ -92,8 +114,8 @@ def baseline(run, select=None, settings=None, progress=None) -> Baseline:
     steps = step_times(graph, result, trace)
     keys = steady_keys(steps)
     windows = step_windows(graph, result, steps, keys)
-    mine = steps.merge(keys, on=["epoch", "phase", "step"])
-    per_step = mine.groupby(["epoch", "phase", "step"])[["measured", "replayed"]].max()
+    mine = steps.merge(keys, on=[EPOCH, PHASE, STEP])
+    per_step = mine.groupby([EPOCH, PHASE, STEP])[[MEASURED, REPLAYED]].max()
     err = float(np.median(np.abs(mine["error"]))) if len(mine) else 0.0
     b = Baseline(
         trace,
@@ -103,8 +125,8 @@ def baseline(run, select=None, settings=None, progress=None) -> Baseline:
         steps,
         keys,
         windows,
-        float(per_step["measured"].median()),
-        float(per_step["replayed"].median()),
+        float(per_step[MEASURED].median()),
+        float(per_step[REPLAYED].median()),
         err,
         {},
         list(notes) + list(trace.problems),
@@ -116,58 +138,58 @@ def baseline(run, select=None, settings=None, progress=None) -> Baseline:
 def steady_keys(steps: pd.DataFrame) -> pd.DataFrame:
     """The steps a setting is judged on: steady-state training steps (all steps, or the whole
     span, when there are none)."""
-    st = steps[~steps["warmup"].astype(bool)]
-    train = st[st["phase"] == "train"]
+    st = steps[~steps[WARMUP].astype(bool)]
+    train = st[st[PHASE] == "train"]
     st = train if len(train) else st
     if st.empty:
         st = steps
-    return st[["epoch", "phase", "step"]].drop_duplicates().reset_index(drop=True)
+    return st[[EPOCH, PHASE, STEP]].drop_duplicates().reset_index(drop=True)
 
 
 def step_windows(graph: OpGraph, result: ReplayResult, steps: pd.DataFrame, keys: pd.DataFrame) -> pd.DataFrame:
     """Per steady step: lo, hi (measured, graph seconds: where its launches lie) and base (its
     replayed start, for times relative to the step)."""
     n = graph.nodes
-    if (steps["step_id"] < 0).all():
-        keep = n["role"].isin(["op", "wake"]).to_numpy()
+    if (steps[STEP_ID] < 0).all():
+        keep = n[ROLE].isin(["op", "wake"]).to_numpy()
         return pd.DataFrame(
             {
-                "epoch": [-1],
-                "phase": ["span"],
-                "step": [-1],
-                "lo": [-np.inf],
-                "hi": [np.inf],
+                EPOCH: [-1],
+                PHASE: ["span"],
+                STEP: [-1],
+                LO: [-np.inf],
+                HI: [np.inf],
                 "base": [float(result.start[keep].min())],
             }
         )
-    mk = n[n["role"] == "marker"]
-    frame = pd.DataFrame(
-        {"step_id": mk["step"].to_numpy(), "edge": mk["name"].to_numpy(), "m": mk["start"].to_numpy()}
-    ).assign(r=result.start[mk.index])
-    frame = frame.merge(steps[["step_id", "epoch", "phase", "step"]], on="step_id").merge(keys)
+    mk = n[n[ROLE] == "marker"]
+    frame = pd.DataFrame({STEP_ID: mk[STEP].to_numpy(), "edge": mk[NAME].to_numpy(), "m": mk[START].to_numpy()}).assign(
+        r=result.start[mk.index]
+    )
+    frame = frame.merge(steps[[STEP_ID, EPOCH, PHASE, STEP]], on=STEP_ID).merge(keys)
     start, end = frame[frame["edge"] == "step_start"], frame[frame["edge"] == "step_end"]
-    lo = start.groupby(["epoch", "phase", "step"])[["m", "r"]].min()
-    hi = end.groupby(["epoch", "phase", "step"])["m"].max()
-    return pd.DataFrame({"lo": lo["m"], "hi": hi, "base": lo["r"]}).reset_index()
+    lo = start.groupby([EPOCH, PHASE, STEP])[["m", "r"]].min()
+    hi = end.groupby([EPOCH, PHASE, STEP])["m"].max()
+    return pd.DataFrame({LO: lo["m"], HI: hi, "base": lo["r"]}).reset_index()
 
 
 def step_time(b: Baseline, graph: OpGraph, result: ReplayResult) -> tuple[float, pd.DataFrame]:
     """Median over the steady steps of the slowest rank's replayed time, and the step table."""
     st = step_times(graph, result, b.trace)
-    mine = st.merge(b.keys, on=["epoch", "phase", "step"])
-    return float(mine.groupby(["epoch", "phase", "step"])["replayed"].max().median()), st
+    mine = st.merge(b.keys, on=[EPOCH, PHASE, STEP])
+    return float(mine.groupby([EPOCH, PHASE, STEP])[REPLAYED].max().median()), st
 
 
 def path_breakdown(b: Baseline, graph: OpGraph, result: ReplayResult, steps: pd.DataFrame, nodes: bool = False):
     """Seconds per class on the critical path, median over the steady steps (and, with `nodes`, the
     ids of the nodes on those paths)."""
-    mine = steps.merge(b.keys, on=["epoch", "phase", "step"])
+    mine = steps.merge(b.keys, on=[EPOCH, PHASE, STEP])
     try:
         paths, table = _critical_paths(graph, result, mine)
     except (ValueError, KeyError, IndexError):  # a step whose markers the change moved apart
         return ({}, np.zeros(0, dtype=np.int64)) if nodes else {}
     shares = {c: float(table[c].median()) for c in CLASSES if c in table}
-    return (shares, np.unique(paths["node"].to_numpy())) if nodes else shares
+    return (shares, np.unique(paths[NODE].to_numpy())) if nodes else shares
 
 
 def on_path(b: Baseline, ids) -> bool:
@@ -210,7 +232,7 @@ def bucket_problem(b: Baseline) -> BucketProblem | None:
     sync = find_gradient_sync(b.graph, b.trace, b.windows, b.result)
     if sync is None:
         return None
-    ranks = int(b.trace.files["rank"].nunique()) if len(b.trace.files) else 1
+    ranks = int(b.trace.files[RANK].nunique()) if len(b.trace.files) else 1
     cost, unit_bytes = calibrate(sync, _collective_table(b, sync), ranks)
     end = b.result.end
     ready, start = [], []
@@ -232,10 +254,10 @@ def _collective_table(b: Baseline, sync: GradientSync) -> pd.DataFrame:
     nodes and unmatched NCCL kernels)."""
     g = b.graph
     n = g.nodes
-    role, kind = n["role"].to_numpy(), n["kind"].to_numpy()
+    role, kind = n[ROLE].to_numpy(), n[KIND].to_numpy()
     ids = np.flatnonzero(
         ((role == "sync") & (kind == "collective"))
-        | ((role == "op") & (n["category"].to_numpy() == "communication") & (n["coll"].to_numpy() < 0))
+        | ((role == "op") & (n[CATEGORY].to_numpy() == "communication") & (n[COLL].to_numpy() < 0))
     )
     launched = launch_times(g)
     members = member_lists(g)
@@ -244,9 +266,7 @@ def _collective_table(b: Baseline, sync: GradientSync) -> pd.DataFrame:
     for w in b.windows.itertuples(index=False):
         inside |= (at >= w.lo) & (at < w.hi)
     ids = ids[inside]
-    return pd.DataFrame(
-        {"name": n["name"].astype(str).to_numpy()[ids], "bytes": n["bytes"].to_numpy()[ids], "pure": g.dur[ids]}
-    )
+    return pd.DataFrame({NAME: n[NAME].astype(str).to_numpy()[ids], BYTES: n[BYTES].to_numpy()[ids], PURE: g.dur[ids]})
 
 
 def layout_candidates(p: BucketProblem, keep: int = 4) -> tuple[Layout, list[Layout]]:
@@ -412,12 +432,12 @@ def fusion_outcomes(b: Baseline, top: int = 3) -> list[Outcome]:
 def _handoff(b: Baseline) -> dict:
     """(rank, window index) -> launch time of the step's last gradient collective (all ranks alike)."""
     colls = gradient_collectives(b.graph)
-    ranks = b.graph.nodes.loc[b.graph.nodes["rank"] >= 0, "rank"].unique()
+    ranks = b.graph.nodes.loc[b.graph.nodes[RANK] >= 0, RANK].unique()
     out = {}
     for k, w in enumerate(b.windows.itertuples(index=False)):
-        inside = colls[(colls["launch"] >= w.lo) & (colls["launch"] < w.hi)]
+        inside = colls[(colls[LAUNCH] >= w.lo) & (colls[LAUNCH] < w.hi)]
         if len(inside):
-            out.update({(r, k): float(inside["launch"].max()) for r in ranks})
+            out.update({(r, k): float(inside[LAUNCH].max()) for r in ranks})
     return out
 
 
@@ -429,7 +449,7 @@ def stream_outcomes(b: Baseline) -> list[Outcome]:
     graph = own_stream(b.graph, copies)
     result = replay(graph, plan_replay(graph))
     step, steps = step_time(b, graph, result)
-    nbytes = float(np.median(b.graph.nodes["bytes"].to_numpy()[copies]))
+    nbytes = float(np.median(b.graph.nodes[BYTES].to_numpy()[copies]))
     return [
         Outcome(
             "stream",

@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import IS_GPU, NAME, QUEUE, RANK, START
+
 AUTOGRAD_PREFIX = "autograd::engine::evaluate_function"
 # switches between the two threads' calls, in start order, allowed per step (or per 1000 calls
 # without step marks) before they are taken for threads that really run at the same time
@@ -28,17 +30,17 @@ MAX_SWITCHES_PER_STEP = 8
 def merged_threads(trace) -> dict[tuple, str]:
     """(rank, queue) of an autograd engine thread -> the queue of the main thread it continues."""
     ranges, ops = trace.ranges, trace.ops
-    if ranges.empty or "name" not in ranges:
+    if ranges.empty or NAME not in ranges:
         return {}
-    names = ranges["name"].astype(str)
+    names = ranges[NAME].astype(str)
     engine = ranges[names.str.startswith(AUTOGRAD_PREFIX).to_numpy()]
     out = {}
-    for rank, grp in engine.groupby("rank"):
-        worker = grp["queue"].value_counts().idxmax()
+    for rank, grp in engine.groupby(RANK):
+        worker = grp[QUEUE].value_counts().idxmax()
         main = _main_thread(trace, ops, rank, worker)
         if main is None or main == worker:
             continue
-        calls = ops[(ops["rank"] == rank) & ~ops["is_gpu"] & ops["queue"].isin([main, worker])]
+        calls = ops[(ops[RANK] == rank) & ~ops[IS_GPU] & ops[QUEUE].isin([main, worker])]
         if _take_turns(calls, worker, _steps_of(trace, rank)):
             out[(rank, worker)] = main
     return out
@@ -46,23 +48,23 @@ def merged_threads(trace) -> dict[tuple, str]:
 
 def _main_thread(trace, ops: pd.DataFrame, rank, worker) -> str | None:
     steps = trace.steps
-    marked = steps.loc[steps["rank"] == rank, "queue"] if len(steps) else pd.Series([], dtype=object)
+    marked = steps.loc[steps[RANK] == rank, QUEUE] if len(steps) else pd.Series([], dtype=object)
     if len(marked):
         return str(marked.value_counts().idxmax())
-    calls = ops[(ops["rank"] == rank) & ~ops["is_gpu"] & (ops["queue"] != worker)]
-    return str(calls["queue"].value_counts().idxmax()) if len(calls) else None
+    calls = ops[(ops[RANK] == rank) & ~ops[IS_GPU] & (ops[QUEUE] != worker)]
+    return str(calls[QUEUE].value_counts().idxmax()) if len(calls) else None
 
 
 def _steps_of(trace, rank) -> int:
     steps = trace.steps
-    return int((steps["rank"] == rank).sum()) if len(steps) else 0
+    return int((steps[RANK] == rank).sum()) if len(steps) else 0
 
 
 def _take_turns(calls: pd.DataFrame, worker: str, steps: int) -> bool:
     """True when the two threads' calls alternate in a few long runs rather than interleaving."""
     if calls.empty:
         return False
-    is_worker = (calls.sort_values("start", kind="stable")["queue"] == worker).to_numpy()
+    is_worker = (calls.sort_values(START, kind="stable")[QUEUE] == worker).to_numpy()
     switches = int(np.count_nonzero(is_worker[1:] != is_worker[:-1]))
     allowed = MAX_SWITCHES_PER_STEP * max(steps, len(is_worker) / 1000.0, 1.0)
     return switches <= allowed
@@ -70,7 +72,7 @@ def _take_turns(calls: pd.DataFrame, worker: str, steps: int) -> bool:
 
 def queue_groups(nodes: pd.DataFrame, merged: dict[tuple, str]) -> np.ndarray:
     """Per node, the queue whose order it follows: its own, or the main thread's for an engine thread."""
-    queue = nodes["queue"].to_numpy(dtype=object).copy()
+    queue = nodes[QUEUE].to_numpy(dtype=object).copy()
     for (rank, worker), main in merged.items():
-        queue[(nodes["rank"].to_numpy() == rank) & (queue == worker)] = main
+        queue[(nodes[RANK].to_numpy() == rank) & (queue == worker)] = main
     return queue

@@ -16,10 +16,27 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import (
+    BYTES,
+    CATEGORY,
+    CORR,
+    END,
+    IS_GPU,
+    KIND,
+    NAME,
+    OFFSET_NS,
+    PATH,
+    PID,
+    QUEUE,
+    RANK,
+    START,
+    STEP_ID,
+    STREAM,
+)
 from extradeep.errors import InputError
 from extradeep.io.read import read_replay_frames
 
-OP_COLUMNS = ["rank", "queue", "is_gpu", "kind", "name", "category", "start", "end", "corr", "bytes"]
+OP_COLUMNS = [RANK, QUEUE, IS_GPU, KIND, NAME, CATEGORY, START, END, CORR, BYTES]
 
 
 @dataclass
@@ -88,19 +105,19 @@ def load_trace(paths, jobs: int | None = None, settings=None, frames: dict | Non
                 ("os_calls", os_calls),
             ):
                 f = raw[key]
-                out.append(f[f["pid"] == pid].drop(columns=["pid"]).assign(rank=rank))
+                out.append(f[f[PID] == pid].drop(columns=[PID]).assign(rank=rank))
     if not ops:
         raise InputError(None, "no usable export: " + "; ".join(problems))
     ops = pd.concat(ops, ignore_index=True)[OP_COLUMNS]
     syncs, records = (_rank_queues(pd.concat(f, ignore_index=True), ops) for f in (syncs, records))
     files = pd.DataFrame(files)
-    offsets = clock_offsets(ops, dict(zip(files["rank"], files["path"])))
-    files["offset_ns"] = files["path"].map(offsets).astype(np.int64)
-    shift = files.set_index("rank")["offset_ns"]
-    ops["start"] -= shift.reindex(ops["rank"]).to_numpy()
-    ops["end"] -= shift.reindex(ops["rank"]).to_numpy()
+    offsets = clock_offsets(ops, dict(zip(files[RANK], files[PATH])))
+    files[OFFSET_NS] = files[PATH].map(offsets).astype(np.int64)
+    shift = files.set_index(RANK)[OFFSET_NS]
+    ops[START] -= shift.reindex(ops[RANK]).to_numpy()
+    ops[END] -= shift.reindex(ops[RANK]).to_numpy()
     steps = _aligned(pd.concat(steps, ignore_index=True), shift, ("start", "end"))
-    steps["step_id"] = np.arange(len(steps))
+    steps[STEP_ID] = np.arange(len(steps))
     return RunTrace(
         ops=ops,
         syncs=_aligned(syncs, shift, ("call_start",)),
@@ -117,25 +134,25 @@ def load_trace(paths, jobs: int | None = None, settings=None, frames: dict | Non
 def _rank_queues(frame: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     """Name sync/record streams like the rank's GPU queues: their deviceId is not always the
     kernels' (the real 2-GPU slice reports device 0 for both processes), the stream id is."""
-    gpu = ops[ops["is_gpu"]].drop_duplicates(["rank", "queue"])
-    by_stream = dict(zip(zip(gpu["rank"], gpu["queue"].str.rsplit("/s", n=1).str[1].astype(int)), gpu["queue"]))
-    keys = zip(frame["rank"], frame["stream"].astype(int))
-    return frame.assign(queue=[by_stream.get(k, q) for k, q in zip(keys, frame["queue"])])
+    gpu = ops[ops[IS_GPU]].drop_duplicates([RANK, QUEUE])
+    by_stream = dict(zip(zip(gpu[RANK], gpu[QUEUE].str.rsplit("/s", n=1).str[1].astype(int)), gpu[QUEUE]))
+    keys = zip(frame[RANK], frame[STREAM].astype(int))
+    return frame.assign(queue=[by_stream.get(k, q) for k, q in zip(keys, frame[QUEUE])])
 
 
 def _aligned(frame: pd.DataFrame, shift: pd.Series, cols) -> pd.DataFrame:
     frame = frame.copy()
     for c in cols:
-        frame[c] = frame[c].astype(np.int64) - shift.reindex(frame["rank"]).to_numpy()
+        frame[c] = frame[c].astype(np.int64) - shift.reindex(frame[RANK]).to_numpy()
     return frame
 
 
 def _rank_ops(raw: dict, pid: int, rank: int) -> list[pd.DataFrame]:
-    g = raw["gpu"][raw["gpu"]["pid"] == pid]
-    r = raw["runtime"][raw["runtime"]["pid"] == pid]
-    gpu = g.assign(rank=rank, is_gpu=True, name=g["name"].fillna("?"))
-    cpu = r.assign(rank=rank, is_gpu=False, kind="runtime", category="cuda_api", bytes=0.0, name=r["name"].fillna("?"))
-    mpi = raw["mpi"][raw["mpi"]["pid"] == pid].assign(rank=rank)
+    g = raw["gpu"][raw["gpu"][PID] == pid]
+    r = raw["runtime"][raw["runtime"][PID] == pid]
+    gpu = g.assign(rank=rank, is_gpu=True, name=g[NAME].fillna("?"))
+    cpu = r.assign(rank=rank, is_gpu=False, kind="runtime", category="cuda_api", bytes=0.0, name=r[NAME].fillna("?"))
+    mpi = raw["mpi"][raw["mpi"][PID] == pid].assign(rank=rank)
     return [gpu[OP_COLUMNS], cpu[OP_COLUMNS], mpi[OP_COLUMNS]]
 
 

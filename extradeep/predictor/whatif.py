@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import CATEGORY, COLL, DST, IS_GPU, KIND, LAG, NAME, NODE, ROLE, SRC, START, STEP, VALUE
 from extradeep.errors import InputError
 from extradeep.io.categories import is_nccl_kernel
 from extradeep.predictor.collectives import collective_kind, model_time, rescale_collective
@@ -37,7 +38,7 @@ from extradeep.system import collective_kind as system_kind
 CATEGORIES = ("computation", "communication", "memory", "cuda_api")
 DEFAULT_STEP_LATENCY = 5e-6
 _ITEM = re.compile(r"^\s*(?P<key>[A-Za-z_][\w.]*)(?::(?P<target>[^=]+))?\s*=\s*(?P<value>[^=]+?)\s*$")
-_SCALE_KEYS = ("kernel", "name", "category")
+_SCALE_KEYS = ("kernel", "name", "category")  # the what-if spec's words (kernel:gemm*=0.5), not columns
 _FACTOR_KEYS = ("comm.bandwidth", "comm.latency", "cpu")
 
 
@@ -113,7 +114,7 @@ def _parse_item(item: str, text: str) -> Change:
     m = _ITEM.match(item)
     if not m:
         raise InputError(None, f"what-if item {item.strip()!r} in {text!r} is not KEY=VALUE or KIND:PATTERN=VALUE")
-    key, target, raw = m["key"], m["target"], m["value"]
+    key, target, raw = m["key"], m["target"], m[VALUE]
     if key.startswith("pmnf."):
         return Change("pmnf", key[5:], _number(raw, item, positive=True))
     if key in _SCALE_KEYS:
@@ -185,9 +186,9 @@ def scale_durations(
     part of each gap spent in OS runtime calls, which `cpu=F` does not scale."""
     dur, gap = dur.copy(), gap.copy()
     os_wait = np.zeros(len(gap)) if os_wait is None else np.minimum(os_wait, gap)
-    names = nodes["name"].to_numpy()
-    role, kind = nodes["role"].to_numpy(), nodes["kind"].to_numpy()
-    category, is_gpu = nodes["category"].to_numpy(), nodes["is_gpu"].to_numpy()
+    names = nodes[NAME].to_numpy()
+    role, kind = nodes[ROLE].to_numpy(), nodes[KIND].to_numpy()
+    category, is_gpu = nodes[CATEGORY].to_numpy(), nodes[IS_GPU].to_numpy()
     work = (role == "op") | (role == "sync") | (role == "wake")
     modeled = np.zeros(len(dur), dtype=bool)
     for c in changes:
@@ -213,8 +214,8 @@ def scale_durations(
 
 def _recost_collectives(nodes, dur, changes: dict, comm: CommContext) -> np.ndarray:
     """New pure durations of collectives (virtual nodes and unmatched NCCL kernels)."""
-    role, names = nodes["role"].to_numpy(), nodes["name"].to_numpy()
-    single = (role == "op") & (nodes["category"].to_numpy() == "communication") & (nodes["coll"].to_numpy() < 0)
+    role, names = nodes[ROLE].to_numpy(), nodes[NAME].to_numpy()
+    single = (role == "op") & (nodes[CATEGORY].to_numpy() == "communication") & (nodes[COLL].to_numpy() < 0)
     algorithm = changes.get("comm.algorithm", "ring")
     p_to = int(changes.get("ranks", comm.ranks))
     step_latency = changes.get("comm.alpha", DEFAULT_STEP_LATENCY)
@@ -290,22 +291,22 @@ def fuse_collectives(graph, k: int, alpha_of, step_of):
 
     nodes = graph.nodes
     # GPU collectives only: tensor fusion merges NCCL calls, never MPI barriers of the host
-    syncs = nodes.index[(nodes["role"] == "sync") & nodes["name"].map(is_nccl_kernel)].to_numpy()
+    syncs = nodes.index[(nodes[ROLE] == "sync") & nodes[NAME].map(is_nccl_kernel)].to_numpy()
     frame = pd.DataFrame(
         {
-            "node": syncs,
-            "name": nodes["name"].to_numpy()[syncs],
-            "step": step_of(syncs),
-            "start": nodes["start"].to_numpy()[syncs],
+            NODE: syncs,
+            NAME: nodes[NAME].to_numpy()[syncs],
+            STEP: step_of(syncs),
+            START: nodes[START].to_numpy()[syncs],
         }
     )
-    frame = frame.sort_values("start", kind="stable")
-    frame["block"] = frame.groupby(["name", "step"]).cumcount() // k
+    frame = frame.sort_values(START, kind="stable")
+    frame["block"] = frame.groupby([NAME, STEP]).cumcount() // k
     dur, src = graph.dur.copy(), graph.src.copy()
     coll = graph.edge_kind == EDGE_KINDS.index("collective")
     member_sync = dict(zip(graph.src[coll].tolist(), graph.dst[coll].tolist()))
-    for _, block in frame.groupby(["name", "step", "block"]):
-        ids = block["node"].to_numpy()
+    for _, block in frame.groupby([NAME, STEP, "block"]):
+        ids = block[NODE].to_numpy()
         if len(ids) < 2:
             continue
         last = ids[-1]
@@ -316,14 +317,14 @@ def fuse_collectives(graph, k: int, alpha_of, step_of):
             target_sync = member_sync.get(int(graph.dst[e]))
             if target_sync not in block_set:
                 src[e] = last
-    edges = pd.DataFrame({"src": src, "dst": graph.dst, "lag": graph.lag, "kind": graph.edge_kind})
-    edges = edges.sort_values(["dst", "src"], kind="stable").drop_duplicates(["src", "dst"])
+    edges = pd.DataFrame({SRC: src, DST: graph.dst, LAG: graph.lag, KIND: graph.edge_kind})
+    edges = edges.sort_values([DST, SRC], kind="stable").drop_duplicates([SRC, DST])
     return OpGraph(
         nodes=nodes,
-        src=edges["src"].to_numpy(),
-        dst=edges["dst"].to_numpy(),
-        lag=edges["lag"].to_numpy(),
-        edge_kind=edges["kind"].to_numpy(),
+        src=edges[SRC].to_numpy(),
+        dst=edges[DST].to_numpy(),
+        lag=edges[LAG].to_numpy(),
+        edge_kind=edges[KIND].to_numpy(),
         dur=dur,
         gap=graph.gap,
         release=graph.release,
