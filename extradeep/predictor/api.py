@@ -408,16 +408,16 @@ def _summary(wsteps: pd.DataFrame, sums: pd.DataFrame) -> pd.DataFrame:
     key = ["scenario", "phase", "epoch", "step"]
     per_step = (
         wsteps.groupby(key, sort=False)
-        .agg(measured=("measured", "max"), replayed=("replayed", "max"), predicted=("predicted", "max"))
+        .agg(measured=(MEASURED, "max"), replayed=(REPLAYED, "max"), predicted=(PREDICTED, "max"))
         .reset_index()
     )
     out = (
         per_step.groupby(["scenario", PHASE], sort=False)
         .agg(
-            steps=("step", "size"),
-            measured=("measured", "median"),
-            replayed=("replayed", "median"),
-            predicted=("predicted", "median"),
+            steps=(STEP, "size"),
+            measured=(MEASURED, "median"),
+            replayed=(REPLAYED, "median"),
+            predicted=(PREDICTED, "median"),
         )
         .reset_index()
     )
@@ -447,7 +447,7 @@ def _critical_paths(graph: OpGraph, result: ReplayResult, steps: pd.DataFrame):
     else:
         mk = n[n[ROLE] == "marker"]
         ends = mk[mk[NAME] == "step_end"]
-        starts = mk[mk[NAME] == "step_start"].reset_index(names="node").set_index(STEP)
+        starts = mk[mk[NAME] == "step_start"].reset_index(names=NODE).set_index(STEP)
         measured = pd.DataFrame(
             {RANK: starts[RANK], LO: starts[START], HI: ends.set_index(STEP)[START].reindex(starts.index)}
         )
@@ -507,11 +507,11 @@ def _step_of_nodes(graph: OpGraph, trace: RunTrace):
     mk = graph.nodes[graph.nodes[ROLE] == "marker"]
     if mk.empty:
         return lambda ids: np.full(len(ids), -1)
-    lo = mk[mk[NAME] == "step_start"].groupby(STEP)[START].min().rename_axis("step_id")
-    hi = mk[mk[NAME] == "step_end"].groupby(STEP)[START].max().rename_axis("step_id")
+    lo = mk[mk[NAME] == "step_start"].groupby(STEP)[START].min().rename_axis(STEP_ID)
+    hi = mk[mk[NAME] == "step_end"].groupby(STEP)[START].max().rename_axis(STEP_ID)
     step_no = trace.steps.set_index(STEP_ID)[[WARMUP, EPOCH, PHASE, STEP]]
     windows = pd.DataFrame({LO: lo, HI: hi}).join(step_no)
-    windows = windows.groupby([WARMUP, EPOCH, PHASE, STEP]).agg(lo=("lo", "min"), hi=("hi", "max"))
+    windows = windows.groupby([WARMUP, EPOCH, PHASE, STEP]).agg(lo=(LO, "min"), hi=(HI, "max"))
     starts = graph.nodes[START].to_numpy()
 
     def step_of(ids):

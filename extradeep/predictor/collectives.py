@@ -18,6 +18,7 @@ import pandas as pd
 from extradeep.columns import (
     BYTES,
     END,
+    FILE,
     FIRST_START,
     GROUP,
     KIND,
@@ -76,12 +77,12 @@ def collective_table(ops: pd.DataFrame, groups: pd.DataFrame | None = None) -> p
         return pd.DataFrame(columns=[GROUP, NAME, RANKS, BYTES, FIRST_START, LATEST_START, END, WAIT, PURE])
     m = ops.loc[groups[NODE]].assign(group=groups[GROUP].to_numpy())
     t = m.groupby(GROUP).agg(
-        name=("name", "first"),
-        ranks=("rank", "nunique"),
-        bytes=("bytes", "max"),
-        first_start=("start", "min"),
-        latest_start=("start", "max"),
-        end=("end", "max"),
+        name=(NAME, "first"),
+        ranks=(RANK, "nunique"),
+        bytes=(BYTES, "max"),
+        first_start=(START, "min"),
+        latest_start=(START, "max"),
+        end=(END, "max"),
     )
     t[WAIT] = t[LATEST_START] - t[FIRST_START]
     t[PURE] = t[END] - t[LATEST_START]
@@ -101,8 +102,8 @@ def clock_offsets(ops: pd.DataFrame, rank_file: dict) -> dict:
     if len(files) < 2 or groups.empty:
         return offsets
     end = ops.loc[groups[NODE], END].to_numpy()
-    frame = pd.DataFrame({GROUP: groups[GROUP].to_numpy(), END: end, "file": [rank_file[r] for r in groups[RANK]]})
-    per_file = frame.groupby([GROUP, "file"])[END].median().unstack()
+    frame = pd.DataFrame({GROUP: groups[GROUP].to_numpy(), END: end, FILE: [rank_file[r] for r in groups[RANK]]})
+    per_file = frame.groupby([GROUP, FILE])[END].median().unstack()
     ref = files[0]
     for f in files[1:]:
         if ref in per_file and f in per_file:

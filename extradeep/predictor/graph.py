@@ -201,8 +201,8 @@ def _queue_edges(nodes: pd.DataFrame, merged: dict) -> pd.DataFrame:
 def _launch_edges(nodes: pd.DataFrame) -> pd.DataFrame:
     """Runtime call -> the GPU activity it launched, joined on (rank, correlationId)."""
     has = (nodes[CORR] >= 0) & (nodes[ROLE] == "op")
-    cpu = nodes[has & ~nodes[IS_GPU]][[RANK, CORR]].reset_index(names="src")
-    gpu = nodes[has & nodes[IS_GPU]][[RANK, CORR]].reset_index(names="dst")
+    cpu = nodes[has & ~nodes[IS_GPU]][[RANK, CORR]].reset_index(names=SRC)
+    gpu = nodes[has & nodes[IS_GPU]][[RANK, CORR]].reset_index(names=DST)
     m = cpu.drop_duplicates([RANK, CORR]).merge(gpu, on=[RANK, CORR])
     return _edges(m[SRC], m[DST], "launch")
 
@@ -392,9 +392,7 @@ def _add_collectives(nodes: pd.DataFrame, edges: pd.DataFrame):
             BYTES: nodes[BYTES].to_numpy()[members],
         }
     )
-    agg = g.groupby(GROUP).agg(
-        start=("start", "max"), end=("end", "max"), name=("name", "first"), bytes=("bytes", "max")
-    )
+    agg = g.groupby(GROUP).agg(start=(START, "max"), end=(END, "max"), name=(NAME, "first"), bytes=(BYTES, "max"))
     base = len(nodes)
     virtual = pd.DataFrame(
         {
