@@ -29,6 +29,7 @@ import pandas as pd
 from extradeep.analysis.cost import CostSettings, cost_of
 from extradeep.analysis.epoch import EPOCH_TIME
 from extradeep.analysis.hypothetical import PointData, interval_width, updated_model
+from extradeep.columns import COST, GPU_HOURS, HI, LO, PREDICTED, RANKS, REP, VALUE
 from extradeep.errors import InputError
 from extradeep.io.placement import resolve_layout, source_name
 
@@ -36,13 +37,13 @@ DEFAULT_RUN_SECONDS = 300.0  # nsys start-up + 2 sampled epochs + export, per ru
 MAX_CANDIDATES = 48
 MIN_SHRINK_PCT = 2.0  # expected shrink (% of the interval) below which a run is not worth its cost
 PLAN_COLUMNS = [
-    "ranks",
+    RANKS,
     "reps",
     "first_rep",
     "nodes",
     "action",
-    "gpu_hours",
-    "cost",
+    GPU_HOURS,
+    COST,
     "interval_before_pct",
     "interval_after_pct",
     "shrink_pct",
@@ -182,7 +183,7 @@ class MeasurementAdvisor:
         # Per training step, as analyse() models epochs (n_t x step model): the step counts are
         # exact, so the relative interval of the step time is that of the epoch time.
         self.quantity_ = quantity_label(self.quantity, "step")
-        frame = values.rename(columns={ranks: "ranks"})[["ranks", "rep", "value"]]
+        frame = values.rename(columns={ranks: RANKS})[[RANKS, REP, VALUE]]
         # the cluster layout: the profiles' node signals, else the system file (--system)
         return frame, resolve_layout(experiment.settings.layout, experiment.settings.system)
 
@@ -197,8 +198,8 @@ class MeasurementAdvisor:
             values = measured_values(experiment, experiment.dataset)
             values = values[values["quantity"] == self.primary_.quantity]
             ranks = self.cost_.ranks_param
-            medians = values.groupby(ranks)["value"].median()
-            self.primary_measured_ = pd.DataFrame({"ranks": medians.index.to_numpy(float), "value": medians.to_numpy()})
+            medians = values.groupby(ranks)[VALUE].median()
+            self.primary_measured_ = pd.DataFrame({RANKS: medians.index.to_numpy(float), VALUE: medians.to_numpy()})
 
     def _check_range(self, experiment) -> None:
         """Targets beyond what the models support are refused (extradeep.analysis.scales)."""
@@ -231,11 +232,11 @@ class MeasurementAdvisor:
     def modeled(self) -> pd.DataFrame:
         """The measurements the time model uses: beyond a crossed node boundary only, once there are
         :meth:`beyond_points` configurations there (the targets live in that communication regime)."""
-        data = self.measurements_[self.measurements_["ranks"] > 1]
+        data = self.measurements_[self.measurements_[RANKS] > 1]
         rpn = self.ranks_per_node_
         if self._crosses_boundary():
-            beyond = data[data["ranks"] > rpn]
-            if beyond["ranks"].nunique() >= self.beyond_points():
+            beyond = data[data[RANKS] > rpn]
+            if beyond[RANKS].nunique() >= self.beyond_points():
                 return beyond
         return data
 
@@ -250,16 +251,16 @@ class MeasurementAdvisor:
         from extradeep.modeling.modeler import PMNFModeler
 
         data = self.modeled()
-        if self._crosses_boundary() and data["ranks"].min() > self.ranks_per_node_:
+        if self._crosses_boundary() and data[RANKS].min() > self.ranks_per_node_:
             self.notes_.append(
-                f"the model uses the {data['ranks'].nunique()} configurations beyond the node "
+                f"the model uses the {data[RANKS].nunique()} configurations beyond the node "
                 f"boundary ({self.ranks_per_node_} ranks), where the targets are"
             )
-        beyond = self._crosses_boundary() and data["ranks"].min() > self.ranks_per_node_
+        beyond = self._crosses_boundary() and data[RANKS].min() > self.ranks_per_node_
         need = self.beyond_points() if beyond else self.min_points
-        if data["ranks"].nunique() < need:
+        if data[RANKS].nunique() < need:
             self.notes_.append(
-                f"{data['ranks'].nunique()} configurations measured, a model needs "
+                f"{data[RANKS].nunique()} configurations measured, a model needs "
                 f"{need}: the plan completes the initial set first"
             )
             return None
@@ -267,7 +268,7 @@ class MeasurementAdvisor:
         modeler = PMNFModeler(**options, param_names=["ranks"])
         try:
             return modeler.fit(
-                data[["ranks"]].to_numpy(float), data["value"].to_numpy(float), reps=data["rep"].to_numpy()
+                data[[RANKS]].to_numpy(float), data[VALUE].to_numpy(float), reps=data[REP].to_numpy()
             ).model_
         except InputError as exc:
             self.notes_.append(f"no model of the measurements ({exc.problem}): the plan completes the initial set")
@@ -284,13 +285,13 @@ class MeasurementAdvisor:
             pred = np.asarray(self.model_.predict(self.targets_), float)
             lo, hi = self.model_.interval(self.targets_, level=self.level)
         else:
-            return pd.DataFrame({"ranks": self.targets_.astype(int)}).reindex(columns=columns)
+            return pd.DataFrame({RANKS: self.targets_.astype(int)}).reindex(columns=columns)
         return pd.DataFrame(
             {
-                "ranks": self.targets_.astype(int),
-                "predicted": pred,
-                "lo": lo,
-                "hi": hi,
+                RANKS: self.targets_.astype(int),
+                PREDICTED: pred,
+                LO: lo,
+                HI: hi,
                 "interval_pct": _relative_half_width(hi - lo, pred),
             }
         )
@@ -350,7 +351,7 @@ class MeasurementAdvisor:
 
     def _initial(self) -> list[dict]:
         """From nothing (or too few points): the largest affordable linear set, completed."""
-        measured = set() if self.measurements_ is None else set(self.measurements_["ranks"].astype(int))
+        measured = set() if self.measurements_ is None else set(self.measurements_[RANKS].astype(int))
         budget = None if self.budget_gpu_hours is None else self.budget_gpu_hours * self.initial_share
         for reps in range(self.reps, 0, -1):
             for top in sorted(self.candidates_, reverse=True):
@@ -437,9 +438,9 @@ class MeasurementAdvisor:
     def _next(self, k: int) -> list[dict]:
         """Greedy: each step takes the run that shrinks the interval at the targets most per cost."""
         m = self.modeled()
-        data = PointData.from_values(m["ranks"], m["value"])
+        data = PointData.from_values(m[RANKS], m[VALUE])
         every = self.measurements_
-        next_rep = {int(x): int(every.loc[every["ranks"] == x, "rep"].max()) + 1 for x in every["ranks"].unique()}
+        next_rep = {int(x): int(every.loc[every[RANKS] == x, REP].max()) + 1 for x in every[RANKS].unique()}
         model, rows = self.model_, []
         width = self._width(model)
         spent = 0.0
@@ -499,7 +500,7 @@ class MeasurementAdvisor:
             return best if worth(best) else per_cost([s for s in scored if worth(s)] or scored)
         why = f"no run shrinks the interval by {self.min_shrink:g}% or more: a new configuration tests the model"
         rpn = self.ranks_per_node_
-        measured = set(self.measurements_["ranks"].astype(int)) | {int(x) for x in data.x}
+        measured = set(self.measurements_[RANKS].astype(int)) | {int(x) for x in data.x}
         if self._crosses_boundary() and sum(x > rpn for x in measured) < self.min_points:
             beyond = [s for s in new if s[1] > rpn]
             if beyond:
@@ -508,7 +509,7 @@ class MeasurementAdvisor:
 
     def _options(self, data: PointData) -> list[tuple[int, int, str, str]]:
         """Candidate runs: (ranks, repetitions, action, reason); with a node rule to meet, only those."""
-        measured = {int(x) for x in data.x} | set(self.measurements_["ranks"].astype(int))
+        measured = {int(x) for x in data.x} | set(self.measurements_[RANKS].astype(int))
         rpn = self.ranks_per_node_
         if self._crosses_boundary() and max(self.candidates_) > rpn:
             for name, side in (("below", lambda c: c <= rpn), ("beyond", lambda c: c > rpn)):
@@ -541,12 +542,12 @@ def _clean(data: pd.DataFrame) -> pd.DataFrame:
     if missing:
         raise InputError("plan", f"measurements need columns ranks, rep, value; missing {', '.join(sorted(missing))}")
     frame = data.copy()
-    if "rep" not in frame:
-        frame["rep"] = frame.groupby("ranks").cumcount() + 1
-    frame = frame[np.isfinite(frame["value"].to_numpy(float))]
+    if REP not in frame:
+        frame[REP] = frame.groupby(RANKS).cumcount() + 1
+    frame = frame[np.isfinite(frame[VALUE].to_numpy(float))]
     if frame.empty:
         raise InputError("plan", "no finite measurements")
-    return frame.astype({"ranks": int, "rep": int, "value": float})[["ranks", "rep", "value"]]
+    return frame.astype({"ranks": int, "rep": int, "value": float})[[RANKS, REP, VALUE]]
 
 
 def candidate_ranks(

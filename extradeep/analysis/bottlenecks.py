@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.analysis.scaling import design
+from extradeep.columns import CATEGORY, KIND, METRIC, PREDICTED, REGION
 
 EPOCH_CATEGORIES = ("computation", "communication", "memory")
 
@@ -43,27 +44,25 @@ def bottleneck_table(
         "smape",
     ]
     rows = region_models[
-        (region_models["metric"] == metric)
-        & region_models["category"].isin(categories)
-        & region_models["model"].notna()
+        (region_models[METRIC] == metric) & region_models[CATEGORY].isin(categories) & region_models["model"].notna()
     ]
     if rows.empty:
         return pd.DataFrame(columns=columns)
     X = design(pd.DataFrame([{p: float(target[p]) for p in params}]), params)
-    table = rows[["region", "kind", "category"]].reset_index(drop=True).copy()
+    table = rows[[REGION, KIND, CATEGORY]].reset_index(drop=True).copy()
     models = list(rows["model"])
     table["growth"] = [m.growth() for m in models]
     table["formula"] = [m.formula() for m in models]
     table["_key"] = [m.growth_key() for m in models]
     # Negative predictions (a model extrapolated below zero) count as no time, not as negative share.
-    table["predicted"] = [max(float(np.asarray(m.predict(X)).reshape(-1)[0]), 0.0) for m in models]
+    table[PREDICTED] = [max(float(np.asarray(m.predict(X)).reshape(-1)[0]), 0.0) for m in models]
     table["smape"] = [getattr(m, "smape", np.nan) for m in models]
-    category_total = table.groupby("category")["predicted"].transform("sum")
+    category_total = table.groupby(CATEGORY)[PREDICTED].transform("sum")
     table["share_of_category"] = np.divide(
-        table["predicted"], category_total, out=np.zeros(len(table)), where=category_total.to_numpy() > 0
+        table[PREDICTED], category_total, out=np.zeros(len(table)), where=category_total.to_numpy() > 0
     )
-    total = table["predicted"].sum()
-    table["share_of_total"] = table["predicted"] / total if total > 0 else 0.0
+    total = table[PREDICTED].sum()
+    table["share_of_total"] = table[PREDICTED] / total if total > 0 else 0.0
     table = _sort_by_growth_then_share(table)
     table.insert(0, "rank", np.arange(1, len(table) + 1))
     table = table[columns]
@@ -72,5 +71,5 @@ def bottleneck_table(
 
 def _sort_by_growth_then_share(table: pd.DataFrame) -> pd.DataFrame:
     # growth_key() is sortable but need not be a scalar (e.g. a tuple); sort in Python for that reason.
-    order = sorted(range(len(table)), key=lambda i: (table["_key"].iloc[i], table["predicted"].iloc[i]), reverse=True)
+    order = sorted(range(len(table)), key=lambda i: (table["_key"].iloc[i], table[PREDICTED].iloc[i]), reverse=True)
     return table.iloc[order].drop(columns="_key").reset_index(drop=True)

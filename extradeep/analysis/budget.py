@@ -17,6 +17,7 @@ from extradeep.analysis.cost import CostSettings, amount_text, cost_table
 from extradeep.analysis.epoch import SKIP_WARN, skipped_data_note, work_samples
 from extradeep.analysis.points import format_point, format_seconds
 from extradeep.analysis.scaling import add_scaling_columns, design
+from extradeep.columns import COST
 from extradeep.errors import InputError
 
 
@@ -127,7 +128,7 @@ def _candidate_table(model, candidates, params, baseline, limits, cost, scaling,
     table = cost_table(table, cost, params)
     table["total_time"] = table["T"] * limits.epochs
     table["total_time_hi"] = table["T_hi"] * limits.epochs
-    table["total_cost"] = table["cost"] * limits.epochs
+    table["total_cost"] = table[COST] * limits.epochs
     table["total_cost_hi"] = table["cost_hi"] * limits.epochs
     table["time_ok"] = _within(table["total_time"], limits.max_time) & (table["T"] > 0)
     table["cost_ok"] = _within(table["total_cost"], limits.max_cost) & (table["T"] > 0)

@@ -23,9 +23,10 @@ import numpy as np
 import pandas as pd
 
 from extradeep.aggregate.settings import ExperimentSettings
+from extradeep.columns import CATEGORY, METRIC, PART, PHASE, PURE, REGION, REP, VALUE
 from extradeep.system import System, collective_kind, expected_max_normal
 
-PURE = "pure:"  # prefix of the per-collective parts in the batched fit of the step composition
+PURE_PREFIX = "pure:"  # prefix of the per-collective parts in the batched fit of the step composition
 
 
 @dataclass
@@ -172,23 +173,23 @@ def pure_times(values: pd.DataFrame, params: list[str], phase: str = "train") ->
     columns = ["region", *params, "rep", "pure"]
     if values is None or "rank_min" not in values.columns:
         return pd.DataFrame(columns=columns)
-    rows = values[
-        (values["category"] == "communication") & (values["metric"] == "time") & (values["phase"] == phase)
-    ].dropna(subset=["rank_min"])
-    lowest = rows.groupby(["region", *params], as_index=False)["rank_min"].min()
-    return lowest.rename(columns={"rank_min": "pure"}).assign(rep=1)[columns]
+    rows = values[(values[CATEGORY] == "communication") & (values[METRIC] == "time") & (values[PHASE] == phase)].dropna(
+        subset=["rank_min"]
+    )
+    lowest = rows.groupby([REGION, *params], as_index=False)["rank_min"].min()
+    return lowest.rename(columns={"rank_min": PURE}).assign(rep=1)[columns]
 
 
 def pure_long(pure: pd.DataFrame, parts: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     """The pure durations as rows (part "pure:<region>") to fit beside S, B and C. Empty when a
     collective is missing at a measured point (its sum would silently drop it there)."""
-    empty = pd.DataFrame(columns=[*params, "rep", "part", "value"])
+    empty = pd.DataFrame(columns=[*params, REP, PART, VALUE])
     if pure.empty:
         return empty
     measured = parts[params].drop_duplicates().shape[0]
-    if (pure.groupby("region")[params].nunique().min(axis=1) < measured).any():
+    if (pure.groupby(REGION)[params].nunique().min(axis=1) < measured).any():
         return empty
-    return pure.assign(part=PURE + pure["region"], value=pure["pure"])[[*params, "rep", "part", "value"]]
+    return pure.assign(part=PURE_PREFIX + pure[REGION], value=pure[PURE])[[*params, REP, PART, VALUE]]
 
 
 def communication_sum(
@@ -198,19 +199,19 @@ def communication_sum(
     from the points those parts were fitted on; None without pure parts or when one has no model.
     With a ``topology`` each collective's alpha-beta model competes with its PMNF
     (:func:`choose_collective_model`)."""
-    kernels = {k[len(PURE) :]: m for k, m in models.items() if k.startswith(PURE)}
+    kernels = {k[len(PURE_PREFIX) :]: m for k, m in models.items() if k.startswith(PURE_PREFIX)}
     if not kernels or any(m is None for m in kernels.values()):
         return None
     used = pure[pure[params[0]].isin(np.asarray(next(iter(kernels.values())).points, float).reshape(-1))]
     choices = {}
     if topology is not None and len(params) == 1:
         for region, pmnf in list(kernels.items()):
-            rows = used[used["region"] == region].sort_values(params[0])
+            rows = used[used[REGION] == region].sort_values(params[0])
             kernels[region], choices[region] = choose_collective_model(
-                region, pmnf, rows[params[0]].to_numpy(float), rows["pure"].to_numpy(float), topology, params[0]
+                region, pmnf, rows[params[0]].to_numpy(float), rows[PURE].to_numpy(float), topology, params[0]
             )
-    total = used.groupby([*params, "rep"])["pure"].sum()
-    comm = parts.set_index([*params, "rep"])["C"]
+    total = used.groupby([*params, REP])[PURE].sum()
+    comm = parts.set_index([*params, REP])["C"]
     wait = (comm - total).dropna().groupby(level=params).median()
     if not len(wait):
         return CommunicationSum(kernels, 0.0, 0.0, choices)

@@ -40,6 +40,7 @@ from extradeep.analysis.scaling import (
     scaling_models,
     scaling_table,
 )
+from extradeep.columns import METRIC, RANKS, VALUE
 from extradeep.errors import InputError
 
 
@@ -109,7 +110,7 @@ def ranks_parameter(params: list[str], preferred: str | None = None) -> str:
                 None, field="ranks_param", problem=f"{preferred!r} is not a parameter ({', '.join(params)})"
             )
         return preferred
-    return "ranks" if "ranks" in params else params[0]
+    return RANKS if RANKS in params else params[0]
 
 
 def require_parameters(experiment: Experiment) -> None:
@@ -177,7 +178,7 @@ def analyse(
             "per-step values: each rank's step keeps its batch as ranks grow, so efficiency is "
             "the weak-scaling T(x1)/T(xk) (throughput per GPU); --scaling strong overrides"
         )
-    idle = application[application["quantity"] == "idle"]["value"]
+    idle = application[application["quantity"] == "idle"][VALUE]
     if len(idle) and not (idle > 0).any():
         notes.append(
             "GPU activity covers the whole measured step everywhere, so no idle time is visible "
@@ -324,7 +325,7 @@ def analyse_table(
     order = sorted(range(len(models)), key=lambda i: models["growth_key"].iloc[i] or (-1.0, -1.0), reverse=True)
     models = models.iloc[order].reset_index(drop=True)
     ranks = ranks_parameter(params, ranks_param)
-    empty = pd.DataFrame(columns=["quantity", *params, "value"])
+    empty = pd.DataFrame(columns=["quantity", *params, VALUE])
     return Analysis(
         params,
         ranks,
@@ -400,7 +401,7 @@ def rebase(analysis: Analysis, fixed: dict) -> Analysis:
 def region_scaling(analysis: Analysis, grid: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     """Speedup, efficiency and runtime change of every region's time model at ``grid`` (same
     definitions and baseline as the application quantities)."""
-    models = analysis.region_models[analysis.region_models["metric"] == "time"]
+    models = analysis.region_models[analysis.region_models[METRIC] == "time"]
     # Per sample, as for the application quantities: floor() in n_t must not pass for speedup.
     return scaling_table(
         models,

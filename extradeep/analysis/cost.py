@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from extradeep.analysis.expression import Expression, parse_expression
+from extradeep.columns import COST, GPU_HOURS, GPUS, RANKS
 from extradeep.errors import InputError
 
 
@@ -100,10 +101,10 @@ def cost_of(seconds, points: pd.DataFrame, settings: CostSettings, params: list[
     expr = compile_formula(settings, params)
     if expr is not None:
         env = {p: points[p].to_numpy(dtype=float) for p in params}
-        env.update(T=seconds, ranks=res["ranks"], gpus=res["gpus"], nodes=res["nodes"])
+        env.update(T=seconds, ranks=res[RANKS], gpus=res[GPUS], nodes=res["nodes"])
         return np.broadcast_to(expr(**env), seconds.shape).astype(float)
     if settings.price_per_gpu_hour is not None:
-        return seconds / 3600.0 * res["gpus"] * settings.price_per_gpu_hour
+        return seconds / 3600.0 * res[GPUS] * settings.price_per_gpu_hour
     core_hours = seconds / 3600.0 * res["cores"]
     return core_hours * (settings.price_per_core_hour or 1.0)
 
@@ -114,8 +115,8 @@ def cost_table(frame: pd.DataFrame, settings: CostSettings, params: list[str], t
     res = resources(out, settings)
     seconds = out[time].to_numpy(dtype=float)
     out["core_hours"] = seconds / 3600.0 * res["cores"]
-    out["gpu_hours"] = seconds / 3600.0 * res["gpus"]
-    out["cost"] = cost_of(seconds, out, settings, params)
+    out[GPU_HOURS] = seconds / 3600.0 * res[GPUS]
+    out[COST] = cost_of(seconds, out, settings, params)
     for bound in ("lo", "hi"):
         column = f"{time}_{bound}"
         if column in out.columns:

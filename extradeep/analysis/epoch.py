@@ -29,8 +29,10 @@ from extradeep.columns import (
     PHASE,
     REGION,
     REGION_ID,
+    REP,
     STEP_REGION,
     TIME,
+    TRAIN,
     VAL,
     VALUE,
 )
@@ -64,8 +66,8 @@ def step_values(experiment: Experiment, metrics=("time", "visits", "bytes")) -> 
     wide = wide[wide[METRIC].isin(metrics)]
     keys = [*REGION_KEYS, *experiment.params, "rep"]
     phases = [p for p in ("train", "val") if p in wide.columns]
-    long = wide.melt(id_vars=keys, value_vars=phases, var_name="phase", value_name="value")
-    return long[[*REGION_KEYS, "phase", *experiment.params, "rep", "value"]]
+    long = wide.melt(id_vars=keys, value_vars=phases, var_name=PHASE, value_name=VALUE)
+    return long[[*REGION_KEYS, PHASE, *experiment.params, REP, VALUE]]
 
 
 def application_steps(steps: pd.DataFrame, params: list[str]) -> pd.DataFrame:
@@ -83,9 +85,9 @@ def application_steps(steps: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     if not step.empty:
         frames.append(_idle(time, step, keys))
     if not frames:
-        return pd.DataFrame(columns=["quantity", *keys, "value"])
+        return pd.DataFrame(columns=["quantity", *keys, VALUE])
     out = pd.concat(frames, ignore_index=True)
-    return out[["quantity", *keys, "value"]].sort_values(["quantity", *keys]).reset_index(drop=True)
+    return out[["quantity", *keys, VALUE]].sort_values(["quantity", *keys]).reset_index(drop=True)
 
 
 def _idle(time: pd.DataFrame, step: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -106,19 +108,17 @@ def per_epoch(
     steps: pd.DataFrame, keys: list[str], params: list[str], dataset: Dataset | None, fixed: dict | None = None
 ) -> pd.DataFrame:
     """F = n_t * V_t + n_v * V_v per key, point and repetition (Eq. 4); without a dataset, V_t."""
-    wide = steps.pivot_table(
-        index=[*keys, *params, "rep"], columns="phase", values="value", aggfunc="first"
-    ).reset_index()
+    wide = steps.pivot_table(index=[*keys, *params, REP], columns=PHASE, values=VALUE, aggfunc="first").reset_index()
     for phase in ("train", "val"):
         if phase not in wide.columns:
             wide[phase] = 0.0
-    wide[["train", "val"]] = wide[["train", "val"]].fillna(0.0)
+    wide[[TRAIN, VAL]] = wide[[TRAIN, VAL]].fillna(0.0)
     if dataset is None:
-        wide[VALUE] = wide["train"]
+        wide[VALUE] = wide[TRAIN]
     else:
         n_t, n_v = dataset.steps_per_epoch(wide, fixed)
-        wide[VALUE] = n_t * wide["train"] + n_v * wide["val"]
-    return wide[[*keys, *params, "rep", "value"]]
+        wide[VALUE] = n_t * wide[TRAIN] + n_v * wide[VAL]
+    return wide[[*keys, *params, REP, VALUE]]
 
 
 def point_summary(values: pd.DataFrame, keys: list[str], params: list[str]) -> pd.DataFrame:

@@ -13,18 +13,19 @@ import pandas as pd
 from extradeep.analysis.core import Analysis
 from extradeep.analysis.epoch import REGION_KEYS
 from extradeep.analysis.scaling import design
+from extradeep.columns import CATEGORY, HI, KIND, LO, METRIC, NAME, PREDICTED, REGION, ROLE, VALUE
 
 ERROR_COLUMNS = [
     "model_type",
-    "name",
-    "kind",
-    "category",
-    "metric",
-    "role",
-    "value",
-    "predicted",
-    "lo",
-    "hi",
+    NAME,
+    KIND,
+    CATEGORY,
+    METRIC,
+    ROLE,
+    VALUE,
+    PREDICTED,
+    LO,
+    HI,
     "error_pct",
     "inside_interval",
     "spread_pct",
@@ -46,18 +47,18 @@ def prediction_errors(
         model_type="application", name=app["quantity"], kind="application", category=app["quantity"], metric="time"
     )
     reg = region_points.merge(analysis.region_models[[*REGION_KEYS, "model"]], on=REGION_KEYS)
-    reg = reg.assign(model_type="region", name=reg["region"])
+    reg = reg.assign(model_type="region", name=reg[REGION])
     frame = pd.concat([app, reg], ignore_index=True)
     frame = frame[frame["model"].notna()].reset_index(drop=True)
     if frame.empty:
         return pd.DataFrame(columns=[*ERROR_COLUMNS[:5], *params, *ERROR_COLUMNS[5:]])
-    frame["predicted"], frame["lo"], frame["hi"] = _predict_rows(frame, params, level)
-    measured = frame["value"].to_numpy(dtype=float)
+    frame[PREDICTED], frame[LO], frame[HI] = _predict_rows(frame, params, level)
+    measured = frame[VALUE].to_numpy(dtype=float)
     positive = measured > 0
     frame["error_pct"] = np.divide(
-        np.abs(frame["predicted"] - measured) * 100, measured, out=np.full(len(frame), np.nan), where=positive
+        np.abs(frame[PREDICTED] - measured) * 100, measured, out=np.full(len(frame), np.nan), where=positive
     )
-    frame["inside_interval"] = (frame["lo"] <= measured) & (measured <= frame["hi"])
+    frame["inside_interval"] = (frame[LO] <= measured) & (measured <= frame[HI])
     # One repetition shows no spread; NaN says "unknown" rather than a reassuring 0.
     frame["spread_pct"] = np.divide(
         (frame["rep_max"] - frame["rep_min"]) * 100,
@@ -65,7 +66,7 @@ def prediction_errors(
         out=np.full(len(frame), np.nan),
         where=positive & (frame["n_reps"] > 1),
     )
-    frame["role"] = role
+    frame[ROLE] = role
     columns = [*ERROR_COLUMNS[:5], *params, *ERROR_COLUMNS[5:]]
     return frame[columns]
 
@@ -74,7 +75,7 @@ def _predict_rows(frame: pd.DataFrame, params: list[str], level: float):
     predicted = np.empty(len(frame))
     lo, hi = np.empty(len(frame)), np.empty(len(frame))
     # One predict call per model, over all of its points.
-    for _, idx in frame.groupby(["model_type", "name", "kind", "metric"], sort=False).groups.items():
+    for _, idx in frame.groupby(["model_type", NAME, KIND, METRIC], sort=False).groups.items():
         rows = frame.loc[idx]
         model = rows["model"].iloc[0]
         X = design(rows, params)

@@ -26,7 +26,7 @@ from extradeep.analysis.epoch import (
 )
 from extradeep.analysis.overlap import Exposure, fit_step_composition, step_parts
 from extradeep.analysis.parts import GPU_TOTAL, PARTS, part_models
-from extradeep.columns import EPOCH_CATEGORIES
+from extradeep.columns import CATEGORY, EPOCH_CATEGORIES, KIND, PHASE, VALUE
 from extradeep.modeling.batched import smape
 
 
@@ -44,8 +44,8 @@ def application_step_values(experiment: Experiment) -> pd.DataFrame:
     wanted = (*EPOCH_CATEGORIES, "step")  # the step wall time and GPU busy union are category "step"
     keep = replace(
         experiment,
-        values=experiment.values[experiment.values["category"].isin(wanted).to_numpy()],
-        points=experiment.points[experiment.points["category"].isin(wanted).to_numpy()],
+        values=experiment.values[experiment.values[CATEGORY].isin(wanted).to_numpy()],
+        points=experiment.points[experiment.points[CATEGORY].isin(wanted).to_numpy()],
     )
     return application_steps(step_values(keep), experiment.params)
 
@@ -103,7 +103,7 @@ def region_step_values(experiment: Experiment, metrics=("time", "visits", "bytes
 
 def without_totals(steps: pd.DataFrame) -> pd.DataFrame:
     # Category sums (kind total) are modeled once, as application quantities, not again as regions.
-    return steps[steps["kind"] != TOTAL].reset_index(drop=True)
+    return steps[steps[KIND] != TOTAL].reset_index(drop=True)
 
 
 def fit_region_models(
@@ -131,9 +131,9 @@ def fit_phase_models(
     from extradeep.modeling import fit_models
 
     phases = ("train", "val") if dataset is not None else ("train",)
-    data = steps[steps["phase"].isin(phases)]
+    data = steps[steps[PHASE].isin(phases)]
     # A phase in which a region never ran (all zeros) adds nothing: no model needed there.
-    ran = (data["value"] != 0).groupby([data[k] for k in [*keys, "phase"]]).transform("any")
+    ran = (data[VALUE] != 0).groupby([data[k] for k in [*keys, "phase"]]).transform("any")
     data = data[ran.to_numpy(dtype=bool)]
     columns = [*keys, "model", "formula", "growth", "smape", "reason"]
     if data.empty:
@@ -200,7 +200,7 @@ def consistent_parts(
         if len(points):
             X = points[params].to_numpy(float)
             predicted = as_vector(model.predict(X[:, 0] if len(params) == 1 else X))
-            model.smape = float(smape(points["value"].to_numpy(float), predicted))
+            model.smape = float(smape(points[VALUE].to_numpy(float), predicted))
         index = rows[0]
         out.at[index, "model"] = model
         out.at[index, "formula"], out.at[index, "growth"] = model.formula(), model.growth()

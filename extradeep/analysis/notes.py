@@ -13,6 +13,7 @@ from extradeep.analysis.epoch import BREAKDOWN, EPOCH_TIME, quantity_label, skip
 from extradeep.analysis.points import format_point
 from extradeep.analysis.primary import require_primary
 from extradeep.analysis.scaling import design
+from extradeep.columns import PART_IDLE, VALUE
 from extradeep.errors import InputError
 
 if TYPE_CHECKING:
@@ -31,12 +32,12 @@ def contradiction_notes(app_points: pd.DataFrame, params: list[str]) -> list[str
     of one process) once each, while idle is measured against the union of GPU activity."""
     if app_points.empty or EPOCH_TIME not in set(app_points["quantity"]):
         return []
-    wide = app_points.pivot_table(index=params, columns="quantity", values="value")
+    wide = app_points.pivot_table(index=params, columns="quantity", values=VALUE)
     parts = [c for c in BREAKDOWN if c in wide.columns]
     if not parts:
         return []
     total = wide[EPOCH_TIME]
-    summed = wide[parts].sum(axis=1) + (wide["idle"] if "idle" in wide.columns else 0.0)
+    summed = wide[parts].sum(axis=1) + (wide[PART_IDLE] if PART_IDLE in wide.columns else 0.0)
     largest = wide[parts].max(axis=1)
     bad = ((largest > PART_TOLERANCE * total) | (summed > PARTS_TOLERANCE * total)) & (total > 0)
     if not bad.any():

@@ -45,6 +45,7 @@ from extradeep.analysis.communication import (
     load_comm_model,
     pure_long,
 )
+from extradeep.columns import COMMUNICATION, COMPUTATION, MEMORY, PART, PART_IDLE, PHASE, REP, VALUE
 from extradeep.modeling.batched import smape
 
 
@@ -90,7 +91,7 @@ class Exposure:
 
     @classmethod
     def from_experiment(cls, experiment, upto: float = np.inf) -> Exposure | None:
-        """The curve an Experiment keeps (``settings["exposure"]``, written by ingest) of its largest
+        """The curve an Experiment keeps (``settings.exposure``, written by ingest) of its largest
         point up to ``upto``, for a model of its one parameter; None without one. A curve of a point
         the experiment does not model (held out for evaluation) is never used."""
         params = experiment.params
@@ -285,18 +286,18 @@ class StepComposition:
 
 def step_parts(app_steps: pd.DataFrame, params: list[str], phase: str = "train") -> pd.DataFrame:
     """Per point and repetition of ``phase``: S (step), B (step without communication), C, O and I (idle)."""
-    frame = app_steps[app_steps["phase"] == phase]
-    wide = frame.pivot_table(index=[*params, "rep"], columns="quantity", values="value", aggfunc="first")
+    frame = app_steps[app_steps[PHASE] == phase]
+    wide = frame.pivot_table(index=[*params, REP], columns="quantity", values=VALUE, aggfunc="first")
     need = ["epoch time", "idle", "computation", "communication", "memory"]
     if not set(need) <= set(wide.columns):
-        return pd.DataFrame(columns=[*params, "rep", "S", "B", "C", "O", "I"])
+        return pd.DataFrame(columns=[*params, REP, "S", "B", "C", "O", "I"])
     wide = wide[need].dropna(subset=["epoch time"]).fillna(0.0)  # a part never measured is 0, a step is not
-    busy = wide["epoch time"] - wide["idle"]
+    busy = wide["epoch time"] - wide[PART_IDLE]
     out = pd.DataFrame(
-        {"S": wide["epoch time"], "B": wide["idle"] + wide["computation"] + wide["memory"], "C": wide["communication"]}
+        {"S": wide["epoch time"], "B": wide[PART_IDLE] + wide[COMPUTATION] + wide[MEMORY], "C": wide[COMMUNICATION]}
     )
-    out["O"] = (wide["computation"] + wide["communication"] + wide["memory"] - busy).clip(lower=0.0)
-    out["I"] = wide["idle"]
+    out["O"] = (wide[COMPUTATION] + wide[COMMUNICATION] + wide[MEMORY] - busy).clip(lower=0.0)
+    out["I"] = wide[PART_IDLE]
     return out.reset_index()
 
 
@@ -388,7 +389,7 @@ def _repetition_noise(parts: pd.DataFrame, params: list[str]) -> float:
     """Standard error (%) of a leave-one-out SMAPE from repetition noise: the median over points of
     the repetitions' half-range of S (relative), over the square root of the number of points.
     NaN (unknown) with one repetition per point."""
-    if parts.groupby(params)["rep"].nunique().max() < 2:
+    if parts.groupby(params)[REP].nunique().max() < 2:
         return float("nan")
     spread = parts.groupby(params)["S"].agg(lambda s: (s.max() - s.min()) / 2 / s.median() if s.median() > 0 else 0.0)
     return float(100 * spread.median() / np.sqrt(len(spread))) if len(spread) else 0.0
@@ -422,7 +423,7 @@ def _fit_parts(
     from extradeep.modeling import fit_models
 
     value_vars = ["S", "B", "C", "I"] if "I" in parts.columns else ["S", "B", "C"]
-    long = parts.melt(id_vars=[*params, "rep"], value_vars=value_vars, var_name="part")
+    long = parts.melt(id_vars=[*params, REP], value_vars=value_vars, var_name=PART)
     if not extra.empty:
         long = pd.concat([long, extra], ignore_index=True)
     if folds is None:
@@ -430,10 +431,10 @@ def _fit_parts(
     else:
         frames = [long[long[params[0]] != x].assign(fold=x) for x in folds]
     fitted = fit_models(pd.concat(frames, ignore_index=True), params, by=("fold", "part"), rep="rep", options=options)
-    if fitted.loc[fitted["part"].isin(["S", "B", "C"]), "model"].isna().any():
+    if fitted.loc[fitted[PART].isin(["S", "B", "C"]), "model"].isna().any():
         return None
     models = {
-        fold: _with_comm_sum(dict(zip(group["part"], group["model"])), parts, pure, params, topology)
+        fold: _with_comm_sum(dict(zip(group[PART], group["model"])), parts, pure, params, topology)
         for fold, group in fitted.groupby("fold")
     }
     return models[0.0] if folds is None else models

@@ -36,6 +36,7 @@ import numpy as np
 
 from extradeep.analysis.communication import as_vector
 from extradeep.analysis.epoch import BREAKDOWN, EpochModel
+from extradeep.columns import COMMUNICATION, COMPUTATION, MEMORY, PART_IDLE
 
 PARTS = (*BREAKDOWN, "idle")
 GPU_TOTAL = "gpu total"
@@ -75,8 +76,10 @@ class Breakdown:
                 out[name] += count * parts[name]
             whole += count * s
             scale = np.where(count > 0, np.minimum(scale, factor), scale)
-        out[GPU_TOTAL] = out["computation"] + out["communication"] + out["memory"]
-        out[OVERLAP] = np.maximum(out[GPU_TOTAL] + out["idle"] - whole, 0.0) if self.whole is not None else 0.0 * whole
+        out[GPU_TOTAL] = out[COMPUTATION] + out[COMMUNICATION] + out[MEMORY]
+        out[OVERLAP] = (
+            np.maximum(out[GPU_TOTAL] + out[PART_IDLE] - whole, 0.0) if self.whole is not None else 0.0 * whole
+        )
         out[SCALE] = scale
         return out
 
@@ -133,17 +136,17 @@ def phase_parts(whole, raw: dict, X, n: int) -> tuple[dict, np.ndarray, np.ndarr
     composition = _composition(whole)
     if composition is not None:
         base = np.maximum(as_vector(composition.base.predict(X)), 0.0)
-        rest = parts["computation"] + parts["memory"] + parts["idle"]
+        rest = parts[COMPUTATION] + parts[MEMORY] + parts[PART_IDLE]
         share = np.divide(base, rest, out=np.zeros(n), where=rest > 0)
         for name in ("computation", "memory", "idle"):
             parts[name] = parts[name] * share
-        parts["idle"] = np.where(rest > 0, parts["idle"], base)  # nothing else measured: B is idle
-        parts["communication"] = np.maximum(as_vector(composition.comm.predict(X)), 0.0)
-    parts["idle"] = np.minimum(parts["idle"], s)
-    gpu = parts["computation"] + parts["communication"] + parts["memory"]
-    parts["idle"] = np.maximum(parts["idle"], s - gpu)  # time no GPU work explains is idle
+        parts[PART_IDLE] = np.where(rest > 0, parts[PART_IDLE], base)  # nothing else measured: B is idle
+        parts[COMMUNICATION] = np.maximum(as_vector(composition.comm.predict(X)), 0.0)
+    parts[PART_IDLE] = np.minimum(parts[PART_IDLE], s)
+    gpu = parts[COMPUTATION] + parts[COMMUNICATION] + parts[MEMORY]
+    parts[PART_IDLE] = np.maximum(parts[PART_IDLE], s - gpu)  # time no GPU work explains is idle
     largest = np.max([parts[p] for p in BREAKDOWN], axis=0)
-    needed = parts["idle"] + largest
+    needed = parts[PART_IDLE] + largest
     scale = np.divide(s, needed, out=np.ones(n), where=needed > s * (1 + 1e-12))
     return {name: v * scale for name, v in parts.items()}, s, scale
 

@@ -15,6 +15,7 @@ import pandas as pd
 
 from extradeep.aggregate.experiment import dataset_dict
 from extradeep.analysis.epoch import REGION_KEYS, model_from_dict
+from extradeep.columns import CATEGORY, KIND, METRIC, NAME, REGION, VALUE
 from extradeep.io.store import json_safe as _clean
 
 APP_KEY = "quantity"
@@ -40,10 +41,10 @@ def models_tables(analysis) -> dict[str, pd.DataFrame]:
     rows += [
         {
             "model_type": "region",
-            "name": r["region"],
-            "kind": r["kind"],
-            "category": r["category"],
-            "metric": r["metric"],
+            "name": r[REGION],
+            "kind": r[KIND],
+            "category": r[CATEGORY],
+            "metric": r[METRIC],
             **_model_row(r),
         }
         for r in analysis.region_models.to_dict("records")
@@ -75,7 +76,7 @@ def models_tables(analysis) -> dict[str, pd.DataFrame]:
     ]
     return {
         "models": pd.DataFrame(rows, columns=columns),
-        "models_meta": pd.DataFrame({"key": list(meta), "value": [json.dumps(_clean(v)) for v in meta.values()]}),
+        "models_meta": pd.DataFrame({"key": list(meta), VALUE: [json.dumps(_clean(v)) for v in meta.values()]}),
     }
 
 
@@ -83,7 +84,7 @@ def reusable_models(
     saved: dict | None, dataset, options: dict | None, system: dict | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """(application models, region models) from `saved` (Experiment.saved_models) when they were
-    fitted with the same modeler `options`, `dataset` and `system` (settings["system"]); None when
+    fitted with the same modeler `options`, `dataset` and `system` (settings.system); None when
     there are none or they differ (:func:`saved_mismatch` says how)."""
     if not saved or saved.get("models") is None or "model_json" not in saved["models"]:
         return None
@@ -91,8 +92,8 @@ def reusable_models(
         return None
     rows = saved["models"]
     try:
-        app = rows[rows["model_type"] == "application"].rename(columns={"name": APP_KEY})
-        regions = rows[rows["model_type"] == "region"].rename(columns={"name": "region"})
+        app = rows[rows["model_type"] == "application"].rename(columns={NAME: APP_KEY})
+        regions = rows[rows["model_type"] == REGION].rename(columns={NAME: REGION})
         return _frame(app, [APP_KEY]), _frame(regions, REGION_KEYS)
     except (KeyError, TypeError, ValueError):  # a damaged models table (hand edit, crash): refit instead
         return None

@@ -26,6 +26,7 @@ from extradeep.analysis.evaluation import prediction_errors
 from extradeep.analysis.points import point_grid, value_range
 from extradeep.analysis.saved import effective_options, saved_choices
 from extradeep.analysis.scales import check_whole, supported_points
+from extradeep.columns import RANKS
 from extradeep.errors import InputError
 
 DEFAULT_FACTORS = (2, 4, 8)  # default predictions: these multiples of the largest measured ranks
@@ -139,7 +140,7 @@ def split_held_out(experiment, values, ranks_param: str | None = None):
     """(modeling, held-out) experiments: the configurations whose ranks parameter is in `values`
     are held out; refused when one was not measured or nothing would be left to model."""
     require_parameters(experiment)  # one configuration: nothing to hold out, and the line says what helps
-    ranks = ranks_param or ("ranks" if "ranks" in experiment.params else experiment.params[0])
+    ranks = ranks_param or (RANKS if RANKS in experiment.params else experiment.params[0])
     points = experiment.points[experiment.params].drop_duplicates()
     measured = points[ranks].astype(float)
     missing = [v for v in values if not (measured == v).any()]
