@@ -11,7 +11,23 @@ from pathlib import Path
 
 import pandas as pd
 
-from extradeep.columns import MICRO_BATCHES, PART, PART_POWER, PART_STEP, STAGE, STEP_TIME, WORKLOAD
+from extradeep.columns import (
+    FITS,
+    GLOBAL_BATCH,
+    GPUS,
+    METRIC,
+    MICRO_BATCHES,
+    PART,
+    PART_POWER,
+    PART_STEP,
+    PATH,
+    PEAK_MEMORY,
+    PREDICTED,
+    STAGE,
+    STEP_TIME,
+    VALUE,
+    WORKLOAD,
+)
 from extradeep.errors import InputError
 from extradeep.layouts.energy import LAYOUT_COLUMNS, POWER
 from extradeep.layouts.model import LayoutModel
@@ -58,7 +74,7 @@ def read_profiled_runs(paths, model: dict | None = None, settings=None, aliases=
                 pass  # layout_parts reports it, one line per file
     frame = layout_parts(paths, aliases=aliases, manifest=manifest, model=model, settings=settings, facts=facts)
     problems += list(frame.attrs.get("problems", []))
-    used = [facts[p] for p in frame["path"].unique() if p in facts]
+    used = [facts[p] for p in frame[PATH].unique() if p in facts]
     capacities = {f.gpu_memory for f in used if f.gpu_memory}
     names = {f.gpu_name for f in used if f.gpu_name}
     return ProfiledRuns(
@@ -81,9 +97,9 @@ def power_observations(parts: pd.DataFrame, model: dict | None = None) -> pd.Dat
     if PART not in parts or not (parts[PART] == PART_POWER).any():
         return pd.DataFrame()
     measured = parts[parts[PART] == PART_POWER].rename(columns={"app": WORKLOAD})
-    watts = measured.groupby([WORKLOAD, *LAYOUT_COLUMNS], dropna=False)["value"].mean().rename(POWER).reset_index()
+    watts = measured.groupby([WORKLOAD, *LAYOUT_COLUMNS], dropna=False)[VALUE].mean().rename(POWER).reset_index()
     runs = part_observations(parts, model)
-    steps = runs[runs[PART] == PART_STEP].drop(columns=[PART, "metric", "value"])
+    steps = runs[runs[PART] == PART_STEP].drop(columns=[PART, METRIC, VALUE])
     steps = steps.drop_duplicates([WORKLOAD, *LAYOUT_COLUMNS])
     return steps.merge(watts, on=[WORKLOAD, *LAYOUT_COLUMNS], how="inner").reset_index(drop=True)
 
@@ -97,7 +113,7 @@ def class_observations(parts: pd.DataFrame, facts: dict, model: dict | None = No
     from extradeep.io.parallel.parts import part_observations
 
     per_file = []
-    for path in parts["path"].unique():
+    for path in parts[PATH].unique():
         if path not in facts:
             facts[path] = profile_facts(path)
         times = file_class_times(facts[path])
@@ -106,15 +122,15 @@ def class_observations(parts: pd.DataFrame, facts: dict, model: dict | None = No
     if not per_file:
         return pd.DataFrame()
     keys = ["gpus", "tp", "pp", "dp", "micro_batch", MICRO_BATCHES, "zero", "recompute"]
-    files = parts.drop_duplicates("path").merge(pd.DataFrame(per_file), on="path")
-    files = files.rename(columns={"app": "workload"})
-    last = files[files[STAGE] == files.groupby(["workload", *keys], dropna=False)[STAGE].transform("max")]
-    medians = last.groupby(["workload", *keys])[list(CLASS_TIMES)].median().reset_index()
+    files = parts.drop_duplicates(PATH).merge(pd.DataFrame(per_file), on=PATH)
+    files = files.rename(columns={"app": WORKLOAD})
+    last = files[files[STAGE] == files.groupby([WORKLOAD, *keys], dropna=False)[STAGE].transform("max")]
+    medians = last.groupby([WORKLOAD, *keys])[list(CLASS_TIMES)].median().reset_index()
     runs = part_observations(parts, model)
     if runs.empty:
         return pd.DataFrame()
-    runs = runs[runs["part"] == "step"].drop(columns=["part", "metric", "value"]).drop_duplicates(["workload", *keys])
-    return runs.merge(medians, on=["workload", *keys], how="inner").reset_index(drop=True)
+    runs = runs[runs[PART] == "step"].drop(columns=[PART, METRIC, VALUE]).drop_duplicates([WORKLOAD, *keys])
+    return runs.merge(medians, on=[WORKLOAD, *keys], how="inner").reset_index(drop=True)
 
 
 def simulator_check(folder, hardware, model_options: dict | None = None) -> tuple[pd.DataFrame, dict]:
@@ -148,20 +164,20 @@ def simulator_check(folder, hardware, model_options: dict | None = None) -> tupl
         low=predicted[STEP_TIME + "_low"].to_numpy(),
         high=predicted[STEP_TIME + "_high"].to_numpy(),
         peak_memory=[t["peak_memory"] for t in truth["truth_layouts"]],
-        memory_estimate=predicted["peak_memory"].to_numpy(),
-        truth_fits=[bool(t["fits"]) for t in truth["truth_layouts"]],
-        fits=predicted["fits"].to_numpy(),
+        memory_estimate=predicted[PEAK_MEMORY].to_numpy(),
+        truth_fits=[bool(t[FITS]) for t in truth["truth_layouts"]],
+        fits=predicted[FITS].to_numpy(),
     )
-    frame["error_pct"] = 100 * (frame["predicted"] / frame["truth"] - 1)
+    frame["error_pct"] = 100 * (frame[PREDICTED] / frame["truth"] - 1)
     frame["inside"] = (frame["low"] <= frame["truth"]) & (frame["truth"] <= frame["high"])
-    frame["memory_error_pct"] = 100 * (frame["memory_estimate"] / frame["peak_memory"] - 1)
+    frame["memory_error_pct"] = 100 * (frame["memory_estimate"] / frame[PEAK_MEMORY] - 1)
     picks = []
-    for _, group in frame.groupby("gpus"):
-        feasible = group[group["fits"]]
+    for _, group in frame.groupby(GPUS):
+        feasible = group[group[FITS]]
         if len(group) < 2 or feasible.empty:
             continue
-        per_sample = group["truth"] / group["global_batch"]
-        chosen = (feasible["predicted"] / feasible["global_batch"]).idxmin()
+        per_sample = group["truth"] / group[GLOBAL_BATCH]
+        chosen = (feasible[PREDICTED] / feasible[GLOBAL_BATCH]).idxmin()
         picks.append(
             (per_sample[chosen] / per_sample[group["truth_fits"]].min(), bool(group.loc[chosen, "truth_fits"]))
         )

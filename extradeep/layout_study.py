@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
+from extradeep.columns import VOCAB
 from extradeep.errors import InputError
 from extradeep.layouts.energy import PowerModel
 from extradeep.layouts.hardware import Hardware, load_hardware
@@ -197,7 +198,7 @@ def _profile_parts(study: LayoutStudy, shape: TransformerShape):
     from extradeep.layout_profiles import read_profiled_runs
 
     keys = {"layers": shape.layers, "hidden": shape.hidden, "heads": shape.heads, "seq": shape.seq_len}
-    keys["vocab"] = shape.vocab
+    keys[VOCAB] = shape.vocab
     paths = list(study.profiles) or None
     measured = read_profiled_runs(paths, keys, aliases=study.aliases or None, manifest=study.manifest)
     if measured.parts.empty:

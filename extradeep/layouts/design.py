@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import GLOBAL_BATCH, GPUS, STEP_TIME
+from extradeep.columns import FITS, GAIN, GLOBAL_BATCH, GPU_HOURS, GPUS, PART_STEP, PP, STEP_TIME, TP
 from extradeep.errors import InputError
 from extradeep.layouts.model import STEP_PARTS, LayoutModel
 from extradeep.layouts.parts import NAMES, PRIOR, compose, nominal_features
@@ -42,9 +42,9 @@ def sensitivities(frame: pd.DataFrame, model: LayoutModel, parts: bool = True) -
 
     def rows(c):
         out = compose(features, c, model.dp_overlap)
-        columns = [np.log(out["step"])]
+        columns = [np.log(out[PART_STEP])]
         if parts:
-            columns += [out[p] / out["step"] for p in STEP_PARTS]
+            columns += [out[p] / out[PART_STEP] for p in STEP_PARTS]
         return np.stack(columns, axis=1)
 
     base = rows(coef)
@@ -118,8 +118,8 @@ def plan_layout_runs(
     model = model if model is not None else LayoutModel(interval=None).fit(None)
     pool = candidate_runs(shape, max_gpus, model, **space) if candidates is None else layout_frame(candidates)
     predicted = model.predict(pool)
-    pool = pool[predicted["fits"].to_numpy()].reset_index(drop=True)
-    predicted = predicted[predicted["fits"].to_numpy()].reset_index(drop=True)
+    pool = pool[predicted[FITS].to_numpy()].reset_index(drop=True)
+    predicted = predicted[predicted[FITS].to_numpy()].reset_index(drop=True)
     if pool.empty:
         raise InputError(None, f"no candidate layout fits in GPU memory on up to {max_gpus} GPUs", field="max_gpus")
     cost = run_cost(pool, predicted, run_seconds, steps)
@@ -144,10 +144,10 @@ def plan_layout_runs(
         left[best] = False
         chosen.append((best, gains[best]))
     rows = pool.iloc[[i for i, _ in chosen]].reset_index(drop=True)
-    rows["gpu_hours"] = cost[[i for i, _ in chosen]]
-    rows["cumulative_gpu_hours"] = rows["gpu_hours"].cumsum()
-    rows["gain"] = [g for _, g in chosen]
-    rows["gain_per_gpu_hour"] = rows["gain"] / rows["gpu_hours"]
+    rows[GPU_HOURS] = cost[[i for i, _ in chosen]]
+    rows["cumulative_gpu_hours"] = rows[GPU_HOURS].cumsum()
+    rows[GAIN] = [g for _, g in chosen]
+    rows["gain_per_gpu_hour"] = rows[GAIN] / rows[GPU_HOURS]
     rows.attrs["criterion"] = "V-optimal at the targets" if targets is not None else "D-optimal"
     rows.attrs["candidates"] = len(pool)
     return rows
@@ -188,9 +188,9 @@ def naive_runs(
     batch that fits) on 1, 2, 4, ... GPUs, while the budget lasts; costs as in :func:`plan_layout_runs`."""
     model = model if model is not None else LayoutModel(interval=None).fit(None)
     pool = candidate_runs(shape, max_gpus, model, **space)
-    pool = pool[(pool["tp"] == 1) & (pool["pp"] == 1)].reset_index(drop=True)
+    pool = pool[(pool[TP] == 1) & (pool[PP] == 1)].reset_index(drop=True)
     predicted = model.predict(pool)
-    pool = pool.assign(gpu_hours=run_cost(pool, predicted, run_seconds, steps))[predicted["fits"].to_numpy()]
+    pool = pool.assign(gpu_hours=run_cost(pool, predicted, run_seconds, steps))[predicted[FITS].to_numpy()]
     pool = pool.sort_values([GPUS, GLOBAL_BATCH]).drop_duplicates(GPUS, keep="last")
-    chosen = pool[pool["gpu_hours"].cumsum() <= budget_gpu_hours + 1e-12]
-    return chosen.assign(cumulative_gpu_hours=chosen["gpu_hours"].cumsum()).reset_index(drop=True)
+    chosen = pool[pool[GPU_HOURS].cumsum() <= budget_gpu_hours + 1e-12]
+    return chosen.assign(cumulative_gpu_hours=chosen[GPU_HOURS].cumsum()).reset_index(drop=True)

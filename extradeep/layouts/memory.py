@@ -34,6 +34,7 @@ from extradeep.columns import (
     HEADS,
     HIDDEN,
     LAYERS,
+    MEMORY_TOTAL,
     MICRO_BATCH,
     MICRO_BATCHES,
     PP,
@@ -66,7 +67,7 @@ class MemoryModel:
     def parts(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Bytes per GPU per part (MEMORY_PARTS) and their sum, "peak", for each layout."""
         first, last = self._stage(frame, first=True), self._stage(frame, first=False)
-        use_last = last["total"] > first["total"]
+        use_last = last[MEMORY_TOTAL] > first[MEMORY_TOTAL]
         out = pd.DataFrame({k: np.where(use_last, last[k], first[k]) for k in MEMORY_PARTS}, index=frame.index)
         out["peak"] = out[list(MEMORY_PARTS)].sum(axis=1)
         return out
@@ -105,7 +106,7 @@ class MemoryModel:
             * np.maximum(np.where(holds_logits, LOGIT_BYTES * s * b * vocab / t, 0.0) - working, 0.0),
             "overhead": np.full(len(t), float(self.overhead)),
         }
-        parts["total"] = sum(parts.values())
+        parts[MEMORY_TOTAL] = sum(parts.values())
         return parts
 
     def peak(self, frame: pd.DataFrame) -> np.ndarray:

@@ -25,11 +25,14 @@ from scipy.optimize import least_squares
 from extradeep.columns import (
     CHUNKS,
     DP,
+    FITS,
     GPUS,
     METRIC,
     MICRO_BATCH,
     MICRO_BATCHES,
     PART,
+    PART_STEP,
+    PEAK_MEMORY,
     PP,
     RECOMPUTE,
     SCHEDULE,
@@ -217,7 +220,9 @@ class LayoutModel:
             coef[free] = np.exp(log_coef)
             blocks = [pull * (log_coef - prior)]
             if step_features is not None:
-                blocks.append(root_weights * (np.log(compose(step_features, coef, self.dp_overlap)["step"]) - measured))
+                blocks.append(
+                    root_weights * (np.log(compose(step_features, coef, self.dp_overlap)[PART_STEP]) - measured)
+                )
             if part_features is not None:
                 blocks.append(_part_residuals(part_features, part_rows, coef, self.dp_overlap))
             return np.concatenate(blocks)
@@ -245,12 +250,12 @@ class LayoutModel:
     def _elasticities(self, features, which=None) -> np.ndarray:
         """(n, k) d log(step) / d log(coefficient) at the fitted coefficients (``which``: their indices)."""
         which = range(len(NAMES)) if which is None else which
-        base = np.log(compose(features, self.coef_.to_numpy(), self.dp_overlap)["step"])
+        base = np.log(compose(features, self.coef_.to_numpy(), self.dp_overlap)[PART_STEP])
         out = np.empty((len(base), len(which)))
         for k, j in enumerate(which):
             coef = self.coef_.to_numpy().copy()
             coef[j] *= np.exp(0.01)
-            out[:, k] = (np.log(compose(features, coef, self.dp_overlap)["step"]) - base) / 0.01
+            out[:, k] = (np.log(compose(features, coef, self.dp_overlap)[PART_STEP]) - base) / 0.01
         return out
 
     def _fit_interval(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> None:
@@ -270,7 +275,7 @@ class LayoutModel:
             kept_parts = part_rows[~np.isin(part_keys, step_keys[held])] if len(part_rows) else part_rows
             coef = self._solve(rest, kept_parts)[0]
             self.fold_coefs_.append(coef)
-            guess = compose(self._features(steps[held]), coef, self.dp_overlap)["step"]
+            guess = compose(self._features(steps[held]), coef, self.dp_overlap)[PART_STEP]
             held_rows = steps[held]
             errors.append(
                 pd.DataFrame(
@@ -292,13 +297,13 @@ class LayoutModel:
         frame = layout_frame(layouts, source="layouts")
         features = self._features(frame, target)
         parts = compose(features, self.coef_.to_numpy(), self.dp_overlap)
-        out = pd.DataFrame({STEP_TIME: parts["step"], **{p: parts[p] for p in STEP_PARTS}}, index=frame.index)
+        out = pd.DataFrame({STEP_TIME: parts[PART_STEP], **{p: parts[p] for p in STEP_PARTS}}, index=frame.index)
         estimate = _differs(target, self.hardware_)
-        low, high = self._bounds(features, frame[GPUS].to_numpy(float), parts["step"], estimate)
+        low, high = self._bounds(features, frame[GPUS].to_numpy(float), parts[PART_STEP], estimate)
         out[STEP_TIME + "_low"], out[STEP_TIME + "_high"] = low, high
         memory = self.memory_.parts(frame)
-        out["peak_memory"] = memory["peak"].to_numpy()
-        out["fits"], out["reason"] = fit_reasons(out["peak_memory"], target.gpu.memory)
+        out[PEAK_MEMORY] = memory["peak"].to_numpy()
+        out[FITS], out["reason"] = fit_reasons(out[PEAK_MEMORY], target.gpu.memory)
         out["estimate"] = estimate
         out["extrapolated"] = self._extrapolated(frame, features)
         return out
@@ -309,7 +314,7 @@ class LayoutModel:
             width = np.hypot(width, TRANSFER_SPREAD * 1.96)
         low, high = step * np.exp(-width), step * np.exp(width)
         for coef in self.fold_coefs_:
-            other = compose(features, coef, self.dp_overlap)["step"]
+            other = compose(features, coef, self.dp_overlap)[PART_STEP]
             low, high = np.minimum(low, other), np.maximum(high, other)
         return low, high
 
@@ -384,7 +389,7 @@ class LayoutModel:
         step = pd.DataFrame(
             {
                 "coefficient": list(NAMES),
-                "value": self.coef_.to_numpy(),
+                VALUE: self.coef_.to_numpy(),
                 "prior": PRIOR,
                 PART: [c.part for c in COEFFICIENTS],
                 "calibrated_by": self.support_.to_numpy(),
@@ -395,7 +400,7 @@ class LayoutModel:
         memory = pd.DataFrame(
             {
                 "coefficient": ["activation_scale", "memory_overhead"],
-                "value": [self.memory_.activation_scale, self.memory_.overhead],
+                VALUE: [self.memory_.activation_scale, self.memory_.overhead],
                 "prior": [default.activation_scale, default.overhead],
                 PART: ["memory", "memory"],
                 "calibrated_by": [source, source],
@@ -413,7 +418,7 @@ def _part_residuals(features, part_rows: pd.DataFrame, coef, overlap) -> np.ndar
     parts = compose(features, coef, overlap)
     names = part_rows[PART].to_numpy()
     predicted = np.select([names == p for p in STEP_PARTS], [parts[p] for p in STEP_PARTS], np.nan)
-    return (predicted - part_rows[VALUE].to_numpy(float)) / parts["step"]
+    return (predicted - part_rows[VALUE].to_numpy(float)) / parts[PART_STEP]
 
 
 LAYOUT_KEY = (WORKLOAD, GPUS, TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, ZERO, RECOMPUTE, SCHEDULE, CHUNKS)

@@ -48,6 +48,7 @@ from extradeep.columns import (
     LAYERS,
     MICRO_BATCH,
     MICRO_BATCHES,
+    PART_STEP,
     PP,
     RECOMPUTE,
     SCHEDULE,
@@ -268,5 +269,5 @@ def compose(features: dict[str, np.ndarray], coef, dp_overlap: float = 0.0) -> d
         "dp_sync": dp,
         "optimizer": c["optimizer"] * fx["optimizer"] + c["step_constant"],
     }
-    parts["step"] = sum(parts.values())
+    parts[PART_STEP] = sum(parts.values())
     return parts

@@ -20,7 +20,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import GLOBAL_BATCH, GPUS, STEP_TIME
+from extradeep.columns import (
+    COST,
+    ENERGY_COST,
+    ENERGY_KWH,
+    FITS,
+    GLOBAL_BATCH,
+    GPU_HOURS,
+    GPUS,
+    HARDWARE,
+    PARETO,
+    PEAK_MEMORY,
+    POWER_W,
+    RANK,
+    RUN_TIME,
+    STEP_TIME,
+    TIME_HIGH,
+    TIME_LOW,
+)
 from extradeep.errors import InputError
 from extradeep.layouts.energy import PowerModel
 from extradeep.layouts.hardware import load_hardware
@@ -92,21 +109,21 @@ def search_layouts(
 
 def _economics(table: pd.DataFrame, hardware, samples_per_epoch, watts) -> pd.DataFrame:
     steps = 1.0 if samples_per_epoch is None else np.ceil(samples_per_epoch / table[GLOBAL_BATCH])
-    table["hardware"] = hardware.label
-    table["time"] = table[STEP_TIME] * steps
-    table["time_low"] = table[STEP_TIME + "_low"] * steps
-    table["time_high"] = table[STEP_TIME + "_high"] * steps
-    table["gpu_hours"] = table["time"] * table[GPUS] / 3600
+    table[HARDWARE] = hardware.label
+    table[RUN_TIME] = table[STEP_TIME] * steps
+    table[TIME_LOW] = table[STEP_TIME + "_low"] * steps
+    table[TIME_HIGH] = table[STEP_TIME + "_high"] * steps
+    table[GPU_HOURS] = table[RUN_TIME] * table[GPUS] / 3600
     price = hardware.price_per_gpu_hour
-    table["cost"] = table["gpu_hours"] * (price if price is not None else 1.0)
-    table["power_w"] = watts
-    table["energy_kwh"] = table[GPUS] * table["power_w"] * table["time"] * hardware.pue / 3.6e6
-    table["energy_cost"] = table["energy_kwh"] * (hardware.price_per_kwh if hardware.price_per_kwh else np.nan)
+    table[COST] = table[GPU_HOURS] * (price if price is not None else 1.0)
+    table[POWER_W] = watts
+    table[ENERGY_KWH] = table[GPUS] * table[POWER_W] * table[RUN_TIME] * hardware.pue / 3.6e6
+    table[ENERGY_COST] = table[ENERGY_KWH] * (hardware.price_per_kwh if hardware.price_per_kwh else np.nan)
     samples = table[GLOBAL_BATCH] * steps
-    table["throughput"] = samples / table["time"]
-    table["perf_per_watt"] = samples / (table["energy_kwh"] * 3.6e6)
+    table["throughput"] = samples / table[RUN_TIME]
+    table["perf_per_watt"] = samples / (table[ENERGY_KWH] * 3.6e6)
     both = price is not None and hardware.price_per_kwh
-    table["perf_per_cost"] = samples / (table["cost"] + (table["energy_cost"] if both else 0.0))
+    table["perf_per_cost"] = samples / (table[COST] + (table[ENERGY_COST] if both else 0.0))
     table.attrs["cost_unit"] = "currency" if price is not None else "GPU-hours"
     return table
 
@@ -115,19 +132,21 @@ def rank_layouts(table: pd.DataFrame, objective="time", max_time=None, max_cost=
     """Mark the Pareto front, the limits, the ranks and the best layout of a search table."""
     out = table.copy()
     column = {"time": "time", "cost": "cost", "energy": "energy_kwh"}[objective]
-    within = out["fits"].to_numpy(bool).copy()
+    within = out[FITS].to_numpy(bool).copy()
     if max_time is not None:
-        within &= out["time"].to_numpy() <= max_time
+        within &= out[RUN_TIME].to_numpy() <= max_time
     if max_cost is not None:
-        within &= out["cost"].to_numpy() <= max_cost
+        within &= out[COST].to_numpy() <= max_cost
     out["within_limits"] = within
-    out["pareto"] = pareto_mask(out["time"].to_numpy(), out["cost"].to_numpy(), out["fits"].to_numpy(bool))
+    out[PARETO] = pareto_mask(out[RUN_TIME].to_numpy(), out[COST].to_numpy(), out[FITS].to_numpy(bool))
     order = np.argsort(np.where(within, out[column].to_numpy(), np.inf), kind="stable")
     rank = np.zeros(len(out), int)
     rank[order[: within.sum()]] = np.arange(1, within.sum() + 1)
-    out["rank"] = rank
+    out[RANK] = rank
     out["best"] = rank == 1
-    out = out.iloc[np.lexsort((out["time"].to_numpy(), np.where(rank > 0, rank, len(out) + 1)))].reset_index(drop=True)
+    out = out.iloc[np.lexsort((out[RUN_TIME].to_numpy(), np.where(rank > 0, rank, len(out) + 1)))].reset_index(
+        drop=True
+    )
     out.attrs.update(
         {
             "objective": objective,
@@ -159,7 +178,7 @@ def pareto_mask(time, cost, eligible) -> np.ndarray:
 
 def pareto_front(table: pd.DataFrame) -> pd.DataFrame:
     """The layouts on the front of time against cost, fastest first."""
-    return table[table["pareto"]].sort_values("time").reset_index(drop=True)
+    return table[table[PARETO]].sort_values(RUN_TIME).reset_index(drop=True)
 
 
 def best_layout(table: pd.DataFrame) -> pd.Series | None:
@@ -170,17 +189,17 @@ def best_layout(table: pd.DataFrame) -> pd.Series | None:
 
 def why_none(table: pd.DataFrame) -> str:
     """Why no layout was recommended: nothing fits in memory, or which limit the closest misses."""
-    if not table["fits"].any():
-        return f"no layout fits in GPU memory (smallest need: {table['reason'].iloc[table['peak_memory'].argmin()]})"
-    fits = table[table["fits"]]
+    if not table[FITS].any():
+        return f"no layout fits in GPU memory (smallest need: {table['reason'].iloc[table[PEAK_MEMORY].argmin()]})"
+    fits = table[table[FITS]]
     parts = []
     limit = table.attrs.get("max_time")
-    if limit is not None and (fits["time"] > limit).all():
-        parts.append(f"the fastest layout takes {fits['time'].min():.4g} s, over --max-time {limit:g} s")
+    if limit is not None and (fits[RUN_TIME] > limit).all():
+        parts.append(f"the fastest layout takes {fits[RUN_TIME].min():.4g} s, over --max-time {limit:g} s")
     limit = table.attrs.get("max_cost")
-    if limit is not None and (fits["cost"] > limit).all():
+    if limit is not None and (fits[COST] > limit).all():
         parts.append(
-            f"the cheapest costs {fits['cost'].min():.4g} {table.attrs.get('cost_unit')}, over --max-cost {limit:g}"
+            f"the cheapest costs {fits[COST].min():.4g} {table.attrs.get('cost_unit')}, over --max-cost {limit:g}"
         )
     return "; ".join(parts) or "no layout meets both limits at once"
 

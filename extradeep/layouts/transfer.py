@@ -28,6 +28,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import BYTES, END, KIND, LAUNCH, NAME, PART_COMPUTE, START, STEP
 from extradeep.errors import InputError
 from extradeep.layouts.parts import COEFFICIENTS, nominal_features
 from extradeep.layouts.space import layout_frame
@@ -44,11 +45,11 @@ def kernel_classes(kernels: pd.DataFrame, ridge: float | None = None) -> pd.Seri
     """'compute', 'memory' or 'communication' per kernel row (columns name, collective, and
     optionally flops and bytes). ``ridge``: the GPU's peak FLOP/s over its bandwidth (FLOP/byte);
     rows with flops and bytes > 0 are compute-bound when their intensity reaches it."""
-    names = kernels["name"].astype(str)
+    names = kernels[NAME].astype(str)
     out = pd.Series(np.where(names.str.contains(COMPUTE_BOUND_NAME), COMPUTE, MEMORY), index=kernels.index)
     if ridge is not None and {"flops", "bytes"} <= set(kernels):
         flops = pd.to_numeric(kernels["flops"], errors="coerce")
-        nbytes = pd.to_numeric(kernels["bytes"], errors="coerce")
+        nbytes = pd.to_numeric(kernels[BYTES], errors="coerce")
         known = (flops > 0) & (nbytes > 0)
         out[known] = np.where(flops[known] / nbytes[known] >= ridge, COMPUTE, MEMORY)
     if "collective" in kernels:
@@ -60,12 +61,12 @@ def file_class_times(facts) -> pd.DataFrame:
     """Per measured step of one profile (ProfileFacts): busy seconds of compute-bound
     (``gemm_time``) and memory-bound (``memory_time``) kernels launched in it."""
     k = facts.kernels
-    k = k[k["kind"] == "kernel"] if "kind" in k else k
+    k = k[k[KIND] == "kernel"] if KIND in k else k
     classes = kernel_classes(k)
-    launched = np.where(k["launch"].to_numpy(float) >= 0, k["launch"].to_numpy(float), k["start"].to_numpy(float))
-    busy = (k["end"] - k["start"]).to_numpy(float) * 1e-9
+    launched = np.where(k[LAUNCH].to_numpy(float) >= 0, k[LAUNCH].to_numpy(float), k[START].to_numpy(float))
+    busy = (k[END] - k[START]).to_numpy(float) * 1e-9
     rows = []
-    for step, lo, hi in facts.steps[["step", "start", "end"]].itertuples(index=False):
+    for step, lo, hi in facts.steps[[STEP, START, END]].itertuples(index=False):
         inside = (launched >= lo) & (launched < hi)
         rows.append(
             {
@@ -74,7 +75,7 @@ def file_class_times(facts) -> pd.DataFrame:
                 "memory_time": float(busy[inside & (classes == MEMORY).to_numpy()].sum()),
             }
         )
-    return pd.DataFrame(rows, columns=["step", *CLASS_TIMES])
+    return pd.DataFrame(rows, columns=[STEP, *CLASS_TIMES])
 
 
 def transfer_factor(model, observations: pd.DataFrame, hardware) -> float:
@@ -98,8 +99,8 @@ def transfer_factor(model, observations: pd.DataFrame, hardware) -> float:
     bandwidth_ratio = source.gpu.memory_bandwidth / target.gpu.memory_bandwidth
     measured = (gemm * flops_ratio + memory * bandwidth_ratio) / np.maximum(gemm + memory, 1e-12)
     coef = model.coef_.to_numpy()
-    there = compose(nominal_features(frame, target), coef, model.dp_overlap)["compute"]
-    here = compose(nominal_features(frame, source), coef, model.dp_overlap)["compute"]
+    there = compose(nominal_features(frame, target), coef, model.dp_overlap)[PART_COMPUTE]
+    here = compose(nominal_features(frame, source), coef, model.dp_overlap)[PART_COMPUTE]
     ok = (gemm + memory > 0) & (here > 0)
     if not ok.any():
         return 1.0

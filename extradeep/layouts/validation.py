@@ -24,7 +24,25 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from extradeep.columns import CHUNKS, MICRO_BATCH, MICRO_BATCHES, SCHEDULE, STEP_TIME, WORKLOAD
+from extradeep.columns import (
+    CHUNKS,
+    DP,
+    FITS,
+    GLOBAL_BATCH,
+    GPUS,
+    HIDDEN,
+    LAYERS,
+    MICRO_BATCH,
+    MICRO_BATCHES,
+    PP,
+    PREDICTED,
+    SCHEDULE,
+    SEQ_LEN,
+    STEP_TIME,
+    TP,
+    VOCAB,
+    WORKLOAD,
+)
 from extradeep.layouts.hardware import GPU_PRESETS, Hardware
 from extradeep.layouts.model import LayoutModel
 from extradeep.layouts.space import layout_frame
@@ -98,9 +116,9 @@ def _leave_one_out(single: pd.DataFrame, multi: pd.DataFrame, options: dict) -> 
             low=predicted[STEP_TIME + "_low"].to_numpy(),
             high=predicted[STEP_TIME + "_high"].to_numpy(),
         )
-        frame["error_pct"] = 100 * (frame["predicted"] / frame[STEP_TIME] - 1)
+        frame["error_pct"] = 100 * (frame[PREDICTED] / frame[STEP_TIME] - 1)
         rows.append(frame)
-        summary.append({WORKLOAD: held, **ranking_scores(frame[STEP_TIME], frame["predicted"], frame)})
+        summary.append({WORKLOAD: held, **ranking_scores(frame[STEP_TIME], frame[PREDICTED], frame)})
     return pd.concat(rows, ignore_index=True), pd.DataFrame(summary)
 
 
@@ -169,12 +187,12 @@ def megatron_check(
         calibration = pd.concat(vtrain_tables(folder), ignore_index=True)
     model = LayoutModel(hardware=VTRAIN_CLUSTER, **{**VTRAIN_OPTIONS, "interval": None}).fit(calibration)
     best = _fastest_layouts(model, table, micro_batches, chunks)
-    scale = table[STEP_TIME].iloc[0] / best["predicted"].iloc[0]  # the one calibrated number
-    flops = training_flops(table["global_batch"], table["seq_len"], table["layers"], table["hidden"], table["vocab"])
-    out = table[[WORKLOAD, "tp", "pp", "dp", "gpus", "global_batch"]].copy()
-    out["micro_batch"], out[SCHEDULE] = best[MICRO_BATCH].to_numpy(), best[SCHEDULE].to_numpy()
-    out["measured_tflops"] = flops / (table[STEP_TIME] * table["gpus"]) / 1e12
-    out["predicted_tflops"] = flops / (best["predicted"].to_numpy() * scale * table["gpus"]) / 1e12
+    scale = table[STEP_TIME].iloc[0] / best[PREDICTED].iloc[0]  # the one calibrated number
+    flops = training_flops(table[GLOBAL_BATCH], table[SEQ_LEN], table[LAYERS], table[HIDDEN], table[VOCAB])
+    out = table[[WORKLOAD, TP, PP, DP, GPUS, GLOBAL_BATCH]].copy()
+    out[MICRO_BATCH], out[SCHEDULE] = best[MICRO_BATCH].to_numpy(), best[SCHEDULE].to_numpy()
+    out["measured_tflops"] = flops / (table[STEP_TIME] * table[GPUS]) / 1e12
+    out["predicted_tflops"] = flops / (best[PREDICTED].to_numpy() * scale * table[GPUS]) / 1e12
     out["error_pct"] = 100 * (out["predicted_tflops"] / out["measured_tflops"] - 1)
     out["calibrated"] = [True] + [False] * (len(out) - 1)
     return out
@@ -188,14 +206,14 @@ def _fastest_layouts(model: LayoutModel, table: pd.DataFrame, micro_batches, chu
         base = table.iloc[[row]].drop(columns=[STEP_TIME, MICRO_BATCHES])
         dp, pp, layers = (int(base[c].iloc[0]) for c in ("dp", "pp", "layers"))
         for mb in micro_batches:
-            if int(base["global_batch"].iloc[0]) % (dp * mb):
+            if int(base[GLOBAL_BATCH].iloc[0]) % (dp * mb):
                 continue
             for v in chunks:
                 if v > 1 and (pp < 2 or (layers // pp) % v):
                     continue
                 schedule = "interleaved" if v > 1 else "1f1b"
                 candidates.append(base.assign(**{MICRO_BATCH: mb, SCHEDULE: schedule, CHUNKS: v, "row": row}))
-    frame = layout_frame(pd.concat(candidates, ignore_index=True).drop(columns=["gpus"]))
+    frame = layout_frame(pd.concat(candidates, ignore_index=True).drop(columns=[GPUS]))
     predicted = model.predict(frame, hardware=SELENE)
-    frame["predicted"] = np.where(predicted["fits"], predicted[STEP_TIME], np.inf)
-    return frame.loc[frame.groupby("row")["predicted"].idxmin()].reset_index(drop=True)
+    frame[PREDICTED] = np.where(predicted[FITS], predicted[STEP_TIME], np.inf)
+    return frame.loc[frame.groupby("row")[PREDICTED].idxmin()].reset_index(drop=True)
