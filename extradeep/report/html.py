@@ -15,6 +15,7 @@ from extradeep.analysis.core import Analysis, extrapolation_notes, prediction_ta
 from extradeep.analysis.cost import CostSettings, amount_text, cost_of
 from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP, quantity_label
 from extradeep.analysis.points import format_point, format_seconds
+from extradeep.columns import CATEGORY, COST, NAME, PREDICTED, RANK, REGION, ROLE, VALUE
 from extradeep.io.placement import layout_source_text
 from extradeep.report import plots
 from extradeep.report.plan import plan_section
@@ -277,7 +278,7 @@ def tradeoff_section(inputs: ReportInputs) -> str:
 def _tradeoff_without_limits(inputs: ReportInputs) -> str:
     a = inputs.analysis
     table = inputs.predictions[inputs.predictions["quantity"] == primary_quantity(a)]
-    table = table.assign(total_time=table["T"], total_cost=table["cost"])
+    table = table.assign(total_time=table["T"], total_cost=table[COST])
     fig = plots.tradeoff_figure(table, a.ranks_param, None, None, inputs.cost.unit, layout=a)
     return (
         "<h2>Time/cost trade-off</h2>"
@@ -289,7 +290,7 @@ def _tradeoff_without_limits(inputs: ReportInputs) -> str:
 
 def breakdown_section(inputs: ReportInputs) -> str:
     a = inputs.analysis
-    measured = a.application_points.rename(columns={"value": "T"})
+    measured = a.application_points.rename(columns={VALUE: "T"})
     combined = pd.concat([measured, inputs.predictions], ignore_index=True)
     fig = plots.breakdown_figure(combined, a.ranks_param, a.per, float(a.points[a.ranks_param].max()))
     return (
@@ -310,12 +311,12 @@ def bottleneck_section(inputs: ReportInputs, top: int = 10) -> str:
     fig = plots.bottleneck_figure(table, a.per, top)
     rows = [
         [
-            r["rank"],
-            r["region"],
-            r["category"],
+            r[RANK],
+            r[REGION],
+            r[CATEGORY],
             r["growth"],
             r["formula"],
-            format_value(r["predicted"]),
+            format_value(r[PREDICTED]),
             format_pct(r["share_of_category"] * 100),
         ]
         for _, r in table.head(top).iterrows()
@@ -342,13 +343,13 @@ def evaluation_section(inputs: ReportInputs) -> str:
     a = inputs.analysis
     quantity = primary_quantity(a)
     fig = plots.evaluation_figure(errors, a.ranks_param, quantity)
-    rows = errors[(errors["model_type"] == "application") & (errors["name"] == quantity)].sort_values(a.ranks_param)
+    rows = errors[(errors["model_type"] == "application") & (errors[NAME] == quantity)].sort_values(a.ranks_param)
     table = [
         [
             format_point(r, a.params),
-            r["role"],
-            format_value(r["value"]),
-            format_value(r["predicted"]),
+            r[ROLE],
+            format_value(r[VALUE]),
+            format_value(r[PREDICTED]),
             format_pct(r["error_pct"], 2),
             format_pct(r["spread_pct"], 2),
             "yes" if r["inside_interval"] else "no",

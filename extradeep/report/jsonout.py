@@ -11,6 +11,7 @@ import pandas as pd
 from extradeep import __version__
 from extradeep.analysis.core import Analysis
 from extradeep.analysis.epoch import QUANTITY_HELP, REGION_KEYS
+from extradeep.columns import VALUE
 from extradeep.errors import InputError
 from extradeep.io.store import json_safe as _clean
 
@@ -43,7 +44,7 @@ def _measured_by(points: pd.DataFrame, keys: list[str], params: list[str]) -> di
         out[key if isinstance(key, tuple) else (key,)] = [
             {
                 "point": {p: cols[p][i] for p in params},
-                "value": cols["value"][i],
+                "value": cols[VALUE][i],
                 "rep_min": cols["rep_min"][i],
                 "rep_max": cols["rep_max"][i],
                 "n_reps": n_reps[i],

@@ -19,7 +19,25 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from extradeep.columns import CHUNKS, GPUS, MICRO_BATCH, MICRO_BATCHES, PP, RECOMPUTE, SCHEDULE, TP, ZERO
+from extradeep.columns import (
+    CHUNKS,
+    COST,
+    DP,
+    FITS,
+    GPUS,
+    HARDWARE,
+    MICRO_BATCH,
+    MICRO_BATCHES,
+    PARETO,
+    PEAK_MEMORY,
+    PP,
+    RANK,
+    RECOMPUTE,
+    RUN_TIME,
+    SCHEDULE,
+    TP,
+    ZERO,
+)
 
 FEASIBLE, INFEASIBLE, NO_LAYOUT = "fits", "infeasible", "no layout"
 INFEASIBLE_COLOR = "#d9d9d9"
@@ -44,11 +62,11 @@ def heatmap_cells(table: pd.DataFrame, value: str = "time") -> pd.DataFrame:
     ``value`` column among the layouts that fit; NaN otherwise), ``option`` (its choices),
     ``rank`` (its rank in the search; 0 when outside the limits), ``best`` and ``reason`` (why
     nothing fits)."""
-    several = table["hardware"].nunique() > 1
+    several = table[HARDWARE].nunique() > 1
     rows = []
     gpus = sorted(table[GPUS].unique())
-    pairs = table[["hardware", TP, PP]].drop_duplicates().sort_values(["hardware", TP, PP])
-    groups = {key: g for key, g in table.groupby(["hardware", TP, PP, GPUS], sort=False)}
+    pairs = table[[HARDWARE, TP, PP]].drop_duplicates().sort_values([HARDWARE, TP, PP])
+    groups = {key: g for key, g in table.groupby([HARDWARE, TP, PP, GPUS], sort=False)}
     for hardware, t, p in pairs.itertuples(index=False):
         label = row_label(t, p, hardware if several else None)
         for n in gpus:
@@ -58,15 +76,15 @@ def heatmap_cells(table: pd.DataFrame, value: str = "time") -> pd.DataFrame:
                 rows.append({**cell, "state": NO_LAYOUT, "value": np.nan, "option": "", "rank": 0, "best": False})
                 rows[-1]["reason"] = "no valid layout (t p does not divide the GPUs, or the batch does not split)"
                 continue
-            fits = group[group["fits"]]
+            fits = group[group[FITS]]
             if fits.empty:
-                smallest = group.loc[group["peak_memory"].idxmin()]
+                smallest = group.loc[group[PEAK_MEMORY].idxmin()]
                 rows.append({**cell, "state": INFEASIBLE, "value": np.nan, "option": option_label(smallest)})
                 rows[-1].update({"rank": 0, "best": False, "reason": str(smallest["reason"])})
                 continue
             top = fits.loc[fits[value].idxmin()]
             rows.append({**cell, "state": FEASIBLE, "value": float(top[value]), "option": option_label(top)})
-            rows[-1].update({"rank": int(top["rank"]), "best": bool(fits["best"].any()), "reason": ""})
+            rows[-1].update({"rank": int(top[RANK]), "best": bool(fits["best"].any()), "reason": ""})
     return pd.DataFrame(rows)
 
 
@@ -144,15 +162,15 @@ def pareto_figure(table: pd.DataFrame, figure: Figure | None = None) -> Figure:
     fig = figure or Figure(figsize=(7.0, 4.6), layout="constrained")
     ax = fig.add_subplot()
     unit, cost_unit = table.attrs.get("time_unit", "s per step"), table.attrs.get("cost_unit", "GPU-hours")
-    fits, unfit = table[table["fits"]], table[~table["fits"]]
+    fits, unfit = table[table[FITS]], table[~table[FITS]]
     if len(unfit):
-        ax.scatter(unfit["time"], unfit["cost"], marker="x", s=14, color="#bbbbbb", label="does not fit in memory")
-    for hardware, group in fits.groupby("hardware", sort=True):
-        label = "layouts that fit" + (f" ({hardware})" if fits["hardware"].nunique() > 1 else "")
-        ax.scatter(group["time"], group["cost"], s=12, alpha=0.55, label=label)
-    front = table[table["pareto"]].sort_values("time")
+        ax.scatter(unfit[RUN_TIME], unfit[COST], marker="x", s=14, color="#bbbbbb", label="does not fit in memory")
+    for hardware, group in fits.groupby(HARDWARE, sort=True):
+        label = "layouts that fit" + (f" ({hardware})" if fits[HARDWARE].nunique() > 1 else "")
+        ax.scatter(group[RUN_TIME], group[COST], s=12, alpha=0.55, label=label)
+    front = table[table[PARETO]].sort_values(RUN_TIME)
     if len(front):
-        ax.plot(front["time"], front["cost"], "-o", color="black", ms=4, lw=1.2, label="Pareto front")
+        ax.plot(front[RUN_TIME], front[COST], "-o", color="black", ms=4, lw=1.2, label="Pareto front")
     limit = table.attrs.get("max_time")
     if limit is not None:
         ax.axvline(limit, color=BEST_COLOR, ls="--", lw=1, label=f"max time {limit:g} s")
@@ -162,10 +180,10 @@ def pareto_figure(table: pd.DataFrame, figure: Figure | None = None) -> Figure:
     best = table[table["best"]]
     if len(best):
         b = best.iloc[0]
-        ax.scatter([b["time"]], [b["cost"]], marker="*", s=220, color=BEST_COLOR, zorder=5, label="recommended")
-        text = f"{int(b[GPUS])} GPUs, t={int(b[TP])} p={int(b[PP])} d={int(b['dp'])}"
-        ax.annotate(text, (b["time"], b["cost"]), xytext=(8, 8), textcoords="offset points", fontsize=8)
-    if (table["time"] > 0).all() and (table["cost"] > 0).all():
+        ax.scatter([b[RUN_TIME]], [b[COST]], marker="*", s=220, color=BEST_COLOR, zorder=5, label="recommended")
+        text = f"{int(b[GPUS])} GPUs, t={int(b[TP])} p={int(b[PP])} d={int(b[DP])}"
+        ax.annotate(text, (b[RUN_TIME], b[COST]), xytext=(8, 8), textcoords="offset points", fontsize=8)
+    if (table[RUN_TIME] > 0).all() and (table[COST] > 0).all():
         ax.set_xscale("log")
         ax.set_yscale("log")
         for axis in (ax.xaxis, ax.yaxis):

@@ -17,7 +17,29 @@ from pathlib import Path
 import pandas as pd
 
 from extradeep import __version__
-from extradeep.columns import GPUS
+from extradeep.columns import (
+    CHUNKS,
+    COST,
+    DP,
+    ENERGY_KWH,
+    FITS,
+    GLOBAL_BATCH,
+    GPUS,
+    HARDWARE,
+    MICRO_BATCH,
+    MICRO_BATCHES,
+    PARETO,
+    PEAK_MEMORY,
+    PP,
+    RANK,
+    RECOMPUTE,
+    RUN_TIME,
+    SCHEDULE,
+    TIME_HIGH,
+    TIME_LOW,
+    TP,
+    ZERO,
+)
 from extradeep.layouts.search import best_layout, pareto_front, why_none
 from extradeep.report.html import STYLE
 from extradeep.report.html import _table as html_table
@@ -29,7 +51,7 @@ from extradeep.report.text import format_value
 DEFAULT_TITLE = "Which parallel layout? Layout search report"
 MAX_INFEASIBLE_ROWS = 40
 MAX_FRONT_ROWS = 20
-RUN_FIELDS = [GPUS, "tp", "pp", "dp", "micro_batch", "micro_batches", "zero", "recompute", "schedule", "chunks"]
+RUN_FIELDS = [GPUS, TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, ZERO, RECOMPUTE, SCHEDULE, CHUNKS]
 
 
 def _image(figures: dict, name: str, fig, alt: str) -> str:
@@ -64,9 +86,9 @@ def best_text(table: pd.DataFrame) -> str:
     unit, cost_unit = table.attrs.get("time_unit", "s per step"), table.attrs.get("cost_unit", "GPU-hours")
     cells = ", ".join(f"{k} {v}" for k, v in zip(LAYOUT_HEADERS, layout_cells(best)))
     text = (
-        f"Best by {objective} under the limits: {cells} on {best['hardware']}: {best['time']:.4g} {unit} "
-        f"(95% interval {best['time_low']:.3g}-{best['time_high']:.3g}), cost {best['cost']:.4g} {cost_unit}, "
-        f"{best['energy_kwh']:.3g} kWh, {format_value(best['peak_memory'], 'bytes')} per GPU."
+        f"Best by {objective} under the limits: {cells} on {best[HARDWARE]}: {best[RUN_TIME]:.4g} {unit} "
+        f"(95% interval {best[TIME_LOW]:.3g}-{best[TIME_HIGH]:.3g}), cost {best[COST]:.4g} {cost_unit}, "
+        f"{best[ENERGY_KWH]:.3g} kWh, {format_value(best[PEAK_MEMORY], 'bytes')} per GPU."
     )
     if best["extrapolated"]:
         text += f" Extrapolated: {best['extrapolated']}."
@@ -87,9 +109,9 @@ def layout_section(result, figures: dict | None = None) -> str:
     shape = result.shape.label() if result.shape is not None else "the model"
     counts = ", ".join(str(int(n)) for n in sorted(table[GPUS].unique()))
     head = (
-        f"{len(table)} candidate layouts of {shape} on {counts} GPUs ({', '.join(table['hardware'].unique())}), "
-        f"{int(table['global_batch'].iloc[0])} samples per step: {int(table['fits'].sum())} fit in GPU memory, "
-        f"{int(table['pareto'].sum())} on the Pareto front of time against cost. The model is "
+        f"{len(table)} candidate layouts of {shape} on {counts} GPUs ({', '.join(table[HARDWARE].unique())}), "
+        f"{int(table[GLOBAL_BATCH].iloc[0])} samples per step: {int(table[FITS].sum())} fit in GPU memory, "
+        f"{int(table[PARETO].sum())} on the Pareto front of time against cost. The model is "
         f"{calibration_text(result)}. Limits: {limits or 'none'}."
     )
     parts = ["<h2>Parallel layouts: which t, p, d, micro-batch and ZeRO stage</h2>", _p(head)]
@@ -152,7 +174,7 @@ def _front_table(table: pd.DataFrame) -> str:
     front = pareto_front(table).head(MAX_FRONT_ROWS)
     headers = [*LAYOUT_HEADERS, f"time ({unit})", "95% interval", f"cost ({cost_unit})", "kWh", "memory", "rank"]
     rows = [
-        [*layout_cells(r), *outcome_cells(r), str(int(r["rank"])) if r["rank"] else "outside limits"]
+        [*layout_cells(r), *outcome_cells(r), str(int(r[RANK])) if r[RANK] else "outside limits"]
         for _, r in front.iterrows()
     ]
     return _p("The Pareto front, fastest first:") + html_table(headers, rows, numeric=set(range(len(headers))))

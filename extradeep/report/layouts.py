@@ -6,7 +6,31 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import GPUS, STEP_TIME, WORKLOAD
+from extradeep.columns import (
+    CHUNKS,
+    COST,
+    DP,
+    ENERGY_COST,
+    ENERGY_KWH,
+    FITS,
+    GPUS,
+    HARDWARE,
+    MICRO_BATCH,
+    MICRO_BATCHES,
+    PARETO,
+    PEAK_MEMORY,
+    POWER_W,
+    PP,
+    RECOMPUTE,
+    RUN_TIME,
+    SCHEDULE,
+    STEP_TIME,
+    TIME_HIGH,
+    TIME_LOW,
+    TP,
+    WORKLOAD,
+    ZERO,
+)
 from extradeep.layouts.search import best_layout, pareto_front, why_none
 from extradeep.report.text import format_value, render_table, section
 
@@ -54,25 +78,25 @@ def fit_text(model, observations: pd.DataFrame | None) -> str:
 def layout_cells(r) -> list[str]:
     return [
         str(int(r[GPUS])),
-        str(int(r["tp"])),
-        str(int(r["pp"])),
-        str(int(r["dp"])),
-        str(int(r["micro_batch"])),
-        str(int(r["micro_batches"])),
-        str(int(r["zero"])),
-        str(r["recompute"]),
-        str(r["schedule"]) + (f" x{int(r['chunks'])}" if r["schedule"] == "interleaved" else ""),
+        str(int(r[TP])),
+        str(int(r[PP])),
+        str(int(r[DP])),
+        str(int(r[MICRO_BATCH])),
+        str(int(r[MICRO_BATCHES])),
+        str(int(r[ZERO])),
+        str(r[RECOMPUTE]),
+        str(r[SCHEDULE]) + (f" x{int(r[CHUNKS])}" if r[SCHEDULE] == "interleaved" else ""),
     ]
 
 
 def outcome_cells(r) -> list[str]:
     """A searched layout's time, interval, cost, energy and peak memory per GPU, as shown."""
     return [
-        f"{r['time']:.4g}",
-        f"{r['time_low']:.3g}-{r['time_high']:.3g}",
-        f"{r['cost']:.4g}",
-        f"{r['energy_kwh']:.3g}",
-        format_value(r["peak_memory"], "bytes"),
+        f"{r[RUN_TIME]:.4g}",
+        f"{r[TIME_LOW]:.3g}-{r[TIME_HIGH]:.3g}",
+        f"{r[COST]:.4g}",
+        f"{r[ENERGY_KWH]:.3g}",
+        format_value(r[PEAK_MEMORY], "bytes"),
     ]
 
 
@@ -80,10 +104,10 @@ def search_text(model, table: pd.DataFrame) -> str:
     """Counts, the Pareto front of time against cost, the best layout under the limits (or why
     none), and examples of layouts that do not fit."""
     unit, cost_unit = table.attrs.get("time_unit", "s"), table.attrs.get("cost_unit", "GPU-hours")
-    fits = int(table["fits"].sum())
+    fits = int(table[FITS].sum())
     head = (
-        f"{len(table)} candidate layouts on {', '.join(table['hardware'].unique())}: {fits} fit in GPU memory, "
-        f"{int(table['pareto'].sum())} on the Pareto front of time against cost"
+        f"{len(table)} candidate layouts on {', '.join(table[HARDWARE].unique())}: {fits} fit in GPU memory, "
+        f"{int(table[PARETO].sum())} on the Pareto front of time against cost"
     )
     front = pareto_front(table).head(PARETO_ROWS)
     headers = [*LAYOUT_HEADERS, f"time ({unit})", "95% interval", f"cost ({cost_unit})", "kWh", "memory", "note"]
@@ -96,17 +120,17 @@ def search_text(model, table: pd.DataFrame) -> str:
     else:
         cells = dict(zip(LAYOUT_HEADERS, layout_cells(best)))
         text = ", ".join(f"{k} {v}" for k, v in cells.items())
-        money = f", cost {best['cost']:.4g} {cost_unit}, {best['energy_kwh']:.3g} kWh"
-        if np.isfinite(best["energy_cost"]):
-            money += f" ({best['energy_cost']:.3g} for energy)"
-        if "power_w" in best:
+        money = f", cost {best[COST]:.4g} {cost_unit}, {best[ENERGY_KWH]:.3g} kWh"
+        if np.isfinite(best[ENERGY_COST]):
+            money += f" ({best[ENERGY_COST]:.3g} for energy)"
+        if POWER_W in best:
             money += (
-                f", {best['power_w']:.0f} W per GPU ({table.attrs.get('power_source', 'system file')}), "
+                f", {best[POWER_W]:.0f} W per GPU ({table.attrs.get('power_source', 'system file')}), "
                 f"{best['perf_per_watt']:.3g} samples/J, {best['perf_per_cost']:.3g} samples per {cost_unit}"
             )
-        detail = f"{best['time']:.4g} {unit} [{best['time_low']:.3g}, {best['time_high']:.3g}]{money}"
+        detail = f"{best[RUN_TIME]:.4g} {unit} [{best[TIME_LOW]:.3g}, {best[TIME_HIGH]:.3g}]{money}"
         parts.append(section(f"Best by {objective} under the limits", f"{text}: {detail}{_note(best, ' (')}"))
-    unfit = table[~table["fits"]]
+    unfit = table[~table[FITS]]
     if len(unfit):
         examples = "; ".join(unfit["reason"].drop_duplicates().head(3))
         parts.append(f"{len(unfit)} layouts never recommended: they do not fit in GPU memory ({examples}, ...)")

@@ -38,7 +38,7 @@ def critical_path_bars(ax, breakdowns: pd.DataFrame, top: int = SHOWN) -> None:
         ax.barh(range(len(frame)), ms, left=left, color=colour, label=cls.replace("_", " "))
         left += ms
     ax.set_yticks(range(len(frame)))
-    ax.set_yticklabels([_short(s) for s in frame["strategy"]], fontsize=8)
+    ax.set_yticklabels([_short(s) for s in frame[C.STRATEGY]], fontsize=8)
     ax.set_xlabel("critical path of the median step (ms)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     ax.set_title("Critical path before and after each strategy", fontsize=10)
@@ -59,7 +59,7 @@ def ordered_breakdowns(search) -> pd.DataFrame:
     b = search.breakdowns_
     order = ["measured", *search.strategies_[C.STRATEGY].tolist()]
     rank = {s: i for i, s in enumerate(order)}
-    return b.assign(_r=b["strategy"].map(rank).fillna(len(order))).sort_values("_r").drop(columns="_r")
+    return b.assign(_r=b[C.STRATEGY].map(rank).fillna(len(order))).sort_values("_r").drop(columns="_r")
 
 
 def optimisation_section(search) -> str:

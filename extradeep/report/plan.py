@@ -7,6 +7,7 @@ import html
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import GPU_HOURS
 from extradeep.report.text import format_pct, format_value, render_table
 
 HEADERS = ["ranks", "reps", "from rep", "nodes", "what", "GPU-hours", "cost", "interval at targets", "shrink"]
@@ -59,7 +60,7 @@ def plan_text(plan: pd.DataFrame, current: pd.DataFrame) -> str:
     if plan.empty:
         lines.append("nothing to propose (the budget is spent or every candidate is measured)")
     else:
-        total = plan["gpu_hours"].sum()
+        total = plan[GPU_HOURS].sum()
         unit = attrs.get("cost_unit", "core-hours")
         lines += [
             f"proposed runs ({int(plan['reps'].sum())} runs, {total:.3g} GPU-hours, cost in {unit}):",

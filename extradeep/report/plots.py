@@ -19,6 +19,7 @@ from matplotlib.patches import Patch
 from extradeep.analysis.core import Analysis, primary_quantity
 from extradeep.analysis.epoch import BREAKDOWN, EPOCH_TIME
 from extradeep.analysis.points import point_grid
+from extradeep.columns import CATEGORY, COMMUNICATION, COMPUTATION, NAME, RANK, REGION, ROLE, VALUE
 
 COLORS = {
     "computation": "#4c72b0",
@@ -177,7 +178,7 @@ def _measured_rows(ax, rows: pd.DataFrame, x: str, transform, color, label, mark
     measured_points(
         ax,
         rows[x],
-        transform(rows, rows["value"].to_numpy(float)),
+        transform(rows, rows[VALUE].to_numpy(float)),
         transform(rows, rows["rep_min"].to_numpy(float)),
         transform(rows, rows["rep_max"].to_numpy(float)),
         color,
@@ -331,7 +332,7 @@ def breakdown_panel(
     if EPOCH_TIME in parts.columns:
         _difference(ax, where, total, parts, areas)
     if measured is not None and not measured.empty:
-        ax.plot(measured[x], measured["value"], "ko", ms=5, label=f"{EPOCH_TIME} (measured)")
+        ax.plot(measured[x], measured[VALUE], "ko", ms=5, label=f"{EPOCH_TIME} (measured)")
     _breakdown_axes(ax, parts, x, per, measured_max, areas)
     return parts
 
@@ -460,8 +461,8 @@ def tradeoff_panels(
     scale, unit = time_unit(float(np.nanmax(table["total_time"])) if len(table) else 0.0)
     span = f"for {epochs:g} epoch(s)" if per == "epoch" else f"per {per}"
     for ax, col, limit, name, color, divisor in (
-        (ax_time, "total_time", max_time, "deadline", COLORS["computation"], scale),
-        (ax_cost, "total_cost", max_cost, "budget", COLORS["communication"], 1.0),
+        (ax_time, "total_time", max_time, "deadline", COLORS[COMPUTATION], scale),
+        (ax_cost, "total_cost", max_cost, "budget", COLORS[COMMUNICATION], 1.0),
     ):
         ax.plot(xs, table[col] / divisor, color=color, lw=2, label="training time" if ax is ax_time else "cost")
         if limit is not None:
@@ -484,13 +485,13 @@ def tradeoff_panels(
             ax.set_ylim(bottom=0)
             ax.grid(alpha=0.3)
     if max_time is not None or max_cost is not None:
-        _shade(ax_time, xs, table["time_ok"].to_numpy(bool), "//", COLORS["computation"], "meets the deadline")
+        _shade(ax_time, xs, table["time_ok"].to_numpy(bool), "//", COLORS[COMPUTATION], "meets the deadline")
         _shade(
             ax_time if twin else ax_cost,
             xs,
             table["cost_ok"].to_numpy(bool),
             "\\\\",
-            COLORS["communication"],
+            COLORS[COMMUNICATION],
             "meets the budget",
         )
         for ax in (ax_time,) if twin else (ax_time, ax_cost):
@@ -562,14 +563,14 @@ def bottleneck_panel(
     rows = table.head(top).iloc[::-1]
     y = np.arange(len(rows))
     scale = 100.0 if value.startswith("share") else 1.0
-    ax.barh(y, scale * rows[value].to_numpy(float), color=[COLORS.get(c, "#999999") for c in rows["category"]])
+    ax.barh(y, scale * rows[value].to_numpy(float), color=[COLORS.get(c, "#999999") for c in rows[CATEGORY]])
     ax.set_yticks(
-        y, [f"#{r} {_short(n, 40)}  [{g}]" for r, n, g in zip(rows["rank"], rows["region"], rows["growth"])], fontsize=8
+        y, [f"#{r} {_short(n, 40)}  [{g}]" for r, n, g in zip(rows[RANK], rows[REGION], rows["growth"])], fontsize=8
     )
     ax.set_ylim(-0.6, max(len(rows), 1) - 0.4)
     ax.set_xlabel(BOTTLENECK_VALUES[value].format(per=per))
     ax.set_title("top regions by growth, then share" + (f" at {where}" if where else ""), fontsize=10)
-    shown = [c for c in ("computation", "communication", "memory") if (rows["category"] == c).any()]
+    shown = [c for c in ("computation", "communication", "memory") if (rows[CATEGORY] == c).any()]
     ax.legend(handles=[Patch(color=COLORS[c], label=c) for c in shown], fontsize=8, loc="lower right")
     ax.grid(alpha=0.3, axis="x")
     return len(rows)
@@ -591,9 +592,9 @@ def _short(name: str, width: int = 40) -> str:
 
 def evaluation_figure(errors: pd.DataFrame, x: str, quantity: str = "epoch time") -> Figure:
     """Percentage error of the time-per-epoch model at modeling and evaluation points (paper Fig. 5)."""
-    rows = errors[(errors["model_type"] == "application") & (errors["name"] == quantity)].sort_values(x)
+    rows = errors[(errors["model_type"] == "application") & (errors[NAME] == quantity)].sort_values(x)
     fig, (ax,) = _figure()
-    colors = [EVAL_COLOR if role == "evaluation" else COLORS["computation"] for role in rows["role"]]
+    colors = [EVAL_COLOR if role == "evaluation" else COLORS[COMPUTATION] for role in rows[ROLE]]
     positions = np.arange(len(rows))
     ax.bar(positions, rows["error_pct"], color=colors)
     ax.plot(positions, rows["spread_pct"], "k_", ms=18, mew=1.5, label="measured repetition spread")

@@ -8,6 +8,7 @@ import pandas as pd
 from extradeep.analysis.core import Analysis, primary_quantity
 from extradeep.analysis.epoch import BREAKDOWN, EPOCH_TIME, QUANTITIES, SKIP_WARN, quantity_label
 from extradeep.analysis.points import format_point
+from extradeep.columns import CATEGORY, COST, METRIC, PART_IDLE, PREDICTED, RANK, REGION, VALUE
 from extradeep.report.text import (
     format_interval,
     format_pct,
@@ -94,7 +95,7 @@ def measured_section(analysis: Analysis, level: float) -> str:
     quantity = primary_quantity(analysis)
     model = analysis.model(quantity)
     pts = analysis.application_points
-    wide = pts.pivot_table(index=analysis.params, columns="quantity", values="value")
+    wide = pts.pivot_table(index=analysis.params, columns="quantity", values=VALUE)
     rows = []
     for _, r in pts[pts["quantity"] == quantity].iterrows():
         X = r[analysis.params].to_numpy(float)
@@ -102,15 +103,17 @@ def measured_section(analysis: Analysis, level: float) -> str:
         predicted = float(np.asarray(model.predict(X)).reshape(-1)[0])
         key = tuple(r[analysis.params]) if len(analysis.params) > 1 else r[analysis.params[0]]
         share = (
-            wide.loc[key, "idle"] / wide.loc[key, EPOCH_TIME] if {"idle", EPOCH_TIME} <= set(wide.columns) else np.nan
+            wide.loc[key, PART_IDLE] / wide.loc[key, EPOCH_TIME]
+            if {"idle", EPOCH_TIME} <= set(wide.columns)
+            else np.nan
         )
         rows.append(
             [
                 format_point(r, analysis.params),
-                format_value(r["value"]),
+                format_value(r[VALUE]),
                 f"{format_value(r['rep_min'])} .. {format_value(r['rep_max'])}",
                 format_value(predicted),
-                format_pct((predicted - r["value"]) / r["value"] * 100, 2),
+                format_pct((predicted - r[VALUE]) / r[VALUE] * 100, 2),
                 *[format_value(wide.loc[key, c]) if c in wide.columns else "n/a" for c in BREAKDOWN],
                 format_pct(share * 100),
             ]
@@ -131,13 +134,13 @@ def prediction_section(analysis: Analysis, predictions: pd.DataFrame, level: flo
     quantity = primary_quantity(analysis)
     main = predictions[predictions["quantity"] == quantity].reset_index(drop=True)
     wide = predictions.pivot_table(index=analysis.params, columns="quantity", values="T")
-    measured_idle = analysis.application_points.loc[analysis.application_points["quantity"] == "idle", "value"]
+    measured_idle = analysis.application_points.loc[analysis.application_points["quantity"] == "idle", VALUE]
     # Idle that was 0 at every measured point has no model; it stays 0 rather than unknown.
     no_idle = 0.0 if len(measured_idle) and not (measured_idle > 0).any() else np.nan
     rows = []
     for _, r in main.iterrows():
         key = tuple(r[analysis.params]) if len(analysis.params) > 1 else r[analysis.params[0]]
-        idle = wide.loc[key, "idle"] / r["T"] if "idle" in wide.columns and r["T"] > 0 else no_idle
+        idle = wide.loc[key, PART_IDLE] / r["T"] if PART_IDLE in wide.columns and r["T"] > 0 else no_idle
         row = [
             format_point(r, analysis.params),
             *([nodes_text(r["nodes"])] if "nodes" in main.columns else []),
@@ -150,7 +153,7 @@ def prediction_section(analysis: Analysis, predictions: pd.DataFrame, level: flo
         if "samples" in main.columns:
             row.append(samples_text(r))
         if cost_unit:
-            row.append(f"{r['cost']:.4g}")
+            row.append(f"{r[COST]:.4g}")
         rows.append(row)
     headers = [
         "point",
@@ -215,12 +218,12 @@ def bottleneck_section(table: pd.DataFrame, target: dict, params: list[str], per
         return section("Top regions by growth", "  (no region could be modeled)")
     rows = [
         [
-            int(r["rank"]),
-            shorten(r["region"], NAME_WIDTH),
-            r["category"],
+            int(r[RANK]),
+            shorten(r[REGION], NAME_WIDTH),
+            r[CATEGORY],
             r["growth"],
             wrap_formula(r["formula"], 60),
-            format_value(r["predicted"]),
+            format_value(r[PREDICTED]),
             format_pct(r["share_of_category"] * 100),
         ]
         for _, r in table.iterrows()
@@ -234,8 +237,8 @@ def region_section(models: pd.DataFrame, top: int) -> str:
     """Models of plain region tables (Extra-P text input): every region and metric."""
     rows = [
         [
-            shorten(str(r["region"]), NAME_WIDTH),
-            r["metric"],
+            shorten(str(r[REGION]), NAME_WIDTH),
+            r[METRIC],
             wrap_formula(r["formula"], FORMULA_WIDTH) if r["formula"] else f"(no model: {r['reason']})",
             r["growth"],
             format_pct(r["smape"], 2),
