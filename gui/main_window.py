@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from extradeep.columns import KIND, METRIC
 from extradeep.errors import InputError
 from extradeep.gui.app_models import AppModels, fit_application_models
 from extradeep.gui.modeling_process import warm_imports
@@ -77,7 +78,7 @@ def model_table(ws: Workspace):
     group at the largest measured point, and the unit of the formula's values."""
     table = ws.regions[[c for c, _ in CSV_COLUMNS]].rename(columns=dict(CSV_COLUMNS))
     units = {"time": "s", "visits": "count", "bytes": "bytes"}
-    table.insert(5, "unit", [f"{units.get(m, m)} per {ws.per}" for m in table["metric"]])
+    table.insert(5, "unit", [f"{units.get(m, m)} per {ws.per}" for m in table[METRIC]])
     return table
 
 
@@ -264,7 +265,7 @@ class MainWindow(QMainWindow):
 
     def _default_rows(self, ws: Workspace) -> list[int]:
         rows = ws.rows_for_metric(self.regions.metric or "time")
-        steps = rows.index[rows["kind"].to_numpy() == "step"]
+        steps = rows.index[rows[KIND].to_numpy() == "step"]
         if len(steps):
             return [int(steps[0])]
         return [int(rows["share"].fillna(-1).idxmax())] if len(rows) else []

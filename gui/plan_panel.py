@@ -18,10 +18,11 @@ from PySide6.QtWidgets import (
     QTableWidgetItem,
 )
 
+from extradeep.columns import GPU_HOURS, RANKS, VALUE
 from extradeep.gui.param_panel import View
 from extradeep.gui.plot_tab import PlotTab
 
-COLUMNS = ["ranks", "reps", "first_rep", "nodes", "action", "gpu_hours", "interval_after_pct", "shrink_pct"]
+COLUMNS = [RANKS, "reps", "first_rep", "nodes", "action", GPU_HOURS, "interval_after_pct", "shrink_pct"]
 
 
 def _spin(low, high, value, step=1, double=False):
@@ -131,9 +132,9 @@ class PlanPanel(PlotTab):
         primary = advisor.primary_
         m = advisor.measurements_ if primary is None else advisor.primary_measured_
         model = advisor.model_ if primary is None else primary.model
-        ax.plot(m["ranks"], m["value"], "o", color="0.3", label="measured")
+        ax.plot(m[RANKS], m[VALUE], "o", color="0.3", label="measured")
         if model is not None:
-            x = np.linspace(max(2.0, m["ranks"].min()), advisor.targets_.max(), 200)
+            x = np.linspace(max(2.0, m[RANKS].min()), advisor.targets_.max(), 200)
             lo, hi = model.interval(x, level=advisor.level)
             ax.fill_between(x, np.maximum(lo, 0.0), hi, alpha=0.2, label="95% interval now")
             ax.plot(x, model.predict(x), label=_short(model.formula()))

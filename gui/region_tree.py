@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from extradeep.columns import KIND, REGION, REGION_GROUP
 from extradeep.gui.workspace import GROUP_LABELS, GROUP_ORDER, Workspace
 
 COLUMNS = ["Region", "Model", "Growth", "SMAPE", "Share"]
@@ -76,7 +77,7 @@ class RegionTreeModel(QAbstractItemModel):
         self.all_groups, self.all_members = [], []
         if ws is not None and metric is not None:
             rows = ws.rows_for_metric(metric)
-            group = rows["group"].to_numpy()
+            group = rows[REGION_GROUP].to_numpy()
             for name in GROUP_ORDER:
                 ids = rows.index[group == name].to_numpy()
                 if len(ids):
@@ -112,7 +113,7 @@ class RegionTreeModel(QAbstractItemModel):
             for c in ("region", "formula", "growth", "smape", "share", "growth_rank", "reason", "kind")
         }
         self._cols["lower"] = (
-            lower if lower is not None and len(lower) == len(r) else np.char.lower(r["region"].to_numpy().astype(str))
+            lower if lower is not None and len(lower) == len(r) else np.char.lower(r[REGION].to_numpy().astype(str))
         )
 
     def _rebuild(self) -> None:
@@ -189,13 +190,13 @@ class RegionTreeModel(QAbstractItemModel):
             return row
         if role == Qt.ToolTipRole:
             c = self._cols
-            return f"{c['region'][row]} [{c['kind'][row]}]\n{c['formula'][row] or c['reason'][row]}"
+            return f"{c[REGION][row]} [{c[KIND][row]}]\n{c['formula'][row] or c['reason'][row]}"
         return None
 
     def _display(self, row: int, col: int):
         c = self._cols
         if col == 0:
-            return str(c["region"][row])
+            return str(c[REGION][row])
         if col == 1:
             return c["formula"][row] or f"({c['reason'][row]})"
         if col == 2:

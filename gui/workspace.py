@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import CATEGORY, KIND, METRIC, PHASE, REGION, REGION_GROUP, REP, VALUE
 from extradeep.errors import InputError
 from extradeep.io.config import CONFIG_NAME
 
@@ -88,10 +89,10 @@ class Workspace:
     @property
     def metrics(self) -> list[str]:
         order = {"time": 0, "visits": 1, "bytes": 2}
-        return sorted(self.regions["metric"].unique(), key=lambda m: (order.get(m, 9), m))
+        return sorted(self.regions[METRIC].unique(), key=lambda m: (order.get(m, 9), m))
 
     def rows_for_metric(self, metric: str) -> pd.DataFrame:
-        return self.regions[self.regions["metric"] == metric]
+        return self.regions[self.regions[METRIC] == metric]
 
     def cutoff(self, n_eval: int) -> float:
         """Largest value of the first parameter used for modeling when `n_eval` values are held out."""
@@ -184,7 +185,7 @@ def workspace_from_experiment(exp, path: Path, source_kind: str) -> Workspace:
         raise InputError(path, "the experiment has no modeled parameters")
     # Regions measured in training or validation steps, as `extradeep model` models them (work between
     # steps is reported by the reader but is not part of a step).
-    points = exp.points[(exp.points["kind"] != TOTAL_KIND) & exp.points["phase"].isin(["train", "val"])]
+    points = exp.points[(exp.points[KIND] != TOTAL_KIND) & exp.points[PHASE].isin(["train", "val"])]
     rows = _region_rows(points, path)
     index = pd.MultiIndex.from_frame(rows[KEY])
 
@@ -195,14 +196,14 @@ def workspace_from_experiment(exp, path: Path, source_kind: str) -> Workspace:
         chosen = rows.loc[wanted]
 
         def subset(frame):
-            return frame[frame["region"].isin(chosen["region"]) & frame["metric"].isin(chosen["metric"])]
+            return frame[frame[REGION].isin(chosen[REGION]) & frame[METRIC].isin(chosen[METRIC])]
 
         steps = region_step_values(replace(exp, values=subset(exp.values), points=subset(exp.points)))
         steps = steps.assign(row=_row_ids(index, steps))
         steps = steps[np.isin(steps["row"].to_numpy(), wanted)]
-        return steps[["row", "phase", *params, "rep", "value"]]
+        return steps[["row", PHASE, *params, REP, VALUE]]
 
-    train = points[points["phase"] == "train"] if (points["phase"] == "train").any() else points
+    train = points[points[PHASE] == "train"] if (points[PHASE] == "train").any() else points
     rows["share"] = _shares(rows, train.assign(row=_row_ids(index, train)), params)
     grid = {p: np.unique(exp.points[p].to_numpy(float)) for p in params}
     notes = [] if exp.dataset is not None else ["no dataset sizes: values are per training step"]
@@ -233,7 +234,7 @@ def workspace_from_steps(steps: pd.DataFrame, params: list[str], path: Path, sou
             steps[col] = default
     rows = _region_rows(steps, path)
     steps["row"] = _row_ids(pd.MultiIndex.from_frame(rows[KEY]), steps)
-    steps = steps[["row", "phase", *params, "rep", "value"]].sort_values(["row", *params]).reset_index(drop=True)
+    steps = steps[["row", PHASE, *params, REP, VALUE]].sort_values(["row", *params]).reset_index(drop=True)
     rows["share"] = _shares(rows, steps, params)
     by_row = steps.groupby("row", sort=False).indices
 
@@ -249,7 +250,7 @@ def _region_rows(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     if frame.empty:
         raise InputError(path, "no measured values")
     rows = frame[KEY].drop_duplicates().reset_index(drop=True)
-    rows["group"] = [group_of(c, k) for c, k in zip(rows["category"], rows["kind"])]
+    rows[REGION_GROUP] = [group_of(c, k) for c, k in zip(rows[CATEGORY], rows[KIND])]
     for col, empty in (
         ("formula", ""),
         ("growth", ""),
@@ -269,9 +270,9 @@ def _row_ids(index: pd.MultiIndex, frame: pd.DataFrame) -> np.ndarray:
 
 def _shares(rows: pd.DataFrame, frame: pd.DataFrame, params: list[str]) -> np.ndarray:
     """Share of each region in its group and metric at the largest measured point (median value)."""
-    last = frame.sort_values(params).groupby(["row", *params], sort=False)["value"].median()
+    last = frame.sort_values(params).groupby(["row", *params], sort=False)[VALUE].median()
     last = last.groupby(level="row").last().reindex(rows.index).fillna(0.0).to_numpy()
-    totals = pd.Series(last).groupby([rows["group"].to_numpy(), rows["metric"].to_numpy()]).transform("sum")
+    totals = pd.Series(last).groupby([rows[REGION_GROUP].to_numpy(), rows[METRIC].to_numpy()]).transform("sum")
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(totals.to_numpy() > 0, last / totals.to_numpy(), np.nan)
 
@@ -354,7 +355,7 @@ def primary_rows(ws: Workspace) -> list[int]:
     if ws.experiment is None:
         return []
     keys = ws.regions
-    rows = (keys["region"] == "step") & (keys["kind"] == "step") & (keys["metric"] == "time")
+    rows = (keys[REGION] == "step") & (keys[KIND] == "step") & (keys[METRIC] == "time")
     return [int(r) for r in keys.index[rows.to_numpy()]]
 
 
@@ -387,7 +388,7 @@ def fit_table(ws: Workspace, steps: pd.DataFrame, key: str, options: dict, cutof
 
 
 def _fit_order(rows: pd.DataFrame, metric_first: str, first: list[int]) -> list[int]:
-    rank = np.where(rows["metric"].to_numpy() == metric_first, 1, 2)
+    rank = np.where(rows[METRIC].to_numpy() == metric_first, 1, 2)
     order = rows.index.to_numpy()[np.argsort(rank, kind="stable")].tolist()
     seen = set(first)
     return [r for r in order if r not in seen]

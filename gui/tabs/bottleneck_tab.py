@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
 
+from extradeep.columns import CATEGORY, PREDICTED, RANK, REGION
 from extradeep.gui.param_panel import View
 from extradeep.gui.plot_tab import MARGINS, PlotTab, one_axes
 
@@ -15,12 +16,12 @@ LABEL_ROOM_IN = 1.3  # title, x label and ticks below the bars, in inches
 MAX_LEFT = 0.6  # labels never take more than this share of the width
 TABLE_ROWS = 200
 COLUMNS = [
-    "rank",
-    "region",
-    "category",
+    RANK,
+    REGION,
+    CATEGORY,
     "growth",
     "formula",
-    "predicted",
+    PREDICTED,
     "share_of_category",
     "share_of_total",
     "smape",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from extradeep.columns import VALUE
 from extradeep.gui.app_models import BREAKDOWN, EPOCH_TIME, candidates, frame_of
 from extradeep.gui.param_panel import View
 from extradeep.gui.plot_tab import MARGINS, PlotTab, one_axes
@@ -54,7 +55,7 @@ class BreakdownTab(PlotTab):
         points = view.app.points.get(EPOCH_TIME)
         if points is not None:
             mask = view.point_mask(points)
-            measured = pd.DataFrame({view.x_param: points.X[mask, view.x_index], "value": points.value[mask]})
+            measured = pd.DataFrame({view.x_param: points.X[mask, view.x_index], VALUE: points.value[mask]})
         self.parts = breakdown_panel(
             ax, table, view.x_param, view.app.per, view.modeled_x_max(), areas=True, measured=measured
         )

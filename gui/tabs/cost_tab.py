@@ -11,6 +11,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QGridLayout, QLabel, QSlider
 
+from extradeep.columns import COST
 from extradeep.gui.app_models import candidates, frame_of, node_layout
 from extradeep.gui.param_panel import View
 from extradeep.gui.plot_tab import PlotTab
@@ -126,7 +127,7 @@ class CostTab(PlotTab):
 
         table = budget_search(model, grid, self.view.ws.params, BudgetLimits(max_time=1e300), cost, baseline).table
         T = table.loc[table["T"] > 0, "T"].to_numpy()
-        C = table.loc[table["T"] > 0, "cost"].to_numpy()
+        C = table.loc[table["T"] > 0, COST].to_numpy()
         if len(T) == 0:
             self._ranges = (1.0, 2.0, 1.0, 2.0)
             return

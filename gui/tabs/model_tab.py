@@ -8,6 +8,7 @@ import numpy as np
 from matplotlib.colors import LogNorm
 from PySide6.QtWidgets import QCheckBox
 
+from extradeep.columns import REGION
 from extradeep.gui.app_models import node_layout
 from extradeep.gui.param_panel import View, model_grid
 from extradeep.gui.plot_tab import PlotTab, one_axes
@@ -75,7 +76,7 @@ class ModelTab(PlotTab):
         rising = []
         for n, row in enumerate(rows):
             color = f"C{n % 10}"
-            name = short(ws.regions.at[row, "region"])
+            name = short(ws.regions.at[row, REGION])
             self._draw_points(ax, view, row, color, first=n == 0)
             model = ws.models.get(row)
             if model is None:
@@ -97,7 +98,7 @@ class ModelTab(PlotTab):
         ax.set_xlabel(view.x_param)
         ax.set_ylabel(unit_label(view))
         fixed = ", ".join(f"{k} = {v:g}" for k, v in view.fixed.items())
-        title = short(ws.regions.at[rows[0], "region"], 70) if len(rows) == 1 else f"{len(rows)} regions"
+        title = short(ws.regions.at[rows[0], REGION], 70) if len(rows) == 1 else f"{len(rows)} regions"
         ax.set_title(title + (f"  ({fixed})" if fixed else ""), fontsize=10)
         ax.set_xlim(lo_x - 0.02 * (hi_x - lo_x), hi_x)
         # A fixed corner away from the curves: loc="best" costs tens of milliseconds per redraw.
@@ -164,5 +165,5 @@ class ModelTab(PlotTab):
         )
         ax.set_xlabel(view.x_param)
         ax.set_ylabel(y_param)
-        ax.set_title(f"{short(ws.regions.at[row, 'region'], 60)}: {short(model.formula(), 60)}", fontsize=9)
+        ax.set_title(f"{short(ws.regions.at[row, REGION], 60)}: {short(model.formula(), 60)}", fontsize=9)
         ax.legend(fontsize=8, loc="upper left")

@@ -22,6 +22,22 @@ from PySide6.QtWidgets import (
     QSpinBox,
 )
 
+from extradeep.columns import (
+    END,
+    EPOCH,
+    MEASURED,
+    PATH,
+    PHASE,
+    PROPOSED,
+    QUEUE,
+    RANK,
+    RANKS,
+    REPLAYED,
+    START,
+    STEP,
+    STEP_ID,
+    WARMUP,
+)
 from extradeep.gui.param_panel import View
 from extradeep.gui.plot_tab import MARGINS, PlotTab
 
@@ -44,7 +60,7 @@ def run_choices(ws) -> dict[str, tuple[list[str], dict]]:
     keys = [*ws.params, "rep"]
     out = {}
     for key, group in prov.groupby(keys, sort=True):
-        paths = [p for p in group["path"] if Path(p).exists()]
+        paths = [p for p in group[PATH] if Path(p).exists()]
         values = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
         if paths:
             out[", ".join(f"{k}={v}" for k, v in values.items())] = (paths, values)
@@ -68,11 +84,11 @@ def run_search(report, run):
 
 def steady_train_step(prediction) -> int | None:
     """step_id of the last steady-state training step with a critical path (the one shown)."""
-    steps = prediction.steps[prediction.steps["step_id"].isin(prediction.critical_path["step_id"])]
-    steady = steps[(~steps["warmup"].astype(bool)) & (steps["phase"] == "train")]
+    steps = prediction.steps[prediction.steps[STEP_ID].isin(prediction.critical_path[STEP_ID])]
+    steady = steps[(~steps[WARMUP].astype(bool)) & (steps[PHASE] == "train")]
     if steady.empty:
         steady = steps
-    return None if steady.empty else int(steady.sort_values(["epoch", "step"])["step_id"].iloc[-1])
+    return None if steady.empty else int(steady.sort_values([EPOCH, STEP])[STEP_ID].iloc[-1])
 
 
 def lane_label(rank: int, queue: str) -> str:
@@ -94,7 +110,7 @@ class PredictorTab(PlotTab):
         self.view: View | None = None
         self.prediction = None
         self.critical_drawn = pd.DataFrame()  # critical-path ops outlined in the timeline
-        self.lanes = pd.DataFrame(columns=["rank", "queue"])  # the timeline's lanes, top to bottom
+        self.lanes = pd.DataFrame(columns=[RANK, QUEUE])  # the timeline's lanes, top to bottom
         self.canvas.mpl_connect("resize_event", lambda event: self._label_lanes() if self.has_plot else None)
         self.runs: dict[str, tuple[object, dict | None]] = {}
         self.run_combo = QComboBox()
@@ -216,7 +232,7 @@ class PredictorTab(PlotTab):
             return
         self.search, self.search_label = search, label
         table = search.strategies_
-        proposed = table[table["proposed"]].head(3)
+        proposed = table[table[PROPOSED]].head(3)
         lines = [f"<b>{escape(search.verdict_)}</b>"]
         lines += [
             f"{escape(r.strategy)}: {1e3 * r.predicted_s:.2f} ms ({100 * r.gain:+.1f} %) — <code>{escape(r.setting)}</code>"
@@ -252,20 +268,16 @@ class PredictorTab(PlotTab):
 
         timeline = pred.timeline(BASELINE)
         step_id = steady_train_step(pred)
-        path = (
-            pred.critical_path[pred.critical_path["step_id"] == step_id] if step_id is not None else pred.critical_path
-        )
-        lo, hi = (
-            (path["start"].min(), path["end"].max()) if len(path) else (timeline["start"].min(), timeline["end"].max())
-        )
-        shown = timeline[(timeline["end"] > lo) & (timeline["start"] < hi)]
-        lanes = pd.concat([shown[["rank", "queue"]], path[["rank", "queue"]]]).drop_duplicates()
-        lanes = lanes.sort_values(["rank", "queue"]).reset_index(drop=True)
-        lane_of = {(r, q): i for i, (r, q) in enumerate(zip(lanes["rank"], lanes["queue"]))}
+        path = pred.critical_path[pred.critical_path[STEP_ID] == step_id] if step_id is not None else pred.critical_path
+        lo, hi = (path[START].min(), path[END].max()) if len(path) else (timeline[START].min(), timeline[END].max())
+        shown = timeline[(timeline[END] > lo) & (timeline[START] < hi)]
+        lanes = pd.concat([shown[[RANK, QUEUE]], path[[RANK, QUEUE]]]).drop_duplicates()
+        lanes = lanes.sort_values([RANK, QUEUE]).reset_index(drop=True)
+        lane_of = {(r, q): i for i, (r, q) in enumerate(zip(lanes[RANK], lanes[QUEUE]))}
         ms = 1e3
-        for (rank, queue, cls), ops in shown.groupby(["rank", "queue", "class"]):
+        for (rank, queue, cls), ops in shown.groupby([RANK, QUEUE, "class"]):
             y = lane_of[(rank, queue)]
-            bars = np.column_stack([(ops["start"] - lo) * ms, (ops["end"] - ops["start"]) * ms])
+            bars = np.column_stack([(ops[START] - lo) * ms, (ops[END] - ops[START]) * ms])
             ax.broken_barh(bars, (y - 0.4, 0.8), facecolors=CLASS_COLORS.get(cls, "#999999"), lw=0)
         self.critical_drawn = path
         for row in path.itertuples(index=False):
@@ -303,12 +315,10 @@ class PredictorTab(PlotTab):
         ax, lanes = self.figure.axes[0], self.lanes
         height = ax.get_window_extent().height / self.canvas.device_pixel_ratio
         if height / len(lanes) >= LABEL_PX:
-            ax.set_yticks(
-                range(len(lanes)), [lane_label(r, q) for r, q in zip(lanes["rank"], lanes["queue"])], fontsize=7
-            )
+            ax.set_yticks(range(len(lanes)), [lane_label(r, q) for r, q in zip(lanes[RANK], lanes[QUEUE])], fontsize=7)
             ax.set_yticks([], minor=True)
             return
-        ranks = lanes.groupby("rank", sort=False).indices
+        ranks = lanes.groupby(RANK, sort=False).indices
         every = int(np.ceil(len(ranks) * LABEL_PX / max(height, 1.0)))
         centres, labels = [], []
         for i, (rank, rows) in enumerate(ranks.items()):
@@ -342,11 +352,11 @@ class PredictorTab(PlotTab):
         """Step times to compare: measured, replayed, kernel-sum baseline, what-if, empirical model."""
         from extradeep.predictor import BASELINE
 
-        summary = pred.summary[pred.summary["phase"] == "train"]
+        summary = pred.summary[pred.summary[PHASE] == "train"]
         if summary.empty:
             summary = pred.summary
         base = summary[summary["scenario"] == BASELINE].iloc[0]
-        rows = [("measured", base["measured"]), ("replayed", base["replayed"])]
+        rows = [("measured", base[MEASURED]), ("replayed", base[REPLAYED])]
         if "kernel_sum_baseline" in summary and np.isfinite(base.get("kernel_sum_baseline", np.nan)):
             rows.append(("sum of kernel times", base["kernel_sum_baseline"]))
         for row in summary[summary["scenario"] != BASELINE].itertuples(index=False):
@@ -379,6 +389,6 @@ class PredictorTab(PlotTab):
         if not values or any(p not in values for p in self.view.ws.params):
             return None
         point = {p: float(values[p]) for p in self.view.ws.params}
-        if self.ranks.value() > 0 and "ranks" in point:
-            point["ranks"] = float(self.ranks.value())
+        if self.ranks.value() > 0 and RANKS in point:
+            point[RANKS] = float(self.ranks.value())
         return point

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
 
+from extradeep.columns import REGION
 from extradeep.gui.app_models import candidates, frame_of, node_layout
 from extradeep.gui.param_panel import View
 from extradeep.gui.plot_tab import PlotTab, one_axes
@@ -34,7 +35,7 @@ def scaling_frame(view: View, mode: str) -> pd.DataFrame:
         names.append(f"application: {view.app.time_label}")
         models.append(view.app.model(quantity))
     for r in rows:
-        names.append(short(ws.regions.at[r, "region"]))
+        names.append(short(ws.regions.at[r, REGION]))
         models.append(ws.models[r])
     table = pd.DataFrame({"series": names, "model": models})
     grid = frame_of(view, candidates(view))
