@@ -30,6 +30,8 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize
 
+from extradeep.columns import METRIC, PHASE, PREDICTED, RANKS, REGION, REP, VALUE
+
 GRID_START = (2, 4, 6, 8, 10)
 GRID_STEP = 2
 
@@ -97,7 +99,7 @@ class SimulatedProfiler:
                 outdir, params=["ranks"], progress=False, use_cache=False, replay=False, jobs=1
             )
             values = measured_values(experiment)
-            self._cache[key] = float(values.loc[values["quantity"] == "epoch time", "value"].iloc[0])
+            self._cache[key] = float(values.loc[values["quantity"] == "epoch time", VALUE].iloc[0])
             shutil.rmtree(outdir, ignore_errors=True)
         return self._cache[key]
 
@@ -107,9 +109,7 @@ class SimulatedProfiler:
         sim = self._simulate(outdir, int(ranks), self.scenario.seed + 10_000, truth_replicates=8)
         shutil.rmtree(outdir, ignore_errors=True)
         rows = sim.truth["points"][0]["per_step"]
-        return next(
-            r["expected"] for r in rows if r["region"] == "step" and r["phase"] == "train" and r["metric"] == "time"
-        )
+        return next(r["expected"] for r in rows if r[REGION] == "step" and r[PHASE] == "train" and r[METRIC] == "time")
 
     def close(self) -> None:
         if self._own:
@@ -149,20 +149,20 @@ def run_campaign(
     runs = [(r, k) for r in GRID_START for k in (1, 2)]  # the cheap initial set, the same for all
     steps, previous = 0, np.nan
     while True:
-        frame = pd.DataFrame([(r, k, profiler.measure(r, k)) for r, k in runs], columns=["ranks", "rep", "value"])
+        frame = pd.DataFrame([(r, k, profiler.measure(r, k)) for r, k in runs], columns=[RANKS, REP, VALUE])
         fitted = advisor().fit(frame)
         current = fitted.current_.iloc[-1]
-        hours = _gpu_hours(frame["ranks"], profiler.run_seconds)
+        hours = _gpu_hours(frame[RANKS], profiler.run_seconds)
         # Narrow enough, and the prediction held still since the last run: an interval alone can be
         # overconfident when a new hypothesis wins (a constant fitted to few small points).
-        moved = 100.0 * abs(current["predicted"] - previous) / current["predicted"]
+        moved = 100.0 * abs(current[PREDICTED] - previous) / current[PREDICTED]
         done = bool(current["interval_pct"] <= goal_pct and moved <= goal_pct)
         if done or steps >= max_steps or hours >= max_gpu_hours:
             break
-        previous = current["predicted"]
+        previous = current[PREDICTED]
         runs += _next_runs(strategy, fitted, frame, scenario)
         steps += 1
-    error = 100.0 * abs(current["predicted"] - truth) / truth if np.isfinite(current["predicted"]) else np.nan
+    error = 100.0 * abs(current[PREDICTED] - truth) / truth if np.isfinite(current[PREDICTED]) else np.nan
     return CampaignResult(strategy, frame, hours, float(current["interval_pct"]), float(error), done, steps)
 
 
@@ -171,7 +171,7 @@ def _gpu_hours(ranks, run_seconds: float) -> float:
 
 
 def _next_runs(strategy: str, fitted, frame: pd.DataFrame, scenario: Scenario) -> list[tuple[int, int]]:
-    reps = frame.groupby("ranks")["rep"].max()
+    reps = frame.groupby(RANKS)[REP].max()
     if strategy == "advisor":
         if fitted.model_ is None:
             plan = fitted.propose()
@@ -191,13 +191,13 @@ def _next_runs(strategy: str, fitted, frame: pd.DataFrame, scenario: Scenario) -
 
 def gp_next(frame: pd.DataFrame, candidates, run_cost) -> int:
     """The candidate of largest GP posterior variance per cost (log2 ranks -> log value, RBF + noise)."""
-    z = np.log2(frame["ranks"].to_numpy(float))
-    y = np.log(frame["value"].to_numpy(float))
+    z = np.log2(frame[RANKS].to_numpy(float))
+    y = np.log(frame[VALUE].to_numpy(float))
     y = (y - y.mean()) / (y.std() or 1.0)
     theta = _gp_hyperparameters(z, y)
     cand = np.asarray(candidates, float)
     var = _gp_posterior_variance(z, np.log2(cand), theta)
-    measured = set(frame["ranks"].astype(int))
+    measured = set(frame[RANKS].astype(int))
     n = np.array([1 if int(c) in measured else 2 for c in cand])  # a new configuration gets two repetitions
     cost = run_cost(cand)[1] * n
     return int(cand[np.argmax(var / cost)])
@@ -252,8 +252,8 @@ def compare(scenario: Scenario, goal_pct: float = 5.0, strategies=("grid", "advi
                     "strategy": name,
                     "gpu_hours": result.gpu_hours,
                     "runs": len(result.runs),
-                    "configurations": result.runs["ranks"].nunique(),
-                    "largest": int(result.runs["ranks"].max()),
+                    "configurations": result.runs[RANKS].nunique(),
+                    "largest": int(result.runs[RANKS].max()),
                     "interval_pct": result.interval_pct,
                     "error_pct": result.error_pct,
                     "reached": result.reached,

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import RANKS
 from extradeep.errors import InputError
 from extradeep.io.naming import check_name_parts, rank_name, run_stem
 from extradeep.simulate import truth as truth_mod
@@ -164,7 +165,7 @@ def simulate(
 
     def point_truth(p_index, point):
         """(run_once, durations, op_bytes, truth entry) of one point."""
-        ranks = int(point["ranks"])
+        ranks = int(point[RANKS])
         per_rank_batch = int(point.get("batch", batch))
         durations, op_bytes = _per_instance(ops, names, batch, refs, point)
         if system is not None:
@@ -205,7 +206,7 @@ def simulate(
 
     for p_index, values in enumerate(grid):
         point = dict(zip(names, values))
-        ranks = int(point["ranks"])
+        ranks = int(point[RANKS])
         run_once, op_bytes, entry = point_truth(p_index, point)
         files, offsets_by_rep = [], []
         for rep in range(1, repetitions + 1):
@@ -349,7 +350,7 @@ def _check(
     truth_replicates,
 ) -> None:
     problems = []
-    if "ranks" not in params:
+    if RANKS not in params:
         problems.append("the parameter 'ranks' is required (it sets the number of files per point)")
     for name, values in params.items():
         if not values or any(float(v) <= 0 for v in values):

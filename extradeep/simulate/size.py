@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from extradeep.columns import RANKS
 from extradeep.errors import InputError
 
 PILOT_FROM = 2_000  # rank files: below this a simulation is small (the sample has 116)
@@ -59,7 +60,7 @@ def estimate(
     if files <= pilot_from:
         return None
     pilot_params = {name: [values[0]] for name, values in params.items()}
-    pilot_params["ranks"] = [PILOT_RANKS]
+    pilot_params[RANKS] = [PILOT_RANKS]
     with tempfile.TemporaryDirectory(prefix="extradeep-pilot-") as tmp:
         simulate(
             tmp,

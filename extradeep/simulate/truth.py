@@ -12,6 +12,19 @@ from collections import defaultdict
 
 import numpy as np
 
+from extradeep.columns import (
+    BYTES,
+    CATEGORY,
+    KIND,
+    METRIC,
+    PHASE,
+    REGION,
+    STEP_CATEGORY,
+    STEP_REGION,
+    TIME,
+    VALUE,
+    VISITS,
+)
 from extradeep.simulate.catalogue import OpSpec, format_terms, merge_terms, resolve_terms, terms_json
 from extradeep.simulate.engine import Records
 
@@ -53,7 +66,7 @@ def region_models(ops: list[OpSpec], params: list[str], batch: int, refs: dict, 
                 "visits": merge_terms([[(float(op.visits), {})] for op in members]),
             }
             if group[0].kind in ("memcpy", "memset"):
-                metrics["bytes"] = merge_terms(
+                metrics[BYTES] = merge_terms(
                     resolve_terms(op.bytes_terms, False, params, batch, refs) for op in members
                 )
             models[phase] = {
@@ -98,7 +111,7 @@ def point_values(
         op = ops[idx]
         values = {"time": (end - start) / 1e9, "visits": 1.0}
         if op.kind in ("memcpy", "memset"):
-            values["bytes"] = float(op_bytes[idx])
+            values[BYTES] = float(op_bytes[idx])
         for metric, v in values.items():
             key = (op.name, op.kind, op.category, phase, metric)
             if phase == "between":
@@ -107,8 +120,8 @@ def point_values(
                 sums[key][(epoch, step)] += v
     for epoch, phase, step, start, end in windows:
         if epoch in steady:
-            sums[("step", "step", "step", phase, "time")][(epoch, step)] += (end - start) / 1e9
-            sums[("step", "step", "step", phase, "visits")][(epoch, step)] += 1.0
+            sums[(STEP_REGION, STEP_CATEGORY, STEP_CATEGORY, phase, TIME)][(epoch, step)] += (end - start) / 1e9
+            sums[(STEP_REGION, STEP_CATEGORY, STEP_CATEGORY, phase, VISITS)][(epoch, step)] += 1.0
     _cpu_visits(rec, windows, steady, sums, tables)
     # a step without the region counts as 0, as the reader sees it
     all_steps = {
@@ -154,7 +167,7 @@ def _cpu_visits(rec: Records, windows, steady, sums, tables) -> None:
         )
         for (name, _), tag in zip(items, tags):
             if tag is not None and tag[0] in steady:
-                sums[(name, kind, category, tag[1], "visits")][(tag[0], tag[2])] += 1.0
+                sums[(name, kind, category, tag[1], VISITS)][(tag[0], tag[2])] += 1.0
 
 
 def expected_values(exact: dict, replicates: list[dict]) -> dict:
@@ -169,11 +182,11 @@ def expected_values(exact: dict, replicates: list[dict]) -> dict:
         samples = defaultdict(list)
         for rep in replicates:
             for row in rep[part]:
-                samples[tuple(row[f] for f in key_fields)].append(row["value"])
+                samples[tuple(row[f] for f in key_fields)].append(row[VALUE])
         rows = []
         for row in exact[part]:
             got = samples.get(tuple(row[f] for f in key_fields))
-            expected = float(np.median(got)) if got and len(got) == len(replicates) else row["value"]
+            expected = float(np.median(got)) if got and len(got) == len(replicates) else row[VALUE]
             rows.append({**row, "expected": expected})
         out[part] = rows
     return out
@@ -184,20 +197,18 @@ def epoch_values(values: dict, n_t: int, n_v: int) -> dict:
     per = defaultdict(float)
     meta = {}
     for row in values["per_step"]:
-        if row["kind"] not in ("kernel", "memcpy", "memset", "step"):
+        if row[KIND] not in ("kernel", "memcpy", "memset", "step"):
             continue
-        n = n_t if row["phase"] == "train" else n_v
-        key = (row["region"], row["kind"], row["category"], row["metric"])
-        per[key] += n * row["value"]
+        n = n_t if row[PHASE] == "train" else n_v
+        key = (row[REGION], row[KIND], row[CATEGORY], row[METRIC])
+        per[key] += n * row[VALUE]
         meta[key] = row
     per_epoch = [dict(region=k[0], kind=k[1], category=k[2], metric=k[3], value=v) for k, v in per.items()]
     by_cat = defaultdict(float)
     for (_region, _kind, category, metric), v in per.items():
         if metric == "time" and category in ("computation", "communication", "memory"):
             by_cat[category] += v
-    step = {
-        row["phase"]: row["value"] for row in values["per_step"] if row["kind"] == "step" and row["metric"] == "time"
-    }
+    step = {row[PHASE]: row[VALUE] for row in values["per_step"] if row[KIND] == "step" and row[METRIC] == "time"}
     return {
         "per_epoch": per_epoch,
         "step_time": step,

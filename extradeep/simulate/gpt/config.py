@@ -269,7 +269,7 @@ def parse_layout(text: str, **defaults) -> ParallelLayout:
     if rc is not None:
         if rc >= len(RECOMPUTE_MODES):
             raise InputError(None, f"layout {text!r}: rc must be 0 (none), 1 (selective) or 2 (full)")
-        values["recompute"] = RECOMPUTE_MODES[rc]
+        values[RECOMPUTE] = RECOMPUTE_MODES[rc]
     if values.get("virtual_stages", 1) > 1:
-        values["schedule"] = "interleaved"
+        values[SCHEDULE] = "interleaved"
     return replace(ParallelLayout(**defaults), **values)

@@ -17,6 +17,7 @@ from collections import deque
 
 import numpy as np
 
+from extradeep.columns import WAIT
 from extradeep.errors import InputError
 
 
@@ -121,6 +122,6 @@ class Graph:
             below = self.end[src] if src >= 0 else since
             gap = max(s, since) - max(below, since)
             if gap > 0:
-                out["wait"] = out.get("wait", 0.0) + gap
+                out[WAIT] = out.get("wait", 0.0) + gap
             node = src
         return out

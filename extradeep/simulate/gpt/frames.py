@@ -13,7 +13,9 @@ from extradeep.columns import (
     METRIC,
     PART,
     PART_MEMORY,
+    PART_POWER,
     PART_STEP,
+    PEAK_MEMORY,
     SEQ_LEN,
     STEP_TIME,
     TIME,
@@ -39,10 +41,10 @@ def truth_frame(layouts, model: GPTModel | None = None, gpu="a100-80gb", system=
                 **truth["layout"],
                 **shape,
                 WORKLOAD: model.name,
-                STEP_TIME: truth["step_time"],
+                STEP_TIME: truth[STEP_TIME],
                 **truth["parts"],
-                "power": truth["power"],
-                "peak_memory": truth["peak_memory"],
+                "power": truth[PART_POWER],
+                "peak_memory": truth[PEAK_MEMORY],
             }
         )
     return pd.DataFrame(rows)
@@ -58,5 +60,5 @@ def truth_parts(frame: pd.DataFrame) -> pd.DataFrame:
         for part in timed:
             value = frame.at[i, STEP_TIME] if part == PART_STEP else frame.at[i, part]
             rows.append({**row, PART: part, METRIC: TIME, VALUE: float(value)})
-        rows.append({**row, PART: PART_MEMORY, METRIC: "bytes", VALUE: float(frame.at[i, "peak_memory"])})
+        rows.append({**row, PART: PART_MEMORY, METRIC: "bytes", VALUE: float(frame.at[i, PEAK_MEMORY])})
     return pd.DataFrame(rows)

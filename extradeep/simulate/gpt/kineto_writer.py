@@ -17,6 +17,7 @@ import gzip
 import json
 from pathlib import Path
 
+from extradeep.columns import BYTES, CORR, END, KIND, MEMORY_TOTAL, NAME, START, STREAM, THREAD
 from extradeep.simulate.gpt import groups as grp
 from extradeep.simulate.gpt.config import GPU, ParallelLayout
 from extradeep.simulate.gpt.issue import AUTOGRAD
@@ -68,25 +69,25 @@ def write_kineto_rank(
             }
         )
 
-    launches = {r["corr"]: r for r in tl.runtime}
+    launches = {r[CORR]: r for r in tl.runtime}
     roles = grp.role_groups(layout, tl.rank)
     for r in tl.runtime:
-        x("cuda_runtime", r["name"], r["start"], r["end"], tids[r["thread"]], {"correlation": r["corr"]})
-        if flows and r["name"] in ("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemsetAsync", "cudaMemcpyAsync"):
+        x("cuda_runtime", r[NAME], r[START], r[END], tids[r[THREAD]], {"correlation": r[CORR]})
+        if flows and r[NAME] in ("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemsetAsync", "cudaMemcpyAsync"):
             events.append(
                 {
                     "ph": "s",
-                    "id": r["corr"],
+                    "id": r[CORR],
                     "pid": pid,
-                    "tid": tids[r["thread"]],
-                    "ts": _us(r["start"] + offset),
+                    "tid": tids[r[THREAD]],
+                    "ts": _us(r[START] + offset),
                     "cat": "ac2g",
                     "name": "ac2g",
                 }
             )
     for r in tl.gpu:
-        args = {"device": device, "stream": r["stream"], "correlation": r["corr"]}
-        if r["kind"] == "kernel":
+        args = {"device": device, "stream": r[STREAM], "correlation": r[CORR]}
+        if r[KIND] == "kernel":
             cat = "kernel"
             name = (
                 (NCCL_KERNELS[r["key"]] + "(ncclDevKernelArgsStorage<4096ul>)") if r["comm"] else KERNELS[r["key"]][1]
@@ -94,39 +95,39 @@ def write_kineto_rank(
             if r["comm"]:
                 meta = _comm_args(r["comm"], roles)
                 args.update(meta)
-                launch = launches[r["corr"]]
+                launch = launches[r[CORR]]
                 x(
                     "cpu_op",
                     "record_param_comms",
-                    launch["start"] - 2_000.0,
-                    launch["start"] - 500.0,
-                    tids[launch["thread"]],
+                    launch[START] - 2_000.0,
+                    launch[START] - 500.0,
+                    tids[launch[THREAD]],
                     dict(meta),
                 )
                 for label in _annotations(r["comm"]):
                     x(
                         "user_annotation",
                         label,
-                        launch["start"] - 4_000.0,
-                        launch["end"] + 300.0,
-                        tids[launch["thread"]],
+                        launch[START] - 4_000.0,
+                        launch[END] + 300.0,
+                        tids[launch[THREAD]],
                         {},
                     )
-        elif r["kind"] == "memcpy":
+        elif r[KIND] == "memcpy":
             cat, name = "gpu_memcpy", "Memcpy DtoH (Device -> Pageable)"
-            args["bytes"] = int(r["bytes"])
+            args["bytes"] = int(r[BYTES])
         else:
             cat, name = "gpu_memset", "Memset (Device)"
-            args["bytes"] = int(r["bytes"])
-        x(cat, name, r["start"], r["end"], r["stream"], args, p=device)
+            args["bytes"] = int(r[BYTES])
+        x(cat, name, r[START], r[END], r[STREAM], args, p=device)
         if flows:
             events.append(
                 {
                     "ph": "f",
-                    "id": r["corr"],
+                    "id": r[CORR],
                     "pid": device,
-                    "tid": r["stream"],
-                    "ts": _us(r["start"] + offset),
+                    "tid": r[STREAM],
+                    "ts": _us(r[START] + offset),
                     "cat": "ac2g",
                     "name": "ac2g",
                     "bp": "e",
@@ -134,21 +135,21 @@ def write_kineto_rank(
             )
     for s in tl.syncs:
         kind = SYNC_KINDS[s["type"]]
-        args = {"cuda_sync_kind": kind, "stream": s["stream"], "correlation": s["corr"], "device": device}
+        args = {"cuda_sync_kind": kind, "stream": s[STREAM], "correlation": s[CORR], "device": device}
         if s["type"] == 2:
             args |= {
                 "wait_on_stream": s["record_stream"],
                 "wait_on_cuda_event_record_corr_id": s["record_corr"],
                 "wait_on_cuda_event_id": s["event"],
             }
-        x("cuda_sync", kind, s["start"], s["end"], s["stream"], args, p=device)
+        x("cuda_sync", kind, s[START], s[END], s[STREAM], args, p=device)
     for r in tl.ranges:
-        if r["kind"] in ("user_annotation", "both"):
-            x("user_annotation", r["text"], r["start"], r["end"], tids[r["thread"]], {})
+        if r[KIND] in ("user_annotation", "both"):
+            x("user_annotation", r["text"], r[START], r[END], tids[r[THREAD]], {})
     address, peak = 0x7F0000000000, 0.0
     for m in tl.memory:  # the caching allocator keeps what it reserved: segments for the peak so far
         address += 512
-        peak = max(peak, m["total"])
+        peak = max(peak, m[MEMORY_TOTAL])
         events.append(
             {
                 "ph": "i",
@@ -160,7 +161,7 @@ def write_kineto_rank(
                 "ts": _us(m["time"] + offset),
                 "args": {
                     "Total Reserved": int(reserved(peak)),
-                    "Total Allocated": int(m["total"]),
+                    "Total Allocated": int(m[MEMORY_TOTAL]),
                     "Bytes": int(m["delta"]),
                     "Addr": address,
                     "Device Type": 1,
@@ -202,7 +203,7 @@ def _comm_args(comm: dict, roles: dict) -> dict:
     """PyTorch's collective metadata of one NCCL kernel."""
     group = grp.group_for(roles, comm["role"], comm["group"])
     kind = comm["collective"]
-    nelems = int(comm["bytes"]) // 2 if kind != "allreduce_f32" else int(comm["bytes"]) // 4
+    nelems = int(comm[BYTES]) // 2 if kind != "allreduce_f32" else int(comm[BYTES]) // 4
     if kind == "sendrecv":
         directions = {d for d, _, _ in comm["peers"]}
         name = directions.pop() if len(directions) == 1 else "coalesced"

@@ -21,6 +21,7 @@ import struct
 from dataclasses import replace
 from pathlib import Path
 
+from extradeep.columns import BYTES, CORR, END, KIND, MEMORY_TOTAL, NAME, START, STREAM, THREAD
 from extradeep.simulate.gpt import groups as grp
 from extradeep.simulate.gpt.config import GPU, ParallelLayout
 from extradeep.simulate.gpt.issue import AUTOGRAD
@@ -113,12 +114,12 @@ def write_nsys_rank(
     w.insert(
         "CUPTI_ACTIVITY_KIND_RUNTIME",
         len(rt),
-        start=ts(r["start"] for r in rt),
-        end=ts(r["end"] for r in rt),
+        start=ts(r[START] for r in rt),
+        end=ts(r[END] for r in rt),
         eventClass=0,
-        globalTid=[tids[r["thread"]] for r in rt],
-        correlationId=[r["corr"] for r in rt],
-        nameId=strings.many(API_VERSIONS[r["name"]] for r in rt),
+        globalTid=[tids[r[THREAD]] for r in rt],
+        correlationId=[r[CORR] for r in rt],
+        nameId=strings.many(API_VERSIONS[r[NAME]] for r in rt),
         returnValue=0,
     )
     _kernels(w, strings, tl, ts, gpid, device)
@@ -126,10 +127,10 @@ def write_nsys_rank(
     _syncs(w, tl, ts, gpid, device)
     _nvtx(w, tl, ts, tids, nccl_nvtx, device, layout)
     _memory(w, tl, ts, gpid, device)
-    span = (min(r["start"] for r in rt), max(r["end"] for r in rt))
+    span = (min(r[START] for r in rt), max(r[END] for r in rt))
     _power(w, tl, ts, gpu, device, span)
     threads = {pid: "python3", pid + 1: "pt_data_worker", pid + 2: "NCCL proxy", pid + 3: "pt_autograd_0"}
-    streams = {r["stream"] for r in tl.gpu}
+    streams = {r[STREAM] for r in tl.gpu}
     write_metadata(w, strings, path, pid, threads, streams, tuple(ts(span)), placement, tl.rank)
     conn.execute(
         "UPDATE TARGET_INFO_GPU SET name = ?, totalMemory = ?, memoryBandwidth = ?",
@@ -142,18 +143,18 @@ def write_nsys_rank(
 
 
 def _kernels(w, strings, tl, ts, gpid, device) -> None:
-    ks = [r for r in tl.gpu if r["kind"] == "kernel"]
+    ks = [r for r in tl.gpu if r[KIND] == "kernel"]
     names = [_kernel_names(r) for r in ks]
     w.insert(
         "CUPTI_ACTIVITY_KIND_KERNEL",
         len(ks),
-        start=ts(r["start"] for r in ks),
-        end=ts(r["end"] for r in ks),
+        start=ts(r[START] for r in ks),
+        end=ts(r[END] for r in ks),
         deviceId=device,
         contextId=1,
         greenContextId=0,
-        streamId=[r["stream"] for r in ks],
-        correlationId=[r["corr"] for r in ks],
+        streamId=[r[STREAM] for r in ks],
+        correlationId=[r[CORR] for r in ks],
         globalPid=gpid,
         demangledName=strings.many(n[1] for n in names),
         shortName=strings.many(n[0] for n in names),
@@ -193,7 +194,7 @@ def _kernel_names(r: dict) -> tuple[str, str]:
 
 def _copies(w, tl, ts, gpid, device) -> None:
     for kind, table in (("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"), ("memset", "CUPTI_ACTIVITY_KIND_MEMSET")):
-        rows = [r for r in tl.gpu if r["kind"] == kind]
+        rows = [r for r in tl.gpu if r[KIND] == kind]
         extra = (
             {
                 "copyKind": 2,
@@ -211,15 +212,15 @@ def _copies(w, tl, ts, gpid, device) -> None:
         w.insert(
             table,
             len(rows),
-            start=ts(r["start"] for r in rows),
-            end=ts(r["end"] for r in rows),
+            start=ts(r[START] for r in rows),
+            end=ts(r[END] for r in rows),
             deviceId=device,
             contextId=1,
             greenContextId=0,
-            streamId=[r["stream"] for r in rows],
-            correlationId=[r["corr"] for r in rows],
+            streamId=[r[STREAM] for r in rows],
+            correlationId=[r[CORR] for r in rows],
             globalPid=gpid,
-            bytes=[int(r["bytes"]) for r in rows],
+            bytes=[int(r[BYTES]) for r in rows],
             **extra,
         )
 
@@ -229,24 +230,24 @@ def _syncs(w, tl, ts, gpid, device) -> None:
     w.insert(
         "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
         len(sy),
-        start=ts(s["start"] for s in sy),
-        end=ts(s["end"] for s in sy),
+        start=ts(s[START] for s in sy),
+        end=ts(s[END] for s in sy),
         deviceId=device,
         contextId=1,
         greenContextId=0,
-        streamId=[s["stream"] for s in sy],
-        correlationId=[s["corr"] for s in sy],
+        streamId=[s[STREAM] for s in sy],
+        correlationId=[s[CORR] for s in sy],
         globalPid=gpid,
         syncType=[s["type"] for s in sy],
         eventId=[s["event"] if s["type"] == 2 else 4294967295 for s in sy],
         eventSyncId=[s["event"] for s in sy],
     )
     waits = [s for s in sy if s["type"] == 2]
-    records = {r["corr"]: r for r in tl.runtime}
+    records = {r[CORR]: r for r in tl.runtime}
     w.insert(
         "CUPTI_ACTIVITY_KIND_CUDA_EVENT",
         len(waits),
-        timestamp=ts(records[s["record_corr"]]["end"] for s in waits),
+        timestamp=ts(records[s["record_corr"]][END] for s in waits),
         deviceId=device,
         contextId=1,
         greenContextId=0,
@@ -261,17 +262,17 @@ def _syncs(w, tl, ts, gpid, device) -> None:
 def _nvtx(w, tl, ts, tids, mode, device, layout) -> None:
     """Step and framework ranges, then NCCL's: one per collective call around its launch."""
     rows = [
-        ("NCCL", tl.steps[0]["start"] - 3e3, None, 75, NCCL_DOMAIN, tids[0], None, None),
-        ("extradeep", tl.steps[0]["start"] - 2e3, None, 75, EXTRADEEP_DOMAIN, tids[0], None, None),
+        ("NCCL", tl.steps[0][START] - 3e3, None, 75, NCCL_DOMAIN, tids[0], None, None),
+        ("extradeep", tl.steps[0][START] - 2e3, None, 75, EXTRADEEP_DOMAIN, tids[0], None, None),
     ]
-    for r in (r for r in tl.ranges if r["kind"] in ("nvtx", "both")):
+    for r in (r for r in tl.ranges if r[KIND] in ("nvtx", "both")):
         domain = EXTRADEEP_DOMAIN if r["domain"] == "extradeep" else FRAMEWORK_DOMAIN
-        rows.append((r["text"], r["start"], r["end"], 59, domain, tids[r["thread"]], None, None))
+        rows.append((r["text"], r[START], r[END], 59, domain, tids[r[THREAD]], None, None))
     if mode != "none":
-        launches = {r["corr"]: r for r in tl.runtime}
+        launches = {r[CORR]: r for r in tl.runtime}
         roles = grp.role_groups(layout, tl.rank)
         configs = grp.process_groups(layout, tl.rank)
-        t_init = tl.steps[0]["start"] - 2e6
+        t_init = tl.steps[0][START] - 2e6
         used = {grp.group_for(roles, r["comm"]["role"], r["comm"]["group"])["pg_name"] for r in tl.gpu if r["comm"]}
         # PyTorch creates a group's NCCL communicator on its first collective: only used groups have one
         for k, cfg in enumerate(c for c in configs if c["pg_name"] in used and c["pg_size"] > 1):
@@ -290,7 +291,7 @@ def _nvtx(w, tl, ts, tids, mode, device, layout) -> None:
             )
         for r in tl.gpu:
             if r["comm"]:
-                rows += _nccl_ranges(r, launches[r["corr"]], tids, mode, roles)
+                rows += _nccl_ranges(r, launches[r[CORR]], tids, mode, roles)
     rows.sort(key=lambda x: x[1])
     schemas = (
         [
@@ -323,13 +324,13 @@ def _nvtx(w, tl, ts, tids, mode, device, layout) -> None:
 
 def _nccl_ranges(r: dict, launch: dict, tids, mode, roles) -> list[tuple]:
     comm = r["comm"]
-    tid = tids[launch["thread"]]
-    s, e = launch["start"] - 1_500.0, launch["end"] + 500.0
+    tid = tids[launch[THREAD]]
+    s, e = launch[START] - 1_500.0, launch[END] + 500.0
     cid = grp.comm_id(grp.group_for(roles, comm["role"], comm["group"]))
     if comm["collective"] != "sendrecv":
         kind = comm["collective"].removesuffix("_f32")
         # NCCL's message size: count x type size, per rank for all-gather (send) and reduce-scatter (receive)
-        nbytes = comm["bytes"] // len(comm["group"]) if kind in ("allgather", "reducescatter") else comm["bytes"]
+        nbytes = comm[BYTES] // len(comm["group"]) if kind in ("allgather", "reducescatter") else comm[BYTES]
         payload = _pack(kind, cid, nbytes, 0) if mode == "payload" else None
         legacy = nbytes if mode == "legacy" else None
         return [(NCCL_CALLS[comm["collective"]][0], s, e, 59, NCCL_DOMAIN, tid, payload, legacy)]
@@ -374,7 +375,7 @@ def _memory(w, tl, ts, gpid, device) -> None:
 
     held, address, rows = 0.0, 0x7F0000000000, []
     for m in tl.memory:
-        need = reserved(m["total"])
+        need = reserved(m[MEMORY_TOTAL])
         if need > held:
             rows.append((m["time"], address, int(need - held)))
             address += int(need - held)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from extradeep.columns import END, START
 from extradeep.simulate.gpt.config import GPU
 
 COMM_ACTIVITY = 0.35  # share of the busy-idle difference an NCCL kernel alone draws
@@ -36,14 +37,14 @@ METRICS_DDL = {
 
 def activity_steps(gpu_rows: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     """(edges, level): the activity (0, COMM_ACTIVITY or 1) between consecutive edges (ns)."""
-    edges = sorted({r["start"] for r in gpu_rows} | {r["end"] for r in gpu_rows})
+    edges = sorted({r[START] for r in gpu_rows} | {r[END] for r in gpu_rows})
     if len(edges) < 2:
         return np.asarray(edges, float), np.zeros(max(len(edges) - 1, 0))
     edges = np.asarray(edges, float)
     compute = np.zeros(len(edges) - 1)
     comm = np.zeros(len(edges) - 1)
     for r in gpu_rows:
-        lo, hi = np.searchsorted(edges, r["start"]), np.searchsorted(edges, r["end"])
+        lo, hi = np.searchsorted(edges, r[START]), np.searchsorted(edges, r[END])
         (comm if r["comm"] else compute)[lo:hi] += 1
     return edges, np.where(compute > 0, 1.0, np.where(comm > 0, COMM_ACTIVITY, 0.0))
 

@@ -26,7 +26,12 @@ from __future__ import annotations
 import numpy as np
 
 from extradeep.columns import (
+    BYTES,
+    CORR,
+    END,
     LAYOUT_PARTS,
+    MEMORY_TOTAL,
+    PART,
     PART_BACKWARD,
     PART_BUBBLE,
     PART_COMPUTE,
@@ -39,12 +44,15 @@ from extradeep.columns import (
     PART_OPTIMIZER,
     PART_OTHER_COMPUTE,
     PART_OTHER_KERNELS,
+    PART_POWER,
     PART_PP_KERNELS,
     PART_PP_P2P,
     PART_RECOMPUTE,
     PART_STEP,
     PART_TP,
     PART_TP_KERNELS,
+    START,
+    STEP,
 )
 from extradeep.io.parallel.split import exclusive_split
 from extradeep.simulate.gpt import memory as mem
@@ -91,9 +99,9 @@ def layout_truth(run: SimulatedRun) -> dict:
         "step_time": float((g.end[sink] - since) * NS),
         "critical_path": {k: float(v) for k, v in sorted(critical.items())},
         "stages": stages,
-        "peak_memory": max(s["memory"]["peak_allocated"] for s in stages),
-        "power": float(np.mean([s["power"] for s in stages])),
-        "fits": bool(max(s["memory"]["peak_allocated"] for s in stages) <= run.gpu.memory),
+        "peak_memory": max(s[PART_MEMORY]["peak_allocated"] for s in stages),
+        "power": float(np.mean([s[PART_POWER] for s in stages])),
+        "fits": bool(max(s[PART_MEMORY]["peak_allocated"] for s in stages) <= run.gpu.memory),
     }
 
 
@@ -105,10 +113,10 @@ def rank_is_stage_head(run: SimulatedRun, rank: int) -> bool:
 
 def in_step(tl: RankTimeline, step: int) -> tuple[list[dict], float, float]:
     """The GPU records of a rank whose launching call starts within the step's range."""
-    window = next(s for s in tl.steps if s["step"] == step)
-    lo, hi = window["start"], window["end"]
-    launched = {r["corr"]: r["start"] for r in tl.runtime}
-    rows = [r for r in tl.gpu if lo <= launched.get(r["corr"], -1.0) < hi]
+    window = next(s for s in tl.steps if s[STEP] == step)
+    lo, hi = window[START], window[END]
+    launched = {r[CORR]: r[START] for r in tl.runtime}
+    rows = [r for r in tl.gpu if lo <= launched.get(r[CORR], -1.0) < hi]
     return rows, lo, hi
 
 
@@ -122,18 +130,18 @@ def stage_truth(run: SimulatedRun, tl: RankTimeline, step: int) -> dict:
     compute = []
     for r in rows:
         comm = r["comm"]
-        part = ROLE_PART[comm["role"]] if comm else PART_OF[r["part"]]
-        busy[part] = busy.get(part, 0.0) + (r["end"] - r["start"]) * NS
+        part = ROLE_PART[comm["role"]] if comm else PART_OF[r[PART]]
+        busy[part] = busy.get(part, 0.0) + (r[END] - r[START]) * NS
         counts[part] = counts.get(part, 0) + 1
         if comm:
-            nbytes[part] = nbytes.get(part, 0) + int(comm["bytes"])
+            nbytes[part] = nbytes.get(part, 0) + int(comm[BYTES])
             pure[part] = pure.get(part, 0.0) + max(run.graph.dur[j] for j in comm["joins"]) * NS
         else:
-            compute.append((r["start"], r["end"]))
+            compute.append((r[START], r[END]))
     _, _, stage = lay.coords(tl.rank)
     passes = lay.micro_batches * lay.virtual_stages
     split = _split(run, rows, lo, hi)
-    peak = max((m["total"] for m in tl.memory), default=0.0)
+    peak = max((m[MEMORY_TOTAL] for m in tl.memory), default=0.0)
     return {
         "stage": stage,
         "rank": tl.rank,
@@ -166,17 +174,17 @@ def _split(run: SimulatedRun, rows: list[dict], lo: float, hi: float) -> dict[st
     for r in rows:
         comm = r["comm"]
         if not comm:
-            name = PART_OPTIMIZER if r["part"] == "optimizer" else PART_COMPUTE
-            first_compute = min(first_compute, r["start"]) if name == PART_COMPUTE else first_compute
+            name = PART_OPTIMIZER if r[PART] == "optimizer" else PART_COMPUTE
+            first_compute = min(first_compute, r[START]) if name == PART_COMPUTE else first_compute
         elif comm["role"] == "pp":
             pure = max(run.graph.dur[j] for j in comm["joins"])
-            cut = max(r["start"], r["end"] - pure)
-            classes.setdefault("pp_wait", []).append((r["start"], cut))
-            classes.setdefault(PART_PP_P2P, []).append((cut, r["end"]))
+            cut = max(r[START], r[END] - pure)
+            classes.setdefault("pp_wait", []).append((r[START], cut))
+            classes.setdefault(PART_PP_P2P, []).append((cut, r[END]))
             continue
         else:
             name = {"tp": PART_TP, "dp": PART_DP}.get(comm["role"], "other_comm")
-        classes.setdefault(name, []).append((r["start"], r["end"]))
+        classes.setdefault(name, []).append((r[START], r[END]))
     pipeline = run.layout.pp > 1
     if pipeline:
         classes["fill"] = [(lo, first_compute)]
