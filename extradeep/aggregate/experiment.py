@@ -15,7 +15,21 @@ import pandas as pd
 
 from extradeep.aggregate.medians import REGION_KEYS, point_counts
 from extradeep.aggregate.settings import ExperimentSettings
-from extradeep.columns import CATEGORY, EPOCH_CATEGORIES, KIND, PHASE, REGION, REGION_ID, REP, TOTAL, TRAIN, VAL, VALUE  # noqa: F401 (re-exported)
+from extradeep.columns import (  # noqa: F401 (re-exported)
+    CATEGORY,
+    EPOCH_CATEGORIES,
+    KIND,
+    METRIC,
+    NAME,
+    PHASE,
+    REGION,
+    REGION_ID,
+    REP,
+    TOTAL,
+    TRAIN,
+    VAL,
+    VALUE,
+)
 from extradeep.errors import InputError
 from extradeep.io import store
 
@@ -172,9 +186,9 @@ class Experiment:
         wide = wide.reindex(columns=[TRAIN, VAL]).dropna(how="all").fillna(0.0)
         wide.columns.name = None
         wide = wide.reset_index()
-        counts = wide.drop_duplicates(["region", "kind", "category", "metric", *self.params])
-        n_points = counts.groupby(["region", "kind", "category", "metric"]).size().rename("n_points")
-        wide = wide.join(n_points, on=["region", "kind", "category", "metric"])
+        counts = wide.drop_duplicates([REGION, KIND, CATEGORY, METRIC, *self.params])
+        n_points = counts.groupby([REGION, KIND, CATEGORY, METRIC]).size().rename("n_points")
+        wide = wide.join(n_points, on=[REGION, KIND, CATEGORY, METRIC])
         wide["modelable"] = wide["n_points"] >= int(self.settings.min_points)
         wide.attrs["notes"] = self._phase_notes()
         return wide
@@ -189,7 +203,7 @@ class Experiment:
         n_t, n_v = dataset.steps_per_epoch(table, self.fixed_params)
         table.insert(table.columns.get_loc("train"), "n_t", n_t)
         table.insert(table.columns.get_loc("train"), "n_v", n_v)
-        table[VALUE] = n_t * table["train"] + n_v * table["val"]
+        table[VALUE] = n_t * table[TRAIN] + n_v * table[VAL]
         notes = list(table.attrs.get("notes", []))
         if (n_t == 0).any():
             notes.append("some points have fewer training samples per rank than one batch: n_t = 0 there")
@@ -243,7 +257,7 @@ class Experiment:
             for p in self.params
         ]
         rows += [{"name": k, "modeled": False, "values": json.dumps([v])} for k, v in self.fixed_params.items()]
-        return pd.DataFrame(rows, columns=["name", "modeled", "values"])
+        return pd.DataFrame(rows, columns=[NAME, "modeled", "values"])
 
 
 def category_sums(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -265,9 +279,7 @@ def region_table(points: pd.DataFrame) -> pd.DataFrame:
     """One row per region/metric/phase: at how many points it was measured and whether it is modelable."""
     keys = list(REGION_KEYS)
     return (
-        points.groupby(keys, dropna=False)
-        .agg(n_points=("value", "size"), modelable=("modelable", "first"))
-        .reset_index()
+        points.groupby(keys, dropna=False).agg(n_points=(VALUE, "size"), modelable=("modelable", "first")).reset_index()
     )
 
 

@@ -22,7 +22,7 @@ import pandas as pd
 from extradeep.aggregate.experiment import Dataset, Experiment, dataset_dict
 from extradeep.aggregate.medians import aggregate
 from extradeep.aggregate.settings import ExperimentSettings
-from extradeep.columns import RANK, REP
+from extradeep.columns import FILE, PATH, RANK, REP
 from extradeep.errors import InputError
 from extradeep.io import discover
 from extradeep.io.cache import default_cache_dir, reader_version
@@ -120,7 +120,7 @@ def read_runs(
     runs["sha256"] = [r["sha256"] for r in results]
     failed = [r["problem"] is not None for r in results]
     problems += [r["problem"] for r in results if r["problem"]]
-    read = {path: r for path, r in zip(runs["path"], results) if r["problem"] is None}
+    read = {path: r for path, r in zip(runs[PATH], results) if r["problem"] is None}
     runs = runs[[not f for f in failed]].reset_index(drop=True)
     if runs.empty:
         error = InputError(None, f"no usable exports among {len(failed)} file(s); first problem: {problems[0]}")
@@ -129,14 +129,14 @@ def read_runs(
     runs, duplicates = discover.drop_duplicates(runs)
     problems += duplicates + discover.missing_ranks(runs)
 
-    frames = {path: read[path]["frame"] for path in runs["path"]}
+    frames = {path: read[path]["frame"] for path in runs[PATH]}
     step_sums = step_sum_table(runs, frames, params)
     values, points = aggregate(step_sums, params, min_points)
     fixed = {p: _plain(runs[p].iloc[0]) for p in discover.param_columns(runs) if p not in params}
     notes = reader_notes(frames) + worker_notes
-    provenance = runs[["path", "size", "sha256", "app", "rank", "rep", *discover.param_columns(runs)]]
+    provenance = runs[[PATH, "size", "sha256", "app", RANK, REP, *discover.param_columns(runs)]]
     placements = pd.DataFrame(
-        [read[path]["placement"] for path in runs["path"]], index=runs.index, columns=list(PLACEMENT_COLUMNS)
+        [read[path]["placement"] for path in runs[PATH]], index=runs.index, columns=list(PLACEMENT_COLUMNS)
     )
     experiment_settings = ExperimentSettings(
         reader=settings.to_dict(),
@@ -147,10 +147,10 @@ def read_runs(
         fixed_params=fixed,
         app=str(runs["app"].iloc[0]),
         notes=notes,
-        layout=cluster_layout(pd.concat([runs[["path", "rank", "rep", *params]], placements], axis=1), params),
+        layout=cluster_layout(pd.concat([runs[[PATH, RANK, REP, *params]], placements], axis=1), params),
     )
     experiment = Experiment(params, values, points, provenance.reset_index(drop=True), experiment_settings, problems)
-    replay = {path: read[path]["replay"] for path in runs["path"] if read[path].get("replay") is not None}
+    replay = {path: read[path]["replay"] for path in runs[PATH] if read[path].get("replay") is not None}
     return experiment, replay
 
 
@@ -195,13 +195,13 @@ def _refuse_unknown_params(runs: pd.DataFrame, unknown: list[str], available: li
     from extradeep.io.formats import NSYS, profile_format
     from extradeep.io.sqlite import check_header
 
-    for path in runs["path"]:  # a broken file is the first thing to fix, and the user must see which
+    for path in runs[PATH]:  # a broken file is the first thing to fix, and the user must see which
         if profile_format(path) == NSYS:
             check_header(Path(path))
     wanted = ", ".join(map(repr, unknown))
     if not available and len(runs) == 1:
         raise InputError(
-            runs["path"].iloc[0],
+            runs[PATH].iloc[0],
             f"one profile is one configuration, with no {wanted} to model: modeling needs runs at several "
             "scales (files named like app.p2.r1.mpi0.sqlite, app.p4.r1.mpi0.sqlite, ..., or a --manifest)",
         )
@@ -215,10 +215,10 @@ def _refuse_unknown_params(runs: pd.DataFrame, unknown: list[str], available: li
 def step_sum_table(runs: pd.DataFrame, frames: dict, params: list[str]) -> pd.DataFrame:
     """Concatenate the per-file step sums with the file id, rank, repetition and point columns (one
     concatenation and one column per key: a copy of each file's frame would cost more than its sums)."""
-    parts = [frames[path] for path in runs["path"]]
+    parts = [frames[path] for path in runs[PATH]]
     lengths = np.array([len(frame) for frame in parts])
     out = pd.concat(parts, ignore_index=True)
-    out["file"] = np.repeat(np.arange(len(parts)), lengths)
+    out[FILE] = np.repeat(np.arange(len(parts)), lengths)
     for column in [RANK, REP, *params]:
         out[column] = np.repeat(runs[column].to_numpy(), lengths)
     return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import REGION_KEYS, REP, VALUE
+from extradeep.columns import EPOCH, FILE, PHASE, RANK, REGION_KEYS, REP, STEP, VALUE
 
 SPREAD = ("min", "q1", "q3", "max")
 
@@ -50,14 +50,14 @@ def _as_text(frame: pd.DataFrame, text: dict) -> pd.DataFrame:
 def rank_medians(step_sums: pd.DataFrame, point_cols: list[str]) -> pd.DataFrame:
     """Median over the steps of each file (one rank of one repetition), absent steps counting as 0."""
     steps_per_file = (
-        step_sums[["file", "phase", "epoch", "step"]].drop_duplicates().groupby(["file", "phase"], observed=True).size()
+        step_sums[[FILE, PHASE, EPOCH, STEP]].drop_duplicates().groupby([FILE, PHASE], observed=True).size()
     )
     keys = ["file", *REGION_KEYS]
     frame = step_sums.sort_values(keys + [VALUE], kind="stable")
     groups = frame.groupby(keys, sort=False, dropna=False, observed=True)
-    first = groups.head(1).drop(columns=["value", "epoch", "step"]).reset_index(drop=True)
+    first = groups.head(1).drop(columns=[VALUE, EPOCH, STEP]).reset_index(drop=True)
     counts = groups.size().to_numpy()
-    expected = steps_per_file.reindex(pd.MultiIndex.from_frame(first[["file", "phase"]])).to_numpy()
+    expected = steps_per_file.reindex(pd.MultiIndex.from_frame(first[[FILE, PHASE]])).to_numpy()
     first[VALUE] = padded_median(frame[VALUE].to_numpy(dtype=float), counts, expected)
     first["n_steps"] = expected.astype("int64")
     return first[keys + ["rank", "rep", *point_cols, "n_steps", "value"]]
@@ -83,7 +83,7 @@ def padded_median(sorted_values: np.ndarray, counts: np.ndarray, totals: np.ndar
 
 def _file_phases(step_sums: pd.DataFrame, point_cols: list[str]) -> pd.DataFrame:
     """Which files observed which phase, with their point and repetition: the grid for zero-filling."""
-    return step_sums[["file", "rank", "rep", *point_cols, "phase"]].drop_duplicates().reset_index(drop=True)
+    return step_sums[[FILE, RANK, REP, *point_cols, PHASE]].drop_duplicates().reset_index(drop=True)
 
 
 def fill_absent(frame: pd.DataFrame, files: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -93,9 +93,9 @@ def fill_absent(frame: pd.DataFrame, files: pd.DataFrame, keys: list[str]) -> pd
     grid = frame[keys].drop_duplicates().merge(files, on=shared, how="inner")
     full = grid.merge(frame, on=list(grid.columns), how="left")
     absent = full[VALUE].isna()
-    full.loc[absent, "value"] = 0.0
+    full.loc[absent, VALUE] = 0.0
     # An absent region still had the file's steps behind its 0.
-    steps = frame.groupby(["file", "phase"], observed=True)["n_steps"].max()
+    steps = frame.groupby([FILE, PHASE], observed=True)["n_steps"].max()
     fill = steps.reindex(pd.MultiIndex.from_frame(full.loc[absent, ["file", "phase"]])).to_numpy()
     full.loc[absent, "n_steps"] = fill
     full["n_steps"] = full["n_steps"].fillna(0).astype("int64")
@@ -107,7 +107,7 @@ def _spread(groups, prefix: str) -> pd.DataFrame:
     quart = value.quantile([0.25, 0.75]).unstack()
     out = pd.DataFrame(
         {
-            "value": value.median(),
+            VALUE: value.median(),
             f"{prefix}_min": value.min(),
             f"{prefix}_q1": quart[0.25],
             f"{prefix}_q3": quart[0.75],
@@ -133,7 +133,7 @@ def rep_spread(values: pd.DataFrame, per_rank: pd.DataFrame, point_cols: list[st
     groups = values.groupby(keys, sort=True, dropna=False, observed=True)
     out = _spread(groups, "rep")
     out["n_reps"] = groups.size()
-    pooled = _spread(per_rank.groupby(keys, sort=True, dropna=False, observed=True), "rank").drop(columns="value")
+    pooled = _spread(per_rank.groupby(keys, sort=True, dropna=False, observed=True), "rank").drop(columns=VALUE)
     return out.join(pooled).reset_index()
 
 

@@ -8,6 +8,7 @@ from dataclasses import fields, replace
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import REP
 from extradeep.errors import InputError
 from extradeep.modeling.batched import fit_batched, smape
 from extradeep.modeling.model import Model
@@ -130,7 +131,7 @@ class PMNFModeler:
             raise InputError(None, f"X has {len(X)} rows x {X.shape[1]} parameters but y has {len(y)} values")
         df = pd.DataFrame(X, columns=params).assign(value=y, region="", metric="")
         if reps is not None:
-            df["rep"] = np.asarray(reps).ravel()
+            df[REP] = np.asarray(reps).ravel()
             if df.duplicated(params + ["rep"]).any():
                 raise InputError(None, "the same repetition appears twice at one measurement point")
         row = fit_models(df, params, options=self).iloc[0]
