@@ -41,7 +41,7 @@ def load_experiment(
 
     `replay` (default True): replay the traces of the runs at the 3 largest points
     (:func:`extradeep.predictor.exposure.add_exposure_curves`), so the step model knows how much
-    communication a step can hide as it grows (`settings["exposure"]`); the replay reuses the frames of
+    communication a step can hide as it grows (`settings.exposure`); the replay reuses the frames of
     the one pass and opens only files whose results came from the cache. With False (CLI
     `--no-replay`, TOML `no-replay = true`) nothing is replayed: faster, and the step model then
     extrapolates the overlap it measured. A full replay of one run, with its critical path and what-ifs,
@@ -50,7 +50,7 @@ def load_experiment(
     A saved experiment (`.sqlite` written by `Experiment.save`) is loaded as it was saved, without
     reading or replaying anything. `system` (a preset name, TOML file or
     :class:`extradeep.system.System`) overrides or completes the cluster layout read from the exports
-    (`settings["system"]`; also on a saved experiment). `scheduler` (a Dask scheduler's address,
+    (`settings.system`; also on a saved experiment). `scheduler` (a Dask scheduler's address,
     "local", "slurm", a SlurmOptions or a Client; default env EXTRADEEP_SCHEDULER) runs the reading and
     the replays on a Dask cluster, connected once (:func:`extradeep.io.cluster.connect`); without it
     they run on this machine."""
@@ -92,7 +92,7 @@ def load_experiment(
 
 
 def with_system(experiment: Experiment, system) -> Experiment:
-    """The experiment with a system description (settings["system"]) when one is given."""
+    """The experiment with a system description (settings.system) when one is given."""
     if system is not None:
         from extradeep.system import load_system
 
