@@ -1,114 +1,31 @@
-"""One guard for every output option of the CLI: inputs are read-only, so an output path may never
-be an input (an export, a PROFILES path, the manifest, the config), a directory, or an SQLite
-database that extradeep did not write. Commands call `check_outputs` right after parsing, before
-reading any export, so a wrong path costs nothing and destroys nothing.
-"""
+"""The output guard of the library (:mod:`extradeep.workflows.outputs`) for the commands that check
+their outputs from parsed arguments: inputs are read-only, so an output path may never be an input,
+a directory, or an SQLite database that extradeep did not write."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from extradeep.workflows.outputs import check_output_dir, check_output_path, check_writable, is_sqlite
 
-from extradeep.errors import InputError, special_file_problem
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
+__all__ = ["check_output_dir", "check_output_path", "check_outputs", "check_writable", "input_paths", "is_sqlite"]
 
 
-def input_paths(args) -> set[Path]:
+def input_paths(args):
     """Resolved paths of everything a reading command reads: PROFILES (and the exports found under
     them), --manifest (and the exports it lists), --config, --eval-dir and a folder's extradeep.toml."""
-    from extradeep.io.discover import find_exports, read_manifest
+    from extradeep.workflows.outputs import input_paths as paths
 
-    given = [*(getattr(args, "profiles", None) or []), getattr(args, "eval_dir", None)]
-    given = [Path(p) for p in given if p]
-    paths = set(given)
-    exports, _ = find_exports(given) if given else ([], [])
-    paths.update(exports)
-    paths.update(p / "extradeep.toml" for p in given if p.is_dir())
-    for option in ("manifest", "config"):
-        if getattr(args, option, None):
-            paths.add(Path(getattr(args, option)))
-    if getattr(args, "manifest", None):
-        try:
-            paths.update(Path(p) for p in read_manifest(args.manifest)["path"])
-        except (InputError, OSError, KeyError):
-            pass  # reading the manifest reports its own problem later
-    return {_resolved(p) for p in paths}
-
-
-def _resolved(path) -> Path:
-    return Path(path).expanduser().resolve()
-
-
-def is_sqlite(path) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(16) == SQLITE_MAGIC
-    except OSError:
-        return False
-
-
-def check_output_path(option: str, path, inputs: set[Path], experiment_ok: bool = False) -> None:
-    """Refuse, with one line, an output ``path`` that would destroy an input or a database.
-    ``experiment_ok``: an earlier extradeep experiment may be replaced (for --save)."""
-    from extradeep.io.store import is_saved_experiment
-
-    target = _resolved(path)
-    if target in inputs:
-        raise InputError(option, f"{path} is one of the inputs; refusing to overwrite it")
-    if target.is_dir():
-        raise InputError(option, f"{path} is a directory; give a file name")
-    if special_file_problem(target):  # writing into a FIFO waits for a reader forever
-        raise InputError(option, f"{path} {special_file_problem(target).split(';')[0]}; give a file name")
-    if experiment_ok and target.exists() and not is_saved_experiment(target):
-        raise InputError(option, f"{path} exists and is not an experiment saved by extradeep; refusing to overwrite it")
-    if not experiment_ok and is_sqlite(target):
-        raise InputError(option, f"{path} is an existing SQLite database; refusing to overwrite it")
-    check_writable(option, path, target.parent)
-
-
-def check_output_dir(option: str, path) -> None:
-    """A folder for figures: not an existing file (an input among them)."""
-    target = _resolved(path)
-    if target.exists() and not target.is_dir():
-        raise InputError(option, f"{path} exists and is not a directory; refusing to write into it")
-    check_writable(option, path, target, may_create=True)
-
-
-def check_writable(option: str | None, path, folder: Path, may_create: bool = False) -> None:
-    """Refuse, before any work, an output whose folder cannot be written: `folder` itself, or the
-    nearest folder above it that exists (where the missing ones would be created). Tried by creating
-    a temporary file there, which is what counts (permissions, read-only mounts, root).
-    ``may_create``: the command creates `folder` (and missing parents), so it need not exist yet."""
-    import os
-    import tempfile
-
-    where = "" if option is None else f"{option} "
-    existing = next((f for f in (folder, *folder.parents) if f.exists()), None)
-    if existing is None or not existing.is_dir():
-        raise InputError(None, f"{where}{path}: {existing} is not a folder; cannot write there")
-    if existing != folder and not may_create:
-        raise InputError(None, f"{where}{path}: folder {folder} does not exist; create it first")
-    try:
-        handle, name = tempfile.mkstemp(prefix=".extradeep-write-check-", dir=existing)
-    except OSError as exc:
-        raise InputError(None, f"{where}{path}: cannot write in {existing} ({exc.strerror})") from None
-    os.close(handle)
-    os.unlink(name)
+    return paths(
+        getattr(args, "profiles", None) or [],
+        getattr(args, "manifest", None),
+        getattr(args, "config", None),
+        getattr(args, "eval_dir", None),
+    )
 
 
 def check_outputs(args, files: dict[str, str | None], save: str | None = None, plots: str | None = None) -> None:
     """Check every output of a command before anything is read: ``files`` maps an option to its
     path (None when not given), ``save`` is an experiment file, ``plots`` a figure folder."""
-    if not any(files.values()) and not save and not plots:
-        return
-    inputs = input_paths(args)
-    for option, path in files.items():
-        if path:
-            check_output_path(option, path, inputs)
-    if save:
-        check_output_path("--save", save, inputs, experiment_ok=True)
-    if plots:
-        check_output_dir("--plots", plots)
-    targets = [_resolved(p) for p in [*files.values(), save] if p]
-    if len(set(targets)) < len(targets):
-        raise InputError(None, "two output options name the same file")
+    from extradeep.workflows.outputs import check_outputs as check
+
+    if any(files.values()) or save or plots:
+        check(input_paths(args), files, save, plots)
