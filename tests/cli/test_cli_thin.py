@@ -5,22 +5,21 @@ import json
 import re
 
 import pytest
+from shared_data import simulate_small_runs
 
 import extradeep.workflows as workflows
 from extradeep.analysis.core import primary_quantity
 from extradeep.cli import main
 from extradeep.report.plan import plan_text
 from extradeep.report.text import format_interval, format_pct, format_value
-from extradeep.simulate import simulate
 
 WORKFLOWS = ("model_study", "budget_study", "evaluation_study", "report_study", "plan_study")
-SMALL = dict(repetitions=1, train_steps=2, val_steps=1, truth_replicates=0, progress=False)
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("thin")
-    simulate(root / "runs", params={"ranks": [2, 3, 4, 5, 6]}, **SMALL)
+    simulate_small_runs(root / "runs")
     return root
 
 

@@ -4,19 +4,17 @@ as the command line, outputs checked before anything is read."""
 import json
 
 import pytest
+from shared_data import simulate_small_runs
 
 from extradeep import ModelOptions, Options, model_study
 from extradeep.cli import main
 from extradeep.errors import InputError
-from extradeep.simulate import simulate
-
-SMALL = dict(repetitions=1, train_steps=2, val_steps=1, truth_replicates=0, progress=False)
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("workflow-model")
-    simulate(root / "runs", params={"ranks": [2, 3, 4, 5, 6]}, **SMALL)
+    simulate_small_runs(root / "runs")
     return root
 
 
