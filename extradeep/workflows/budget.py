@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from extradeep.errors import InputError
-from extradeep.workflows.options import AnalysisOptions, field_error
+from extradeep.workflows.options import AnalysisOptions, field_error, named
 from extradeep.workflows.reading import read_analysis
 
 __all__ = ["BudgetOptions", "BudgetStudyResult", "budget_study"]
@@ -42,7 +42,10 @@ class BudgetOptions(AnalysisOptions):
             if self.limits_required:
                 raise InputError(None, "give --max-time and/or --max-cost")
             return None
-        max_time = parse_duration(self.max_time) if isinstance(self.max_time, str) else self.max_time
+        max_time = self.max_time
+        if isinstance(max_time, str):
+            with named("max_time"):
+                max_time = parse_duration(max_time)
         return BudgetLimits(max_time=max_time, max_cost=self.max_cost, epochs=self.epochs)
 
     def budget(self, analysis):

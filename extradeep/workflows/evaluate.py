@@ -9,7 +9,7 @@ from typing import ClassVar
 import pandas as pd
 
 from extradeep.errors import InputError
-from extradeep.workflows.options import AnalysisOptions, field_error
+from extradeep.workflows.options import AnalysisOptions, field_error, values_of
 from extradeep.workflows.outputs import check_outputs, input_paths
 from extradeep.workflows.reading import evaluation_reading, read_analysis, read_experiment
 
@@ -31,17 +31,13 @@ class EvaluationOptions(AnalysisOptions):
     eval_values: list | None = field(init=False, compare=False, repr=False)
 
     def __post_init__(self):
-        from extradeep.analysis.points import parse_values
-
         super().__post_init__()
         if self.eval_points is not None and self.eval_dir:
             raise InputError(None, "give --eval-points or --eval-dir, not both")
         if self.eval_points is None and not self.eval_dir and self.evaluation_required:
             raise InputError(None, "give --eval-points (held-out measured configurations) or --eval-dir")
-        values = self.eval_points
-        if isinstance(values, str):
-            values = parse_values(values, "--eval-points")
-        object.__setattr__(self, "eval_values", None if values is None else [float(v) for v in values])
+        values = None if self.eval_points is None else values_of(self.eval_points, "eval_points")
+        object.__setattr__(self, "eval_values", values)
 
     def inputs(self):
         """Everything read, which no output may overwrite."""

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from extradeep.aggregate.experiment import NEED_DATASET
-from extradeep.errors import InputError
 from extradeep.workflows.options import AnalysisOptions, field_error
 from extradeep.workflows.outputs import check_outputs, input_paths
 from extradeep.workflows.reading import is_extrap_text, read_analysis
@@ -111,7 +110,7 @@ def write_model_outputs(result: ModelResult) -> None:
         result.written.append(("json", options.json))
     if options.save:
         if result.experiment is None:
-            raise InputError("--save", "only experiments read from profiles can be saved")
+            raise field_error("save", "only experiments read from profiles can be saved")
         # one atomic write (extradeep.io.store): the experiment and its models appear together or not at all
         result.experiment.save(options.save, extra_tables=models_tables(analysis))
         result.written.append(("save", options.save))

@@ -9,6 +9,7 @@ fails in one line naming the option by its field (``level``), which the CLI show
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from extradeep.errors import InputError
@@ -20,6 +21,28 @@ SCALINGS = ("strong", "weak")
 def field_error(name: str, problem: str) -> InputError:
     """The error about option `name` (the library's field name; front ends show their own label)."""
     return InputError(None, field=name, problem=problem)
+
+
+@contextmanager
+def named(name: str):
+    """Errors of the parsers in :mod:`extradeep.analysis.points`, which name the command-line flag
+    (``--max-time``), as errors about the field `name` (``max_time``)."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.source == "--" + name.replace("_", "-"):
+            raise field_error(name, exc.problem) from None
+        raise
+
+
+def values_of(given, name: str) -> list[float]:
+    """Numbers from text like "16,32" or "8:64:8", or given as numbers; an error names `name`."""
+    from extradeep.analysis.points import parse_values
+
+    if not isinstance(given, str):
+        return [float(v) for v in given]
+    with named(name):
+        return parse_values(given, "--" + name.replace("_", "-"))
 
 
 @dataclass(frozen=True)
@@ -99,11 +122,14 @@ class AnalysisOptions:
         items = list(self.at) or None
         params = analysis.params if analysis is not None else self.given_params()
         if params is None:  # before reading and without parameters: check the syntax only
-            return parse_fixed(items, [item.partition("=")[0].strip() for item in self.at])
-        fixed = parse_fixed(items, params)
+            params = [item.partition("=")[0].strip() for item in self.at]
+        with named("at"):
+            fixed = parse_fixed(items, params)
+        if analysis is None and self.given_params() is None:
+            return fixed
         ranks = analysis.ranks_param if analysis is not None else ranks_parameter(params, self.ranks_param)
         if ranks in fixed:
-            raise InputError("--at", f"{ranks} is the parameter predictions vary; give its values with --predict")
+            raise field_error("at", f"{ranks} is the parameter predictions vary; give its values with --predict")
         return fixed
 
     def _modeler(self) -> dict:
@@ -149,14 +175,12 @@ class AnalysisOptions:
 def rank_values(given, name: str) -> list[float] | None:
     """Values of the ranks parameter (text like "16,32" or "8:64:8", or numbers), refused in one line
     unless they are whole rank counts; None when not given."""
-    from extradeep.analysis.points import parse_values
-
     if given is None or (isinstance(given, str) and not given):
         return None
-    values = parse_values(given, f"--{name}") if isinstance(given, str) else [float(v) for v in given]
+    values = values_of(given, name)
     bad = [v for v in values if v % 1]
     if bad:
-        raise InputError(f"--{name}", f"{bad[0]:g} is not a whole number: it counts ranks (processes)")
+        raise field_error(name, f"{bad[0]:g} is not a whole number: it counts ranks (processes)")
     return values
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from extradeep.workflows.options import AnalysisOptions, field_error
+from extradeep.workflows.options import AnalysisOptions, field_error, values_of
 from extradeep.workflows.outputs import check_output_path, input_paths
 from extradeep.workflows.reading import read_experiment
 
@@ -34,13 +34,10 @@ class PlanOptions(AnalysisOptions):
     target_values: list = field(init=False, compare=False, repr=False)
 
     def __post_init__(self):
-        from extradeep.analysis.points import parse_values
-
         super().__post_init__()
         if self.target is None or self.max_ranks is None:
             raise field_error("target" if self.target is None else "max_ranks", "is needed to plan measurements")
-        values = parse_values(self.target, "--target") if isinstance(self.target, str) else list(self.target)
-        object.__setattr__(self, "target_values", [float(v) for v in values])
+        object.__setattr__(self, "target_values", values_of(self.target, "target"))
 
 
 @dataclass

@@ -9,7 +9,7 @@ from typing import ClassVar
 from extradeep.errors import InputError
 from extradeep.workflows.budget import BudgetOptions
 from extradeep.workflows.evaluate import EvaluationOptions, evaluation_study
-from extradeep.workflows.options import field_error, rank_values
+from extradeep.workflows.options import field_error, rank_values, values_of
 from extradeep.workflows.outputs import check_outputs
 
 __all__ = ["ReportOptions", "ReportResult", "report_study"]
@@ -38,6 +38,8 @@ class ReportOptions(BudgetOptions, EvaluationOptions):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.plan_target is not None:
+            values_of(self.plan_target, "plan_target")  # checked before the long work that precedes its use
         formats = self.plot_formats.split(",") if isinstance(self.plot_formats, str) else self.plot_formats
         object.__setattr__(self, "formats", [f.strip().lower() for f in formats if f.strip()])
 
@@ -117,14 +119,12 @@ def plan_for_report(options: ReportOptions, experiment, analysis=None):
     if not options.plan_target or experiment is None:
         return None
     from extradeep.analysis.advisor import MeasurementAdvisor
-    from extradeep.analysis.points import parse_values
 
-    targets = parse_values(options.plan_target, "--plan-target") if isinstance(options.plan_target, str) else None
     measured = experiment.points[options.cost.ranks_param].max()
     max_ranks = int(options.max_ranks or 2 * measured)
     modeler = dict(analysis.options) if analysis is not None else {}
     advisor = MeasurementAdvisor(
-        targets if targets is not None else list(options.plan_target),
+        values_of(options.plan_target, "plan_target"),
         max_ranks,
         options.gpus_per_node,
         cost=options.cost,

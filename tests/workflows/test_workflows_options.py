@@ -28,6 +28,14 @@ from extradeep.errors import InputError
         (ModelOptions, {"top": -1}, "top", "must be at least 0, got -1"),
         (PlanOptions, {"max_ranks": 8}, "target", "is needed"),
         (BudgetOptions, {"max_time": 10, "epochs": -2}, "epochs", "must be a positive number"),
+        (BudgetOptions, {"max_time": "10 fortnights"}, "max_time", "unknown unit"),
+        (AnalysisOptions, {"predict": "8,12.5"}, "predict", "12.5 is not a whole number"),
+        (BudgetOptions, {"max_cost": 5, "candidates": "8:4"}, "candidates", "needs start <= stop"),
+        (AnalysisOptions, {"at": ["ranks"]}, "at", "must be PARAM=VALUE"),
+        (ModelOptions, {"reading": Options(param=["ranks"]), "at": ["ranks=4"]}, "at", "ranks is the parameter"),
+        (EvaluationOptions, {"eval_points": "x"}, "eval_points", "'x' is not a number"),
+        (PlanOptions, {"target": "64,", "max_ranks": 8}, "target", "'' is not a number"),
+        (ReportOptions, {"plan_target": "-4"}, "plan_target", "must be a positive number"),
     ],
 )
 def test_a_bad_value_is_named_by_its_field(kind, values, field, problem):
@@ -39,12 +47,9 @@ def test_a_bad_value_is_named_by_its_field(kind, values, field, problem):
 @pytest.mark.parametrize(
     "kind, values, message",
     [
-        (AnalysisOptions, {"predict": "8,12.5"}, "--predict: 12.5 is not a whole number"),
-        (BudgetOptions, {"max_time": "10 fortnights"}, "--max-time"),
         (BudgetOptions, {}, "give --max-time and/or --max-cost"),
         (EvaluationOptions, {}, "give --eval-points"),
         (EvaluationOptions, {"eval_points": "4", "eval_dir": "x"}, "not both"),
-        (ModelOptions, {"reading": Options(param=["ranks"]), "at": ["ranks=4"]}, "ranks is the parameter"),
     ],
 )
 def test_a_bad_combination_fails_in_one_line(kind, values, message):
