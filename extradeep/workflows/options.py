@@ -47,10 +47,11 @@ def values_of(given, name: str) -> list[float]:
 
 @dataclass(frozen=True)
 class AnalysisOptions:
-    """How profiles are read (`reading`, from the settings file `config` when one was used), modeled, predicted and costed.
+    """How profiles are read (`reading`), modeled, predicted and costed.
 
-    `predict`: values of the ranks parameter to predict at ("16,32,64", "8:64:8" or a list; default
-    2x, 4x, 8x the largest measured); `at`: values of the other parameters ("PARAM=VALUE" items);
+    `config`: the settings file the reading options came from (never written over). `predict`:
+    values of the ranks parameter to predict at ("16,32,64", "8:64:8" or a list; default 2x, 4x, 8x
+    the largest measured); `at`: values of the other parameters ("PARAM=VALUE" items or a dict);
     `scaling`: "strong" or "weak" (default: weak with a weak-scaling dataset); `ranks_param`: the
     parameter that counts ranks; `level`: of the prediction intervals. Modeler: `exponents_i`,
     `exponents_j` ("0,1/2,1"), `terms`, `nonnegative`, `refit`. Cost (paper Eq. 14):
@@ -88,7 +89,7 @@ class AnalysisOptions:
             "at",
             tuple(f"{k}={v}" for k, v in self.at.items()) if isinstance(self.at, dict) else tuple(self.at or ()),
         )
-        if not 0 < self.level < 1:
+        if isinstance(self.level, bool) or not isinstance(self.level, (int, float)) or not 0 < self.level < 1:
             raise field_error("level", f"must be between 0 and 1, got {self.level}")
         if self.scaling not in (None, *SCALINGS):
             raise field_error("scaling", f"must be strong or weak, got {self.scaling!r}")
@@ -104,7 +105,7 @@ class AnalysisOptions:
         for option in ("top", "min_points", "terms"):
             value = self.reading.min_points if option == "min_points" else getattr(self, option, None)
             least = {"top": 0, "min_points": 2}.get(option, 1)
-            if value is not None and value < least:
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
                 raise field_error(option, f"must be at least {least}, got {value}")
 
     def given_params(self) -> list[str] | None:

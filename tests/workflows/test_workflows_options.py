@@ -26,6 +26,8 @@ from extradeep.errors import InputError
         (AnalysisOptions, {"cost_formula": "T * -1"}, "cost_formula", "gives a negative cost"),
         (AnalysisOptions, {"reading": Options(min_points=1)}, "min_points", "must be at least 2, got 1"),
         (ModelOptions, {"top": -1}, "top", "must be at least 0, got -1"),
+        (ModelOptions, {"top": "many"}, "top", "must be at least 0, got many"),
+        (AnalysisOptions, {"level": "high"}, "level", "must be between 0 and 1, got high"),
         (PlanOptions, {"max_ranks": 8}, "target", "is needed"),
         (BudgetOptions, {"max_time": 10, "epochs": -2}, "epochs", "must be a positive number"),
         (BudgetOptions, {"max_time": "10 fortnights"}, "max_time", "unknown unit"),
