@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from extradeep.errors import InputError
-from extradeep.workflows.outputs import check_outputs, resolved
+from extradeep.workflows.output_checks import check_outputs, resolved
 
 
 def _named(name: str, parse):

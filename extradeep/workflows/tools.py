@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from extradeep.errors import InputError
-from extradeep.workflows.outputs import check_writable
+from extradeep.workflows.output_checks import check_writable
 
 
 def _pairs(items, name: str, convert) -> dict:

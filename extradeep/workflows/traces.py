@@ -76,7 +76,7 @@ class PredictOptions:
     scenarios: list = field(init=False, compare=False, repr=False)
 
     def __post_init__(self):
-        from extradeep.workflows.outputs import check_outputs
+        from extradeep.workflows.output_checks import check_outputs
 
         for key in ("what_if", "run"):
             object.__setattr__(self, key, tuple(getattr(self, key) or ()))

@@ -9,7 +9,7 @@ from extradeep.errors import InputError
 from extradeep.simulate import simulate
 from extradeep.workflows.inspection import InspectOptions
 from extradeep.workflows.layouts import LayoutPlanOptions, LayoutsOptions, whole_numbers
-from extradeep.workflows.outputs import check_outputs
+from extradeep.workflows.output_checks import check_outputs
 from extradeep.workflows.tools import InstrumentOptions, ProfileCmdOptions, SimulateOptions, profile_jobs
 from extradeep.workflows.trace_analyses import OptimizeOptions, TraceAnalysisOptions
 from extradeep.workflows.traces import PredictOptions
