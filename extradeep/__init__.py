@@ -112,6 +112,16 @@ _EXPORTS = {
     "compare_runs": "extradeep.predictor.analyses",
     # errors
     "InputError": "extradeep.errors",
+    # one call per command (issue 22 item 2): trace, layout and tool commands
+    **{n: "extradeep.workflows.traces" for n in ("PredictOptions", "PredictResult", "predict_run")},
+    **{n: "extradeep.workflows.inspection" for n in ("InspectOptions", "InspectResult", "inspect_profiles")},
+    **{n: "extradeep.workflows.trace_analyses" for n in ("TraceAnalysisOptions", "OptimizeOptions")},
+    **{
+        n: "extradeep.workflows.layouts"
+        for n in ("LayoutsOptions", "layout_search", "LayoutPlanOptions", "layout_plan")
+    },
+    **{n: "extradeep.workflows.tools" for n in ("SimulateOptions", "simulate_profiles", "ProfileCmdOptions")},
+    **{n: "extradeep.workflows.tools" for n in ("profile_jobs", "InstrumentOptions", "instrument_project")},
 }
 
 __all__ = sorted(_EXPORTS)

@@ -69,7 +69,7 @@ def evaluation_study(options: EvaluationOptions, *, progress=None, on_read=None)
     if not isinstance(options, EvaluationOptions):
         raise field_error("options", "must be an EvaluationOptions")
     if options.csv:
-        check_outputs(options.inputs(), {"--csv": options.csv})
+        check_outputs({"csv": options.csv}, options.inputs())
     if options.eval_values is None and not options.eval_dir:
         analysis, experiment = read_analysis(options, on_read, progress)
         return EvaluationResult(options, analysis, experiment)

@@ -86,7 +86,7 @@ def check_model_outputs(options: ModelOptions) -> None:
     if options.json or options.save:
         reading = options.reading
         inputs = input_paths(reading.profiles, reading.manifest, options.config)
-        check_outputs(inputs, {"--json": options.json}, save=options.save)
+        check_outputs({"json": options.json}, inputs, save=options.save)
 
 
 def write_model_outputs(result: ModelResult) -> None:

@@ -65,7 +65,7 @@ def plan_study(options: PlanOptions, *, on_read=None) -> PlanResult:
         raise field_error("options", "must be a PlanOptions")
     reading = options.reading
     if options.output:
-        check_output_path("--output", options.output, input_paths(reading.profiles, reading.manifest, options.config))
+        check_output_path("output", options.output, input_paths(reading.profiles, reading.manifest, options.config))
     experiment = read_experiment(reading, on_read) if (reading.profiles or reading.manifest) else None
     modeler = options.modeler
     if experiment is not None:  # a saved experiment's own options (--min-points 4) hold unless given here

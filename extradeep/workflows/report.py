@@ -65,7 +65,7 @@ def report_study(options: ReportOptions, *, progress=None, on_read=None) -> Repo
     if not isinstance(options, ReportOptions):
         raise field_error("options", "must be a ReportOptions")
     refuse_layout_study(options)
-    check_outputs(options.inputs(), {"--output": options.output}, plots=options.plots)
+    check_outputs({"output": options.output}, options.inputs(), plots=options.plots)
     evaluation = evaluation_study(options, progress=progress, on_read=on_read)
     analysis, experiment = evaluation.analysis, evaluation.experiment
     built = build_report(
