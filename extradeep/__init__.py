@@ -68,6 +68,23 @@ _EXPORTS = {
     "prediction_grid": "extradeep.analysis.workflows",
     "MeasurementAdvisor": "extradeep.analysis.advisor",
     "plan_measurements": "extradeep.analysis.advisor",
+    # the analysis commands as one call each (model, budget, evaluate, report, plan): typed options in, a result out
+    "AnalysisOptions": "extradeep.workflows.options",
+    "ModelOptions": "extradeep.workflows.model",
+    "ModelResult": "extradeep.workflows.model",
+    "model_study": "extradeep.workflows.model",
+    "BudgetOptions": "extradeep.workflows.budget",
+    "BudgetStudyResult": "extradeep.workflows.budget",
+    "budget_study": "extradeep.workflows.budget",
+    "EvaluationOptions": "extradeep.workflows.evaluate",
+    "EvaluationResult": "extradeep.workflows.evaluate",
+    "evaluation_study": "extradeep.workflows.evaluate",
+    "ReportOptions": "extradeep.workflows.report",
+    "ReportResult": "extradeep.workflows.report",
+    "report_study": "extradeep.workflows.report",
+    "PlanOptions": "extradeep.workflows.plan",
+    "PlanResult": "extradeep.workflows.plan",
+    "plan_study": "extradeep.workflows.plan",
     # parallel layouts (which t, p, d, micro-batches, ZeRO stage: time, memory, cost, energy)
     "LayoutModel": "extradeep.layouts.model",
     "search_layouts": "extradeep.layouts.search",
@@ -95,6 +112,16 @@ _EXPORTS = {
     "compare_runs": "extradeep.predictor.analyses",
     # errors
     "InputError": "extradeep.errors",
+    # one call per command (issue 22 item 2): trace, layout and tool commands
+    **{n: "extradeep.workflows.traces" for n in ("PredictOptions", "PredictResult", "predict_run")},
+    **{n: "extradeep.workflows.inspection" for n in ("InspectOptions", "InspectResult", "inspect_profiles")},
+    **{n: "extradeep.workflows.trace_analyses" for n in ("TraceAnalysisOptions", "OptimizeOptions")},
+    **{
+        n: "extradeep.workflows.layouts"
+        for n in ("LayoutsOptions", "layout_search", "LayoutPlanOptions", "layout_plan")
+    },
+    **{n: "extradeep.workflows.tools" for n in ("SimulateOptions", "simulate_profiles", "ProfileCmdOptions")},
+    **{n: "extradeep.workflows.tools" for n in ("profile_jobs", "InstrumentOptions", "instrument_project")},
 }
 
 __all__ = sorted(_EXPORTS)

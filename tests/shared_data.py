@@ -41,3 +41,16 @@ def real_exports() -> list[Path]:
 
 def real_kineto_traces() -> list[Path]:
     return sorted(REAL_KINETO.glob("*.json.gz")) if REAL_KINETO.is_dir() else []
+
+
+# five small simulated configurations (ranks 2..6, one repetition, two training steps): the quickest
+# input a modeling command accepts
+SMALL_RUNS = dict(params={"ranks": [2, 3, 4, 5, 6]}, repetitions=1, train_steps=2, val_steps=1, truth_replicates=0)
+
+
+def simulate_small_runs(folder: Path) -> Path:
+    """SMALL_RUNS simulated into `folder` (with its extradeep.toml); returns the folder."""
+    from extradeep.simulate import simulate
+
+    simulate(folder, progress=False, **SMALL_RUNS)
+    return folder

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import contextmanager
 
 from extradeep.cli.flags import flag_error
 from extradeep.errors import InputError
-from extradeep.io.config import CONFIG_NAME, DEFAULTS, folder_config_path
+from extradeep.workflows.settings import CONFIG_NAME, DEFAULTS, folder_config_path
 
 
 def add_reading_arguments(parser: argparse.ArgumentParser) -> None:
@@ -137,7 +138,7 @@ def add_step_mark_arguments(group) -> None:
 
 def step_mark_settings(args: argparse.Namespace):
     """ReaderSettings from the step-convention options (unset ones keep the reader's defaults)."""
-    from extradeep.io.settings import ReaderSettings
+    from extradeep import ReaderSettings
 
     return ReaderSettings.from_any({k: getattr(args, k, None) for k in STEP_MARK_KEYS})
 
@@ -173,45 +174,33 @@ def use_directory_config(args) -> None:
 def experiment_from_args(args: argparse.Namespace, progress=None, options=None):
     """Experiment from parsed arguments; prints each skipped input and a summary on stderr. `options`:
     the command's resolved options (:func:`resolve_options`; resolved here when not given)."""
-    from extradeep.aggregate.experiment import Experiment, dataset_dict
-    from extradeep.io.store import is_saved_experiment
-    from extradeep.pipeline import load_experiment
+    from extradeep.workflows.reading import read_experiment
 
     options = resolve_options(args) if options is None else options
-    arguments = options.load_arguments()
-    profiles = list(options.profiles)
-    if not profiles and not options.manifest:
-        raise InputError(None, "give PROFILES (exports or directories) or --manifest")
-    if len(profiles) == 1 and not options.manifest and is_saved_experiment(profiles[0]):
-        experiment = Experiment.load(profiles[0])
-        if options.dataset is not None:
-            experiment.settings.dataset = dataset_dict(options.dataset)
-        _check_params(experiment, options.param, options.aliases, profiles[0])
-        if options.given("min_points"):
-            experiment.set_min_points(options.min_points)
-        if options.system_spec is not None:
-            experiment.settings.system = options.system_spec.to_dict()
-    else:
-        experiment = _load_reporting(load_experiment, profiles or None, progress=progress, **arguments)
-    report_problems(experiment, sys.stderr)
-    return experiment
+    with load_problems_shown():
+        return read_experiment(options, on_read=problems_on_stderr, progress=progress)
 
 
-def _load_reporting(load, *args, **kwargs):
-    """Call `load`; when nothing usable remains, print the problems that the error line (which
-    carries the first) does not."""
+@contextmanager
+def load_problems_shown():
+    """When nothing usable remains, print the problems that the error line (which carries the
+    first) does not."""
     try:
-        return load(*args, **kwargs)
+        yield
     except InputError as exc:
         for problem in getattr(exc, "problems", [])[1:]:
             print(f"extradeep: warning: {problem}", file=sys.stderr)
         raise
 
 
-def _check_params(experiment, params, aliases, source) -> None:
-    wanted = [aliases.get(p, p) for p in params or ()]
-    if wanted and sorted(wanted) != sorted(experiment.params):
-        raise InputError(source, f"this saved experiment models {experiment.params}, not {wanted}")
+def problems_on_stderr(experiment) -> None:
+    """The `on_read` of the workflows: the experiment's problems and notes on stderr."""
+    report_problems(experiment, sys.stderr)
+
+
+def progress_line(message: str) -> None:
+    """The `progress` of the workflows: one line on stderr per step."""
+    print(f"extradeep: {message} ...", file=sys.stderr, flush=True)
 
 
 def report_problems(experiment, stream) -> None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from extradeep.cli.analyses import add_trace_analysis_arguments
-from extradeep.cli.common import add_step_mark_arguments, step_mark_settings
+from extradeep.cli.common import add_step_mark_arguments
 
 HELP = "show what profiles hold (nsys exports, Kineto traces): version, GPUs, ranks, step marks, event counts"
 DESCRIPTION = """\
@@ -60,158 +59,57 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_trace_analysis_arguments(parser)
 
 
+def options_from_args(args: argparse.Namespace):
+    """The one InspectOptions of the command line (checked by the library as it is built)."""
+    from extradeep.cli.analyses import analysis_options
+    from extradeep.workflows.inspection import InspectOptions
+    from extradeep.workflows.traces import STEP_MARK_KEYS
+
+    return InspectOptions(
+        paths=tuple(args.files),
+        top=args.top,
+        alias=tuple(args.alias),
+        manifest=args.manifest,
+        model_shape=args.model_shape,
+        step_marks={key: getattr(args, key, None) for key in STEP_MARK_KEYS},
+        analyses=analysis_options(args),
+    )
+
+
 def run(args: argparse.Namespace) -> int:
-    from extradeep.errors import InputError
-    from extradeep.io.formats import KINETO, profile_format
-    from extradeep.io.kineto.inspect import format_text as format_trace
-    from extradeep.io.kineto.inspect import inspect_trace
-    from extradeep.io.nsys.inspect import format_text, inspect_export
+    from extradeep.workflows.inspection import inspect_profiles
 
-    if args.top < 0:
-        raise InputError("--top", f"must be at least 0, got {args.top}")
-    settings = step_mark_settings(args)
-    model = _model_shape(args.model_shape)
-    infos, problems, paths = [], [], []
-    for given in args.files:
-        found = _expand(given)
-        if not found:
-            problems.append(f"{given}: no profiles in this folder (nor below it)")
-            print(f"extradeep: error: {problems[-1]}", file=sys.stderr)
-        paths += found
-    for path in paths:
-        try:
-            if profile_format(path) == KINETO:
-                info = inspect_trace(path, settings, top=args.top)
-            else:
-                info = inspect_export(path, settings, top=args.top)
-        except InputError as exc:
-            problems.append(str(exc))
-            print(f"extradeep: error: {exc}", file=sys.stderr)
-            continue
-        info["parallel_layout"] = _layout(path, settings, model)
-        infos.append(info)
-        if not args.json:
-            text = format_trace(info) if info.get("format") == KINETO else format_text(info)
-            print("\n".join([text, *_layout_text(info["parallel_layout"])]) + "\n")
-    layout = study_layout(infos)
-    runs = _runs(args, settings, model) if (args.manifest or any(Path(g).is_dir() for g in args.files)) else None
+    result = inspect_profiles(options_from_args(args))
+    for problem in result.problems:
+        print(f"extradeep: error: {problem}", file=sys.stderr)
     if args.json:
-        doc = {"files": infos, "problems": problems, "layout": layout}
-        if runs is not None:
-            doc["runs"] = json.loads(runs[0].to_json(orient="records"))
-        json.dump(doc, sys.stdout, indent=2, default=str)
-        print()
+        _print_json(result)
     else:
-        if layout is not None:
-            from extradeep.io.placement import layout_text
+        _print_text(result)
+    if result.problems and result.profiles:
+        print(f"extradeep: {len(result.problems)} of {result.found} file(s) could not be read", file=sys.stderr)
+    for line in result.warnings:
+        print(f"extradeep: error: {line}", file=sys.stderr)
+    if result.analyses:
+        from extradeep.report.trace_text import analyses_text
 
-            print(f"cluster layout of the {len(infos)} profiles:")
-            print("\n".join(f"  {line}" for line in layout_text(layout)) + "\n")
-        if runs is not None and len(runs[0]):
-            print("\n".join(runs[1]))
-    if problems and infos:
-        print(f"extradeep: {len(problems)} of {len(paths)} file(s) could not be read", file=sys.stderr)
-    if infos and (args.analysis or args.diff):
-        _analyses(args, settings)
-    return 0 if infos else 2
+        print("\n".join(analyses_text(a) for a in result.analyses))
+    return 0 if result.profiles else 2
 
 
-def _analyses(args, settings) -> None:
-    """The trace analyses of each PATH given (a folder is one run), one line per run that fails."""
-    from extradeep.cli.analyses import print_analyses
-    from extradeep.errors import InputError
-
-    for given in args.files:
-        try:
-            print_analyses(given, args, settings, title=given)
-        except InputError as exc:
-            print(f"extradeep: error: {exc}", file=sys.stderr)
+def _print_text(result) -> None:
+    for profile in result.profiles:
+        print(profile.text + "\n")
+    if result.layout is not None:
+        print(f"cluster layout of the {len(result.profiles)} profiles:")
+        print("\n".join(f"  {line}" for line in result.layout_lines) + "\n")
+    if result.runs is not None and len(result.runs):
+        print("\n".join(result.run_lines))
 
 
-def study_layout(infos: list[dict]) -> dict | None:
-    """The cluster layout of the inspected profiles whose names give their point, repetition and
-    rank (extradeep.io.placement.cluster_layout); None when no name does."""
-    import pandas as pd
-
-    from extradeep.errors import InputError
-    from extradeep.io.discover import param_columns, parse_name
-    from extradeep.io.placement import cluster_layout
-
-    names, places = [], []
-    for info in infos:
-        try:
-            names.append({"path": info["path"], **parse_name(Path(info["path"]).name)})
-        except InputError:
-            continue
-        places.append(info.get("placement") or {})
-    if not names:
-        return None
-    runs = pd.DataFrame(names)
-    params = [p for p in param_columns(runs) if runs[p].nunique() > 1 or p == "ranks"]
-    return cluster_layout(pd.concat([runs, pd.DataFrame(places, index=runs.index)], axis=1), params)
-
-
-def _model_shape(text: str | None) -> dict | None:
-    from extradeep.errors import InputError
-
-    if not text:
-        return None
-    try:
-        seq, hidden = (int(v) for v in text.split(","))
-    except ValueError:
-        raise InputError("--model-shape", f"{text!r} is not SEQ,HIDDEN (two whole numbers)") from None
-    if seq < 1 or hidden < 1:
-        raise InputError("--model-shape", f"{text!r}: both must be >= 1")
-    return {"seq": seq, "hidden": hidden}
-
-
-def _layout(path, settings, model) -> dict:
-    """The layout fields one profile shows (JSON-ready), or the one-line problem."""
-    from extradeep.errors import InputError
-    from extradeep.io.parallel.layout import read_layout
-    from extradeep.io.parallel.text import layout_json
-
-    try:
-        return layout_json(read_layout(path, settings, model))
-    except InputError as exc:
-        return {"problem": exc.problem}
-
-
-def _layout_text(layout: dict) -> list[str]:
-    from extradeep.io.parallel.infer import Field
-    from extradeep.io.parallel.text import layout_lines
-
-    if "problem" in layout:
-        return [f"  parallel layout: not read ({layout['problem']})"]
-    return layout_lines({k: Field(v["value"], v["source"]) for k, v in layout.items()})
-
-
-def _runs(args, settings, model):
-    """(layouts per run, lines) of the folders or the manifest given; None when no run is named."""
-    from extradeep.errors import InputError
-    from extradeep.io.discover import manifest_runs, param_columns, parse_aliases, runs_from_names
-    from extradeep.io.parallel.layout import RUN_FIELDS, TOKEN_ALIASES, run_layouts
-    from extradeep.io.parallel.text import run_lines
-
-    aliases = parse_aliases(args.alias)
-    try:
-        if args.manifest:
-            runs, _ = manifest_runs(args.manifest, aliases)
-        else:
-            runs, _ = runs_from_names([g for g in args.files if Path(g).is_dir()], aliases)
-    except InputError as exc:
-        print(f"extradeep: error: {exc}", file=sys.stderr)
-        return None
-    if runs.empty:
-        return None
-    layouts, _ = run_layouts(runs, settings, model, "manifest" if args.manifest else "file name")
-    params = [c for c in param_columns(runs) if c not in RUN_FIELDS and c not in TOKEN_ALIASES]
-    return layouts, run_lines(layouts, params)
-
-
-def _expand(given: str) -> list[str]:
-    """A directory stands for the profiles below it (as `model` finds them); anything else is
-    passed on as is."""
-    from extradeep.io.discover import find_exports
-
-    return [str(p) for p in find_exports(given)[0]] if Path(given).is_dir() else [given]
+def _print_json(result) -> None:
+    doc = {"files": [p.info for p in result.profiles], "problems": result.problems, "layout": result.layout}
+    if result.runs is not None:
+        doc["runs"] = json.loads(result.runs.to_json(orient="records"))
+    json.dump(doc, sys.stdout, indent=2, default=str)
+    print()

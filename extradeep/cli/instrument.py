@@ -30,21 +30,11 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from extradeep.errors import InputError
+    from extradeep.workflows.tools import InstrumentOptions, instrument_project
 
-    try:
-        from extradeep.capture.instrument import instrument
-    except ModuleNotFoundError as exc:
-        if exc.name != "libcst":
-            raise
-        raise InputError(None, "extradeep instrument needs libcst: pip install 'extradeep[instrument]'") from None
-    from pathlib import Path
-
-    from extradeep.cli.outputs import check_writable
-
-    check_writable("--out", args.out, Path(args.out).resolve(), may_create=True)  # before any work, like every output
-    report = instrument(args.src, args.out, progress=_progress if sys.stderr.isatty() else None)
-    if sys.stderr.isatty():
+    shown = sys.stderr.isatty()
+    report = instrument_project(InstrumentOptions(args.src, args.out, progress=_progress if shown else None))
+    if shown:
         print("\r\033[K", end="", file=sys.stderr)
     print("\n".join(report.lines(verbose=args.verbose)))
     return 0

@@ -89,136 +89,56 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def options_from_args(args):
+    """The one LayoutsOptions of the command line (resolved and checked by the library as it is built)."""
+    from extradeep.workflows.layouts import LayoutsOptions
+
+    return LayoutsOptions(
+        profiles=tuple(args.profiles or ()),
+        table=tuple(args.table or ()),
+        hardware=args.hardware,
+        model=args.model,
+        profiled_model=args.profiled_model,
+        alias=tuple(args.alias or ()),
+        manifest=args.manifest,
+        dp_overlap=args.dp_overlap,
+        gpus=args.gpus,
+        global_batch=args.global_batch,
+        samples_per_epoch=args.samples_per_epoch,
+        search_hardware=args.search_hardware,
+        micro_batches=args.micro_batches,
+        zero=args.zero,
+        recompute=args.recompute,
+        schedules=args.schedules,
+        chunks=args.chunks,
+        objective=args.objective,
+        max_time=args.max_time,
+        max_cost=args.max_cost,
+        price_per_gpu_hour=args.price_per_gpu_hour,
+        price_per_kwh=args.price_per_kwh,
+        output=args.output,
+        report=args.report,
+        progress=_progress,
+    )
+
+
 def run(args) -> int:
-    from extradeep.layout_study import run_layout_study
     from extradeep.report.layouts import fit_text, search_text
+    from extradeep.workflows.layouts import layout_search
 
-    _check_outputs(args)
-    study = study_from_args(args)
-    result = run_layout_study(study, progress=_progress if study.profiled else None)
-    for line in result.problems:
+    result = layout_search(options_from_args(args))
+    for line in result.warnings:
         print(f"extradeep: skipped {line}", file=sys.stderr)
-    if result.table is None:
-        print(fit_text(result.model, result.observations))
-        if args.output:
-            _write_fit(result.model, result.observations, args.output)
+    study = result.study
+    if study.table is None:
+        print(fit_text(study.model, study.observations))
     else:
-        print(search_text(result.model, result.table))
-        if args.output:
-            from extradeep.layouts.search import write_search
-
-            write_search(result.table, args.output)
-            print(f"wrote {len(result.table)} layouts to {args.output}")
-    if args.report:
-        from extradeep.report.layout_html import build_layout_report
-
-        build_layout_report(result, args.report)
-        print(f"wrote the layout report to {args.report}")
+        print(search_text(study.model, study.table))
+    for what, path, rows in result.written:
+        print(f"wrote {rows} layouts to {path}" if what == "layouts" else f"wrote the layout report to {path}")
     return 0
 
 
 def _progress(done, total, message) -> None:
     if done < total:
         print(f"extradeep: {message} ...", file=sys.stderr)
-
-
-def _check_outputs(args) -> None:
-    """Refuse, before any work, outputs that would replace an input or cannot be written."""
-    from extradeep.cli.outputs import check_output_path
-    from extradeep.errors import InputError
-
-    given = [*(args.profiles or []), *(args.table or []), args.model, args.profiled_model, args.hardware, args.manifest]
-    inputs = {_resolved(p) for p in given if p}
-    folders = [p for p in inputs if p.is_dir()]
-    for option, path in (("--output", args.output), ("--report", args.report)):
-        if not path:
-            continue
-        check_output_path(option, path, inputs)
-        target = _resolved(path)
-        if target.exists() and any(folder in target.parents for folder in folders):
-            raise InputError(option, f"{path} lies in an input folder and exists; refusing to overwrite it")
-    if args.output and args.report and _resolved(args.output) == _resolved(args.report):
-        raise InputError("--report", "give --output and --report different files")
-    if args.report and _resolved(args.report).suffix.lower() not in (".html", ".htm"):
-        raise InputError("--report", f"{args.report}: the report is one HTML file (.html)")
-
-
-def study_from_args(args):
-    """The LayoutStudy the command line asks for (every option checked here, before any reading)."""
-    from extradeep.analysis.points import parse_duration
-    from extradeep.layout_study import LayoutStudy, check_study
-
-    searching = args.model is not None
-    study = LayoutStudy(
-        profiles=list(args.profiles or []),
-        tables=list(args.table or []),
-        hardware=args.hardware,
-        model=args.model,
-        profiled_model=args.profiled_model,
-        aliases=list(args.alias or []),
-        manifest=args.manifest,
-        dp_overlap=args.dp_overlap,
-        gpus=_whole_numbers(args.gpus, "--gpus") if searching and args.gpus else [],
-        global_batch=args.global_batch,
-        samples_per_epoch=args.samples_per_epoch,
-        search_hardware=[h.strip() for h in args.search_hardware.split(",")] if args.search_hardware else [],
-        micro_batches=tuple(_whole_numbers(args.micro_batches, "--micro-batches")),
-        zero=tuple(_whole_numbers(args.zero, "--zero", low=0)),
-        recompute=tuple(_words(args.recompute)),
-        schedules=tuple(_words(args.schedules)),
-        chunks=tuple(_whole_numbers(args.chunks, "--chunks")),
-        objective=args.objective,
-        max_time=parse_duration(args.max_time) if args.max_time else None,
-        max_cost=args.max_cost,
-        price_per_gpu_hour=args.price_per_gpu_hour,
-        price_per_kwh=args.price_per_kwh,
-    )
-    if args.report and not searching:
-        from extradeep.errors import InputError
-
-        raise InputError("--report", "the layout report shows a search: give --model, --gpus and --global-batch")
-    check_study(study)
-    return study
-
-
-def _whole_numbers(text: str, option: str, low: int = 1) -> list[int]:
-    """``"0,1"`` or ``"64:512:64"`` -> whole numbers >= ``low``; one line naming the option otherwise."""
-    from extradeep.analysis.points import parse_values
-    from extradeep.errors import InputError
-
-    shifted = ",".join(_shift(part, 1 - low) for part in str(text).split(","))
-    values = [v - (1 - low) for v in parse_values(shifted, option)]
-    if any(v != int(v) for v in values):
-        raise InputError(option, f"{text!r}: whole numbers only")
-    return [int(v) for v in values]
-
-
-def _shift(part: str, by: int) -> str:
-    """Shift a value or a start:stop[:step] range by ``by`` (so that 0 passes a check for >= 1)."""
-    pieces = part.strip().split(":")
-    try:
-        moved = [str(float(p) + by) for p in pieces[:2]] + pieces[2:]
-    except ValueError:
-        return part
-    return ":".join(moved)
-
-
-def _words(text: str) -> list[str]:
-    return [w.strip().lower() for w in text.split(",") if w.strip()]
-
-
-def _resolved(path):
-    from pathlib import Path
-
-    return Path(path).expanduser().resolve()
-
-
-def _write_fit(model, observations, path) -> None:
-    from extradeep.columns import STEP_TIME
-    from extradeep.layouts.search import write_search
-
-    predicted = model.predict(observations)
-    frame = observations.assign(predicted=predicted[STEP_TIME].to_numpy())
-    frame["error_pct"] = 100 * (frame["predicted"] / frame[STEP_TIME] - 1)
-    write_search(frame, path)
-    print(f"wrote {len(frame)} layouts to {path}")

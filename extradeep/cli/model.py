@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from extradeep.cli.common import add_reading_arguments
-from extradeep.errors import InputError
 
 HELP = "model time per epoch, its breakdown and every kernel from profiles (Q1-Q4)"
 DESCRIPTION = """Model how training scales, from Nsight Systems exports of a few small runs.
@@ -99,229 +97,60 @@ def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def modeler_options(args, resolved=None) -> dict:
-    """The modeler options the command line (or --config) gives; those it leaves out come from the
-    experiment (a saved file's own, :func:`extradeep.analysis.saved.effective_options`). `resolved`:
-    the command's options (:func:`extradeep.cli.common.resolve_options`), for --min-points."""
-    options = {}
-    if resolved is not None and resolved.given("min_points"):
-        options["min_points"] = int(resolved.min_points)
-    for flag in ("exponents_i", "exponents_j"):
-        text = getattr(args, flag, None)
-        if text:
-            options[flag] = _exponents(text, "--" + flag.replace("_", "-"))
-    if getattr(args, "terms", None) is not None:
-        options["n_terms"] = args.terms
-    if getattr(args, "nonnegative", None):
-        options["nonnegative"] = True
-    return options
+def options_from_args(args, resolved, kind):
+    """The command's options value (`kind`, an :class:`extradeep.workflows.AnalysisOptions`) from the
+    parsed flags and the resolved reading options: only what was given, so the library's defaults
+    hold for the rest. Building it checks every value (an error names the field; its flag is shown)."""
+    import dataclasses
 
-
-def _exponents(text: str, option: str) -> tuple[str, ...]:
-    """The parts of an exponent list, each checked to be a non-negative number or fraction."""
-    from extradeep.modeling.terms import as_fraction
-
-    parts = tuple(part.strip() for part in text.split(",") if part.strip())
-    for part in parts:
-        try:
-            value = as_fraction(part)
-        except (ValueError, ZeroDivisionError):
-            raise InputError(option, f"{part!r} is not a number or fraction like 1/2") from None
-        if value < 0:
-            raise InputError(option, f"{part!r} is negative; exponents must be >= 0")
-    return parts
-
-
-def cost_settings(args):
-    """CostSettings from the options; a bad price or formula fails here, before any reading."""
-    from extradeep.analysis.cost import CostSettings
-
-    if args.cost_formula is not None:
-        _check_formula(args.cost_formula, _given_params(args))
-    return CostSettings(
-        cores_per_rank=args.cores_per_rank,
-        gpus_per_rank=args.gpus_per_rank,
-        gpus_per_node=args.gpus_per_node,
-        price_per_core_hour=args.price_per_core_hour,
-        price_per_gpu_hour=args.price_per_gpu_hour,
-        formula=args.cost_formula,
-        currency=args.currency,
-    )
-
-
-def _given_params(args) -> list[str] | None:
-    """The modeled parameters named by --param (aliases applied), or None when not given."""
-    from extradeep.io.discover import parse_aliases
-
-    if not getattr(args, "param", None):
-        return None
-    aliases = parse_aliases(getattr(args, "alias", None) or [])
-    return [aliases.get(p, p) for p in args.param]
-
-
-def _check_formula(text: str, params: list[str] | None) -> None:
-    """Parse the cost formula (known variables when --param says which) and try it on typical
-    values, so `T/0` fails before any reading rather than after it."""
-    from extradeep.analysis.cost import cost_variables
-    from extradeep.analysis.expression import parse_expression
-
-    try:
-        expr = parse_expression(text, None if params is None else cost_variables(params))
-    except InputError as exc:  # the parser says "formula"; the user gave --cost-formula
-        raise InputError("--cost-formula", exc.problem) from None
-    if not set(expr.variables) <= cost_variables(params or []):
-        return  # a name that may be a parameter of the inputs: checked (and named if unknown) once they are read
-    values = {name: 3600.0 if name == "T" else 5.5 for name in expr.variables}
-    result = expr(**values)
-    if (result < 0).any():
-        raise InputError("--cost-formula", f"{text!r} gives a negative cost")
-
-
-def check_analysis_options(args, resolved) -> None:
-    """Validate the values of the analysis options before anything is read (one line each);
-    `resolved`: the command's reading options, already checked (--jobs and --min-points may come
-    from --config)."""
-    from extradeep.analysis.points import parse_values
-
-    if not 0 < args.level < 1:
-        raise InputError("--level", f"must be between 0 and 1, got {args.level}")
-    for option in ("top", "jobs", "min_points", "terms"):
-        value = getattr(resolved, option) if option in ("jobs", "min_points") else getattr(args, option, None)
-        least = {"top": 0, "min_points": 2}.get(option, 1)  # a model needs two points at least
-        if value is not None and value < least:
-            raise InputError(f"--{option.replace('_', '-')}", f"must be at least {least}, got {value}")
-    for option in ("predict", "candidates"):  # values of the ranks parameter: whole rank counts
-        text = getattr(args, option, None)
-        if text:
-            whole_values(parse_values(text, f"--{option}"), f"--{option}")
-    fixed_values(args, None)
-    modeler_options(args, resolved)
-    cost_settings(args)
-
-
-def whole_values(values: list[float], option: str) -> list[float]:
-    """``values`` of the ranks parameter, refused in one line unless they are whole rank counts."""
-    bad = [v for v in values if v % 1]
-    if bad:
-        raise InputError(option, f"{bad[0]:g} is not a whole number: it counts ranks (processes)")
-    return values
-
-
-def fixed_values(args, analysis) -> dict[str, float]:
-    """--at as {param: value}; checked against the modeled parameters (of ``analysis``, else of
-    --param when given) and refused for the ranks parameter, which --predict varies."""
-    from extradeep.analysis.core import ranks_parameter
-    from extradeep.analysis.points import parse_fixed
-
-    params = analysis.params if analysis is not None else _given_params(args)
-    if params is None:  # before reading and without --param: check the syntax only
-        return parse_fixed(args.at, [item.partition("=")[0].strip() for item in args.at or []])
-    fixed = parse_fixed(args.at, params)
-    ranks = analysis.ranks_param if analysis is not None else ranks_parameter(params, args.ranks_param)
-    if ranks in fixed:
-        raise InputError("--at", f"{ranks} is the parameter predictions vary; give its values with --predict")
-    return fixed
-
-
-def progress_line(message: str) -> None:
-    print(f"extradeep: {message} ...", file=sys.stderr, flush=True)
-
-
-def is_extrap_text(profiles: list[str]) -> bool:
-    """One plain-text file (not SQLite, not a Kineto trace) among PROFILES: an Extra-P text input. A
-    profile's name (.sqlite, .json[.gz]) goes to its reader, which says when the content is wrong."""
-    from extradeep.io.formats import GZIP_MAGIC, SQLITE_MAGIC, format_by_name
-
-    if len(profiles) != 1 or not Path(profiles[0]).is_file() or format_by_name(profiles[0]) is not None:
-        return False
-    try:
-        with open(profiles[0], "rb") as handle:
-            head = handle.read(64)
-    except OSError:
-        return False  # the profile reader says, in one line, that it cannot be read
-    return not head.startswith((SQLITE_MAGIC, GZIP_MAGIC)) and head.lstrip()[:1] not in (b"{", b"[")
-
-
-def analysis_from_args(args, resolved=None):
-    """(Analysis, Experiment or None) from PROFILES and the options; progress on stderr. `resolved`:
-    the command's options (resolved here when not given)."""
-    from extradeep.analysis.core import analyse, analyse_table
-    from extradeep.cli.common import experiment_from_args, resolve_options
-
-    resolved = resolve_options(args) if resolved is None else resolved
-    if is_extrap_text(args.profiles or []):
-        from extradeep.modeling import read_extrap_text
-        from extradeep.modeling.extrap_text import text_model_options
-
-        table = read_extrap_text(args.profiles[0])
-        options = text_model_options(modeler_options(args, resolved), table)
-        return analyse_table(table, table.attrs["params"], options, args.scaling, args.ranks_param), None
-    experiment = experiment_from_args(args, options=resolved)
-    analysis = analyse(
-        experiment,
-        options=modeler_options(args, resolved),
-        scaling=args.scaling,
-        ranks_param=args.ranks_param,
-        progress=progress_line,
-        refit=args.refit,
-    )
-    return analysis, experiment
-
-
-def prediction_grid(args, analysis):
-    """(analysis rebased to the other parameters' values, grid): --predict along the ranks
-    parameter (default 2x, 4x, 8x the largest measured), others from --at or the baseline."""
-    from extradeep.analysis.points import parse_values
-    from extradeep.analysis.workflows import prediction_grid as grid_of
-
-    values = parse_values(args.predict, "--predict") if args.predict else None
-    return grid_of(analysis, values, fixed_values(args, analysis))
+    names = [f.name for f in dataclasses.fields(kind) if f.init and f.name not in ("reading", "config")]
+    given = {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+    return kind(reading=resolved, config=getattr(args, "config", None), **given)
 
 
 def run(args) -> int:
-    from extradeep.analysis.bottlenecks import bottleneck_table
-    from extradeep.analysis.core import derived_models, extrapolation_notes, prediction_table, region_scaling
-    from extradeep.cli.common import resolve_options
-    from extradeep.cli.outputs import check_outputs
+    from extradeep.cli.common import load_problems_shown, problems_on_stderr, progress_line, resolve_options
+    from extradeep.workflows import ModelOptions, model_study
+
+    options = options_from_args(args, resolve_options(args), ModelOptions)  # resolved once per command
+    with load_problems_shown():
+        result = model_study(options, progress=progress_line, on_read=problems_on_stderr)
+    print(model_text(result))
+    print_written(result.written)
+    return 0
+
+
+def model_text(result) -> str:
+    """What `extradeep model` prints: the sections of :mod:`extradeep.report.summary` of the result."""
     from extradeep.report import summary
 
-    resolved = resolve_options(args)  # once per command: every later step takes this value
-    check_analysis_options(args, resolved)
-    check_outputs(args, {"--json": args.json}, save=args.save)
-    cost = cost_settings(args)
-    if args.save and is_extrap_text(args.profiles or []):
-        raise InputError("--save", "only experiments read from exports can be saved")
-    analysis, experiment = analysis_from_args(args, resolved)
-    if analysis.application_models.empty:
-        print(summary.header(analysis))
-        print(summary.region_section(analysis.region_models, args.top))
-        print(summary.notes_section(cli_notes(analysis.notes)))
-        _write_outputs(args, analysis, experiment, None, None, None, None, None)
-        return 0
-    analysis, grid = prediction_grid(args, analysis)
-    predictions = prediction_table(analysis, grid, cost, args.level)
-    target = grid.iloc[-1].to_dict()
-    bottlenecks = bottleneck_table(analysis.region_models, target, analysis.params)
-    derived = derived_models(analysis)
-    n_exports = len(experiment.provenance) if experiment is not None else None
+    analysis, options = result.analysis, result.options
+    notes = summary.notes_section(cli_notes(result.notes))
+    if result.predictions is None:
+        return "\n".join([summary.header(analysis), summary.region_section(analysis.region_models, options.top), notes])
+    n_exports = len(result.experiment.provenance) if result.experiment is not None else None
     parts = [
         summary.header(analysis, n_exports) + scaling_note(analysis) + summary.primary_line(analysis),
         summary.application_section(analysis),
-        summary.measured_section(analysis, args.level),
-        summary.prediction_section(analysis, predictions, args.level, cost.unit),
-        summary.derived_section(analysis, derived),
-        summary.bottleneck_section(bottlenecks.head(args.top), target, analysis.params, analysis.per),
-        summary.notes_section(cli_notes(analysis.notes + extrapolation_notes(analysis, grid))),
+        summary.measured_section(analysis, options.level),
+        summary.prediction_section(analysis, result.predictions, options.level, options.cost.unit),
+        summary.derived_section(analysis, result.derived),
+        summary.bottleneck_section(result.bottlenecks.head(options.top), result.target, analysis.params, analysis.per),
+        notes,
     ]
-    print("\n".join(p for p in parts if p))
-    regions = region_scaling(analysis, grid, args.level) if args.json else None
-    _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, derived, regions)
-    return 0
+    return "\n".join(p for p in parts if p)
+
+
+def print_written(written) -> None:
+    """One line on stderr per output the workflow wrote."""
+    for kind, path in written:
+        line = f"saved the experiment and models to {path}" if kind == "save" else f"wrote {path}"
+        print(f"extradeep: {line}", file=sys.stderr)
 
 
 def cli_notes(notes: list[str]) -> list[str]:
     """The analysis notes, with the flags that act on them where the library names no flag."""
-    from extradeep.aggregate.experiment import NEED_DATASET
+    from extradeep.workflows.model import NEED_DATASET
 
     return [f"{n}: give --train-samples, --val-samples and --batch-size" if n == NEED_DATASET else n for n in notes]
 
@@ -336,18 +165,3 @@ def scaling_note(analysis) -> str:
         f"per-step values, weak-scaling definitions: efficiency = T(baseline)/T; speedup = efficiency x "
         f"{ranks}/{ranks}(baseline) (scaled speedup: the work grows with {ranks})\n"
     )
-
-
-def _write_outputs(args, analysis, experiment, predictions, bottlenecks, cost, derived, regions) -> None:
-    from extradeep.analysis.saved import models_tables
-    from extradeep.report.jsonout import write_json
-
-    if args.json:
-        write_json(args.json, analysis, predictions, bottlenecks, cost, args.level, derived, regions)
-        print(f"extradeep: wrote {args.json}", file=sys.stderr)
-    if args.save:
-        if experiment is None:
-            raise InputError("--save", "only experiments read from profiles can be saved")
-        # one atomic write (extradeep.io.store): the experiment and its models appear together or not at all
-        experiment.save(args.save, extra_tables=models_tables(analysis))
-        print(f"extradeep: saved the experiment and models to {args.save}", file=sys.stderr)

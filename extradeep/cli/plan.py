@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from extradeep.cli.common import add_reading_arguments
-from extradeep.cli.model import add_analysis_arguments, cost_settings, modeler_options
+from extradeep.cli.model import add_analysis_arguments
 
 HELP = "propose which configurations and repetitions to profile (next) for precise predictions at a target scale"
 DESCRIPTION = """\
@@ -68,70 +68,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from extradeep.analysis.advisor import MeasurementAdvisor
-    from extradeep.analysis.points import parse_values
-    from extradeep.analysis.saved import effective_options
-    from extradeep.capture.plan_file import write_plan
-    from extradeep.cli.common import experiment_from_args, resolve_options
-    from extradeep.cli.outputs import check_output_path, input_paths
-    from extradeep.io.config import DEFAULTS
+    from extradeep.cli.common import load_problems_shown, problems_on_stderr, resolve_options
+    from extradeep.cli.model import options_from_args
     from extradeep.report.plan import plan_text
+    from extradeep.workflows import PlanOptions, plan_study
 
     if args.layout_model:
         from extradeep.cli.plan_layouts import run_layout_plan
 
         return run_layout_plan(args)
-    cost = cost_settings(args)
-    targets = parse_values(args.target, "--target")
-    if args.output:
-        check_output_path("--output", args.output, input_paths(args))
-    reading = resolve_options(args)  # once per command
-    options = modeler_options(args, reading)
-    experiment = experiment_from_args(args, options=reading) if (args.profiles or args.manifest) else None
-    if experiment is not None:  # a saved experiment's own options (--min-points 4) hold unless given here
-        options = effective_options(experiment, options)
-    advisor = MeasurementAdvisor(
-        targets,
-        args.max_ranks,
-        args.gpus_per_node,
-        args.budget,
-        cost=cost,
-        run_seconds=args.run_seconds,
-        level=args.level,
-        reps=args.reps,
-        min_points=options.get("min_points", DEFAULTS["min_points"]),
-        options=options,
-        partial_nodes=args.partial_nodes,
-    )
-    plan = advisor.fit(experiment).propose(args.k)
-    print(plan_text(plan, advisor.current_))
-    if args.output:
-        path = write_plan(args.output, plan, app=args.app)
+    options = options_from_args(args, resolve_options(args), PlanOptions)  # resolved once per command
+    with load_problems_shown():
+        result = plan_study(options, on_read=problems_on_stderr)
+    print(plan_text(result.plan, result.current))
+    for _, path in result.written:
         print(
             f"extradeep: plan written to {path}; next: extradeep profile-cmd --plan {path} -- COMMAND", file=sys.stderr
         )
     return 0
-
-
-def plan_for_report(args, experiment, cost, analysis=None):
-    """The plan for `report --plan-target` (None without it): 3 next runs within --max-ranks
-    (default: twice the largest measured ranks), for the report's own primary time model."""
-    if not getattr(args, "plan_target", None) or experiment is None:
-        return None
-    from extradeep.analysis.advisor import MeasurementAdvisor
-    from extradeep.analysis.points import parse_values
-
-    measured = experiment.points[cost.ranks_param].max()
-    max_ranks = int(args.max_ranks or 2 * measured)
-    options = dict(analysis.options) if analysis is not None else {}
-    advisor = MeasurementAdvisor(
-        parse_values(args.plan_target, "--plan-target"),
-        max_ranks,
-        args.gpus_per_node,
-        cost=cost,
-        level=args.level,
-        min_points=int(options.get("min_points", 5)),
-        options=options or None,
-        partial_nodes=getattr(args, "partial_nodes", False),
-    )
-    return advisor.fit(experiment, None if analysis is None else analysis.primary).propose(3)

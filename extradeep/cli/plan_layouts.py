@@ -1,40 +1,33 @@
 """`extradeep plan --layout-model`: the small runs (layouts and GPU counts) that pin down the layout
-model's parts for predictions at the target GPU counts, per GPU-hour (extradeep.layouts.design)."""
+model's parts for predictions at the target GPU counts, per GPU-hour (extradeep.workflows.layouts)."""
 
 from __future__ import annotations
 
 
+def options_from_args(args):
+    """The one LayoutPlanOptions of the command line (checked by the library as it is built)."""
+    from extradeep.workflows.layouts import LayoutPlanOptions
+
+    return LayoutPlanOptions(
+        layout_model=args.layout_model,
+        target=args.target,
+        max_ranks=args.max_ranks,
+        global_batch=args.global_batch,
+        hardware=args.hardware,
+        budget=args.budget,
+        k=args.k,
+        run_seconds=args.run_seconds,
+        output=args.output,
+    )
+
+
 def run_layout_plan(args) -> int:
-    from extradeep.analysis.points import parse_values
-    from extradeep.cli.outputs import check_output_path
-    from extradeep.errors import InputError
-    from extradeep.layouts.design import plan_layout_runs
-    from extradeep.layouts.model import LayoutModel
-    from extradeep.layouts.space import enumerate_layouts
-    from extradeep.layouts.workload import load_transformer
     from extradeep.report.layouts import layout_cells
     from extradeep.report.text import render_table
+    from extradeep.workflows.layouts import layout_plan
 
-    if args.global_batch is None:
-        raise InputError("--global-batch", "a layout plan needs the samples per step at the targets")
-    if args.output:
-        check_output_path("--output", args.output, {args.layout_model})
-    shape = load_transformer(args.layout_model)
-    model = LayoutModel(hardware=args.hardware, interval=None).fit(None)
-    gpus = [int(v) for v in parse_values(args.target, "--target")]
-    targets = enumerate_layouts(shape, gpus, args.global_batch, model.hardware_.system.gpus_per_node)
-    if targets.empty:
-        raise InputError("--target", f"no valid layout for {args.global_batch} samples per step on {gpus} GPUs")
-    fits = model.predict(targets)["fits"].to_numpy()
-    runs = plan_layout_runs(
-        shape,
-        args.max_ranks,
-        model,
-        budget_gpu_hours=args.budget,
-        runs=None if args.budget else args.k,
-        targets=targets[fits] if fits.any() else targets,
-        run_seconds=args.run_seconds,
-    )
+    result = layout_plan(options_from_args(args))
+    runs = result.runs
     headers = ["GPUs", "t", "p", "d", "micro-batch", "count", "ZeRO", "recompute", "schedule", "GPU-hours", "gain"]
     rows = [[*layout_cells(r), f"{r['gpu_hours']:.3g}", f"{100 * r['gain']:.1f}%"] for _, r in runs.iterrows()]
     print(
@@ -43,7 +36,6 @@ def run_layout_plan(args) -> int:
         f"(gain: how much each run shrinks the targets' predicted variance)"
     )
     print(render_table(headers, rows, "r" * 7 + "ll" + "rr"))
-    if args.output:
-        runs.to_csv(args.output, index=False)
-        print(f"wrote {len(runs)} runs to {args.output}")
+    for _, path, rows in result.written:
+        print(f"wrote {rows} runs to {path}")
     return 0

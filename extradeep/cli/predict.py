@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from extradeep.cli.analyses import add_optimize_arguments, add_trace_analysis_arguments
-from extradeep.cli.common import add_step_mark_arguments, step_mark_settings
-from extradeep.columns import OVERHEAD_TYPES
-from extradeep.errors import InputError
-
-
-def overhead_legend(types=None, indent: str = "  ") -> str:
-    """One line per host overhead type (all, or those in `types`), in order."""
-    return "\n".join(f"{indent}{t}  {text}" for t, text in OVERHEAD_TYPES.items() if types is None or t in types)
-
+from extradeep.cli.common import add_step_mark_arguments
+from extradeep.report.trace_text import overhead_legend
 
 HELP = "replay one run's traces: measured vs replayed step time, critical path, what-ifs"
 DESCRIPTION = f"""Replay the Nsight Systems exports of ONE run (one file per rank, or one file
@@ -127,242 +119,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_trace_analysis_arguments(parser)
 
 
-def _select(items: list[str]) -> dict:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(None, f"--run {item!r} is not PARAM=VALUE")
-        try:
-            out[key.strip()] = int(value) if value.strip().lstrip("-").isdigit() else float(value)
-        except ValueError:
-            raise InputError(None, f"--run {item!r}: {value!r} is not a number") from None
-    return out
+def options_from_args(args):
+    """The one PredictOptions of the command line (checked by the library as it is built)."""
+    from extradeep.cli.analyses import analysis_options, optimize_options
+    from extradeep.workflows.traces import STEP_MARK_KEYS, PredictOptions
 
-
-def _scenarios(args, has_models: bool) -> list:
-    """The scenarios to replay: one per --what-if, the --ranks one, and the --combine one."""
-    from extradeep.predictor.whatif import change_key, combine_what_ifs, parse_what_if
-
-    scenarios = [parse_what_if(spec) for spec in args.what_if]
-    if args.ranks is not None:
-        spec = f"ranks={args.ranks}; comm.algorithm={args.algorithm}"
-        scenarios.append(parse_what_if(spec + (f"; pmnf.ranks={args.ranks}" if has_models else "")))
-    if args.combine:
-        if len(scenarios) < 2:
-            raise InputError(None, "--combine needs at least two scenarios (--what-if or --ranks)")
-        scenarios.append(combine_what_ifs(scenarios))
-    unique = {}  # the same changes asked twice are replayed once
-    for w in scenarios:
-        unique.setdefault(frozenset((change_key(c), c.value) for c in w.changes), w)
-    return list(unique.values())
-
-
-def _check_arguments(args) -> None:
-    """Refuse bad numbers and unsafe output paths before anything is read."""
-    from extradeep.cli.outputs import check_outputs
-
-    if args.ranks is not None and args.ranks < 1:
-        raise InputError(None, f"--ranks must be a whole number >= 1 (got {args.ranks})")
-    if args.top < 1:
-        raise InputError(None, f"--top must be >= 1 (got {args.top})")
-    # everything predict reads (the exports in RUN_DIR, the experiment) counts as an input
-    read = argparse.Namespace(profiles=[args.run_dir] + ([args.experiment] if args.experiment else []))
-    check_outputs(
-        read,
-        {
-            "--json": args.json,
-            "--timeline": args.timeline,
-            "--plot": args.plot,
-            "--optimize-report": args.optimize_report,
-        },
+    return PredictOptions(
+        run_dir=args.run_dir,
+        what_if=tuple(args.what_if),
+        ranks=args.ranks,
+        combine=args.combine,
+        algorithm=args.algorithm,
+        system=args.system,
+        run=tuple(args.run),
+        experiment=args.experiment,
+        keep_gpu_gaps=args.keep_gpu_gaps,
+        top=args.top,
+        json=args.json,
+        timeline=args.timeline,
+        plot=args.plot,
+        step_marks={key: getattr(args, key, None) for key in STEP_MARK_KEYS},
+        analyses=analysis_options(args),
+        optimize=optimize_options(args),
+        progress=True,
     )
-    if args.optimize_report and not args.optimize:
-        raise InputError(None, "--optimize-report needs --optimize")
-    if args.optimize:  # the search's options are checked before the long replay
-        from extradeep.cli.analyses import check_optimize_arguments
-
-        check_optimize_arguments(args)
-
-
-def _models(path):
-    from extradeep.aggregate.experiment import Experiment
-    from extradeep.modeling import fit_models
-
-    exp = Experiment.load(path)
-    points = exp.points[(exp.points["metric"] == "time") & (exp.points["phase"] == "train")]
-    return exp, fit_models(points, exp.params, by=("region",))
 
 
 def run(args) -> int:
-    import pandas as pd
+    from extradeep.report.trace_text import analyses_text, prediction_text, strategies_text
+    from extradeep.workflows.traces import predict_run
 
-    from extradeep.predictor import predict
-
-    _check_arguments(args)
-    if args.system:
-        from extradeep.system import load_system
-
-        load_system(args.system)  # a bad file fails before the long read
-    models, exp = None, None
-    if args.experiment:
-        exp, models = _models(args.experiment)
-    pred = predict(
-        args.run_dir,
-        what_if=_scenarios(args, models is not None),
-        select=_select(args.run),
-        settings=step_mark_settings(args),
-        gpu_gaps="keep" if args.keep_gpu_gaps else "drop",
-        models=models,
-        progress=True,
-        system=args.system,
-    )
-    with pd.option_context("display.width", 160, "display.max_columns", 20, "display.max_colwidth", 60):
-        _print_report(pred, args, models, exp)
-    for line in pred.warnings:
+    result = predict_run(options_from_args(args))
+    print(prediction_text(result.prediction, args.top, result.empirical))
+    for line in result.warnings:
         print(f"extradeep predict: warning: {line}", file=sys.stderr)
-    if args.json:
-        _write_json(pred, args.json)
-    if args.timeline:
-        frames = [pred.timeline(s).assign(scenario=s) for s in pred.results]
-        pd.concat(frames, ignore_index=True).to_csv(args.timeline, index=False)
-    if args.plot:
-        from extradeep.predictor.plot import plot_prediction
-
-        plot_prediction(pred, args.plot)
-    if args.analysis or args.diff:
-        from extradeep.cli.analyses import print_analyses
-
-        print_analyses(pred_paths(pred), args, step_mark_settings(args))
-    if args.optimize:
-        from extradeep.cli.analyses import print_optimization
-
-        print_optimization(pred_paths(pred), args, step_mark_settings(args))
+    for _, path in result.written:
+        print(f"wrote {path}", file=sys.stderr)
+    if result.analyses is not None:
+        print(analyses_text(result.analyses))
+    if result.search is not None:
+        print(strategies_text(result.search))
     return 0
-
-
-def pred_paths(pred) -> list[str]:
-    """The files the prediction read (the run, without re-resolving the folder)."""
-    return sorted(set(pred.files["path"]))
-
-
-def _print_report(pred, args, models, exp) -> None:
-    from extradeep.analysis.points import format_seconds
-    from extradeep.predictor.critical_path import CLASSES
-
-    f = pred.files
-    print(f"run: {f['path'].nunique()} export(s), {len(f)} rank(s)")
-    for note in pred.notes:
-        print(f"note: {note}")
-    s = pred.summary
-    base = s[s["scenario"] == s["scenario"].iloc[0]]
-    print("\nStep time, median over steps of the slowest rank:")
-    cols = ["phase", "steps", "measured", "replayed", "median_abs_error", "max_abs_error"]
-    cols += ["kernel_sum_baseline"] if "kernel_sum_baseline" in base else []
-    print(_table(base[cols], seconds=cols[2:]))
-    b = pred.breakdown
-    shares = {c: b[c].sum() / b["span"].sum() for c in CLASSES}
-    print(
-        "\nCritical path, share of the step time: "
-        + ", ".join(f"{c} {100 * v:.1f}%" for c, v in shares.items())
-        + f" (idle includes {100 * b['os_wait'].sum() / b['span'].sum():.1f}% in OS calls, e.g. data loading)"
-    )
-    _print_owners(pred.owners, args.top)
-    ov = pred.overheads.sort_values("total", ascending=False).head(args.top)
-    ov = ov.assign(name=ov["name"].astype(str).str.slice(0, 60))
-    print(f"\nHost overheads T1-T5, top {args.top} by total:")
-    print(_table(ov, seconds=["mean", "median", "std", "p95", "total"]))
-    print(overhead_legend(set(ov["type"])))
-    if len(pred.collectives):
-        c = pred.collectives
-        print(
-            f"\nCollectives: {len(c)} matched; median pure {format_seconds(c['pure'].median())}, "
-            f"median wait for the slowest rank {format_seconds(c['wait'].median())}"
-        )
-    wi = s[s["scenario"] != s["scenario"].iloc[0]]
-    if len(wi):
-        print("\nWhat-if (each re-replayed):")
-        what_if = wi[["scenario", "phase", "replayed", "predicted", "speedup"]]
-        print(
-            _table(what_if.assign(speedup=[f"{v:.3g}x" for v in what_if["speedup"]]), seconds=["replayed", "predicted"])
-        )
-    if exp is not None and args.ranks:
-        _print_empirical(models, args.ranks)
-
-
-def _table(frame, seconds: list[str]) -> str:
-    """A frame as text, its time columns as durations with units (850 us, 12.3 ms, 1.57 s)."""
-    from extradeep.analysis.points import format_seconds
-
-    return frame.to_string(index=False, formatters={c: format_seconds for c in seconds})
-
-
-def _print_owners(owners, top: int) -> None:
-    """The outermost owners of the critical path (they partition it), each with its hot path: the
-    largest owner inside it, level by level, while that holds at least half of its parent."""
-    from extradeep.predictor.critical_path import CLASSES
-    from extradeep.predictor.owners import hot_path
-
-    first = owners[owners["level"] == 1]
-    if first.empty:
-        return
-    shown = first.head(top)
-    print(
-        f"top {len(shown)} owners of the critical path (the operator or annotation around each piece; summed over steps):"
-    )
-    for row in shown.itertuples(index=False):
-        mix = ", ".join(
-            f"{c} {100 * getattr(row, c) / row.seconds:.0f}%" for c in CLASSES if getattr(row, c) >= 0.05 * row.seconds
-        )
-        inside = " > ".join(f"{name[:50]} {100 * share:.1f}%" for name, share in hot_path(owners, row.owner))
-        print(
-            f"  {100 * row.share:5.1f}%  {row.seconds:9.4f} s  {str(row.owner)[:60]}  [{mix}]"
-            + (f"  > {inside}" if inside else "")
-        )
-    print(
-        f"these {len(shown)} owners hold {100 * shown['share'].sum():.1f}% of the critical path ({len(first)} in all)"
-    )
-
-
-def _print_empirical(models, ranks: int) -> None:
-    """The empirical step-time model (fitted on several runs) at the same point, for comparison."""
-    import numpy as np
-
-    from extradeep.analysis.points import format_seconds
-
-    step = models[(models["region"] == "step") & models["model"].notna()]
-    if step.empty:
-        print("\nempirical step-time model: none in the experiment")
-        return
-    model = step["model"].iloc[0]
-    value = float(np.ravel(model.predict(np.array([float(ranks)])))[0])
-    print(f"\nEmpirical PMNF step-time model at ranks={ranks}: {format_seconds(value)}  ({model.formula()})")
-
-
-def _write_json(pred, path) -> None:
-    tables = {
-        name: getattr(pred, name)
-        for name in (
-            "summary",
-            "steps",
-            "breakdown",
-            "critical_path",
-            "owners",
-            "overheads",
-            "kernel_sums",
-            "collectives",
-            "what_if_steps",
-            "files",
-        )
-    }
-    out = {
-        "notes": pred.notes,
-        "warnings": pred.warnings,
-        **{k: json.loads(v.to_json(orient="records")) for k, v in tables.items()},
-    }
-    try:
-        with open(path, "w") as fh:
-            json.dump(out, fh, indent=1)
-    except OSError as exc:
-        raise InputError(path, f"cannot write JSON ({exc.strerror})") from None
-    print(f"wrote {path}", file=sys.stderr)

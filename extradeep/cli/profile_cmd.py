@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 HELP = "print ready-to-run nsys profiling jobs (srun, mpirun or torchrun) for a grid of configurations"
 DESCRIPTION = """\
@@ -108,68 +109,11 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from extradeep.capture.profile_cmd import ProfilePlan, parse_list
-    from extradeep.errors import InputError
+    from extradeep.cli.thin import options_of
+    from extradeep.workflows.tools import ProfileCmdOptions, profile_jobs
 
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if args.plan is not None:
-        return _run_plan(args, command)
-    if args.ranks is None:
-        raise InputError(None, "give --ranks (e.g. 2,4,6,8,10) or --plan FILE")
-    params = {}
-    for item in args.param:
-        name, sep, values = item.partition("=")
-        if not sep:
-            raise InputError(None, f"--param {item!r} is not NAME=V1,V2")
-        params[name.strip()] = parse_list(values, f"--param {name}")
-    try:
-        ranks = [int(r) for r in parse_list(args.ranks, "--ranks")]
-    except ValueError:
-        raise InputError(None, f"--ranks {args.ranks!r}: whole numbers only, e.g. 2,4,6,8,10") from None
-    return _print(
-        args,
-        ProfilePlan(app=args.app, command=command, ranks=ranks, reps=args.reps, params=params, **_job_options(args)),
-    )
-
-
-def _run_plan(args, command) -> int:
-    import sys
-
-    from extradeep.capture.plan_file import read_plan
-    from extradeep.capture.profile_cmd import ProfilePlan
-    from extradeep.errors import InputError
-
-    if args.ranks or args.param:
-        raise InputError(None, "--plan gives the ranks, parameters and repetitions; drop --ranks/--param")
-    planned = read_plan(args.plan)
-    for problem in planned.problems:
+    jobs = profile_jobs(options_of(ProfileCmdOptions, args))
+    for problem in jobs.problems:
         print(f"extradeep: {problem}", file=sys.stderr)
-    app = planned.app or args.app
-    ranks = sorted({run.ranks for run in planned.runs})
-    return _print(
-        args,
-        ProfilePlan(
-            app=app, command=command, ranks=ranks, params=planned.params, planned=planned.runs, **_job_options(args)
-        ),
-    )
-
-
-def _job_options(args) -> dict:
-    from extradeep.capture.frameworks.sampling import Sampling
-
-    return {
-        "launcher": args.launcher,
-        "trace": args.trace,
-        "cuda_profiler": args.cuda_profiler,
-        "outdir": args.outdir,
-        "gpus_per_node": args.gpus_per_node,
-        "mpi_impl": args.mpi_impl,
-        "rank_variable": args.rank_var,
-        "launcher_args": args.launcher_arg,
-        "sampling": Sampling(args.train_steps, args.val_steps, args.epochs, args.sampling, args.cuda_profiler),
-    }
-
-
-def _print(args, plan) -> int:
-    print(plan.to_slurm(args.sbatch) if args.format == "slurm" else plan.to_sh(), end="")
+    print(jobs.script, end="")
     return 0

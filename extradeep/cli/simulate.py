@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 HELP = "write simulated Nsight Systems SQLite exports of distributed training, with truth.json"
 DESCRIPTION = """\
 Simulate data-parallel training (2 epochs of N training and M validation steps by default) and
@@ -254,130 +252,14 @@ def add_arguments(parser) -> None:
     )
 
 
-def _pairs(items, what: str, convert) -> dict:
-    from extradeep.errors import InputError
-
-    out = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip() or not value.strip():
-            raise InputError(None, f"{what} {item!r} must look like NAME=VALUE")
-        if name.strip() in out:
-            raise InputError(None, f"{what} {name.strip()} is given twice; give it once with every value")
-        try:
-            out[name.strip()] = convert(value.strip())
-        except ValueError:
-            raise InputError(None, f"{what} {item!r}: cannot read {value!r}") from None
-    return out
-
-
-def _numbers(text: str) -> list:
-    return [int(v) if float(v).is_integer() else float(v) for v in text.split(",") if v.strip()]
-
-
-def _check_outdir(outdir: Path) -> None:
-    """Refuse a folder that holds exports the simulator did not write: it would overwrite them."""
-    from extradeep.errors import InputError
-
-    if outdir.exists() and not outdir.is_dir():
-        raise InputError(outdir, "exists and is not a folder")
-    if outdir.is_dir() and not (outdir / "truth.json").exists() and any(outdir.glob("*.sqlite")):
-        raise InputError(
-            outdir, "already holds .sqlite files that extradeep did not simulate; choose an empty or new folder"
-        )
-    from extradeep.cli.outputs import check_writable
-
-    check_writable(None, outdir, outdir.resolve(), may_create=True)
-
-
-def _run_gpt(args, noise) -> int:
-    from extradeep.errors import InputError
-    from extradeep.simulate.gpt.config import GPTModel
-    from extradeep.simulate.gpt.study import simulate_gpt
-
-    if not args.gpt:
-        raise InputError("--gpt-truth", "needs at least one --gpt layout to write profiles of")
-    fields = {"layers", "hidden", "heads", "seq", "vocab"}
-    model = _pairs([x for x in args.gpt_model.split(",") if x.strip()], "--gpt-model", int)
-    unknown = sorted(set(model) - fields)
-    if unknown:
-        raise InputError("--gpt-model", f"unknown key(s) {', '.join(unknown)}; use {', '.join(sorted(fields))}")
-    study = simulate_gpt(
-        args.outdir,
-        args.gpt,
-        model=GPTModel(**model),
-        gpu=args.gpu,
-        system=args.system or "dgx-8-nvswitch",
-        algorithm=args.algorithm or "auto",
-        app=args.app or "gpt",
-        formats=[f.strip() for f in args.formats.split(",") if f.strip()],
-        repetitions=args.repetitions,
-        steps=args.steps,
-        noise=noise,
-        seed=args.seed,
-        framework=args.framework,
-        nccl_nvtx=args.nccl_nvtx,
-        truth_layouts=args.gpt_truth,
-        flows=not args.no_flows,
-        progress=not args.quiet,
-    )
-    print(f"wrote {len(study.files)} profiles of {len(args.gpt)} layout(s) and truth.json to {study.outdir}")
-    return 0
-
-
 def run(args) -> int:
-    from extradeep.errors import InputError
-    from extradeep.simulate import simulate
+    from extradeep.cli.thin import options_of
+    from extradeep.workflows.tools import SimulateOptions, simulate_profiles
 
-    params = _pairs(args.param, "--param", _numbers) or None
-    try:
-        noise = tuple(float(v) for v in args.noise.split(","))
-    except ValueError:
-        raise InputError(None, f"--noise {args.noise!r} must be three numbers like 0.02,0.01,0.01") from None
-    if len(noise) != 3 or min(noise) < 0:
-        raise InputError(None, f"--noise {args.noise!r} must be three non-negative numbers")
-    _check_outdir(Path(args.outdir))
-    if args.gpt or args.gpt_truth:
-        return _run_gpt(args, noise)
-    settings = dict(
-        app=args.app or "cifar10",
-        params=params,
-        prefixes=_pairs(args.prefix, "--prefix", str),
-        repetitions=args.repetitions,
-        epochs=args.epochs,
-        train_steps=args.train_steps,
-        val_steps=args.val_steps,
-        batch=args.batch,
-        train_samples=args.train_samples,
-        val_samples=args.val_samples,
-        scaling=args.scaling,
-        layout=args.layout,
-        marks=args.marks,
-        nvtx_strings=args.nvtx_strings,
-        ddp=args.ddp,
-        kernel_scale=_pairs(args.kernel_scale, "--kernel-scale", float),
-        nccl_bandwidth_scale=args.nccl_bandwidth_scale,
-        cpu_scale=args.cpu_scale,
-        buckets=args.buckets,
-        gradients=args.gradients,
-        bucket_cap_mb=args.bucket_cap_mb,
-        gradient_profile=args.gradient_profile,
-        noise=noise,
-        seed=args.seed,
-        warmup_factor=args.warmup_factor,
-        imbalance=args.imbalance,
-        clock_offset_ns=args.clock_offset,
-        truth_replicates=args.truth_replicates,
-        topology=args.system,
-        algorithm=args.algorithm or "ring",
-        signals=args.signals,
-        truth_ranks=_numbers(args.truth_ranks),
-        progress=not args.quiet,
-    )
-    if not args.force:  # a million ranks would fill the disk and the memory: say so before, in one line
-        from extradeep.simulate.size import check_room, estimate
-
-        check_room(estimate(**settings), args.outdir)
-    sim = simulate(args.outdir, **settings)
-    print(f"wrote {len(sim.files)} exports, truth.json and extradeep.toml to {sim.outdir}")
+    result = simulate_profiles(options_of(SimulateOptions, args, progress=not args.quiet))
+    sim = result.simulation
+    if result.gpt:
+        print(f"wrote {len(sim.files)} profiles of {result.layouts} layout(s) and truth.json to {sim.outdir}")
+    else:
+        print(f"wrote {len(sim.files)} exports, truth.json and extradeep.toml to {sim.outdir}")
     return 0

@@ -141,7 +141,7 @@ def test_options_are_one_typed_value_with_the_config_keys():
 
 
 def test_each_command_resolves_its_options_once(runs, tmp_path, monkeypatch, capsys):
-    """model, evaluate, budget and report each resolve the options (command line, the folder's
+    """model, evaluate, budget, report and plan each resolve the options (command line, the folder's
     extradeep.toml, defaults) once, and parse the settings file once, however many steps use them."""
     import extradeep.io.config as config
     from extradeep import Options
@@ -168,6 +168,7 @@ def test_each_command_resolves_its_options_once(runs, tmp_path, monkeypatch, cap
         "evaluate": ["evaluate", *reading, "--eval-points", "6"],
         "budget": ["budget", *reading, "--max-time", "1h"],
         "report": ["report", *reading, "--output", str(tmp_path / "r.html")],
+        "plan": ["plan", *reading, "--target", "16", "--max-ranks", "8", "-k", "1"],
     }
     for name, argv in commands.items():
         counts.update(resolve=0, parse=0)

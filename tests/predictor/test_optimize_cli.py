@@ -76,7 +76,7 @@ def test_inspect_offers_the_analyses_on_a_real_trace(capsys):
 def test_option_errors_are_one_line(exposed_run, tmp_path, capsys):
     assert main(["predict", str(exposed_run), "--optimize-report", str(tmp_path / "x.html")]) == 2
     err = capsys.readouterr().err
-    assert "--optimize-report needs --optimize" in err and "Traceback" not in err
+    assert "--optimize-report: needs --optimize" in err and "Traceback" not in err
     bad = tmp_path / "m.toml"
     bad.write_text("parameters = 1e6\nwidth = 3\n")
     assert main(["predict", str(exposed_run), "--optimize", "--memory-model", str(bad)]) == 2

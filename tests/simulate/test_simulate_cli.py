@@ -56,7 +56,7 @@ def test_cli_writes_exports_and_truth(tmp_path, capsys):
         (["--param", "ranks=2", "--param", "bs=1", "--param", "bx=2"], "share a file-name prefix"),
         (["--param", "ranks=2", "--app", "a.b"], "no dots"),
         (["--param", "ranks=2", "--buckets", "0"], "buckets must be >= 1"),
-        (["--param", "ranks=2", "--param", "ranks=4"], "--param ranks is given twice"),
+        (["--param", "ranks=2", "--param", "ranks=4"], "--param: ranks is given twice"),
     ],
 )
 def test_cli_user_errors_are_one_line(tmp_path, capsys, argv, problem):

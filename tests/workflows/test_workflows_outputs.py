@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from extradeep.cli import main
-from extradeep.cli.outputs import check_output_path, input_paths
 from extradeep.errors import InputError
 from extradeep.simulate import simulate
+from extradeep.workflows.outputs import check_output_path, input_paths
 
 
 @pytest.fixture(scope="module")
@@ -108,12 +108,8 @@ def test_inputs_cover_exports_under_profiles_and_relative_spellings(runs, monkey
     folder, _, _ = runs
     monkeypatch.chdir(folder.parent)
 
-    class Args:
-        profiles = [folder.name]
-        manifest = config = eval_dir = None
-
-    inputs = input_paths(Args)
+    inputs = input_paths([folder.name])
     assert folder / "cifar10.p3.r1.mpi2.sqlite" in inputs and folder / "extradeep.toml" in inputs
     with pytest.raises(InputError, match="one of the inputs"):
-        check_output_path("--json", f"./{folder.name}/../{folder.name}/cifar10.p3.r1.mpi2.sqlite", inputs)
-    check_output_path("--json", "fresh.json", inputs)  # a new file is fine
+        check_output_path("json", f"./{folder.name}/../{folder.name}/cifar10.p3.r1.mpi2.sqlite", inputs)
+    check_output_path("json", "fresh.json", inputs)  # a new file is fine

@@ -1,0 +1,85 @@
+"""The text `extradeep evaluate` prints: the error of the time model at every point, of every
+application model at the evaluation points, and the median errors per category and region class
+(paper Table 2), from the errors of :func:`extradeep.workflows.evaluation_study`."""
+
+from __future__ import annotations
+
+from extradeep.analysis.core import primary_quantity
+from extradeep.analysis.epoch import quantity_label
+from extradeep.analysis.evaluation import error_summary
+from extradeep.analysis.points import format_point
+from extradeep.report import summary as sections
+from extradeep.report.text import format_pct, format_value, render_table
+
+
+def evaluation_text(analysis, errors) -> str:
+    """The evaluation report of `errors` (prediction_errors rows, roles modeling and evaluation)."""
+    lines = []
+    params = analysis.params
+    quantity = primary_quantity(analysis)
+    main = errors[(errors["model_type"] == "application") & (errors["name"] == quantity)].sort_values(params)
+    rows = [
+        [
+            format_point(r, params),
+            r["role"],
+            format_value(r["value"]),
+            format_value(r["predicted"]),
+            format_pct(r["error_pct"], 2),
+            format_pct(r["spread_pct"], 2),
+            "yes" if r["inside_interval"] else "no",
+        ]
+        for _, r in main.iterrows()
+    ]
+    held = sorted(errors.loc[errors["role"] == "evaluation", analysis.ranks_param].unique()) if len(errors) else []
+    lines.append(
+        f"Models fitted again without the evaluation points ({analysis.ranks_param} = "
+        f"{', '.join(f'{v:g}' for v in held)}), whatever models the input holds: the errors there are predictions"
+    )
+    lines.append(sections.primary_line(analysis))
+    lines.append(
+        f"{quantity_label(quantity, analysis.per)} per {analysis.per}: model accuracy (modeling points) and predictive power (evaluation points)"
+    )
+    lines.append(
+        render_table(
+            ["configuration", "role", "measured", "model", "error", "repetition spread", "inside interval"],
+            rows,
+            "llrrrrl",
+        )
+    )
+    app = errors[(errors["model_type"] == "application") & (errors["role"] == "evaluation")].sort_values(
+        ["name", *params]
+    )
+    rows = [
+        [
+            quantity_label(r["name"], analysis.per),
+            format_point(r, params),
+            format_value(r["value"]),
+            format_value(r["predicted"]),
+            format_pct(r["error_pct"], 2),
+            "yes" if r["inside_interval"] else "no",
+        ]
+        for _, r in app.iterrows()
+    ]
+    lines.append(f"\nEvery application model at the evaluation points (per {analysis.per})")
+    lines.append(
+        render_table(["quantity", "configuration", "measured", "model", "error", "inside interval"], rows, "llrrrl")
+    )
+    for by, title in (("category", "category"), ("kind", "region class")):
+        summary = error_summary(errors[errors["model_type"] == "region"], params, by)
+        summary = summary[summary["role"] == "evaluation"]
+        rows = [
+            [
+                r[by],
+                r["metric"],
+                format_point(r, params),
+                format_pct(r["mpe_pct"], 2),
+                int(r["models"]),
+                format_pct(r["inside_interval_pct"], 0),
+            ]
+            for _, r in summary.iterrows()
+        ]
+        lines.append(f"\nMedian percentage error (MPE) at the evaluation points, per {title} and metric")
+        lines.append(
+            render_table([title, "metric", "configuration", "MPE", "models", "inside interval"], rows, "lllrrr")
+        )
+    return "\n".join(lines)
