@@ -8,6 +8,7 @@ from extradeep.analysis.core import primary_quantity
 from extradeep.analysis.epoch import quantity_label
 from extradeep.analysis.evaluation import error_summary
 from extradeep.analysis.points import format_point
+from extradeep.columns import METRIC, NAME, PREDICTED, ROLE, VALUE
 from extradeep.report import summary as sections
 from extradeep.report.text import format_pct, format_value, render_table
 
@@ -17,20 +18,20 @@ def evaluation_text(analysis, errors) -> str:
     lines = []
     params = analysis.params
     quantity = primary_quantity(analysis)
-    main = errors[(errors["model_type"] == "application") & (errors["name"] == quantity)].sort_values(params)
+    main = errors[(errors["model_type"] == "application") & (errors[NAME] == quantity)].sort_values(params)
     rows = [
         [
             format_point(r, params),
-            r["role"],
-            format_value(r["value"]),
-            format_value(r["predicted"]),
+            r[ROLE],
+            format_value(r[VALUE]),
+            format_value(r[PREDICTED]),
             format_pct(r["error_pct"], 2),
             format_pct(r["spread_pct"], 2),
             "yes" if r["inside_interval"] else "no",
         ]
         for _, r in main.iterrows()
     ]
-    held = sorted(errors.loc[errors["role"] == "evaluation", analysis.ranks_param].unique()) if len(errors) else []
+    held = sorted(errors.loc[errors[ROLE] == "evaluation", analysis.ranks_param].unique()) if len(errors) else []
     lines.append(
         f"Models fitted again without the evaluation points ({analysis.ranks_param} = "
         f"{', '.join(f'{v:g}' for v in held)}), whatever models the input holds: the errors there are predictions"
@@ -46,15 +47,13 @@ def evaluation_text(analysis, errors) -> str:
             "llrrrrl",
         )
     )
-    app = errors[(errors["model_type"] == "application") & (errors["role"] == "evaluation")].sort_values(
-        ["name", *params]
-    )
+    app = errors[(errors["model_type"] == "application") & (errors[ROLE] == "evaluation")].sort_values([NAME, *params])
     rows = [
         [
-            quantity_label(r["name"], analysis.per),
+            quantity_label(r[NAME], analysis.per),
             format_point(r, params),
-            format_value(r["value"]),
-            format_value(r["predicted"]),
+            format_value(r[VALUE]),
+            format_value(r[PREDICTED]),
             format_pct(r["error_pct"], 2),
             "yes" if r["inside_interval"] else "no",
         ]
@@ -66,11 +65,11 @@ def evaluation_text(analysis, errors) -> str:
     )
     for by, title in (("category", "category"), ("kind", "region class")):
         summary = error_summary(errors[errors["model_type"] == "region"], params, by)
-        summary = summary[summary["role"] == "evaluation"]
+        summary = summary[summary[ROLE] == "evaluation"]
         rows = [
             [
                 r[by],
-                r["metric"],
+                r[METRIC],
                 format_point(r, params),
                 format_pct(r["mpe_pct"], 2),
                 int(r["models"]),

@@ -3,7 +3,20 @@
 
 from __future__ import annotations
 
-from extradeep.columns import OVERHEAD_TYPES
+from extradeep.columns import (
+    GAIN,
+    NAME,
+    OVERHEAD_TYPE,
+    OVERHEAD_TYPES,
+    PATH,
+    PHASE,
+    PREDICTED,
+    PROPOSED,
+    PURE,
+    REPLAYED,
+    STAT_TOTAL,
+    WAIT,
+)
 
 WIDTH = {"display.width": 160, "display.max_columns": 20, "display.max_colwidth": 70}
 PREDICT_WIDTH = {"display.width": 160, "display.max_columns": 20, "display.max_colwidth": 60}
@@ -37,7 +50,7 @@ def _prediction_lines(pred, top: int, empirical) -> list[str]:
     from extradeep.predictor.critical_path import CLASSES
 
     f = pred.files
-    lines = [f"run: {f['path'].nunique()} export(s), {len(f)} rank(s)", *(f"note: {n}" for n in pred.notes)]
+    lines = [f"run: {f[PATH].nunique()} export(s), {len(f)} rank(s)", *(f"note: {n}" for n in pred.notes)]
     s = pred.summary
     base = s[s["scenario"] == s["scenario"].iloc[0]]
     cols = ["phase", "steps", "measured", "replayed", "median_abs_error", "max_abs_error"]
@@ -51,22 +64,22 @@ def _prediction_lines(pred, top: int, empirical) -> list[str]:
         + f" (idle includes {100 * b['os_wait'].sum() / b['span'].sum():.1f}% in OS calls, e.g. data loading)"
     )
     lines += owner_lines(pred.owners, top)
-    ov = pred.overheads.sort_values("total", ascending=False).head(top)
-    ov = ov.assign(name=ov["name"].astype(str).str.slice(0, 60))
+    ov = pred.overheads.sort_values(STAT_TOTAL, ascending=False).head(top)
+    ov = ov.assign(name=ov[NAME].astype(str).str.slice(0, 60))
     lines += [
         f"\nHost overheads T1-T5, top {top} by total:",
         seconds_table(ov, ["mean", "median", "std", "p95", "total"]),
     ]
-    lines.append(overhead_legend(set(ov["type"])))
+    lines.append(overhead_legend(set(ov[OVERHEAD_TYPE])))
     if len(pred.collectives):
         c = pred.collectives
         lines.append(
-            f"\nCollectives: {len(c)} matched; median pure {format_seconds(c['pure'].median())}, "
-            f"median wait for the slowest rank {format_seconds(c['wait'].median())}"
+            f"\nCollectives: {len(c)} matched; median pure {format_seconds(c[PURE].median())}, "
+            f"median wait for the slowest rank {format_seconds(c[WAIT].median())}"
         )
     wi = s[s["scenario"] != s["scenario"].iloc[0]]
     if len(wi):
-        what_if = wi[["scenario", "phase", "replayed", "predicted", "speedup"]]
+        what_if = wi[["scenario", PHASE, REPLAYED, PREDICTED, "speedup"]]
         shown = what_if.assign(speedup=[f"{v:.3g}x" for v in what_if["speedup"]])
         lines += ["\nWhat-if (each re-replayed):", seconds_table(shown, ["replayed", "predicted"])]
     if empirical is not None:
@@ -154,12 +167,12 @@ def strategies_text(search) -> str:
     lines = [f"note: {note}" for note in search.notes_]
     with pd.option_context(*_options(WIDTH)):
         if len(table):
-            shown = table.assign(gain=(100 * table["gain"]).round(2)).rename(columns={"gain": "gain_%"})
+            shown = table.assign(gain=(100 * table[GAIN]).round(2)).rename(columns={GAIN: "gain_%"})
             columns = ["strategy", "predicted_s", "lower_s", "upper_s", "gain_%", "critical_path", "proposed"]
             lines.append("\nStrategies (step time predicted on the replay; gain against the measured step):")
             lines.append(shown[columns].to_string(index=False, float_format=lambda v: f"{v:.5g}"))
             lines.append("\nSettings:")
-            lines += [f"  {row.strategy}: {row.setting}" for row in table[table["proposed"]].itertuples(index=False)]
+            lines += [f"  {row.strategy}: {row.setting}" for row in table[table[PROPOSED]].itertuples(index=False)]
         lines.append(f"\n{search.verdict_}")
     return "\n".join(lines)
 
