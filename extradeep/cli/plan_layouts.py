@@ -22,6 +22,7 @@ def options_from_args(args):
 
 
 def run_layout_plan(args) -> int:
+    from extradeep.columns import GAIN, GPU_HOURS
     from extradeep.report.layouts import layout_cells
     from extradeep.report.text import render_table
     from extradeep.workflows.layouts import layout_plan
@@ -29,10 +30,10 @@ def run_layout_plan(args) -> int:
     result = layout_plan(options_from_args(args))
     runs = result.runs
     headers = ["GPUs", "t", "p", "d", "micro-batch", "count", "ZeRO", "recompute", "schedule", "GPU-hours", "gain"]
-    rows = [[*layout_cells(r), f"{r['gpu_hours']:.3g}", f"{100 * r['gain']:.1f}%"] for _, r in runs.iterrows()]
+    rows = [[*layout_cells(r), f"{r[GPU_HOURS]:.3g}", f"{100 * r[GAIN]:.1f}%"] for _, r in runs.iterrows()]
     print(
         f"{len(runs)} runs of {runs.attrs['candidates']} candidates on <= {args.max_ranks} GPUs, "
-        f"{runs['gpu_hours'].sum():.3g} GPU-hours, chosen {runs.attrs['criterion']} per GPU-hour "
+        f"{runs[GPU_HOURS].sum():.3g} GPU-hours, chosen {runs.attrs['criterion']} per GPU-hour "
         f"(gain: how much each run shrinks the targets' predicted variance)"
     )
     print(render_table(headers, rows, "r" * 7 + "ll" + "rr"))

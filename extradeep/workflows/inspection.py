@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from extradeep.columns import PATH
 from extradeep.errors import InputError
 from extradeep.workflows.trace_analyses import TraceAnalysisOptions
 from extradeep.workflows.traces import reader_settings
@@ -130,7 +131,7 @@ def study_layout(infos: list[dict]) -> dict | None:
     names, places = [], []
     for info in infos:
         try:
-            names.append({"path": info["path"], **parse_name(Path(info["path"]).name)})
+            names.append({PATH: info[PATH], **parse_name(Path(info[PATH]).name)})
         except InputError:
             continue
         places.append(info.get("placement") or {})

@@ -195,13 +195,13 @@ def layout_search(options: LayoutsOptions) -> LayoutsResult:
 
 
 def _fit_table(model, observations):
-    from extradeep.columns import STEP_TIME
+    from extradeep.columns import PREDICTED, STEP_TIME
 
     if observations is None:
         return None
     predicted = model.predict(observations)
-    frame = observations.assign(predicted=predicted[STEP_TIME].to_numpy())
-    frame["error_pct"] = 100 * (frame["predicted"] / frame[STEP_TIME] - 1)
+    frame = observations.assign(**{PREDICTED: predicted[STEP_TIME].to_numpy()})
+    frame["error_pct"] = 100 * (frame[PREDICTED] / frame[STEP_TIME] - 1)
     return frame
 
 
@@ -246,6 +246,7 @@ class LayoutPlanResult:
 
 def layout_plan(options: LayoutPlanOptions) -> LayoutPlanResult:
     """The small runs that pin down the layout model's parts for predictions at the targets."""
+    from extradeep.columns import FITS
     from extradeep.layouts.design import plan_layout_runs
     from extradeep.layouts.model import LayoutModel
     from extradeep.layouts.space import enumerate_layouts
@@ -259,7 +260,7 @@ def layout_plan(options: LayoutPlanOptions) -> LayoutPlanResult:
         raise InputError(
             None, f"no valid layout for {options.global_batch} samples per step on {gpus} GPUs", field="target"
         )
-    fits = model.predict(targets)["fits"].to_numpy()
+    fits = model.predict(targets)[FITS].to_numpy()
     runs = plan_layout_runs(
         shape,
         options.max_ranks,

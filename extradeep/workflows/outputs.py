@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from extradeep.columns import PATH
 from extradeep.errors import InputError, special_file_problem
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -33,7 +34,7 @@ def input_paths(profiles=(), manifest=None, config=None, eval_dir=None) -> set[P
     paths.update(Path(p) for p in (manifest, config) if p)
     if manifest:
         try:
-            paths.update(Path(p) for p in read_manifest(manifest)["path"])
+            paths.update(Path(p) for p in read_manifest(manifest)[PATH])
         except (InputError, OSError, KeyError):
             pass  # reading the manifest reports its own problem later
     return {resolved(p) for p in paths}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from extradeep.columns import METRIC, PATH, PHASE, REGION, STEP_REGION, TIME, TRAIN
 from extradeep.errors import InputError
 from extradeep.workflows.trace_analyses import OptimizeOptions, TraceAnalyses, TraceAnalysisOptions
 
@@ -158,7 +159,7 @@ def predict_run(options: PredictOptions) -> PredictResult:
     if models is not None and options.ranks:
         result.empirical = _empirical(models, options.ranks)
     _write_outputs(pred, options, result.written)
-    paths = sorted(set(pred.files["path"]))  # the files the prediction read, without resolving the folder again
+    paths = sorted(set(pred.files[PATH]))  # the files the prediction read, without resolving the folder again
     if options.analyses.asked:
         from extradeep.workflows.trace_analyses import trace_analyses
 
@@ -177,14 +178,14 @@ def _models(path):
     from extradeep.modeling import fit_models
 
     exp = Experiment.load(path)
-    points = exp.points[(exp.points["metric"] == "time") & (exp.points["phase"] == "train")]
-    return fit_models(points, exp.params, by=("region",))
+    points = exp.points[(exp.points[METRIC] == TIME) & (exp.points[PHASE] == TRAIN)]
+    return fit_models(points, exp.params, by=(REGION,))
 
 
 def _empirical(models, ranks: int) -> EmpiricalStep:
     import numpy as np
 
-    step = models[(models["region"] == "step") & models["model"].notna()]
+    step = models[(models[REGION] == STEP_REGION) & models["model"].notna()]
     if step.empty:
         return EmpiricalStep(ranks)
     model = step["model"].iloc[0]
