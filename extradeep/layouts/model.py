@@ -27,6 +27,8 @@ from extradeep.columns import (
     DP,
     FITS,
     GPUS,
+    HIDDEN,
+    LAYERS,
     METRIC,
     MICRO_BATCH,
     MICRO_BATCHES,
@@ -36,10 +38,12 @@ from extradeep.columns import (
     PP,
     RECOMPUTE,
     SCHEDULE,
+    SEQ_LEN,
     STEP_TIME,
     TIME,
     TP,
     VALUE,
+    VOCAB,
     WORKLOAD,
     ZERO,
 )
@@ -49,11 +53,15 @@ from extradeep.layouts.memory import MemoryModel, fit_reasons
 from extradeep.layouts.parts import COEFFICIENTS, COLLECTIVE_ALGORITHMS, NAMES, PRIOR, compose, nominal_features
 from extradeep.layouts.space import layout_frame
 from extradeep.layouts.tables import check_part_observations
+from extradeep.layouts.workload import layer_parameters
 
 STEP_PARTS = ("compute", "host_overhead", "tp_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer")
 TRANSFER_SPREAD = np.log(1.15)  # another GPU type: per-kernel-class rooflines add about 15% (Lin et al.)
 UNCALIBRATED_SPREAD = np.log(1.5)  # half width without held-out errors to size it (physics alone)
 CATEGORICAL = (ZERO, RECOMPUTE, SCHEDULE)  # layout choices whose effect only physics knows until observed
+# parts that are off (0) unless ``optional`` names them: nested selection on vTrain did not choose
+# them for most left-out models (docs/performance.md)
+OPTIONAL = {"layer_overhead": 0.0}
 SUPPORT_SHARE = 0.05  # a coefficient is calibrated when it moves a step by >= 5% in >= 3 observations
 
 
@@ -70,7 +78,7 @@ class LayoutModel:
     ``fixed`` (coefficient -> value held fixed instead of fitted, e.g. a measured NCCL latency, or 0
     to switch a part off), ``collective_algorithm`` (how collectives cross nodes: 'hierarchical',
     'nccl' or 'select', the better fit of the two when observations span nodes, else hierarchical;
-    fitted as ``algorithm_``)."""
+    fitted as ``algorithm_``), ``optional`` (names of :data:`OPTIONAL` parts to fit; off otherwise)."""
 
     def __init__(
         self,
@@ -86,6 +94,7 @@ class LayoutModel:
         workload_weights: dict | None = None,
         fixed: dict | None = None,
         collective_algorithm: str = "select",
+        optional: tuple = (),
     ):
         self.hardware = hardware
         self.dp_overlap = dp_overlap
@@ -99,6 +108,7 @@ class LayoutModel:
         self.workload_weights = workload_weights
         self.fixed = fixed
         self.collective_algorithm = collective_algorithm
+        self.optional = optional
 
     # ----------------------------------------------------------------- fitting
     def fit(self, observations: pd.DataFrame | None, parts: pd.DataFrame | None = None) -> LayoutModel:
@@ -125,6 +135,7 @@ class LayoutModel:
         self.support_ = self._support(steps, part_rows)
         self.range_ = {c: (float(steps[c].min()), float(steps[c].max())) for c in (GPUS, TP)} if len(steps) else {}
         seen = pd.concat([steps, part_rows], ignore_index=True)
+        self.scale_ = (float(seen[GPUS].max()), float(_parameters(seen).max())) if len(seen) else None
         self.seen_ = {c: set(seen[c]) for c in CATEGORICAL if c in seen}
         self._fit_interval(steps, part_rows)
         return self
@@ -171,7 +182,17 @@ class LayoutModel:
     def _features(self, frame: pd.DataFrame, hardware: Hardware | None = None) -> dict:
         return nominal_features(frame, self.hardware_ if hardware is None else hardware, self.algorithm_)
 
+    def _held(self) -> dict:
+        """Coefficients held instead of fitted: ``fixed``, and the optional parts not asked for at 0."""
+        off = {name: value for name, value in OPTIONAL.items() if name not in self.optional}
+        return {**off, **(self.fixed or {})}
+
     def _check_fixed(self) -> None:
+        unknown = sorted(set(self.optional) - set(OPTIONAL))
+        if unknown:
+            raise InputError(
+                None, f"unknown optional part(s) {', '.join(unknown)}; one of {', '.join(OPTIONAL)}", field="optional"
+            )
         for name, value in (self.fixed or {}).items():
             if name not in NAMES:
                 raise InputError(None, f"unknown coefficient {name!r}; one of {', '.join(NAMES)}", field="fixed")
@@ -181,7 +202,7 @@ class LayoutModel:
     def _start(self) -> np.ndarray:
         """The priors, with the fixed coefficients at their values."""
         start = PRIOR.copy()
-        for name, value in (self.fixed or {}).items():
+        for name, value in self._held().items():
             start[NAMES.index(name)] = float(value)
         return start
 
@@ -208,7 +229,7 @@ class LayoutModel:
         part_features = nominal_features(part_rows, hardware, algorithm) if len(part_rows) else None
         measured = np.log(steps[STEP_TIME].to_numpy(float)) if len(steps) else None
         root_weights = np.sqrt(self._weights(steps))
-        free = np.array([name not in (self.fixed or {}) for name in NAMES])
+        free = np.array([name not in self._held() for name in NAMES])
         low = np.log([c.low for c in COEFFICIENTS])[free]
         high = np.log([c.high for c in COEFFICIENTS])[free]
         prior = np.log(PRIOR)[free]
@@ -234,7 +255,8 @@ class LayoutModel:
 
     def _support(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> pd.Series:
         """Per coefficient: 'parts' when measured parts pin it, 'step totals' when it moves >= 5%
-        of >= 3 measured steps, 'fixed' when held at a given value, else 'prior' (physics only: an
+        of >= 3 measured steps, 'fixed' when held at a given value, 'off' for an optional part not asked
+        for, else 'prior' (physics only: an
         extrapolation)."""
         source = pd.Series("prior", index=list(NAMES))
         if len(steps):
@@ -243,8 +265,8 @@ class LayoutModel:
         for c in COEFFICIENTS:
             if c.part in self.parts_observed_:
                 source[c.name] = "parts"
-        for name in self.fixed or {}:
-            source[name] = "fixed"
+        for name in self._held():
+            source[name] = "fixed" if name in (self.fixed or {}) else "off"
         return source
 
     def _elasticities(self, features, which=None) -> np.ndarray:
@@ -299,7 +321,7 @@ class LayoutModel:
         parts = compose(features, self.coef_.to_numpy(), self.dp_overlap)
         out = pd.DataFrame({STEP_TIME: parts[PART_STEP], **{p: parts[p] for p in STEP_PARTS}}, index=frame.index)
         estimate = _differs(target, self.hardware_)
-        low, high = self._bounds(features, frame[GPUS].to_numpy(float), parts[PART_STEP], estimate)
+        low, high = self._bounds(features, frame, parts[PART_STEP], estimate)
         out[STEP_TIME + "_low"], out[STEP_TIME + "_high"] = low, high
         memory = self.memory_.parts(frame)
         out[PEAK_MEMORY] = memory["peak"].to_numpy()
@@ -308,8 +330,8 @@ class LayoutModel:
         out["extrapolated"] = self._extrapolated(frame, features)
         return out
 
-    def _bounds(self, features, gpus, step, estimate: bool):
-        width = self._half_widths(gpus)
+    def _bounds(self, features, frame: pd.DataFrame, step, estimate: bool):
+        width = self._half_widths(frame[GPUS].to_numpy(float)) * np.sqrt(1 + self._doublings_beyond(frame))
         if estimate:
             width = np.hypot(width, TRANSFER_SPREAD * 1.96)
         low, high = step * np.exp(-width), step * np.exp(width)
@@ -317,6 +339,17 @@ class LayoutModel:
             other = compose(features, coef, self.dp_overlap)[PART_STEP]
             low, high = np.minimum(low, other), np.maximum(high, other)
         return low, high
+
+    def _doublings_beyond(self, frame: pd.DataFrame) -> np.ndarray:
+        """Per layout, how many doublings of GPU count or of model size (the larger) it lies beyond
+        the largest observed: the interval's variance grows by the held-out variance per doubling
+        (its half width by sqrt(1 + doublings)), since the held-out errors that size it were made
+        at the observed scales."""
+        if self.scale_ is None:
+            return np.zeros(len(frame))
+        gpus = np.log2(frame[GPUS].to_numpy(float) / self.scale_[0])
+        size = np.log2(_parameters(frame) / self.scale_[1])
+        return np.maximum(np.maximum(gpus, size), 0.0)
 
     def _half_widths(self, gpus) -> np.ndarray:
         """Per layout, the ``level`` quantile of the held-out |log errors| of layouts at a similar
@@ -369,7 +402,8 @@ class LayoutModel:
             [
                 "step = (m + (p - 1) / v) * work + m * logits + (1 - overlap) * dp_sync + optimizer",
                 f"work = l/p * layer + v * (p2p + {c['microbatch_overhead']} s)",
-                f"layer = (gpu^k + host_floor^k)^(1/k),  k = {c['sharpness']},  host_floor = {c['host_floor']} s",
+                f"layer = (gpu^k + host_floor^k)^(1/k) + {c['layer_overhead']} s,  k = {c['sharpness']},  "
+                f"host_floor = {c['host_floor']} s",
                 f"gpu = {c['gemm']} * thin * FLOPs / {gpu.peak_flops / 1e12:g} TFLOP/s + {c['memory']} * bytes / "
                 f"{gpu.memory_bandwidth / 1e9:g} GB/s + tp_t * TP all-reduce + {c['network']} * TP across nodes"
                 f" + {c['collective_latency']} s per TP all-reduce",
@@ -384,7 +418,7 @@ class LayoutModel:
 
     def part_status(self) -> pd.DataFrame:
         """One row per coefficient: its value, prior, the part it belongs to, what calibrated it
-        ('parts', 'step totals', 'fixed' or 'prior': physics only, extrapolated) and what it means."""
+        ('parts', 'step totals', 'fixed', 'off' or 'prior': physics only, extrapolated) and what it means."""
         self._check_fitted()
         step = pd.DataFrame(
             {
@@ -422,6 +456,14 @@ def _part_residuals(features, part_rows: pd.DataFrame, coef, overlap) -> np.ndar
 
 
 LAYOUT_KEY = (WORKLOAD, GPUS, TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, ZERO, RECOMPUTE, SCHEDULE, CHUNKS)
+
+
+def _parameters(frame: pd.DataFrame) -> np.ndarray:
+    """Parameters of each row's model: its layers and the word and position embeddings."""
+    hidden = frame[HIDDEN].to_numpy(float)
+    ffn = frame["ffn_hidden"].to_numpy(float) if "ffn_hidden" in frame else None
+    layers = frame[LAYERS].to_numpy(float) * layer_parameters(hidden, ffn)
+    return layers + (frame[VOCAB].to_numpy(float) + frame[SEQ_LEN].to_numpy(float)) * hidden
 
 
 def _layout_keys(frame: pd.DataFrame) -> np.ndarray:

@@ -21,7 +21,9 @@ nominal seconds at the GPU's peak FLOP/s and HBM bandwidth and at the links' ban
   micro-batches at large t).
 
 The layer's GPU time is compute + bytes + TP communication; a host floor (the CPU launching a
-layer's kernels) bounds it from below: layer = (gpu^k + floor^k)^(1/k). Per micro-batch a stage runs
+layer's kernels) bounds it from below: layer = (gpu^k + floor^k)^(1/k), plus a fixed cost per layer
+and micro-batch that nothing overlaps (``layer_overhead``: host bookkeeping between a layer's passes
+while the GPU waits). Per micro-batch a stage runs
 its l/p layers and sends and receives its boundary activations (b s h / t per direction, gathered
 inside the node), plus a fixed overhead per micro-batch; the last stage adds the output layer and
 cross entropy (vocabulary V padded to 128 t). The pipeline runs m micro-batches with a bubble of
@@ -115,6 +117,14 @@ COEFFICIENTS = (
     ),
     Coefficient(
         "thin_width", 64.0, 1.0, 1e4, "compute", "GEMM width (h / t) at which a layer's GEMMs run at half rate"
+    ),
+    Coefficient(
+        "layer_overhead",
+        1e-3,
+        1e-7,
+        0.05,
+        "host_overhead",
+        "seconds per layer and micro-batch that nothing overlaps (host bookkeeping between a layer's passes)",
     ),
 )
 NAMES = tuple(c.name for c in COEFFICIENTS)
@@ -253,7 +263,8 @@ def compose(features: dict[str, np.ndarray], coef, dp_overlap: float = 0.0) -> d
     gpu_layer = compute_layer + tp_layer
     k, floor = c["sharpness"], c["host_floor"]
     ratio = floor / np.maximum(gpu_layer, 1e-12)
-    layer = gpu_layer * (1 + ratio**k) ** (1 / k)  # = (gpu^k + floor^k)^(1/k), without overflow
+    # = (gpu^k + floor^k)^(1/k) without overflow, plus what the GPU waits for between passes
+    layer = gpu_layer * (1 + ratio**k) ** (1 / k) + c["layer_overhead"]
     p2p = c["tp8"] * fx["p2p_intra"] + c["network"] * fx["p2p_inter"]
     v = np.where(fx["interleaved"], fx["v"], 1.0)
     work = fx["layers_per_stage"] * layer + v * (p2p + c["microbatch_overhead"])

@@ -15,6 +15,7 @@ from extradeep.layouts.memory import MemoryModel
 from extradeep.layouts.model import STEP_PARTS, LayoutModel
 from extradeep.layouts.parts import NAMES, PRIOR, compose, nominal_features
 from extradeep.layouts.validation import VTRAIN_CLUSTER, megatron_check
+from extradeep.layouts.workload import layer_parameters
 
 # Published errors on the vTrain multi-node rows, per left-out model (issue 23): a six-coefficient
 # least-squares sketch and Calculon run uncalibrated. Mean absolute % error and Spearman's rho.
@@ -23,7 +24,11 @@ BASELINES = {
     "18.4B": {"sketch": (7.9, 0.69), "calculon": (11.8, 0.60)},
     "39.1B": {"sketch": (11.6, 0.35), "calculon": (12.9, 0.44)},
 }
-TRUTH = PRIOR * np.array([0.9, 1.2, 0.8, 1.1, 0.7, 1.5, 2.0, 1.0, 1.5, 1.2, 0.5, 3.0, 1.5, 0.8])
+# This model's figures on the same rows (docs/performance.md): mean absolute % error and rho.
+RECORDED = {"3.6B": (7.2, 0.97), "18.4B": (3.9, 0.84), "39.1B": (6.6, 0.80)}
+TRUTH = PRIOR * np.array(
+    [0.9, 1.2, 0.8, 1.1, 0.7, 1.5, 2.0, 1.0, 1.5, 1.2, 0.5, 3.0, 1.5, 0.8, 0.0]
+)  # the optional layer overhead off
 
 
 def synthetic(frame: pd.DataFrame) -> pd.DataFrame:
@@ -39,6 +44,19 @@ def test_step_totals_recover_known_coefficients(vtrain):
     assert np.allclose(predicted, synthetic(layouts)[STEP_TIME], rtol=2e-3)
     for name in ("gemm", "memory", "host_floor", "tp8", "network"):  # the ones these layouts lean on most
         assert model.coef_[name] == pytest.approx(TRUTH[NAMES.index(name)], rel=0.05), name
+
+
+def test_the_optional_layer_overhead_is_off_unless_asked_for_and_then_recovered(vtrain):
+    layouts = pd.concat(vtrain, ignore_index=True)
+    truth = TRUTH.copy()
+    truth[NAMES.index("layer_overhead")] = 2e-3
+    observed = layouts.assign(**{STEP_TIME: compose(nominal_features(layouts, VTRAIN_CLUSTER), truth)["step"]})
+    options = {"hardware": VTRAIN_CLUSTER, "interval": None, "prior_weight": 1e-8}
+    model = LayoutModel(**options, optional=("layer_overhead",)).fit(observed)
+    assert model.coef_["layer_overhead"] == pytest.approx(2e-3, rel=0.1)
+    assert LayoutModel(**options).fit(observed).coef_["layer_overhead"] == 0.0
+    with pytest.raises(InputError, match="optional"):
+        LayoutModel(**options, optional=("no_such_part",)).fit(observed)
 
 
 def test_per_part_observations_calibrate_their_parts(vtrain):
@@ -67,16 +85,36 @@ def test_per_part_observations_calibrate_their_parts(vtrain):
 
 def test_held_out_models_beat_the_published_baselines(held_out):
     """Calibrated on the single-node runs and two multi-node models, each third model is predicted
-    better than the least-squares sketch and Calculon, in mean error and in ranking."""
+    better than the least-squares sketch and Calculon, in mean error and in ranking, and no worse
+    than the figures recorded in docs/performance.md (with a point of mean error and 0.03 of rho
+    to spare)."""
     rows, summary = held_out
     for r in summary.itertuples():
         sketch, calculon = BASELINES[r.workload]["sketch"], BASELINES[r.workload]["calculon"]
-        assert r.mean_error_pct < min(sketch[0], calculon[0]), r
-        assert r.spearman > max(sketch[1], calculon[1]), r
-        assert r.coverage >= 0.75, r  # the 95% interval holds most of the held-out truth
+        assert r.mean_error_pct < min(sketch[0], calculon[0], RECORDED[r.workload][0] + 1), r
+        assert r.spearman > max(sketch[1], calculon[1], RECORDED[r.workload][1] - 0.03), r
+        assert r.coverage >= 0.85, r  # the 95% interval holds most of the held-out truth
     for workload, group in rows.groupby(WORKLOAD):
         chosen = group.loc[group["predicted"].idxmin(), STEP_TIME]
         assert chosen <= 1.10 * group[STEP_TIME].min(), workload  # the search's pick is within 10% of the best
+
+
+def test_intervals_widen_beyond_the_observed_scales(vtrain_model, vtrain):
+    """The half width grows by sqrt(1 + d), d the doublings of GPU count or model size past the
+    largest observed (vTrain's 512 GPUs, 39.1B): 4x the GPUs gives sqrt(3), twice the layers sqrt(2)."""
+    base = vtrain[1][vtrain[1][WORKLOAD] == "39.1B"].head(3).drop(columns=[STEP_TIME]).reset_index(drop=True)
+    more_gpus = base.assign(dp=base["dp"] * 4, gpus=base["gpus"] * 4, global_batch=base["global_batch"] * 4)
+    deeper = base.assign(layers=base["layers"] * 2)
+
+    def width(frame):
+        predicted = vtrain_model.predict(frame)
+        return np.log(predicted["step_time_high"] / predicted[STEP_TIME]).to_numpy()
+
+    assert np.allclose(width(more_gpus), np.sqrt(3) * width(base))
+    h, layers = float(base["hidden"].iloc[0]), float(base["layers"].iloc[0])
+    embedding = (base["vocab"].iloc[0] + base["seq_len"].iloc[0]) * h
+    doublings = np.log2((2 * layers * layer_parameters(h) + embedding) / (layers * layer_parameters(h) + embedding))
+    assert 0.9 < doublings < 1 and np.allclose(width(deeper), np.sqrt(1 + doublings) * width(base))
 
 
 def test_megatron_table_from_its_smallest_row(published, vtrain):
@@ -115,7 +153,8 @@ def test_predictions_say_what_they_extrapolate(vtrain_model, vtrain):
 
 def test_physics_alone_is_labelled_prior(vtrain):
     model = LayoutModel(hardware=VTRAIN_CLUSTER).fit(None)
-    assert (model.part_status()["calibrated_by"] == "prior").all()
+    status = model.part_status().set_index("coefficient")["calibrated_by"]
+    assert (status.drop("layer_overhead") == "prior").all() and status["layer_overhead"] == "off"
     predicted = model.predict(vtrain[1].drop(columns=[STEP_TIME]).head(4))
     assert (predicted["step_time_low"] < predicted[STEP_TIME]).all() and (
         predicted[STEP_TIME] < predicted["step_time_high"]
