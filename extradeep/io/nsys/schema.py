@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from extradeep.errors import InputError
 from extradeep.io.formats import META_TABLE
 from extradeep.io.sqlite import ExportConnection, fetch_all, query
@@ -16,42 +14,11 @@ NVTX_DOMAIN_DESTROY = 76
 METADATA_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # 2023.3+ and 2022.1-2023.2
 
 
-_COMMENT = re.compile(r"--[^\n]*")
-_PLAIN_COLUMN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)((?:\s+[A-Za-z_][A-Za-z0-9_]*)*)\s*")
-_NOT_NULL = re.compile(r"\bNOT\s+NULL\b", re.IGNORECASE)
-_CONSTRAINTS = {"CONSTRAINT", "PRIMARY", "UNIQUE", "CHECK", "FOREIGN"}
-
-
-def plain_columns(sql) -> tuple[tuple[str, ...], frozenset[str]] | None:
-    """(columns, NOT NULL columns) of a CREATE TABLE statement written as nsys writes them: each
-    column a name and bare words (type, NOT NULL), `--` comments; None for any other form (quotes,
-    defaults, table constraints, block comments), which `PRAGMA table_info` then reads. A PRAGMA per
-    table costs a statement; on a small export that is a tenth of reading it."""
-    if not isinstance(sql, str) or "/*" in sql:
-        return None
-    text = _COMMENT.sub("", sql)
-    head, sep, body = text.partition("(")
-    body, close, tail = body.rpartition(")")
-    if not (sep and close) or tail.strip() or not head.lstrip().upper().startswith("CREATE TABLE"):
-        return None
-    columns, not_null = [], []
-    for item in body.split(","):
-        m = _PLAIN_COLUMN.fullmatch(item)
-        if m is None or m.group(1).upper() in _CONSTRAINTS:
-            return None
-        columns.append(m.group(1))
-        if _NOT_NULL.search(m.group(2)):
-            not_null.append(m.group(1))
-    return tuple(columns), frozenset(not_null)
-
-
 class Schema:
-    """The tables of one export and, on demand, their columns: from the CREATE TABLE statement read
-    with the tables when it has nsys's plain form, else by PRAGMA table_info (every DDL style)."""
+    """The tables of one export and, on demand, their columns (PRAGMA table_info works for every DDL style)."""
 
     def __init__(self, conn: ExportConnection):
         self._conn = conn
-        self._sql = getattr(conn, "table_sql", None) or {}
         tables = getattr(conn, "tables", None)  # read when the connection was opened
         if tables is None:
             tables = tuple(r[0] for r in query(conn, "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall())
@@ -68,11 +35,9 @@ class Schema:
         if table not in self._columns:
             if not self.has(table):
                 return ()
-            parsed = plain_columns(self._sql.get(table))
-            if parsed is None:
-                rows = query(self._conn, f'PRAGMA table_info("{table}")').fetchall()
-                parsed = tuple(r[1] for r in rows), frozenset(r[1] for r in rows if r[3])
-            self._columns[table], self._not_null[table] = parsed
+            rows = query(self._conn, f'PRAGMA table_info("{table}")').fetchall()
+            self._columns[table] = tuple(r[1] for r in rows)
+            self._not_null[table] = frozenset(r[1] for r in rows if r[3])
         return self._columns[table]
 
     def not_null(self, table: str) -> frozenset[str]:
