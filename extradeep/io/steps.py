@@ -133,8 +133,31 @@ def _numbers(names: Names, pattern: re.Pattern | None) -> np.ndarray:
     """The first capture group of `pattern` when it holds digits, else the last integer in the name;
     -1 when there is none (the mark carries no number). Evaluated once per distinct name."""
     codes, inverse = np.unique(names.codes, return_inverse=True)
-    per_code = np.array([_number_of(str(names.categories[c]), pattern) for c in codes], dtype=np.int64)
+    texts = [str(names.categories[c]) for c in codes]
+    found = _each_text(texts, _LAST_NUMBER) if pattern is None else None
+    if found is not None:  # thousands of numbered step names: one scan instead of a search per name
+        per_code = np.full(len(texts), -1, np.int64)
+        for i, m in found:
+            per_code[i] = int(m.group(0))
+    else:
+        per_code = np.array([_number_of(text, pattern) for text in texts], dtype=np.int64)
     return per_code[inverse] if len(codes) else np.empty(0, np.int64)
+
+
+_GAP = "\x00"  # joins texts for one scan: no pattern scanned that way matches it, so no match spans two
+_LAST_NUMBER = re.compile(r"\d+(?=[^\d\x00]*\x00)")  # the last run of digits before the gap
+
+
+def _each_text(texts: list[str], regex: re.Pattern) -> list[tuple[int, re.Match]] | None:
+    """(index of the text, match) of each match of `regex` in the texts joined by `_GAP` (each text
+    followed by one): one scan in C instead of a Python call per text. None when a text holds the gap."""
+    joined = _GAP.join(texts) + _GAP
+    if joined.count(_GAP) != len(texts):
+        return None
+    starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]])
+    matches = list(regex.finditer(joined))
+    index = np.searchsorted(starts, [m.start() for m in matches], side="right") - 1
+    return list(zip(index.tolist(), matches))
 
 
 def _category_ranges(nv: _Nvtx, level: str) -> _Found | None:
@@ -155,8 +178,19 @@ def _name_ranges(nv: _Nvtx, pattern: re.Pattern, how: str, domain: str | None = 
 def _default_kinds(nv: _Nvtx) -> np.ndarray:
     """Which built-in name each range has (epoch, train, val, profiler, eval or ""), decided by one
     regular expression per distinct name: exports with a million distinct NVTX names stay fast."""
-    kinds = np.array([_kind(str(n)) for n in nv.name.categories] + [""], dtype=object)
+    texts = [str(n) for n in nv.name.categories]
+    found = _each_text(texts, _WHOLE_DEFAULT_NAME)  # the full matches of all names in one scan
+    if found is None:
+        kinds = np.array([_kind(text) for text in texts] + [""], dtype=object)
+    else:
+        kinds = np.full(len(texts) + 1, "", dtype=object)
+        for i, m in found:
+            kinds[i] = next(k for k, v in m.groupdict().items() if v is not None)
     return kinds[nv.name.codes[nv.ranges]]
+
+
+# `_DEFAULT_NAMES.fullmatch` of each text joined by `_each_text`: from a text's start to its end
+_WHOLE_DEFAULT_NAME = re.compile(f"(?<![^\\x00])(?:{_DEFAULT_NAMES.pattern})(?=\\x00)", re.IGNORECASE)
 
 
 def _kind(name: str) -> str:
