@@ -184,8 +184,8 @@ def _default_kinds(nv: _Nvtx) -> np.ndarray:
         kinds = np.array([_kind(text) for text in texts] + [""], dtype=object)
     else:
         kinds = np.full(len(texts) + 1, "", dtype=object)
-        for i, m in found:
-            kinds[i] = next(k for k, v in m.groupdict().items() if v is not None)
+        for i, m in found:  # the kind's group encloses the others, so it closes last
+            kinds[i] = m.lastgroup
     return kinds[nv.name.codes[nv.ranges]]
 
 
