@@ -150,7 +150,10 @@ _LAST_NUMBER = re.compile(r"\d+(?=[^\d\x00]*\x00)")  # the last run of digits be
 
 def _each_text(texts: list[str], regex: re.Pattern) -> list[tuple[int, re.Match]] | None:
     """(index of the text, match) of each match of `regex` in the texts joined by `_GAP` (each text
-    followed by one): one scan in C instead of a Python call per text. None when a text holds the gap."""
+    followed by one): one scan in C instead of a Python call per text. None when a text holds the gap,
+    or for a few texts (then the caller matches them one by one)."""
+    if len(texts) < 64:  # a few texts: the calls cost less than the scan's set-up
+        return None
     joined = _GAP.join(texts) + _GAP
     if joined.count(_GAP) != len(texts):
         return None

@@ -175,15 +175,17 @@ def _names_of(path) -> list[str]:
 
 
 # names a scan of joined names could get wrong: a separator-like text across two names, the gap
-# character itself (then the names are read one by one), newlines, digits at the edges
-EDGE_NAMES = ["train step", "3", "epoch\n4", "step\x00", "7train_step 9", "eval", "ProfilerStep#12x", "a12b3", ""]
+# character itself (then the names are read one by one), newlines, digits at the edges; the scan
+# runs from 64 names on
+EDGE_NAMES = ["train step", "3", "epoch\n4", "7train_step 9", "eval", "ProfilerStep#12x", "a12b3", ""] * 8
+NUMBERED = [f"{name}{i}" for name in ("train step ", "epoch_", "ProfilerStep#", "x", "val step") for i in range(20)]
 
 
 def test_names_scanned_at_once_as_one_by_one(real_export, sim_ranges, sim_profiler):
     """The step finder's scans of all names joined (built-in kind, last number) find what matching
     each name on its own finds, on a real export's NVTX names and the simulator's."""
     paths = [real_export, *sorted(sim_ranges.glob("*.sqlite"))[:1], *sorted(sim_profiler.glob("*.sqlite"))[:1]]
-    for texts in [*(_names_of(p) for p in paths), EDGE_NAMES, EDGE_NAMES[:3] + EDGE_NAMES[4:]]:
+    for texts in [*(_names_of(p) for p in paths), EDGE_NAMES, EDGE_NAMES + ["step\x00"], NUMBERED]:
         table = Table({"eventType": np.full(len(texts), NVTX_PUSHPOP), "start": np.zeros(len(texts), np.int64)})
         names = Names(np.arange(len(texts)), np.array(texts, dtype=object))
         nv = _Nvtx(table.with_columns(end=np.ones(len(texts), np.int64), name=names, domain=names, category=names))
