@@ -212,7 +212,7 @@ def _marks(nv: _Nvtx, level: str) -> _Found | None:
     parts = [(m.group(1).lower(), int(m.group(2)), m.group(3).lower()) if m else ("", -1, "") for m in parsed]
     kind, number, state = (np.array([p[i] for p in parts], dtype=object)[nv.name.codes[marks]] for i in range(3))
     if level == "epoch":
-        mask = (kind == "epoch") & (np.isin(category, MARK_CATEGORIES["epoch"]) | (category == ""))
+        mask = (kind == "epoch") & (np.isin(category, MARK_CATEGORIES[EPOCH]) | (category == ""))
     else:
         mask = (kind == "step") & np.isin(category, MARK_CATEGORIES[level])
     if not mask.any():
@@ -345,15 +345,15 @@ def find_steps(nvtx, settings=None, source=None) -> StepTable:
         )
     steps = _steps_of(found)
     _check_overlap(steps, source)
-    epochs = _epoch_frame(found["epoch"])
-    steps.epoch = _assign_epochs(steps, epochs, warnings) if found["epoch"] else _infer_epochs(steps)
+    epochs = _epoch_frame(found[EPOCH])
+    steps.epoch = _assign_epochs(steps, epochs, warnings) if found[EPOCH] else _infer_epochs(steps)
     steps.step = _step_numbers(steps)
     warnings += unmatched
     warm = _warmup(steps, settings, warnings, source)
     convention = {
         level: (f"{found[level].how} ({len(found[level].start)})" if found[level] else "none") for level in LEVELS
     }
-    if found["epoch"] is None:
+    if found[EPOCH] is None:
         n = len(np.unique(steps.epoch))
         convention["epoch"] = (
             f"inferred: a validation phase ends each epoch ({n})" if n > 1 else "none (one epoch assumed)"
@@ -384,8 +384,8 @@ def _close_open_ranges(found: dict) -> list[str]:
     """Ranges still open when the capture stopped (end NULL): an epoch runs to the end of the
     capture; a step is left out (its work is incomplete) and a warning says so."""
     warnings = []
-    if found["epoch"] is not None:
-        found["epoch"].end = np.where(found["epoch"].end == NULL_INT, np.iinfo(np.int64).max, found["epoch"].end)
+    if found[EPOCH] is not None:
+        found[EPOCH].end = np.where(found[EPOCH].end == NULL_INT, np.iinfo(np.int64).max, found[EPOCH].end)
     for level in (TRAIN, VAL):
         f = found[level]
         if f is None or not (f.end == NULL_INT).any():
