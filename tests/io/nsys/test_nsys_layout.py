@@ -5,7 +5,9 @@ import sqlite3
 
 import pandas as pd
 
+from extradeep.errors import InputError
 from extradeep.io.nsys.layout import GPU_FIELDS, read_placement, read_signals
+from extradeep.io.nsys.read import read_export_once
 from extradeep.io.placement import cluster_layout, uuid_set
 
 
@@ -97,3 +99,22 @@ def test_a_file_that_is_not_an_export_has_no_signals(tmp_path):
     path = tmp_path / "x.sqlite"
     path.write_bytes(b"not sqlite at all")
     assert read_signals(path) == {} and set(read_placement(path).values()) == {None}
+
+
+def test_device_from_the_readers_scans_is_the_one_sqlite_counts(real_export, sim_ranges):
+    """The pass that reads the sums also gives the placement's device (from the deviceId range its
+    GPU table scans see): the most used deviceId as SQLite groups it, on every real export and one
+    simulated rank; a file the reader refuses is skipped (its placement is never used)."""
+    for path in [real_export, *sorted(sim_ranges.glob("*.sqlite"))[:1]]:
+        counted = None
+        for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+            sql = f"SELECT deviceId FROM {table} GROUP BY deviceId ORDER BY count(*) DESC, deviceId LIMIT 1"
+            rows = _rows(path, sql)
+            if rows and rows[0][0] is not None:
+                counted = rows[0][0]
+                break
+        try:
+            found = read_export_once(path).placement
+        except InputError:
+            continue
+        assert found["device"] == counted == read_placement(path)["device"]
