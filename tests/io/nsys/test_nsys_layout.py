@@ -101,11 +101,19 @@ def test_a_file_that_is_not_an_export_has_no_signals(tmp_path):
     assert read_signals(path) == {} and set(read_placement(path).values()) == {None}
 
 
-def test_device_from_the_readers_scans_is_the_one_sqlite_counts(real_export, sim_ranges):
+def test_device_from_the_readers_scans_is_the_one_sqlite_counts(real_export, sim_ranges, altered_copy, tmp_path):
     """The pass that reads the sums also gives the placement's device (from the deviceId range its
-    GPU table scans see): the most used deviceId as SQLite groups it, on every real export and one
-    simulated rank; a file the reader refuses is skipped (its placement is never used)."""
-    for path in [real_export, *sorted(sim_ranges.glob("*.sqlite"))[:1]]:
+    GPU table scans see): the most used deviceId as SQLite groups it, on every real export, one
+    simulated rank and that rank with two thirds of its kernels (and no copies) moved to device 5
+    (then the range spans two devices and SQLite is asked); a file the reader refuses is skipped."""
+    sim = sorted(sim_ranges.glob("*.sqlite"))[0]
+    moved = altered_copy(
+        sim,
+        tmp_path,
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 5 WHERE rowid % 3 <> 0",
+        "DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+    )
+    for path in [real_export, sim, moved]:
         counted = None
         for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
             sql = f"SELECT deviceId FROM {table} GROUP BY deviceId ORDER BY count(*) DESC, deviceId LIMIT 1"
