@@ -144,16 +144,24 @@ def table_columns(
 
 
 DEVICE_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
-DEVICE_AGGREGATES = {"dev_min": 'min("deviceId")', "dev_max": 'max("deviceId")', "dev_n": 'count("deviceId")'}
+# min and max only when they are integers (a damaged file's TEXT or REAL sorts among them): the
+# CASE applies to the aggregates' results, once per statement, not to each row
+DEVICE_AGGREGATES = {
+    "dev_min": """CASE WHEN typeof(min("deviceId")) = 'integer' THEN min("deviceId") END""",
+    "dev_max": """CASE WHEN typeof(max("deviceId")) = 'integer' THEN max("deviceId") END""",
+    "dev_n": 'count("deviceId")',
+}
 
 
 def note_devices(conn, table: str, low, high, known, rows: int) -> None:
     """Keep on the connection what a scan of a GPU table saw of its deviceId (per chunk: min, max,
-    non-NULL count; NULL_INT where a chunk has none), so the placement's device
-    (`extradeep.io.nsys.layout`) needs no scan of its own when one device did all the work."""
+    non-NULL count; NULL_INT where a chunk has none or they are not integers), so the placement's
+    device (`extradeep.io.nsys.layout`) needs no scan of its own when one device did all the work.
+    A chunk with values but no integer range leaves no range: the placement then asks SQLite."""
     low, high, known = (np.asarray(v, dtype=np.int64) for v in (low, high, known))
-    seen = low != NULL_INT
-    span = (int(low[seen].min()), int(high[seen].max())) if seen.any() else (None, None)
+    some = known > 0
+    plain = some.any() and not ((low[some] == NULL_INT) | (high[some] == NULL_INT)).any()
+    span = (int(low[some].min()), int(high[some].max())) if plain else (None, None)
     devices = getattr(conn, "_extradeep_devices", None)
     if devices is None:
         devices = conn._extradeep_devices = {}

@@ -176,7 +176,7 @@ def _device(conn, schema) -> int | None:
                 low, high, known, rows = seen[table]
                 if rows == 0:  # no rows: no device in this table, as the query would find
                     continue
-                if known == rows and low == high:  # one device, no NULL: the query's answer
+                if low is not None and known == rows and low == high:  # one device, no NULL: the answer
                     return int(low)
             rows = fetch_all(
                 conn, f"SELECT deviceId FROM {table} GROUP BY deviceId ORDER BY count(*) DESC, deviceId LIMIT 1"

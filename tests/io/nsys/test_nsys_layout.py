@@ -6,9 +6,11 @@ import sqlite3
 import pandas as pd
 
 from extradeep.errors import InputError
+from extradeep.io.nsys import events
 from extradeep.io.nsys.layout import GPU_FIELDS, read_placement, read_signals
 from extradeep.io.nsys.read import read_export_once
 from extradeep.io.placement import cluster_layout, uuid_set
+from extradeep.io.sqlite import open_readonly
 
 
 def _digest(path):
@@ -126,3 +128,26 @@ def test_device_from_the_readers_scans_is_the_one_sqlite_counts(real_export, sim
         except InputError:
             continue
         assert found["device"] == counted == read_placement(path)["device"]
+
+
+def test_device_when_a_kernel_has_a_text_or_real_device(sim_ranges, altered_copy, tmp_path):
+    """A damaged deviceId (TEXT or REAL in one kernel row) neither stops the reader nor changes the
+    device: the most used one, as SQLite groups them, on both of the reader's paths."""
+    sim = sorted(sim_ranges.glob("*.sqlite"))[0]
+    for value in ("'gpu'", "0.5"):
+        (tmp_path / value.strip("'.")).mkdir()
+        path = altered_copy(
+            sim,
+            tmp_path / value.strip("'."),
+            f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = {value} WHERE rowid = 2",
+        )
+        sql = "SELECT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY deviceId ORDER BY count(*) DESC LIMIT 1"
+        counted = _rows(path, sql)[0][0]
+        assert read_placement(path)["device"] == counted
+        assert read_export_once(path).placement["device"] == counted  # a small export: one statement
+        conn = open_readonly(path)  # a large export's way: the kernels' own scan (read as its reader does)
+        try:
+            events.kernel_table(conn, columns=["launchKey"])
+            assert read_placement(conn)["device"] == counted
+        finally:
+            conn.close()
