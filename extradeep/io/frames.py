@@ -59,8 +59,16 @@ class Names:
         return Names(self.codes[rows], self.categories)
 
     def flags(self, predicate) -> np.ndarray:
-        """`predicate` of each row's text, evaluated once per distinct text (missing rows: False)."""
-        flags = np.fromiter((bool(predicate(str(c))) for c in self.categories), dtype=bool, count=len(self.categories))
+        """`predicate` of each row's text, evaluated once per distinct text that a row uses (missing
+        rows: False). The rows of a table taken from a larger one (the NVTX ranges other than the
+        step marks) share its categories, often thousands of step names that none of them uses."""
+        n = len(self.categories)
+        if n > 64:  # a bincount costs less than calling the predicate on unused texts
+            used = np.flatnonzero(np.bincount(self.codes[self.codes >= 0], minlength=n))
+            flags = np.zeros(n + 1, dtype=bool)
+            flags[used] = [bool(predicate(str(c))) for c in self.categories[used]]
+            return flags[self.codes]
+        flags = np.fromiter((bool(predicate(str(c))) for c in self.categories), dtype=bool, count=n)
         return np.append(flags, False)[self.codes]
 
     def used(self) -> Names:

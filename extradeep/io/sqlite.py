@@ -20,6 +20,7 @@ class ExportConnection(sqlite3.Connection):
     path: Path
     warnings: list[str]
     tables: tuple[str, ...]  # the names of its tables
+    table_sql: dict[str, str | None]  # each table's CREATE TABLE statement, as sqlite_master keeps it
 
 
 def unreadable(exc: OSError) -> str:
@@ -74,8 +75,11 @@ def open_readonly(path: str | Path) -> ExportConnection:
     conn.warnings = []
     try:
         conn.execute("PRAGMA query_only = 1")
-        # reading the schema finds a damaged one; its tables are kept for `schema_of` (one query less)
-        conn.tables = tuple(n for n, kind in conn.execute("SELECT name, type FROM sqlite_master") if kind == "table")
+        # reading the schema finds a damaged one; its tables and their statements are kept for
+        # `schema_of` (one query less, and the columns of a table known by its statement)
+        rows = conn.execute("SELECT name, type, sql FROM sqlite_master").fetchall()
+        conn.table_sql = {name: sql for name, kind, sql in rows if kind == "table"}
+        conn.tables = tuple(conn.table_sql)
     except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged schema page may not even decode
         conn.close()
         raise InputError(path, f"not a readable SQLite database ({exc})") from None

@@ -133,8 +133,34 @@ def _numbers(names: Names, pattern: re.Pattern | None) -> np.ndarray:
     """The first capture group of `pattern` when it holds digits, else the last integer in the name;
     -1 when there is none (the mark carries no number). Evaluated once per distinct name."""
     codes, inverse = np.unique(names.codes, return_inverse=True)
-    per_code = np.array([_number_of(str(names.categories[c]), pattern) for c in codes], dtype=np.int64)
+    texts = [str(names.categories[c]) for c in codes]
+    found = _each_text(texts, _LAST_NUMBER) if pattern is None else None
+    if found is not None:  # thousands of numbered step names: one scan instead of a search per name
+        per_code = np.full(len(texts), -1, np.int64)
+        for i, m in found:
+            per_code[i] = int(m.group(0))
+    else:
+        per_code = np.array([_number_of(text, pattern) for text in texts], dtype=np.int64)
     return per_code[inverse] if len(codes) else np.empty(0, np.int64)
+
+
+_GAP = "\x00"  # joins texts for one scan: no pattern scanned that way matches it, so no match spans two
+_LAST_NUMBER = re.compile(r"\d+(?=[^\d\x00]*\x00)")  # the last run of digits before the gap
+
+
+def _each_text(texts: list[str], regex: re.Pattern) -> list[tuple[int, re.Match]] | None:
+    """(index of the text, match) of each match of `regex` in the texts joined by `_GAP` (each text
+    followed by one): one scan in C instead of a Python call per text. None when a text holds the gap,
+    or for a few texts (then the caller matches them one by one)."""
+    if len(texts) < 64:  # a few texts: the calls cost less than the scan's set-up
+        return None
+    joined = _GAP.join(texts) + _GAP
+    if joined.count(_GAP) != len(texts):
+        return None
+    starts = np.cumsum([0] + [len(t) + 1 for t in texts[:-1]])
+    matches = list(regex.finditer(joined))
+    index = np.searchsorted(starts, [m.start() for m in matches], side="right") - 1
+    return list(zip(index.tolist(), matches))
 
 
 def _category_ranges(nv: _Nvtx, level: str) -> _Found | None:
@@ -155,8 +181,19 @@ def _name_ranges(nv: _Nvtx, pattern: re.Pattern, how: str, domain: str | None = 
 def _default_kinds(nv: _Nvtx) -> np.ndarray:
     """Which built-in name each range has (epoch, train, val, profiler, eval or ""), decided by one
     regular expression per distinct name: exports with a million distinct NVTX names stay fast."""
-    kinds = np.array([_kind(str(n)) for n in nv.name.categories] + [""], dtype=object)
+    texts = [str(n) for n in nv.name.categories]
+    found = _each_text(texts, _WHOLE_DEFAULT_NAME)  # the full matches of all names in one scan
+    if found is None:
+        kinds = np.array([_kind(text) for text in texts] + [""], dtype=object)
+    else:
+        kinds = np.full(len(texts) + 1, "", dtype=object)
+        for i, m in found:  # the kind's group encloses the others, so it closes last
+            kinds[i] = m.lastgroup
     return kinds[nv.name.codes[nv.ranges]]
+
+
+# `_DEFAULT_NAMES.fullmatch` of each text joined by `_each_text`: from a text's start to its end
+_WHOLE_DEFAULT_NAME = re.compile(f"(?<![^\\x00])(?:{_DEFAULT_NAMES.pattern})(?=\\x00)", re.IGNORECASE)
 
 
 def _kind(name: str) -> str:
@@ -175,7 +212,7 @@ def _marks(nv: _Nvtx, level: str) -> _Found | None:
     parts = [(m.group(1).lower(), int(m.group(2)), m.group(3).lower()) if m else ("", -1, "") for m in parsed]
     kind, number, state = (np.array([p[i] for p in parts], dtype=object)[nv.name.codes[marks]] for i in range(3))
     if level == "epoch":
-        mask = (kind == "epoch") & (np.isin(category, MARK_CATEGORIES["epoch"]) | (category == ""))
+        mask = (kind == "epoch") & (np.isin(category, MARK_CATEGORIES[EPOCH]) | (category == ""))
     else:
         mask = (kind == "step") & np.isin(category, MARK_CATEGORIES[level])
     if not mask.any():
@@ -308,15 +345,15 @@ def find_steps(nvtx, settings=None, source=None) -> StepTable:
         )
     steps = _steps_of(found)
     _check_overlap(steps, source)
-    epochs = _epoch_frame(found["epoch"])
-    steps.epoch = _assign_epochs(steps, epochs, warnings) if found["epoch"] else _infer_epochs(steps)
+    epochs = _epoch_frame(found[EPOCH])
+    steps.epoch = _assign_epochs(steps, epochs, warnings) if found[EPOCH] else _infer_epochs(steps)
     steps.step = _step_numbers(steps)
     warnings += unmatched
     warm = _warmup(steps, settings, warnings, source)
     convention = {
         level: (f"{found[level].how} ({len(found[level].start)})" if found[level] else "none") for level in LEVELS
     }
-    if found["epoch"] is None:
+    if found[EPOCH] is None:
         n = len(np.unique(steps.epoch))
         convention["epoch"] = (
             f"inferred: a validation phase ends each epoch ({n})" if n > 1 else "none (one epoch assumed)"
@@ -347,8 +384,8 @@ def _close_open_ranges(found: dict) -> list[str]:
     """Ranges still open when the capture stopped (end NULL): an epoch runs to the end of the
     capture; a step is left out (its work is incomplete) and a warning says so."""
     warnings = []
-    if found["epoch"] is not None:
-        found["epoch"].end = np.where(found["epoch"].end == NULL_INT, np.iinfo(np.int64).max, found["epoch"].end)
+    if found[EPOCH] is not None:
+        found[EPOCH].end = np.where(found[EPOCH].end == NULL_INT, np.iinfo(np.int64).max, found[EPOCH].end)
     for level in (TRAIN, VAL):
         f = found[level]
         if f is None or not (f.end == NULL_INT).any():

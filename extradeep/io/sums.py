@@ -147,7 +147,7 @@ class _Rows:
             STEP: self.buckets.step[bucket],
             VALUE: np.concatenate([p[6] for p in self.parts]),
         }
-        return pd.DataFrame({c: columns[c] for c in OUTPUT_COLUMNS})
+        return pd.DataFrame({c: columns[c] for c in OUTPUT_COLUMNS}, copy=False)  # fresh arrays: no copy
 
 
 def _category_codes(category, code: np.ndarray, categories: list[str]) -> np.ndarray:

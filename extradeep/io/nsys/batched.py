@@ -20,7 +20,16 @@ from extradeep.io import categories as cat
 from extradeep.io.frames import NULL_INT, Names, Table, unique_names
 from extradeep.io.nsys import events as ev
 from extradeep.io.nsys.events import memcpy_labels
-from extradeep.io.nsys.fetch import check_durations, fetch_all, parse_ints, pid_of, strings
+from extradeep.io.nsys.fetch import (
+    DEVICE_AGGREGATES,
+    DEVICE_TABLES,
+    check_durations,
+    fetch_all,
+    note_devices,
+    parse_ints,
+    pid_of,
+    strings,
+)
 from extradeep.io.nsys.schema import schema_of
 
 _NULL_SQL = "(-9223372036854775807 - 1)"
@@ -45,6 +54,9 @@ def _arm(conn, tag: int, table: str, source: dict[str, str | None], required: tu
             parts.append(f'group_concat("{column}")')
         else:
             parts.append(f'group_concat(ifnull("{column}", {_NULL_SQL}))')
+    # the deviceId range of a GPU table, for the placement's device (`fetch.note_devices`)
+    device = "deviceId" in present and table in DEVICE_TABLES
+    parts += DEVICE_AGGREGATES.values() if device else ["NULL"] * len(DEVICE_AGGREGATES)
     return f'SELECT {tag}, count(*), {", ".join(parts)} FROM "{table}"'
 
 
@@ -58,6 +70,7 @@ def _read_group(conn, arms: list[str]) -> dict[int, dict[str, np.ndarray]]:
             f: np.full(n, NULL_INT, np.int64) if text is None and n else parse_ints(conn, "(small tables)", f, text, n)
             for f, text in zip(FIELDS, row[2:])
         }
+        out[tag]["devices"] = row[2 + len(FIELDS) :]
     return out
 
 
@@ -129,6 +142,18 @@ def sum_tables(conn, kernel_names: str = "short") -> dict | None:
     for kind in order:
         if kind in read:
             check_durations(conn, tables[kind], read[kind]["start"], read[kind]["end"])
+    for kind in gpu:
+        low, high, known = read[kind].pop("devices") if kind in read else (None,) * 3
+        if known is not None:
+            null = NULL_INT
+            note_devices(
+                conn,
+                tables[kind],
+                [null if low is None else low],
+                [null if high is None else high],
+                [known],
+                len(read[kind]["start"]),
+            )
     named = [k for k in order if k in read and k not in ("memcpy", "memset")]  # names from StringIds
     for kind, names in zip(named, strings(conn).names_of_each([read[k]["name"] for k in named])):
         read[kind]["names"] = names

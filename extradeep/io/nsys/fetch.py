@@ -130,12 +130,42 @@ def table_columns(
     pid_expr = pid_column(pid_col)[1] if wants_key and pid_col in present else None
     # the raw column's range: when min and max share the bits above the tid, so do all rows between
     ranges = {"id_min": f'min("{pid_col}")', "id_max": f'max("{pid_col}")', "id_n": f'count("{pid_col}")'}
-    data = int_columns(conn, table, exprs, aggregates=ranges if pid_expr else None)
-    n = len(next(iter(data.values()))) if data else 0
+    aggregates = ranges if pid_expr else {}
+    if "deviceId" in present and table in DEVICE_TABLES:  # the placement's device, from this scan
+        aggregates = {**aggregates, **DEVICE_AGGREGATES}
+    data = int_columns(conn, table, exprs, aggregates=aggregates)
+    n = len(data[next(iter(exprs))]) if exprs else 0
+    if "dev_n" in data:
+        note_devices(conn, table, data["dev_min"], data["dev_max"], data["dev_n"], n)
     out = {name: data[name] if name in data else np.full(n, NULL_INT, np.int64) for name in spec}
     if pid_col is not None:
         out["launchKey"] = _key_of(conn, table, data, pid_expr, n) if wants_key else np.full(n, NULL_INT, np.int64)
     return out
+
+
+DEVICE_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
+# min and max only when they are integers (a damaged file's TEXT or REAL sorts among them): the
+# CASE applies to the aggregates' results, once per statement, not to each row
+DEVICE_AGGREGATES = {
+    "dev_min": """CASE WHEN typeof(min("deviceId")) = 'integer' THEN min("deviceId") END""",
+    "dev_max": """CASE WHEN typeof(max("deviceId")) = 'integer' THEN max("deviceId") END""",
+    "dev_n": 'count("deviceId")',
+}
+
+
+def note_devices(conn, table: str, low, high, known, rows: int) -> None:
+    """Keep on the connection what a scan of a GPU table saw of its deviceId (per chunk: min, max,
+    non-NULL count; NULL_INT where a chunk has none or they are not integers), so the placement's
+    device (`extradeep.io.nsys.layout`) needs no scan of its own when one device did all the work.
+    A chunk with values but no integer range leaves no range: the placement then asks SQLite."""
+    low, high, known = (np.asarray(v, dtype=np.int64) for v in (low, high, known))
+    some = known > 0
+    plain = some.any() and not ((low[some] == NULL_INT) | (high[some] == NULL_INT)).any()
+    span = (int(low[some].min()), int(high[some].max())) if plain else (None, None)
+    devices = getattr(conn, "_extradeep_devices", None)
+    if devices is None:
+        devices = conn._extradeep_devices = {}
+    devices[table] = (*span, int(known.sum()), rows)
 
 
 def _key_of(conn, table: str, data: dict[str, np.ndarray], pid_expr: str | None, n: int) -> np.ndarray:

@@ -169,8 +169,15 @@ def _cuda_gpu_count(conn, schema) -> int:
 
 def _device(conn, schema) -> int | None:
     """The CUDA device number the rank's GPU work ran on (the most used, for a rank on several)."""
+    seen = getattr(conn, "_extradeep_devices", {})  # what the reader's scans saw (fetch.note_devices)
     for table in GPU_WORK_TABLES:
         if schema.has(table) and schema.has_column(table, "deviceId"):
+            if table in seen:
+                low, high, known, rows = seen[table]
+                if rows == 0:  # no rows: no device in this table, as the query would find
+                    continue
+                if low is not None and known == rows and low == high:  # one device, no NULL: the answer
+                    return int(low)
             rows = fetch_all(
                 conn, f"SELECT deviceId FROM {table} GROUP BY deviceId ORDER BY count(*) DESC, deviceId LIMIT 1"
             )

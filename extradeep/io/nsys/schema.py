@@ -14,11 +14,19 @@ NVTX_DOMAIN_DESTROY = 76
 METADATA_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # 2023.3+ and 2022.1-2023.2
 
 
+# (columns, NOT NULL columns) by CREATE TABLE statement: the exports of one study share their
+# statements, and a PRAGMA per table costs a tenth of reading a small export. Bounded: kept small.
+_COLUMNS_OF_STATEMENT: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
+_STATEMENTS_KEPT = 1024
+
+
 class Schema:
-    """The tables of one export and, on demand, their columns (PRAGMA table_info works for every DDL style)."""
+    """The tables of one export and, on demand, their columns (PRAGMA table_info works for every DDL
+    style; its answer is a function of the table's CREATE TABLE statement, so it is kept by it)."""
 
     def __init__(self, conn: ExportConnection):
         self._conn = conn
+        self._sql = getattr(conn, "table_sql", None) or {}
         tables = getattr(conn, "tables", None)  # read when the connection was opened
         if tables is None:
             tables = tuple(r[0] for r in query(conn, "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall())
@@ -35,9 +43,14 @@ class Schema:
         if table not in self._columns:
             if not self.has(table):
                 return ()
-            rows = query(self._conn, f'PRAGMA table_info("{table}")').fetchall()
-            self._columns[table] = tuple(r[1] for r in rows)
-            self._not_null[table] = frozenset(r[1] for r in rows if r[3])
+            statement = self._sql.get(table)
+            known = _COLUMNS_OF_STATEMENT.get(statement) if isinstance(statement, str) else None
+            if known is None:
+                rows = query(self._conn, f'PRAGMA table_info("{table}")').fetchall()
+                known = tuple(r[1] for r in rows), frozenset(r[1] for r in rows if r[3])
+                if isinstance(statement, str) and len(_COLUMNS_OF_STATEMENT) < _STATEMENTS_KEPT:
+                    _COLUMNS_OF_STATEMENT[statement] = known
+            self._columns[table], self._not_null[table] = known
         return self._columns[table]
 
     def not_null(self, table: str) -> frozenset[str]:

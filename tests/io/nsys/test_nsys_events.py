@@ -158,6 +158,21 @@ def test_schema_probe_lists_tables(real, sql):
     assert sch.columns("NO_SUCH_TABLE") == ()
 
 
+def test_columns_kept_by_statement_are_what_pragma_says(real_export, sim_ranges, sql):
+    """A table's columns are kept by its CREATE TABLE statement across connections: read again on a
+    second connection (from what the first kept) they are what PRAGMA table_info says, every table."""
+    for path in [real_export, *sorted(sim_ranges.glob("*.sqlite"))[:2]]:
+        first = schema_of(open_readonly(path))
+        tables = first.tables
+        for table in tables:
+            first.columns(table)  # the first connection asks SQLite (unless an earlier file had it)
+        again = schema_of(open_readonly(path))
+        for table in tables:
+            rows = sql(path, f'PRAGMA table_info("{table}")')
+            assert again.columns(table) == tuple(r[1] for r in rows)
+            assert again.not_null(table) == {r[1] for r in rows if r[3]}
+
+
 def test_mpi_from_tables_and_from_an_nvtx_domain(sim_ranges, sim_marks_old):
     new = events.mpi(open_readonly(sorted(sim_ranges.glob("*.sqlite"))[0]))  # MPI_COLLECTIVES_EVENTS
     old = events.mpi(open_readonly(sorted(sim_marks_old.glob("*.sqlite"))[0]))  # NVTX domain "MPI"

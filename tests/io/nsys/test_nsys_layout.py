@@ -5,8 +5,12 @@ import sqlite3
 
 import pandas as pd
 
+from extradeep.errors import InputError
+from extradeep.io.nsys import events
 from extradeep.io.nsys.layout import GPU_FIELDS, read_placement, read_signals
+from extradeep.io.nsys.read import read_export_once
 from extradeep.io.placement import cluster_layout, uuid_set
+from extradeep.io.sqlite import open_readonly
 
 
 def _digest(path):
@@ -97,3 +101,53 @@ def test_a_file_that_is_not_an_export_has_no_signals(tmp_path):
     path = tmp_path / "x.sqlite"
     path.write_bytes(b"not sqlite at all")
     assert read_signals(path) == {} and set(read_placement(path).values()) == {None}
+
+
+def test_device_from_the_readers_scans_is_the_one_sqlite_counts(real_export, sim_ranges, altered_copy, tmp_path):
+    """The pass that reads the sums also gives the placement's device (from the deviceId range its
+    GPU table scans see): the most used deviceId as SQLite groups it, on every real export, one
+    simulated rank and that rank with two thirds of its kernels (and no copies) moved to device 5
+    (then the range spans two devices and SQLite is asked); a file the reader refuses is skipped."""
+    sim = sorted(sim_ranges.glob("*.sqlite"))[0]
+    moved = altered_copy(
+        sim,
+        tmp_path,
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 5 WHERE rowid % 3 <> 0",
+        "DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+    )
+    for path in [real_export, sim, moved]:
+        counted = None
+        for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+            sql = f"SELECT deviceId FROM {table} GROUP BY deviceId ORDER BY count(*) DESC, deviceId LIMIT 1"
+            rows = _rows(path, sql)
+            if rows and rows[0][0] is not None:
+                counted = rows[0][0]
+                break
+        try:
+            found = read_export_once(path).placement
+        except InputError:
+            continue
+        assert found["device"] == counted == read_placement(path)["device"]
+
+
+def test_device_when_a_kernel_has_a_text_or_real_device(sim_ranges, altered_copy, tmp_path):
+    """A damaged deviceId (TEXT or REAL in one kernel row) neither stops the reader nor changes the
+    device: the most used one, as SQLite groups them, on both of the reader's paths."""
+    sim = sorted(sim_ranges.glob("*.sqlite"))[0]
+    for value in ("'gpu'", "0.5"):
+        (tmp_path / value.strip("'.")).mkdir()
+        path = altered_copy(
+            sim,
+            tmp_path / value.strip("'."),
+            f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = {value} WHERE rowid = 2",
+        )
+        sql = "SELECT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY deviceId ORDER BY count(*) DESC LIMIT 1"
+        counted = _rows(path, sql)[0][0]
+        assert read_placement(path)["device"] == counted
+        assert read_export_once(path).placement["device"] == counted  # a small export: one statement
+        conn = open_readonly(path)  # a large export's way: the kernels' own scan (read as its reader does)
+        try:
+            events.kernel_table(conn, columns=["launchKey"])
+            assert read_placement(conn)["device"] == counted
+        finally:
+            conn.close()

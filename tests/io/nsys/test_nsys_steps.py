@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from extradeep.errors import InputError
+from extradeep.io import steps
+from extradeep.io.frames import NVTX_PUSHPOP, Names, Table
 from extradeep.io.nsys import events
 from extradeep.io.sqlite import open_readonly
-from extradeep.io.steps import find_steps
+from extradeep.io.steps import _Nvtx, find_steps
 from extradeep.simulate import write_nvtx_export
 
 MS = 1_000_000
@@ -165,3 +168,26 @@ def test_ranges_open_at_capture_end(tmp_path, altered_copy):
     assert table.steps.groupby("phase").size().to_dict() == {"train": 3}
     assert any("never ended" in w for w in table.warnings)
     assert table.windows["end"].iloc[0] > table.steps["end"].max()
+
+
+def _names_of(path) -> list[str]:
+    return [str(n) for n in events.nvtx_table(open_readonly(path), full=False)["name"].categories]
+
+
+# names a scan of joined names could get wrong: a separator-like text across two names, the gap
+# character itself (then the names are read one by one), newlines, digits at the edges; the scan
+# runs from 64 names on
+EDGE_NAMES = ["train step", "3", "epoch\n4", "7train_step 9", "eval", "ProfilerStep#12x", "a12b3", ""] * 8
+NUMBERED = [f"{name}{i}" for name in ("train step ", "epoch_", "ProfilerStep#", "x", "val step") for i in range(20)]
+
+
+def test_names_scanned_at_once_as_one_by_one(real_export, sim_ranges, sim_profiler):
+    """The step finder's scans of all names joined (built-in kind, last number) find what matching
+    each name on its own finds, on a real export's NVTX names and the simulator's."""
+    paths = [real_export, *sorted(sim_ranges.glob("*.sqlite"))[:1], *sorted(sim_profiler.glob("*.sqlite"))[:1]]
+    for texts in [*(_names_of(p) for p in paths), EDGE_NAMES, EDGE_NAMES + ["step\x00"], NUMBERED]:
+        table = Table({"eventType": np.full(len(texts), NVTX_PUSHPOP), "start": np.zeros(len(texts), np.int64)})
+        names = Names(np.arange(len(texts)), np.array(texts, dtype=object))
+        nv = _Nvtx(table.with_columns(end=np.ones(len(texts), np.int64), name=names, domain=names, category=names))
+        assert list(steps._default_kinds(nv)) == [steps._kind(t) for t in texts]
+        assert list(steps._numbers(names, None)) == [steps._number_of(t, None) for t in texts]
