@@ -168,7 +168,7 @@ def model_panel(
     mark_node_boundaries(ax, analysis, *ax.get_xlim())
     ax.set_xlabel(x)
     ax.set_ylabel(ylabel)
-    ax.set_ylim(bottom=0)
+    zero_floor(ax)
     ax.grid(alpha=0.3)
 
 
@@ -264,7 +264,7 @@ def scaling_panels(
         ax.set_xlabel(x)
         ax.set_ylabel(col)
         ax.grid(alpha=0.3)
-        ax.set_ylim(bottom=0)
+        zero_floor(ax)
         ax.legend(fontsize=8)
 
 
@@ -482,7 +482,7 @@ def tradeoff_panels(
         ax.set_xlabel(x)
         ax.set_ylabel(f"{unit if ax is ax_time else cost_label} {span}", color=color)
         if not twin:
-            ax.set_ylim(bottom=0)
+            zero_floor(ax)
             ax.grid(alpha=0.3)
     if max_time is not None or max_cost is not None:
         _shade(ax_time, xs, table["time_ok"].to_numpy(bool), "//", COLORS[COMPUTATION], "meets the deadline")
@@ -623,3 +623,10 @@ def save_figure(fig: Figure, directory, name: str, formats=("png", "svg")) -> li
         path.write_bytes(figure_bytes(fig, fmt))
         paths.append(path)
     return paths
+
+
+def zero_floor(ax) -> None:
+    """Times and costs start at zero on a linear axis; a log axis (the GUI's log-y toggle) keeps
+    its positive range (a zero limit there is ignored with a warning on the user's terminal)."""
+    if ax.get_yscale() == "linear":
+        ax.set_ylim(bottom=0)
