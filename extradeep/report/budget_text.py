@@ -71,17 +71,7 @@ def budget_text(analysis, result, level: float, show_all: bool = False) -> str:
         for _, r in result.intervals.iterrows()
     )
     lines.append(f"Valid {analysis.ranks_param}: {spans}\n")
-    best = [
-        [
-            r["criterion"],
-            format_point(r, params),
-            format_seconds(r["total_time"]),
-            f"{r['total_cost']:.4g}",
-            f"{r['efficiency']:.2f}",
-            "yes" if r["valid_upper"] else "no",
-        ]
-        for _, r in result.best.iterrows()
-    ]
+    best = best_rows(result.best, params)
     lines.append(
         render_table(
             ["best by", "configuration", "total time", f"total {unit}", "efficiency", "valid at upper bound"],
@@ -92,3 +82,19 @@ def budget_text(analysis, result, level: float, show_all: bool = False) -> str:
     for note in result.notes:
         lines.append(f"\nNote: {note}")
     return "\n".join(lines)
+
+
+def best_rows(best, params) -> list[list[str]]:
+    """One row per best configuration (a BudgetResult's `best`): the text and the HTML report show
+    the same cells."""
+    return [
+        [
+            r["criterion"],
+            format_point(r, params),
+            format_seconds(r["total_time"]),
+            f"{r['total_cost']:.4g}",
+            f"{r['efficiency']:.2f}",
+            "yes" if r["valid_upper"] else "no",
+        ]
+        for _, r in best.iterrows()
+    ]

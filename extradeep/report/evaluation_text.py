@@ -19,18 +19,7 @@ def evaluation_text(analysis, errors) -> str:
     params = analysis.params
     quantity = primary_quantity(analysis)
     main = errors[(errors["model_type"] == "application") & (errors[NAME] == quantity)].sort_values(params)
-    rows = [
-        [
-            format_point(r, params),
-            r[ROLE],
-            format_value(r[VALUE]),
-            format_value(r[PREDICTED]),
-            format_pct(r["error_pct"], 2),
-            format_pct(r["spread_pct"], 2),
-            "yes" if r["inside_interval"] else "no",
-        ]
-        for _, r in main.iterrows()
-    ]
+    rows = evaluation_rows(main, params)
     held = sorted(errors.loc[errors[ROLE] == "evaluation", analysis.ranks_param].unique()) if len(errors) else []
     lines.append(
         f"Models fitted again without the evaluation points ({analysis.ranks_param} = "
@@ -42,7 +31,7 @@ def evaluation_text(analysis, errors) -> str:
     )
     lines.append(
         render_table(
-            ["configuration", "role", "measured", "model", "error", "repetition spread", "inside interval"],
+            EVALUATION_HEADERS,
             rows,
             "llrrrrl",
         )
@@ -82,3 +71,23 @@ def evaluation_text(analysis, errors) -> str:
             render_table([title, "metric", "configuration", "MPE", "models", "inside interval"], rows, "lllrrr")
         )
     return "\n".join(lines)
+
+
+EVALUATION_HEADERS = ["configuration", "role", "measured", "model", "error", "repetition spread", "inside interval"]
+
+
+def evaluation_rows(errors, params) -> list[list[str]]:
+    """One table row per point of `errors` (prediction_errors rows of one quantity): the text and
+    the HTML report show the same cells."""
+    return [
+        [
+            format_point(r, params),
+            r[ROLE],
+            format_value(r[VALUE]),
+            format_value(r[PREDICTED]),
+            format_pct(r["error_pct"], 2),
+            format_pct(r["spread_pct"], 2),
+            "yes" if r["inside_interval"] else "no",
+        ]
+        for _, r in errors.iterrows()
+    ]

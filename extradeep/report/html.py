@@ -15,9 +15,11 @@ from extradeep.analysis.core import Analysis, extrapolation_notes, prediction_ta
 from extradeep.analysis.cost import CostSettings, amount_text, cost_of
 from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP, quantity_label
 from extradeep.analysis.points import format_point, format_seconds
-from extradeep.columns import CATEGORY, COST, NAME, PREDICTED, RANK, REGION, ROLE, VALUE
+from extradeep.columns import CATEGORY, COST, NAME, PREDICTED, RANK, REGION, VALUE
 from extradeep.io.placement import layout_source_text
 from extradeep.report import plots
+from extradeep.report.budget_text import best_rows
+from extradeep.report.evaluation_text import EVALUATION_HEADERS, evaluation_rows
 from extradeep.report.plan import plan_section
 from extradeep.report.summary import nodes_text, samples_text
 from extradeep.report.text import format_pct, format_value
@@ -253,17 +255,7 @@ def tradeoff_section(inputs: ReportInputs) -> str:
             for _, r in result.intervals.iterrows()
         )
         parts.append(f"<p>Valid {inputs.analysis.ranks_param}: {html.escape(spans)}.</p>")
-        rows = [
-            [
-                r["criterion"],
-                format_point(r, inputs.analysis.params),
-                format_seconds(r["total_time"]),
-                f"{r['total_cost']:.4g}",
-                f"{r['efficiency']:.2f}",
-                "yes" if r["valid_upper"] else "no",
-            ]
-            for _, r in result.best.iterrows()
-        ]
+        rows = best_rows(result.best, inputs.analysis.params)
         parts.append(
             _table(
                 ["best by", "configuration", "time", result.cost_unit, "efficiency", "valid at interval's upper end"],
@@ -344,22 +336,11 @@ def evaluation_section(inputs: ReportInputs) -> str:
     quantity = primary_quantity(a)
     fig = plots.evaluation_figure(errors, a.ranks_param, quantity)
     rows = errors[(errors["model_type"] == "application") & (errors[NAME] == quantity)].sort_values(a.ranks_param)
-    table = [
-        [
-            format_point(r, a.params),
-            r[ROLE],
-            format_value(r[VALUE]),
-            format_value(r[PREDICTED]),
-            format_pct(r["error_pct"], 2),
-            format_pct(r["spread_pct"], 2),
-            "yes" if r["inside_interval"] else "no",
-        ]
-        for _, r in rows.iterrows()
-    ]
+    table = evaluation_rows(rows, a.params)
     return (
         "<h2>Accuracy and predictive power</h2>"
         + _image(inputs, "evaluation", fig, "percentage errors")
-        + _table(["configuration", "role", "measured", "model", "error", "repetition spread", "inside interval"], table)
+        + _table(EVALUATION_HEADERS, table)
     )
 
 
