@@ -181,12 +181,11 @@ class OptionsPanel(QWidget):
     def options(self):
         """The library's AnalysisOptions filled from the form (exponents as typed, terms, signs, min
         points); building it checks them, raising InputError naming the field."""
-        from extradeep.pipeline import Options
-        from extradeep.workflows.options import AnalysisOptions
+        import extradeep
 
         # min_points counts as given even at its default, so it overrides an input's own
-        reading = Options(min_points=self.min_points.value(), explicit=frozenset({"min_points"}))
-        return AnalysisOptions(
+        reading = extradeep.Options(min_points=self.min_points.value(), explicit=frozenset({"min_points"}))
+        return extradeep.AnalysisOptions(
             reading=reading,
             exponents_i=self.exp_i.text(),
             exponents_j=self.exp_j.text(),
