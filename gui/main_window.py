@@ -274,10 +274,8 @@ class MainWindow(QMainWindow):
     def remodel(self, first_rows: list[int] | None = None) -> None:
         if self.ws is None:
             return
-        try:
-            options = self.options.options()
-        except InputError as exc:
-            self.show_error(str(exc))
+        options = self.modeler_options()
+        if options is None:
             return
         first = first_rows if first_rows is not None else self.regions.selected_rows()
         self._options = (options, self.options.n_eval.value())
@@ -298,6 +296,16 @@ class MainWindow(QMainWindow):
             on_partial=self._models_arrived,
             on_done=self._models_done,
         )
+
+    def modeler_options(self) -> dict | None:
+        """The modeler part of the options panel's AnalysisOptions; None, with the problem shown at
+        its widget and in a dialog, when the library refuses a value."""
+        try:
+            return self.options.options().modeler
+        except InputError as exc:
+            self.options.show_problem(exc)
+            self.show_error(self.options.problem_text(exc))
+            return None
 
     def _start_application(self) -> None:
         # Started after the first chunk, so the first plot does not wait for it.
@@ -473,8 +481,11 @@ class MainWindow(QMainWindow):
             return
         cost = next(p for p in self.tab_pages if p.title == "Cost")
         limits = cost.limits() if cost.result is not None else (None, None)
+        modeler = self.modeler_options()  # the options the open models were made with
+        if modeler is None:
+            return
         try:
-            request = ReportRequest(checked_output(path), self.options.options(), cost.cores.value(), *limits)
+            request = ReportRequest(checked_output(path), modeler, cost.cores.value(), *limits)
         except InputError as exc:
             self.show_error(str(exc))
             return

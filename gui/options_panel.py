@@ -1,13 +1,12 @@
 """Modeler options: exponent sets, number of terms, signs of the terms, minimum points, hold-out.
 
-Exponents are typed as comma-separated numbers or fractions (`0, 1/2, 2/3, 1`) and parsed with
-`fractions.Fraction`, never evaluated. Edits are debounced and then emit `changed`, which re-models in
-the background.
+The form fills the library's options value (:class:`extradeep.workflows.AnalysisOptions`, as the CLI
+does from its flags), which parses and checks the exponents (`0, 1/2, 2/3, 1`, as fractions, never
+evaluated) once; an error names its field, shown here next to the widget that sets it. Edits are
+debounced and then emit `changed`, which re-models in the background.
 """
 
 from __future__ import annotations
-
-from fractions import Fraction
 
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QLineEdit, QSpinBox, QWidget
@@ -15,6 +14,8 @@ from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QLineEdit, QSpinBo
 from extradeep.errors import InputError
 from extradeep.modeling import PMNFModeler
 
+# The default I and J search Extra-P 4.2.5's pairs of them (extradeep.modeling.terms.factor_pairs);
+# this preset keeps them fixed (read-only).
 EXTRAP_PAIRS = "Extra-P 4.2.5 pairs"
 # The modeler's `nonnegative` option constrains the signs of the terms, never the constant.
 TERM_SIGNS = {"follow the data's trend (default)": "auto", "non-negative terms": True, "any sign": False}
@@ -38,26 +39,20 @@ def exponent_presets() -> dict:
 
 
 DEBOUNCE_MS = 400
-
-
-def parse_exponents(text: str, what: str) -> tuple[Fraction, ...]:
-    """'0, 1/2, 2' -> (0, 1/2, 2) as Fractions; raises InputError naming the bad entry."""
-    values = []
-    for part in text.replace(";", ",").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            values.append(Fraction(part))
-        except (ValueError, ZeroDivisionError):
-            raise InputError(what, f"{part!r} is not a number or fraction like 2/3") from None
-    if not values:
-        raise InputError(what, "needs at least one exponent")
-    return tuple(sorted(set(values)))
+# The library's field (extradeep.workflows.AnalysisOptions) -> the label of the widget that sets it
+FIELD_LABELS = {
+    "exponents_i": "Exponents i",
+    "exponents_j": "Exponents j",
+    "terms": "Terms",
+    "nonnegative": "Term signs",
+    "min_points": "Min points",
+}
+BAD_FIELD_STYLE = "border: 1px solid #b00020"
 
 
 class OptionsPanel(QWidget):
-    """Form for the PMNF modeler's options; `options()` gives the dict passed to `fit_models`."""
+    """Form for the PMNF modeler's options; `options()` gives the library's AnalysisOptions, whose
+    `modeler` dict is what the GUI models with (`fit_models`, `extradeep.analyse`)."""
 
     changed = Signal()
 
@@ -128,10 +123,30 @@ class OptionsPanel(QWidget):
         try:
             self.options()
         except InputError as exc:
-            self.error.setText(str(exc))
+            self.show_problem(exc)
             return
-        self.error.clear()
+        self.show_problem(None)
         self.changed.emit()
+
+    def field_widgets(self) -> dict:
+        """The library's field -> the widget that sets it."""
+        return {
+            "exponents_i": self.exp_i,
+            "exponents_j": self.exp_j,
+            "terms": self.n_terms,
+            "nonnegative": self.term_signs,
+            "min_points": self.min_points,
+        }
+
+    def problem_text(self, exc: InputError) -> str:
+        """The library's error with its field shown as the form's label ("Exponents i: ...")."""
+        return exc.labelled(FIELD_LABELS.get(exc.field, exc.field or ""))
+
+    def show_problem(self, exc: InputError | None) -> None:
+        """Show the error under the form and mark the widget of its field; None clears both."""
+        self.error.setText("" if exc is None else self.problem_text(exc))
+        for name, widget in self.field_widgets().items():
+            widget.setStyleSheet(BAD_FIELD_STYLE if exc is not None and exc.field == name else "")
 
     def set_min_points(self, value: int) -> None:
         """Set the minimum number of points without re-modeling (the caller models next)."""
@@ -163,13 +178,17 @@ class OptionsPanel(QWidget):
             for widget in widgets:
                 widget.blockSignals(False)
 
-    def options(self) -> dict:
-        """Keyword arguments for the PMNF modeler; raises InputError for unparsable exponents."""
-        return {
-            "exponents_i": parse_exponents(self.exp_i.text(), "exponents i"),
-            "exponents_j": parse_exponents(self.exp_j.text(), "exponents j"),
-            "pairs": "extrap" if self.preset.currentText() == EXTRAP_PAIRS else None,
-            "n_terms": self.n_terms.value(),
-            "nonnegative": TERM_SIGNS[self.term_signs.currentText()],
-            "min_points": self.min_points.value(),
-        }
+    def options(self):
+        """The library's AnalysisOptions filled from the form (exponents as typed, terms, signs, min
+        points); building it checks them, raising InputError naming the field."""
+        import extradeep
+
+        # min_points counts as given even at its default, so it overrides an input's own
+        reading = extradeep.Options(min_points=self.min_points.value(), explicit=frozenset({"min_points"}))
+        return extradeep.AnalysisOptions(
+            reading=reading,
+            exponents_i=self.exp_i.text(),
+            exponents_j=self.exp_j.text(),
+            terms=self.n_terms.value(),
+            nonnegative=TERM_SIGNS[self.term_signs.currentText()],
+        )

@@ -16,7 +16,8 @@ from extradeep.gui.workspace import Workspace
 
 @dataclass(frozen=True)
 class ReportRequest:
-    """What the report is made with: output path, modeler options and the Cost tab's settings."""
+    """What the report is made with: output path, modeler options (the `modeler` dict of the options
+    panel's AnalysisOptions, as the open models) and the Cost tab's settings."""
 
     output: Path
     options: dict

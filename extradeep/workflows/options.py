@@ -16,6 +16,7 @@ from extradeep.errors import InputError
 from extradeep.pipeline import Options
 
 SCALINGS = ("strong", "weak")
+NONNEGATIVE = (True, False, "auto")  # the modeler's signs of the terms (extradeep.modeling.PMNFModeler)
 
 
 def field_error(name: str, problem: str) -> InputError:
@@ -54,7 +55,8 @@ class AnalysisOptions:
     the largest measured); `at`: values of the other parameters ("PARAM=VALUE" items or a dict);
     `scaling`: "strong" or "weak" (default: weak with a weak-scaling dataset); `ranks_param`: the
     parameter that counts ranks; `level`: of the prediction intervals. Modeler: `exponents_i`,
-    `exponents_j` ("0,1/2,1"), `terms`, `nonnegative`, `refit`. Cost (paper Eq. 14):
+    `exponents_j` ("0,1/2,1"), `terms`, `nonnegative` (True, False or "auto"; None: not given),
+    `refit`. Cost (paper Eq. 14):
     `cores_per_rank` ... `cost_formula`. Derived when built: `predict_values`, `modeler` (the
     modeler's options) and `cost` (:class:`extradeep.analysis.cost.CostSettings`)."""
 
@@ -68,7 +70,7 @@ class AnalysisOptions:
     exponents_i: object = None
     exponents_j: object = None
     terms: int | None = None
-    nonnegative: bool = False
+    nonnegative: bool | str | None = None
     refit: bool = False
     cores_per_rank: float = 1.0
     gpus_per_rank: float = 1.0
@@ -91,6 +93,8 @@ class AnalysisOptions:
         )
         if isinstance(self.level, bool) or not isinstance(self.level, (int, float)) or not 0 < self.level < 1:
             raise field_error("level", f"must be between 0 and 1, got {self.level}")
+        if self.nonnegative not in (None, *NONNEGATIVE):
+            raise field_error("nonnegative", f"must be true, false or auto, got {self.nonnegative!r}")
         if self.scaling not in (None, *SCALINGS):
             raise field_error("scaling", f"must be strong or weak, got {self.scaling!r}")
         self._check_counts()
@@ -141,12 +145,12 @@ class AnalysisOptions:
             options["min_points"] = int(self.reading.min_points)
         for name in ("exponents_i", "exponents_j"):
             value = getattr(self, name)
-            if value:
+            if value is not None:
                 options[name] = exponents(value, name)
         if self.terms is not None:
             options["n_terms"] = self.terms
-        if self.nonnegative:
-            options["nonnegative"] = True
+        if self.nonnegative is not None:
+            options["nonnegative"] = self.nonnegative
         return options
 
     def _cost(self):
@@ -186,11 +190,14 @@ def rank_values(given, name: str) -> list[float] | None:
 
 
 def exponents(given, name: str) -> tuple[str, ...]:
-    """The parts of an exponent list, each checked to be a non-negative number or fraction."""
+    """The parts of an exponent list ("0, 1/2; 1" or numbers), each checked to be a non-negative
+    number or fraction; a list given empty is refused (leave it out for the default set)."""
     from extradeep.modeling.terms import as_fraction
 
-    parts = given.split(",") if isinstance(given, str) else [str(p) for p in given]
+    parts = given.replace(";", ",").split(",") if isinstance(given, str) else [str(p) for p in given]
     parts = tuple(part.strip() for part in parts if part.strip())
+    if not parts:
+        raise field_error(name, "needs at least one exponent")
     for part in parts:
         try:
             value = as_fraction(part)

@@ -76,7 +76,7 @@ def test_wording_and_state_say_what_is_true(window, open_wait, gui_experiment, t
     header = pd.read_csv(window.export_csv(tmp_path / "m.csv")).columns
     assert {"smape_percent", "share_of_group_fraction", "unit"} <= set(header) and "smape" not in header
     assert "constant" in window.options.term_signs.toolTip()
-    assert window.options.options()["nonnegative"] == "auto"  # as `extradeep model` without --nonnegative
+    assert window.options.options().modeler["nonnegative"] == "auto"  # as `extradeep model` without --nonnegative
     tree = window.regions.tree
     share_starts = tree.header().sectionViewportPosition(4)
     assert share_starts + 40 <= tree.viewport().width()  # room for "12.3%" on screen

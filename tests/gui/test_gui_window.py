@@ -42,7 +42,7 @@ def test_models_are_the_ones_extradeep_model_makes(opened, gui_experiment):
     from extradeep.analysis.core import analyse
 
     window = opened
-    cli = analyse(Experiment.load(gui_experiment), options=window.options.options())
+    cli = analyse(Experiment.load(gui_experiment), options=window.options.options().modeler)
     ws = window.ws
     expected = cli.region_models.set_index(["region", "kind", "category", "metric"])["formula"]
     shown = ws.regions.set_index(["region", "kind", "category", "metric"])["formula"]

@@ -23,6 +23,8 @@ from extradeep.errors import InputError
         (AnalysisOptions, {"terms": 0}, "terms", "must be at least 1, got 0"),
         (AnalysisOptions, {"exponents_i": "0,-1"}, "exponents_i", "'-1' is negative"),
         (AnalysisOptions, {"exponents_j": "x"}, "exponents_j", "'x' is not a number"),
+        (AnalysisOptions, {"exponents_j": " , "}, "exponents_j", "needs at least one exponent"),
+        (AnalysisOptions, {"nonnegative": "maybe"}, "nonnegative", "must be true, false or auto"),
         (AnalysisOptions, {"cost_formula": "T * -1"}, "cost_formula", "gives a negative cost"),
         (AnalysisOptions, {"reading": Options(min_points=1)}, "min_points", "must be at least 2, got 1"),
         (ModelOptions, {"top": -1}, "top", "must be at least 0, got -1"),
@@ -73,6 +75,12 @@ def test_derived_values_are_what_the_library_takes():
     assert options.modeler == {"min_points": 4, "exponents_i": ("0", "1/2", "1"), "n_terms": 2, "nonnegative": True}
     assert options.cost.price_per_gpu_hour == 2.5 and options.top == 10
     assert AnalysisOptions(at={"batch": 64}).at == ("batch=64",)
+    # the GUI's signs of the terms: any sign (False) is given too; left out, the input's own hold
+    assert AnalysisOptions(nonnegative=False, exponents_j="0; 1").modeler == {
+        "nonnegative": False,
+        "exponents_j": ("0", "1"),
+    }
+    assert AnalysisOptions().modeler == {}
     # optional here, required for the commands of their own
     report = ReportOptions(plot_formats="PNG, svg")
     assert report.limits is None and report.eval_values is None and report.formats == ["png", "svg"]
