@@ -166,5 +166,8 @@ PEAK_MEMORY, PREDICTED = "peak_memory", "predicted"  # a layout's peak allocated
 MEMORY_TOTAL = "total"  # extradeep.layouts.memory: the sum of a layout's memory parts (bytes)
 # the GUI's region table (gui.workspace): the tree group a region is listed under (its category or kind)
 REGION_GROUP = "group"
+# the breakdown's parts (extradeep.analysis.parts, report.breakdown_plot): GPU activity summed over streams
+# above the epoch time (concurrent streams counted once each), and epoch time above the summed parts
+OVERLAP, UNEXPLAINED = "overlap", "unexplained"
 # a reader's per-step sums before aggregation (extradeep.aggregate.medians): the file a row was read from
 FILE = "file"

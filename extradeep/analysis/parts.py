@@ -36,11 +36,10 @@ import numpy as np
 
 from extradeep.analysis.communication import as_vector
 from extradeep.analysis.epoch import BREAKDOWN, EpochModel
-from extradeep.columns import COMMUNICATION, COMPUTATION, MEMORY, PART_IDLE
+from extradeep.columns import COMMUNICATION, COMPUTATION, MEMORY, OVERLAP, PART_IDLE
 
 PARTS = (*BREAKDOWN, "idle")
 GPU_TOTAL = "gpu total"
-OVERLAP = "overlap"
 SCALE = "scale"  # per point: the factor the parts were scaled by to fit the whole (1: not at all)
 
 

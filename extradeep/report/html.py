@@ -18,6 +18,7 @@ from extradeep.analysis.points import format_point, format_seconds
 from extradeep.columns import CATEGORY, COST, NAME, PREDICTED, RANK, REGION, VALUE
 from extradeep.io.placement import layout_source_text
 from extradeep.report import plots
+from extradeep.report.breakdown_plot import breakdown_figure
 from extradeep.report.budget_text import best_rows
 from extradeep.report.evaluation_text import EVALUATION_HEADERS, evaluation_rows
 from extradeep.report.plan import plan_section
@@ -284,7 +285,7 @@ def breakdown_section(inputs: ReportInputs) -> str:
     a = inputs.analysis
     measured = a.application_points.rename(columns={VALUE: "T"})
     combined = pd.concat([measured, inputs.predictions], ignore_index=True)
-    fig = plots.breakdown_figure(combined, a.ranks_param, a.per, float(a.points[a.ranks_param].max()))
+    fig = breakdown_figure(combined, a.ranks_param, a.per, float(a.points[a.ranks_param].max()))
     return (
         "<h2>Where the time goes</h2>"
         + _image(inputs, "breakdown", fig, "category breakdown")

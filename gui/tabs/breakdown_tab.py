@@ -16,7 +16,6 @@ from extradeep.columns import VALUE
 from extradeep.gui.app_models import BREAKDOWN, EPOCH_TIME, candidates, frame_of
 from extradeep.gui.param_panel import View
 from extradeep.gui.plot_tab import MARGINS, PlotTab, one_axes
-from extradeep.report.plots import OVERLAP, UNEXPLAINED  # noqa: F401 (the parts' column names)
 
 
 class BreakdownTab(PlotTab):
@@ -48,7 +47,7 @@ class BreakdownTab(PlotTab):
         self.show_plot()
 
     def _draw(self, view: View, table: pd.DataFrame) -> None:
-        from extradeep.report.plots import breakdown_panel
+        from extradeep.report.breakdown_plot import breakdown_panel
 
         (ax,) = self.kept_axes("one", one_axes)
         measured = None

@@ -14,7 +14,8 @@ import pytest
 from extradeep import Dataset, load_experiment
 from extradeep.analysis.core import analyse, extrapolation_notes, prediction_table
 from extradeep.analysis.epoch import BREAKDOWN, EPOCH_TIME
-from extradeep.analysis.parts import GPU_TOTAL, OVERLAP, PARTS, Breakdown, PartModel, part_models
+from extradeep.analysis.parts import GPU_TOTAL, PARTS, Breakdown, PartModel, part_models
+from extradeep.columns import OVERLAP
 from extradeep.simulate import simulate
 
 DATASET = Dataset(train_samples=50_000, val_samples=10_000, batch_per_rank=64)

@@ -31,7 +31,7 @@ def test_every_plot_tab_draws_what_the_report_panel_draws(opened, show_tab):
     from extradeep.analysis.scaling import predict_table
     from extradeep.gui.app_models import BREAKDOWN, EPOCH_TIME, candidates, frame_of, node_layout
     from extradeep.gui.tabs.scaling_tab import ranks_param, scaling_frame
-    from extradeep.report import plots
+    from extradeep.report import breakdown_plot, plots
 
     window = opened
     window.regions.select_rows([])
@@ -67,7 +67,7 @@ def test_every_plot_tab_draws_what_the_report_panel_draws(opened, show_tab):
         points = app.points[EPOCH_TIME]
         measured = pd.DataFrame({view.x_param: points.X[:, 0], "value": points.value})
         (ax,) = fresh_axes()
-        parts = plots.breakdown_panel(
+        parts = breakdown_plot.breakdown_panel(
             ax, table, view.x_param, app.per, view.modeled_x_max(), areas=True, measured=measured
         )
         ax.legend()

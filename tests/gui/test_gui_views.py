@@ -38,8 +38,8 @@ def test_the_x_range_ends_where_the_model_means_something(opened, sample_truth, 
 def test_the_breakdown_adds_up_to_the_modeled_epoch_time(opened, settle, show_tab):
     """The stacked categories minus the hatched overlap (plus any unexplained gap) are the epoch-time
     model at every x, and the overlap the stack would hide is really there in this data."""
+    from extradeep.columns import OVERLAP, UNEXPLAINED
     from extradeep.gui.app_models import BREAKDOWN, EPOCH_TIME
-    from extradeep.gui.tabs.breakdown_tab import OVERLAP, UNEXPLAINED
 
     page = show_tab(opened, "Breakdown")
     try:

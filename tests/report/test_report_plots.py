@@ -10,7 +10,8 @@ from matplotlib import image
 from extradeep.analysis.budget import BudgetLimits, budget_search
 from extradeep.analysis.core import prediction_table
 from extradeep.analysis.cost import CostSettings
-from extradeep.report import plots
+from extradeep.columns import OVERLAP, UNEXPLAINED
+from extradeep.report import breakdown_plot, plots
 
 
 def _ink(fig):
@@ -47,7 +48,7 @@ def test_scaling_breakdown_tradeoff_bottleneck_and_files(small_analysis, tmp_pat
     epoch = scaling.axes[1].get_lines()[[line.get_label() for line in scaling.axes[1].get_lines()].index("epoch time")]
     expected = table[table["quantity"] == "epoch time"]["efficiency"].to_numpy()
     np.testing.assert_allclose(epoch.get_ydata(), expected)
-    breakdown = plots.breakdown_figure(table, "ranks", "epoch", measured_max=10.0)
+    breakdown = breakdown_plot.breakdown_figure(table, "ranks", "epoch", measured_max=10.0)
     result = budget_search(
         a.model("epoch time"), grid, ["ranks"], BudgetLimits(max_time=1e9), CostSettings(), a.baseline
     )
@@ -69,16 +70,16 @@ def test_breakdown_shows_the_overlap_so_the_parts_add_up_to_the_epoch_time(small
     unexplained is the epoch time at every configuration."""
     a = small_analysis
     table = prediction_table(a, pd.DataFrame({"ranks": np.arange(2.0, 33.0, 6.0)}))
-    fig = plots.breakdown_figure(table, "ranks", "epoch", measured_max=10.0)
-    parts = plots.breakdown_parts(table, "ranks")
-    stack = parts[[p for p in plots.BREAKDOWN_PARTS if p in parts.columns]].sum(axis=1)
+    fig = breakdown_plot.breakdown_figure(table, "ranks", "epoch", measured_max=10.0)
+    parts = breakdown_plot.breakdown_parts(table, "ranks")
+    stack = parts[[p for p in breakdown_plot.BREAKDOWN_PARTS if p in parts.columns]].sum(axis=1)
     epoch = table[table["quantity"] == "epoch time"].sort_values("ranks")["T"].to_numpy()
-    np.testing.assert_allclose(stack - parts[plots.OVERLAP] + parts[plots.UNEXPLAINED], epoch)
+    np.testing.assert_allclose(stack - parts[OVERLAP] + parts[UNEXPLAINED], epoch)
     ax = fig.axes[0]
-    assert (parts[plots.OVERLAP] > 0).any()  # the simulator overlaps communication with computation
+    assert (parts[OVERLAP] > 0).any()  # the simulator overlaps communication with computation
     bars = {c.get_label(): c for c in ax.containers}
-    assert ("overlap (concurrent streams)" in bars) == bool((parts[plots.OVERLAP] > 0).any())
-    assert ("not in any category" in bars) == bool((parts[plots.UNEXPLAINED] > 0).any())
+    assert ("overlap (concurrent streams)" in bars) == bool((parts[OVERLAP] > 0).any())
+    assert ("not in any category" in bars) == bool((parts[UNEXPLAINED] > 0).any())
     for label in ("overlap (concurrent streams)", "not in any category"):
         if label in bars:  # hatched from the lower to the higher of stack and epoch time
             assert all(p.get_hatch() for p in bars[label])
