@@ -35,6 +35,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import COMPUTE_NODE, PATH, RANK
+
 PLACEMENT_COLUMNS = (
     "host",  # host name recorded at capture (None: not recorded)
     "host_from",  # which field gave it
@@ -98,7 +100,7 @@ def _known(column: pd.Series) -> bool:
 def _ranks(run: pd.DataFrame) -> np.ndarray:
     """The ranks as the profiles record them (Kineto), else as the file names give them."""
     recorded = run["recorded_rank"] if "recorded_rank" in run else pd.Series(np.nan, index=run.index)
-    return pd.to_numeric(recorded.fillna(run["rank"]), errors="coerce").to_numpy(float)
+    return pd.to_numeric(recorded.fillna(run[RANK]), errors="coerce").to_numpy(float)
 
 
 def _hosts_joined(run: pd.DataFrame, column: str = "host") -> np.ndarray:
@@ -271,7 +273,7 @@ def _no_layout(found: set, notes: list) -> dict:
 def _gpus_per_node(placed: pd.DataFrame, keys: list[str]) -> int:
     """The most ranks found on one node, or the most GPUs a node lists (or the launcher starts on
     one) if that is more."""
-    per_node = placed.groupby([*keys, "node"], dropna=False)["rank"].nunique().max()
+    per_node = placed.groupby([*keys, "node"], dropna=False)[RANK].nunique().max()
     listed = pd.to_numeric(pd.concat([placed["node_gpus"], placed["local_ranks"]]), errors="coerce").max()
     return int(max(per_node, 0 if math.isnan(listed) else listed))
 
@@ -285,9 +287,9 @@ def _points(placed: pd.DataFrame, params: list[str]) -> list[dict]:
         points.append(
             {
                 "point": {p: _plain(v) for p, v in zip(params, key)},
-                "ranks": int(reps["rank"].nunique().max()),
-                "nodes": int(reps["node"].nunique().max()),
-                "ranks_per_node": int(group.groupby(["rep", "node"])["rank"].nunique().max()),
+                "ranks": int(reps[RANK].nunique().max()),
+                "nodes": int(reps[COMPUTE_NODE].nunique().max()),
+                "ranks_per_node": int(group.groupby(["rep", "node"])[RANK].nunique().max()),
             }
         )
     return points
@@ -345,7 +347,7 @@ def run_gpus_per_node(ranks: pd.DataFrame, placements: dict) -> tuple[int | None
     each path, as :func:`cluster_layout` finds them; (None, "none") without a node signal."""
     frame = ranks.assign(rep=1)
     for column in PLACEMENT_COLUMNS:
-        frame[column] = frame["path"].map(lambda p, c=column: placements[p].get(c))
+        frame[column] = frame[PATH].map(lambda p, c=column: placements[p].get(c))
     layout = cluster_layout(frame, [])
     return layout["gpus_per_node"], layout["source"]
 
