@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import END, NAME, PID, START
 from extradeep.errors import InputError
 from extradeep.io.formats import read_input
 
@@ -107,7 +108,7 @@ class KinetoTrace:
     @property
     def platform(self) -> str:
         """ "rocm" (HIP runtime calls), "cuda", or "cpu" (no GPU activity at all)."""
-        if self.runtime["name"].str.startswith("hip").any():
+        if self.runtime[NAME].str.startswith("hip").any():
             return "rocm"
         return "cuda" if len(self.gpu) or len(self.runtime) else "cpu"
 
@@ -119,7 +120,7 @@ class KinetoTrace:
     @property
     def processes(self) -> list[int]:
         """Process ids of the CPU side (one per trace for PyTorch's profiler)."""
-        pids = pd.concat([self.cpu["pid"], self.runtime["pid"]]).unique()
+        pids = pd.concat([self.cpu[PID], self.runtime[PID]]).unique()
         return sorted(int(p) for p in pids)
 
 
@@ -384,9 +385,7 @@ class _Rows:
             notes=notes,
             memory=_memory_frame(self.memory, to_ns),
         )
-        negative = int(
-            (trace.gpu["end"] < trace.gpu["start"]).sum() + (trace.runtime["end"] < trace.runtime["start"]).sum()
-        )
+        negative = int((trace.gpu[END] < trace.gpu[START]).sum() + (trace.runtime[END] < trace.runtime[START]).sum())
         if negative:
             raise InputError(path, f"{negative} events have a negative duration: a damaged or hand-edited trace")
         return trace
