@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import BYTES, CALL_START, CATEGORY, CORR, END, KIND, NAME, PID, QUEUE, START
 from extradeep.errors import InputError
 from extradeep.io.frames import NULL_INT, NVTX_RANGE_TYPES, Table
 from extradeep.io.nsys import events
@@ -40,7 +41,7 @@ def _gpu_ops(conn, tables: dict) -> pd.DataFrame:
     ]
     g = (
         pd.concat(
-            [p.assign(name=p["name"].astype(str), category=p["category"].astype(str)) for p in parts if len(p)],
+            [p.assign(name=p[NAME].astype(str), category=p[CATEGORY].astype(str)) for p in parts if len(p)],
             ignore_index=True,
         )
         if any(len(p) for p in parts)
@@ -50,8 +51,8 @@ def _gpu_ops(conn, tables: dict) -> pd.DataFrame:
         return pd.DataFrame(
             columns=["start", "end", "pid", "queue", "correlationId", "name", "kind", "category", "bytes"]
         )
-    g["queue"] = _gpu_queue(g)
-    g["bytes"] = g["bytes"].astype(float)
+    g[QUEUE] = _gpu_queue(g)
+    g[BYTES] = g[BYTES].astype(float)
     return g
 
 
@@ -60,17 +61,17 @@ def _gpu_queue(frame: pd.DataFrame) -> pd.Series:
 
 
 def _runtime(r: pd.DataFrame) -> pd.DataFrame:
-    return r.assign(name=r["name"].astype(str), queue="cpu/t" + r["tid"].astype(str))
+    return r.assign(name=r[NAME].astype(str), queue="cpu/t" + r["tid"].astype(str))
 
 
 def _syncs(conn, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """SYNCHRONIZATION rows and CUDA event records, each with the start of its CPU call."""
-    call = runtime.drop_duplicates(["pid", "correlationId"]).set_index(["pid", "correlationId"])["start"]
+    call = runtime.drop_duplicates(["pid", "correlationId"]).set_index(["pid", "correlationId"])[START]
     out = []
     for frame in (events.synchronization(conn), events.cuda_events(conn).assign(syncType=0)):
         f = pd.DataFrame(
             {
-                "pid": frame["pid"],
+                "pid": frame[PID],
                 "sync_type": frame["syncType"],
                 "queue": _gpu_queue(frame),
                 "stream": frame["streamId"],
@@ -78,7 +79,7 @@ def _syncs(conn, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                 "corr": frame["correlationId"],
             }
         )
-        f["call_start"] = call.reindex(pd.MultiIndex.from_arrays([f["pid"], f["corr"]])).to_numpy()
+        f[CALL_START] = call.reindex(pd.MultiIndex.from_arrays([f[PID], f[CORR]])).to_numpy()
         out.append(f.dropna(subset=["call_start"]).astype({"call_start": np.int64}))
     return out[0], out[1]
 
@@ -86,27 +87,27 @@ def _syncs(conn, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _mpi_and_os(mpi: pd.DataFrame, osrt: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """MPI collectives as CPU ops (matched across ranks like NCCL kernels), and the waits a CPU
     thread spends in other MPI and OS runtime calls (not CPU overhead)."""
-    names = mpi["name"].astype(str)
+    names = mpi[NAME].astype(str)
     coll = names.str.match(MPI_COLLECTIVE).to_numpy()
     m = mpi[coll]
     ops = pd.DataFrame(
         {
-            "pid": m["pid"],
+            "pid": m[PID],
             "queue": "cpu/t" + m["tid"].astype(str),
             "is_gpu": False,
             "kind": "mpi",
             "name": names[coll],
             "category": "communication",
-            "start": m["start"],
-            "end": m["end"],
+            "start": m[START],
+            "end": m[END],
             "corr": -1,
-            "bytes": np.where(m["bytes"] == NULL_INT, 0, m["bytes"]).astype(float),
+            "bytes": np.where(m[BYTES] == NULL_INT, 0, m[BYTES]).astype(float),
         }
     )
     # pandas 2 warns when an empty frame takes part in a concat
     waits = pd.concat([f for f in (mpi[~coll], osrt) if not f.empty] or [osrt], ignore_index=True)
     return ops, pd.DataFrame(
-        {"pid": waits["pid"], "queue": "cpu/t" + waits["tid"].astype(str), "start": waits["start"], "end": waits["end"]}
+        {"pid": waits[PID], "queue": "cpu/t" + waits["tid"].astype(str), "start": waits[START], "end": waits[END]}
     )
 
 
@@ -116,15 +117,15 @@ def _nccl_sizes(nv: pd.DataFrame) -> pd.DataFrame:
     are not decoded.)"""
     sized = nv[
         nv["eventType"].isin(NVTX_RANGE_TYPES).to_numpy()
-        & (nv["end"] != NULL_INT).to_numpy()
+        & (nv[END] != NULL_INT).to_numpy()
         & (nv["uint64Value"] != NULL_INT).to_numpy()
     ]
     return pd.DataFrame(
         {
-            "pid": sized["pid"],
+            "pid": sized[PID],
             "tid": sized["tid"],
-            "start": sized["start"],
-            "end": sized["end"],
+            "start": sized[START],
+            "end": sized[END],
             "bytes": sized["uint64Value"].astype(float),
         }
     )
@@ -134,25 +135,25 @@ def _attach_sizes(gpu: pd.DataFrame, runtime: pd.DataFrame, sizes: pd.DataFrame)
     """Bytes of each NCCL kernel from the sized NVTX range around the call that launched it."""
     if sizes.empty or gpu.empty:
         return gpu
-    nccl = gpu.index[gpu["name"].str.startswith("nccl") & (gpu["kind"] == "kernel")]
+    nccl = gpu.index[gpu[NAME].str.startswith("nccl") & (gpu[KIND] == "kernel")]
     calls = runtime.drop_duplicates(["pid", "correlationId"]).set_index(["pid", "correlationId"])
     key = pd.MultiIndex.from_arrays([gpu.loc[nccl, "pid"], gpu.loc[nccl, "correlationId"]])
-    t = calls["start"].reindex(key).to_numpy()
+    t = calls[START].reindex(key).to_numpy()
     tid = calls["tid"].reindex(key).to_numpy()
     gpu = gpu.copy()
     for (pid, thread), rng in sizes.sort_values("start").groupby(["pid", "tid"]):
         mine = np.flatnonzero((gpu.loc[nccl, "pid"].to_numpy() == pid) & (tid == thread))
-        k = np.searchsorted(rng["start"].to_numpy(), t[mine], side="right") - 1
-        ok = (k >= 0) & (t[mine] <= rng["end"].to_numpy()[np.maximum(k, 0)])
-        gpu.loc[nccl[mine[ok]], "bytes"] = rng["bytes"].to_numpy()[k[ok]]
+        k = np.searchsorted(rng[START].to_numpy(), t[mine], side="right") - 1
+        ok = (k >= 0) & (t[mine] <= rng[END].to_numpy()[np.maximum(k, 0)])
+        gpu.loc[nccl[mine[ok]], BYTES] = rng[BYTES].to_numpy()[k[ok]]
     return gpu
 
 
 def _rank_pids(gpu: pd.DataFrame, runtime: pd.DataFrame) -> tuple[list, list]:
     """(ranks, helpers): a rank is a process with GPU work (kernels, copies, sets); a process with
     runtime calls only is a helper, unless no process has GPU work (then the callers are replayed)."""
-    working = sorted(set(gpu["pid"]))
-    calling = sorted(set(runtime["pid"]))
+    working = sorted(set(gpu[PID]))
+    calling = sorted(set(runtime[PID]))
     if not working:
         return calling, []
     return working, [p for p in calling if p not in set(working)]
@@ -213,7 +214,7 @@ def replay_frames(conn, path, settings, tables: dict | None = None) -> dict:
             f"{Path(path).name}: {len(helpers)} process(es) without GPU work (pid {pid_list}) are not "
             "ranks; their runtime calls are left out"
         )
-        runtime = runtime[runtime["pid"].isin(pids)]
+        runtime = runtime[runtime[PID].isin(pids)]
     syncs, records = _syncs(conn, runtime)
     nv = tables["nvtx"]
     steps, ranges, step_notes = process_steps(nv, path, pids, runtime, settings)
