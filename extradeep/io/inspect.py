@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from extradeep.columns import EPOCH, NAME, PHASE
+from extradeep.columns import CATEGORY, EPOCH, NAME, PHASE
 from extradeep.errors import InputError
 from extradeep.io.frames import NVTX_RANGE_TYPES
 from extradeep.io.settings import ReaderSettings
@@ -43,7 +43,7 @@ def kernels_by_device(kernels: pd.DataFrame) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     if kernels.empty:
         return out
-    grouped = kernels.groupby(["deviceId", "category"], observed=True).size()
+    grouped = kernels.groupby(["deviceId", CATEGORY], observed=True).size()
     for (device, category), n in grouped.items():
         out.setdefault(str(int(device)), {})[str(category)] = int(n)
     return out

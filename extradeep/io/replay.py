@@ -44,11 +44,11 @@ def process_steps(
         others.append(
             pd.DataFrame(
                 {
-                    "pid": pid,
-                    "queue": "cpu/t" + op["tid"].astype(str),
-                    "name": op[NAME].astype(str),
-                    "start": op[START],
-                    "end": op[END],
+                    PID: pid,
+                    QUEUE: "cpu/t" + op["tid"].astype(str),
+                    NAME: op[NAME].astype(str),
+                    START: op[START],
+                    END: op[END],
                 }
             )
         )
