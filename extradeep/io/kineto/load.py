@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import END, NAME, PID, START
+from extradeep.columns import BYTES, CORR, END, KIND, NAME, PID, START, STREAM
 from extradeep.errors import InputError
 from extradeep.io.formats import read_input
 
@@ -480,14 +480,14 @@ def _gpu_frame(rows: list[tuple], to_ns: _Times) -> pd.DataFrame:
     size = _ints(cols["bytes"])
     return pd.DataFrame(
         {
-            "kind": pd.Series(cols["kind"], dtype=object),
-            "start": start,
-            "end": end,
+            KIND: pd.Series(cols["kind"], dtype=object),
+            START: start,
+            END: end,
             "device": _ints(cols["device"]),
-            "stream": _ints(cols["stream"]),
-            "corr": _ints(cols["corr"]),
-            "name": pd.Series([str(v) if v is not None else "" for v in cols["name"]], dtype=object),
-            "bytes": np.where(size >= 0, size, 0),
+            STREAM: _ints(cols["stream"]),
+            CORR: _ints(cols["corr"]),
+            NAME: pd.Series([str(v) if v is not None else "" for v in cols["name"]], dtype=object),
+            BYTES: np.where(size >= 0, size, 0),
             "collective": pd.Series([str(v) if v is not None else "" for v in cols["collective"]], dtype=object),
             "msg_bytes": msg,
             "group_size": _ints(cols["group_size"]),
@@ -504,7 +504,7 @@ def _memory_frame(rows: list[tuple], to_ns: _Times) -> pd.DataFrame:
     rows = [r for r in rows if isinstance(r[0], (int, float))]
     cols = dict(zip(MEMORY_COLUMNS, _columns(rows, len(MEMORY_COLUMNS))))
     start, _ = to_ns.start_end(cols.pop("start"), [0] * len(rows))
-    return pd.DataFrame({"start": start, **{k: _ints(v) for k, v in cols.items()}})
+    return pd.DataFrame({START: start, **{k: _ints(v) for k, v in cols.items()}})
 
 
 def _sync_frame(rows: list[tuple], to_ns: _Times) -> pd.DataFrame:

@@ -12,7 +12,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import BYTES, CALL_START, CORR, END, EVENT_ID, KIND, NAME, PID, START, STREAM, SYNC_TYPE
+from extradeep.columns import (
+    BYTES,
+    CALL_START,
+    CATEGORY,
+    CORR,
+    END,
+    EVENT_ID,
+    KIND,
+    NAME,
+    PID,
+    QUEUE,
+    START,
+    STREAM,
+    SYNC_TYPE,
+)
 from extradeep.errors import InputError
 from extradeep.io import categories as cat
 from extradeep.io.kineto import tables as kt
@@ -58,10 +72,10 @@ def replay_frames(trace: KinetoTrace, path, settings) -> dict:
     steps, ranges, notes = process_steps(nvtx, path, [pid], runtime, settings)
     empty_cpu = pd.DataFrame(
         {
-            "pid": pd.Series([], dtype=np.int64),
-            "queue": pd.Series([], dtype=object),
-            "start": pd.Series([], dtype=np.int64),
-            "end": pd.Series([], dtype=np.int64),
+            PID: pd.Series([], dtype=np.int64),
+            QUEUE: pd.Series([], dtype=object),
+            START: pd.Series([], dtype=np.int64),
+            END: pd.Series([], dtype=np.int64),
         }
     )
     mpi = pd.DataFrame({c: pd.Series([], dtype=t) for c, t in MPI_DTYPES.items()})
@@ -94,33 +108,33 @@ def _gpu(trace: KinetoTrace, pid: int) -> pd.DataFrame:
     nccl_bytes = np.where(kernel & (category == cat.COMMUNICATION), g["msg_bytes"], 0)
     out = pd.DataFrame(
         {
-            "start": g[START].to_numpy(np.int64),
-            "end": g[END].to_numpy(np.int64),
-            "pid": pid,
-            "queue": _queue(g["device"], g[STREAM]),
+            START: g[START].to_numpy(np.int64),
+            END: g[END].to_numpy(np.int64),
+            PID: pid,
+            QUEUE: _queue(g["device"], g[STREAM]),
             "correlationId": g[CORR].to_numpy(np.int64),
-            "name": names.astype(object),
-            "kind": g[KIND].to_numpy(object),
-            "category": category.astype(object),
-            "bytes": np.where(kernel, nccl_bytes, g[BYTES]).astype(float),
+            NAME: names.astype(object),
+            KIND: g[KIND].to_numpy(object),
+            CATEGORY: category.astype(object),
+            BYTES: np.where(kernel, nccl_bytes, g[BYTES]).astype(float),
             "deviceId": g["device"].to_numpy(np.int64),
             "streamId": g[STREAM].to_numpy(np.int64),
         }
     )
-    return out.sort_values("start", kind="stable", ignore_index=True)
+    return out.sort_values(START, kind="stable", ignore_index=True)
 
 
 def _runtime(trace: KinetoTrace) -> pd.DataFrame:
     r = trace.runtime
     return pd.DataFrame(
         {
-            "start": r[START].to_numpy(np.int64),
-            "end": r[END].to_numpy(np.int64),
-            "pid": r[PID].to_numpy(np.int64),
+            START: r[START].to_numpy(np.int64),
+            END: r[END].to_numpy(np.int64),
+            PID: r[PID].to_numpy(np.int64),
             "tid": r["tid"].to_numpy(np.int64),
             "correlationId": r[CORR].to_numpy(np.int64),
-            "name": r[NAME].to_numpy(object),
-            "queue": "cpu/t" + r["tid"].astype(str),
+            NAME: r[NAME].to_numpy(object),
+            QUEUE: "cpu/t" + r["tid"].astype(str),
         }
     )
 
@@ -136,24 +150,24 @@ def _syncs(trace: KinetoTrace, runtime: pd.DataFrame, pid: int) -> tuple[pd.Data
         return empty, empty.copy()
     syncs = pd.DataFrame(
         {
-            "pid": pid,
-            "sync_type": s[SYNC_TYPE].to_numpy(np.int64),
-            "queue": _queue(s["device"], s[STREAM]),
-            "stream": s[STREAM].to_numpy(np.int64),
-            "event_id": _event_ids(s),
-            "corr": s[CORR].to_numpy(np.int64),
+            PID: pid,
+            SYNC_TYPE: s[SYNC_TYPE].to_numpy(np.int64),
+            QUEUE: _queue(s["device"], s[STREAM]),
+            STREAM: s[STREAM].to_numpy(np.int64),
+            EVENT_ID: _event_ids(s),
+            CORR: s[CORR].to_numpy(np.int64),
         }
     )
     syncs[CALL_START] = call.reindex(syncs[CORR]).to_numpy()
     rec = s[s["record_corr"].to_numpy() != NO_INT].drop_duplicates("record_corr")
     records = pd.DataFrame(
         {
-            "pid": pid,
-            "sync_type": 0,
-            "queue": _queue(rec["device"], rec["record_stream"]),
-            "stream": rec["record_stream"].to_numpy(np.int64),
-            "event_id": _event_ids(rec),
-            "corr": rec["record_corr"].to_numpy(np.int64),
+            PID: pid,
+            SYNC_TYPE: 0,
+            QUEUE: _queue(rec["device"], rec["record_stream"]),
+            STREAM: rec["record_stream"].to_numpy(np.int64),
+            EVENT_ID: _event_ids(rec),
+            CORR: rec["record_corr"].to_numpy(np.int64),
         }
     )
     records[CALL_START] = call.reindex(records[CORR]).to_numpy()

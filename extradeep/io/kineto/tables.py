@@ -83,10 +83,10 @@ def gpu_tables(trace: KinetoTrace, kernel_names: str = "short") -> dict[str, pd.
             names = pd.Series(cat.MEMSET_NAME, index=f.index, dtype=object)
         frame = pd.DataFrame(
             {
-                "start": f[START].to_numpy(np.int64),
-                "end": f[END].to_numpy(np.int64),
+                START: f[START].to_numpy(np.int64),
+                END: f[END].to_numpy(np.int64),
                 "launchKey": launch_key(f[CORR].to_numpy()),
-                "bytes": np.where(f[BYTES].to_numpy() > 0, f[BYTES].to_numpy(), NULL_INT).astype(np.int64),
+                BYTES: np.where(f[BYTES].to_numpy() > 0, f[BYTES].to_numpy(), NULL_INT).astype(np.int64),
                 "deviceId": f["device"].to_numpy(np.int64),
                 "streamId": f[STREAM].to_numpy(np.int64),
                 "correlationId": f[CORR].to_numpy(np.int64),
@@ -104,9 +104,9 @@ def runtime_table(trace: KinetoTrace) -> pd.DataFrame:
     r = trace.runtime
     frame = pd.DataFrame(
         {
-            "start": r[START].to_numpy(np.int64),
-            "end": r[END].to_numpy(np.int64),
-            "pid": r[PID].to_numpy(np.int64),
+            START: r[START].to_numpy(np.int64),
+            END: r[END].to_numpy(np.int64),
+            PID: r[PID].to_numpy(np.int64),
             "tid": r["tid"].to_numpy(np.int64),
             "correlationId": r[CORR].to_numpy(np.int64),
             "launchKey": launch_key(r[CORR].to_numpy()),
@@ -119,16 +119,16 @@ def runtime_table(trace: KinetoTrace) -> pd.DataFrame:
 def nvtx_table(trace: KinetoTrace) -> pd.DataFrame:
     """The CPU ranges as an NVTX frame (eventType push/pop): user annotations in domain "",
     operators in domain `cpu_op`; ranges recorded twice (same name, start, end) once."""
-    c = trace.cpu.drop_duplicates(["name", "start", "end", "tid"]).sort_values("start", kind="stable")
+    c = trace.cpu.drop_duplicates([NAME, START, END, "tid"]).sort_values(START, kind="stable")
     n = len(c)
     frame = pd.DataFrame(
         {
-            "start": c[START].to_numpy(np.int64),
-            "end": c[END].to_numpy(np.int64),
+            START: c[START].to_numpy(np.int64),
+            END: c[END].to_numpy(np.int64),
             "eventType": np.full(n, NVTX_PUSHPOP, np.int64),
             "rangeId": np.full(n, NULL_INT, np.int64),
             "globalTid": c["tid"].to_numpy(np.int64),
-            "pid": c[PID].to_numpy(np.int64),
+            PID: c[PID].to_numpy(np.int64),
             "tid": c["tid"].to_numpy(np.int64),
             "domainId": (c["cat"] == "cpu_op").to_numpy().astype(np.int64),
             "categoryId": np.zeros(n, np.int64),
