@@ -216,7 +216,7 @@ def library_events(conn: ExportConnection, columns=None) -> pd.DataFrame:
     """cuBLAS and cuDNN API events: start, end, globalTid, pid, tid, name, library ("cublas"/"cudnn")."""
     tables = library_tables(conn, columns)
     out = pd.concat(
-        [t.frame().drop(columns="name").assign(library=name) for name, t in tables.items()], ignore_index=True
+        [t.frame().drop(columns=NAME).assign(library=name) for name, t in tables.items()], ignore_index=True
     )
     out[NAME] = concat_names([t[NAME] for t in tables.values()]).categorical()
     return out

@@ -28,7 +28,7 @@ MILLIWATT = re.compile(r"\bmW\b|milliwatt", re.I)
 def power_samples(conn) -> pd.DataFrame:
     """Columns device (typeId), timestamp (ns), watts: every power sample of the export (empty
     when it recorded none)."""
-    empty = pd.DataFrame({"device": [], "timestamp": [], "watts": []})
+    empty = pd.DataFrame({"device": [], "timestamp": [], WATTS: []})
     sch = schema_of(conn)
     if not (sch.has(SAMPLES) and sch.has(NAMES)):
         return empty
@@ -46,7 +46,7 @@ def power_samples(conn) -> pd.DataFrame:
         )
         if rows:
             values = np.array(rows, dtype=np.float64)
-            frames.append(pd.DataFrame({"device": type_id, "timestamp": values[:, 0], "watts": values[:, 1] * scale}))
+            frames.append(pd.DataFrame({"device": type_id, "timestamp": values[:, 0], WATTS: values[:, 1] * scale}))
     return pd.concat(frames, ignore_index=True) if frames else empty
 
 

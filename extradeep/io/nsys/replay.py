@@ -15,7 +15,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import BYTES, CALL_START, CATEGORY, CORR, END, KIND, NAME, PID, QUEUE, START
+from extradeep.columns import (
+    BYTES,
+    CALL_START,
+    CATEGORY,
+    CORR,
+    END,
+    EVENT_ID,
+    KIND,
+    NAME,
+    PID,
+    QUEUE,
+    START,
+    STREAM,
+    SYNC_TYPE,
+)
 from extradeep.errors import InputError
 from extradeep.io.frames import NULL_INT, NVTX_RANGE_TYPES, Table
 from extradeep.io.nsys import events
@@ -66,17 +80,17 @@ def _runtime(r: pd.DataFrame) -> pd.DataFrame:
 
 def _syncs(conn, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """SYNCHRONIZATION rows and CUDA event records, each with the start of its CPU call."""
-    call = runtime.drop_duplicates(["pid", "correlationId"]).set_index(["pid", "correlationId"])[START]
+    call = runtime.drop_duplicates([PID, "correlationId"]).set_index([PID, "correlationId"])[START]
     out = []
     for frame in (events.synchronization(conn), events.cuda_events(conn).assign(syncType=0)):
         f = pd.DataFrame(
             {
-                "pid": frame[PID],
-                "sync_type": frame["syncType"],
-                "queue": _gpu_queue(frame),
-                "stream": frame["streamId"],
-                "event_id": frame["eventId"],
-                "corr": frame["correlationId"],
+                PID: frame[PID],
+                SYNC_TYPE: frame["syncType"],
+                QUEUE: _gpu_queue(frame),
+                STREAM: frame["streamId"],
+                EVENT_ID: frame["eventId"],
+                CORR: frame["correlationId"],
             }
         )
         f[CALL_START] = call.reindex(pd.MultiIndex.from_arrays([f[PID], f[CORR]])).to_numpy()
@@ -92,22 +106,22 @@ def _mpi_and_os(mpi: pd.DataFrame, osrt: pd.DataFrame) -> tuple[pd.DataFrame, pd
     m = mpi[coll]
     ops = pd.DataFrame(
         {
-            "pid": m[PID],
-            "queue": "cpu/t" + m["tid"].astype(str),
+            PID: m[PID],
+            QUEUE: "cpu/t" + m["tid"].astype(str),
             "is_gpu": False,
-            "kind": "mpi",
-            "name": names[coll],
-            "category": "communication",
-            "start": m[START],
-            "end": m[END],
-            "corr": -1,
-            "bytes": np.where(m[BYTES] == NULL_INT, 0, m[BYTES]).astype(float),
+            KIND: "mpi",
+            NAME: names[coll],
+            CATEGORY: "communication",
+            START: m[START],
+            END: m[END],
+            CORR: -1,
+            BYTES: np.where(m[BYTES] == NULL_INT, 0, m[BYTES]).astype(float),
         }
     )
     # pandas 2 warns when an empty frame takes part in a concat
     waits = pd.concat([f for f in (mpi[~coll], osrt) if not f.empty] or [osrt], ignore_index=True)
     return ops, pd.DataFrame(
-        {"pid": waits[PID], "queue": "cpu/t" + waits["tid"].astype(str), "start": waits[START], "end": waits[END]}
+        {PID: waits[PID], QUEUE: "cpu/t" + waits["tid"].astype(str), START: waits[START], END: waits[END]}
     )
 
 
@@ -122,11 +136,11 @@ def _nccl_sizes(nv: pd.DataFrame) -> pd.DataFrame:
     ]
     return pd.DataFrame(
         {
-            "pid": sized[PID],
+            PID: sized[PID],
             "tid": sized["tid"],
-            "start": sized[START],
-            "end": sized[END],
-            "bytes": sized["uint64Value"].astype(float),
+            START: sized[START],
+            END: sized[END],
+            BYTES: sized["uint64Value"].astype(float),
         }
     )
 
@@ -136,12 +150,12 @@ def _attach_sizes(gpu: pd.DataFrame, runtime: pd.DataFrame, sizes: pd.DataFrame)
     if sizes.empty or gpu.empty:
         return gpu
     nccl = gpu.index[gpu[NAME].str.startswith("nccl") & (gpu[KIND] == "kernel")]
-    calls = runtime.drop_duplicates(["pid", "correlationId"]).set_index(["pid", "correlationId"])
+    calls = runtime.drop_duplicates([PID, "correlationId"]).set_index([PID, "correlationId"])
     key = pd.MultiIndex.from_arrays([gpu.loc[nccl, "pid"], gpu.loc[nccl, "correlationId"]])
     t = calls[START].reindex(key).to_numpy()
     tid = calls["tid"].reindex(key).to_numpy()
     gpu = gpu.copy()
-    for (pid, thread), rng in sizes.sort_values("start").groupby(["pid", "tid"]):
+    for (pid, thread), rng in sizes.sort_values(START).groupby([PID, "tid"]):
         mine = np.flatnonzero((gpu.loc[nccl, "pid"].to_numpy() == pid) & (tid == thread))
         k = np.searchsorted(rng[START].to_numpy(), t[mine], side="right") - 1
         ok = (k >= 0) & (t[mine] <= rng[END].to_numpy()[np.maximum(k, 0)])
