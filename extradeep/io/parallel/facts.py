@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import END, PHASE, START
+from extradeep.columns import END, PHASE, START, STEP
 
 MAIN_THREAD, AUTOGRAD_THREAD, OTHER_THREAD = "main", "autograd", "other"
 KERNEL_COLUMNS = ("start", "end", "launch", "thread", "kind", "name", "stream", "collective", "comm", "bytes")
@@ -124,4 +124,4 @@ def step_windows(step_table) -> pd.DataFrame:
     """The kept (measured) training steps of a `find_steps` result: step, start, end (ns)."""
     kept = step_table.steps
     kept = kept[kept[PHASE] == "train"]
-    return pd.DataFrame({"step": range(len(kept)), "start": kept[START].to_numpy(), "end": kept[END].to_numpy()})
+    return pd.DataFrame({STEP: range(len(kept)), START: kept[START].to_numpy(), END: kept[END].to_numpy()})

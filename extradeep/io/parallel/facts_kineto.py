@@ -15,7 +15,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import BYTES, CORR, END, KIND, NAME, RESERVED, START, STREAM
+from extradeep.columns import BYTES, CORR, END, KIND, LAUNCH, NAME, RESERVED, START, STREAM, THREAD
 from extradeep.errors import InputError
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import load
@@ -83,7 +83,7 @@ def _communicators(facts: ProfileFacts, dist: dict) -> None:
 
 def _kernels(trace, nvtx: pd.DataFrame) -> pd.DataFrame:
     gpu, runtime = trace.gpu, trace.runtime
-    launch = runtime.drop_duplicates("corr").set_index("corr")
+    launch = runtime.drop_duplicates(CORR).set_index(CORR)
     start = gpu[CORR].map(launch[START])
     tid = gpu[CORR].map(launch["tid"])
     steps = nvtx[nvtx[NAME].astype(str).str.startswith("ProfilerStep")]
@@ -111,16 +111,16 @@ def _kernels(trace, nvtx: pd.DataFrame) -> pd.DataFrame:
     nbytes[gathers] = [whole_buffer("allgather", b, s) for b, s in zip(nbytes[gathers], gpu["group_size"][gathers])]
     return pd.DataFrame(
         {
-            "start": gpu[START].to_numpy(),
-            "end": gpu[END].to_numpy(),
-            "launch": start.fillna(-1).astype(np.int64).to_numpy(),
-            "thread": thread_roles(tid, main_tid).to_numpy(),
-            "kind": gpu[KIND].to_numpy(),
-            "name": names.to_numpy(),
-            "stream": gpu[STREAM].to_numpy(),
+            START: gpu[START].to_numpy(),
+            END: gpu[END].to_numpy(),
+            LAUNCH: start.fillna(-1).astype(np.int64).to_numpy(),
+            THREAD: thread_roles(tid, main_tid).to_numpy(),
+            KIND: gpu[KIND].to_numpy(),
+            NAME: names.to_numpy(),
+            STREAM: gpu[STREAM].to_numpy(),
             "collective": collective.to_numpy(),
             "comm": comm.to_numpy(),
-            "bytes": nbytes.astype(np.int64),
+            BYTES: nbytes.astype(np.int64),
         }
     )
 
@@ -131,7 +131,7 @@ def _from_annotations(collective: pd.Series, is_comm: pd.Series, launch: pd.Seri
     ann = trace.cpu[(trace.cpu["cat"] == "user_annotation") & trace.cpu[NAME].str.startswith("nccl:")]
     if ann.empty:
         return
-    ann = ann.sort_values("start")
+    ann = ann.sort_values(START)
     starts, ends, names = ann[START].to_numpy(), ann[END].to_numpy(), ann[NAME].astype(str).to_numpy()
     for i in collective.index[is_comm & (collective.isin(["sendrecv", ""]))]:
         t = launch.get(i)

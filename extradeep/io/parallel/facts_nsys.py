@@ -20,7 +20,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import BYTES, END, KIND, NAME, PID, START
+from extradeep.columns import BYTES, END, KIND, LAUNCH, NAME, PID, START, STREAM, THREAD
 from extradeep.errors import InputError
 from extradeep.io.nsys import events
 from extradeep.io.nsys.power import SAMPLES, mean_power, power_samples
@@ -92,7 +92,7 @@ def _main_thread(nvtx: pd.DataFrame, steps: pd.DataFrame, runtime: pd.DataFrame)
         if len(rows):
             return int(rows[PID].iloc[0]), int(rows["tid"].iloc[0])
     if len(runtime):
-        top = runtime.groupby(["pid", "tid"]).size().idxmax()
+        top = runtime.groupby([PID, "tid"]).size().idxmax()
         return int(top[0]), int(top[1])
     return -1, -1
 
@@ -117,7 +117,7 @@ def _kernels(conn, runtime: pd.DataFrame, main_pid: int, main_tid: int) -> pd.Da
         ignore_index=True,
     )
     gpu[BYTES] = gpu[BYTES].fillna(0).astype(np.int64) if "bytes" in gpu else 0
-    calls = runtime.drop_duplicates(["pid", "correlationId"]).set_index(["pid", "correlationId"])
+    calls = runtime.drop_duplicates([PID, "correlationId"]).set_index([PID, "correlationId"])
     key = pd.MultiIndex.from_arrays([gpu[PID], gpu["correlationId"]])
     launch = calls[START].reindex(key).to_numpy()
     tid = pd.Series(calls["tid"].reindex(key).to_numpy(), index=gpu.index)
@@ -125,21 +125,21 @@ def _kernels(conn, runtime: pd.DataFrame, main_pid: int, main_tid: int) -> pd.Da
     is_comm = gpu["short"].str.lower().str.startswith(("nccl", "rccl")) & (gpu[KIND] == "kernel")
     out = pd.DataFrame(
         {
-            "start": gpu[START].to_numpy(),
-            "end": gpu[END].to_numpy(),
-            "launch": np.nan_to_num(launch, nan=-1).astype(np.int64),
-            "thread": thread_roles(tid, main_tid).to_numpy(),
-            "kind": gpu[KIND].to_numpy(),
-            "name": gpu[NAME].to_numpy(),
-            "stream": gpu["streamId"].to_numpy(),
+            START: gpu[START].to_numpy(),
+            END: gpu[END].to_numpy(),
+            LAUNCH: np.nan_to_num(launch, nan=-1).astype(np.int64),
+            THREAD: thread_roles(tid, main_tid).to_numpy(),
+            KIND: gpu[KIND].to_numpy(),
+            NAME: gpu[NAME].to_numpy(),
+            STREAM: gpu["streamId"].to_numpy(),
             "collective": [collective_of(n) if c else "" for n, c in zip(gpu["short"], is_comm)],
             "comm": np.where(is_comm, "stream " + gpu["streamId"].astype(str), ""),
-            "bytes": np.where(is_comm, 0, gpu[BYTES]).astype(np.int64),
+            BYTES: np.where(is_comm, 0, gpu[BYTES]).astype(np.int64),
             "pid_": gpu[PID].to_numpy(),
             "tid_": tid.to_numpy(),
         }
     )
-    return out.sort_values("start", kind="stable").reset_index(drop=True)
+    return out.sort_values(START, kind="stable").reset_index(drop=True)
 
 
 def _payload_offsets(conn) -> dict[str, int]:

@@ -160,7 +160,7 @@ def _usage(facts: ProfileFacts) -> pd.DataFrame:
         n_steps = 1
     if k.empty:
         return pd.DataFrame(columns=["comm", "collective", "thread", "calls", "bytes", "max_bytes"])
-    grouped = k.groupby(["comm", "collective", "thread"]).agg(
+    grouped = k.groupby(["comm", "collective", THREAD]).agg(
         calls=("bytes", "size"), bytes=("bytes", "sum"), max_bytes=("bytes", "max")
     )
     grouped["calls"] = grouped["calls"] / n_steps
@@ -300,7 +300,7 @@ def _passes(facts: ProfileFacts) -> Field:
     lo, hi = facts.steps[START].min(), facts.steps[END].max()
     if not ((k[THREAD] == AUTOGRAD_THREAD) & (k[LAUNCH] >= lo) & (k[LAUNCH] < hi)).any():
         return Field(None, "no kernel launched from a second thread within the steps")
-    k = k[k[LAUNCH] >= 0].sort_values("launch")
+    k = k[k[LAUNCH] >= 0].sort_values(LAUNCH)
     counts = []
     for lo, hi in facts.steps[[START, END]].to_numpy():
         threads = k.loc[(k[LAUNCH] >= lo) & (k[LAUNCH] < hi), "thread"].to_numpy()

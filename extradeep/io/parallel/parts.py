@@ -200,7 +200,7 @@ def file_parts(facts: ProfileFacts, layout: dict, rank, model: dict | None = Non
         rows.append((step, PART_STEP, TIME, (hi - lo) * NS))
         for part, seconds in step_split(mine, lo, hi, (pp or 1) > 1).items():
             rows.append((step, part, TIME, seconds))
-        for part, group in mine.groupby("part"):
+        for part, group in mine.groupby(PART):
             if part != PART_OPTIMIZER:  # the split has the optimizer's time: its kernels are charged first
                 rows.append((step, part, TIME, float((group[END] - group[START]).sum()) * NS))
             rows.append((step, part, VISITS, float(len(group))))
@@ -288,7 +288,7 @@ def pure_times(run: pd.DataFrame, facts: dict, frame: pd.DataFrame) -> pd.DataFr
         k = facts[path].kernels
         k = k[(k["collective"] != "") & ~k["collective"].isin(P2P) & ~k["comm"].str.startswith("stream ")]
         for key, group in k.groupby("comm"):
-            calls.setdefault(key, []).append((path, group.sort_values("launch")))
+            calls.setdefault(key, []).append((path, group.sort_values(LAUNCH)))
     rows = []
     for key, members in calls.items():
         n = min(len(g) for _, g in members)
@@ -298,12 +298,12 @@ def pure_times(run: pd.DataFrame, facts: dict, frame: pd.DataFrame) -> pd.DataFr
         ends = np.stack([g[END].to_numpy()[:n] for _, g in members])
         pure = np.maximum(ends.min(axis=0) - starts.max(axis=0), 0)
         for path, g in members:
-            rows.append(pd.DataFrame({"path": path, "t": g[LAUNCH].to_numpy()[:n], "pure": pure, "comm": key}))
+            rows.append(pd.DataFrame({PATH: path, "t": g[LAUNCH].to_numpy()[:n], PURE: pure, "comm": key}))
     if not rows:
         return pd.DataFrame(columns=frame.columns)
     matched = pd.concat(rows, ignore_index=True)
     out = []
-    for path, group in matched.groupby("path"):
+    for path, group in matched.groupby(PATH):
         f = facts[path]
         mine = frame[frame[PATH] == path]
         base = mine.iloc[0].to_dict() if len(mine) else {}
@@ -327,7 +327,7 @@ def part_observations(frame: pd.DataFrame, model: dict | None = None) -> pd.Data
     largest allocated peak of any rank). Runs without a known stage or step are left out."""
     layout_cols = [GPUS, TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, ZERO, RECOMPUTE, SCHEDULE, CHUNKS]
     rows = []
-    for (app, _rep), run in frame.groupby(["app", "rep"], sort=True):
+    for (app, _rep), run in frame.groupby(["app", REP], sort=True):
         for _, one in run.groupby(layout_cols + [FRAMEWORK], dropna=False, sort=True):
             rows += _observations(one, app, layout_cols)
     out = pd.DataFrame(rows)
@@ -349,11 +349,11 @@ def _observations(run: pd.DataFrame, app, layout_cols: list[str]) -> list[dict]:
         return []
     timed = run[(run[METRIC] == TIME) & run[PART].isin(LAYOUT_PARTS) & (run[STEP] >= 0)]
     last = timed[timed[STAGE] == timed[STAGE].max()]
-    steps = last[last[PART] == PART_STEP].sort_values(["path", "value", "step"])
+    steps = last[last[PART] == PART_STEP].sort_values([PATH, VALUE, STEP])
     if steps.empty:
         return []
-    medians = steps.groupby("path").apply(lambda g: g.iloc[(len(g) - 1) // 2], include_groups=False)
-    chosen = medians.sort_values("value").iloc[(len(medians) - 1) // 2]
+    medians = steps.groupby(PATH).apply(lambda g: g.iloc[(len(g) - 1) // 2], include_groups=False)
+    chosen = medians.sort_values(VALUE).iloc[(len(medians) - 1) // 2]
     values = last[(last[PATH] == chosen.name) & (last[STEP] == chosen[STEP])].set_index(PART)[VALUE]
     out = [
         {**layout, WORKLOAD: app, PART: part, "metric": TIME, "value": float(values.get(part, 0.0))}
