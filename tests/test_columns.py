@@ -2,9 +2,9 @@
 
 The walk reads every module of the package (extradeep/ and gui/) and fails on a subscript whose key is
 a string literal, or a list of them, equal to a name that extradeep.columns defines: `frame["region"]`
-must be `frame[REGION]`. Folders another change is rewriting wait in NOT_YET_SWEPT; a key of a file
-format (a Kineto JSON key, the package's own saved JSON) that happens to equal a column name is listed
-in FORMAT_FIELDS with the reason, and each entry must still be needed.
+must be `frame[REGION]`. A key of a file format (a Kineto JSON key, the package's own saved JSON) that
+happens to equal a column name is listed in FORMAT_FIELDS with the reason, and each entry must still be
+needed.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ import extradeep.columns as columns
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("extradeep", "gui")
-# folders whose modules are not yet swept; the coordinator shrinks this as the rewrites land
-NOT_YET_SWEPT = ("extradeep/io",)
 # (module, literal): why the literal there is not a column of a table the package builds
 FORMAT_FIELDS: dict[tuple[str, str], str] = {
     ("extradeep/analysis/communication.py", "wait"): "key of a saved communication model (JSON) and of its fit choices",
@@ -80,6 +78,22 @@ FORMAT_FIELDS: dict[tuple[str, str], str] = {
     ("extradeep/simulate/program.py", "backward"): "a pass of the simulated program (its op order by pass)",
     ("extradeep/simulate/program.py", "optimizer"): "a pass of the simulated program (its op order by pass)",
     ("extradeep/simulate/program.py", "warmup"): "the simulated program's cuDNN autotuning ops, not warm-up steps",
+    ("extradeep/io/inspect.py", "gpus"): "key of a profile's inspection summary (inspect_trace / inspect_export dict)",
+    ("extradeep/io/inspect.py", "name"): "a GPU's name in a profile's inspection summary",
+    ("extradeep/io/kineto/inspect.py", "path"): "key of inspect_trace's summary dict",
+    ("extradeep/io/kineto/inspect.py", "rank"): "key of inspect_trace's summary dict (the rank Kineto recorded)",
+    ("extradeep/io/nsys/inspect.py", "path"): "key of inspect_export's summary dict",
+    ("extradeep/io/naming.py", "name"): "a named group of the file-name token pattern (a regex match)",
+    ("extradeep/io/naming.py", "value"): "a named group of the file-name token pattern (a regex match)",
+    ("extradeep/io/placement.py", "ranks"): "key of a point of the run layout summary (cluster_layout's dict)",
+    ("extradeep/io/kineto/load.py", "bytes"): "a field of a parsed Kineto event row (load's field list)",
+    ("extradeep/io/kineto/load.py", "kind"): "a field of a parsed Kineto event row (load's field list)",
+    ("extradeep/io/kineto/load.py", "stream"): "a field of a parsed Kineto event row (load's field list)",
+    ("extradeep/io/kineto/load.py", "corr"): "a field of a parsed Kineto event row (load's field list)",
+    ("extradeep/io/kineto/load.py", "name"): "a field of a parsed Kineto event row (load's field list)",
+    ("extradeep/io/nsys/batched.py", "library"): "key of the export's event tables by kind, not the category",
+    ("extradeep/io/nsys/replay.py", "nvtx"): "key of the export's event tables by kind, not the category",
+    ("extradeep/io/sums.py", "library"): "key of the event tables by kind, and the library tables' library column",
     ("extradeep/system.py", "name"): "a field of the system description read from its TOML file",
 }
 
@@ -119,7 +133,7 @@ def literal_columns(path: Path, names: set[str]) -> list[tuple[int, str]]:
 
 def _modules() -> list[Path]:
     paths = [p for package in PACKAGES for p in sorted((REPO / package).rglob("*.py"))]
-    return [p for p in paths if not p.relative_to(REPO).as_posix().startswith(NOT_YET_SWEPT)]
+    return paths
 
 
 def findings() -> list[tuple[str, int, str]]:
@@ -145,10 +159,6 @@ def test_every_format_field_exemption_is_still_needed():
         if not path.exists() or literal not in {s for _, s in literal_columns(path, names)}:
             stale.append((module, literal))
     assert not stale, f"drop these from FORMAT_FIELDS, they no longer occur: {stale}"
-
-
-def test_the_not_yet_swept_folders_exist():
-    assert all((REPO / folder).is_dir() for folder in NOT_YET_SWEPT)
 
 
 def test_the_check_finds_literal_columns(tmp_path):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from extradeep.columns import PATH, RANK
 from extradeep.columns import STEP_SUM_COLUMNS as COLUMNS_OF_STEP_SUMS
 from extradeep.errors import InputError, require_regular_file, special_file_problem
 from extradeep.io.config import CONFIG_NAME
@@ -88,7 +89,7 @@ def one_format_per_run(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     (they hold more: OS runtime calls, NVTX payloads), its Kineto traces are skipped, one line per run."""
     if runs.empty:
         return runs, []
-    fmt = runs["path"].map(format_by_name).fillna(NSYS)
+    fmt = runs[PATH].map(format_by_name).fillna(NSYS)
     keys = param_columns(runs) + ["rep"]
     both = fmt.groupby([runs[k] for k in keys], dropna=False).transform("nunique") > 1
     drop = both & (fmt == KINETO)
@@ -204,7 +205,7 @@ def _manifest_value(where, key, value):
 def _with_stat(rows: list[dict]) -> pd.DataFrame:
     runs = pd.DataFrame(rows, columns=None if rows else ["path", "app", "rank", "rep"])
     sizes, mtimes = [], []
-    for path in runs["path"]:
+    for path in runs[PATH]:
         try:
             stat = Path(path).stat()
             sizes.append(stat.st_size)
@@ -240,7 +241,7 @@ def drop_non_exports(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     from extradeep.io.sqlite import check_header
 
     keep, problems = [], []
-    for path in runs["path"]:
+    for path in runs[PATH]:
         problem = None
         try:
             if profile_format(path) == NSYS:  # a Kineto trace is checked by its own reader
@@ -269,7 +270,7 @@ def check_single_app(runs: pd.DataFrame) -> None:
 def drop_duplicates(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """Keep the first of several files with the same sha256; one problem line per dropped copy."""
     dup = runs["sha256"].duplicated(keep="first")
-    first = runs.drop_duplicates("sha256").set_index("sha256")["path"]
+    first = runs.drop_duplicates("sha256").set_index("sha256")[PATH]
     problems = [f"{row.path}: same content as {first[row.sha256]}; skipped" for row in runs[dup].itertuples()]
     return runs[~dup].reset_index(drop=True), problems
 
@@ -279,7 +280,7 @@ def drop_conflicts(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     keys = param_columns(runs) + ["rep", "rank"]
     dup = runs.duplicated(keys, keep="first")
     problems = [
-        f"{row['path']}: same point, repetition and rank as another file ({_point_label(row, keys)}); skipped"
+        f"{row[PATH]}: same point, repetition and rank as another file ({_point_label(row, keys)}); skipped"
         for _, row in runs[dup].iterrows()
     ]
     return runs[~dup].reset_index(drop=True), problems
@@ -293,7 +294,7 @@ def missing_ranks(runs: pd.DataFrame, ranks_param: str = "ranks") -> list[str]:
     problems = []
     for _, group in runs.groupby(keys, dropna=False, sort=True):
         expected = int(group[ranks_param].iloc[0])
-        have = set(group["rank"])
+        have = set(group[RANK])
         if len(have) < expected:
             absent = sorted(set(range(expected)) - have)
             shown = ", ".join(f"mpi{r}" for r in absent[:8]) + (" ..." if len(absent) > 8 else "")
@@ -332,7 +333,7 @@ def _hashed(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     from extradeep.io.sqlite import unreadable
 
     digests, problems = [], []
-    for path in runs["path"]:
+    for path in runs[PATH]:
         try:
             digests.append(file_sha256(path))
         except OSError as exc:
@@ -366,7 +367,7 @@ def validate_runs(runs: pd.DataFrame, problems: list[str]) -> tuple[pd.DataFrame
     incomplete = runs[params].isna().any(axis=1) if params else pd.Series(False, index=runs.index)
     for _, row in runs[incomplete].iterrows():
         absent = ", ".join(k for k in params if pd.isna(row[k]))
-        problems.append(f"{row['path']}: has no value for parameter(s) {absent} that other files have; skipped")
+        problems.append(f"{row[PATH]}: has no value for parameter(s) {absent} that other files have; skipped")
     runs = runs[~incomplete].reset_index(drop=True)
     runs, twice = one_format_per_run(runs)
     runs, conflicts = drop_conflicts(runs)

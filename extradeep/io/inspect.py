@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from extradeep.columns import CATEGORY, EPOCH, NAME, PHASE
 from extradeep.errors import InputError
 from extradeep.io.frames import NVTX_RANGE_TYPES
 from extradeep.io.settings import ReaderSettings
@@ -16,7 +17,7 @@ from extradeep.io.steps import find_steps
 
 def top_ranges(nvtx: pd.DataFrame, top: int) -> list[list]:
     ranges = nvtx[nvtx["eventType"].isin(NVTX_RANGE_TYPES).to_numpy()]
-    counts = ranges["name"].value_counts().head(top)
+    counts = ranges[NAME].value_counts().head(top)
     return [[str(name), int(n)] for name, n in counts.items() if n > 0]
 
 
@@ -29,10 +30,10 @@ def step_summary(nvtx: pd.DataFrame, settings: ReaderSettings, path) -> dict:
     return {
         "found": True,
         "convention": table.convention,
-        "epochs": len(set(kept["epoch"]) | set(table.warmup["epoch"])),
-        "measured_epochs": int(kept["epoch"].nunique()),
-        "train_steps": int((kept["phase"] == "train").sum()),
-        "val_steps": int((kept["phase"] == "val").sum()),
+        "epochs": len(set(kept[EPOCH]) | set(table.warmup[EPOCH])),
+        "measured_epochs": int(kept[EPOCH].nunique()),
+        "train_steps": int((kept[PHASE] == "train").sum()),
+        "val_steps": int((kept[PHASE] == "val").sum()),
         "warmup_steps": len(table.warmup),
         "warnings": list(table.warnings),
     }
@@ -42,7 +43,7 @@ def kernels_by_device(kernels: pd.DataFrame) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     if kernels.empty:
         return out
-    grouped = kernels.groupby(["deviceId", "category"], observed=True).size()
+    grouped = kernels.groupby(["deviceId", CATEGORY], observed=True).size()
     for (device, category), n in grouped.items():
         out.setdefault(str(int(device)), {})[str(category)] = int(n)
     return out

@@ -35,6 +35,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import COMPUTE_NODE, PATH, RANK, REP
+
 PLACEMENT_COLUMNS = (
     "host",  # host name recorded at capture (None: not recorded)
     "host_from",  # which field gave it
@@ -98,7 +100,7 @@ def _known(column: pd.Series) -> bool:
 def _ranks(run: pd.DataFrame) -> np.ndarray:
     """The ranks as the profiles record them (Kineto), else as the file names give them."""
     recorded = run["recorded_rank"] if "recorded_rank" in run else pd.Series(np.nan, index=run.index)
-    return pd.to_numeric(recorded.fillna(run["rank"]), errors="coerce").to_numpy(float)
+    return pd.to_numeric(recorded.fillna(run[RANK]), errors="coerce").to_numpy(float)
 
 
 def _hosts_joined(run: pd.DataFrame, column: str = "host") -> np.ndarray:
@@ -182,7 +184,7 @@ def cluster_layout(placements: pd.DataFrame, params: list[str], ranks_param: str
     "ranks_per_node"}], "note": why there is no layout (or None), "notes": what else the user
     should know, "warnings": where signals disagree}."""
     frame = placements.reindex(columns=[*placements.columns, *(c for c in PLACEMENT_COLUMNS if c not in placements)])
-    frame = frame.sort_values(["rep", "rank"], kind="stable")
+    frame = frame.sort_values([REP, RANK], kind="stable")
     keys = [*params, "rep"]
     runs = frame.groupby(keys, dropna=False, sort=True) if keys else [((), frame)]
     partitions = [(key, run, *run_partitions(run)) for key, run in runs]
@@ -271,7 +273,7 @@ def _no_layout(found: set, notes: list) -> dict:
 def _gpus_per_node(placed: pd.DataFrame, keys: list[str]) -> int:
     """The most ranks found on one node, or the most GPUs a node lists (or the launcher starts on
     one) if that is more."""
-    per_node = placed.groupby([*keys, "node"], dropna=False)["rank"].nunique().max()
+    per_node = placed.groupby([*keys, COMPUTE_NODE], dropna=False)[RANK].nunique().max()
     listed = pd.to_numeric(pd.concat([placed["node_gpus"], placed["local_ranks"]]), errors="coerce").max()
     return int(max(per_node, 0 if math.isnan(listed) else listed))
 
@@ -281,13 +283,13 @@ def _points(placed: pd.DataFrame, params: list[str]) -> list[dict]:
     # one configuration (no modeled parameter): the whole batch is one point
     for key, group in placed.groupby(params, dropna=False) if params else [((), placed)]:
         key = key if isinstance(key, tuple) else (key,)
-        reps = group.groupby("rep")
+        reps = group.groupby(REP)
         points.append(
             {
                 "point": {p: _plain(v) for p, v in zip(params, key)},
-                "ranks": int(reps["rank"].nunique().max()),
-                "nodes": int(reps["node"].nunique().max()),
-                "ranks_per_node": int(group.groupby(["rep", "node"])["rank"].nunique().max()),
+                "ranks": int(reps[RANK].nunique().max()),
+                "nodes": int(reps[COMPUTE_NODE].nunique().max()),
+                "ranks_per_node": int(group.groupby([REP, COMPUTE_NODE])[RANK].nunique().max()),
             }
         )
     return points
@@ -297,7 +299,7 @@ def _joined_containers(placed: pd.DataFrame) -> list[str]:
     """A note where several host names share one node's GPUs (containers on one node)."""
     if placed["host"].isna().any():
         return []
-    hosts = placed.groupby("node")["host"].nunique()
+    hosts = placed.groupby(COMPUTE_NODE)["host"].nunique()
     shared = hosts[hosts > 1]
     if shared.empty:
         return []
@@ -345,7 +347,7 @@ def run_gpus_per_node(ranks: pd.DataFrame, placements: dict) -> tuple[int | None
     each path, as :func:`cluster_layout` finds them; (None, "none") without a node signal."""
     frame = ranks.assign(rep=1)
     for column in PLACEMENT_COLUMNS:
-        frame[column] = frame["path"].map(lambda p, c=column: placements[p].get(c))
+        frame[column] = frame[PATH].map(lambda p, c=column: placements[p].get(c))
     layout = cluster_layout(frame, [])
     return layout["gpus_per_node"], layout["source"]
 

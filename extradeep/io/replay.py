@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import END, NAME, PID, QUEUE, START
 from extradeep.errors import InputError
 from extradeep.io.frames import NULL_INT, NVTX_RANGE_TYPES
 from extradeep.io.steps import find_steps
@@ -28,8 +29,8 @@ def process_steps(
     """
     parts, others, notes = [], [], []
     for pid in pids:
-        mine = nv[nv["pid"] == pid].reset_index(drop=True)
-        is_range = mine["eventType"].isin(NVTX_RANGE_TYPES).to_numpy() & (mine["end"] != NULL_INT).to_numpy()
+        mine = nv[nv[PID] == pid].reset_index(drop=True)
+        is_range = mine["eventType"].isin(NVTX_RANGE_TYPES).to_numpy() & (mine[END] != NULL_INT).to_numpy()
         try:
             table = find_steps(mine, settings, source=path)
         except InputError as exc:
@@ -43,22 +44,22 @@ def process_steps(
         others.append(
             pd.DataFrame(
                 {
-                    "pid": pid,
-                    "queue": "cpu/t" + op["tid"].astype(str),
-                    "name": op["name"].astype(str),
-                    "start": op["start"],
-                    "end": op["end"],
+                    PID: pid,
+                    QUEUE: "cpu/t" + op["tid"].astype(str),
+                    NAME: op[NAME].astype(str),
+                    START: op[START],
+                    END: op[END],
                 }
             )
         )
         if table is None:
             continue
         rows = mine.iloc[table.mark_rows]
-        tid_at = dict(zip(rows["start"], rows["tid"]))
-        main = main_thread(runtime[runtime["pid"] == pid], pid)
+        tid_at = dict(zip(rows[START], rows["tid"]))
+        main = main_thread(runtime[runtime[PID] == pid], pid)
         st = pd.concat([table.steps.assign(warmup=False), table.warmup.assign(warmup=True)], ignore_index=True)
         st = st.assign(pid=pid)
-        st["queue"] = ["cpu/t" + str(tid_at.get(t, main)) for t in st["start"]]
+        st[QUEUE] = ["cpu/t" + str(tid_at.get(t, main)) for t in st[START]]
         parts.append(st)
     cols = ["pid", "warmup", "epoch", "phase", "step", "start", "end", "queue"]
     steps = pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import EPOCH, PHASE, STEP, TRAIN, VAL
+from extradeep.columns import EPOCH, NAME, PHASE, STEP, TRAIN, VAL
 from extradeep.errors import InputError
 from extradeep.io.frames import NULL_INT, NVTX_MARK, NVTX_RANGE_TYPES, Names, Table, is_range
 from extradeep.io.settings import ReaderSettings
@@ -355,7 +355,7 @@ def find_steps(nvtx, settings=None, source=None) -> StepTable:
     }
     if found[EPOCH] is None:
         n = len(np.unique(steps.epoch))
-        convention["epoch"] = (
+        convention[EPOCH] = (
             f"inferred: a validation phase ends each epoch ({n})" if n > 1 else "none (one epoch assumed)"
         )
     rows = np.concatenate([f.rows for f in found.values() if f is not None]).astype(np.int64)
@@ -530,7 +530,7 @@ def no_steps_message(nvtx: pd.DataFrame, top: int = 8) -> str:
             "no NVTX ranges, so no training steps to measure; profile with `nsys profile -t cuda,nvtx` and mark "
             "steps (extradeep.capture.marks, PyTorch's profiler, or your own NVTX ranges plus --train-step-pattern)"
         )
-    counts = ranges["name"].value_counts().head(top)
+    counts = ranges[NAME].value_counts().head(top)
     names = ", ".join(f"{shorten(name)!r} x{n}" for name, n in counts.items())
     return (
         "no step marks found (Extra-Deep ranges or marks, ProfilerStep#N, or names like 'epoch 3', "
@@ -543,7 +543,7 @@ def closest_names(nvtx: pd.DataFrame, pattern: str, n: int = 5) -> str:
     """'; closest names: ...' (the NVTX range names most like `pattern`), or '' when there are none."""
     import difflib
 
-    names = [str(x) for x in _ranges(nvtx)["name"].dropna().unique()]
+    names = [str(x) for x in _ranges(nvtx)[NAME].dropna().unique()]
     text = pattern.rpartition(":")[2] if ":" in pattern else pattern
     literal = re.sub(r"\\.|[()\[\]{}?*+^$|.]", " ", text).strip().lower()
     close = difflib.get_close_matches(literal, [x.lower() for x in names], n=n, cutoff=0.3)

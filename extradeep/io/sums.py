@@ -27,6 +27,7 @@ from extradeep.columns import (
     EPOCH,
     KIND,
     METRIC,
+    NAME,
     PHASE,
     REGION,
     STEP,
@@ -193,7 +194,7 @@ def step_sums(tables: dict) -> pd.DataFrame:
         if len(table):
             events.append((table, kind, category, ref, with_bytes))
 
-    add(kernels, "kernel", cat.kernel_categories(kernels["name"].categories), launch.of(kernels))
+    add(kernels, "kernel", cat.kernel_categories(kernels[NAME].categories), launch.of(kernels))
     gpu = [kernels]
     for kind in ("memcpy", "memset"):
         table = Table.of(tables[kind])
@@ -297,8 +298,8 @@ def _sums_by_table(events: list[tuple], assigned: np.ndarray, buckets: Buckets) 
     bounds = np.cumsum([len(e[3]) for e in events])[:-1]
     parts = []
     for (table, kind, category, _, with_bytes), b in zip(events, np.split(assigned, bounds)):
-        size = table["bytes"] if with_bytes else None
-        parts.append(_sums(table["name"], kind, category, b, buckets, _durations(table), size))
+        size = table[BYTES] if with_bytes else None
+        parts.append(_sums(table[NAME], kind, category, b, buckets, _durations(table), size))
     return parts
 
 
@@ -343,19 +344,19 @@ def _sums_together(events: list[tuple], assigned: np.ndarray, buckets: Buckets) 
     """`_sums_by_table` in one pass over every table, when all (name, bucket) pairs of all tables
     fit one dense count (a small export: a few NumPy calls for all tables instead of a dozen each);
     None otherwise. The same sums, in the same order."""
-    sizes = np.array([len(e[0]["name"].categories) for e in events], dtype=np.int64)
+    sizes = np.array([len(e[0][NAME].categories) for e in events], dtype=np.int64)
     n_buckets = buckets.size
     n_keys = int(sizes.sum()) * n_buckets
     if not events or n_keys > 4 * len(assigned) + 65536:
         return None
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    code = np.concatenate([e[0]["name"].codes + offset for e, offset in zip(events, offsets)])
+    code = np.concatenate([e[0][NAME].codes + offset for e, offset in zip(events, offsets)])
     keep = assigned >= 0
     key = code[keep] * n_buckets + assigned[keep]
     counts = np.bincount(key, minlength=n_keys)
     duration = np.concatenate([_durations(e[0]) for e in events])[keep].astype(np.float64)
     time = np.bincount(key, weights=duration, minlength=n_keys) * NS
-    size = np.concatenate([e[0]["bytes"] if e[4] else np.full(len(e[0]), NULL_INT, np.int64) for e in events])
+    size = np.concatenate([e[0][BYTES] if e[4] else np.full(len(e[0]), NULL_INT, np.int64) for e in events])
     valid = (size != NULL_INT) & keep
     weights = np.where(valid, size, 0)[keep].astype(np.float64)
     data_bytes = np.bincount(key, weights=weights, minlength=n_keys) if valid.any() else None
@@ -368,7 +369,7 @@ def _sums_together(events: list[tuple], assigned: np.ndarray, buckets: Buckets) 
         metrics = [time[lo:hi][hit], counts[lo:hi][hit].astype(np.float64)]
         if with_bytes[i]:
             metrics.append(data_bytes[lo:hi][hit])
-        parts.append(_part(table["name"], kind, category, hit, n_buckets, metrics))
+        parts.append(_part(table[NAME], kind, category, hit, n_buckets, metrics))
     return parts
 
 
@@ -447,7 +448,7 @@ def user_ranges(nvtx, table: StepTable, notes: list[str]) -> dict[str, Table]:
         notes.append(
             f"{open_ended} NVTX ranges have no end (still open when capture stopped); counted as visits without time"
         )
-    nccl = picked["name"].flags(lambda n: cat.is_nccl_nvtx(n, "")) | picked["domain"].flags(
+    nccl = picked[NAME].flags(lambda n: cat.is_nccl_nvtx(n, "")) | picked["domain"].flags(
         lambda d: cat.is_nccl_nvtx("", d)
     )
     return {"nvtx": picked.take(~nccl), "nccl_nvtx": picked.take(nccl)}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from extradeep.columns import CATEGORY
 from extradeep.errors import InputError
 from extradeep.io import categories as cat
 from extradeep.io.inspect import kernels_by_device, step_summary, summary_lines, top_ranges
@@ -30,7 +31,7 @@ def inspect_trace(path, settings=None, top: int = 10) -> dict:
         nvtx = kt.nvtx_table(trace)
         gpu = kt.gpu_tables(trace, settings.kernel_names)
         kernels = gpu["kernels"]
-        nccl = int((kernels["category"].astype(str) == cat.COMMUNICATION).sum())
+        nccl = int((kernels[CATEGORY].astype(str) == cat.COMMUNICATION).sum())
         info = {
             "path": str(path),
             "size": Path(path).stat().st_size,

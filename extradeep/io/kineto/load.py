@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import BYTES, CORR, END, KIND, NAME, PID, START, STREAM
 from extradeep.errors import InputError
 from extradeep.io.formats import read_input
 
@@ -107,7 +108,7 @@ class KinetoTrace:
     @property
     def platform(self) -> str:
         """ "rocm" (HIP runtime calls), "cuda", or "cpu" (no GPU activity at all)."""
-        if self.runtime["name"].str.startswith("hip").any():
+        if self.runtime[NAME].str.startswith("hip").any():
             return "rocm"
         return "cuda" if len(self.gpu) or len(self.runtime) else "cpu"
 
@@ -119,7 +120,7 @@ class KinetoTrace:
     @property
     def processes(self) -> list[int]:
         """Process ids of the CPU side (one per trace for PyTorch's profiler)."""
-        pids = pd.concat([self.cpu["pid"], self.runtime["pid"]]).unique()
+        pids = pd.concat([self.cpu[PID], self.runtime[PID]]).unique()
         return sorted(int(p) for p in pids)
 
 
@@ -384,9 +385,7 @@ class _Rows:
             notes=notes,
             memory=_memory_frame(self.memory, to_ns),
         )
-        negative = int(
-            (trace.gpu["end"] < trace.gpu["start"]).sum() + (trace.runtime["end"] < trace.runtime["start"]).sum()
-        )
+        negative = int((trace.gpu[END] < trace.gpu[START]).sum() + (trace.runtime[END] < trace.runtime[START]).sum())
         if negative:
             raise InputError(path, f"{negative} events have a negative duration: a damaged or hand-edited trace")
         return trace
@@ -481,14 +480,14 @@ def _gpu_frame(rows: list[tuple], to_ns: _Times) -> pd.DataFrame:
     size = _ints(cols["bytes"])
     return pd.DataFrame(
         {
-            "kind": pd.Series(cols["kind"], dtype=object),
-            "start": start,
-            "end": end,
+            KIND: pd.Series(cols["kind"], dtype=object),
+            START: start,
+            END: end,
             "device": _ints(cols["device"]),
-            "stream": _ints(cols["stream"]),
-            "corr": _ints(cols["corr"]),
-            "name": pd.Series([str(v) if v is not None else "" for v in cols["name"]], dtype=object),
-            "bytes": np.where(size >= 0, size, 0),
+            STREAM: _ints(cols["stream"]),
+            CORR: _ints(cols["corr"]),
+            NAME: pd.Series([str(v) if v is not None else "" for v in cols["name"]], dtype=object),
+            BYTES: np.where(size >= 0, size, 0),
             "collective": pd.Series([str(v) if v is not None else "" for v in cols["collective"]], dtype=object),
             "msg_bytes": msg,
             "group_size": _ints(cols["group_size"]),
@@ -505,7 +504,7 @@ def _memory_frame(rows: list[tuple], to_ns: _Times) -> pd.DataFrame:
     rows = [r for r in rows if isinstance(r[0], (int, float))]
     cols = dict(zip(MEMORY_COLUMNS, _columns(rows, len(MEMORY_COLUMNS))))
     start, _ = to_ns.start_end(cols.pop("start"), [0] * len(rows))
-    return pd.DataFrame({"start": start, **{k: _ints(v) for k, v in cols.items()}})
+    return pd.DataFrame({START: start, **{k: _ints(v) for k, v in cols.items()}})
 
 
 def _sync_frame(rows: list[tuple], to_ns: _Times) -> pd.DataFrame:

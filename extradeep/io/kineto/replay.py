@@ -12,6 +12,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import (
+    BYTES,
+    CALL_START,
+    CATEGORY,
+    CORR,
+    END,
+    EVENT_ID,
+    KIND,
+    NAME,
+    PID,
+    QUEUE,
+    START,
+    STREAM,
+    SYNC_TYPE,
+)
 from extradeep.errors import InputError
 from extradeep.io import categories as cat
 from extradeep.io.kineto import tables as kt
@@ -57,10 +72,10 @@ def replay_frames(trace: KinetoTrace, path, settings) -> dict:
     steps, ranges, notes = process_steps(nvtx, path, [pid], runtime, settings)
     empty_cpu = pd.DataFrame(
         {
-            "pid": pd.Series([], dtype=np.int64),
-            "queue": pd.Series([], dtype=object),
-            "start": pd.Series([], dtype=np.int64),
-            "end": pd.Series([], dtype=np.int64),
+            PID: pd.Series([], dtype=np.int64),
+            QUEUE: pd.Series([], dtype=object),
+            START: pd.Series([], dtype=np.int64),
+            END: pd.Series([], dtype=np.int64),
         }
     )
     mpi = pd.DataFrame({c: pd.Series([], dtype=t) for c, t in MPI_DTYPES.items()})
@@ -70,7 +85,7 @@ def replay_frames(trace: KinetoTrace, path, settings) -> dict:
 
 def _main_pid(trace: KinetoTrace) -> int:
     """The traced process: PyTorch's profiler writes one per trace (GPU rows carry the device as pid)."""
-    pids = pd.concat([trace.runtime["pid"], trace.cpu["pid"]])
+    pids = pd.concat([trace.runtime[PID], trace.cpu[PID]])
     return int(pids.value_counts().idxmax()) if len(pids) else 0
 
 
@@ -83,43 +98,43 @@ def _gpu(trace: KinetoTrace, pid: int) -> pd.DataFrame:
     g = trace.gpu
     if g.empty:
         return pd.DataFrame({c: [] for c in _GPU_COLUMNS})
-    kernel = (g["kind"] == "kernel").to_numpy()
+    kernel = (g[KIND] == "kernel").to_numpy()
     names = np.where(
         kernel,
-        g["name"].map(kt.short_kernel_name),
-        np.where(g["kind"] == "memcpy", g["name"].map(kt.memcpy_region), cat.MEMSET_NAME),
+        g[NAME].map(kt.short_kernel_name),
+        np.where(g[KIND] == "memcpy", g[NAME].map(kt.memcpy_region), cat.MEMSET_NAME),
     )
     category = np.where(kernel, cat.kernel_categories(names), cat.MEMORY)
     nccl_bytes = np.where(kernel & (category == cat.COMMUNICATION), g["msg_bytes"], 0)
     out = pd.DataFrame(
         {
-            "start": g["start"].to_numpy(np.int64),
-            "end": g["end"].to_numpy(np.int64),
-            "pid": pid,
-            "queue": _queue(g["device"], g["stream"]),
-            "correlationId": g["corr"].to_numpy(np.int64),
-            "name": names.astype(object),
-            "kind": g["kind"].to_numpy(object),
-            "category": category.astype(object),
-            "bytes": np.where(kernel, nccl_bytes, g["bytes"]).astype(float),
+            START: g[START].to_numpy(np.int64),
+            END: g[END].to_numpy(np.int64),
+            PID: pid,
+            QUEUE: _queue(g["device"], g[STREAM]),
+            "correlationId": g[CORR].to_numpy(np.int64),
+            NAME: names.astype(object),
+            KIND: g[KIND].to_numpy(object),
+            CATEGORY: category.astype(object),
+            BYTES: np.where(kernel, nccl_bytes, g[BYTES]).astype(float),
             "deviceId": g["device"].to_numpy(np.int64),
-            "streamId": g["stream"].to_numpy(np.int64),
+            "streamId": g[STREAM].to_numpy(np.int64),
         }
     )
-    return out.sort_values("start", kind="stable", ignore_index=True)
+    return out.sort_values(START, kind="stable", ignore_index=True)
 
 
 def _runtime(trace: KinetoTrace) -> pd.DataFrame:
     r = trace.runtime
     return pd.DataFrame(
         {
-            "start": r["start"].to_numpy(np.int64),
-            "end": r["end"].to_numpy(np.int64),
-            "pid": r["pid"].to_numpy(np.int64),
+            START: r[START].to_numpy(np.int64),
+            END: r[END].to_numpy(np.int64),
+            PID: r[PID].to_numpy(np.int64),
             "tid": r["tid"].to_numpy(np.int64),
-            "correlationId": r["corr"].to_numpy(np.int64),
-            "name": r["name"].to_numpy(object),
-            "queue": "cpu/t" + r["tid"].astype(str),
+            "correlationId": r[CORR].to_numpy(np.int64),
+            NAME: r[NAME].to_numpy(object),
+            QUEUE: "cpu/t" + r["tid"].astype(str),
         }
     )
 
@@ -128,34 +143,34 @@ def _syncs(trace: KinetoTrace, runtime: pd.DataFrame, pid: int) -> tuple[pd.Data
     """(syncs, records) as trace._syncs builds them from the CUPTI tables: each with the start of its
     CPU call; a record row per distinct cudaEventRecord that some wait refers to."""
     s = trace.syncs
-    call = runtime.drop_duplicates("correlationId").set_index("correlationId")["start"]
+    call = runtime.drop_duplicates("correlationId").set_index("correlationId")[START]
     cols = ["pid", "sync_type", "queue", "stream", "event_id", "corr", "call_start"]
     if s.empty:
         empty = pd.DataFrame({c: pd.Series([], dtype=np.int64 if c not in ("queue",) else object) for c in cols})
         return empty, empty.copy()
     syncs = pd.DataFrame(
         {
-            "pid": pid,
-            "sync_type": s["sync_type"].to_numpy(np.int64),
-            "queue": _queue(s["device"], s["stream"]),
-            "stream": s["stream"].to_numpy(np.int64),
-            "event_id": _event_ids(s),
-            "corr": s["corr"].to_numpy(np.int64),
+            PID: pid,
+            SYNC_TYPE: s[SYNC_TYPE].to_numpy(np.int64),
+            QUEUE: _queue(s["device"], s[STREAM]),
+            STREAM: s[STREAM].to_numpy(np.int64),
+            EVENT_ID: _event_ids(s),
+            CORR: s[CORR].to_numpy(np.int64),
         }
     )
-    syncs["call_start"] = call.reindex(syncs["corr"]).to_numpy()
+    syncs[CALL_START] = call.reindex(syncs[CORR]).to_numpy()
     rec = s[s["record_corr"].to_numpy() != NO_INT].drop_duplicates("record_corr")
     records = pd.DataFrame(
         {
-            "pid": pid,
-            "sync_type": 0,
-            "queue": _queue(rec["device"], rec["record_stream"]),
-            "stream": rec["record_stream"].to_numpy(np.int64),
-            "event_id": _event_ids(rec),
-            "corr": rec["record_corr"].to_numpy(np.int64),
+            PID: pid,
+            SYNC_TYPE: 0,
+            QUEUE: _queue(rec["device"], rec["record_stream"]),
+            STREAM: rec["record_stream"].to_numpy(np.int64),
+            EVENT_ID: _event_ids(rec),
+            CORR: rec["record_corr"].to_numpy(np.int64),
         }
     )
-    records["call_start"] = call.reindex(records["corr"]).to_numpy()
+    records[CALL_START] = call.reindex(records[CORR]).to_numpy()
     out = []
     for f in (syncs, records):
         out.append(f.dropna(subset=["call_start"]).astype({"call_start": np.int64})[cols].reset_index(drop=True))
@@ -165,4 +180,4 @@ def _syncs(trace: KinetoTrace, runtime: pd.DataFrame, pid: int) -> tuple[pd.Data
 def _event_ids(s: pd.DataFrame) -> np.ndarray:
     """The CUDA event a wait refers to: the record's correlation id where known (unique per record,
     unlike event ids, which CUDA reuses), else the event id."""
-    return np.where(s["record_corr"].to_numpy() != NO_INT, s["record_corr"].to_numpy(), s["event_id"].to_numpy())
+    return np.where(s["record_corr"].to_numpy() != NO_INT, s["record_corr"].to_numpy(), s[EVENT_ID].to_numpy())

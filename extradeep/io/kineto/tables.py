@@ -16,6 +16,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import BYTES, CATEGORY, CORR, END, KIND, NAME, PID, START, STREAM
 from extradeep.io import categories as cat
 from extradeep.io.frames import CPU_COLUMNS, NULL_INT, NVTX_PAYLOADS, NVTX_PUSHPOP
 from extradeep.io.kineto.load import KinetoTrace
@@ -73,27 +74,27 @@ def gpu_tables(trace: KinetoTrace, kernel_names: str = "short") -> dict[str, pd.
     gpu = trace.gpu
     out = {}
     for kind in ("kernel", "memcpy", "memset"):
-        f = gpu[(gpu["kind"] == kind).to_numpy()]
+        f = gpu[(gpu[KIND] == kind).to_numpy()]
         if kind == "kernel":
-            names = f["name"].map(short_kernel_name) if kernel_names == "short" else f["name"]
+            names = f[NAME].map(short_kernel_name) if kernel_names == "short" else f[NAME]
         elif kind == "memcpy":
-            names = f["name"].map(memcpy_region)
+            names = f[NAME].map(memcpy_region)
         else:
             names = pd.Series(cat.MEMSET_NAME, index=f.index, dtype=object)
         frame = pd.DataFrame(
             {
-                "start": f["start"].to_numpy(np.int64),
-                "end": f["end"].to_numpy(np.int64),
-                "launchKey": launch_key(f["corr"].to_numpy()),
-                "bytes": np.where(f["bytes"].to_numpy() > 0, f["bytes"].to_numpy(), NULL_INT).astype(np.int64),
+                START: f[START].to_numpy(np.int64),
+                END: f[END].to_numpy(np.int64),
+                "launchKey": launch_key(f[CORR].to_numpy()),
+                BYTES: np.where(f[BYTES].to_numpy() > 0, f[BYTES].to_numpy(), NULL_INT).astype(np.int64),
                 "deviceId": f["device"].to_numpy(np.int64),
-                "streamId": f["stream"].to_numpy(np.int64),
-                "correlationId": f["corr"].to_numpy(np.int64),
+                "streamId": f[STREAM].to_numpy(np.int64),
+                "correlationId": f[CORR].to_numpy(np.int64),
             }
         )
-        frame["name"] = _categorical(names.to_numpy(object))
+        frame[NAME] = _categorical(names.to_numpy(object))
         if kind == "kernel":
-            frame["category"] = pd.Categorical(cat.kernel_categories(frame["name"].astype(str)))
+            frame[CATEGORY] = pd.Categorical(cat.kernel_categories(frame[NAME].astype(str)))
         out[{"kernel": "kernels"}.get(kind, kind)] = frame
     return out
 
@@ -103,39 +104,39 @@ def runtime_table(trace: KinetoTrace) -> pd.DataFrame:
     r = trace.runtime
     frame = pd.DataFrame(
         {
-            "start": r["start"].to_numpy(np.int64),
-            "end": r["end"].to_numpy(np.int64),
-            "pid": r["pid"].to_numpy(np.int64),
+            START: r[START].to_numpy(np.int64),
+            END: r[END].to_numpy(np.int64),
+            PID: r[PID].to_numpy(np.int64),
             "tid": r["tid"].to_numpy(np.int64),
-            "correlationId": r["corr"].to_numpy(np.int64),
-            "launchKey": launch_key(r["corr"].to_numpy()),
+            "correlationId": r[CORR].to_numpy(np.int64),
+            "launchKey": launch_key(r[CORR].to_numpy()),
         }
     )
-    frame["name"] = _categorical(r["name"].to_numpy(object))
+    frame[NAME] = _categorical(r[NAME].to_numpy(object))
     return frame
 
 
 def nvtx_table(trace: KinetoTrace) -> pd.DataFrame:
     """The CPU ranges as an NVTX frame (eventType push/pop): user annotations in domain "",
     operators in domain `cpu_op`; ranges recorded twice (same name, start, end) once."""
-    c = trace.cpu.drop_duplicates(["name", "start", "end", "tid"]).sort_values("start", kind="stable")
+    c = trace.cpu.drop_duplicates([NAME, START, END, "tid"]).sort_values(START, kind="stable")
     n = len(c)
     frame = pd.DataFrame(
         {
-            "start": c["start"].to_numpy(np.int64),
-            "end": c["end"].to_numpy(np.int64),
+            START: c[START].to_numpy(np.int64),
+            END: c[END].to_numpy(np.int64),
             "eventType": np.full(n, NVTX_PUSHPOP, np.int64),
             "rangeId": np.full(n, NULL_INT, np.int64),
             "globalTid": c["tid"].to_numpy(np.int64),
-            "pid": c["pid"].to_numpy(np.int64),
+            PID: c[PID].to_numpy(np.int64),
             "tid": c["tid"].to_numpy(np.int64),
             "domainId": (c["cat"] == "cpu_op").to_numpy().astype(np.int64),
             "categoryId": np.zeros(n, np.int64),
         }
     )
-    frame["name"] = _categorical(c["name"].to_numpy(object))
+    frame[NAME] = _categorical(c[NAME].to_numpy(object))
     frame["domain"] = _categorical(np.where(c["cat"].to_numpy() == "cpu_op", CPU_OP_DOMAIN, ""))
-    frame["category"] = _categorical(np.full(n, "", dtype=object))
+    frame[CATEGORY] = _categorical(np.full(n, "", dtype=object))
     for payload in NVTX_PAYLOADS:
         frame[payload] = np.full(n, NULL_INT, np.int64)
     return frame
@@ -144,7 +145,7 @@ def nvtx_table(trace: KinetoTrace) -> pd.DataFrame:
 def empty_cpu_table(extra: dict | None = None) -> pd.DataFrame:
     """An empty frame like events.osrt / library_events / mpi (tables a Kineto trace lacks)."""
     frame = pd.DataFrame({c: np.empty(0, np.int64) for c in CPU_COLUMNS})
-    frame["name"] = pd.Categorical([])
+    frame[NAME] = pd.Categorical([])
     for key, value in (extra or {}).items():
         frame[key] = value
     return frame

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from extradeep.columns import BYTES, CORR, END, NAME, START
 from extradeep.errors import InputError
 from extradeep.io import categories as cat
 from extradeep.io.frames import NULL_INT, Names, Table, unique_names
@@ -141,7 +142,7 @@ def sum_tables(conn, kernel_names: str = "short") -> dict | None:
     ]
     for kind in order:
         if kind in read:
-            check_durations(conn, tables[kind], read[kind]["start"], read[kind]["end"])
+            check_durations(conn, tables[kind], read[kind][START], read[kind][END])
     for kind in gpu:
         low, high, known = read[kind].pop("devices") if kind in read else (None,) * 3
         if known is not None:
@@ -152,10 +153,10 @@ def sum_tables(conn, kernel_names: str = "short") -> dict | None:
                 [null if low is None else low],
                 [null if high is None else high],
                 [known],
-                len(read[kind]["start"]),
+                len(read[kind][START]),
             )
     named = [k for k in order if k in read and k not in ("memcpy", "memset")]  # names from StringIds
-    for kind, names in zip(named, strings(conn).names_of_each([read[k]["name"] for k in named])):
+    for kind, names in zip(named, strings(conn).names_of_each([read[k][NAME] for k in named])):
         read[kind]["names"] = names
     built = {
         kind: (_gpu_table if kind in gpu else _cpu_table)(conn, kind, read[kind]) for kind in order if kind in read
@@ -175,24 +176,24 @@ def sum_tables(conn, kernel_names: str = "short") -> dict | None:
 
 
 def _gpu_table(conn, kind: str, cols: dict[str, np.ndarray]) -> Table:
-    key = _launch_key(cols["gid"], cols["corr"])
-    base = {"start": cols["start"], "end": cols["end"]}
+    key = _launch_key(cols["gid"], cols[CORR])
+    base = {"start": cols[START], "end": cols[END]}
     if kind == "kernels":
         return Table({**base, "launchKey": key, "name": cols["names"]})
     if kind == "memcpy":
-        copy_kinds, codes = np.unique(cols["name"], return_inverse=True)
+        copy_kinds, codes = np.unique(cols[NAME], return_inverse=True)
         labels = memcpy_labels(conn, copy_kinds)
         names = np.array([cat.memcpy_label(int(k), labels) for k in copy_kinds], dtype=object)
-        base.update(bytes=cols["bytes"], launchKey=key, copyKind=cols["name"])
+        base.update(bytes=cols[BYTES], launchKey=key, copyKind=cols[NAME])
         return Table({**base, "name": unique_names(codes.ravel(), names)})
-    base.update(bytes=cols["bytes"], launchKey=key)
+    base.update(bytes=cols[BYTES], launchKey=key)
     return Table({**base, "name": Names(np.zeros(len(key), np.int64), [cat.MEMSET_NAME])})
 
 
 def _cpu_table(conn, kind: str, cols: dict[str, np.ndarray]) -> Table:
-    out = {"start": cols["start"], "end": cols["end"]}
+    out = {"start": cols[START], "end": cols[END]}
     if kind == "runtime":
-        out["launchKey"] = _launch_key(cols["gid"], cols["corr"])
+        out["launchKey"] = _launch_key(cols["gid"], cols[CORR])
     if kind.startswith("mpi:"):
-        out["bytes"] = cols["bytes"]
+        out[BYTES] = cols[BYTES]
     return Table({**out, "name": cols["names"]})

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import CATEGORY, END, NAME, PID, START
 from extradeep.io import categories as cat
 from extradeep.io.frames import (
     CPU_COLUMNS,
@@ -71,7 +72,7 @@ def _table(cols: dict | None, columns: list[str], names: Names | None = None) ->
     if cols is None:
         out = Table({c: np.empty(0, np.int64) for c in columns}, 0)
         return out.with_columns(name=_NO_NAMES) if names is not None else out
-    out = Table({c: cols[c] for c in columns}, len(cols["start"]))
+    out = Table({c: cols[c] for c in columns}, len(cols[START]))
     return out.with_columns(name=names) if names is not None else out
 
 
@@ -93,7 +94,7 @@ def _gpu_activity(
         **{name: col(column) for name, column in extra.items()},
     }
     cols = table_columns(conn, table, spec, required, columns)
-    check_durations(conn, table, cols["start"], cols["end"])
+    check_durations(conn, table, cols[START], cols[END])
     return cols
 
 
@@ -122,8 +123,8 @@ def kernels(conn: ExportConnection, names: str = "short", columns=None) -> pd.Da
 def kernel_frame(table: Table) -> pd.DataFrame:
     """A `kernel_table` as `kernels` returns it: with the category of each kernel."""
     df = table.frame()
-    per_name = cat.kernel_categories(table["name"].categories)
-    df["category"] = pd.Categorical(per_name[table["name"].codes], categories=[cat.COMPUTATION, cat.COMMUNICATION])
+    per_name = cat.kernel_categories(table[NAME].categories)
+    df[CATEGORY] = pd.Categorical(per_name[table[NAME].codes], categories=[cat.COMPUTATION, cat.COMMUNICATION])
     return df
 
 
@@ -155,7 +156,7 @@ def memset_table(conn: ExportConnection, columns=None) -> Table:
     cols = _gpu_activity(conn, MEMSET_TABLE, {"bytes": "bytes"}, columns)
     if cols is None:
         return _table(None, columns, _NO_NAMES)
-    return _table(cols, columns, Names(np.zeros(len(cols["start"]), np.int64), [cat.MEMSET_NAME]))
+    return _table(cols, columns, Names(np.zeros(len(cols[START]), np.int64), [cat.MEMSET_NAME]))
 
 
 def memset(conn: ExportConnection, columns=None) -> pd.DataFrame:
@@ -184,7 +185,7 @@ def _cpu_calls(conn, table: str, name_column: str, extra: dict[str, str] | None 
         **{name: col(column) for name, column in extra.items()},
     }
     cols = table_columns(conn, table, spec, ("start", "end", name_column), chosen)
-    check_durations(conn, table, cols["start"], cols["end"])
+    check_durations(conn, table, cols[START], cols[END])
     return _table(cols, chosen, strings(conn).names(cols["nameId"]))
 
 
@@ -215,9 +216,9 @@ def library_events(conn: ExportConnection, columns=None) -> pd.DataFrame:
     """cuBLAS and cuDNN API events: start, end, globalTid, pid, tid, name, library ("cublas"/"cudnn")."""
     tables = library_tables(conn, columns)
     out = pd.concat(
-        [t.frame().drop(columns="name").assign(library=name) for name, t in tables.items()], ignore_index=True
+        [t.frame().drop(columns=NAME).assign(library=name) for name, t in tables.items()], ignore_index=True
     )
-    out["name"] = concat_names([t["name"] for t in tables.values()]).categorical()
+    out[NAME] = concat_names([t[NAME] for t in tables.values()]).categorical()
     return out
 
 
@@ -305,16 +306,16 @@ def nvtx_table(conn: ExportConnection, full: bool = True) -> Table:
         cols = {k: v[~registration] for k, v in cols.items() if isinstance(v, np.ndarray)}
         names = names[~registration]
     ranges = is_range(cols["eventType"])
-    check_durations(conn, NVTX_TABLE, cols["start"][ranges], cols["end"][ranges])
+    check_durations(conn, NVTX_TABLE, cols[START][ranges], cols[END][ranges])
     if full:
-        cols["pid"], cols["tid"] = pid_of(cols["globalTid"]), tid_of(cols["globalTid"])
+        cols[PID], cols["tid"] = pid_of(cols["globalTid"]), tid_of(cols["globalTid"])
     out = {c: cols[c] for c in wanted}
-    out["name"] = _nvtx_names(conn, names)
+    out[NAME] = _nvtx_names(conn, names)
     domains = nvtx_domains(conn)
     out["domain"] = _mapped_names(cols["domainId"], lambda d: domains.get(int(d), ""))
     registered = nvtx_categories(conn)
     key = cols["domainId"] * (1 << 32) + cols["categoryId"]
-    out["category"] = _mapped_names(
+    out[CATEGORY] = _mapped_names(
         key, lambda k: registered.get((int(k) >> 32, int(k) & 0xFFFFFFFF), registered.get((0, int(k) & 0xFFFFFFFF), ""))
     )
     out.update({p: cols[p] for p in payloads})
@@ -409,7 +410,7 @@ def mpi_table(conn: ExportConnection, nvtx_events=None, columns=None, tables: li
     if in_mpi.any():
         picked = ranges.take(in_mpi)
         from_nvtx = {c: picked[c] for c in chosen}
-        from_nvtx["name"] = picked["name"].used()
+        from_nvtx[NAME] = picked[NAME].used()
         bytes_ = np.full(len(picked), NULL_INT, np.int64)
         parts.append(Table({**from_nvtx, "bytes": bytes_, "source": np.full(len(picked), "nvtx", dtype=object)}))
     if not parts:

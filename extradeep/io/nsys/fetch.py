@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from extradeep.columns import PID
 from extradeep.errors import InputError
 from extradeep.io.frames import NULL_INT, Names, unique_names
 from extradeep.io.nsys.schema import schema_of
@@ -179,7 +180,7 @@ def _key_of(conn, table: str, data: dict[str, np.ndarray], pid_expr: str | None,
     elif data["id_n"].sum() == n and data["id_min"].min() >> 24 == data["id_max"].max() >> 24:
         pid = np.full(n, pid_of(data["id_min"][0]), np.int64)
     else:
-        pid = int_columns(conn, table, {"pid": pid_expr})["pid"]
+        pid = int_columns(conn, table, {"pid": pid_expr})[PID]
     key = (pid << 32) | (corr & 0xFFFFFFFF)
     return np.where((pid == NULL_INT) | (corr == NULL_INT), NULL_INT, key)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from extradeep.columns import CATEGORY
 from extradeep.errors import InputError
 from extradeep.io import categories as cat
 from extradeep.io.frames import NVTX_MARK, NVTX_RANGE_TYPES, per_category
@@ -80,7 +81,7 @@ def _domain_counts(nvtx: pd.DataFrame) -> dict[str, int]:
 
 def _category_counts(conn, nvtx: pd.DataFrame, kernels: pd.DataFrame) -> dict[str, int]:
     """Events per category, classified as read_export classifies them (MPI ranges are communication)."""
-    nccl = kernels["category"].astype(str).to_numpy() == cat.COMMUNICATION
+    nccl = kernels[CATEGORY].astype(str).to_numpy() == cat.COMMUNICATION
     mpi = events.mpi(conn, nvtx)
     user_nvtx = nvtx["eventType"].isin((*NVTX_RANGE_TYPES, NVTX_MARK)).to_numpy().copy()
     user_nvtx &= ~per_category(nvtx["domain"], cat.is_mpi_domain)

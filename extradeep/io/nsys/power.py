@@ -16,6 +16,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import END, START, WATTS
 from extradeep.io.nsys.schema import schema_of
 from extradeep.io.sqlite import fetch_all
 
@@ -27,7 +28,7 @@ MILLIWATT = re.compile(r"\bmW\b|milliwatt", re.I)
 def power_samples(conn) -> pd.DataFrame:
     """Columns device (typeId), timestamp (ns), watts: every power sample of the export (empty
     when it recorded none)."""
-    empty = pd.DataFrame({"device": [], "timestamp": [], "watts": []})
+    empty = pd.DataFrame({"device": [], "timestamp": [], WATTS: []})
     sch = schema_of(conn)
     if not (sch.has(SAMPLES) and sch.has(NAMES)):
         return empty
@@ -45,7 +46,7 @@ def power_samples(conn) -> pd.DataFrame:
         )
         if rows:
             values = np.array(rows, dtype=np.float64)
-            frames.append(pd.DataFrame({"device": type_id, "timestamp": values[:, 0], "watts": values[:, 1] * scale}))
+            frames.append(pd.DataFrame({"device": type_id, "timestamp": values[:, 0], WATTS: values[:, 1] * scale}))
     return pd.concat(frames, ignore_index=True) if frames else empty
 
 
@@ -59,9 +60,9 @@ def mean_power(samples: pd.DataFrame, windows: pd.DataFrame) -> tuple[float, int
     inside = np.ones(len(t), bool)
     if len(windows):
         inside = np.zeros(len(t), bool)
-        for lo, hi in windows[["start", "end"]].to_numpy(float):
+        for lo, hi in windows[[START, END]].to_numpy(float):
             inside |= (t >= lo) & (t < hi)
     chosen = samples[inside]
-    if chosen.empty or not (np.isfinite(chosen["watts"]) & (chosen["watts"] >= 0)).all():
+    if chosen.empty or not (np.isfinite(chosen[WATTS]) & (chosen[WATTS] >= 0)).all():
         return None
-    return float(chosen.groupby("device")["watts"].mean().mean()), int(len(chosen))
+    return float(chosen.groupby("device")[WATTS].mean().mean()), int(len(chosen))

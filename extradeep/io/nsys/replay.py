@@ -15,6 +15,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import (
+    BYTES,
+    CALL_START,
+    CATEGORY,
+    CORR,
+    END,
+    EVENT_ID,
+    KIND,
+    NAME,
+    PID,
+    QUEUE,
+    START,
+    STREAM,
+    SYNC_TYPE,
+)
 from extradeep.errors import InputError
 from extradeep.io.frames import NULL_INT, NVTX_RANGE_TYPES, Table
 from extradeep.io.nsys import events
@@ -40,7 +55,7 @@ def _gpu_ops(conn, tables: dict) -> pd.DataFrame:
     ]
     g = (
         pd.concat(
-            [p.assign(name=p["name"].astype(str), category=p["category"].astype(str)) for p in parts if len(p)],
+            [p.assign(name=p[NAME].astype(str), category=p[CATEGORY].astype(str)) for p in parts if len(p)],
             ignore_index=True,
         )
         if any(len(p) for p in parts)
@@ -50,8 +65,8 @@ def _gpu_ops(conn, tables: dict) -> pd.DataFrame:
         return pd.DataFrame(
             columns=["start", "end", "pid", "queue", "correlationId", "name", "kind", "category", "bytes"]
         )
-    g["queue"] = _gpu_queue(g)
-    g["bytes"] = g["bytes"].astype(float)
+    g[QUEUE] = _gpu_queue(g)
+    g[BYTES] = g[BYTES].astype(float)
     return g
 
 
@@ -60,25 +75,25 @@ def _gpu_queue(frame: pd.DataFrame) -> pd.Series:
 
 
 def _runtime(r: pd.DataFrame) -> pd.DataFrame:
-    return r.assign(name=r["name"].astype(str), queue="cpu/t" + r["tid"].astype(str))
+    return r.assign(name=r[NAME].astype(str), queue="cpu/t" + r["tid"].astype(str))
 
 
 def _syncs(conn, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """SYNCHRONIZATION rows and CUDA event records, each with the start of its CPU call."""
-    call = runtime.drop_duplicates(["pid", "correlationId"]).set_index(["pid", "correlationId"])["start"]
+    call = runtime.drop_duplicates([PID, "correlationId"]).set_index([PID, "correlationId"])[START]
     out = []
     for frame in (events.synchronization(conn), events.cuda_events(conn).assign(syncType=0)):
         f = pd.DataFrame(
             {
-                "pid": frame["pid"],
-                "sync_type": frame["syncType"],
-                "queue": _gpu_queue(frame),
-                "stream": frame["streamId"],
-                "event_id": frame["eventId"],
-                "corr": frame["correlationId"],
+                PID: frame[PID],
+                SYNC_TYPE: frame["syncType"],
+                QUEUE: _gpu_queue(frame),
+                STREAM: frame["streamId"],
+                EVENT_ID: frame["eventId"],
+                CORR: frame["correlationId"],
             }
         )
-        f["call_start"] = call.reindex(pd.MultiIndex.from_arrays([f["pid"], f["corr"]])).to_numpy()
+        f[CALL_START] = call.reindex(pd.MultiIndex.from_arrays([f[PID], f[CORR]])).to_numpy()
         out.append(f.dropna(subset=["call_start"]).astype({"call_start": np.int64}))
     return out[0], out[1]
 
@@ -86,27 +101,27 @@ def _syncs(conn, runtime: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _mpi_and_os(mpi: pd.DataFrame, osrt: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """MPI collectives as CPU ops (matched across ranks like NCCL kernels), and the waits a CPU
     thread spends in other MPI and OS runtime calls (not CPU overhead)."""
-    names = mpi["name"].astype(str)
+    names = mpi[NAME].astype(str)
     coll = names.str.match(MPI_COLLECTIVE).to_numpy()
     m = mpi[coll]
     ops = pd.DataFrame(
         {
-            "pid": m["pid"],
-            "queue": "cpu/t" + m["tid"].astype(str),
+            PID: m[PID],
+            QUEUE: "cpu/t" + m["tid"].astype(str),
             "is_gpu": False,
-            "kind": "mpi",
-            "name": names[coll],
-            "category": "communication",
-            "start": m["start"],
-            "end": m["end"],
-            "corr": -1,
-            "bytes": np.where(m["bytes"] == NULL_INT, 0, m["bytes"]).astype(float),
+            KIND: "mpi",
+            NAME: names[coll],
+            CATEGORY: "communication",
+            START: m[START],
+            END: m[END],
+            CORR: -1,
+            BYTES: np.where(m[BYTES] == NULL_INT, 0, m[BYTES]).astype(float),
         }
     )
     # pandas 2 warns when an empty frame takes part in a concat
     waits = pd.concat([f for f in (mpi[~coll], osrt) if not f.empty] or [osrt], ignore_index=True)
     return ops, pd.DataFrame(
-        {"pid": waits["pid"], "queue": "cpu/t" + waits["tid"].astype(str), "start": waits["start"], "end": waits["end"]}
+        {PID: waits[PID], QUEUE: "cpu/t" + waits["tid"].astype(str), START: waits[START], END: waits[END]}
     )
 
 
@@ -116,16 +131,16 @@ def _nccl_sizes(nv: pd.DataFrame) -> pd.DataFrame:
     are not decoded.)"""
     sized = nv[
         nv["eventType"].isin(NVTX_RANGE_TYPES).to_numpy()
-        & (nv["end"] != NULL_INT).to_numpy()
+        & (nv[END] != NULL_INT).to_numpy()
         & (nv["uint64Value"] != NULL_INT).to_numpy()
     ]
     return pd.DataFrame(
         {
-            "pid": sized["pid"],
+            PID: sized[PID],
             "tid": sized["tid"],
-            "start": sized["start"],
-            "end": sized["end"],
-            "bytes": sized["uint64Value"].astype(float),
+            START: sized[START],
+            END: sized[END],
+            BYTES: sized["uint64Value"].astype(float),
         }
     )
 
@@ -134,25 +149,25 @@ def _attach_sizes(gpu: pd.DataFrame, runtime: pd.DataFrame, sizes: pd.DataFrame)
     """Bytes of each NCCL kernel from the sized NVTX range around the call that launched it."""
     if sizes.empty or gpu.empty:
         return gpu
-    nccl = gpu.index[gpu["name"].str.startswith("nccl") & (gpu["kind"] == "kernel")]
-    calls = runtime.drop_duplicates(["pid", "correlationId"]).set_index(["pid", "correlationId"])
+    nccl = gpu.index[gpu[NAME].str.startswith("nccl") & (gpu[KIND] == "kernel")]
+    calls = runtime.drop_duplicates([PID, "correlationId"]).set_index([PID, "correlationId"])
     key = pd.MultiIndex.from_arrays([gpu.loc[nccl, "pid"], gpu.loc[nccl, "correlationId"]])
-    t = calls["start"].reindex(key).to_numpy()
+    t = calls[START].reindex(key).to_numpy()
     tid = calls["tid"].reindex(key).to_numpy()
     gpu = gpu.copy()
-    for (pid, thread), rng in sizes.sort_values("start").groupby(["pid", "tid"]):
+    for (pid, thread), rng in sizes.sort_values(START).groupby([PID, "tid"]):
         mine = np.flatnonzero((gpu.loc[nccl, "pid"].to_numpy() == pid) & (tid == thread))
-        k = np.searchsorted(rng["start"].to_numpy(), t[mine], side="right") - 1
-        ok = (k >= 0) & (t[mine] <= rng["end"].to_numpy()[np.maximum(k, 0)])
-        gpu.loc[nccl[mine[ok]], "bytes"] = rng["bytes"].to_numpy()[k[ok]]
+        k = np.searchsorted(rng[START].to_numpy(), t[mine], side="right") - 1
+        ok = (k >= 0) & (t[mine] <= rng[END].to_numpy()[np.maximum(k, 0)])
+        gpu.loc[nccl[mine[ok]], BYTES] = rng[BYTES].to_numpy()[k[ok]]
     return gpu
 
 
 def _rank_pids(gpu: pd.DataFrame, runtime: pd.DataFrame) -> tuple[list, list]:
     """(ranks, helpers): a rank is a process with GPU work (kernels, copies, sets); a process with
     runtime calls only is a helper, unless no process has GPU work (then the callers are replayed)."""
-    working = sorted(set(gpu["pid"]))
-    calling = sorted(set(runtime["pid"]))
+    working = sorted(set(gpu[PID]))
+    calling = sorted(set(runtime[PID]))
     if not working:
         return calling, []
     return working, [p for p in calling if p not in set(working)]
@@ -213,7 +228,7 @@ def replay_frames(conn, path, settings, tables: dict | None = None) -> dict:
             f"{Path(path).name}: {len(helpers)} process(es) without GPU work (pid {pid_list}) are not "
             "ranks; their runtime calls are left out"
         )
-        runtime = runtime[runtime["pid"].isin(pids)]
+        runtime = runtime[runtime[PID].isin(pids)]
     syncs, records = _syncs(conn, runtime)
     nv = tables["nvtx"]
     steps, ranges, step_notes = process_steps(nv, path, pids, runtime, settings)

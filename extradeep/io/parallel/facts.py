@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import END, PHASE, START, STEP
+
 MAIN_THREAD, AUTOGRAD_THREAD, OTHER_THREAD = "main", "autograd", "other"
 KERNEL_COLUMNS = ("start", "end", "launch", "thread", "kind", "name", "stream", "collective", "comm", "bytes")
 P2P = ("send", "recv", "sendrecv", "coalesced")
@@ -121,5 +123,5 @@ def thread_roles(launch_tid: pd.Series, main_tid) -> pd.Series:
 def step_windows(step_table) -> pd.DataFrame:
     """The kept (measured) training steps of a `find_steps` result: step, start, end (ns)."""
     kept = step_table.steps
-    kept = kept[kept["phase"] == "train"]
-    return pd.DataFrame({"step": range(len(kept)), "start": kept["start"].to_numpy(), "end": kept["end"].to_numpy()})
+    kept = kept[kept[PHASE] == "train"]
+    return pd.DataFrame({STEP: range(len(kept)), START: kept[START].to_numpy(), END: kept[END].to_numpy()})

@@ -15,6 +15,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import BYTES, CORR, END, KIND, LAUNCH, NAME, RESERVED, START, STREAM, THREAD
 from extradeep.errors import InputError
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import load
@@ -54,7 +55,7 @@ def kineto_facts(path, settings=None) -> ProfileFacts:
     except InputError as exc:
         facts.notes.append(f"no training steps: {kineto_wording(exc.problem)}")  # PyTorch advice, not nsys
     cpu = trace.cpu
-    keep = (cpu["cat"] == "user_annotation").to_numpy() | matches(cpu["name"], _CPU_OP_RX)
+    keep = (cpu["cat"] == "user_annotation").to_numpy() | matches(cpu[NAME], _CPU_OP_RX)
     facts.markers = Counter(cpu.loc[keep, "name"].astype(str))
     facts.kernels = _kernels(trace, nvtx)
     _memory(facts, trace.memory)
@@ -82,12 +83,12 @@ def _communicators(facts: ProfileFacts, dist: dict) -> None:
 
 def _kernels(trace, nvtx: pd.DataFrame) -> pd.DataFrame:
     gpu, runtime = trace.gpu, trace.runtime
-    launch = runtime.drop_duplicates("corr").set_index("corr")
-    start = gpu["corr"].map(launch["start"])
-    tid = gpu["corr"].map(launch["tid"])
-    steps = nvtx[nvtx["name"].astype(str).str.startswith("ProfilerStep")]
+    launch = runtime.drop_duplicates(CORR).set_index(CORR)
+    start = gpu[CORR].map(launch[START])
+    tid = gpu[CORR].map(launch["tid"])
+    steps = nvtx[nvtx[NAME].astype(str).str.startswith("ProfilerStep")]
     main_tid = steps["tid"].iloc[0] if len(steps) else (runtime["tid"].mode().iloc[0] if len(runtime) else -1)
-    names = gpu["name"].astype(str)
+    names = gpu[NAME].astype(str)
     is_comm = names.str.lower().str.startswith(("nccl", "rccl"))
     collective = pd.Series(
         [
@@ -105,21 +106,21 @@ def _kernels(trace, nvtx: pd.DataFrame) -> pd.DataFrame:
             gpu.loc[is_comm, "pg_name"], gpu.loc[is_comm, "pg_ranks"], gpu.loc[is_comm, "stream"]
         )
     ]
-    nbytes = np.where(is_comm, gpu["msg_bytes"], gpu["bytes"])
+    nbytes = np.where(is_comm, gpu["msg_bytes"], gpu[BYTES])
     gathers = (collective == "allgather").to_numpy()  # In msg nelems is the per-rank input
     nbytes[gathers] = [whole_buffer("allgather", b, s) for b, s in zip(nbytes[gathers], gpu["group_size"][gathers])]
     return pd.DataFrame(
         {
-            "start": gpu["start"].to_numpy(),
-            "end": gpu["end"].to_numpy(),
-            "launch": start.fillna(-1).astype(np.int64).to_numpy(),
-            "thread": thread_roles(tid, main_tid).to_numpy(),
-            "kind": gpu["kind"].to_numpy(),
-            "name": names.to_numpy(),
-            "stream": gpu["stream"].to_numpy(),
+            START: gpu[START].to_numpy(),
+            END: gpu[END].to_numpy(),
+            LAUNCH: start.fillna(-1).astype(np.int64).to_numpy(),
+            THREAD: thread_roles(tid, main_tid).to_numpy(),
+            KIND: gpu[KIND].to_numpy(),
+            NAME: names.to_numpy(),
+            STREAM: gpu[STREAM].to_numpy(),
             "collective": collective.to_numpy(),
             "comm": comm.to_numpy(),
-            "bytes": nbytes.astype(np.int64),
+            BYTES: nbytes.astype(np.int64),
         }
     )
 
@@ -127,11 +128,11 @@ def _kernels(trace, nvtx: pd.DataFrame) -> pd.DataFrame:
 def _from_annotations(collective: pd.Series, is_comm: pd.Series, launch: pd.Series, trace) -> None:
     """A SendRecv kernel without collective metadata inside an `nccl:all_to_all` annotation is an
     all-to-all (NCCL implements it with send/recv): take the collective from the annotation."""
-    ann = trace.cpu[(trace.cpu["cat"] == "user_annotation") & trace.cpu["name"].str.startswith("nccl:")]
+    ann = trace.cpu[(trace.cpu["cat"] == "user_annotation") & trace.cpu[NAME].str.startswith("nccl:")]
     if ann.empty:
         return
-    ann = ann.sort_values("start")
-    starts, ends, names = ann["start"].to_numpy(), ann["end"].to_numpy(), ann["name"].astype(str).to_numpy()
+    ann = ann.sort_values(START)
+    starts, ends, names = ann[START].to_numpy(), ann[END].to_numpy(), ann[NAME].astype(str).to_numpy()
     for i in collective.index[is_comm & (collective.isin(["sendrecv", ""]))]:
         t = launch.get(i)
         if t is None or pd.isna(t):
@@ -148,6 +149,6 @@ def _memory(facts: ProfileFacts, memory: pd.DataFrame) -> None:
     if len(cuda):
         facts.memory = {
             "allocated": int(cuda["allocated"].max()),
-            "reserved": int(cuda["reserved"].max()) if (cuda["reserved"] >= 0).any() else None,
+            "reserved": int(cuda[RESERVED].max()) if (cuda[RESERVED] >= 0).any() else None,
             "source": f"Kineto [memory] events ({len(cuda)}): largest Total Allocated / Total Reserved",
         }

@@ -20,6 +20,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
+from extradeep.columns import BYTES, END, KIND, LAUNCH, NAME, PID, START, STREAM, THREAD
 from extradeep.errors import InputError
 from extradeep.io.nsys import events
 from extradeep.io.nsys.power import SAMPLES, mean_power, power_samples
@@ -63,7 +64,7 @@ def _facts(conn, path, settings) -> ProfileFacts:
         facts.steps = step_windows(table)
     except InputError as exc:
         facts.notes.append(f"no training steps: {exc.problem}")
-    facts.markers = Counter(nvtx["name"].astype(str))
+    facts.markers = Counter(nvtx[NAME].astype(str))
     runtime = events.runtime(conn)
     main_pid, main_tid = _main_thread(nvtx, facts.steps, runtime)
     kernels = _kernels(conn, runtime, main_pid, main_tid)
@@ -87,11 +88,11 @@ def _facts(conn, path, settings) -> ProfileFacts:
 def _main_thread(nvtx: pd.DataFrame, steps: pd.DataFrame, runtime: pd.DataFrame) -> tuple[int, int]:
     """(pid, tid) of the thread holding the step marks, else the one with the most runtime calls."""
     if len(steps):
-        rows = nvtx[nvtx["start"].isin(steps["start"])]
+        rows = nvtx[nvtx[START].isin(steps[START])]
         if len(rows):
-            return int(rows["pid"].iloc[0]), int(rows["tid"].iloc[0])
+            return int(rows[PID].iloc[0]), int(rows["tid"].iloc[0])
     if len(runtime):
-        top = runtime.groupby(["pid", "tid"]).size().idxmax()
+        top = runtime.groupby([PID, "tid"]).size().idxmax()
         return int(top[0]), int(top[1])
     return -1, -1
 
@@ -99,12 +100,12 @@ def _main_thread(nvtx: pd.DataFrame, steps: pd.DataFrame, runtime: pd.DataFrame)
 def _kernels(conn, runtime: pd.DataFrame, main_pid: int, main_tid: int) -> pd.DataFrame:
     short = events.kernels(conn, "short", columns=_GPU_COLUMNS)
     full = events.kernels(conn, "demangled", columns=[])
-    parts = [short.assign(kind="kernel", name=full["name"].astype(str).to_numpy(), short=short["name"].astype(str))]
+    parts = [short.assign(kind="kernel", name=full[NAME].astype(str).to_numpy(), short=short[NAME].astype(str))]
     for kind, frame in (
         ("memcpy", events.memcpy(conn, columns=_GPU_COLUMNS)),
         ("memset", events.memset(conn, columns=_GPU_COLUMNS)),
     ):
-        parts.append(frame.assign(kind=kind, name=frame["name"].astype(str), short=frame["name"].astype(str)))
+        parts.append(frame.assign(kind=kind, name=frame[NAME].astype(str), short=frame[NAME].astype(str)))
     gpu = pd.concat(
         [
             p[
@@ -115,30 +116,30 @@ def _kernels(conn, runtime: pd.DataFrame, main_pid: int, main_tid: int) -> pd.Da
         ],
         ignore_index=True,
     )
-    gpu["bytes"] = gpu["bytes"].fillna(0).astype(np.int64) if "bytes" in gpu else 0
-    calls = runtime.drop_duplicates(["pid", "correlationId"]).set_index(["pid", "correlationId"])
-    key = pd.MultiIndex.from_arrays([gpu["pid"], gpu["correlationId"]])
-    launch = calls["start"].reindex(key).to_numpy()
+    gpu[BYTES] = gpu[BYTES].fillna(0).astype(np.int64) if "bytes" in gpu else 0
+    calls = runtime.drop_duplicates([PID, "correlationId"]).set_index([PID, "correlationId"])
+    key = pd.MultiIndex.from_arrays([gpu[PID], gpu["correlationId"]])
+    launch = calls[START].reindex(key).to_numpy()
     tid = pd.Series(calls["tid"].reindex(key).to_numpy(), index=gpu.index)
-    tid[gpu["pid"] != main_pid] = -2
-    is_comm = gpu["short"].str.lower().str.startswith(("nccl", "rccl")) & (gpu["kind"] == "kernel")
+    tid[gpu[PID] != main_pid] = -2
+    is_comm = gpu["short"].str.lower().str.startswith(("nccl", "rccl")) & (gpu[KIND] == "kernel")
     out = pd.DataFrame(
         {
-            "start": gpu["start"].to_numpy(),
-            "end": gpu["end"].to_numpy(),
-            "launch": np.nan_to_num(launch, nan=-1).astype(np.int64),
-            "thread": thread_roles(tid, main_tid).to_numpy(),
-            "kind": gpu["kind"].to_numpy(),
-            "name": gpu["name"].to_numpy(),
-            "stream": gpu["streamId"].to_numpy(),
+            START: gpu[START].to_numpy(),
+            END: gpu[END].to_numpy(),
+            LAUNCH: np.nan_to_num(launch, nan=-1).astype(np.int64),
+            THREAD: thread_roles(tid, main_tid).to_numpy(),
+            KIND: gpu[KIND].to_numpy(),
+            NAME: gpu[NAME].to_numpy(),
+            STREAM: gpu["streamId"].to_numpy(),
             "collective": [collective_of(n) if c else "" for n, c in zip(gpu["short"], is_comm)],
             "comm": np.where(is_comm, "stream " + gpu["streamId"].astype(str), ""),
-            "bytes": np.where(is_comm, 0, gpu["bytes"]).astype(np.int64),
-            "pid_": gpu["pid"].to_numpy(),
+            BYTES: np.where(is_comm, 0, gpu[BYTES]).astype(np.int64),
+            "pid_": gpu[PID].to_numpy(),
             "tid_": tid.to_numpy(),
         }
     )
-    return out.sort_values("start", kind="stable").reset_index(drop=True)
+    return out.sort_values(START, kind="stable").reset_index(drop=True)
 
 
 def _payload_offsets(conn) -> dict[str, int]:

@@ -23,17 +23,25 @@ import numpy as np
 import pandas as pd
 
 from extradeep.columns import (
+    BYTES,
     CHUNKS,
     DP,
     DP_RANK,
+    END,
     FRAMEWORK,
     GPUS,
+    HIDDEN,
+    KIND,
+    LAUNCH,
     MICRO_BATCH,
     MICRO_BATCHES,
+    NAME,
     PP,
     RECOMPUTE,
     SCHEDULE,
     STAGE,
+    START,
+    THREAD,
     TP,
     TP_RANK,
     ZERO,
@@ -145,18 +153,18 @@ def _usage(facts: ProfileFacts) -> pd.DataFrame:
     k = facts.kernels
     k = k[k["collective"] != ""]
     if len(facts.steps):
-        lo, hi = facts.steps["start"].min(), facts.steps["end"].max()
-        k = k[(k["launch"] >= lo) & (k["launch"] < hi)]
+        lo, hi = facts.steps[START].min(), facts.steps[END].max()
+        k = k[(k[LAUNCH] >= lo) & (k[LAUNCH] < hi)]
         n_steps = len(facts.steps)
     else:
         n_steps = 1
     if k.empty:
         return pd.DataFrame(columns=["comm", "collective", "thread", "calls", "bytes", "max_bytes"])
-    grouped = k.groupby(["comm", "collective", "thread"]).agg(
+    grouped = k.groupby(["comm", "collective", THREAD]).agg(
         calls=("bytes", "size"), bytes=("bytes", "sum"), max_bytes=("bytes", "max")
     )
     grouped["calls"] = grouped["calls"] / n_steps
-    grouped["bytes"] = grouped["bytes"] / n_steps
+    grouped[BYTES] = grouped[BYTES] / n_steps
     return grouped.reset_index()
 
 
@@ -231,10 +239,10 @@ def _dp_by_usage(facts: ProfileFacts, roles: dict, free: list, per: dict) -> Non
         grads = u[reductions & ((u["max_bytes"] > TINY) | (u["max_bytes"] == 0))]  # 0: size not recorded
         if c.key in used or not len(grads) or (expected and c.size and c.size != expected):
             continue
-        overlapped = bool((grads["thread"] == AUTOGRAD_THREAD).any())
+        overlapped = bool((grads[THREAD] == AUTOGRAD_THREAD).any())
         if PP in roles and not overlapped:
             continue
-        candidates.append((overlapped, grads["bytes"].sum(), grads["calls"].sum(), c))
+        candidates.append((overlapped, grads[BYTES].sum(), grads["calls"].sum(), c))
     if candidates:
         _, volume, calls, comm = max(candidates, key=lambda x: x[:3])
         size = f"{volume / 1e6:.3g} MB" if volume else f"{calls:g} calls, sizes not recorded"
@@ -252,7 +260,7 @@ def _calls(u: pd.DataFrame, collective: str) -> float:
 
 def _tp_like(u: pd.DataFrame) -> bool:
     ar = u[(u["collective"] == "allreduce") & ((u["max_bytes"] > TINY) | (u["max_bytes"] == 0))]  # 0: not recorded
-    return set(ar["thread"]) >= {MAIN_THREAD, AUTOGRAD_THREAD}
+    return set(ar[THREAD]) >= {MAIN_THREAD, AUTOGRAD_THREAD}
 
 
 def _derive(out: dict, world: Field, facts: ProfileFacts) -> None:
@@ -287,15 +295,15 @@ def _coords(out: dict, facts: ProfileFacts, roles: dict) -> None:
 def _passes(facts: ProfileFacts) -> Field:
     """Backward passes per step: runs of kernel launches from the autograd thread (median over steps)."""
     k = facts.kernels
-    if not len(facts.steps) or not (k["thread"] == AUTOGRAD_THREAD).any():
+    if not len(facts.steps) or not (k[THREAD] == AUTOGRAD_THREAD).any():
         return Field(None, "no backward pass on a separate thread recorded")
-    lo, hi = facts.steps["start"].min(), facts.steps["end"].max()
-    if not ((k["thread"] == AUTOGRAD_THREAD) & (k["launch"] >= lo) & (k["launch"] < hi)).any():
+    lo, hi = facts.steps[START].min(), facts.steps[END].max()
+    if not ((k[THREAD] == AUTOGRAD_THREAD) & (k[LAUNCH] >= lo) & (k[LAUNCH] < hi)).any():
         return Field(None, "no kernel launched from a second thread within the steps")
-    k = k[k["launch"] >= 0].sort_values("launch")
+    k = k[k[LAUNCH] >= 0].sort_values(LAUNCH)
     counts = []
-    for lo, hi in facts.steps[["start", "end"]].to_numpy():
-        threads = k.loc[(k["launch"] >= lo) & (k["launch"] < hi), "thread"].to_numpy()
+    for lo, hi in facts.steps[[START, END]].to_numpy():
+        threads = k.loc[(k[LAUNCH] >= lo) & (k[LAUNCH] < hi), "thread"].to_numpy()
         is_bwd = threads == AUTOGRAD_THREAD
         counts.append(int((is_bwd & ~np.r_[False, is_bwd[:-1]]).sum()))
     return Field(int(np.median(counts)), "backward passes per step (runs of kernel launches on the autograd thread)")
@@ -345,8 +353,8 @@ def _zero(facts: ProfileFacts, usage: pd.DataFrame, roles: dict, out: dict) -> F
             return Field(3, f"FSDP range {fsdp} (full sharding, FSDP's default)")
         return Field(None, "no data-parallel collectives recorded")
     u = usage[usage["comm"] == roles[DP][0].key]
-    gathers_fwd = u[(u["collective"] == "allgather") & (u["thread"] == MAIN_THREAD)]["calls"].sum()
-    gathers_bwd = u[(u["collective"] == "allgather") & (u["thread"] == AUTOGRAD_THREAD)]["calls"].sum()
+    gathers_fwd = u[(u["collective"] == "allgather") & (u[THREAD] == MAIN_THREAD)]["calls"].sum()
+    gathers_bwd = u[(u["collective"] == "allgather") & (u[THREAD] == AUTOGRAD_THREAD)]["calls"].sum()
     scatters = u[u["collective"] == "reducescatter"]["calls"].sum()
     passes = out[PASSES].value or 0
     if gathers_bwd > 0 and gathers_fwd > 0:
@@ -366,12 +374,12 @@ def _recompute(facts: ProfileFacts) -> Field:
     if marker:
         return Field("full", f"activation checkpointing marker {marker}")
     k = facts.kernels
-    k = k[(k["kind"] == "kernel") & (k["collective"] == "")]
-    if not (k["thread"] == AUTOGRAD_THREAD).any():
+    k = k[(k[KIND] == "kernel") & (k["collective"] == "")]
+    if not (k[THREAD] == AUTOGRAD_THREAD).any():
         return Field(None, "no backward pass on a separate thread recorded")
-    forward = matches(k["name"], FORWARD_KERNEL)
-    main = int((forward & (k["thread"] == MAIN_THREAD)).sum())
-    again = int((forward & (k["thread"] == AUTOGRAD_THREAD)).sum())
+    forward = matches(k[NAME], FORWARD_KERNEL)
+    main = int((forward & (k[THREAD] == MAIN_THREAD)).sum())
+    again = int((forward & (k[THREAD] == AUTOGRAD_THREAD)).sum())
     share = again / main if main else 0.0
     if share >= 0.6:
         return Field("full", f"forward kernels run again in the backward pass ({share:.0%} of them)")
@@ -383,7 +391,7 @@ def _recompute(facts: ProfileFacts) -> Field:
 def _micro_batch(facts: ProfileFacts, usage: pd.DataFrame, roles: dict, model: dict | None) -> Field:
     if not model or not model.get("seq") or not model.get("hidden"):
         return Field(None, "needs the model's sequence length and hidden size (or a file-name token / manifest)")
-    per_sample = model["seq"] * model["hidden"] * BYTES_PER_VALUE
+    per_sample = model["seq"] * model[HIDDEN] * BYTES_PER_VALUE
     for role, kind in ((PP, P2P), (TP, ("allreduce",))):
         if role in roles:
             u = usage[(usage["comm"] == roles[role][0].key) & usage["collective"].isin(kind)]

@@ -23,6 +23,7 @@ from extradeep.columns import (
     LAYOUT_FIELDS,
     MICRO_BATCH,
     MICRO_BATCHES,
+    PATH,
     PP,
     RECOMPUTE,
     SCHEDULE,
@@ -75,7 +76,7 @@ def run_layouts(
     for key, group in runs.groupby(keys, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         per_file = []
-        for path in group["path"]:
+        for path in group[PATH]:
             try:
                 f = (facts or {}).get(path) or profile_facts(path, settings)
             except InputError as exc:

@@ -46,16 +46,21 @@ from extradeep.columns import (
     CHUNKS,
     DP,
     DP_RANK,
+    END,
     FRAMEWORK,
     GLOBAL_BATCH,
     GPUS,
     HEADS,
     HIDDEN,
+    KIND,
+    LAUNCH,
     LAYERS,
     LAYOUT_FIELDS,
     LAYOUT_PARTS,
+    METRIC,
     MICRO_BATCH,
     MICRO_BATCHES,
+    NAME,
     PART,
     PART_BACKWARD,
     PART_BUBBLE,
@@ -76,16 +81,24 @@ from extradeep.columns import (
     PART_STEP,
     PART_TP,
     PART_TP_KERNELS,
+    PATH,
     PP,
+    PURE,
     PURE_TIME,
+    RANK,
     RECOMPUTE,
+    REP,
     RESERVED,
     SCHEDULE,
     SEQ_LEN,
     STAGE,
+    START,
+    STEP,
+    THREAD,
     TIME,
     TP,
     TP_RANK,
+    VALUE,
     VISITS,
     VOCAB,
     WATTS,
@@ -138,12 +151,12 @@ def layout_parts(
     aliases = parse_aliases(aliases) if isinstance(aliases, (list, tuple)) else aliases
     runs, problems = manifest_runs(manifest, aliases) if manifest is not None else runs_from_names(paths, aliases)
     known, read = facts or {}, {}
-    for path in runs["path"]:
+    for path in runs[PATH]:
         try:
             read[path] = known.get(path) or profile_facts(path, settings)
         except InputError as exc:
             problems.append(str(exc))
-    runs = runs[runs["path"].isin(read)].reset_index(drop=True)
+    runs = runs[runs[PATH].isin(read)].reset_index(drop=True)
     runs, skipped = one_format_per_run(runs)
     problems += skipped
     if runs.empty:
@@ -154,10 +167,10 @@ def layout_parts(
     keys = ["app", *param_columns(runs), "rep"]
     for key, run in runs.groupby(keys, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
-        match = layouts[(layouts["app"] == key[0]) & (layouts["rep"] == key[-1])]
+        match = layouts[(layouts["app"] == key[0]) & (layouts[REP] == key[-1])]
         match = match[match["point"] == point_label(keys[1:-1], key[1:-1])]
         layout = {k: match.iloc[0][k] for k in (GPUS, *LAYOUT_FIELDS)} if len(match) else {}
-        rows = [file_parts(read[path], layout, rank, model) for path, rank in zip(run["path"], run["rank"])]
+        rows = [file_parts(read[path], layout, rank, model) for path, rank in zip(run[PATH], run[RANK])]
         frame = pd.concat(rows, ignore_index=True)
         if pure:
             frame = pd.concat([frame, pure_times(run, read, frame)], ignore_index=True)
@@ -178,28 +191,28 @@ def file_parts(facts: ProfileFacts, layout: dict, rank, model: dict | None = Non
     if base[STAGE] is None and pp == 1:
         base[STAGE] = 0
     k = facts.kernels.copy()
-    k["t"] = np.where(k["launch"] >= 0, k["launch"], k["start"])
-    k["part"] = _kernel_parts(k, detail_of_comm)
+    k["t"] = np.where(k[LAUNCH] >= 0, k[LAUNCH], k[START])
+    k[PART] = _kernel_parts(k, detail_of_comm)
     rows = []
-    for step, lo, hi in facts.steps[["step", "start", "end"]].itertuples(index=False):
+    for step, lo, hi in facts.steps[[STEP, START, END]].itertuples(index=False):
         mine = k[(k["t"] >= lo) & (k["t"] < hi)].copy()
         _optimizer(mine)
         rows.append((step, PART_STEP, TIME, (hi - lo) * NS))
         for part, seconds in step_split(mine, lo, hi, (pp or 1) > 1).items():
             rows.append((step, part, TIME, seconds))
-        for part, group in mine.groupby("part"):
+        for part, group in mine.groupby(PART):
             if part != PART_OPTIMIZER:  # the split has the optimizer's time: its kernels are charged first
-                rows.append((step, part, TIME, float((group["end"] - group["start"]).sum()) * NS))
+                rows.append((step, part, TIME, float((group[END] - group[START]).sum()) * NS))
             rows.append((step, part, VISITS, float(len(group))))
             if part in COMM_DETAIL:
-                rows.append((step, part, BYTES, float(group["bytes"].sum())))
-        compute = mine[~mine["part"].isin(COMM_DETAIL)]
-        rows.append((step, PART_IDLE, TIME, ((hi - lo) - _union(compute["start"], compute["end"], lo, hi)) * NS))
+                rows.append((step, part, BYTES, float(group[BYTES].sum())))
+        compute = mine[~mine[PART].isin(COMM_DETAIL)]
+        rows.append((step, PART_IDLE, TIME, ((hi - lo) - _union(compute[START], compute[END], lo, hi)) * NS))
     for metric, key in ((ALLOCATED, "allocated"), (RESERVED, "reserved")):
         if facts.memory.get(key) is not None:
             rows.append((-1, PART_MEMORY, metric, float(facts.memory[key])))
     if facts.power:
-        rows.append((-1, PART_POWER, WATTS, float(facts.power["watts"])))
+        rows.append((-1, PART_POWER, WATTS, float(facts.power[WATTS])))
     frame = pd.DataFrame(rows, columns=["step", PART, "metric", "value"])
     for key, value in base.items():
         frame[key] = value
@@ -208,12 +221,12 @@ def file_parts(facts: ProfileFacts, layout: dict, rank, model: dict | None = Non
 
 def step_split(kernels: pd.DataFrame, lo: float, hi: float, pipeline: bool) -> dict[str, float]:
     """One step's wall time in LAYOUT_PARTS (seconds, summing to hi - lo); see split.py."""
-    cls = np.where(kernels["part"] == PART_OPTIMIZER, PART_OPTIMIZER, PART_COMPUTE).astype(object)
-    cls[(kernels["part"] == PART_TP_KERNELS).to_numpy()] = PART_TP
-    cls[(kernels["part"] == PART_PP_KERNELS).to_numpy()] = PART_PP_P2P
-    cls[(kernels["part"] == PART_DP_KERNELS).to_numpy()] = PART_DP
-    cls[(kernels["part"] == PART_OTHER_KERNELS).to_numpy()] = "other_comm"
-    starts, ends = kernels["start"].to_numpy(np.float64), kernels["end"].to_numpy(np.float64)
+    cls = np.where(kernels[PART] == PART_OPTIMIZER, PART_OPTIMIZER, PART_COMPUTE).astype(object)
+    cls[(kernels[PART] == PART_TP_KERNELS).to_numpy()] = PART_TP
+    cls[(kernels[PART] == PART_PP_KERNELS).to_numpy()] = PART_PP_P2P
+    cls[(kernels[PART] == PART_DP_KERNELS).to_numpy()] = PART_DP
+    cls[(kernels[PART] == PART_OTHER_KERNELS).to_numpy()] = "other_comm"
+    starts, ends = kernels[START].to_numpy(np.float64), kernels[END].to_numpy(np.float64)
     intervals = {c: (starts[cls == c], ends[cls == c]) for c in SPLIT_ORDER if (cls == c).any()}
     fill = None
     if pipeline:
@@ -237,11 +250,11 @@ def step_split(kernels: pd.DataFrame, lo: float, hi: float, pipeline: bool) -> d
 
 def _kernel_parts(k: pd.DataFrame, detail_of_comm: dict) -> np.ndarray:
     comm = k["collective"] != ""
-    compute = (k["kind"] == "kernel") & ~comm
-    forward_name = matches(k["name"], FORWARD_KERNEL)
+    compute = (k[KIND] == "kernel") & ~comm
+    forward_name = matches(k[NAME], FORWARD_KERNEL)
     out = np.full(len(k), PART_OTHER_COMPUTE, dtype=object)
-    out[(compute & (k["thread"] == MAIN_THREAD)).to_numpy()] = PART_FORWARD
-    autograd = (compute & (k["thread"] == AUTOGRAD_THREAD)).to_numpy()
+    out[(compute & (k[THREAD] == MAIN_THREAD)).to_numpy()] = PART_FORWARD
+    autograd = (compute & (k[THREAD] == AUTOGRAD_THREAD)).to_numpy()
     out[autograd] = PART_BACKWARD
     out[autograd & forward_name] = PART_RECOMPUTE
     out[comm.to_numpy()] = [detail_of_comm.get(c, PART_OTHER_KERNELS) for c in k.loc[comm, "comm"]]
@@ -250,9 +263,9 @@ def _kernel_parts(k: pd.DataFrame, detail_of_comm: dict) -> np.ndarray:
 
 def _optimizer(mine: pd.DataFrame) -> None:
     """Main-thread compute after the step's last backward launch is the optimizer step."""
-    bwd = mine.loc[mine["thread"] == AUTOGRAD_THREAD, "t"]
+    bwd = mine.loc[mine[THREAD] == AUTOGRAD_THREAD, "t"]
     if len(bwd):
-        late = (mine["part"] == PART_FORWARD) & (mine["t"] > bwd.max())
+        late = (mine[PART] == PART_FORWARD) & (mine["t"] > bwd.max())
         mine.loc[late, "part"] = PART_OPTIMIZER
 
 
@@ -271,36 +284,36 @@ def pure_times(run: pd.DataFrame, facts: dict, frame: pd.DataFrame) -> pd.DataFr
     """`pure_time` rows per rank, step and collective role: collectives matched over the run's
     ranks by group and call order (see the module docstring)."""
     calls: dict[str, list] = {}
-    for path in run["path"]:
+    for path in run[PATH]:
         k = facts[path].kernels
         k = k[(k["collective"] != "") & ~k["collective"].isin(P2P) & ~k["comm"].str.startswith("stream ")]
         for key, group in k.groupby("comm"):
-            calls.setdefault(key, []).append((path, group.sort_values("launch")))
+            calls.setdefault(key, []).append((path, group.sort_values(LAUNCH)))
     rows = []
     for key, members in calls.items():
         n = min(len(g) for _, g in members)
         if len(members) < 2 or n == 0:
             continue
-        starts = np.stack([g["start"].to_numpy()[:n] for _, g in members])
-        ends = np.stack([g["end"].to_numpy()[:n] for _, g in members])
+        starts = np.stack([g[START].to_numpy()[:n] for _, g in members])
+        ends = np.stack([g[END].to_numpy()[:n] for _, g in members])
         pure = np.maximum(ends.min(axis=0) - starts.max(axis=0), 0)
         for path, g in members:
-            rows.append(pd.DataFrame({"path": path, "t": g["launch"].to_numpy()[:n], "pure": pure, "comm": key}))
+            rows.append(pd.DataFrame({PATH: path, "t": g[LAUNCH].to_numpy()[:n], PURE: pure, "comm": key}))
     if not rows:
         return pd.DataFrame(columns=frame.columns)
     matched = pd.concat(rows, ignore_index=True)
     out = []
-    for path, group in matched.groupby("path"):
+    for path, group in matched.groupby(PATH):
         f = facts[path]
-        mine = frame[frame["path"] == path]
+        mine = frame[frame[PATH] == path]
         base = mine.iloc[0].to_dict() if len(mine) else {}
         roles = assign_roles(f, comm_usage(f))
         detail = {v[0].key: ROLE_KERNELS[k] for k, v in roles.items() if k in ROLE_KERNELS}
-        for step, lo, hi in f.steps[["step", "start", "end"]].itertuples(index=False):
+        for step, lo, hi in f.steps[[STEP, START, END]].itertuples(index=False):
             inside = group[(group["t"] >= lo) & (group["t"] < hi)]
             for part, sub in inside.groupby(inside["comm"].map(detail).fillna(PART_OTHER_KERNELS)):
                 out.append(
-                    {**base, "step": step, PART: part, "metric": PURE_TIME, "value": float(sub["pure"].sum()) * NS}
+                    {**base, "step": step, PART: part, "metric": PURE_TIME, "value": float(sub[PURE].sum()) * NS}
                 )
     return pd.DataFrame(out, columns=frame.columns)
 
@@ -314,7 +327,7 @@ def part_observations(frame: pd.DataFrame, model: dict | None = None) -> pd.Data
     largest allocated peak of any rank). Runs without a known stage or step are left out."""
     layout_cols = [GPUS, TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, ZERO, RECOMPUTE, SCHEDULE, CHUNKS]
     rows = []
-    for (app, _rep), run in frame.groupby(["app", "rep"], sort=True):
+    for (app, _rep), run in frame.groupby(["app", REP], sort=True):
         for _, one in run.groupby(layout_cols + [FRAMEWORK], dropna=False, sort=True):
             rows += _observations(one, app, layout_cols)
     out = pd.DataFrame(rows)
@@ -334,22 +347,22 @@ def _observations(run: pd.DataFrame, app, layout_cols: list[str]) -> list[dict]:
     layout = {c: run[c].iloc[0] for c in layout_cols}
     if any(v is None or (isinstance(v, float) and np.isnan(v)) for v in layout.values()):
         return []
-    timed = run[(run["metric"] == TIME) & run[PART].isin(LAYOUT_PARTS) & (run["step"] >= 0)]
+    timed = run[(run[METRIC] == TIME) & run[PART].isin(LAYOUT_PARTS) & (run[STEP] >= 0)]
     last = timed[timed[STAGE] == timed[STAGE].max()]
-    steps = last[last[PART] == PART_STEP].sort_values(["path", "value", "step"])
+    steps = last[last[PART] == PART_STEP].sort_values([PATH, VALUE, STEP])
     if steps.empty:
         return []
-    medians = steps.groupby("path").apply(lambda g: g.iloc[(len(g) - 1) // 2], include_groups=False)
-    chosen = medians.sort_values("value").iloc[(len(medians) - 1) // 2]
-    values = last[(last["path"] == chosen.name) & (last["step"] == chosen["step"])].set_index(PART)["value"]
+    medians = steps.groupby(PATH).apply(lambda g: g.iloc[(len(g) - 1) // 2], include_groups=False)
+    chosen = medians.sort_values(VALUE).iloc[(len(medians) - 1) // 2]
+    values = last[(last[PATH] == chosen.name) & (last[STEP] == chosen[STEP])].set_index(PART)[VALUE]
     out = [
         {**layout, WORKLOAD: app, PART: part, "metric": TIME, "value": float(values.get(part, 0.0))}
         for part in LAYOUT_PARTS
         if part != PART_MEMORY
     ]
-    memory = run[(run[PART] == PART_MEMORY) & (run["metric"] == ALLOCATED)]["value"]
+    memory = run[(run[PART] == PART_MEMORY) & (run[METRIC] == ALLOCATED)][VALUE]
     if not len(memory):  # nsys records what CUDA allocated: the allocator's reserve, an upper bound
-        memory = run[(run[PART] == PART_MEMORY) & (run["metric"] == RESERVED)]["value"]
+        memory = run[(run[PART] == PART_MEMORY) & (run[METRIC] == RESERVED)][VALUE]
     if len(memory):
         out.append({**layout, WORKLOAD: app, PART: PART_MEMORY, "metric": BYTES, "value": float(memory.max())})
     return out
