@@ -174,11 +174,11 @@ def use_directory_config(args) -> None:
 def experiment_from_args(args: argparse.Namespace, progress=None, options=None):
     """Experiment from parsed arguments; prints each skipped input and a summary on stderr. `options`:
     the command's resolved options (:func:`resolve_options`; resolved here when not given)."""
-    from extradeep.workflows.reading import read_experiment
+    from extradeep.workflows.reading import experiment_of_options
 
     options = resolve_options(args) if options is None else options
     with load_problems_shown():
-        return read_experiment(options, on_read=problems_on_stderr, progress=progress)
+        return experiment_of_options(options, on_read=problems_on_stderr, progress=progress)
 
 
 @contextmanager

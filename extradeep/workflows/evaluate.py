@@ -11,7 +11,7 @@ import pandas as pd
 from extradeep.errors import InputError
 from extradeep.workflows.options import AnalysisOptions, field_error, values_of
 from extradeep.workflows.outputs import check_outputs, input_paths
-from extradeep.workflows.reading import evaluation_reading, read_analysis, read_experiment
+from extradeep.workflows.reading import evaluation_reading, experiment_of_options, read_analysis
 
 __all__ = ["EvaluationOptions", "EvaluationResult", "check_compatible", "evaluation_study"]
 
@@ -73,7 +73,7 @@ def evaluation_study(options: EvaluationOptions, *, progress=None, on_read=None)
     if options.eval_values is None and not options.eval_dir:
         analysis, experiment = read_analysis(options, on_read, progress)
         return EvaluationResult(options, analysis, experiment)
-    experiment = read_experiment(options.reading, on_read)
+    experiment = experiment_of_options(options.reading, on_read)
     if options.eval_dir:
         held = dict(eval_experiment=evaluation_experiment(options, experiment, on_read))
     else:
@@ -98,7 +98,7 @@ def evaluation_experiment(options: EvaluationOptions, modeling, on_read=None):
     """The experiment of `eval_dir`, read with the modeling experiment's parameters and refused when
     it is of another application or has other parameters."""
     reading = evaluation_reading(options.reading, options.config, options.eval_dir, modeling.params)
-    full = read_experiment(reading, on_read)
+    full = experiment_of_options(reading, on_read)
     check_compatible(modeling, full, options.eval_dir)
     return full
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from extradeep.workflows.options import AnalysisOptions, field_error, values_of
 from extradeep.workflows.outputs import check_output_path, input_paths
-from extradeep.workflows.reading import read_experiment
+from extradeep.workflows.reading import experiment_of_options
 
 __all__ = ["PlanOptions", "PlanResult", "plan_study"]
 
@@ -66,7 +66,7 @@ def plan_study(options: PlanOptions, *, on_read=None) -> PlanResult:
     reading = options.reading
     if options.output:
         check_output_path("output", options.output, input_paths(reading.profiles, reading.manifest, options.config))
-    experiment = read_experiment(reading, on_read) if (reading.profiles or reading.manifest) else None
+    experiment = experiment_of_options(reading, on_read) if (reading.profiles or reading.manifest) else None
     modeler = options.modeler
     if experiment is not None:  # a saved experiment's own options (--min-points 4) hold unless given here
         modeler = effective_options(experiment, modeler)

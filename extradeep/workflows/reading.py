@@ -13,7 +13,7 @@ from extradeep.errors import InputError
 from extradeep.pipeline import Options
 
 
-def read_experiment(options: Options, on_read=None, progress=None):
+def experiment_of_options(options: Options, on_read=None, progress=None):
     """The Experiment of `options`: exports read (and replayed), or a saved experiment loaded with
     the dataset, minimum points and system the options give. Nothing usable: InputError whose
     `.problems` lists every problem."""
@@ -75,7 +75,7 @@ def read_analysis(options, on_read=None, progress=None):
         modeler = text_model_options(options.modeler, table)
         analysis = analyse_table(table, table.attrs["params"], modeler, options.scaling, options.ranks_param)
         return analysis, None
-    experiment = read_experiment(options.reading, on_read)
+    experiment = experiment_of_options(options.reading, on_read)
     analysis = analyse(
         experiment,
         options=options.modeler,
