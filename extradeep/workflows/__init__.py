@@ -11,25 +11,11 @@ from __future__ import annotations
 
 import importlib
 
-# public name -> module that defines it; imported when first used, so `extradeep --help` stays fast
-_EXPORTS = {
-    "AnalysisOptions": "extradeep.workflows.options",
-    "BudgetOptions": "extradeep.workflows.budget",
-    "BudgetStudyResult": "extradeep.workflows.budget",
-    "budget_study": "extradeep.workflows.budget",
-    "EvaluationOptions": "extradeep.workflows.evaluate",
-    "EvaluationResult": "extradeep.workflows.evaluate",
-    "evaluation_study": "extradeep.workflows.evaluate",
-    "ModelOptions": "extradeep.workflows.model",
-    "ModelResult": "extradeep.workflows.model",
-    "model_study": "extradeep.workflows.model",
-    "ReportOptions": "extradeep.workflows.report",
-    "ReportResult": "extradeep.workflows.report",
-    "report_study": "extradeep.workflows.report",
-    "PlanOptions": "extradeep.workflows.plan",
-    "PlanResult": "extradeep.workflows.plan",
-    "plan_study": "extradeep.workflows.plan",
-}
+from extradeep import _EXPORTS as _ROOT_EXPORTS
+
+# the workflows' public names, as the package root lists them (one list); imported when first used,
+# so `extradeep --help` stays fast
+_EXPORTS = {name: module for name, module in _ROOT_EXPORTS.items() if module.startswith("extradeep.workflows.")}
 
 __all__ = sorted(_EXPORTS)
 
