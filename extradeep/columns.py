@@ -87,6 +87,8 @@ STRATEGY_COLUMNS = [
 FRAMEWORK = "framework"  # megatron | deepspeed | fsdp | ddp, from the profiles' markers
 LAYOUT_FIELDS = (TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, ZERO, RECOMPUTE, CHUNKS, SCHEDULE, FRAMEWORK)
 STAGE, TP_RANK, DP_RANK = "stage", "tp_rank", "dp_rank"  # a rank's pipeline stage and its coordinates
+PASSES = "passes"  # backward passes per step a profile shows: micro-batches x chunks per stage
+SOURCE_SUFFIX = "_source"  # a runs' layout table: <field>_source says where the field's value was read
 COMPUTE_NODE = "node"  # the machine a rank ran on (extradeep.io.placement: ranks that shared a node)
 # the parts of LAYOUT_PARTS by name: a step's time split exclusively (they sum to the step), and memory
 (

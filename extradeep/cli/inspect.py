@@ -85,7 +85,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
     else:
-        _print_text(result)
+        from extradeep.report.inspect_text import inspect_text
+
+        print(inspect_text(result), end="")
     if result.problems and result.profiles:
         print(f"extradeep: {len(result.problems)} of {result.found} file(s) could not be read", file=sys.stderr)
     for line in result.warnings:
@@ -95,16 +97,6 @@ def run(args: argparse.Namespace) -> int:
 
         print("\n".join(analyses_text(a) for a in result.analyses))
     return 0 if result.profiles else 2
-
-
-def _print_text(result) -> None:
-    for profile in result.profiles:
-        print(profile.text + "\n")
-    if result.layout is not None:
-        print(f"cluster layout of the {len(result.profiles)} profiles:")
-        print("\n".join(f"  {line}" for line in result.layout_lines) + "\n")
-    if result.runs is not None and len(result.runs):
-        print("\n".join(result.run_lines))
 
 
 def _print_json(result) -> None:

@@ -53,26 +53,26 @@ class InspectOptions:
 
 @dataclass
 class InspectedProfile:
-    """One profile: what it holds (JSON-ready, with its ``parallel_layout``) and its summary as text."""
+    """One profile: what it holds (JSON-ready, with its ``parallel_layout``; the summary `inspect`
+    prints of it is `extradeep.report.inspect_text.profile_text`)."""
 
     info: dict
-    text: str
 
 
 @dataclass
 class InspectResult:
     """``profiles`` read; ``problems``: inputs that could not be read, one line each, of ``found``
-    paths; ``layout``: the cluster layout the file names give (None without such names) and its
-    ``layout_lines``; ``runs``: each run's layout (folders or a manifest; else None) and ``run_lines``;
-    ``analyses`` of each path; ``warnings``: other problems (the runs, an analysis), one line each."""
+    paths; ``layout``: the cluster layout the file names give (None without such names); ``runs``:
+    each run's layout (folders or a manifest; else None) and ``run_params``, the parameters that
+    name a run's point; ``analyses`` of each path; ``warnings``: other problems (the runs, an
+    analysis), one line each. Data only: `extradeep.report.inspect_text` formats it."""
 
     profiles: list = field(default_factory=list)
     problems: list = field(default_factory=list)
     found: int = 0
     layout: dict | None = None
-    layout_lines: list = field(default_factory=list)
     runs: object = None
-    run_lines: list = field(default_factory=list)
+    run_params: list = field(default_factory=list)
     analyses: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 
@@ -94,10 +94,6 @@ def inspect_profiles(options: InspectOptions) -> InspectResult:
             result.problems.append(str(exc))
     infos = [p.info for p in result.profiles]
     result.layout = study_layout(infos)
-    if result.layout is not None:
-        from extradeep.io.placement import layout_text
-
-        result.layout_lines = layout_text(result.layout)
     if options.manifest or any(Path(g).is_dir() for g in options.paths):
         _runs(options, result)
     if infos and options.analyses.asked:
@@ -109,15 +105,15 @@ def _inspect(path: str, options: InspectOptions) -> InspectedProfile:
     from extradeep.io.formats import KINETO, profile_format
 
     if profile_format(path) == KINETO:
-        from extradeep.io.kineto.inspect import format_text, inspect_trace
+        from extradeep.io.kineto.inspect import inspect_trace
 
         info = inspect_trace(path, options.settings, top=options.top)
     else:
-        from extradeep.io.nsys.inspect import format_text, inspect_export
+        from extradeep.io.nsys.inspect import inspect_export
 
         info = inspect_export(path, options.settings, top=options.top)
     info["parallel_layout"] = _layout(path, options)
-    return InspectedProfile(info, "\n".join([format_text(info), *_layout_text(info["parallel_layout"])]))
+    return InspectedProfile(info)
 
 
 def study_layout(infos: list[dict]) -> dict | None:
@@ -144,8 +140,7 @@ def study_layout(infos: list[dict]) -> dict | None:
 
 def _layout(path, options: InspectOptions) -> dict:
     """The layout fields one profile shows (JSON-ready), or the one-line problem."""
-    from extradeep.io.parallel.layout import read_layout
-    from extradeep.io.parallel.text import layout_json
+    from extradeep.io.parallel.layout import layout_json, read_layout
 
     try:
         return layout_json(read_layout(path, options.settings, options.shape))
@@ -153,20 +148,10 @@ def _layout(path, options: InspectOptions) -> dict:
         return {"problem": exc.problem}
 
 
-def _layout_text(layout: dict) -> list[str]:
-    from extradeep.io.parallel.infer import Field
-    from extradeep.io.parallel.text import layout_lines
-
-    if "problem" in layout:
-        return [f"  parallel layout: not read ({layout['problem']})"]
-    return layout_lines({k: Field(v["value"], v["source"]) for k, v in layout.items()})
-
-
 def _runs(options: InspectOptions, result: InspectResult) -> None:
     """Each run's layout, of the folders or the manifest given."""
     from extradeep.io.discover import manifest_runs, param_columns, parse_aliases, runs_from_names
     from extradeep.io.parallel.layout import RUN_FIELDS, TOKEN_ALIASES, run_layouts
-    from extradeep.io.parallel.text import run_lines
 
     aliases = parse_aliases(options.alias)
     try:
@@ -180,8 +165,8 @@ def _runs(options: InspectOptions, result: InspectResult) -> None:
     if runs.empty:
         return
     layouts, _ = run_layouts(runs, options.settings, options.shape, "manifest" if options.manifest else "file name")
-    params = [c for c in param_columns(runs) if c not in RUN_FIELDS and c not in TOKEN_ALIASES]
-    result.runs, result.run_lines = layouts, run_lines(layouts, params)
+    result.runs = layouts
+    result.run_params = [c for c in param_columns(runs) if c not in RUN_FIELDS and c not in TOKEN_ALIASES]
 
 
 def _analyses(options: InspectOptions, result: InspectResult) -> None:

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from extradeep.cli import main
+from extradeep.report.inspect_text import inspect_text, profile_text, run_lines
 from extradeep.report.layouts import fit_text
 from extradeep.report.trace_text import analyses_text, prediction_text
 from extradeep.simulate import simulate
@@ -68,9 +69,12 @@ def test_inspect_is_one_call_and_prints_its_result(small_run, spy, capsys):
     assert main(["inspect", str(small_run)]) == 0
     out = capsys.readouterr().out
     assert len(calls) == 1 and len(calls[0].profiles) == 2  # the simulator wrote 2 exports
-    texts = [p.text for p in calls[0].profiles]
-    assert out.startswith("\n\n".join(texts) + "\n\n")
-    assert out.endswith("\n".join(calls[0].run_lines) + "\n")
+    result = calls[0]
+    assert out == inspect_text(result)
+    blocks = out.split("\n\n")  # one block per profile, in the result's order, then the runs' layouts
+    assert [b.split("  (")[0] for b in blocks[:2]] == [p.info["path"] for p in result.profiles]
+    assert blocks[:2] == [profile_text(p.info) for p in result.profiles]
+    assert len(result.runs) == 1 and out.endswith("\n".join(run_lines(result.runs, result.run_params)) + "\n")
 
     assert main(["inspect", str(small_run), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

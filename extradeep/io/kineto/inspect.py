@@ -15,12 +15,11 @@ from pathlib import Path
 from extradeep.columns import CATEGORY
 from extradeep.errors import InputError
 from extradeep.io import categories as cat
-from extradeep.io.inspect import kernels_by_device, step_summary, summary_lines, top_ranges
+from extradeep.io.inspect import kernels_by_device, step_summary, top_ranges
 from extradeep.io.kineto import tables as kt
 from extradeep.io.kineto.load import load
 from extradeep.io.kineto.placement import trace_placement
 from extradeep.io.settings import ReaderSettings
-from extradeep.io.steps import shorten
 
 
 def inspect_trace(path, settings=None, top: int = 10) -> dict:
@@ -75,21 +74,3 @@ def _kineto_steps(nvtx, settings, path) -> dict:
 
 def _whole(value):
     return int(value) if isinstance(value, (int, float)) and float(value).is_integer() else value
-
-
-def format_text(info: dict) -> str:
-    """Human-readable summary of `inspect_trace`'s dict."""
-    lines = [f"{info['path']}  ({info['size']:,} bytes)"]
-    rank = "not recorded" if info["rank"] is None else str(info["rank"])
-    world = "" if info["world_size"] is None else f" of {info['world_size']}"
-    backend = f" ({info['backend']})" if info["backend"] else ""
-    platform = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU only"}.get(info["platform"], info["platform"])
-    lines.append(f"  PyTorch profiler (Kineto) trace, {platform}; rank {rank}{world}{backend}")
-    lines += summary_lines(info)
-    by_cat = ", ".join(f"{k} {v:,}" for k, v in info["trace_categories"].items())
-    lines.append(f"  events in the trace by cat: {by_cat}")
-    if info["top_ranges"]:
-        lines.append("  most frequent annotations (record_function ranges):")
-        lines += [f"    {n:>8,}  {shorten(name, 100)}" for name, n in info["top_ranges"]]
-    lines += [f"  note: {w}" for w in info["notes"]]
-    return "\n".join(lines)

@@ -1,6 +1,7 @@
 """What is inside one export: version, tables, GPUs, NVTX domains and names, step marks, event counts.
 
-`inspect_export(path, settings)` returns a plain dict (JSON-ready) that `extradeep inspect` prints.
+`inspect_export(path, settings)` returns a plain dict (JSON-ready) that `extradeep inspect` prints
+(`extradeep.report.inspect_text`).
 Every count is a count of rows in the export, classified as `read_export` classifies them.
 """
 
@@ -15,13 +16,12 @@ from extradeep.columns import CATEGORY
 from extradeep.errors import InputError
 from extradeep.io import categories as cat
 from extradeep.io.frames import NVTX_MARK, NVTX_RANGE_TYPES, per_category
-from extradeep.io.inspect import kernels_by_device, step_summary, summary_lines, top_ranges
+from extradeep.io.inspect import kernels_by_device, step_summary, top_ranges
 from extradeep.io.nsys import events
 from extradeep.io.nsys.layout import read_placement
 from extradeep.io.nsys.schema import metadata, require_nsys_export, row_count, schema_of
 from extradeep.io.settings import ReaderSettings
 from extradeep.io.sqlite import fetch_all, open_readonly
-from extradeep.io.steps import shorten
 
 
 def inspect_export(path, settings=None, top: int = 10) -> dict:
@@ -95,25 +95,3 @@ def _category_counts(conn, nvtx: pd.DataFrame, kernels: pd.DataFrame) -> dict[st
         cat.LIBRARY: sum(row_count(conn, t) for t in events.LIBRARY_TABLES.values()),
     }
     return counts
-
-
-def format_text(info: dict) -> str:
-    """Human-readable summary of `inspect_export`'s dict."""
-    lines = [f"{info['path']}  ({info['size']:,} bytes)"]
-    lines.append(
-        f"  nsys version: {info['nsys_version'] or 'not recorded (export older than 2022.1)'}"
-        + (f", schema {info['schema_version']}" if info["schema_version"] else "")
-    )
-    lines += summary_lines(info)
-    domains = ", ".join(f"{k} ({v:,})" for k, v in info["nvtx_domains"].items())
-    lines.append(f"  NVTX domains: {domains or 'none'}")
-    if info["top_ranges"]:
-        lines.append("  most frequent NVTX ranges:")
-        lines += [f"    {n:>8,}  {shorten(name, 100)}" for name, n in info["top_ranges"]]
-    lines.append("  tables (rows):")
-    enums = [name for name in info["tables"] if name.startswith("ENUM_")]
-    lines += [f"    {n:>10,}  {name}" for name, n in info["tables"].items() if not name.startswith("ENUM_")]
-    if enums:
-        lines.append(f"    {len(enums):>10,}  ENUM_* lookup tables (listed with --json)")
-    lines += [f"  note: {w}" for w in info["notes"]]
-    return "\n".join(lines)

@@ -36,6 +36,7 @@ from extradeep.columns import (
     MICRO_BATCH,
     MICRO_BATCHES,
     NAME,
+    PASSES,
     PP,
     RECOMPUTE,
     SCHEDULE,
@@ -69,7 +70,6 @@ FORWARD_KERNEL = re.compile(
     r"fused_dropout|GeluCUDAKernelImpl|pool\w*_forward",
     re.I,
 )
-PASSES = "passes"  # backward passes per step: micro-batches x chunks per stage
 TINY = 64  # bytes: a scalar (loss, gradient norm), never a layer's traffic
 BYTES_PER_VALUE = 2  # bf16/fp16 activations, to turn message sizes into micro-batch sizes
 

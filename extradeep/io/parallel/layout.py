@@ -23,24 +23,25 @@ from extradeep.columns import (
     LAYOUT_FIELDS,
     MICRO_BATCH,
     MICRO_BATCHES,
+    PASSES,
     PATH,
     PP,
     RECOMPUTE,
     SCHEDULE,
+    SOURCE_SUFFIX,
     TP,
     ZERO,
 )
 from extradeep.errors import InputError
 from extradeep.io.formats import KINETO, profile_format
 from extradeep.io.parallel.facts import ProfileFacts
-from extradeep.io.parallel.infer import PASSES, Field, infer_layout
+from extradeep.io.parallel.infer import Field, infer_layout
 
 RECOMPUTE_CODES = ("none", "selective", "full")  # file-name token rc0 / rc1 / rc2
 # file-name tokens (and manifest columns) of layout fields besides the fields' own names; --alias adds
 # others. `ranks` is what the token p<N> stands for: the run's GPUs, also when only some were profiled
 TOKEN_ALIASES = {"ranks": GPUS, "mbs": MICRO_BATCH, "nmb": MICRO_BATCHES, "vpp": CHUNKS, "rc": RECOMPUTE}
 RUN_FIELDS = (GPUS, *LAYOUT_FIELDS)
-SOURCE = "_source"
 
 
 def profile_facts(path, settings=None) -> ProfileFacts:
@@ -60,6 +61,11 @@ def read_layout(path, settings=None, model: dict | None = None) -> dict[str, Fie
     fields = infer_layout(facts, model)
     fields["notes"] = Field(list(facts.notes), "reader notes")
     return fields
+
+
+def layout_json(fields: dict[str, Field]) -> dict:
+    """The fields of `read_layout` as JSON: name -> {"value", "source"} (what `inspect --json` writes)."""
+    return {name: field.to_dict() for name, field in fields.items()}
 
 
 def run_layouts(
@@ -122,12 +128,12 @@ def combine(per_file: list[dict[str, Field]], group: pd.DataFrame, named_by: str
                 value, source = named, f"{named_by} ({column} {named})"
             elif named != value:
                 source += f"; the {named_by} says {named}"
-        out[name], out[name + SOURCE] = value, source
+        out[name], out[name + SOURCE_SUFFIX] = value, source
     passes = Counter(f[PASSES].value for f in per_file if PASSES in f and f[PASSES].value is not None)
     if out[MICRO_BATCHES] is None and passes and out[CHUNKS]:
         n = passes.most_common(1)[0][0]
         out[MICRO_BATCHES] = n // out[CHUNKS]
-        out[MICRO_BATCHES + SOURCE] = f"{n} backward passes per step / vpp {out[CHUNKS]}"
+        out[MICRO_BATCHES + SOURCE_SUFFIX] = f"{n} backward passes per step / vpp {out[CHUNKS]}"
     _from_world(out, len(group))
     return out
 
@@ -156,7 +162,7 @@ def _from_world(out: dict, files: int) -> None:
     """World from the number of rank files when neither a profile nor the name records it; a missing
     degree from the world and the other two; the schedule from vpp."""
     if out[GPUS] is None and files:
-        out[GPUS], out[GPUS + SOURCE] = files, f"{files} rank files in the run"
+        out[GPUS], out[GPUS + SOURCE_SUFFIX] = files, f"{files} rank files in the run"
     world = out[GPUS]
     degrees = {r: out[r] for r in (TP, PP, DP)}
     missing = [r for r, v in degrees.items() if v is None]
@@ -166,11 +172,11 @@ def _from_world(out: dict, files: int) -> None:
             rest *= v if v is not None else 1
         if world % rest == 0:
             out[missing[0]] = world // rest
-            out[missing[0] + SOURCE] = f"world {world} / the other degrees ({rest})"
+            out[missing[0] + SOURCE_SUFFIX] = f"world {world} / the other degrees ({rest})"
     if out[CHUNKS] and out[SCHEDULE] is None:
         schedule = "interleaved" if out[CHUNKS] > 1 else "1f1b"
-        out[SCHEDULE], out[SCHEDULE + SOURCE] = schedule, f"vpp {out[CHUNKS]} ({out[CHUNKS + SOURCE]})"
+        out[SCHEDULE], out[SCHEDULE + SOURCE_SUFFIX] = schedule, f"vpp {out[CHUNKS]} ({out[CHUNKS + SOURCE_SUFFIX]})"
     if all(degrees[r] is not None for r in (TP, PP, DP)) and world and degrees[TP] * degrees[PP] * degrees[DP] != world:
-        out[GPUS + SOURCE] += f"; tp x pp x dp = {degrees[TP] * degrees[PP] * degrees[DP]} differs"
+        out[GPUS + SOURCE_SUFFIX] += f"; tp x pp x dp = {degrees[TP] * degrees[PP] * degrees[DP]} differs"
     for name in (ZERO, MICRO_BATCH):
         out.setdefault(name, None)
