@@ -73,46 +73,43 @@ def profile_text(info: dict) -> str:
 
 def nsys_lines(info: dict) -> list[str]:
     """The summary of `extradeep.io.nsys.inspect.inspect_export`'s dict."""
-    lines = [f"{info['path']}  ({info['size']:,} bytes)"]
-    lines.append(
-        f"  nsys version: {info['nsys_version'] or 'not recorded (export older than 2022.1)'}"
-        + (f", schema {info['schema_version']}" if info["schema_version"] else "")
+    version = f"  nsys version: {info['nsys_version'] or 'not recorded (export older than 2022.1)'}" + (
+        f", schema {info['schema_version']}" if info["schema_version"] else ""
     )
-    lines += summary_lines(info)
     domains = ", ".join(f"{k} ({v:,})" for k, v in info["nvtx_domains"].items())
-    lines.append(f"  NVTX domains: {domains or 'none'}")
-    if info["top_ranges"]:
-        lines.append("  most frequent NVTX ranges:")
-        lines += _range_lines(info["top_ranges"])
+    lines = _common_lines(info, version, f"  NVTX domains: {domains or 'none'}", "NVTX ranges")
     lines.append("  tables (rows):")
     enums = [name for name in info["tables"] if name.startswith("ENUM_")]
     lines += [f"    {n:>10,}  {name}" for name, n in info["tables"].items() if not name.startswith("ENUM_")]
     if enums:
         lines.append(f"    {len(enums):>10,}  ENUM_* lookup tables (listed with --json)")
-    lines += [f"  note: {w}" for w in info["notes"]]
-    return lines
+    return lines + _note_lines(info)
 
 
 def kineto_lines(info: dict) -> list[str]:
     """The summary of `extradeep.io.kineto.inspect.inspect_trace`'s dict."""
-    lines = [f"{info['path']}  ({info['size']:,} bytes)"]
     rank = "not recorded" if info["rank"] is None else str(info["rank"])
     world = "" if info["world_size"] is None else f" of {info['world_size']}"
     backend = f" ({info['backend']})" if info["backend"] else ""
     platform = PLATFORMS.get(info["platform"], info["platform"])
-    lines.append(f"  PyTorch profiler (Kineto) trace, {platform}; rank {rank}{world}{backend}")
-    lines += summary_lines(info)
+    trace = f"  PyTorch profiler (Kineto) trace, {platform}; rank {rank}{world}{backend}"
     by_cat = ", ".join(f"{k} {v:,}" for k, v in info["trace_categories"].items())
-    lines.append(f"  events in the trace by cat: {by_cat}")
+    events = f"  events in the trace by cat: {by_cat}"
+    return _common_lines(info, trace, events, "annotations (record_function ranges)") + _note_lines(info)
+
+
+def _common_lines(info: dict, kind: str, events: str, ranges: str) -> list[str]:
+    """The file, the line of its ``kind``, the summary both formats show, the format's ``events``
+    line and the most frequent ``ranges``: the order both formats print."""
+    lines = [f"{info['path']}  ({info['size']:,} bytes)", kind, *summary_lines(info), events]
     if info["top_ranges"]:
-        lines.append("  most frequent annotations (record_function ranges):")
-        lines += _range_lines(info["top_ranges"])
-    lines += [f"  note: {w}" for w in info["notes"]]
+        lines.append(f"  most frequent {ranges}:")
+        lines += [f"    {n:>8,}  {shorten(name, RANGE_NAME_WIDTH)}" for name, n in info["top_ranges"]]
     return lines
 
 
-def _range_lines(top_ranges: list) -> list[str]:
-    return [f"    {n:>8,}  {shorten(name, RANGE_NAME_WIDTH)}" for name, n in top_ranges]
+def _note_lines(info: dict) -> list[str]:
+    return [f"  note: {w}" for w in info["notes"]]
 
 
 def summary_lines(info: dict) -> list[str]:
