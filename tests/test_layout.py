@@ -27,8 +27,8 @@ ARCHITECTURE = REPO / "docs" / "architecture.md"
 # compares them). Every import counts, also those inside functions; the root-level gui/ folder is
 # `extradeep.gui`. Rooms are matched by module prefix, the first match wins.
 IO_BASE = (
-    *("categories", "formats", "frames", "inspect", "naming", "placement", "replay", "settings", "sqlite", "steps"),
-    "sums",
+    *("categories", "formats", "frames", "inspect", "naming", "placement", "replay", "settings", "sqlite"),
+    *("step_conventions", "steps", "sums"),
 )
 ROOMS = [
     ("io-nsys", ("extradeep.io.nsys",)),

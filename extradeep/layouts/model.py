@@ -13,7 +13,8 @@ observation moves where physics puts them. The interval comes from held-out erro
 refitted without each workload (or each of five folds when there are fewer than three workloads;
 a held-out layout's measured parts leave with its step), and
 the half width is the 95th percentile of the held-out log errors, weighted per workload; the spread
-of the refitted models' predictions widens it where they disagree.
+of the refitted models' predictions widens it where they disagree. Sizing the interval (folds,
+held-out errors, the half width at a layout's scale) is :mod:`extradeep.layouts.interval`'s.
 """
 
 from __future__ import annotations
@@ -23,41 +24,38 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from extradeep.columns import (
-    CHUNKS,
-    DP,
     FITS,
     GPUS,
-    HIDDEN,
-    LAYERS,
     METRIC,
-    MICRO_BATCH,
-    MICRO_BATCHES,
     PART,
     PART_STEP,
     PEAK_MEMORY,
-    PP,
     RECOMPUTE,
     SCHEDULE,
-    SEQ_LEN,
     STEP_TIME,
     TIME,
     TP,
     VALUE,
-    VOCAB,
     WORKLOAD,
     ZERO,
 )
 from extradeep.errors import InputError
 from extradeep.layouts.hardware import Hardware, load_hardware
+from extradeep.layouts.interval import (
+    TRANSFER_SPREAD,
+    doublings_beyond,
+    folds,
+    half_widths,
+    held_out_errors,
+    model_parameters,
+    weighted_quantile,
+)
 from extradeep.layouts.memory import MemoryModel, fit_reasons
 from extradeep.layouts.parts import COEFFICIENTS, COLLECTIVE_ALGORITHMS, NAMES, PRIOR, compose, nominal_features
 from extradeep.layouts.space import layout_frame
 from extradeep.layouts.tables import check_part_observations
-from extradeep.layouts.workload import layer_parameters
 
 STEP_PARTS = ("compute", "host_overhead", "tp_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer")
-TRANSFER_SPREAD = np.log(1.15)  # another GPU type: per-kernel-class rooflines add about 15% (Lin et al.)
-UNCALIBRATED_SPREAD = np.log(1.5)  # half width without held-out errors to size it (physics alone)
 CATEGORICAL = (ZERO, RECOMPUTE, SCHEDULE)  # layout choices whose effect only physics knows until observed
 # parts that are off (0) unless ``optional`` names them: nested selection on vTrain did not choose
 # them for most left-out models (docs/performance.md)
@@ -135,7 +133,7 @@ class LayoutModel:
         self.support_ = self._support(steps, part_rows)
         self.range_ = {c: (float(steps[c].min()), float(steps[c].max())) for c in (GPUS, TP)} if len(steps) else {}
         seen = pd.concat([steps, part_rows], ignore_index=True)
-        self.scale_ = (float(seen[GPUS].max()), float(_parameters(seen).max())) if len(seen) else None
+        self.scale_ = (float(seen[GPUS].max()), float(model_parameters(seen).max())) if len(seen) else None
         self.seen_ = {c: set(seen[c]) for c in CATEGORICAL if c in seen}
         self._fit_interval(steps, part_rows)
         return self
@@ -281,32 +279,21 @@ class LayoutModel:
         return out
 
     def _fit_interval(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> None:
-        """Held-out log errors per workload (or fold) and the refitted coefficients."""
+        """Held-out log errors per workload (or fold) and the refitted coefficients (`interval`)."""
         self.fold_coefs_, self.cv_errors_ = [], pd.DataFrame(columns=[WORKLOAD, "log_error"])
         self.half_width_ = np.nan
         if self.interval is None or len(steps) < 4:
             return
-        folds = _folds(steps, self.cv_folds, self.random_state)
-        errors = []
-        step_keys, part_keys = _layout_keys(steps), _layout_keys(part_rows)
-        for label, held in folds:
-            rest = steps[~held]
-            if not len(rest):
-                continue
-            # the held-out layouts' parts leave with their steps: nothing of them calibrates the fold
-            kept_parts = part_rows[~np.isin(part_keys, step_keys[held])] if len(part_rows) else part_rows
-            coef = self._solve(rest, kept_parts)[0]
-            self.fold_coefs_.append(coef)
-            guess = compose(self._features(steps[held]), coef, self.dp_overlap)[PART_STEP]
-            held_rows = steps[held]
-            errors.append(
-                pd.DataFrame(
-                    {WORKLOAD: label, GPUS: held_rows[GPUS], "log_error": np.log(guess / held_rows[STEP_TIME])}
-                )
-            )
+        self.fold_coefs_, errors = held_out_errors(
+            steps,
+            part_rows,
+            folds(steps, self.cv_folds, self.random_state),
+            lambda rest, kept_parts: self._solve(rest, kept_parts)[0],
+            lambda held, coef: compose(self._features(held), coef, self.dp_overlap)[PART_STEP],
+        )
         if errors:
             self.cv_errors_ = pd.concat(errors, ignore_index=True)
-            self.half_width_ = _weighted_quantile(self.cv_errors_, self.level)
+            self.half_width_ = weighted_quantile(self.cv_errors_, self.level)
 
     # -------------------------------------------------------------- prediction
     def predict(self, layouts: pd.DataFrame, hardware=None) -> pd.DataFrame:
@@ -331,7 +318,8 @@ class LayoutModel:
         return out
 
     def _bounds(self, features, frame: pd.DataFrame, step, estimate: bool):
-        width = self._half_widths(frame[GPUS].to_numpy(float)) * np.sqrt(1 + self._doublings_beyond(frame))
+        gpus = frame[GPUS].to_numpy(float)
+        width = half_widths(self.cv_errors_, gpus, self.level) * np.sqrt(1 + doublings_beyond(self.scale_, frame))
         if estimate:
             width = np.hypot(width, TRANSFER_SPREAD * 1.96)
         low, high = step * np.exp(-width), step * np.exp(width)
@@ -339,36 +327,6 @@ class LayoutModel:
             other = compose(features, coef, self.dp_overlap)[PART_STEP]
             low, high = np.minimum(low, other), np.maximum(high, other)
         return low, high
-
-    def _doublings_beyond(self, frame: pd.DataFrame) -> np.ndarray:
-        """Per layout, how many doublings of GPU count or of model size (the larger) it lies beyond
-        the largest observed: the interval's variance grows by the held-out variance per doubling
-        (its half width by sqrt(1 + doublings)), since the held-out errors that size it were made
-        at the observed scales."""
-        if self.scale_ is None:
-            return np.zeros(len(frame))
-        gpus = np.log2(frame[GPUS].to_numpy(float) / self.scale_[0])
-        size = np.log2(_parameters(frame) / self.scale_[1])
-        return np.maximum(np.maximum(gpus, size), 0.0)
-
-    def _half_widths(self, gpus) -> np.ndarray:
-        """Per layout, the ``level`` quantile of the held-out |log errors| of layouts at a similar
-        scale: each held-out row weighs exp(-(log2 N - log2 N_row)^2 / 2) within its workload's
-        equal share, so a 512-GPU prediction is judged by the errors at hundreds of GPUs, not by
-        those of single-node runs."""
-        gpus = np.asarray(gpus, float)
-        if not len(self.cv_errors_):  # nothing held out: physics alone, about as far off as DFModel (25%)
-            return np.full(len(gpus), UNCALIBRATED_SPREAD)
-        errors = self.cv_errors_
-        size = errors[WORKLOAD].map(errors[WORKLOAD].value_counts()).to_numpy(float)
-        values = np.abs(errors["log_error"].to_numpy(float))
-        order = np.argsort(values)
-        out = np.empty(len(gpus))
-        for n in np.unique(gpus):
-            near = np.exp(-0.5 * (np.log2(n) - np.log2(errors[GPUS].to_numpy(float))) ** 2) / size
-            cumulative = np.cumsum(near[order])
-            out[gpus == n] = values[order][np.searchsorted(cumulative, self.level * cumulative[-1])]
-        return out
 
     def _extrapolated(self, frame: pd.DataFrame, features) -> np.ndarray:
         """Per layout, the uncalibrated coefficients that move its step by >= 5%, 'gpus' beyond the
@@ -453,45 +411,6 @@ def _part_residuals(features, part_rows: pd.DataFrame, coef, overlap) -> np.ndar
     names = part_rows[PART].to_numpy()
     predicted = np.select([names == p for p in STEP_PARTS], [parts[p] for p in STEP_PARTS], np.nan)
     return (predicted - part_rows[VALUE].to_numpy(float)) / parts[PART_STEP]
-
-
-LAYOUT_KEY = (WORKLOAD, GPUS, TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, ZERO, RECOMPUTE, SCHEDULE, CHUNKS)
-
-
-def _parameters(frame: pd.DataFrame) -> np.ndarray:
-    """Parameters of each row's model: its layers and the word and position embeddings."""
-    hidden = frame[HIDDEN].to_numpy(float)
-    ffn = frame["ffn_hidden"].to_numpy(float) if "ffn_hidden" in frame else None
-    layers = frame[LAYERS].to_numpy(float) * layer_parameters(hidden, ffn)
-    return layers + (frame[VOCAB].to_numpy(float) + frame[SEQ_LEN].to_numpy(float)) * hidden
-
-
-def _layout_keys(frame: pd.DataFrame) -> np.ndarray:
-    """One string per row naming its layout (and workload), to match step totals with their parts."""
-    if not len(frame):
-        return np.array([], dtype=object)
-    columns = [c for c in LAYOUT_KEY if c in frame]
-    return frame[columns].astype(str).agg("|".join, axis=1).to_numpy(object)
-
-
-def _folds(steps: pd.DataFrame, k: int, seed: int) -> list[tuple[str, np.ndarray]]:
-    """(label, held-out mask) per workload when there are three or more, else k random folds."""
-    if WORKLOAD in steps and steps[WORKLOAD].nunique() >= 3:
-        return [(str(w), (steps[WORKLOAD] == w).to_numpy()) for w in steps[WORKLOAD].unique()]
-    order = np.random.default_rng(seed).permutation(len(steps))
-    fold = np.empty(len(steps), int)
-    fold[order] = np.arange(len(steps)) % min(k, len(steps))
-    return [(f"fold {i + 1}", fold == i) for i in range(min(k, len(steps)))]
-
-
-def _weighted_quantile(errors: pd.DataFrame, level: float) -> float:
-    """The ``level`` quantile of |log error| with every workload (or fold) weighing the same."""
-    size = errors[WORKLOAD].map(errors[WORKLOAD].value_counts()).to_numpy(float)
-    values = np.abs(errors["log_error"].to_numpy(float))
-    order = np.argsort(values)
-    cumulative = np.cumsum(1.0 / size[order])
-    cumulative /= cumulative[-1]
-    return float(values[order][np.searchsorted(cumulative, level)])
 
 
 def _differs(target: Hardware, calibrated: Hardware) -> bool:

@@ -7,6 +7,8 @@ its start that no edge explains. On CPU threads the gap is CPU work between call
 on GPU queues it is unexplained idle time, dropped by default so that the replay has to be explained
 by dependencies alone (`gpu_gaps="keep"` replays it too), except the few microseconds a GPU takes
 between two ops of a busy stream (`_device_gaps`), which belong to the device, not to a dependency.
+Which GPU ops a blocking call or a stream wait waits for (the wake and event edges) is found in
+`predictor.blocking`; this module assembles the graph and derives its durations, lags and gaps.
 """
 
 from __future__ import annotations
@@ -18,13 +20,11 @@ import pandas as pd
 
 from extradeep.columns import (
     BYTES,
-    CALL_START,
     CATEGORY,
     COLL,
     CORR,
     DST,
     END,
-    EVENT_ID,
     GROUP,
     IS_GPU,
     KIND,
@@ -40,6 +40,7 @@ from extradeep.columns import (
     STEP_ID,
     SYNC_TYPE,
 )
+from extradeep.predictor.blocking import EventIndex, QueueIndex, add_wakes, event_waits
 from extradeep.predictor.collectives import collective_groups
 from extradeep.predictor.gpu_waits import hidden_waits
 from extradeep.predictor.threads import merged_threads, queue_groups
@@ -52,41 +53,9 @@ NS = 1e-9
 TOLERANCE = 2e-6
 # A GPU op starting this much later than its dependencies explain is looked at for a hidden wait.
 LATE = 5e-6
-# CPU and GPU timestamps of one process can disagree by a few microseconds: a blocking call may
-# appear to return slightly before the GPU op it waited for ends.
-CLOCK_SLACK = 20e-6
 LATENCY_QUANTILE = 0.1
 # A GPU's own pause between two ops of a busy stream is at most this long (s); longer is a wait
 DEVICE_GAP = 50e-6
-BLOCKING_PREFIXES = (
-    "cudaStreamSynchronize",
-    "cudaDeviceSynchronize",
-    "cudaEventSynchronize",
-    "cudaCtxSynchronize",
-    "cuStreamSynchronize",
-    "cuCtxSynchronize",
-    "cuEventSynchronize",
-    "cudaThreadSynchronize",
-    "hipStreamSynchronize",
-    "hipDeviceSynchronize",
-    "hipEventSynchronize",
-)  # ROCm traces
-# Synchronous copies block the caller until their own GPU copy has finished.
-BLOCKING_COPY_PREFIXES = (
-    "cudaMemcpy_",
-    "cudaMemcpy2D_",
-    "cudaMemcpy3D_",
-    "cudaMemset_",
-    "cuMemcpyDtoH_",
-    "cuMemcpyHtoD_",
-    "cuMemcpy_",
-)
-# the same calls as Kineto names them (no nsys version suffix such as _v3020)
-BLOCKING_COPY_NAMES = tuple(p.rstrip("_") for p in BLOCKING_COPY_PREFIXES) + ("hipMemcpy", "hipMemset")
-
-
-def is_blocking_copy(name: str) -> bool:
-    return name.startswith(BLOCKING_COPY_PREFIXES) or name in BLOCKING_COPY_NAMES
 
 
 @dataclass
@@ -119,12 +88,10 @@ def build_graph(trace: RunTrace, gpu_gaps: str = "drop") -> OpGraph:
         raise ValueError("gpu_gaps must be 'drop' or 'keep'")
     nodes = _node_table(trace)
     launch = _launch_edges(nodes)
-    index = _QueueIndex(nodes, launch)
-    nodes, blocking = _add_wakes(nodes, trace, index)
+    index = QueueIndex(nodes, launch)
+    nodes, blocking, event = _wait_edges(nodes, trace, index)
     merged = merged_threads(trace)
-    edges = pd.concat(
-        [_queue_edges(nodes, merged), launch, blocking, _event_edges(nodes, trace, index)], ignore_index=True
-    )
+    edges = pd.concat([_queue_edges(nodes, merged), launch, blocking, event], ignore_index=True)
     nodes, edges, coll_offset = _add_collectives(nodes, edges)
     graph = _finish(nodes, edges, coll_offset)
     graph = _infer_gpu_waits(graph)
@@ -207,164 +174,17 @@ def _launch_edges(nodes: pd.DataFrame) -> pd.DataFrame:
     return _edges(m[SRC], m[DST], "launch")
 
 
-class _QueueIndex:
-    """Per (rank, GPU queue): node ids in launch order, to find what a sync or wait refers to."""
-
-    def __init__(self, nodes: pd.DataFrame, launch: pd.DataFrame):
-        self.launch_time = nodes[START].to_numpy().copy()
-        self.launch_time[launch[DST].to_numpy()] = nodes[START].to_numpy()[launch[SRC].to_numpy()]
-        self.queues: dict[tuple, np.ndarray] = {}
-        gpu = nodes[nodes[IS_GPU] & (nodes[ROLE] == "op")]
-        for key, grp in gpu.groupby([RANK, QUEUE], sort=False):
-            idx = grp.index.to_numpy()
-            self.queues[key] = idx[np.argsort(self.launch_time[idx], kind="stable")]
-        self._gpu = gpu[gpu[CORR] >= 0][[RANK, CORR]]
-        self._by_corr = None
-
-    def launched_by(self, rank, corr) -> list[int]:
-        """The GPU ops a call launched (same rank and correlation id)."""
-        if self._by_corr is None:
-            groups = self._gpu.groupby([RANK, CORR]).indices
-            self._by_corr = {k: self._gpu.index[v].tolist() for k, v in groups.items()}
-        return self._by_corr.get((rank, corr), [])
-
-    def last_before(self, rank, queues, t: float) -> list[int]:
-        """Per queue: the last op whose launching call started before time t."""
-        out = []
-        for q in queues:
-            idx = self.queues.get((rank, q))
-            if idx is not None:
-                k = np.searchsorted(self.launch_time[idx], t, side="left") - 1
-                if k >= 0:
-                    out.append(int(idx[k]))
-        return out
-
-    def first_after(self, rank, queue, t: float) -> int | None:
-        idx = self.queues.get((rank, queue))
-        if idx is None:
-            return None
-        k = np.searchsorted(self.launch_time[idx], t, side="right")
-        return int(idx[k]) if k < len(idx) else None
-
-    def rank_queues(self, rank) -> list:
-        return [q for (r, q) in self.queues if r == rank]
-
-
 def _seconds(frame: pd.DataFrame, t0: int, col: str = "call_start") -> pd.DataFrame:
     return frame.assign(**{col: (frame[col] - t0) * NS}) if len(frame) else frame
 
 
-class _EventIndex:
-    """CUDA event records per (rank, eventId), in call order, to find what a wait refers to."""
-
-    def __init__(self, records: pd.DataFrame):
-        records = records.sort_values(CALL_START, kind="stable")
-        self.call_start = records[CALL_START].to_numpy()
-        self.queue = records[QUEUE].to_numpy()
-        self.by_event = records.groupby([RANK, EVENT_ID]).indices if len(records) else {}
-
-    def recorded_op(self, index: _QueueIndex, rank, event_id, t: float) -> list[int]:
-        """The GPU op an event marks: the last op launched on the record's stream before the record."""
-        rows = self.by_event.get((rank, event_id))
-        if rows is None:
-            return []
-        k = np.searchsorted(self.call_start[rows], t, side="right") - 1
-        if k < 0:
-            return []
-        row = rows[k]
-        return index.last_before(rank, [self.queue[row]], self.call_start[row])
-
-
-def _waited_ops(events: _EventIndex, index: _QueueIndex, call: pd.Series, sync, own_copy=False) -> list[int]:
-    """GPU ops a blocking call waits for: from its SYNCHRONIZATION row, its own copy (a synchronous
-    copy, or one that finished before the call returned), else every stream of the rank."""
-    rank, t = call[RANK], call[START]
-    if sync is not None and sync[SYNC_TYPE] == 3:
-        return index.last_before(rank, [sync[QUEUE]], t)
-    if sync is not None and sync[SYNC_TYPE] == 1:
-        recorded = events.recorded_op(index, rank, sync[EVENT_ID], t)
-        if recorded:
-            return recorded  # else no record rows: fall back to every stream, pruned by the caller
-    if own_copy or is_blocking_copy(call[NAME]):
-        return index.launched_by(rank, call[CORR])
-    return index.last_before(rank, index.rank_queues(rank), t)
-
-
-def _add_wakes(nodes: pd.DataFrame, trace: RunTrace, index: _QueueIndex):
-    """Each blocking call gets a wake node that waits for the GPU ops it blocks on.
-
-    Waited ops that ended after the call returned cannot have been waited for; they are dropped,
-    which also protects against wrong guesses when the SYNCHRONIZATION table is absent.
-    """
+def _wait_edges(nodes: pd.DataFrame, trace: RunTrace, index: QueueIndex):
+    """The wake nodes of blocking calls and the blocking and event edges (`predictor.blocking`)."""
     t0 = nodes.attrs["t0_ns"]
-    events = _EventIndex(_seconds(trace.records, t0))
-    syncs = trace.syncs[trace.syncs[SYNC_TYPE].isin([1, 3, 4])]
-    by_corr = {(s.rank, s.corr): s for s in syncs.itertuples(index=False)}
-    cpu = nodes[(~nodes[IS_GPU]) & (nodes[KIND] == "runtime")]
-    blocking = (
-        (cpu[NAME].str.startswith(BLOCKING_PREFIXES + BLOCKING_COPY_PREFIXES) | cpu[NAME].isin(BLOCKING_COPY_NAMES))
-        .to_numpy()
-        .copy()
-    )
-    # a sync row marks a blocking call, except for polls such as cudaEventQuery / cudaStreamQuery
-    polls = cpu[NAME].str.contains("Query", regex=False).to_numpy()
-    blocking |= np.array([k in by_corr for k in zip(cpu[RANK], cpu[CORR])], dtype=bool) & ~polls
-    waited_copy = _copy_returned_after_copy(nodes, cpu)
-    blocking |= waited_copy
-    end = nodes[END].to_numpy()
-    wakes, src, dst = [], [], []
-    own_copy = dict(zip(cpu.index, waited_copy))
-    for i, call in cpu[blocking].iterrows():
-        sync = by_corr.get((call[RANK], call[CORR]))
-        sync = None if sync is None else pd.Series(sync._asdict())
-        waited = [u for u in _waited_ops(events, index, call, sync, own_copy[i]) if end[u] <= call[END] + CLOCK_SLACK]
-        if waited:
-            wid = len(nodes) + len(wakes)
-            wakes.append(call.to_dict() | {"role": "wake", "kind": "wake", "corr": -1})
-            src += [i] + waited
-            dst += [wid] * (1 + len(waited))
-    if wakes:
-        attrs = dict(nodes.attrs)
-        nodes = pd.concat([nodes, pd.DataFrame(wakes)], ignore_index=True)
-        nodes.attrs.update(attrs)
-    return nodes, _edges(src, dst, "blocking")
-
-
-def _copy_returned_after_copy(nodes: pd.DataFrame, cpu: pd.DataFrame) -> np.ndarray:
-    """Per CPU call: an asynchronous copy call that returned only after its GPU copy had finished.
-
-    CUDA makes `cudaMemcpyAsync` wait for the copy when the host memory is pageable (device to
-    pageable host, e.g. `.item()`, `.cpu()`, `.tolist()`): the call then lasts until the stream has
-    run everything queued before the copy. Exports do not always say which memory was pageable,
-    the timing does: on the real traces every copy that ended before its call returned is a
-    device-to-host one (and a few tiny copies on an idle GPU, for which the wait changes nothing).
-    No clock slack here: a copy ending after the return was not waited for.
-    """
-    copies = cpu[NAME].str.contains("memcpy", case=False, regex=False).to_numpy()
-    if not copies.any():
-        return np.zeros(len(cpu), dtype=bool)
-    gpu = nodes[nodes[IS_GPU] & (nodes[ROLE] == "op") & (nodes[CORR] >= 0)]
-    last_end = gpu.groupby([RANK, CORR])[END].max()
-    key = pd.MultiIndex.from_arrays([cpu[RANK].to_numpy(), cpu[CORR].to_numpy()])
-    own_end = last_end.reindex(key).to_numpy()
-    with np.errstate(invalid="ignore"):
-        return copies & (own_end <= cpu[END].to_numpy())
-
-
-def _event_edges(nodes: pd.DataFrame, trace: RunTrace, index: _QueueIndex) -> pd.DataFrame:
-    """cudaEventRecord on stream A -> cudaStreamWaitEvent on stream B, from the CUPTI tables."""
-    t0 = nodes.attrs["t0_ns"]
+    events = EventIndex(_seconds(trace.records, t0))
+    nodes, src, dst = add_wakes(nodes, trace.syncs, events, index)
     waits = _seconds(trace.syncs[trace.syncs[SYNC_TYPE] == 2], t0)
-    events = _EventIndex(_seconds(trace.records, t0))
-    src, dst = [], []
-    if len(waits) and events.by_event:
-        for w in waits.itertuples(index=False):
-            before = events.recorded_op(index, w.rank, w.event_id, w.call_start)
-            after = index.first_after(w.rank, w.queue, w.call_start)
-            if before and after is not None and before[0] != after:
-                src.append(before[0])
-                dst.append(after)
-    return _edges(src, dst, "event")
+    return nodes, _edges(src, dst, "blocking"), _edges(*event_waits(waits, events, index), "event")
 
 
 def _add_collectives(nodes: pd.DataFrame, edges: pd.DataFrame):

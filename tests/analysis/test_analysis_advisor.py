@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 import extradeep as xd
-from extradeep.analysis.advisor import MeasurementAdvisor, candidate_ranks
+from extradeep.analysis.advisor import MeasurementAdvisor
+from extradeep.analysis.advisor_fit import candidate_ranks
 from extradeep.analysis.core import measured_values
 from extradeep.analysis.cost import CostSettings
 from extradeep.analysis.hypothetical import (
@@ -60,11 +61,6 @@ def test_user_cost_model_prices_the_runs():
     cost = CostSettings(price_per_gpu_hour=2.5)
     plan = MeasurementAdvisor(64, 16, 4, 40, cost=cost).fit().propose()
     assert np.allclose(plan["cost"], 2.5 * plan["gpu_hours"])
-
-
-def test_candidates_use_whole_half_nodes_beyond_one_node():
-    assert candidate_ranks(32, 8) == [2, 4, 6, 8, 12, 16, 20, 24, 28, 32]
-    assert candidate_ranks(10) == [2, 4, 6, 8, 10]
 
 
 def test_hypothetical_update_starts_from_the_models_own_covariance(fitted):
@@ -140,22 +136,6 @@ def test_beyond_one_node_only_whole_nodes_unless_partial_nodes_are_allowed():
     assert any("whole nodes (4 ranks each)" in n for n in plan.attrs["notes"])
     partial = MeasurementAdvisor(64, 16, gpus_per_node=4, partial_nodes=True).fit()
     assert {6, 10, 14} <= set(partial.candidates_) and any("--partial-nodes" in n for n in partial.notes_)
-
-
-@pytest.mark.parametrize(
-    "kwargs, option",
-    [
-        ({"target": 1.5}, "--target"),
-        ({"max_ranks": 0}, "--max-ranks"),
-        ({"budget_gpu_hours": -1}, "--budget"),
-        ({"level": 2}, "--level"),
-    ],
-)
-def test_bad_settings_are_one_line_errors(kwargs, option):
-    settings = {"target": 64, "max_ranks": 16, "gpus_per_node": 4, **kwargs}
-    with pytest.raises(InputError) as err:
-        MeasurementAdvisor(**settings).fit()
-    assert option in str(err.value)
 
 
 def test_report_section_and_text_show_the_plan_beside_the_model(fitted):

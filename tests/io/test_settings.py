@@ -8,7 +8,6 @@ import pytest
 
 from extradeep.errors import InputError
 from extradeep.io.settings import READER_VERSION, ReaderSettings
-from extradeep.io.steps import parse_pattern
 
 
 def test_hashable_and_round_trips():
@@ -33,14 +32,3 @@ def test_hashable_and_round_trips():
 def test_invalid_settings(bad, match):
     with pytest.raises(InputError, match=match):
         ReaderSettings.from_any(bad)
-
-
-def test_invalid_pattern_is_one_clear_error():
-    with pytest.raises(InputError, match="invalid step pattern"):
-        parse_pattern("train(", set())
-
-
-def test_domain_prefix_only_for_domains_in_the_file():
-    assert parse_pattern(r"myapp:iter (\d+)", {"myapp"}) == (parse_pattern(r"iter (\d+)", set())[0], "myapp")
-    regex, domain = parse_pattern(r"epoch:(\d+)", {"myapp"})  # "epoch" is no domain here: all of it is the regex
-    assert domain is None and regex.pattern == r"epoch:(\d+)"

@@ -15,7 +15,6 @@ from extradeep.layouts.memory import MemoryModel
 from extradeep.layouts.model import STEP_PARTS, LayoutModel
 from extradeep.layouts.parts import NAMES, PRIOR, compose, nominal_features
 from extradeep.layouts.validation import VTRAIN_CLUSTER, megatron_check
-from extradeep.layouts.workload import layer_parameters
 
 # Published errors on the vTrain multi-node rows, per left-out model (issue 23): a six-coefficient
 # least-squares sketch and Calculon run uncalibrated. Mean absolute % error and Spearman's rho.
@@ -97,24 +96,6 @@ def test_held_out_models_beat_the_published_baselines(held_out):
     for workload, group in rows.groupby(WORKLOAD):
         chosen = group.loc[group["predicted"].idxmin(), STEP_TIME]
         assert chosen <= 1.10 * group[STEP_TIME].min(), workload  # the search's pick is within 10% of the best
-
-
-def test_intervals_widen_beyond_the_observed_scales(vtrain_model, vtrain):
-    """The half width grows by sqrt(1 + d), d the doublings of GPU count or model size past the
-    largest observed (vTrain's 512 GPUs, 39.1B): 4x the GPUs gives sqrt(3), twice the layers sqrt(2)."""
-    base = vtrain[1][vtrain[1][WORKLOAD] == "39.1B"].head(3).drop(columns=[STEP_TIME]).reset_index(drop=True)
-    more_gpus = base.assign(dp=base["dp"] * 4, gpus=base["gpus"] * 4, global_batch=base["global_batch"] * 4)
-    deeper = base.assign(layers=base["layers"] * 2)
-
-    def width(frame):
-        predicted = vtrain_model.predict(frame)
-        return np.log(predicted["step_time_high"] / predicted[STEP_TIME]).to_numpy()
-
-    assert np.allclose(width(more_gpus), np.sqrt(3) * width(base))
-    h, layers = float(base["hidden"].iloc[0]), float(base["layers"].iloc[0])
-    embedding = (base["vocab"].iloc[0] + base["seq_len"].iloc[0]) * h
-    doublings = np.log2((2 * layers * layer_parameters(h) + embedding) / (layers * layer_parameters(h) + embedding))
-    assert 0.9 < doublings < 1 and np.allclose(width(deeper), np.sqrt(1 + doublings) * width(base))
 
 
 def test_megatron_table_from_its_smallest_row(published, vtrain):

@@ -91,29 +91,6 @@ def test_time_blocked_on_the_gpu_is_gpu_time_on_the_path(trace, real_kineto, pla
     assert b["communication"].sum() > 0  # the NCCL kernels the waits led to
 
 
-@pytest.mark.parametrize(
-    "trace",
-    [
-        "HTA__trace_diff_control_control.json.gz",
-        "HTA__trace_diff_test_test.json.gz",
-        "HTA__trace_filter_sampled_rank-0.json.gz",
-    ],
-)
-def test_pageable_copies_are_waits_and_the_others_are_not(trace, real_kineto, plain_json, predicted):
-    """cudaMemcpyAsync to pageable host memory waits for its copy (CUDA's documented behaviour);
-    copies from pinned memory and on the device do not, whatever their timing."""
-    path = real_kineto(trace)
-    events = _events(plain_json, path)
-    copy_of = {e["args"]["correlation"]: e["name"] for e in events if e.get("cat") == "gpu_memcpy"}
-    pageable = {c for c, n in copy_of.items() if n.startswith("Memcpy DtoH") and "Pageable" in n}
-    graph = predicted(path).graph
-    n = graph.nodes
-    blocking = (graph.edge_kind == EDGE_KINDS.index("blocking")) & (n["role"].to_numpy()[graph.dst] == "wake")
-    calls = graph.src[blocking & (n["name"].to_numpy()[graph.src] == "cudaMemcpyAsync")]
-    waited = set(n["corr"].to_numpy()[calls].tolist())
-    assert pageable and waited == pageable
-
-
 def test_stream_waits_without_event_rows_are_found_from_the_wait_call(real_kineto):
     """AlexNet's trace records its stream waits (cuda_sync rows); without them (as in PyTorch < 2.1
     traces) the cudaStreamWaitEvent call before a late kernel's launch still links the kernels that

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 from extradeep.errors import InputError
-from extradeep.io import steps
+from extradeep.io import step_conventions
 from extradeep.io.frames import NVTX_PUSHPOP, Names, Table
 from extradeep.io.nsys import events
 from extradeep.io.sqlite import open_readonly
-from extradeep.io.steps import _Nvtx, find_steps
+from extradeep.io.step_conventions import Nvtx
+from extradeep.io.steps import find_steps
 from extradeep.simulate import write_nvtx_export
 
 MS = 1_000_000
@@ -188,6 +189,6 @@ def test_names_scanned_at_once_as_one_by_one(real_export, sim_ranges, sim_profil
     for texts in [*(_names_of(p) for p in paths), EDGE_NAMES, EDGE_NAMES + ["step\x00"], NUMBERED]:
         table = Table({"eventType": np.full(len(texts), NVTX_PUSHPOP), "start": np.zeros(len(texts), np.int64)})
         names = Names(np.arange(len(texts)), np.array(texts, dtype=object))
-        nv = _Nvtx(table.with_columns(end=np.ones(len(texts), np.int64), name=names, domain=names, category=names))
-        assert list(steps._default_kinds(nv)) == [steps._kind(t) for t in texts]
-        assert list(steps._numbers(names, None)) == [steps._number_of(t, None) for t in texts]
+        nv = Nvtx(table.with_columns(end=np.ones(len(texts), np.int64), name=names, domain=names, category=names))
+        assert list(step_conventions.default_kinds(nv)) == [step_conventions._kind(t) for t in texts]
+        assert list(step_conventions._numbers(names, None)) == [step_conventions._number_of(t, None) for t in texts]

@@ -1,0 +1,128 @@
+"""The layout model's interval: held-out errors, and how wide they make the interval at a layout.
+
+The model is refitted without each workload (or each of five folds when there are fewer than
+three workloads; a held-out layout's measured parts leave with its step); the half width at a layout
+is the ``level`` quantile of the held-out |log errors| of layouts at a similar GPU count, widened by
+sqrt(1 + d) for d doublings of GPU count or model size beyond what was observed, and, on other
+hardware, by the spread a transfer adds. Sizing the interval is its own stage after calibration;
+:class:`extradeep.layouts.model.LayoutModel` calls these functions from ``fit`` and ``predict``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from extradeep.columns import (
+    CHUNKS,
+    DP,
+    GPUS,
+    HIDDEN,
+    LAYERS,
+    MICRO_BATCH,
+    MICRO_BATCHES,
+    PP,
+    RECOMPUTE,
+    SCHEDULE,
+    SEQ_LEN,
+    STEP_TIME,
+    TP,
+    VOCAB,
+    WORKLOAD,
+    ZERO,
+)
+from extradeep.layouts.workload import layer_parameters
+
+TRANSFER_SPREAD = np.log(1.15)  # another GPU type: per-kernel-class rooflines add about 15% (Lin et al.)
+UNCALIBRATED_SPREAD = np.log(1.5)  # half width without held-out errors to size it (physics alone)
+
+LAYOUT_KEY = (WORKLOAD, GPUS, TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, ZERO, RECOMPUTE, SCHEDULE, CHUNKS)
+
+
+def model_parameters(frame: pd.DataFrame) -> np.ndarray:
+    """Parameters of each row's model: its layers and the word and position embeddings."""
+    hidden = frame[HIDDEN].to_numpy(float)
+    ffn = frame["ffn_hidden"].to_numpy(float) if "ffn_hidden" in frame else None
+    layers = frame[LAYERS].to_numpy(float) * layer_parameters(hidden, ffn)
+    return layers + (frame[VOCAB].to_numpy(float) + frame[SEQ_LEN].to_numpy(float)) * hidden
+
+
+def layout_keys(frame: pd.DataFrame) -> np.ndarray:
+    """One string per row naming its layout (and workload), to match step totals with their parts."""
+    if not len(frame):
+        return np.array([], dtype=object)
+    columns = [c for c in LAYOUT_KEY if c in frame]
+    return frame[columns].astype(str).agg("|".join, axis=1).to_numpy(object)
+
+
+def folds(steps: pd.DataFrame, k: int, seed: int) -> list[tuple[str, np.ndarray]]:
+    """(label, held-out mask) per workload when there are three or more, else k random folds."""
+    if WORKLOAD in steps and steps[WORKLOAD].nunique() >= 3:
+        return [(str(w), (steps[WORKLOAD] == w).to_numpy()) for w in steps[WORKLOAD].unique()]
+    order = np.random.default_rng(seed).permutation(len(steps))
+    fold = np.empty(len(steps), int)
+    fold[order] = np.arange(len(steps)) % min(k, len(steps))
+    return [(f"fold {i + 1}", fold == i) for i in range(min(k, len(steps)))]
+
+
+def weighted_quantile(errors: pd.DataFrame, level: float) -> float:
+    """The ``level`` quantile of |log error| with every workload (or fold) weighing the same."""
+    size = errors[WORKLOAD].map(errors[WORKLOAD].value_counts()).to_numpy(float)
+    values = np.abs(errors["log_error"].to_numpy(float))
+    order = np.argsort(values)
+    cumulative = np.cumsum(1.0 / size[order])
+    cumulative /= cumulative[-1]
+    return float(values[order][np.searchsorted(cumulative, level)])
+
+
+def held_out_errors(steps: pd.DataFrame, part_rows: pd.DataFrame, splits, refit, predict_step):
+    """(coefficients refitted without each fold, the held-out log errors per fold) over `splits`,
+    the (label, held-out mask) pairs of `folds`: `refit(steps, parts)` calibrates on the rest,
+    `predict_step(held steps, coefficients)` predicts the held-out steps. The held-out layouts'
+    parts leave with their steps: nothing of them calibrates the fold."""
+    coefs, errors = [], []
+    step_keys, part_keys = layout_keys(steps), layout_keys(part_rows)
+    for label, held in splits:
+        rest = steps[~held]
+        if not len(rest):
+            continue
+        kept_parts = part_rows[~np.isin(part_keys, step_keys[held])] if len(part_rows) else part_rows
+        coef = refit(rest, kept_parts)
+        coefs.append(coef)
+        guess = predict_step(steps[held], coef)
+        held_rows = steps[held]
+        errors.append(
+            pd.DataFrame({WORKLOAD: label, GPUS: held_rows[GPUS], "log_error": np.log(guess / held_rows[STEP_TIME])})
+        )
+    return coefs, errors
+
+
+def half_widths(errors: pd.DataFrame, gpus, level: float) -> np.ndarray:
+    """Per layout, the ``level`` quantile of the held-out |log errors| of layouts at a similar
+    scale: each held-out row weighs exp(-(log2 N - log2 N_row)^2 / 2) within its workload's
+    equal share, so a 512-GPU prediction is judged by the errors at hundreds of GPUs, not by
+    those of single-node runs."""
+    gpus = np.asarray(gpus, float)
+    if not len(errors):  # nothing held out: physics alone, about as far off as DFModel (25%)
+        return np.full(len(gpus), UNCALIBRATED_SPREAD)
+    size = errors[WORKLOAD].map(errors[WORKLOAD].value_counts()).to_numpy(float)
+    values = np.abs(errors["log_error"].to_numpy(float))
+    order = np.argsort(values)
+    out = np.empty(len(gpus))
+    for n in np.unique(gpus):
+        near = np.exp(-0.5 * (np.log2(n) - np.log2(errors[GPUS].to_numpy(float))) ** 2) / size
+        cumulative = np.cumsum(near[order])
+        out[gpus == n] = values[order][np.searchsorted(cumulative, level * cumulative[-1])]
+    return out
+
+
+def doublings_beyond(scale, frame: pd.DataFrame) -> np.ndarray:
+    """Per layout, how many doublings of GPU count or of model size (the larger) it lies beyond
+    the largest observed (`scale`: the largest GPU count and model size seen): the interval's
+    variance grows by the held-out variance per doubling (its half width by sqrt(1 + doublings)),
+    since the held-out errors that size it were made at the observed scales."""
+    if scale is None:
+        return np.zeros(len(frame))
+    gpus = np.log2(frame[GPUS].to_numpy(float) / scale[0])
+    size = np.log2(model_parameters(frame) / scale[1])
+    return np.maximum(np.maximum(gpus, size), 0.0)

@@ -1,0 +1,27 @@
+"""The layout model's interval (`layouts.interval`): beyond the observed scales it widens by
+sqrt(1 + d) for d doublings of GPU count or model size."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from extradeep.columns import STEP_TIME, WORKLOAD
+from extradeep.layouts.workload import layer_parameters
+
+
+def test_intervals_widen_beyond_the_observed_scales(vtrain_model, vtrain):
+    """The half width grows by sqrt(1 + d), d the doublings of GPU count or model size past the
+    largest observed (vTrain's 512 GPUs, 39.1B): 4x the GPUs gives sqrt(3), twice the layers sqrt(2)."""
+    base = vtrain[1][vtrain[1][WORKLOAD] == "39.1B"].head(3).drop(columns=[STEP_TIME]).reset_index(drop=True)
+    more_gpus = base.assign(dp=base["dp"] * 4, gpus=base["gpus"] * 4, global_batch=base["global_batch"] * 4)
+    deeper = base.assign(layers=base["layers"] * 2)
+
+    def width(frame):
+        predicted = vtrain_model.predict(frame)
+        return np.log(predicted["step_time_high"] / predicted[STEP_TIME]).to_numpy()
+
+    assert np.allclose(width(more_gpus), np.sqrt(3) * width(base))
+    h, layers = float(base["hidden"].iloc[0]), float(base["layers"].iloc[0])
+    embedding = (base["vocab"].iloc[0] + base["seq_len"].iloc[0]) * h
+    doublings = np.log2((2 * layers * layer_parameters(h) + embedding) / (layers * layer_parameters(h) + embedding))
+    assert 0.9 < doublings < 1 and np.allclose(width(deeper), np.sqrt(1 + doublings) * width(base))
