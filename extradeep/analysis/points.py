@@ -11,8 +11,9 @@ from extradeep.errors import InputError
 MAX_POINTS = 100_000
 
 
-def parse_values(text: str, option: str = "--predict") -> list[float]:
-    """``"16,32,64"`` -> [16, 32, 64]; ``"2:64:2"`` (start:stop:step, stop included) -> 2, 4, ..., 64."""
+def parse_values(text: str, option: str = "--predict", minimum: float | None = None) -> list[float]:
+    """``"16,32,64"`` -> [16, 32, 64]; ``"2:64:2"`` (start:stop:step, stop included) -> 2, 4, ..., 64.
+    Values must be positive, or at least ``minimum`` where given (a ZeRO stage may be 0)."""
     text = (text or "").strip()
     if not text:
         raise InputError(option, "is empty")
@@ -20,19 +21,19 @@ def parse_values(text: str, option: str = "--predict") -> list[float]:
     for part in text.split(","):
         part = part.strip()
         if ":" in part:
-            values.extend(_parse_range(part, option))
+            values.extend(_parse_range(part, option, minimum))
         else:
-            values.append(_number(part, option))
+            values.append(_number(part, option, minimum))
     if len(values) > MAX_POINTS:
         raise InputError(option, f"asks for {len(values)} points; the limit is {MAX_POINTS}")
     return sorted(set(values))
 
 
-def _parse_range(part: str, option: str) -> list[float]:
+def _parse_range(part: str, option: str, minimum: float | None = None) -> list[float]:
     pieces = part.split(":")
     if len(pieces) not in (2, 3):
         raise InputError(option, f"{part!r} is not a range start:stop[:step]")
-    start, stop = _number(pieces[0], option), _number(pieces[1], option)
+    start, stop = _number(pieces[0], option, minimum), _number(pieces[1], option, minimum)
     step = _number(pieces[2], option) if len(pieces) == 3 else 1.0
     if step <= 0 or stop < start:
         raise InputError(option, f"{part!r} needs start <= stop and a positive step")
@@ -47,13 +48,14 @@ def value_range(start: float, stop: float, step: float, option: str = "range") -
     return [start + i * step for i in range(count)]
 
 
-def _number(text: str, option: str) -> float:
+def _number(text: str, option: str, minimum: float | None = None) -> float:
     try:
         value = float(text)
     except ValueError:
         raise InputError(option, f"{text!r} is not a number") from None
-    if not np.isfinite(value) or value <= 0:
-        raise InputError(option, f"{text!r} must be a positive number")
+    if not np.isfinite(value) or (value <= 0 if minimum is None else value < minimum):
+        need = "a positive number" if minimum is None else f"at least {minimum:g}"
+        raise InputError(option, f"{text!r} must be {need}")
     return value
 
 

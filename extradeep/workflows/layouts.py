@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from extradeep.analysis.points import parse_values
 from extradeep.errors import InputError
 from extradeep.workflows.outputs import check_outputs, input_paths, resolved
 
@@ -26,28 +27,15 @@ def _named(name: str, parse):
 
 def whole_numbers(value, name: str, low: int = 1) -> list[int]:
     """``"0,1"``, ``"64:512:64"`` or a list -> whole numbers >= ``low``; an error names ``name``."""
-    from extradeep.analysis.points import parse_values
-
     if not isinstance(value, str):
         values = [float(v) for v in value]
         if any(v < low for v in values):
             raise InputError(None, f"{list(value)!r}: each must be >= {low}", field=name)
     else:
-        shifted = ",".join(_shift(part, 1 - low) for part in value.split(","))
-        values = [v - (1 - low) for v in _named(name, lambda: parse_values(shifted, name))]
+        values = _named(name, lambda: parse_values(value, name, minimum=low))
     if any(v != int(v) for v in values):
         raise InputError(None, f"{value!r}: whole numbers only", field=name)
     return [int(v) for v in values]
-
-
-def _shift(part: str, by: int) -> str:
-    """Shift a value or a start:stop[:step] range by ``by`` (so that 0 passes a check for >= 1)."""
-    pieces = part.strip().split(":")
-    try:
-        moved = [str(float(p) + by) for p in pieces[:2]] + pieces[2:]
-    except ValueError:
-        return part
-    return ":".join(moved)
 
 
 def words(value) -> list[str]:

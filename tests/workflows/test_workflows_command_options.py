@@ -69,6 +69,12 @@ def test_whole_numbers_take_ranges_and_lists():
     assert _field(lambda: whole_numbers([0], "gpus")) == "gpus"
 
 
+@pytest.mark.parametrize("text, low", [("0", 1), ("0:8", 1), ("-1", 0), ("4,-1:2", 0)])
+def test_a_value_below_the_least_quotes_what_the_user_wrote(text, low):
+    with pytest.raises(InputError, match=rf"'{text.split(',')[-1].split(':')[0]}' must be at least {low}"):
+        whole_numbers(text, "zero" if low == 0 else "gpus", low=low)
+
+
 def test_an_output_is_never_an_input_nor_a_database(run):
     export = next(run.glob("*.sqlite"))
     for name in ("json", "timeline", "plot"):  # a profile found under the run's folder is an input
