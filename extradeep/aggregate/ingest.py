@@ -13,7 +13,7 @@ usable remains or the batch cannot be aggregated as a whole.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -75,23 +75,26 @@ def read_experiment(
 @dataclass
 class FoundRuns:
     """The runs discovery found (one row per file: path, app, <params>, rank, rep, size, mtime_ns), the
-    problems met on the way, the modeled parameters and the aliases that named them."""
+    problems met on the way, the modeled parameters, the aliases that named them and notes on what
+    was left out by design (a subfolder that is a study of its own)."""
 
     runs: pd.DataFrame
     problems: list[str]
     params: list[str]
     aliases: dict
+    notes: list[str] = field(default_factory=list)
 
 
 def discover_runs(paths=None, params=None, *, aliases=None, manifest=None) -> FoundRuns:
     """The files to read (by name or from a manifest) and the modeled parameters; nothing is opened."""
     aliases = discover.parse_aliases(aliases) if not isinstance(aliases, dict) else aliases
+    notes: list[str] = []
     if manifest is not None:
         runs, problems = discover.manifest_runs(manifest, aliases)
     else:
-        runs, problems = discover.runs_from_names(paths, aliases)
+        runs, problems = discover.runs_from_names(paths, aliases, notes)
     runs, problems = discover.validate_runs(runs, problems)
-    return FoundRuns(runs, problems, choose_params(runs, params, aliases), aliases)
+    return FoundRuns(runs, problems, choose_params(runs, params, aliases), aliases, notes)
 
 
 def read_runs(
@@ -133,7 +136,7 @@ def read_runs(
     step_sums = step_sum_table(runs, frames, params)
     values, points = aggregate(step_sums, params, min_points)
     fixed = {p: _plain(runs[p].iloc[0]) for p in discover.param_columns(runs) if p not in params}
-    notes = reader_notes(frames) + worker_notes
+    notes = found.notes + reader_notes(frames) + worker_notes
     provenance = runs[[PATH, "size", "sha256", "app", RANK, REP, *discover.param_columns(runs)]]
     placements = pd.DataFrame(
         [read[path]["placement"] for path in runs[PATH]], index=runs.index, columns=list(PLACEMENT_COLUMNS)

@@ -36,16 +36,19 @@ STEP_SUM_COLUMNS = ("file", *COLUMNS_OF_STEP_SUMS)
 EXPORT_SUFFIX = ".sqlite"
 
 
-def find_exports(paths) -> tuple[list[Path], list[str]]:
-    """Expand files and directories (recursively) into export paths, sorted; plus notes on what was skipped."""
+def find_exports(paths, notes: list | None = None) -> tuple[list[Path], list[str]]:
+    """Expand files and directories (recursively) into export paths, sorted; plus the problems met.
+    A subfolder that is a study of its own is left out with a line in ``notes`` where given (it is
+    how such a folder is meant to be read, not a problem), else among the problems."""
     found, problems = [], []
+    notes = problems if notes is None else notes
     for given in [paths] if isinstance(paths, (str, Path)) else paths:
         path = Path(given)
         if path.is_dir():
             exports = sorted(p for p in path.rglob("*") if p.is_file() and _is_profile(p))
             exports, studies = _outside_studies(path, exports)
-            problems += [
-                f"{study}: skipped, a separate study (it has its own {CONFIG_NAME}); give that folder on its own"
+            notes += [
+                f"{study}: left out, a separate study (it has its own {CONFIG_NAME}); give that folder on its own"
                 for study in studies
             ]
             reports = [p for p in path.rglob("*.nsys-rep") if not p.with_suffix(EXPORT_SUFFIX).exists()]
@@ -103,9 +106,10 @@ def one_format_per_run(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return runs[~drop].reset_index(drop=True), problems
 
 
-def runs_from_names(paths, aliases: dict | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """Runs table from Extra-Deep file names; unparsable names become problem lines."""
-    exports, problems = find_exports(paths)
+def runs_from_names(paths, aliases: dict | None = None, notes: list | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """Runs table from Extra-Deep file names; unparsable names become problem lines (``notes``: as
+    :func:`find_exports`)."""
+    exports, problems = find_exports(paths, notes)
     rows = []
     for path in exports:
         try:
