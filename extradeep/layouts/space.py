@@ -141,8 +141,10 @@ def enumerate_layouts(
     """Every valid layout of ``shape`` on each GPU count in ``gpus`` with the given global batch:
     t within a node dividing the heads, p dividing the layers, d = N / (t p) dividing the global
     batch with each micro-batch size, and each ZeRO stage, recomputation and schedule asked for
-    (ZeRO 2 and 3 only without pipelining, as DeepSpeed allows; the interleaved schedule with each
-    chunk count that divides the layers per stage and a micro-batch count that p divides)."""
+    (ZeRO 2 and 3 only without pipelining, as DeepSpeed allows; with one data-parallel rank only
+    the lowest stage asked for, since there is nothing to shard and the stages are the same run; the
+    interleaved schedule with each chunk count that divides the layers per stage and a micro-batch
+    count that p divides)."""
     rows = []
     for n in sorted({int(g) for g in np.atleast_1d(gpus)}):
         for t in divisors(n):
@@ -167,6 +169,7 @@ def enumerate_layouts(
         & ((shape.layers // frame[PP]) % frame[CHUNKS] == 0)
         & (frame[MICRO_BATCHES] % frame[PP] == 0)
     )
+    keep &= (frame[DP] > 1) | (frame[ZERO] == frame[ZERO].min())
     frame = frame[keep].reset_index(drop=True)
     for column in SHAPE_COLUMNS:
         frame[column] = getattr(shape, column)

@@ -127,3 +127,13 @@ def test_the_space_holds_exactly_the_valid_layouts():
             expected.add((n, t, p, d, mb))
     assert set(map(tuple, found[["gpus", "tp", "pp", "dp", "micro_batch"]].to_numpy().tolist())) == expected
     assert len(found) == len(expected)
+
+
+def test_one_data_parallel_rank_lists_only_the_lowest_zero_stage(layouts):
+    """ZeRO shards over the data-parallel ranks: with one, stages 1 and 3 are stage 0's run again."""
+    single = layouts[layouts["dp"] == 1]
+    assert len(single) and set(single["zero"]) == {0}
+    many = layouts[layouts["dp"] > 1]
+    assert set(many["zero"]) == {0, 1, 3}
+    only_sharded = enumerate_layouts(SHAPE, [8], 128, 8, micro_batches=(1,), zero=(1, 3))
+    assert set(only_sharded.loc[only_sharded["dp"] == 1, "zero"]) == {1}
