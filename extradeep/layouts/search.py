@@ -205,12 +205,16 @@ def why_none(table: pd.DataFrame) -> str:
 
 
 def write_search(table: pd.DataFrame, path) -> Path:
-    """Write the search table as CSV or JSON (by the file's suffix); JSON keeps the units and limits."""
+    """Write the search table as CSV or JSON (by the file's suffix); JSON keeps the units and limits.
+    A layout outside the ranking (it does not fit, or breaks a limit) has no rank: blank in CSV,
+    null in JSON (the table's 0 would read as better than first)."""
     import orjson
 
     path = Path(path)
+    if RANK in table:  # a ranked search (a calibration's fit table has no ranks)
+        table = table.assign(**{RANK: table[RANK].where(table[RANK] > 0).astype("Int64")})
     if path.suffix.lower() == ".json":
-        records = table.replace({np.inf: None}).to_dict(orient="records")
+        records = table.astype(object).replace({np.inf: None, pd.NA: None}).to_dict(orient="records")
         payload = {"attrs": {k: v for k, v in table.attrs.items()}, "layouts": records}
         path.write_bytes(orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_INDENT_2))
     elif path.suffix.lower() == ".csv":

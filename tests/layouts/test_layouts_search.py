@@ -95,5 +95,12 @@ def test_written_tables_read_back(table, tmp_path):
     json_path = write_search(table, tmp_path / "layouts.json")
     data = json.loads(json_path.read_text())
     assert data["attrs"]["objective"] == "time" and len(data["layouts"]) == len(table)
+    # the ranked layouts keep their ranks 1, 2, ...; the others have none, never a 0
+    ranked = table["within_limits"].to_numpy(bool)
+    assert 0 < ranked.sum() < len(table)
+    assert back["rank"][ranked].tolist() == table["rank"][ranked].tolist() and back["rank"][~ranked].isna().all()
+    ranks = [row["rank"] for row in data["layouts"]]
+    assert [r for r, k in zip(ranks, ranked) if k] == table["rank"][ranked].tolist()
+    assert all(r is None for r, k in zip(ranks, ranked) if not k)
     with pytest.raises(InputError, match="write .csv or .json"):
         write_search(table, tmp_path / "layouts.xlsx")
