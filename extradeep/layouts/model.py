@@ -50,7 +50,7 @@ from extradeep.layouts.interval import (
     model_parameters,
     weighted_quantile,
 )
-from extradeep.layouts.memory import MemoryModel, fit_reasons
+from extradeep.layouts.memory import GIB, MemoryModel, fit_reasons
 from extradeep.layouts.parts import COEFFICIENTS, COLLECTIVE_ALGORITHMS, NAMES, PRIOR, compose, nominal_features
 from extradeep.layouts.space import layout_frame
 from extradeep.layouts.tables import check_part_observations
@@ -391,14 +391,14 @@ class LayoutModel:
         default, source = MemoryModel(), "parts" if self.memory_calibrated_ else "prior"
         memory = pd.DataFrame(
             {
-                "coefficient": ["activation_scale", "memory_overhead"],
-                VALUE: [self.memory_.activation_scale, self.memory_.overhead],
-                "prior": [default.activation_scale, default.overhead],
+                "coefficient": ["activation_scale", "memory_overhead_gib"],
+                VALUE: [self.memory_.activation_scale, self.memory_.overhead / GIB],
+                "prior": [default.activation_scale, default.overhead / GIB],
                 PART: ["memory", "memory"],
                 "calibrated_by": [source, source],
                 "meaning": [
                     "activations and logits over Korthikanti et al.'s bytes",
-                    "bytes per GPU besides the model",
+                    "GiB per GPU besides the model (CUDA context, allocator, buffers)",
                 ],
             }
         )

@@ -165,3 +165,6 @@ def test_fixed_coefficients_stay_and_are_labelled(vtrain):
     status = model.part_status().set_index("coefficient")
     assert model.coef_["collective_latency"] == 0.0 and status.loc["collective_latency", "calibrated_by"] == "fixed"
     assert model.coef_["gemm"] != PRIOR[list(NAMES).index("gemm")]
+    # the memory rows are in the units people read: a scale, and GiB (not 2.1e9 bytes beside a scale)
+    assert status.loc["memory_overhead_gib", "prior"] == 2.0
+    assert status.loc["memory_overhead_gib", "value"] == model.memory_.overhead / 2**30
