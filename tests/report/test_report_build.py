@@ -5,6 +5,7 @@ import pytest
 
 from extradeep import BudgetLimits, CostSettings, build_report, plan_budget
 from extradeep.errors import InputError
+from extradeep.report import plots
 
 LIMITS = BudgetLimits(max_time=2 * 3600, max_cost=40, epochs=90)
 COST = CostSettings(price_per_gpu_hour=2.5, currency="EUR")
@@ -37,3 +38,19 @@ def test_an_unwritable_output_is_one_line(small_analysis, tmp_path):
     with pytest.raises(InputError, match="cannot write the report"):
         build_report(small_analysis, tmp_path / "missing" / "r.html", cost=COST)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_every_figure_of_the_report_has_readable_tick_labels(small_analysis, monkeypatch, overlapping_tick_labels):
+    """Every figure the report embeds, drawn: no two tick labels of an axis run into each other."""
+    drawn = []
+    embed = plots.figure_bytes
+
+    def recording(fig, *args, **kwargs):
+        drawn.append(fig)
+        return embed(fig, *args, **kwargs)
+
+    monkeypatch.setattr(plots, "figure_bytes", recording)
+    build_report(small_analysis, None, cost=COST, limits=LIMITS, max_ranks=64)
+    assert len(drawn) >= 4  # time and cost, speedup and efficiency, trade-off, breakdown, bottlenecks
+    for fig in drawn:
+        assert overlapping_tick_labels(fig) is None, [ax.get_title() for ax in fig.axes]
