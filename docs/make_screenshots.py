@@ -1,9 +1,10 @@
 """Render screenshots of the real GUI offscreen into docs/img/ (used by docs/gui.md).
 
 Opens sample_profiles/ (saved as an experiment with its dataset sizes) and a small simulated
-two-parameter run (for the heatmap) in the real main window and grabs each tab. Run from the
-repository root:
-    QT_QPA_PLATFORM=offscreen python docs/make_screenshots.py
+two-parameter run (for the heatmap) in the real main window and grabs each tab; then searches the
+shipped layout study in the Layouts tab. Run from the repository root:
+    QT_QPA_PLATFORM=offscreen python docs/make_screenshots.py [experiment] [layouts]
+(naming a group renders only its screenshots; both by default).
 """
 
 from __future__ import annotations
@@ -72,7 +73,21 @@ def tab(window, title: str):
     return page
 
 
-def main() -> int:
+def layouts_shots(window, app) -> None:
+    """The Layouts tab on the shipped layout study (as the README's tour searches it)."""
+    study = Path(os.path.relpath(SAMPLE / "layouts" / "profiles"))  # as a user types it, from the repository
+    layouts = tab(window, "Layouts")
+    layouts.inputs.setText(str(study))
+    layouts.model.setText(str(study / "model.toml"))
+    layouts.hardware.setText(str(study / "hardware.toml"))
+    layouts.gpus.setText("64,128,256,512")
+    layouts.global_batch.setValue(512)
+    layouts.search()
+    wait(app, lambda: not window.runner.busy and layouts.result is not None and layouts.has_plot)
+    shoot(window, app, "gui_layouts")
+
+
+def main(groups=("experiment", "layouts")) -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
@@ -85,6 +100,11 @@ def main() -> int:
         window = MainWindow(settings=QSettings(str(tmp / "gui.ini"), QSettings.IniFormat))
         window.resize(*SIZE)
         window.show()
+        if "layouts" in groups:
+            layouts_shots(window, app)
+        if "experiment" not in groups:
+            window.close()
+            return 0
         truth = json.loads((SAMPLE / "truth.json").read_text())
         one = saved_experiment(SAMPLE, truth, tmp / "sample.sqlite")
         open_in(window, app, one)
@@ -123,4 +143,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(tuple(sys.argv[1:]) or ("experiment", "layouts")))
