@@ -18,6 +18,30 @@ from shared_data import GPT_TINY, REAL_KINETO, REAL_NSYS, REPO, real_exports, re
 __all__ = ["GPT_TINY", "REAL_KINETO", "REAL_NSYS", "REPO", "real_exports", "real_kineto_traces"]
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """Workers for `-n auto` (pyproject's default): the CPUs this process may use, its affinity and
+    a container's CPU quota, rather than the host's cores, which psutil counts, so that a 2-CPU
+    container on a large host does not start eight workers."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    quota = _cgroup_cpu_quota()
+    return max(1, min(cpus, int(quota))) if quota else cpus
+
+
+def _cgroup_cpu_quota() -> float | None:
+    """CPUs the container may use (cgroup v2 cpu.max, else v1 cfs quota), or None without a limit."""
+    for path, split in (("/sys/fs/cgroup/cpu.max", None), ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "period")):
+        try:
+            text = Path(path).read_text().split()
+            if split:
+                text += Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read_text().split()
+            quota, period = float(text[0]), float(text[1])
+        except (OSError, ValueError, IndexError):
+            continue  # "max" (v2) or a missing file: no limit there
+        if quota > 0 and period > 0:
+            return quota / period
+    return None
+
+
 @pytest.fixture(scope="session")
 def real_nsys_dir() -> Path:
     return require_real()
