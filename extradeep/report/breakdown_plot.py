@@ -73,59 +73,30 @@ def breakdown_panel(
     return parts
 
 
+# How the two differences between the stack and the epoch time look, as areas or as bars.
+OVERLAP_STYLE = {
+    "facecolor": "none",
+    "hatch": "///",
+    "edgecolor": "0.15",
+    "lw": 0,
+    "label": "overlap (concurrent streams)",
+}
+UNEXPLAINED_STYLE = {"facecolor": "white", "hatch": "..", "edgecolor": "0.5", "lw": 0, "label": "not in any category"}
+
+
 def _difference(ax, where, total, parts: pd.DataFrame, areas: bool) -> None:
     whole, overlap, unexplained = (parts[c].to_numpy(float) for c in (EPOCH_TIME, OVERLAP, UNEXPLAINED))
     if areas:
         if (overlap > 0).any():
-            ax.fill_between(
-                where,
-                whole,
-                total,
-                where=overlap > 0,
-                facecolor="none",
-                hatch="///",
-                edgecolor="0.15",
-                lw=0,
-                label="overlap (concurrent streams)",
-            )
+            ax.fill_between(where, whole, total, where=overlap > 0, **OVERLAP_STYLE)
         if (unexplained > 0).any():
-            ax.fill_between(
-                where,
-                total,
-                whole,
-                where=unexplained > 0,
-                facecolor="white",
-                hatch="..",
-                edgecolor="0.5",
-                lw=0,
-                label="not in any category",
-            )
+            ax.fill_between(where, total, whole, where=unexplained > 0, **UNEXPLAINED_STYLE)
         ax.plot(where, whole, color="k", lw=1.6, label=f"{EPOCH_TIME} (model)")
         return
     if (overlap > 0).any():
-        ax.bar(
-            where,
-            overlap,
-            bottom=whole,
-            width=0.6,
-            facecolor="none",
-            hatch="///",
-            edgecolor="0.15",
-            lw=0,
-            label="overlap (concurrent streams)",
-        )
+        ax.bar(where, overlap, bottom=whole, width=0.6, **OVERLAP_STYLE)
     if (unexplained > 0).any():
-        ax.bar(
-            where,
-            unexplained,
-            bottom=total,
-            width=0.6,
-            facecolor="white",
-            hatch="..",
-            edgecolor="0.5",
-            lw=0,
-            label="not in any category",
-        )
+        ax.bar(where, unexplained, bottom=total, width=0.6, **UNEXPLAINED_STYLE)
     ax.plot(where, whole, "k_", ms=28, mew=2, label=EPOCH_TIME)
 
 
