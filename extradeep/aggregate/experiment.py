@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -156,6 +157,8 @@ class Experiment:
     problems: list[str] = field(default_factory=list)
     # models read back from a saved file ({"models", "meta"}); analyse reuses them when they fit
     saved_models: dict | None = field(default=None, repr=False, compare=False)
+    # the saved file this experiment was loaded from: its problems and notes are the earlier reading's
+    saved_path: Path | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         self.settings = ExperimentSettings.from_any(self.settings)
@@ -245,6 +248,7 @@ class Experiment:
             saved.problems,
         )
         experiment.saved_models = saved.models
+        experiment.saved_path = Path(path)
         try:
             experiment.dataset  # noqa: B018 - built here so that a bad stored dataset fails on load
         except (TypeError, ValueError, InputError) as exc:

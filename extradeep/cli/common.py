@@ -204,11 +204,14 @@ def progress_line(message: str) -> None:
 
 
 def report_problems(experiment, stream) -> None:
-    """One line per problem, then a summary line; notes from the reader after them."""
+    """One line per problem, then a summary line; notes from the reader after them. A saved
+    experiment's lines say that they come from the reading it was saved from, not from this run."""
+    saved = experiment.saved_path
+    earlier = f" (when {saved.name} was read)" if saved is not None else ""
     for problem in experiment.problems:
-        print(f"extradeep: warning: {problem}", file=stream)
+        print(f"extradeep: warning{earlier}: {problem}", file=stream)
     if experiment.problems:
         used = len(experiment.provenance)
-        print(f"extradeep: {len(experiment.problems)} problem(s); {used} export(s) used", file=stream)
+        print(f"extradeep: {len(experiment.problems)} problem(s){earlier}; {used} export(s) used", file=stream)
     for note in experiment.settings.notes:
-        print(f"extradeep: note: {note}", file=stream)
+        print(f"extradeep: note{earlier}: {note}", file=stream)

@@ -149,9 +149,14 @@ def test_save_keeps_experiment_and_models_and_reloads(full_run, capsys):
         models = pd.read_sql("SELECT * FROM models", conn)
     assert "epoch time" in set(models["name"]) and models["model_json"].notna().any()
     assert main(["model", str(saved), "--predict", "16,32,64"]) == 0
-    second = capsys.readouterr().out
+    second = capsys.readouterr()
     formula = re.search(r"epoch time\s+(n_t \* .*?)\s{2}", first).group(1)
-    assert formula in second
+    assert formula in second.out
+    # the sample's nested layout study was left out when it was read; reloading reads no folder, so
+    # the note says it comes from that reading
+    notes = [line for line in second.err.splitlines() if line.startswith("extradeep: note")]
+    assert any("separate study" in line for line in notes)
+    assert all(line.startswith("extradeep: note (when exp.sqlite was read): ") for line in notes)
 
 
 def test_extrap_text_input_is_modeled(tmp_path, capsys):
