@@ -287,7 +287,7 @@ def layout_notes(settings: ExperimentSettings, topology: Topology | None, comm=N
     """What the user must know about the cluster layout: where it came from, a warning when every
     measured point lies inside one node and no system file says what the network costs, and which
     model each collective got (``comm``: the fitted :class:`CommunicationSum`) and why."""
-    from extradeep.io.placement import layout_text
+    from extradeep.analysis.layout_text import layout_text
 
     notes = layout_text(settings.layout, settings.system)
     if topology is not None and topology.one_node and not (topology.system and topology.system.has_links):

@@ -14,9 +14,9 @@ from extradeep.analysis.budget import BudgetResult
 from extradeep.analysis.core import Analysis, extrapolation_notes, prediction_table, primary_quantity
 from extradeep.analysis.cost import CostSettings, amount_text, cost_of
 from extradeep.analysis.epoch import QUANTITIES, QUANTITY_HELP, quantity_label
+from extradeep.analysis.layout_text import layout_source_text
 from extradeep.analysis.points import format_point, format_seconds
 from extradeep.columns import CATEGORY, COST, NAME, PREDICTED, RANK, REGION, VALUE
-from extradeep.io.placement import layout_source_text
 from extradeep.report import plots
 from extradeep.report.breakdown_plot import breakdown_figure
 from extradeep.report.budget_text import best_rows

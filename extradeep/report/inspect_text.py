@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from extradeep.analysis.layout_text import layout_text
 from extradeep.columns import (
     CHUNKS,
     DP,
@@ -29,7 +30,6 @@ from extradeep.columns import (
     ZERO,
 )
 from extradeep.io.formats import KINETO
-from extradeep.io.placement import layout_text
 from extradeep.io.steps import shorten
 
 LABELS = {

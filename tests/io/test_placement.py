@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from extradeep.io.placement import cluster_layout, layout_text, resolve_layout, source_name
+from extradeep.analysis.layout_text import layout_text
+from extradeep.io.placement import cluster_layout, resolve_layout, source_name
 from extradeep.io.read import read_placement
 from extradeep.simulate import simulate
 from extradeep.system import PRESETS

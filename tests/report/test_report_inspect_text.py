@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from shared_data import GPT_TINY
 
+from extradeep.analysis.layout_text import layout_text
 from extradeep.columns import DP, GPUS, MICRO_BATCH, PASSES, PP, TP
-from extradeep.io.placement import layout_text
 from extradeep.report.inspect_text import LABELS, cluster_text, inspect_text, profile_text, run_lines
 from extradeep.workflows.inspection import InspectOptions, InspectResult, inspect_profiles
 
