@@ -365,6 +365,8 @@ class LayoutModel:
                 f"gpu = {c['gemm']} * thin * FLOPs / {gpu.peak_flops / 1e12:g} TFLOP/s + {c['memory']} * bytes / "
                 f"{gpu.memory_bandwidth / 1e9:g} GB/s + tp_t * TP all-reduce + {c['network']} * TP across nodes"
                 f" + {c['collective_latency']} s per TP all-reduce",
+                f"bytes = fused-softmax traffic + {c['unfused_softmax']} * the unfused softmax's extra traffic "
+                "(b a / t not a multiple of 4)",
                 f"thin = 1 + {c['thin_tokens']} / (b s) + {c['thin_width']} / (h / t)",
                 f"tp_t (t = 2, 4, 8+) = {c['tp2']}, {c['tp4']}, {c['tp8']} x the nominal ring time on the node's links",
                 f"p2p, dp_sync = {c['tp8']} x intra-node + {c['network']} x inter-node nominal time "

@@ -7,9 +7,9 @@ nominal seconds at the GPU's peak FLOP/s and HBM bandwidth and at the links' ban
 
 - GEMMs of the linear layers, 2 b s (4 h^2 + 2 h f) / t FLOPs per forward pass, and the attention core,
   4 b s^2 h / t, both as compute; their operands and the elementwise kernels (layer norms and
-  dropout-adds on every tensor-parallel rank, GeLU and softmax split by t; the unfused softmax of
-  Megatron when b a / t is not a multiple of 4) as HBM bytes. Forward passes: 1, plus 1 with full
-  recomputation; the backward pass counts as 2.
+  dropout-adds on every tensor-parallel rank, GeLU and softmax split by t) as HBM bytes; the extra
+  traffic of Megatron's unfused softmax (b a / t not a multiple of 4) has its own coefficient.
+  Forward passes: 1, plus 1 with full recomputation; the backward pass counts as 2.
   Thin GEMMs run below the large-shape rate: their time is scaled by 1 + M0 / (b s) + N0 / (h / t)
   (tile and wave under-use along the token and the split hidden dimension; M0 = ``thin_tokens``,
   N0 = ``thin_width``).
@@ -126,6 +126,14 @@ COEFFICIENTS = (
         "host_overhead",
         "seconds per layer and micro-batch that nothing overlaps (host bookkeeping between a layer's passes)",
     ),
+    Coefficient(
+        "unfused_softmax",
+        1.0,
+        1e-3,
+        5.0,
+        "compute",
+        "share of Megatron's unfused-softmax extra traffic (b a / t not a multiple of 4) that the runs show",
+    ),
 )
 NAMES = tuple(c.name for c in COEFFICIENTS)
 PRIOR = np.array([c.prior for c in COEFFICIENTS])
@@ -162,8 +170,10 @@ def nominal_features(frame: pd.DataFrame, hardware: Hardware, algorithm: str = "
     )
     attention_bytes = pb * b * (a / t) * (4 * s * h / a + 2 * s * s)
     fused_softmax = ((b * a / t) % 4 == 0) & (s <= 4096)
-    elementwise = np.where(fused_softmax, 9.0, 27.0) * b * (a / t) * s * s + 22 * tokens * h + 4 * tokens * f / t
+    elementwise = 9.0 * b * (a / t) * s * s + 22 * tokens * h + 4 * tokens * f / t
     layer_bytes = (gemm_bytes + elementwise) * passes + attention_bytes * attention_passes
+    # Megatron's unfused softmax path (mask, scale, softmax as separate kernels) moves 3x the bytes
+    unfused_bytes = np.where(fused_softmax, 0.0, 18.0 * b * (a / t) * s * s) * passes
 
     tp_message = tokens * h * pb
     allreduces = 2 * forward_passes + 2
@@ -196,6 +206,7 @@ def nominal_features(frame: pd.DataFrame, hardware: Hardware, algorithm: str = "
         "layers_per_stage": layers / p,
         "gemm": gemm_flops / gpu.peak_flops,
         "memory": layer_bytes / gpu.memory_bandwidth,
+        "unfused_memory": unfused_bytes / gpu.memory_bandwidth,
         "tp_intra": tp[:, 0] + tp[:, 1],
         "tp_inter": tp[:, 2] + tp[:, 3],
         "p2p_intra": p2p_intra,
@@ -258,7 +269,8 @@ def compose(features: dict[str, np.ndarray], coef, dp_overlap: float = 0.0) -> d
     fx = features
     tp_scale = np.array([c["tp2"], c["tp4"], c["tp8"]])[tp_class(fx["t"])]
     thin = 1 + c["thin_tokens"] / fx["tokens"] + c["thin_width"] / fx["width"]
-    compute_layer = c["gemm"] * thin * fx["gemm"] + c["memory"] * fx["memory"]
+    memory = fx["memory"] + c["unfused_softmax"] * fx["unfused_memory"]
+    compute_layer = c["gemm"] * thin * fx["gemm"] + c["memory"] * memory
     tp_layer = tp_scale * fx["tp_intra"] + c["network"] * fx["tp_inter"] + c["collective_latency"] * fx["tp_calls"]
     gpu_layer = compute_layer + tp_layer
     k, floor = c["sharpness"], c["host_floor"]

@@ -26,8 +26,8 @@ BASELINES = {
 # This model's figures on the same rows (docs/performance.md): mean absolute % error and rho.
 RECORDED = {"3.6B": (7.2, 0.97), "18.4B": (3.9, 0.84), "39.1B": (6.6, 0.80)}
 TRUTH = PRIOR * np.array(
-    [0.9, 1.2, 0.8, 1.1, 0.7, 1.5, 2.0, 1.0, 1.5, 1.2, 0.5, 3.0, 1.5, 0.8, 0.0]
-)  # the optional layer overhead off
+    [0.9, 1.2, 0.8, 1.1, 0.7, 1.5, 2.0, 1.0, 1.5, 1.2, 0.5, 3.0, 1.5, 0.8, 0.0, 0.4]
+)  # the optional layer overhead off; a softmax that fuses more shapes than Megatron's
 
 
 def synthetic(frame: pd.DataFrame) -> pd.DataFrame:
@@ -41,7 +41,8 @@ def test_step_totals_recover_known_coefficients(vtrain):
     model = LayoutModel(hardware=VTRAIN_CLUSTER, interval=None, prior_weight=1e-8).fit(synthetic(layouts))
     predicted = model.predict(layouts)[STEP_TIME]
     assert np.allclose(predicted, synthetic(layouts)[STEP_TIME], rtol=2e-3)
-    for name in ("gemm", "memory", "host_floor", "tp8", "network"):  # the ones these layouts lean on most
+    leaned_on = ("gemm", "memory", "host_floor", "tp8", "network", "unfused_softmax")  # by these layouts most
+    for name in leaned_on:
         assert model.coef_[name] == pytest.approx(TRUTH[NAMES.index(name)], rel=0.05), name
 
 
