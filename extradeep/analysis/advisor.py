@@ -18,17 +18,23 @@ Beyond one node the candidates are whole nodes, as clusters allocate them, unles
 ``partial_nodes``. The node size comes from ``gpus_per_node``, else the experiment's layout (its
 profiles' most trusted node signal, else its system file), else the cost settings.
 
-The settings, their checks and what `fit` reads (targets, node size, candidates, the models and the
-interval at the targets) are :mod:`extradeep.analysis.advisor_fit`'s; this module proposes the runs.
+The settings and what fitting reads (targets, node size, candidates, the models and the interval
+at the targets) are data, with the functions that check and fill them, in
+:mod:`extradeep.analysis.advisor_fit` (`AdvisorSettings`, `fit_advisor` -> `AdvisorFit`).
+`MeasurementAdvisor` is the estimator around them: it keeps its constructor's settings as
+attributes, its fit as ``fitted_`` (shown as the fitted attributes ``targets_``, ``model_``, ...)
+and proposes the runs.
 """
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 import pandas as pd
 
-from extradeep.analysis.advisor_fit import AdvisorFit
-from extradeep.analysis.cost import cost_of
+from extradeep.analysis.advisor_fit import AdvisorSettings, fit_advisor
+from extradeep.analysis.cost import CostSettings, cost_of
 from extradeep.analysis.hypothetical import PointData, updated_model
 from extradeep.columns import COST, GPU_HOURS, RANKS, REP, VALUE
 from extradeep.errors import InputError
@@ -49,112 +55,195 @@ PLAN_COLUMNS = [
 NEW, REPEAT, INITIAL = "new configuration", "repetition", "initial"
 
 
-class MeasurementAdvisor(AdvisorFit):
+def _fitted(name: str) -> property:
+    """The fitted attribute ``name_``: the field `name` of the advisor's :class:`AdvisorFit` (``fitted_``)."""
+    return property(
+        lambda self: getattr(self.fitted_, name),
+        lambda self, value: setattr(self.fitted_, name, value),
+        doc=f"``fitted_.{name}`` (:class:`~extradeep.analysis.advisor_fit.AdvisorFit`).",
+    )
+
+
+class MeasurementAdvisor:
     """Proposes the profiling runs (configurations and repetitions) that make the predictions at
     `target` ranks precise for the least cost, within `max_ranks` and a GPU-hour budget.
 
-    Configure in the constructor, ``fit(None | Experiment | DataFrame)``, then ``propose(k)``.
-    A DataFrame holds one row per measurement with columns ``ranks``, ``rep``, ``value``.
-    Fitted attributes: ``targets_``, ``gpus_per_node_``, ``ranks_per_node_``, ``candidates_``,
+    Configure in the constructor (the settings of :class:`~extradeep.analysis.advisor_fit.
+    AdvisorSettings`, kept as attributes of the same names), ``fit(None | Experiment | DataFrame)``,
+    then ``propose(k)``. A DataFrame holds one row per measurement with columns ``ranks``, ``rep``,
+    ``value``. ``fit`` keeps what it read as ``fitted_``, an :class:`~extradeep.analysis.advisor_fit.
+    AdvisorFit` (with the settings it was made with, which ``propose`` uses), and shows its fields as
+    the fitted attributes: ``targets_``, ``gpus_per_node_``, ``ranks_per_node_``, ``candidates_``,
     ``measurements_`` (None from nothing), ``model_`` (the per-step PMNF the shrink is estimated
     on), ``primary_`` (the primary time model of an experiment, :class:`~extradeep.analysis.primary.
     PrimaryTime`, else None), ``primary_measured_`` (its measured medians: ranks, value), ``current_``
     (prediction and interval at each target, from ``primary_`` when there is one), ``quantity_``,
-    ``app_``, ``fixed_``, ``notes_``. The settings, their checks and `fit` are
-    :class:`~extradeep.analysis.advisor_fit.AdvisorFit`'s; this class proposes.
+    ``app_``, ``fixed_``, ``notes_``, ``cost_``, ``width_scale_``.
     """
+
+    # the settings of AdvisorSettings, its names and defaults; kept as attributes (sklearn style)
+    def __init__(
+        self,
+        target,
+        max_ranks: int,
+        gpus_per_node: int | None = AdvisorSettings.gpus_per_node,
+        budget_gpu_hours: float | None = AdvisorSettings.budget_gpu_hours,
+        *,
+        cost: CostSettings | None = AdvisorSettings.cost,
+        run_seconds: float = AdvisorSettings.run_seconds,
+        level: float = AdvisorSettings.level,
+        reps: int = AdvisorSettings.reps,
+        min_points: int = AdvisorSettings.min_points,
+        quantity: str = AdvisorSettings.quantity,
+        initial_share: float = AdvisorSettings.initial_share,
+        candidates=AdvisorSettings.candidates,
+        options: dict | None = AdvisorSettings.options,
+        min_shrink: float = AdvisorSettings.min_shrink,
+        partial_nodes: bool = AdvisorSettings.partial_nodes,
+    ):
+        self.target = target
+        self.max_ranks = max_ranks
+        self.gpus_per_node = gpus_per_node
+        self.budget_gpu_hours = budget_gpu_hours
+        self.cost = cost
+        self.run_seconds = run_seconds
+        self.level = level
+        self.reps = reps
+        self.min_points = min_points
+        self.quantity = quantity
+        self.initial_share = initial_share
+        self.candidates = candidates
+        self.options = options
+        self.min_shrink = min_shrink
+        self.partial_nodes = partial_nodes
+
+    cost_ = _fitted("cost")
+    targets_ = _fitted("targets")
+    notes_ = _fitted("notes")
+    app_ = _fitted("app")
+    fixed_ = _fitted("fixed")
+    quantity_ = _fitted("quantity")
+    primary_ = _fitted("primary")
+    primary_measured_ = _fitted("primary_measured")
+    gpus_per_node_ = _fitted("gpus_per_node")
+    ranks_per_node_ = _fitted("ranks_per_node")
+    candidates_ = _fitted("candidates")
+    measurements_ = _fitted("measurements")
+    model_ = _fitted("model")
+    current_ = _fitted("current")
+    width_scale_ = _fitted("width_scale")
+
+    def settings(self) -> AdvisorSettings:
+        """The constructor's settings as data."""
+        return AdvisorSettings(**{f.name: getattr(self, f.name) for f in fields(AdvisorSettings)})
+
+    def fit(self, data=None, primary=None) -> MeasurementAdvisor:
+        """Read the measurements so far (None: nothing measured yet) and fit the time model
+        (:func:`~extradeep.analysis.advisor_fit.fit_advisor`). ``primary``: the experiment's primary
+        time model when already made (``Analysis.primary``)."""
+        self.fitted_ = fit_advisor(self.settings(), data, primary)
+        return self
 
     # -- propose ------------------------------------------------------------------------------
     def propose(self, k: int = 3) -> pd.DataFrame:
         """The proposed runs (PLAN_COLUMNS): the initial set, or the next `k` steps for an experiment."""
-        if not hasattr(self, "targets_"):
+        if not hasattr(self, "fitted_"):
             raise RuntimeError("call fit() before propose()")
         if k < 1:
             raise InputError("-k", f"must be at least 1, got {k}")
-        rows = self._initial() if self.model_ is None else self._next(int(k))
+        fit = self.fitted_
+        rows = self._initial() if fit.model is None else self._next(int(k))
         plan = pd.DataFrame(rows, columns=PLAN_COLUMNS)
         for column in ("interval_before_pct", "interval_after_pct"):  # in terms of the primary interval
-            plan[column] = plan[column].astype(float) * self.width_scale_
-        primary = self.primary_
+            plan[column] = plan[column].astype(float) * fit.width_scale
+        primary = fit.primary
         plan.attrs.update(
-            app=self.app_,
-            fixed=dict(self.fixed_),
-            quantity=self.quantity_ if primary is None else primary.label,
+            app=fit.app,
+            fixed=dict(fit.fixed),
+            quantity=fit.quantity if primary is None else primary.label,
             model=None if primary is None else primary.text,
-            notes=list(self.notes_),
-            targets=self.targets_.astype(int).tolist(),
-            cost_unit=self.cost_.unit,
-            gpus_per_node=self.gpus_per_node_,
-            level=self.level,
-            current=self.current_.copy(),
-            formula=primary.model.formula() if primary is not None else (self.model_ and self.model_.formula()),
+            notes=list(fit.notes),
+            targets=fit.targets.astype(int).tolist(),
+            cost_unit=fit.cost.unit,
+            gpus_per_node=fit.gpus_per_node,
+            level=fit.settings.level,
+            current=fit.current.copy(),
+            formula=primary.model.formula() if primary is not None else (fit.model and fit.model.formula()),
         )
         return plan
 
     def run_cost(self, ranks) -> tuple[np.ndarray, np.ndarray]:
         """(GPU-hours, cost in the user's unit) of one profiled run at each rank count."""
+        fit = self.fitted_
+        settings = fit.settings
         ranks = np.asarray(ranks, dtype=float)
-        seconds = np.full_like(ranks, float(self.run_seconds))
-        points = pd.DataFrame({self.cost_.ranks_param: ranks, **{k: v for k, v in self.fixed_.items()}})
-        params = [self.cost_.ranks_param, *self.fixed_]
-        gpu_hours = seconds / 3600.0 * ranks * self.cost_.gpus_per_rank
-        return gpu_hours, np.asarray(cost_of(seconds, points, self.cost_, params), float)
+        seconds = np.full_like(ranks, float(settings.run_seconds))
+        points = pd.DataFrame({fit.cost.ranks_param: ranks, **{k: v for k, v in fit.fixed.items()}})
+        params = [fit.cost.ranks_param, *fit.fixed]
+        gpu_hours = seconds / 3600.0 * ranks * fit.cost.gpus_per_rank
+        return gpu_hours, np.asarray(cost_of(seconds, points, fit.cost, params), float)
 
     def nodes(self, ranks) -> np.ndarray:
-        if not self.gpus_per_node_:
+        """Nodes a run at each rank count takes (NaN: node size unknown)."""
+        fit = self.fitted_
+        if not fit.gpus_per_node:
             return np.full(np.shape(ranks), np.nan)
-        return np.ceil(np.asarray(ranks, float) * self.cost_.gpus_per_rank / self.gpus_per_node_)
+        return np.ceil(np.asarray(ranks, float) * fit.cost.gpus_per_rank / fit.gpus_per_node)
 
     def _initial(self) -> list[dict]:
         """From nothing (or too few points): the largest affordable linear set, completed."""
-        measured = set() if self.measurements_ is None else set(self.measurements_[RANKS].astype(int))
-        budget = None if self.budget_gpu_hours is None else self.budget_gpu_hours * self.initial_share
-        for reps in range(self.reps, 0, -1):
-            for top in sorted(self.candidates_, reverse=True):
+        fit = self.fitted_
+        settings = fit.settings
+        measured = set() if fit.measurements is None else set(fit.measurements[RANKS].astype(int))
+        budget = None if settings.budget_gpu_hours is None else settings.budget_gpu_hours * settings.initial_share
+        for reps in range(settings.reps, 0, -1):
+            for top in sorted(fit.candidates, reverse=True):
                 points = self._spread(top)
                 if points is None:
                     continue
                 new = [p for p in points if p not in measured]
                 hours = float(self.run_cost(new)[0].sum() * reps) if new else 0.0
                 if budget is None or hours <= budget:
-                    if reps < self.reps:
-                        self.notes_.append(
+                    if reps < settings.reps:
+                        fit.notes.append(
                             f"the budget pays for {reps} repetition(s) per configuration only, "
                             "so the noise cannot be measured well"
                         )
                     return self._initial_rows(points, new, reps)
         cheapest = (
-            self._spread(min(t for t in self.candidates_ if self._spread(t) is not None))
-            if any(self._spread(t) is not None for t in self.candidates_)
+            self._spread(min(t for t in fit.candidates if self._spread(t) is not None))
+            if any(self._spread(t) is not None for t in fit.candidates)
             else None
         )
         if cheapest is None:
             raise InputError(
                 "--max-ranks",
-                f"{self.max_ranks} allows fewer than {self.min_points} configurations "
-                f"(candidates: {', '.join(map(str, self.candidates_))})",
+                f"{settings.max_ranks} allows fewer than {settings.min_points} configurations "
+                f"(candidates: {', '.join(map(str, fit.candidates))})",
             )
         need = float(self.run_cost(cheapest)[0].sum())
         raise InputError(
             "--budget",
-            f"{self.budget_gpu_hours:g} GPU-hours cannot pay for {self.min_points} "
+            f"{settings.budget_gpu_hours:g} GPU-hours cannot pay for {settings.min_points} "
             f"configurations: the cheapest set ({', '.join(map(str, cheapest))}, "
-            f"one run each) needs {need / self.initial_share:.3g} GPU-hours "
-            f"({self.initial_share:.0%} of the budget goes to the initial set)",
+            f"one run each) needs {need / settings.initial_share:.3g} GPU-hours "
+            f"({settings.initial_share:.0%} of the budget goes to the initial set)",
         )
 
     def _spread(self, top: int) -> list[int] | None:
         """`min_points` candidates spread linearly up to `top`, with two on each side of a crossed node boundary."""
-        below = [c for c in self.candidates_ if c <= top]
-        if len(below) < self.min_points:
+        fit = self.fitted_
+        settings = fit.settings
+        below = [c for c in fit.candidates if c <= top]
+        if len(below) < settings.min_points:
             return None
         chosen: list[int] = []
-        for k in range(1, self.min_points + 1):
-            want = top * k / self.min_points
+        for k in range(1, settings.min_points + 1):
+            want = top * k / settings.min_points
             free = [c for c in below if c not in chosen]
             chosen.append(min(free, key=lambda c: (abs(c - want), c)))
-        rpn = self.ranks_per_node_
-        if self._crosses_boundary() and top > rpn:
+        rpn = fit.ranks_per_node
+        if fit.crosses_boundary() and top > rpn:
             for side in (lambda c: c <= rpn, lambda c: c > rpn):
                 while sum(map(side, chosen)) < 2:
                     free = [c for c in below if side(c) and c not in chosen]
@@ -165,9 +254,10 @@ class MeasurementAdvisor(AdvisorFit):
         return sorted(chosen)
 
     def _initial_rows(self, points: list[int], new: list[int], reps: int) -> list[dict]:
-        rpn = self.ranks_per_node_
-        if self._crosses_boundary() and max(points) <= rpn:
-            self.notes_.append(
+        fit = self.fitted_
+        rpn = fit.ranks_per_node
+        if fit.crosses_boundary() and max(points) <= rpn:
+            fit.notes.append(
                 f"targets lie beyond one node ({rpn} ranks) but the largest allocation does not: "
                 "the change of communication at the node boundary is not measured"
             )
@@ -193,12 +283,14 @@ class MeasurementAdvisor(AdvisorFit):
 
     def _next(self, k: int) -> list[dict]:
         """Greedy: each step takes the run that shrinks the interval at the targets most per cost."""
-        m = self.modeled()
+        fit = self.fitted_
+        settings = fit.settings
+        m = fit.modeled()
         data = PointData.from_values(m[RANKS], m[VALUE])
-        every = self.measurements_
+        every = fit.measurements
         next_rep = {int(x): int(every.loc[every[RANKS] == x, REP].max()) + 1 for x in every[RANKS].unique()}
-        model, rows = self.model_, []
-        width = self._width(model)
+        model, rows = fit.model, []
+        width = fit.width(model)
         spent = 0.0
         for _ in range(k):
             options, scored = self._options(data), []
@@ -206,14 +298,14 @@ class MeasurementAdvisor(AdvisorFit):
                 break
             for x, n, action, reason in options:
                 hours, cost = (v[0] * n for v in self.run_cost([x]))
-                if self.budget_gpu_hours is not None and spent + hours > self.budget_gpu_hours + 1e-12:
+                if settings.budget_gpu_hours is not None and spent + hours > settings.budget_gpu_hours + 1e-12:
                     continue
                 new_model, new_data = updated_model(model, data, float(x), n)
-                new_width = self._width(new_model)
+                new_width = fit.width(new_model)
                 gain = (width - new_width) / cost if cost > 0 else -np.inf
                 scored.append((gain, x, n, action, (new_model, new_data, new_width, hours, cost), reason))
             if not scored:
-                self.notes_.append("the budget is spent: no further run fits")
+                fit.notes.append("the budget is spent: no further run fits")
                 break
             best = self._choose(scored, width, data)
             _, x, n, action, (model, data, new_width, hours, cost), reason = best
@@ -243,9 +335,11 @@ class MeasurementAdvisor(AdvisorFit):
         the estimate assumes a run lands on the model, so a series of cheap repetitions with ~1%
         each never tests the model's form. Then a new configuration (beyond a crossed node boundary
         until `min_points` are there, the regime the targets live in), else a run worth the threshold."""
+        fit = self.fitted_
+        settings = fit.settings
 
         def worth(s):
-            return width - s[4][2] >= self.min_shrink / 100.0 * width
+            return width - s[4][2] >= settings.min_shrink / 100.0 * width
 
         def per_cost(runs):
             return max(runs, key=lambda s: s[0])
@@ -254,10 +348,10 @@ class MeasurementAdvisor(AdvisorFit):
         new = [s for s in scored if s[3] == NEW]
         if worth(best) or not new:
             return best if worth(best) else per_cost([s for s in scored if worth(s)] or scored)
-        why = f"no run shrinks the interval by {self.min_shrink:g}% or more: a new configuration tests the model"
-        rpn = self.ranks_per_node_
-        measured = set(self.measurements_[RANKS].astype(int)) | {int(x) for x in data.x}
-        if self._crosses_boundary() and sum(x > rpn for x in measured) < self.min_points:
+        why = f"no run shrinks the interval by {settings.min_shrink:g}% or more: a new configuration tests the model"
+        rpn = fit.ranks_per_node
+        measured = set(fit.measurements[RANKS].astype(int)) | {int(x) for x in data.x}
+        if fit.crosses_boundary() and sum(x > rpn for x in measured) < settings.min_points:
             beyond = [s for s in new if s[1] > rpn]
             if beyond:
                 new, why = beyond, why + f" beyond the node boundary ({rpn} ranks), where the targets are"
@@ -265,20 +359,22 @@ class MeasurementAdvisor(AdvisorFit):
 
     def _options(self, data: PointData) -> list[tuple[int, int, str, str]]:
         """Candidate runs: (ranks, repetitions, action, reason); with a node rule to meet, only those."""
-        measured = {int(x) for x in data.x} | set(self.measurements_[RANKS].astype(int))
-        rpn = self.ranks_per_node_
-        if self._crosses_boundary() and max(self.candidates_) > rpn:
+        fit = self.fitted_
+        settings = fit.settings
+        measured = {int(x) for x in data.x} | set(fit.measurements[RANKS].astype(int))
+        rpn = fit.ranks_per_node
+        if fit.crosses_boundary() and max(fit.candidates) > rpn:
             for name, side in (("below", lambda c: c <= rpn), ("beyond", lambda c: c > rpn)):
                 if sum(map(side, measured)) < 2:
                     reason = (
                         f"node boundary at {rpn} ranks: the predictions cross it, so two configurations "
                         f"{name} it are needed"
                     )
-                    forced = [(c, self.reps, NEW, reason) for c in self.candidates_ if side(c) and c not in measured]
+                    forced = [(c, settings.reps, NEW, reason) for c in fit.candidates if side(c) and c not in measured]
                     if forced:
                         return forced
         # one repetition: the noise is known from the repeated points, and a second stays an option
-        new = [(c, 1, NEW, "") for c in self.candidates_ if c not in measured]
+        new = [(c, 1, NEW, "") for c in fit.candidates if c not in measured]
         return new + [(int(x), 1, REPEAT, "") for x in data.x]
 
 

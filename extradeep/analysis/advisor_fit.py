@@ -1,16 +1,19 @@
-"""The measurement advisor's first half: its settings, their checks, and what `fit` learns.
+"""The measurement advisor's first half, as data: its settings, their checks, and what fitting learns.
 
-`AdvisorFit` holds what `MeasurementAdvisor` (:mod:`extradeep.analysis.advisor`) is configured with
-and reads before it can propose anything: the targets, the node size (given, else the experiment's
-layout, else the cost settings), the candidate rank counts (`candidate_ranks`), the measurements
-so far, the per-step PMNF the shrink is estimated on, the primary time model and its interval at
-the targets. Proposing runs (the initial set, the greedy next runs, their cost) is the second
-stage and lives in `advisor.py`, which subclasses this one; this module never looks at a plan.
+`AdvisorSettings` holds what :class:`~extradeep.analysis.advisor.MeasurementAdvisor` is configured
+with; `fit_advisor(settings, data, primary)` reads what the advisor needs before it can propose
+anything and returns it as an `AdvisorFit`: the targets, the node size (given, else the
+experiment's layout, else the cost settings), the candidate rank counts (`candidate_ranks`), the
+measurements so far, the per-step PMNF the shrink is estimated on, the primary time model and its
+interval at the targets. Proposing runs (the initial set, the greedy next runs, their cost) is the
+second stage and lives in `advisor.py`, which keeps an `AdvisorFit` as its `fitted_`; this module
+never looks at a plan.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import KW_ONLY, dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -27,80 +30,30 @@ MAX_CANDIDATES = 48
 MIN_SHRINK_PCT = 2.0  # expected shrink (% of the interval) below which a run is not worth its cost
 
 
-class AdvisorFit:
-    """The settings of a :class:`~extradeep.analysis.advisor.MeasurementAdvisor`, checked by `fit`,
-    and what `fit` reads from the measurements (the fitted attributes listed there)."""
+@dataclass
+class AdvisorSettings:
+    """The settings of a :class:`~extradeep.analysis.advisor.MeasurementAdvisor` (its constructor's
+    arguments, the same names and defaults), checked by `check`."""
 
-    def __init__(
-        self,
-        target,
-        max_ranks: int,
-        gpus_per_node: int | None = None,
-        budget_gpu_hours: float | None = None,
-        *,
-        cost: CostSettings | None = None,
-        run_seconds: float = DEFAULT_RUN_SECONDS,
-        level: float = 0.95,
-        reps: int = 2,
-        min_points: int = 5,
-        quantity: str = EPOCH_TIME,
-        initial_share: float = 0.5,
-        candidates=None,
-        options: dict | None = None,
-        min_shrink: float = MIN_SHRINK_PCT,
-        partial_nodes: bool = False,
-    ):
-        self.target = target
-        self.max_ranks = max_ranks
-        self.gpus_per_node = gpus_per_node
-        self.budget_gpu_hours = budget_gpu_hours
-        self.cost = cost
-        self.run_seconds = run_seconds
-        self.level = level
-        self.reps = reps
-        self.min_points = min_points
-        self.quantity = quantity
-        self.initial_share = initial_share
-        self.candidates = candidates
-        self.options = options
-        self.min_shrink = min_shrink
-        self.partial_nodes = partial_nodes
+    target: object
+    max_ranks: int
+    gpus_per_node: int | None = None
+    budget_gpu_hours: float | None = None
+    _: KW_ONLY
+    cost: CostSettings | None = None
+    run_seconds: float = DEFAULT_RUN_SECONDS
+    level: float = 0.95
+    reps: int = 2
+    min_points: int = 5
+    quantity: str = EPOCH_TIME
+    initial_share: float = 0.5
+    candidates: object = None
+    options: dict | None = None
+    min_shrink: float = MIN_SHRINK_PCT
+    partial_nodes: bool = False
 
-    # -- fit ----------------------------------------------------------------------------------
-    def fit(self, data=None, primary=None) -> AdvisorFit:
-        """Read the measurements so far (None: nothing measured yet) and fit the time model.
-        ``primary``: the experiment's primary time model when already made (``Analysis.primary``)."""
-        self._check()
-        self.cost_ = self.cost or CostSettings()
-        self.targets_ = np.array(sorted({int(t) for t in np.atleast_1d(self.target)}), dtype=float)
-        self.notes_: list[str] = []
-        self.app_, self.fixed_, self.quantity_ = "app", {}, self.quantity
-        self.primary_, self.primary_measured_ = None, None
-        layout = None
-        if data is not None and not isinstance(data, pd.DataFrame):
-            data, layout = self._from_experiment(data, primary)
-        self.gpus_per_node_ = self._node_size(layout)
-        per_node = self.gpus_per_node_ / self.cost_.gpus_per_rank if self.gpus_per_node_ else None
-        # one rank per node: every run with 2+ ranks uses the network, so there is no boundary to cross
-        self.ranks_per_node_ = int(per_node) if per_node and per_node >= 2 else None
-        self.candidates_ = candidate_ranks(
-            self.max_ranks, self.ranks_per_node_, self.candidates, whole_nodes=not self.partial_nodes
-        )
-        if self.ranks_per_node_ and self.candidates is None and self.max_ranks > self.ranks_per_node_:
-            self.notes_.append(
-                f"beyond one node the plan proposes whole nodes ({self.ranks_per_node_} ranks each), as clusters "
-                "allocate them"
-                if not self.partial_nodes
-                else f"--partial-nodes: beyond one node the plan also proposes half nodes ({self.ranks_per_node_} "
-                "ranks per node)"
-            )
-        self.measurements_ = None if data is None else _clean(data)
-        self.model_ = self._fit_model() if self.measurements_ is not None else None
-        self.current_ = self._current()
-        self.width_scale_ = self._width_scale()
-        return self
-
-    def _check(self) -> None:
+    def check(self) -> None:
+        """A bad setting is an InputError naming its option."""
         targets = np.atleast_1d(np.asarray(self.target, dtype=float))
         if targets.size == 0 or not np.all(np.isfinite(targets)) or (targets < 2).any() or (targets % 1).any():
             raise InputError("--target", f"needs whole rank counts >= 2, got {self.target!r}")
@@ -126,80 +79,41 @@ class AdvisorFit:
         if not 0 < self.initial_share <= 1:
             raise InputError("initial_share", f"must be in (0, 1], got {self.initial_share!r}")
 
-    def _from_experiment(self, experiment, primary=None):
-        from extradeep.analysis.core import measured_values
-        from extradeep.analysis.epoch import quantity_label
 
-        params = list(experiment.params)
-        ranks = self.cost_.ranks_param
-        if params != [ranks]:
-            raise InputError(
-                "plan",
-                f"proposes rank counts for experiments that model {ranks!r} only; "
-                f"this one models {', '.join(params)} (fix the others with --param)",
-            )
-        values = measured_values(experiment)
-        values = values[values["quantity"] == self.quantity]
-        if values.empty:
-            raise InputError("plan", f"the experiment has no {self.quantity!r} values to model")
-        self.app_ = str(experiment.settings.app or "app")
-        self.fixed_ = experiment.fixed_params
-        self._primary_of(experiment, primary)
-        # Per training step, as analyse() models epochs (n_t x step model): the step counts are
-        # exact, so the relative interval of the step time is that of the epoch time.
-        self.quantity_ = quantity_label(self.quantity, "step")
-        frame = values.rename(columns={ranks: RANKS})[[RANKS, REP, VALUE]]
-        # the cluster layout: the profiles' node signals, else the system file (--system)
-        return frame, resolve_layout(experiment.settings.layout, experiment.settings.system)
+@dataclass
+class AdvisorFit:
+    """What `fit_advisor` read from the measurements with `settings`: the cost settings in use,
+    the `targets` (sorted rank counts), `notes` for the user, the experiment's `app` and `fixed`
+    parameters, the modeled `quantity`, the `primary` time model (an experiment's, else None) and
+    its measured medians `primary_measured` (ranks, value), the node size `gpus_per_node` and
+    `ranks_per_node` (None: unknown, or one rank per node), the `candidates` rank counts, the
+    `measurements` (ranks, rep, value; None from nothing), the per-step PMNF `model` the shrink is
+    estimated on (None: too few points), `current` (prediction and interval at each target) and
+    `width_scale` (primary interval over the PMNF's, 1 without a primary model)."""
 
-    def _primary_of(self, experiment, primary=None) -> None:
-        """The primary time model and its measured medians: the prediction the plan improves."""
-        from extradeep.analysis.core import measured_values
-        from extradeep.analysis.primary import primary_time_model
-
-        self._check_range(experiment)
-        self.primary_ = primary if primary is not None else primary_time_model(experiment, self.options)
-        if self.primary_ is not None:
-            values = measured_values(experiment, experiment.dataset)
-            values = values[values["quantity"] == self.primary_.quantity]
-            ranks = self.cost_.ranks_param
-            medians = values.groupby(ranks)[VALUE].median()
-            self.primary_measured_ = pd.DataFrame({RANKS: medians.index.to_numpy(float), VALUE: medians.to_numpy()})
-
-    def _check_range(self, experiment) -> None:
-        """Targets beyond what the models support are refused (extradeep.analysis.scales)."""
-        from extradeep.analysis.scales import range_limit
-
-        ranks = self.cost_.ranks_param
-        largest = float(experiment.points[ranks].max())
-        limit, why = range_limit(largest, ranks, [ranks], experiment.dataset, experiment.fixed_params)
-        if self.targets_.max() > limit:
-            raise InputError(
-                "--target",
-                f"{self.targets_.max():g} ranks is beyond what the models support: at most {limit:g} ({why})",
-            )
-
-    def _node_size(self, layout) -> int | None:
-        if self.gpus_per_node is not None:
-            return int(self.gpus_per_node)
-        if isinstance(layout, dict) and layout.get("gpus_per_node"):
-            gpus = int(layout["gpus_per_node"])
-            where = "system file" if layout["source"] == "system" else f"profiles' {source_name(layout['source'])}"
-            self.notes_.append(f"node size {gpus} GPU{'s' if gpus != 1 else ''} from the experiment's {where}")
-            if layout.get("warning"):
-                self.notes_.append(layout["warning"])
-            return gpus
-        if self.cost_.gpus_per_node:
-            return int(self.cost_.gpus_per_node)
-        self.notes_.append("node size unknown (give --gpus-per-node): node boundaries are not considered")
-        return None
+    settings: AdvisorSettings
+    cost: CostSettings
+    targets: np.ndarray
+    quantity: str
+    notes: list[str] = field(default_factory=list)
+    app: str = "app"
+    fixed: dict = field(default_factory=dict)
+    primary: object = None
+    primary_measured: pd.DataFrame | None = None
+    gpus_per_node: int | None = None
+    ranks_per_node: int | None = None
+    candidates: list[int] = field(default_factory=list)
+    measurements: pd.DataFrame | None = None
+    model: object = None
+    current: pd.DataFrame | None = None
+    width_scale: float = 1.0
 
     def modeled(self) -> pd.DataFrame:
         """The measurements the time model uses: beyond a crossed node boundary only, once there are
         :meth:`beyond_points` configurations there (the targets live in that communication regime)."""
-        data = self.measurements_[self.measurements_[RANKS] > 1]
-        rpn = self.ranks_per_node_
-        if self._crosses_boundary():
+        data = self.measurements[self.measurements[RANKS] > 1]
+        rpn = self.ranks_per_node
+        if self.crosses_boundary():
             beyond = data[data[RANKS] > rpn]
             if beyond[RANKS].nunique() >= self.beyond_points():
                 return beyond
@@ -209,74 +123,192 @@ class AdvisorFit:
         """Configurations beyond the node boundary a model there needs: `min_points`, or every
         candidate the allocation offers there when that is fewer (whole nodes: 8, 12, 16 ranks on
         4-GPU nodes within 16), but at least 3."""
-        offered = sum(c > self.ranks_per_node_ for c in self.candidates_) if self.ranks_per_node_ else 0
-        return max(3, min(self.min_points, offered))
+        offered = sum(c > self.ranks_per_node for c in self.candidates) if self.ranks_per_node else 0
+        return max(3, min(self.settings.min_points, offered))
 
-    def _fit_model(self):
-        from extradeep.modeling.modeler import PMNFModeler
+    def crosses_boundary(self) -> bool:
+        """Whether the targets lie beyond one node."""
+        rpn = self.ranks_per_node
+        return bool(rpn and self.targets.max() > rpn)
 
-        data = self.modeled()
-        if self._crosses_boundary() and data[RANKS].min() > self.ranks_per_node_:
-            self.notes_.append(
-                f"the model uses the {data[RANKS].nunique()} configurations beyond the node "
-                f"boundary ({self.ranks_per_node_} ranks), where the targets are"
-            )
-        beyond = self._crosses_boundary() and data[RANKS].min() > self.ranks_per_node_
-        need = self.beyond_points() if beyond else self.min_points
-        if data[RANKS].nunique() < need:
-            self.notes_.append(
-                f"{data[RANKS].nunique()} configurations measured, a model needs "
-                f"{need}: the plan completes the initial set first"
-            )
-            return None
-        options = {**(self.options or {}), "min_points": min(need, (self.options or {}).get("min_points", need))}
-        modeler = PMNFModeler(**options, param_names=["ranks"])
-        try:
-            return modeler.fit(
-                data[[RANKS]].to_numpy(float), data[VALUE].to_numpy(float), reps=data[REP].to_numpy()
-            ).model_
-        except InputError as exc:
-            self.notes_.append(f"no model of the measurements ({exc.problem}): the plan completes the initial set")
-            return None
+    def width(self, model) -> float:
+        """Mean relative half-width (%) of `model`'s interval at the targets."""
+        pred = np.asarray(model.predict(self.targets), float)
+        level = self.settings.level
+        return float(np.nanmean(_relative_half_width(interval_width(model, self.targets, level), pred)))
 
-    def _current(self) -> pd.DataFrame:
-        columns = ["ranks", "predicted", "lo", "hi", "interval_pct"]
-        if self.primary_ is not None:
-            table = self.primary_.predict(
-                pd.DataFrame({self.cost_.ranks_param: self.targets_}), [self.cost_.ranks_param]
-            )
-            pred, lo, hi = (table[c].to_numpy(float) for c in ("T", "T_lo", "T_hi"))
-        elif self.model_ is not None:
-            pred = np.asarray(self.model_.predict(self.targets_), float)
-            lo, hi = self.model_.interval(self.targets_, level=self.level)
-        else:
-            return pd.DataFrame({RANKS: self.targets_.astype(int)}).reindex(columns=columns)
-        return pd.DataFrame(
-            {
-                RANKS: self.targets_.astype(int),
-                PREDICTED: pred,
-                LO: lo,
-                HI: hi,
-                "interval_pct": _relative_half_width(hi - lo, pred),
-            }
+
+def fit_advisor(settings: AdvisorSettings, data=None, primary=None) -> AdvisorFit:
+    """Check `settings`, read the measurements so far (None: nothing measured yet; an Experiment;
+    a DataFrame of ranks, rep, value) and fit the time model. ``primary``: the experiment's
+    primary time model when already made (``Analysis.primary``)."""
+    settings.check()
+    targets = np.array(sorted({int(t) for t in np.atleast_1d(settings.target)}), dtype=float)
+    fit = AdvisorFit(settings, settings.cost or CostSettings(), targets, settings.quantity)
+    layout = None
+    if data is not None and not isinstance(data, pd.DataFrame):
+        data, layout = _from_experiment(fit, data, primary)
+    fit.gpus_per_node = _node_size(fit, layout)
+    _set_candidates(fit)
+    fit.measurements = None if data is None else _clean(data)
+    fit.model = _fit_model(fit) if fit.measurements is not None else None
+    fit.current = _current(fit)
+    fit.width_scale = _width_scale(fit)
+    return fit
+
+
+def _set_candidates(fit: AdvisorFit) -> None:
+    """Ranks per node and the candidate rank counts, from the node size."""
+    settings = fit.settings
+    per_node = fit.gpus_per_node / fit.cost.gpus_per_rank if fit.gpus_per_node else None
+    # one rank per node: every run with 2+ ranks uses the network, so there is no boundary to cross
+    fit.ranks_per_node = int(per_node) if per_node and per_node >= 2 else None
+    fit.candidates = candidate_ranks(
+        settings.max_ranks, fit.ranks_per_node, settings.candidates, whole_nodes=not settings.partial_nodes
+    )
+    if fit.ranks_per_node and settings.candidates is None and settings.max_ranks > fit.ranks_per_node:
+        fit.notes.append(
+            f"beyond one node the plan proposes whole nodes ({fit.ranks_per_node} ranks each), as clusters "
+            "allocate them"
+            if not settings.partial_nodes
+            else f"--partial-nodes: beyond one node the plan also proposes half nodes ({fit.ranks_per_node} "
+            "ranks per node)"
         )
 
-    def _width_scale(self) -> float:
-        """Primary interval at the targets over the per-step PMNF's: the shrinks estimated on the PMNF
-        are shown as shrinks of the primary interval (1 without a primary model)."""
-        if self.primary_ is None or self.model_ is None:
-            return 1.0
-        primary, surrogate = float(np.nanmean(self.current_["interval_pct"])), self._width(self.model_)
-        return primary / surrogate if np.isfinite(primary) and surrogate > 0 else 1.0
 
-    def _crosses_boundary(self) -> bool:
-        rpn = self.ranks_per_node_
-        return bool(rpn and self.targets_.max() > rpn)
+def _from_experiment(fit: AdvisorFit, experiment, primary=None):
+    """The experiment's measurements (ranks, rep, value) of the quantity and its cluster layout."""
+    from extradeep.analysis.core import measured_values
+    from extradeep.analysis.epoch import quantity_label
 
-    def _width(self, model) -> float:
-        """Mean relative half-width (%) of the interval at the targets."""
-        pred = np.asarray(model.predict(self.targets_), float)
-        return float(np.nanmean(_relative_half_width(interval_width(model, self.targets_, self.level), pred)))
+    quantity = fit.settings.quantity
+    params = list(experiment.params)
+    ranks = fit.cost.ranks_param
+    if params != [ranks]:
+        raise InputError(
+            "plan",
+            f"proposes rank counts for experiments that model {ranks!r} only; "
+            f"this one models {', '.join(params)} (fix the others with --param)",
+        )
+    values = measured_values(experiment)
+    values = values[values["quantity"] == quantity]
+    if values.empty:
+        raise InputError("plan", f"the experiment has no {quantity!r} values to model")
+    fit.app = str(experiment.settings.app or "app")
+    fit.fixed = experiment.fixed_params
+    _primary_of(fit, experiment, primary)
+    # Per training step, as analyse() models epochs (n_t x step model): the step counts are
+    # exact, so the relative interval of the step time is that of the epoch time.
+    fit.quantity = quantity_label(quantity, "step")
+    frame = values.rename(columns={ranks: RANKS})[[RANKS, REP, VALUE]]
+    # the cluster layout: the profiles' node signals, else the system file (--system)
+    return frame, resolve_layout(experiment.settings.layout, experiment.settings.system)
+
+
+def _primary_of(fit: AdvisorFit, experiment, primary=None) -> None:
+    """The primary time model and its measured medians: the prediction the plan improves."""
+    from extradeep.analysis.core import measured_values
+    from extradeep.analysis.primary import primary_time_model
+
+    _check_range(fit, experiment)
+    fit.primary = primary if primary is not None else primary_time_model(experiment, fit.settings.options)
+    if fit.primary is not None:
+        values = measured_values(experiment, experiment.dataset)
+        values = values[values["quantity"] == fit.primary.quantity]
+        ranks = fit.cost.ranks_param
+        medians = values.groupby(ranks)[VALUE].median()
+        fit.primary_measured = pd.DataFrame({RANKS: medians.index.to_numpy(float), VALUE: medians.to_numpy()})
+
+
+def _check_range(fit: AdvisorFit, experiment) -> None:
+    """Targets beyond what the models support are refused (extradeep.analysis.scales)."""
+    from extradeep.analysis.scales import range_limit
+
+    ranks = fit.cost.ranks_param
+    largest = float(experiment.points[ranks].max())
+    limit, why = range_limit(largest, ranks, [ranks], experiment.dataset, experiment.fixed_params)
+    if fit.targets.max() > limit:
+        raise InputError(
+            "--target",
+            f"{fit.targets.max():g} ranks is beyond what the models support: at most {limit:g} ({why})",
+        )
+
+
+def _node_size(fit: AdvisorFit, layout) -> int | None:
+    """GPUs per node: the setting, else the experiment's layout, else the cost settings (None: unknown)."""
+    if fit.settings.gpus_per_node is not None:
+        return int(fit.settings.gpus_per_node)
+    if isinstance(layout, dict) and layout.get("gpus_per_node"):
+        gpus = int(layout["gpus_per_node"])
+        where = "system file" if layout["source"] == "system" else f"profiles' {source_name(layout['source'])}"
+        fit.notes.append(f"node size {gpus} GPU{'s' if gpus != 1 else ''} from the experiment's {where}")
+        if layout.get("warning"):
+            fit.notes.append(layout["warning"])
+        return gpus
+    if fit.cost.gpus_per_node:
+        return int(fit.cost.gpus_per_node)
+    fit.notes.append("node size unknown (give --gpus-per-node): node boundaries are not considered")
+    return None
+
+
+def _fit_model(fit: AdvisorFit):
+    """The per-step PMNF of the modeled measurements, or None (with a note) when they are too few."""
+    from extradeep.modeling.modeler import PMNFModeler
+
+    data = fit.modeled()
+    beyond = fit.crosses_boundary() and data[RANKS].min() > fit.ranks_per_node
+    if beyond:
+        fit.notes.append(
+            f"the model uses the {data[RANKS].nunique()} configurations beyond the node "
+            f"boundary ({fit.ranks_per_node} ranks), where the targets are"
+        )
+    need = fit.beyond_points() if beyond else fit.settings.min_points
+    if data[RANKS].nunique() < need:
+        fit.notes.append(
+            f"{data[RANKS].nunique()} configurations measured, a model needs "
+            f"{need}: the plan completes the initial set first"
+        )
+        return None
+    given = fit.settings.options or {}
+    options = {**given, "min_points": min(need, given.get("min_points", need))}
+    modeler = PMNFModeler(**options, param_names=["ranks"])
+    try:
+        return modeler.fit(data[[RANKS]].to_numpy(float), data[VALUE].to_numpy(float), reps=data[REP].to_numpy()).model_
+    except InputError as exc:
+        fit.notes.append(f"no model of the measurements ({exc.problem}): the plan completes the initial set")
+        return None
+
+
+def _current(fit: AdvisorFit) -> pd.DataFrame:
+    """Prediction and interval at each target: the primary model's, else the PMNF's, else empty."""
+    columns = ["ranks", "predicted", "lo", "hi", "interval_pct"]
+    targets = fit.targets
+    if fit.primary is not None:
+        table = fit.primary.predict(pd.DataFrame({fit.cost.ranks_param: targets}), [fit.cost.ranks_param])
+        pred, lo, hi = (table[c].to_numpy(float) for c in ("T", "T_lo", "T_hi"))
+    elif fit.model is not None:
+        pred = np.asarray(fit.model.predict(targets), float)
+        lo, hi = fit.model.interval(targets, level=fit.settings.level)
+    else:
+        return pd.DataFrame({RANKS: targets.astype(int)}).reindex(columns=columns)
+    return pd.DataFrame(
+        {
+            RANKS: targets.astype(int),
+            PREDICTED: pred,
+            LO: lo,
+            HI: hi,
+            "interval_pct": _relative_half_width(hi - lo, pred),
+        }
+    )
+
+
+def _width_scale(fit: AdvisorFit) -> float:
+    """Primary interval at the targets over the per-step PMNF's: the shrinks estimated on the PMNF
+    are shown as shrinks of the primary interval (1 without a primary model)."""
+    if fit.primary is None or fit.model is None:
+        return 1.0
+    primary, surrogate = float(np.nanmean(fit.current["interval_pct"])), fit.width(fit.model)
+    return primary / surrogate if np.isfinite(primary) and surrogate > 0 else 1.0
 
 
 def _relative_half_width(width, pred) -> np.ndarray:

@@ -51,6 +51,17 @@ def test_a_larger_budget_buys_points_closer_to_the_target():
     assert large["ranks"].max() > small["ranks"].max()
 
 
+def test_propose_uses_the_settings_of_the_fit_until_the_next_fit():
+    """sklearn style: a setting changed after fit takes effect at the next fit, not half-way."""
+    with pytest.raises(RuntimeError, match="fit"):
+        MeasurementAdvisor(128, 64, 8, 10).propose()
+    advisor = MeasurementAdvisor(128, 64, 8, 10).fit()
+    small = advisor.propose()
+    advisor.budget_gpu_hours = 60
+    pd.testing.assert_frame_equal(advisor.propose(), small)
+    assert advisor.fit().propose()["ranks"].max() > small["ranks"].max()
+
+
 def test_a_budget_too_small_is_one_line_naming_what_it_needs():
     with pytest.raises(InputError) as err:
         MeasurementAdvisor(128, 32, 8, 0.01).fit().propose()

@@ -1,12 +1,15 @@
 """The advisor's settings and what `fit` reads (`analysis.advisor_fit`): the candidate rank counts
-within and beyond a node, and a bad setting is one line naming its option."""
+within and beyond a node, a bad setting is one line naming its option, and the advisor's settings
+and fitted attributes are those of the data it keeps (`AdvisorSettings`, `AdvisorFit`)."""
 
 from __future__ import annotations
+
+import inspect
 
 import pytest
 
 from extradeep.analysis.advisor import MeasurementAdvisor
-from extradeep.analysis.advisor_fit import candidate_ranks
+from extradeep.analysis.advisor_fit import AdvisorFit, AdvisorSettings, candidate_ranks, fit_advisor
 from extradeep.errors import InputError
 
 
@@ -29,3 +32,31 @@ def test_bad_settings_are_one_line_errors(kwargs, option):
     with pytest.raises(InputError) as err:
         MeasurementAdvisor(**settings).fit()
     assert option in str(err.value)
+
+
+def test_the_advisor_takes_the_settings_names_order_and_defaults():
+    """MeasurementAdvisor's constructor is AdvisorSettings' (callers pass either the same way)."""
+
+    def described(obj):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(obj).parameters.values()]
+
+    assert described(MeasurementAdvisor) == described(AdvisorSettings)
+    advisor = MeasurementAdvisor([128, 64], 16, 4, 12, reps=3, partial_nodes=True)
+    assert advisor.reps == 3 and advisor.partial_nodes is True  # kept as attributes, sklearn style
+    assert advisor.settings() == AdvisorSettings([128, 64], 16, 4, 12, reps=3, partial_nodes=True)
+
+
+def test_the_fitted_attributes_are_the_fit_data():
+    """fit keeps fit_advisor's AdvisorFit as `fitted_`; `candidates_` etc. read (and write) its fields."""
+    settings = AdvisorSettings([128, 64], 16, gpus_per_node=4)
+    fit = fit_advisor(settings)
+    advisor = MeasurementAdvisor([128, 64], 16, gpus_per_node=4).fit()
+    assert isinstance(advisor.fitted_, AdvisorFit) and advisor.fitted_.settings == settings
+    # whole 4-GPU nodes beyond one node, the targets sorted, nothing measured yet
+    assert fit.candidates == advisor.candidates_ == [2, 4, 8, 12, 16]
+    assert fit.targets.tolist() == advisor.targets_.tolist() == [64.0, 128.0]
+    assert fit.notes == advisor.notes_ and "whole nodes (4 ranks each)" in fit.notes[0]
+    assert fit.measurements is advisor.measurements_ is None and advisor.model_ is None
+    assert fit.crosses_boundary() and fit.ranks_per_node == advisor.ranks_per_node_ == 4
+    advisor.fixed_ = {"b": 64.0}
+    assert advisor.fitted_.fixed == {"b": 64.0}
