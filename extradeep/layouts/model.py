@@ -60,6 +60,8 @@ CATEGORICAL = (ZERO, RECOMPUTE, SCHEDULE)  # layout choices whose effect only ph
 # parts that are off (0) unless ``optional`` names them: nested selection on vTrain did not choose
 # them for most left-out models (docs/performance.md)
 OPTIONAL = {"layer_overhead": 0.0}
+# how collectives cross nodes when no observed collective did (the interval spans the other way too)
+_ASSUMED = ", assumed: no measured collective crossed nodes"
 SUPPORT_SHARE = 0.05  # a coefficient is calibrated when it moves a step by >= 5% in >= 3 observations
 
 
@@ -75,8 +77,9 @@ class LayoutModel:
     for small single-node runs whose regime a multi-node prediction shares only in part) and
     ``fixed`` (coefficient -> value held fixed instead of fitted, e.g. a measured NCCL latency, or 0
     to switch a part off), ``collective_algorithm`` (how collectives cross nodes: 'hierarchical',
-    'nccl' or 'select', the better fit of the two when observations span nodes, else hierarchical;
-    fitted as ``algorithm_``), ``optional`` (names of :data:`OPTIONAL` parts to fit; off otherwise)."""
+    'nccl' or 'select', the better fit of the two when an observed TP or DP collective crosses
+    nodes, else hierarchical and assumed; fitted as ``algorithm_``, with ``algorithm_measured_``
+    False when assumed: the interval then spans the other form), ``optional`` (names of :data:`OPTIONAL` parts to fit; off otherwise)."""
 
     def __init__(
         self,
@@ -121,6 +124,7 @@ class LayoutModel:
         steps, part_rows, memory_rows = self._observations(observations, parts)
         calibrated = len(steps) or len(part_rows)
         self.algorithm_, solved = self._algorithm(steps, part_rows)
+        self.algorithm_measured_ = self.collective_algorithm != "select" or solved is not None
         if solved is None and calibrated:
             solved = self._solve(steps, part_rows)[0]
         self.coef_ = pd.Series(solved if calibrated else self._start(), index=list(NAMES))
@@ -170,12 +174,27 @@ class LayoutModel:
             )
         if choice != "select":
             return choice, None
-        gpus = pd.concat([steps.get(GPUS, pd.Series(dtype=float)), part_rows.get(GPUS, pd.Series(dtype=float))])
-        if not len(gpus) or gpus.max() <= self.hardware_.system.gpus_per_node:
+        if not self._crossing_observed(steps, part_rows):
             return "hierarchical", None
         solved = {name: self._solve(steps, part_rows, name) for name in COLLECTIVE_ALGORITHMS}
         best = min(solved, key=lambda name: solved[name][1])
         return best, solved[best][0]
+
+    def _crossing_observed(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> bool:
+        """Whether some observed tensor- or data-parallel collective crosses nodes, so that the two
+        algorithms predict it differently: runs that span nodes with only pipeline transfers between
+        them (or none) cannot tell how a collective crosses nodes."""
+        for rows in (steps, part_rows):
+            if not len(rows):
+                continue
+            inter = [
+                {k: nominal_features(rows, self.hardware_, name)[k] for k in ("tp_inter", "dp_inter")}
+                for name in COLLECTIVE_ALGORITHMS
+            ]
+            for key in ("tp_inter", "dp_inter"):
+                if not np.allclose(inter[0][key], inter[1][key], rtol=1e-3, atol=0.0):
+                    return True
+        return False
 
     def _features(self, frame: pd.DataFrame, hardware: Hardware | None = None) -> dict:
         return nominal_features(frame, self.hardware_ if hardware is None else hardware, self.algorithm_)
@@ -308,7 +327,7 @@ class LayoutModel:
         parts = compose(features, self.coef_.to_numpy(), self.dp_overlap)
         out = pd.DataFrame({STEP_TIME: parts[PART_STEP], **{p: parts[p] for p in STEP_PARTS}}, index=frame.index)
         estimate = _differs(target, self.hardware_)
-        low, high = self._bounds(features, frame, parts[PART_STEP], estimate)
+        low, high = self._bounds(features, frame, parts[PART_STEP], estimate, target)
         out[STEP_TIME + "_low"], out[STEP_TIME + "_high"] = low, high
         memory = self.memory_.parts(frame)
         out[PEAK_MEMORY] = memory["peak"].to_numpy()
@@ -317,7 +336,7 @@ class LayoutModel:
         out["extrapolated"] = self._extrapolated(frame, features)
         return out
 
-    def _bounds(self, features, frame: pd.DataFrame, step, estimate: bool):
+    def _bounds(self, features, frame: pd.DataFrame, step, estimate: bool, target: Hardware):
         gpus = frame[GPUS].to_numpy(float)
         width = half_widths(self.cv_errors_, gpus, self.level) * np.sqrt(1 + doublings_beyond(self.scale_, frame))
         if estimate:
@@ -326,6 +345,10 @@ class LayoutModel:
         for coef in self.fold_coefs_:
             other = compose(features, coef, self.dp_overlap)[PART_STEP]
             low, high = np.minimum(low, other), np.maximum(high, other)
+        if not self.algorithm_measured_:  # how collectives cross nodes is assumed: the interval spans both
+            for name in set(COLLECTIVE_ALGORITHMS) - {self.algorithm_}:
+                other = compose(nominal_features(frame, target, name), self.coef_.to_numpy(), self.dp_overlap)
+                low, high = np.minimum(low, other[PART_STEP]), np.maximum(high, other[PART_STEP])
         return low, high
 
     def _extrapolated(self, frame: pd.DataFrame, features) -> np.ndarray:
@@ -370,7 +393,7 @@ class LayoutModel:
                 f"thin = 1 + {c['thin_tokens']} / (b s) + {c['thin_width']} / (h / t)",
                 f"tp_t (t = 2, 4, 8+) = {c['tp2']}, {c['tp4']}, {c['tp8']} x the nominal ring time on the node's links",
                 f"p2p, dp_sync = {c['tp8']} x intra-node + {c['network']} x inter-node nominal time "
-                f"({self.algorithm_} collectives) "
+                f"({self.algorithm_} collectives{'' if self.algorithm_measured_ else _ASSUMED}) "
                 f"(overlap = {self.dp_overlap:g})",
                 f"optimizer = {c['optimizer']} * Adam bytes / HBM bandwidth + {c['step_constant']} s",
             ]
