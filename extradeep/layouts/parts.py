@@ -191,7 +191,7 @@ def nominal_features(frame: pd.DataFrame, hardware: Hardware, algorithm: str = "
     logit_bytes = 3 * pb * (tokens * h + h * vocab / t + tokens * vocab / t) + 16 * tokens * vocab / t
 
     stage_params = layers / p * layer_parameters(h, f) / t + (vocab * h + s * h) / t
-    dp = _dp_sync(stage_params, t, d, m, zero, forward_passes, g, system, pb, algorithm)
+    dp, beside = _dp_sync(stage_params, t, d, m, zero, forward_passes, g, system, pb, algorithm)
     tied = np.where(
         p > 1, vocab * h / t * pb, 0.0
     )  # first and last stage sum the shared embedding's gradients (a ring of 2 moves them once)
@@ -215,6 +215,11 @@ def nominal_features(frame: pd.DataFrame, hardware: Hardware, algorithm: str = "
         "logit_memory": logit_bytes / gpu.memory_bandwidth,
         "dp_intra": dp[:, 0] + dp[:, 1],
         "dp_inter": dp[:, 2] + dp[:, 3],
+        "dp_beside_intra": beside[:, 0] + beside[:, 1],
+        "dp_beside_inter": beside[:, 2] + beside[:, 3],
+        # the passes of every micro-batch that ZeRO 2-3's per-layer traffic runs beside (prefetched
+        # gathers in the forward and backward passes; reduce-scatters in the backward pass)
+        "beside_passes": np.where(zero == 3, 1.0, (passes - 1.0) / passes) * m,
         "optimizer": updated * (24 + pb + 2 * 2) / gpu.memory_bandwidth,
         "interleaved": frame[SCHEDULE].to_numpy() == "interleaved",
         "tp_calls": np.where(t > 1, allreduces, 0.0),
@@ -242,18 +247,22 @@ def _collective(kind: str, ranks, nbytes, local, system, algorithm: str) -> np.n
     return out
 
 
-def _dp_sync(params, t, d, m, zero, forward_passes, g, system, pb, algorithm) -> np.ndarray:
-    """Nominal seconds per link class of one step's data-parallel synchronisation on one GPU."""
+def _dp_sync(params, t, d, m, zero, forward_passes, g, system, pb, algorithm) -> tuple[np.ndarray, np.ndarray]:
+    """Nominal seconds per link class of one step's data-parallel synchronisation on one GPU: (all of
+    it, the share that runs layer by layer in every micro-batch beside the compute: ZeRO 2's
+    reduce-scatters, ZeRO 3's reduce-scatters and parameter gathers)."""
     local = np.maximum(np.minimum(d, np.maximum(g // t, 1)), 1)
     grads = params * 2.0  # reduced in the parameters' 16-bit type, as Megatron and DeepSpeed do by default
+    scatter = _collective("reducescatter", d, grads, local, system, algorithm)
+    gather = _collective("allgather", d, params * pb, local, system, algorithm)
     reduce = np.where(zero[:, None] == 0, 1.0, 0.0) * _collective("allreduce", d, grads, local, system, algorithm)
-    reduce += np.where(zero[:, None] >= 1, 1.0, 0.0) * (
-        _collective("reducescatter", d, grads, local, system, algorithm)
-        + _collective("allgather", d, params * pb, local, system, algorithm)
-    )
+    reduce += np.where(zero[:, None] >= 1, 1.0, 0.0) * scatter
+    reduce += np.where((zero[:, None] >= 1) & (zero[:, None] <= 2), 1.0, 0.0) * gather  # after the optimizer
     gathers = np.where(zero == 3, m * (forward_passes + 1), 0.0)  # ZeRO 3: parameters gathered per pass
-    reduce += gathers[:, None] * _collective("allgather", d, params * pb, local, system, algorithm)
-    return np.where(d[:, None] > 1, reduce, 0.0)
+    reduce += gathers[:, None] * gather
+    beside = np.where(zero[:, None] >= 2, 1.0, 0.0) * scatter + gathers[:, None] * gather
+    one = d[:, None] > 1
+    return np.where(one, reduce, 0.0), np.where(one, beside, 0.0)
 
 
 def tp_class(t) -> np.ndarray:
@@ -282,7 +291,9 @@ def compose(features: dict[str, np.ndarray], coef, dp_overlap: float = 0.0) -> d
     work = fx["layers_per_stage"] * layer + v * (p2p + c["microbatch_overhead"])
     logit = c["gemm"] * fx["logit_gemm"] + c["memory"] * fx["logit_memory"]
     m, ls = fx["m"], fx["layers_per_stage"]
-    dp = (1 - dp_overlap) * (c["tp8"] * fx["dp_intra"] + c["network"] * fx["dp_inter"])
+    beside = c["tp8"] * fx["dp_beside_intra"] + c["network"] * fx["dp_beside_inter"]
+    hidden = _smooth_min(beside, fx["beside_passes"] * ls * gpu_layer)
+    dp = (1 - dp_overlap) * (c["tp8"] * fx["dp_intra"] + c["network"] * fx["dp_inter"] - hidden)
     parts = {
         "compute": m * (ls * compute_layer + logit),
         "host_overhead": m * (ls * (layer - gpu_layer) + v * c["microbatch_overhead"]),
@@ -294,3 +305,14 @@ def compose(features: dict[str, np.ndarray], coef, dp_overlap: float = 0.0) -> d
     }
     parts[PART_STEP] = sum(parts.values())
     return parts
+
+
+def _smooth_min(a: np.ndarray, b: np.ndarray, k: float = 4.0) -> np.ndarray:
+    """(a^-k + b^-k)^(-1/k): the smaller of two non-negative times, smoothly (0 where either is 0):
+    what of ZeRO 2-3's per-layer traffic the compute beside it hides (prefetching, as DeepSpeed and
+    FSDP do by design), so that the exposed rest never drops below 0."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    safe = (a > 0) & (b > 0)
+    lo = np.where(safe, np.minimum(a, b), 1.0)
+    ratio = np.where(safe, np.maximum(a, b), 1.0) / lo
+    return np.where(safe, lo * (1 + ratio**-k) ** (-1 / k), 0.0)

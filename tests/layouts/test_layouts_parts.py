@@ -137,3 +137,23 @@ def test_one_data_parallel_rank_lists_only_the_lowest_zero_stage(layouts):
     assert set(many["zero"]) == {0, 1, 3}
     only_sharded = enumerate_layouts(SHAPE, [8], 128, 8, micro_batches=(1,), zero=(1, 3))
     assert set(only_sharded.loc[only_sharded["dp"] == 1, "zero"]) == {1}
+
+
+def test_zero_3_gathers_hide_under_the_compute_they_run_beside():
+    """ZeRO 3 gathers each layer's parameters before its passes and reduce-scatters its gradients
+    after them, beside the compute (DeepSpeed and FSDP prefetch by design): the step waits for the
+    traffic the compute cannot cover. ZeRO 0's one all-reduce after the backward pass hides nothing.
+    On fast links the gathers vanish under the compute; on slow ones the step waits for nearly all."""
+    base = {"tp": [1, 1], "pp": [1, 1], "dp": [16, 16], "micro_batch": [4, 4], "global_batch": [256, 256]}
+    frame = layout_frame(pd.DataFrame({**base, "zero": [0, 3]}), SHAPE)
+    fx = nominal_features(frame, HARDWARE)
+    parts = compose(fx, PRIOR)
+    traffic = PRIOR[NAMES.index("tp8")] * fx["dp_intra"] + PRIOR[NAMES.index("network")] * fx["dp_inter"]
+    assert parts["dp_sync"][0] == pytest.approx(traffic[0], rel=1e-9)  # ZeRO 0: all of it
+    assert fx["dp_beside_inter"][1] > 0.5 * fx["dp_inter"][1]  # ZeRO 3: most of it runs beside the compute
+    assert parts["dp_sync"][1] < 0.6 * traffic[1]
+    slow = Hardware(system=System(8, 200e9, 3e-6, 25e6, 8e-6, 8, "slow"))  # a thousand times slower network
+    slow_fx = nominal_features(frame, slow)
+    waited = compose(slow_fx, PRIOR)["dp_sync"][1]
+    slow_traffic = PRIOR[NAMES.index("tp8")] * slow_fx["dp_intra"] + PRIOR[NAMES.index("network")] * slow_fx["dp_inter"]
+    assert waited == pytest.approx(slow_traffic[1], rel=0.05)
