@@ -417,7 +417,8 @@ class LayoutModel:
         memory = pd.DataFrame(
             {
                 "coefficient": ["activation_scale", "memory_overhead_gib"],
-                VALUE: [self.memory_.activation_scale, self.memory_.overhead / GIB],
+                # to the MiB: an overhead fitted to a few bytes reads 0, not 2.9e-09 GiB
+                VALUE: [self.memory_.activation_scale, round(self.memory_.overhead / GIB, 3)],
                 "prior": [default.activation_scale, default.overhead / GIB],
                 PART: ["memory", "memory"],
                 "calibrated_by": [source, source],
