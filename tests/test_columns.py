@@ -87,7 +87,7 @@ FORMAT_FIELDS: dict[tuple[str, str], str] = {
     ("extradeep/report/inspect_text.py", "value"): "key of a profile's layout JSON (io.parallel.layout.layout_json)",
     ("extradeep/io/naming.py", "name"): "a named group of the file-name token pattern (a regex match)",
     ("extradeep/io/naming.py", "value"): "a named group of the file-name token pattern (a regex match)",
-    ("extradeep/io/placement.py", "ranks"): "key of a point of the run layout summary (cluster_layout's dict)",
+    ("extradeep/analysis/layout_text.py", "ranks"): "key of a point of the run layout summary (cluster_layout's dict)",
     ("extradeep/io/kineto/load.py", "bytes"): "a field of a parsed Kineto event row (load's field list)",
     ("extradeep/io/kineto/load.py", "kind"): "a field of a parsed Kineto event row (load's field list)",
     ("extradeep/io/kineto/load.py", "stream"): "a field of a parsed Kineto event row (load's field list)",
