@@ -23,20 +23,14 @@ import pandas as pd
 
 from extradeep.layout_profiles import simulator_check
 from extradeep.simulate.gpt.config import GPTModel
-from extradeep.simulate.gpt.study import simulate_gpt
+from extradeep.simulate.gpt.study import STUDY_PROFILED, STUDY_TRUTH, simulate_gpt
 
 REPO = Path(__file__).resolve().parents[1]
 A100 = REPO / "sample_profiles" / "layouts" / "profiles" / "hardware.toml"
 H100 = 'gpu = "h100-sxm"\nsystem = "dgx-8-nvswitch"\nname = "H100 DGX (simulated)"\n'
 
 # five layouts on 4-16 GPUs, two of them on two nodes with DP across them (the shipped check's set)
-FIVE = (
-    "tp1.pp1.dp4.mbs1.nmb4",
-    "tp2.pp2.dp2.mbs1.nmb4.zero1",
-    "tp4.pp1.dp4.mbs1.nmb4",
-    "tp2.pp4.dp2.mbs1.nmb8.rc2",
-    "tp8.pp1.dp2.mbs1.nmb2",
-)
+FIVE = STUDY_PROFILED
 # four layouts whose 16-GPU runs cross nodes only between pipeline stages
 FOUR = ("tp1.pp2.dp2.mbs2.nmb4", "tp2.pp1.dp4.mbs1.nmb8", "tp4.pp2.dp2.mbs1.nmb4.zero1", "tp8.pp2.dp1.mbs1.nmb8.rc1")
 # four layouts that all shard (ZeRO 1-3) or interleave: no ZeRO 0 run with data parallelism
@@ -46,22 +40,8 @@ SHARDED = (
     "tp4.pp1.dp4.mbs2.nmb4.zero1",
     "tp2.pp4.dp2.mbs1.nmb8.vpp2",
 )
-TRUTH = (
-    "tp2.pp1.dp32.mbs1.nmb4",
-    "tp4.pp2.dp8.mbs1.nmb8.zero1",
-    "tp8.pp2.dp4.mbs2.nmb4",
-    "tp1.pp8.dp8.mbs1.nmb8.rc2",
-    "tp2.pp4.dp16.mbs1.nmb8",
-    "tp8.pp4.dp4.mbs1.nmb8.zero1",
-    "tp4.pp4.dp16.mbs1.nmb8",
-    "tp8.pp8.dp8.mbs1.nmb8",
-    "tp2.pp2.dp128.mbs1.nmb2.zero1",
-    "tp8.pp1.dp32.mbs2.nmb2",
-    "tp4.pp1.dp128.mbs1.nmb2",
-    "tp1.pp1.dp64.mbs1.nmb4.zero1",
-    "tp4.pp2.dp32.mbs2.nmb8.rc1",
-    "tp8.pp4.dp16.mbs1.nmb16.vpp2",
-)
+# the shipped check's 12 unmeasured layouts, and two with selective recomputation and interleaving
+TRUTH = (*STUDY_TRUTH, "tp4.pp2.dp32.mbs2.nmb8.rc1", "tp8.pp4.dp16.mbs1.nmb16.vpp2")
 BASE = {"layers": 8, "hidden": 1536, "heads": 16, "seq": 1024, "vocab": 51200}
 LONG = {"layers": 24, "hidden": 1024, "heads": 16, "seq": 2048, "vocab": 51200}
 VARIANTS = {
