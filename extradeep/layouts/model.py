@@ -79,7 +79,8 @@ class LayoutModel:
     to switch a part off), ``collective_algorithm`` (how collectives cross nodes: 'hierarchical',
     'nccl' or 'select', the better fit of the two when an observed TP or DP collective crosses
     nodes, else hierarchical and assumed; fitted as ``algorithm_``, with ``algorithm_measured_``
-    False when assumed: the interval then spans the other form), ``optional`` (names of :data:`OPTIONAL` parts to fit; off otherwise)."""
+    False when assumed: the interval then spans the other form), ``optional`` (names of
+    :data:`OPTIONAL` parts to fit; off otherwise)."""
 
     def __init__(
         self,
