@@ -253,6 +253,7 @@ class LayoutModel:
         prior = np.log(PRIOR)[free]
         pull = np.sqrt(self.prior_weight * max(len(steps) + len(part_rows), 1))
         full = self._start()
+        part_residuals = _part_residuals(part_rows) if len(part_rows) else None
 
         def residuals(log_coef):
             coef = full.copy()
@@ -262,8 +263,8 @@ class LayoutModel:
                 blocks.append(
                     root_weights * (np.log(compose(step_features, coef, self.dp_overlap)[PART_STEP]) - measured)
                 )
-            if part_features is not None:
-                blocks.append(_part_residuals(part_features, part_rows, coef, self.dp_overlap))
+            if part_residuals is not None:
+                blocks.append(part_residuals(part_features, coef, self.dp_overlap))
             return np.concatenate(blocks)
 
         start = np.clip(prior, low + 1e-9, high - 1e-9)
@@ -432,12 +433,21 @@ class LayoutModel:
         return pd.concat([step, memory], ignore_index=True)
 
 
-def _part_residuals(features, part_rows: pd.DataFrame, coef, overlap) -> np.ndarray:
-    """(predicted - measured part) / predicted step, per per-part observation."""
-    parts = compose(features, coef, overlap)
+def _part_residuals(part_rows: pd.DataFrame):
+    """f(features, coef, overlap) -> (predicted - measured part) / predicted step, per per-part
+    observation; the rows' parts and values are read once, as least squares calls f thousands of times."""
     names = part_rows[PART].to_numpy()
-    predicted = np.select([names == p for p in STEP_PARTS], [parts[p] for p in STEP_PARTS], np.nan)
-    return (predicted - part_rows[VALUE].to_numpy(float)) / parts[PART_STEP]
+    which = np.array([STEP_PARTS.index(n) if n in STEP_PARTS else len(STEP_PARTS) for n in names], dtype=int)
+    rows = np.arange(len(names))
+    measured = part_rows[VALUE].to_numpy(float)
+    unknown = np.full(len(names), np.nan)
+
+    def residuals(features, coef, overlap) -> np.ndarray:
+        parts = compose(features, coef, overlap)
+        predicted = np.array([*(parts[p] for p in STEP_PARTS), unknown])[which, rows]
+        return (predicted - measured) / parts[PART_STEP]
+
+    return residuals
 
 
 def _differs(target: Hardware, calibrated: Hardware) -> bool:

@@ -200,6 +200,7 @@ def nominal_features(frame: pd.DataFrame, hardware: Hardware, algorithm: str = "
     updated = stage_params / np.where(zero >= 1, d, 1.0)
     return {
         "t": t,
+        "tp_class": tp_class(t),
         "p": p,
         "m": m,
         "v": v,
@@ -276,7 +277,7 @@ def compose(features: dict[str, np.ndarray], coef, dp_overlap: float = 0.0) -> d
     optimizer; they sum to step) from nominal features and coefficients (in the order of NAMES)."""
     c = dict(zip(NAMES, np.asarray(coef, float)))
     fx = features
-    tp_scale = np.array([c["tp2"], c["tp4"], c["tp8"]])[tp_class(fx["t"])]
+    tp_scale = np.array([c["tp2"], c["tp4"], c["tp8"]])[fx["tp_class"]]
     thin = 1 + c["thin_tokens"] / fx["tokens"] + c["thin_width"] / fx["width"]
     memory = fx["memory"] + c["unfused_softmax"] * fx["unfused_memory"]
     compute_layer = c["gemm"] * thin * fx["gemm"] + c["memory"] * memory
