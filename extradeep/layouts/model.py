@@ -40,6 +40,7 @@ from extradeep.columns import (
     ZERO,
 )
 from extradeep.errors import InputError
+from extradeep.layouts.fit_steps import forward_differences
 from extradeep.layouts.hardware import Hardware, load_hardware
 from extradeep.layouts.interval import (
     TRANSFER_SPREAD,
@@ -254,21 +255,30 @@ class LayoutModel:
         pull = np.sqrt(self.prior_weight * max(len(steps) + len(part_rows), 1))
         full = self._start()
         part_residuals = _part_residuals(part_rows) if len(part_rows) else None
+        step_columns, part_columns = _as_columns(step_features), _as_columns(part_features)
 
-        def residuals(log_coef):
-            coef = full.copy()
-            coef[free] = np.exp(log_coef)
-            blocks = [pull * (log_coef - prior)]
-            if step_features is not None:
-                blocks.append(
-                    root_weights * (np.log(compose(step_features, coef, self.dp_overlap)[PART_STEP]) - measured)
-                )
+        def residual_columns(log_coefs):
+            """(residuals, q) at q points (k, q) at once: a Jacobian's trial points cost about one."""
+            coef = np.repeat(full[:, None], log_coefs.shape[1], axis=1)
+            coef[free] = np.exp(log_coefs)
+            blocks = [pull * (log_coefs - prior[:, None])]
+            if step_columns is not None:
+                step = compose(step_columns, coef, self.dp_overlap)[PART_STEP]
+                blocks.append(root_weights[:, None] * (np.log(step) - measured[:, None]))
             if part_residuals is not None:
-                blocks.append(part_residuals(part_features, coef, self.dp_overlap))
+                blocks.append(part_residuals(part_columns, coef, self.dp_overlap))
             return np.concatenate(blocks)
 
         start = np.clip(prior, low + 1e-9, high - 1e-9)
-        solution = least_squares(residuals, start, bounds=(low, high), loss="soft_l1", f_scale=0.05, x_scale=1.0)
+        solution = least_squares(
+            lambda x: residual_columns(x[:, None])[:, 0],
+            start,
+            jac=lambda x: forward_differences(residual_columns, x, low, high),
+            bounds=(low, high),
+            loss="soft_l1",
+            f_scale=0.05,
+            x_scale=1.0,
+        )
         full[free] = np.exp(solution.x)
         return full, float(solution.cost)
 
@@ -433,17 +443,23 @@ class LayoutModel:
         return pd.concat([step, memory], ignore_index=True)
 
 
+def _as_columns(features: dict | None) -> dict | None:
+    """Nominal features as (n, 1) columns, so that compose broadcasts them against (k, q) coefficients."""
+    return None if features is None else {name: values[:, None] for name, values in features.items()}
+
+
 def _part_residuals(part_rows: pd.DataFrame):
-    """f(features, coef, overlap) -> (predicted - measured part) / predicted step, per per-part
-    observation; the rows' parts and values are read once, as least squares calls f thousands of times."""
+    """f(feature columns, coef (k, q), overlap) -> (n, q): (predicted - measured part) / predicted
+    step, per per-part observation; the rows' parts and values are read once, as least squares calls
+    f thousands of times."""
     names = part_rows[PART].to_numpy()
     which = np.array([STEP_PARTS.index(n) if n in STEP_PARTS else len(STEP_PARTS) for n in names], dtype=int)
     rows = np.arange(len(names))
-    measured = part_rows[VALUE].to_numpy(float)
-    unknown = np.full(len(names), np.nan)
+    measured = part_rows[VALUE].to_numpy(float)[:, None]
 
     def residuals(features, coef, overlap) -> np.ndarray:
         parts = compose(features, coef, overlap)
+        unknown = np.full(parts[PART_STEP].shape, np.nan)
         predicted = np.array([*(parts[p] for p in STEP_PARTS), unknown])[which, rows]
         return (predicted - measured) / parts[PART_STEP]
 

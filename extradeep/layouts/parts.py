@@ -274,10 +274,12 @@ def tp_class(t) -> np.ndarray:
 
 def compose(features: dict[str, np.ndarray], coef, dp_overlap: float = 0.0) -> dict[str, np.ndarray]:
     """Seconds per step and per part (compute, host_overhead, tp_comm, pp_p2p, pp_bubble, dp_sync,
-    optimizer; they sum to step) from nominal features and coefficients (in the order of NAMES)."""
+    optimizer; they sum to step) from nominal features and coefficients (in the order of NAMES).
+    Features as (n, 1) columns and coefficients as (k, q) give (n, q): q coefficient sets at once."""
     c = dict(zip(NAMES, np.asarray(coef, float)))
     fx = features
-    tp_scale = np.array([c["tp2"], c["tp4"], c["tp8"]])[fx["tp_class"]]
+    tp_class = fx["tp_class"]  # (where, not indexing, so that coefficients may come as columns)
+    tp_scale = np.where(tp_class == 0, c["tp2"], np.where(tp_class == 1, c["tp4"], c["tp8"]))
     thin = 1 + c["thin_tokens"] / fx["tokens"] + c["thin_width"] / fx["width"]
     memory = fx["memory"] + c["unfused_softmax"] * fx["unfused_memory"]
     compute_layer = c["gemm"] * thin * fx["gemm"] + c["memory"] * memory
