@@ -133,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m extradeep.gui [PATH]`: the same start as `extradeep gui`, errors as one line."""
     import argparse
 
+    from extradeep.processes import one_blas_thread
+
+    one_blas_thread()  # before anything imports NumPy
+
     parser = argparse.ArgumentParser(
         prog="python -m extradeep.gui", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )

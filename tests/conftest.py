@@ -13,6 +13,13 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+from extradeep.processes import one_blas_thread  # noqa: E402  (light: it imports no NumPy)
+
+# One BLAS thread per process, as the commands use, set before NumPy loads: two xdist workers with
+# OpenBLAS's threads each oversubscribe 2 cores, and its spinning threads made the layout tests 40%
+# slower (tests/layouts: 201 s -> 141 s on 2 busy cores).
+one_blas_thread()
+
 from shared_data import GPT_TINY, REAL_KINETO, REAL_NSYS, REPO, real_exports, real_kineto_traces
 
 __all__ = ["GPT_TINY", "REAL_KINETO", "REAL_NSYS", "REPO", "real_exports", "real_kineto_traces"]

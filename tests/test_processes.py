@@ -158,3 +158,25 @@ def test_the_forkserver_preloads_extradeep_only_where_the_directory_resolves_it_
     (tmp_path / "extradeep").mkdir()
     assert preload_modules(tmp_path) == [name for name in PRELOAD if not name.startswith("extradeep")]
     assert preload_modules(PACKAGE.parent) == PRELOAD  # this package's own folder is this package
+
+
+BLAS_PROBE = """
+import os, sys
+from extradeep.cli import main
+try:
+    main(["--version"])
+except SystemExit:
+    pass
+print(os.environ.get("OPENBLAS_NUM_THREADS"), os.environ.get("MKL_NUM_THREADS"), "numpy" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("given, expected", [(None, "1 1"), ("3", "3 1")])
+def test_commands_keep_blas_to_one_thread_unless_the_user_sets_a_number(given, expected):
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    if given:
+        env["OPENBLAS_NUM_THREADS"] = given
+    done = subprocess.run([sys.executable, "-c", BLAS_PROBE], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    # set before NumPy is imported, the only time OpenBLAS reads it
+    assert done.stdout.splitlines()[-1].split() == [*expected.split(), "False"]

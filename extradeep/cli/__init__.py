@@ -86,6 +86,9 @@ def join_negative_values(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from extradeep.processes import one_blas_thread
+
+    one_blas_thread()  # before anything imports NumPy
     parser = build_parser()
     argv = join_negative_values(list(sys.argv[1:] if argv is None else argv))
     with warnings.catch_warnings():
