@@ -6,6 +6,7 @@ lists such as ``"64:512:64"`` or lists of numbers), are resolved into a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,13 +214,20 @@ class LayoutPlanOptions:
 
     def __post_init__(self):
         from extradeep.analysis.points import parse_values
+        from extradeep.layouts.workload import LARGEST_WHOLE
 
         if self.global_batch is None:
             raise InputError(None, "a layout plan needs the samples per step at the targets", field="global_batch")
+        if not 1 <= int(self.global_batch) <= LARGEST_WHOLE:
+            raise InputError(None, f"must be a whole number from 1 to {LARGEST_WHOLE}", field="global_batch")
+        if not (math.isfinite(self.run_seconds) and self.run_seconds > 0):
+            raise InputError(None, f"must be a number of seconds > 0, got {self.run_seconds!r}", field="run_seconds")
         if self.output:
             check_outputs({"output": self.output}, input_paths([self.layout_model]))
         target = self.target
         values = _named("target", lambda: parse_values(target, "target")) if isinstance(target, str) else target
+        if any(not 1 <= v <= LARGEST_WHOLE for v in values):
+            raise InputError(None, f"GPU counts are whole numbers from 1 to {LARGEST_WHOLE}", field="target")
         object.__setattr__(self, "targets", [int(v) for v in values])
 
 

@@ -54,6 +54,16 @@ def test_search_prints_the_front_and_writes_every_layout(files, tmp_path, capsys
         (["--gpus", "128", "--global-batch", "1024", "--zero", "5"], "--zero: ZeRO stages are 0, 1, 2 and 3"),
         (["--gpus", "128", "--global-batch", "1024", "--recompute", "most"], "--recompute: unknown most"),
         (["--gpus", "12x", "--global-batch", "1024"], "--gpus"),
+        # a count past 2^31 once hung the search (its divisors counted one by one) or wrapped around
+        # into negative step times
+        (
+            ["--gpus", "99999999999999999999", "--global-batch", "1024"],
+            "--gpus: GPU counts are whole numbers from 1 to",
+        ),
+        (
+            ["--gpus", "128", "--global-batch", "99999999999999999999"],
+            "--global-batch: must be a whole number from 1 to",
+        ),
     ],
 )
 def test_search_option_errors_are_one_line(files, capsys, extra, problem):
