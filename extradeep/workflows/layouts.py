@@ -44,6 +44,17 @@ def words(value) -> list[str]:
     return [str(w).strip().lower() for w in items if str(w).strip()]
 
 
+def hardware_list(value) -> list:
+    """``"a100-80gb,h100.toml"`` or a list -> the GPU types to search, each once, in the order given;
+    an empty entry (``"a100-80gb,"``) is no type (it read as the folder '.')."""
+    items = value.split(",") if isinstance(value, str) else list(value or ())
+    items = [h.strip() if isinstance(h, str) else h for h in items]
+    chosen = list(dict.fromkeys(h for h in items if not isinstance(h, str) or h))
+    if value and not chosen:
+        raise InputError(None, f"{value!r} names no GPU type (give presets or hardware files)", field="search_hardware")
+    return chosen
+
+
 @dataclass(frozen=True)
 class LayoutsOptions:
     """What `layouts` asks; the fields are :class:`extradeep.layout_study.LayoutStudy`'s as the user
@@ -113,9 +124,7 @@ class LayoutsOptions:
             gpus=whole_numbers(self.gpus, "gpus") if searching and self.gpus else [],
             global_batch=self.global_batch,
             samples_per_epoch=self.samples_per_epoch,
-            search_hardware=[h.strip() for h in self.search_hardware.split(",")]
-            if isinstance(self.search_hardware, str)
-            else list(self.search_hardware or ()),
+            search_hardware=hardware_list(self.search_hardware),
             micro_batches=tuple(whole_numbers(self.micro_batches, "micro_batches")),
             zero=tuple(whole_numbers(self.zero, "zero", low=0)),
             recompute=tuple(words(self.recompute)),
