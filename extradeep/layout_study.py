@@ -26,7 +26,7 @@ from extradeep.layouts.hardware import Hardware, load_hardware
 from extradeep.layouts.model import LayoutModel
 from extradeep.layouts.search import OBJECTIVES, search_layouts
 from extradeep.layouts.space import RECOMPUTE_KINDS, SCHEDULES
-from extradeep.layouts.workload import TransformerShape, load_transformer
+from extradeep.layouts.workload import LARGEST_WHOLE, TransformerShape, load_transformer
 
 
 @dataclass
@@ -101,12 +101,16 @@ def check_study(study: LayoutStudy) -> None:
         raise InputError(None, "a search needs --gpus and --global-batch")
     if study.profiled and study.model is None and study.profiled_model is None:
         raise InputError("--model", "profiles need the model they trained (its layers, hidden size, heads, ...)")
-    if study.global_batch is not None and (isinstance(study.global_batch, bool) or int(study.global_batch) < 1):
-        raise InputError("--global-batch", f"must be a whole number >= 1, got {study.global_batch!r}")
-    if any(int(g) != g or g < 1 for g in study.gpus):
-        raise InputError("--gpus", "GPU counts are whole numbers >= 1")
-    if any(int(m) != m or m < 1 for m in study.micro_batches):
-        raise InputError("--micro-batches", "micro-batch sizes are whole numbers >= 1")
+    if study.global_batch is not None and (
+        isinstance(study.global_batch, bool) or not 1 <= int(study.global_batch) <= LARGEST_WHOLE
+    ):
+        raise InputError(
+            "--global-batch", f"must be a whole number from 1 to {LARGEST_WHOLE}, got {study.global_batch!r}"
+        )
+    if any(int(g) != g or not 1 <= g <= LARGEST_WHOLE for g in study.gpus):
+        raise InputError("--gpus", f"GPU counts are whole numbers from 1 to {LARGEST_WHOLE}")
+    if any(int(m) != m or not 1 <= m <= LARGEST_WHOLE for m in study.micro_batches):
+        raise InputError("--micro-batches", f"micro-batch sizes are whole numbers from 1 to {LARGEST_WHOLE}")
     if any(z not in (0, 1, 2, 3) for z in study.zero):
         raise InputError("--zero", "ZeRO stages are 0, 1, 2 and 3")
     for option, words, allowed in (

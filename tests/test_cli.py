@@ -31,3 +31,37 @@ def test_every_subcommand_help_is_complete(capsys):
         for action in cmd_parser._actions:
             if action.option_strings and action.dest != "help":
                 assert action.help, f"{name} {action.option_strings} has no help text"
+
+
+def _raising(error):
+    def run(args):
+        raise error
+
+    return run
+
+
+def _interrupted_import():
+    """What scipy's compiled modules (pybind11) raise when Ctrl-C reaches them while they initialise."""
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            raise ImportError("initialization failed") from interrupt
+    except ImportError as exc:
+        return exc
+
+
+def test_ctrl_c_during_a_compiled_import_is_an_interruption_not_a_traceback(monkeypatch, capsys):
+    """Ctrl-C in the first second of `extradeep layouts --table ...` (while scipy.optimize loads) once
+    ended in an 'ImportError: initialization failed' traceback."""
+    import pytest
+
+    import extradeep.cli.layouts as layouts
+    from extradeep.cli import main
+
+    monkeypatch.setattr(layouts, "run", _raising(_interrupted_import()))
+    assert main(["layouts", "--table", "runs.csv"]) == 130
+    assert capsys.readouterr().err == "extradeep: interrupted\n"
+    monkeypatch.setattr(layouts, "run", _raising(ImportError("no module named foo")))
+    with pytest.raises(ImportError, match="foo"):  # a real missing module is not hidden as an interruption
+        main(["layouts", "--table", "runs.csv"])

@@ -67,7 +67,8 @@ class AdvisorSettings:
             ok = isinstance(value, (int, float, np.integer, np.floating)) and np.isfinite(value)
             if not ok or value < low or (low == 0 and value <= 0) or (whole and value % 1):
                 kind = "a whole number" if whole else "a number"
-                raise InputError(option, f"must be {kind} >= {low}{' (> 0)' if low == 0 else ''}, got {value!r}")
+                bound = "> 0" if low == 0 else f">= {low}"
+                raise InputError(option, f"must be {kind} {bound}, got {value!r}")
         budget = self.budget_gpu_hours
         if budget is not None and not (np.isfinite(budget) and budget > 0):
             raise InputError("--budget", f"must be a positive number of GPU-hours, got {self.budget_gpu_hours!r}")

@@ -23,7 +23,7 @@ from extradeep.analysis.core import (
 )
 from extradeep.analysis.cost import CostSettings
 from extradeep.analysis.evaluation import prediction_errors
-from extradeep.analysis.points import point_grid, value_range
+from extradeep.analysis.points import MAX_POINTS, point_grid, value_range
 from extradeep.analysis.saved import effective_options, saved_choices
 from extradeep.analysis.scales import check_whole, supported_points
 from extradeep.columns import RANKS
@@ -66,7 +66,13 @@ def budget_candidates(analysis: Analysis, candidates=None, max_ranks: float | No
     smallest = float(analysis.points[ranks].min())
     top = max_ranks if max_ranks is not None else float(analysis.points[ranks].max()) * BUDGET_REACH
     if top < smallest:
-        raise InputError("max_ranks", f"{top:g} is below the smallest measured {ranks} ({smallest:g})")
+        raise InputError(None, f"{top:g} is below the smallest measured {ranks} ({smallest:g})", field="max_ranks")
+    if top / smallest > MAX_POINTS:
+        raise InputError(
+            None,
+            f"{top:g} asks for {top / smallest:.3g} candidates (multiples of {smallest:g}); the limit is {MAX_POINTS}",
+            field="max_ranks",
+        )
     return value_range(smallest, top, smallest)
 
 

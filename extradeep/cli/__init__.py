@@ -118,6 +118,12 @@ def _main(parser, argv) -> int:
     except KeyboardInterrupt as exc:
         print("extradeep: interrupted", file=sys.stderr)
         return exit_status(exc)
+    except ImportError as exc:
+        interrupt = _interrupt_behind(exc)
+        if interrupt is None:
+            raise
+        print("extradeep: interrupted", file=sys.stderr)
+        return exit_status(interrupt)
     except BrokenPipeError:
         # Output piped into `head` and the like: stop quietly, as Unix tools do.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -129,3 +135,12 @@ def _main(parser, argv) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"extradeep: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
+
+
+def _interrupt_behind(exc: BaseException) -> BaseException | None:
+    """The Ctrl-C behind an ImportError: a compiled module (scipy's, built with pybind11) that Ctrl-C
+    interrupts while it initialises raises ImportError('initialization failed') from it."""
+    seen = exc.__cause__ or exc.__context__
+    while seen is not None and not isinstance(seen, KeyboardInterrupt):
+        seen = seen.__cause__ or seen.__context__
+    return seen

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         from extradeep.report.inspect_text import inspect_text
 
         print(inspect_text(result), end="")
-    if result.problems and result.profiles:
+    if result.problems and (result.profiles or result.found > 1):  # one file alone: its error says it all
         print(f"extradeep: {len(result.problems)} of {result.found} file(s) could not be read", file=sys.stderr)
     for line in result.warnings:
         print(f"extradeep: error: {line}", file=sys.stderr)

@@ -136,6 +136,8 @@ def run(args) -> int:
         print(search_text(study.model, study.table))
     for what, path, rows in result.written:
         print(f"wrote {rows} layouts to {path}" if what == "layouts" else f"wrote the layout report to {path}")
+    if result.warnings:  # the summary after the batch: the lines above scroll away behind the tables
+        print(f"extradeep: {len(result.warnings)} profile(s) or run(s) skipped (listed above)", file=sys.stderr)
     return 0
 
 

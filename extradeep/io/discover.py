@@ -80,10 +80,16 @@ def _outside_studies(root: Path, exports: list[Path]) -> tuple[list[Path], list[
     return [p for p in exports if p not in set(inside)], [s for s in studies if any(s in p.parents for p in inside)]
 
 
+# the names torch.profiler.tensorboard_trace_handler gives its traces (gzipped with use_gzip)
+TRACE_NAMES = (".pt.trace.json", ".pt.trace.json.gz")
+
+
 def _is_profile(path: Path) -> bool:
     """In a folder: nsys exports by name, Kineto traces by name and a look at their first bytes
     (folders also hold truth.json, --json outputs and other JSON that are no traces)."""
     fmt = format_by_name(path)
+    if fmt == KINETO and path.name.lower().endswith(TRACE_NAMES):
+        return True  # PyTorch's own name: damaged, empty or foreign, the reader says so in one line
     return fmt == NSYS or (fmt == KINETO and looks_like_trace(path))
 
 
@@ -134,8 +140,7 @@ def manifest_runs(manifest, aliases: dict | None = None) -> tuple[pd.DataFrame, 
     if manifest.suffix.lower() == ".toml":
         records, unit, first = _toml_records(manifest), "run", 1
     else:
-        with open(manifest, newline="", encoding="utf-8") as fh:
-            records, unit, first = list(csv.DictReader(fh)), "line", 2  # line 1 is the header
+        records, unit, first = _csv_records(manifest), "line", 2  # line 1 is the header
     if not records:
         raise InputError(manifest, "manifest lists no runs")
     aliases = DEFAULT_ALIASES if aliases is None else aliases
@@ -159,7 +164,10 @@ def _manifest_row(manifest: Path, record: dict, aliases: dict, where: str) -> di
     record = {aliases.get(str(k).strip(), str(k).strip()): v for k, v in record.items()}
     if not record.get("path"):
         raise InputError(where, "every run needs a path")
-    path = Path(str(record.pop("path")).strip())
+    text = str(record.pop("path")).strip()
+    if "\0" in text:
+        raise InputError(where, f"the path {text!r} holds a NUL byte")
+    path = Path(text)
     row = {"path": str((manifest.parent / path).resolve()), "app": str(record.pop("app", "") or "")}
     for key, value in record.items():
         row[key] = _manifest_value(where, key, value)
@@ -183,6 +191,16 @@ def read_toml(path) -> dict:
         raise InputError(path, f"cannot read ({exc.strerror})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(path, f"not valid TOML: {exc}") from None
+
+
+def _csv_records(manifest: Path) -> list[dict]:
+    try:
+        with open(manifest, newline="", encoding="utf-8") as fh:
+            return list(csv.DictReader(fh))
+    except UnicodeDecodeError:
+        raise InputError(manifest, "not a CSV manifest: not UTF-8 text (a binary file, or saved as UTF-16?)") from None
+    except (OSError, csv.Error) as exc:
+        raise InputError(manifest, f"cannot read the CSV manifest ({exc})") from None
 
 
 def _toml_records(manifest: Path) -> list[dict]:

@@ -103,8 +103,19 @@ def search_layouts(
             None, f"no valid layout of this model for {global_batch} samples per step on {gpus} GPUs", field="gpus"
         )
     table = pd.concat(tables, ignore_index=True)
+    _check_finite(table)
     table.attrs["power_source"] = power.source_
     return rank_layouts(table, objective, max_time, max_cost, per_epoch=samples_per_epoch is not None)
+
+
+def _check_finite(table: pd.DataFrame) -> None:
+    """A time, cost or energy past the largest float (a price or epoch of 1e300) would be shown as inf:
+    name what to make smaller instead."""
+    for column, name in ((RUN_TIME, "samples_per_epoch"), (COST, "price_per_gpu_hour"), (ENERGY_COST, "price_per_kwh")):
+        if np.isinf(table[column].to_numpy(float)).any():
+            raise InputError(
+                None, f"too large (given or from the hardware file): a layout's {column} overflows", field=name
+            )
 
 
 def _economics(table: pd.DataFrame, hardware, samples_per_epoch, watts) -> pd.DataFrame:

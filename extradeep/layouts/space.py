@@ -14,6 +14,8 @@ node and the stages of a pipeline lie t x d GPUs apart.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -36,7 +38,7 @@ from extradeep.columns import (
     ZERO,
 )
 from extradeep.errors import InputError
-from extradeep.layouts.workload import TransformerShape
+from extradeep.layouts.workload import LARGEST_WHOLE, TransformerShape
 
 SHAPE_COLUMNS = [LAYERS, HIDDEN, HEADS, SEQ_LEN, VOCAB]
 LAYOUT_COLUMNS = [GPUS, TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, GLOBAL_BATCH, ZERO, RECOMPUTE, SCHEDULE, CHUNKS]
@@ -94,13 +96,24 @@ def _complete_degrees(out: pd.DataFrame, source) -> None:
 def _check_whole(out: pd.DataFrame, columns, source) -> None:
     for column in columns:
         values = pd.to_numeric(out[column], errors="coerce").to_numpy(float)
-        bad = ~np.isfinite(values) | (values < 1) | (np.abs(values - np.round(values)) > 1e-9)
+        bad = (
+            ~np.isfinite(values) | (values < 1) | (values > LARGEST_WHOLE) | (np.abs(values - np.round(values)) > 1e-9)
+        )
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise InputError(
-                source, f"row {row + 1}: {column} must be a whole number >= 1, got {out[column].iloc[row]!r}"
+                source,
+                f"row {row + 1}: {column} must be a whole number from 1 to {LARGEST_WHOLE}, got {_shown(out[column].iloc[row])}",
             )
         out[column] = np.round(values).astype(np.int64)
+
+
+def _shown(value) -> str:
+    """A cell as the user wrote it: 1.5, not np.float64(1.5)."""
+    try:
+        return f"{float(value):g}"
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def _check_rules(out: pd.DataFrame, source) -> None:
@@ -124,7 +137,10 @@ def _check_rules(out: pd.DataFrame, source) -> None:
 
 
 def divisors(n: int) -> list[int]:
-    return [k for k in range(1, int(n) + 1) if n % k == 0]
+    """The divisors of n, ascending; up to sqrt(n) steps, so that a count of millions of GPUs is quick."""
+    n = int(n)
+    small = [k for k in range(1, math.isqrt(n) + 1) if n % k == 0]
+    return small + [n // k for k in reversed(small) if k * k != n]
 
 
 def enumerate_layouts(

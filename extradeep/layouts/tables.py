@@ -108,6 +108,7 @@ def read_layout_table(path, defaults: TransformerShape | dict | None = None, rec
     if bad is not None:
         raise InputError(path, f"row {bad + 1} has {len(rows[bad])} fields, the header {len(header)}")
     columns = [_LOOKUP.get(_key(h), h.strip()) for h in header]
+    _check_unique(path, header, columns)
     frame = pd.DataFrame(rows, columns=columns)
     frame = frame[[c for c in dict.fromkeys(columns) if c in ALIASES]]
     for column in frame.columns:
@@ -125,6 +126,15 @@ def read_layout_table(path, defaults: TransformerShape | dict | None = None, rec
     if WORKLOAD not in frame:
         frame[WORKLOAD] = _labels(frame)
     return frame.drop(columns=[c for c in (TIME_MS, TFLOPS) if c in frame])
+
+
+def _check_unique(path, header: list[str], columns: list[str]) -> None:
+    """Two columns that give the same field (``tp`` and ``tensor parallelism``, or a repeated name)
+    would leave it ambiguous which one counts."""
+    for i, column in enumerate(columns):
+        if column in ALIASES and column in columns[:i]:
+            first = header[columns.index(column)].strip()
+            raise InputError(path, f"columns {first!r} and {header[i].strip()!r} both give {column}; keep one")
 
 
 def _split(path, text: str) -> tuple[list[str], str]:

@@ -31,6 +31,9 @@ from extradeep.compat import tomllib
 from extradeep.errors import InputError
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
+# the largest layer count, width, GPU count or batch a layout may have: far beyond any real model or
+# cluster, and small enough that every product of them stays exact in 64-bit integers and floats
+LARGEST_WHOLE = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -158,8 +161,8 @@ def shape_from_mapping(data: dict, source) -> TransformerShape:
 
 
 def _whole(source, key, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(source, f"{key} must be a whole number >= 1, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= LARGEST_WHOLE:
+        raise InputError(source, f"{key} must be a whole number from 1 to {LARGEST_WHOLE}, got {value!r}")
     return value
 
 

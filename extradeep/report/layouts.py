@@ -54,6 +54,12 @@ def model_text(model) -> str:
     )
 
 
+def error_percent(value: float) -> str:
+    """6.6%, or 1.38e+300% for a table whose step time is off by hundreds of orders of magnitude
+    (a cell in the wrong unit), never a 300-digit number."""
+    return f"{value:.1f}%" if abs(value) < 1e4 else f"{value:.3g}%"
+
+
 def fit_text(model, observations: pd.DataFrame | None) -> str:
     """The model, the in-sample fit per workload and the held-out errors the intervals come from."""
     parts = [model_text(model)]
@@ -61,7 +67,7 @@ def fit_text(model, observations: pd.DataFrame | None) -> str:
         predicted = model.predict(observations)[STEP_TIME].to_numpy()
         frame = observations.assign(error=100 * np.abs(predicted / observations[STEP_TIME] - 1))
         rows = [
-            [str(w), str(len(g)), f"{g['error'].mean():.1f}%", f"{g['error'].max():.1f}%"]
+            [str(w), str(len(g)), error_percent(g["error"].mean()), error_percent(g["error"].max())]
             for w, g in frame.groupby(WORKLOAD if WORKLOAD in frame else GPUS)
         ]
         parts.append(
@@ -69,7 +75,10 @@ def fit_text(model, observations: pd.DataFrame | None) -> str:
         )
     if len(model.cv_errors_):
         held = model.cv_errors_.assign(error=100 * np.abs(np.expm1(model.cv_errors_["log_error"])))
-        rows = [[str(w), f"{g['error'].mean():.1f}%", f"{g['error'].max():.1f}%"] for w, g in held.groupby(WORKLOAD)]
+        rows = [
+            [str(w), error_percent(g["error"].mean()), error_percent(g["error"].max())]
+            for w, g in held.groupby(WORKLOAD)
+        ]
         title = f"Held-out errors (each left out in turn; they size the {model.level:.0%} intervals)"
         parts.append(section(title, render_table(["left out", "mean", "worst"], rows)))
     return "\n\n".join(parts)

@@ -6,6 +6,7 @@ lists such as ``"64:512:64"`` or lists of numbers), are resolved into a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,17 @@ def whole_numbers(value, name: str, low: int = 1) -> list[int]:
 def words(value) -> list[str]:
     items = value.split(",") if isinstance(value, str) else list(value or ())
     return [str(w).strip().lower() for w in items if str(w).strip()]
+
+
+def hardware_list(value) -> list:
+    """``"a100-80gb,h100.toml"`` or a list -> the GPU types to search, each once, in the order given;
+    an empty entry (``"a100-80gb,"``) is no type (it read as the folder '.')."""
+    items = value.split(",") if isinstance(value, str) else list(value or ())
+    items = [h.strip() if isinstance(h, str) else h for h in items]
+    chosen = list(dict.fromkeys(h for h in items if not isinstance(h, str) or h))
+    if value and not chosen:
+        raise InputError(None, f"{value!r} names no GPU type (give presets or hardware files)", field="search_hardware")
+    return chosen
 
 
 @dataclass(frozen=True)
@@ -112,9 +124,7 @@ class LayoutsOptions:
             gpus=whole_numbers(self.gpus, "gpus") if searching and self.gpus else [],
             global_batch=self.global_batch,
             samples_per_epoch=self.samples_per_epoch,
-            search_hardware=[h.strip() for h in self.search_hardware.split(",")]
-            if isinstance(self.search_hardware, str)
-            else list(self.search_hardware or ()),
+            search_hardware=hardware_list(self.search_hardware),
             micro_batches=tuple(whole_numbers(self.micro_batches, "micro_batches")),
             zero=tuple(whole_numbers(self.zero, "zero", low=0)),
             recompute=tuple(words(self.recompute)),
@@ -213,13 +223,20 @@ class LayoutPlanOptions:
 
     def __post_init__(self):
         from extradeep.analysis.points import parse_values
+        from extradeep.layouts.workload import LARGEST_WHOLE
 
         if self.global_batch is None:
             raise InputError(None, "a layout plan needs the samples per step at the targets", field="global_batch")
+        if not 1 <= int(self.global_batch) <= LARGEST_WHOLE:
+            raise InputError(None, f"must be a whole number from 1 to {LARGEST_WHOLE}", field="global_batch")
+        if not (math.isfinite(self.run_seconds) and self.run_seconds > 0):
+            raise InputError(None, f"must be a number of seconds > 0, got {self.run_seconds!r}", field="run_seconds")
         if self.output:
             check_outputs({"output": self.output}, input_paths([self.layout_model]))
         target = self.target
         values = _named("target", lambda: parse_values(target, "target")) if isinstance(target, str) else target
+        if any(not 1 <= v <= LARGEST_WHOLE for v in values):
+            raise InputError(None, f"GPU counts are whole numbers from 1 to {LARGEST_WHOLE}", field="target")
         object.__setattr__(self, "targets", [int(v) for v in values])
 
 

@@ -54,6 +54,16 @@ def test_search_prints_the_front_and_writes_every_layout(files, tmp_path, capsys
         (["--gpus", "128", "--global-batch", "1024", "--zero", "5"], "--zero: ZeRO stages are 0, 1, 2 and 3"),
         (["--gpus", "128", "--global-batch", "1024", "--recompute", "most"], "--recompute: unknown most"),
         (["--gpus", "12x", "--global-batch", "1024"], "--gpus"),
+        # a count past 2^31 once hung the search (its divisors counted one by one) or wrapped around
+        # into negative step times
+        (
+            ["--gpus", "99999999999999999999", "--global-batch", "1024"],
+            "--gpus: GPU counts are whole numbers from 1 to",
+        ),
+        (
+            ["--gpus", "128", "--global-batch", "99999999999999999999"],
+            "--global-batch: must be a whole number from 1 to",
+        ),
     ],
 )
 def test_search_option_errors_are_one_line(files, capsys, extra, problem):
@@ -89,3 +99,39 @@ def test_the_shipped_layout_study_runs_on_physics_alone(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "prior" in out and "Best by time under the limits" in out
     assert out_file.stat().st_size > 0
+
+
+@pytest.fixture
+def damaged_study(tmp_path):
+    """The shipped simulated layout study, copied, with one rank's trace cut to half its bytes and
+    one run's traces all emptied."""
+    import shutil
+
+    from shared_data import REPO
+
+    study = tmp_path / "study"
+    shutil.copytree(REPO / "sample_profiles" / "layouts" / "profiles", study)
+    cut = sorted(study.glob("gpt.p4.tp2.pp1.*.mpi1.pt.trace.json.gz"))[0]
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    emptied = sorted(study.glob("gpt.p2.tp1.pp2.*.pt.trace.json.gz"))
+    for trace in emptied:
+        trace.write_bytes(b"")
+    return study, cut, emptied
+
+
+def test_damaged_profiles_are_skipped_named_and_summarised(damaged_study, capsys):
+    """Empty traces were once passed over without a word; the skipped lines had no summary after the
+    tables, and a folder of nothing but damaged traces made one line of every problem."""
+    study, cut, emptied = damaged_study
+    argv = ["layouts", str(study), "--model", str(study / "model.toml"), "--gpus", "64", "--global-batch", "512"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err.splitlines()
+    skipped = [line for line in err if line.startswith("extradeep: skipped ")]
+    assert any(f"{cut}: damaged gzip file" in line for line in skipped)
+    assert all(any(f"{trace}: empty file" in line for line in skipped) for trace in emptied)
+    assert err[-1] == f"extradeep: {len(skipped)} profile(s) or run(s) skipped (listed above)"
+    for trace in study.glob("*.pt.trace.json.gz"):
+        trace.write_bytes(b"")
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("extradeep: error: no readable profiles (16 problems; the first: ") and "empty file)" in err

@@ -4,6 +4,7 @@ written as CSV; a missing --global-batch is one line."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from extradeep.cli import main
 
@@ -28,3 +29,30 @@ def test_plan_layouts_without_global_batch_is_one_line(tmp_path, capsys):
     assert main(["plan", "--layout-model", str(model), "--target", "64", "--max-ranks", "8", "-k", "2"]) != 0
     err = capsys.readouterr().err
     assert "--global-batch" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "extra,problem",
+    [
+        # a negative start-up time once made runs cost negative GPU-hours, silently
+        (
+            ["--target", "64", "--global-batch", "512", "--run-seconds=-300"],
+            "--run-seconds: must be a number of seconds > 0",
+        ),
+        # a target past 2^31 GPUs once hung the command (its divisors counted one by one)
+        (
+            ["--target", "99999999999999999999", "--global-batch", "512"],
+            "--target: GPU counts are whole numbers from 1 to",
+        ),
+        (
+            ["--target", "64", "--global-batch", "99999999999999999999"],
+            "--global-batch: must be a whole number from 1 to",
+        ),
+    ],
+)
+def test_plan_layouts_options_out_of_range_are_one_line(tmp_path, capsys, extra, problem):
+    model = tmp_path / "gpt.toml"
+    model.write_text(SHAPE)
+    assert main(["plan", "--layout-model", str(model), "--max-ranks", "8", *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert problem in err and "\n" not in err

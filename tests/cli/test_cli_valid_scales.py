@@ -103,3 +103,10 @@ def test_commands_on_a_saved_experiment_keep_its_options(capsys, four_points):
     code = main(["model", str(four_points), "--terms", "1", "--predict", "16"])
     captured = capsys.readouterr()
     assert code == 0 and "modeler options" in captured.out and "need at least 5" not in captured.out
+
+
+@pytest.mark.parametrize("value,problem", [("1", "below the smallest measured ranks"), ("1e20", "the limit is 100000")])
+def test_budget_max_ranks_errors_name_the_flag(capsys, saved, value, problem):
+    """They once named the library's 'max_ranks' (and, for 1e20, an internal 'range: 2:1e+20:2')."""
+    line = one_line_error(capsys, ["budget", str(saved), "--max-time", "1h", "--max-ranks", value])
+    assert line.startswith("extradeep: error: --max-ranks: ") and problem in line

@@ -1,3 +1,5 @@
+import gzip
+
 import pandas as pd
 import pytest
 
@@ -222,3 +224,49 @@ def test_point_label_without_an_app_has_no_blank(tmp_path):
     assert missing_ranks(runs) == [
         "ranks=4 rep=1: 1 of 4 rank files (missing mpi1, mpi2, mpi3); using the ranks present"
     ]
+
+
+def _shipped_trace():
+    from shared_data import REPO
+
+    return sorted((REPO / "sample_profiles" / "layouts" / "profiles").glob("*.pt.trace.json.gz"))[0]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: b"",  # a copy interrupted before its first byte
+        lambda data: data[10:],  # its gzip header lost: neither gzip nor JSON
+        lambda data: gzip.compress(b"<html>proxy error</html>"),  # a download that fetched an error page
+    ],
+)
+def test_a_damaged_file_named_like_a_pytorch_trace_is_read_and_named_not_passed_over(tmp_path, damage):
+    """Such files were once left out of a folder without a word (their first bytes hold no trace key),
+    so a study read one run fewer, or 'found no profiles' among fifteen damaged traces."""
+    from extradeep.io.discover import find_exports
+    from extradeep.io.parallel import profile_facts
+
+    source = _shipped_trace()
+    good, bad = tmp_path / source.name, tmp_path / source.name.replace(".r1.", ".r2.")
+    good.write_bytes(source.read_bytes())
+    bad.write_bytes(damage(source.read_bytes()))
+    found, problems = find_exports([tmp_path])
+    assert found == sorted([good.resolve(), bad.resolve()]) and problems == []
+    with pytest.raises(InputError) as info:
+        profile_facts(str(bad))
+    assert str(bad) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_binary_or_nul_holding_csv_manifest_is_one_line(tmp_path):
+    """A binary file given as the manifest once ended in a UnicodeDecodeError traceback, and a path
+    with a NUL byte in a ValueError one."""
+    binary = tmp_path / "runs.csv"
+    binary.write_bytes(_shipped_trace().read_bytes())
+    with pytest.raises(InputError, match="not UTF-8 text") as info:
+        read_manifest(binary)
+    assert str(binary) in str(info.value)
+    nul = tmp_path / "nul.csv"
+    nul.write_text("path,rank\nruns/a\0b.sqlite,0\n")
+    with pytest.raises(InputError, match="holds a NUL byte") as info:
+        read_manifest(nul)
+    assert str(nul) in str(info.value) and "line 2" in str(info.value)

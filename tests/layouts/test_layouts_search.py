@@ -104,3 +104,17 @@ def test_written_tables_read_back(table, tmp_path):
     assert all(r is None for r, k in zip(ranks, ranked) if not k)
     with pytest.raises(InputError, match="write .csv or .json"):
         write_search(table, tmp_path / "layouts.xlsx")
+
+
+@pytest.mark.parametrize(
+    "prices,field",
+    [({"price_per_gpu_hour": 1e308}, "price_per_gpu_hour"), ({"price_per_kwh": 1e308}, "price_per_kwh")],
+)
+def test_a_cost_past_the_largest_float_is_refused_not_shown_as_inf(vtrain_model, prices, field):
+    """A finite but absurd price once made the best layout's cost 'inf currency'."""
+    hardware = Hardware(gpu=PRICED.gpu, system=PRICED.system, **{"price_per_gpu_hour": 4.1, **prices})
+    with pytest.raises(InputError, match="overflows") as info:
+        search_layouts(
+            vtrain_model, GPT_39B, [512], 1536, hardware=hardware, micro_batches=(1, 2), samples_per_epoch=1536 * 1000
+        )
+    assert info.value.field == field

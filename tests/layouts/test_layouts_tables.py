@@ -106,3 +106,44 @@ def test_part_observations_are_checked(vtrain):
         check_part_observations(rows.assign(**{METRIC: "time"}))
     with pytest.raises(InputError, match="finite and >= 0"):
         check_part_observations(rows.assign(**{VALUE: -1.0}))
+
+
+def _edited_copy(published, tmp_path, edit):
+    """A copy of vTrain's published multi-node table with ``edit(header, rows) -> (header, rows)`` applied."""
+    with open(published("vtrain_multi_node.csv"), newline="") as handle:
+        header, *rows = list(csv.reader(handle))
+    header, rows = edit(header, rows)
+    path = tmp_path / "runs.csv"
+    with open(path, "w", newline="") as handle:
+        csv.writer(handle).writerows([header, *rows])
+    return path
+
+
+def test_a_field_given_by_two_columns_is_one_line(published, tmp_path):
+    """A second tensor-parallel column ('tp' beside 'tensor parallelism') once reached pandas as a
+    frame where a column was expected, and the command ended in a traceback."""
+
+    def add_tp(header, rows):
+        column = header.index("tensor parallelism")
+        return [*header, "tp"], [[*row, row[column]] for row in rows]
+
+    path = _edited_copy(published, tmp_path, add_tp)
+    with pytest.raises(InputError, match="columns 'tensor parallelism' and 'tp' both give tp") as info:
+        read_layout_table(path)
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("value,shown", [("1e30", "got 1e+30"), ("1.5", "got 1.5")])
+def test_a_gpu_count_beyond_any_cluster_or_fractional_is_named_as_written(published, tmp_path, value, shown):
+    """1e30 GPUs once wrapped around in a 64-bit cast (and was reported as 'gpus is not tp x pp x dp');
+    a fractional count was shown as np.float64(1.5)."""
+
+    def set_gpus(header, rows):
+        column = header.index("# GPUs")
+        return header, [[value if i == column else cell for i, cell in enumerate(rows[0])], *rows[1:]]
+
+    with pytest.raises(InputError) as info:
+        read_layout_table(_edited_copy(published, tmp_path, set_gpus))
+    message = str(info.value)
+    assert "row 1: gpus must be a whole number from 1 to 2147483647" in message and shown in message
+    assert "np." not in message

@@ -77,6 +77,8 @@ def test_model_description_reads_and_checks(tmp_path):
         "layers = 48\nhidden = 8192\nheads = 60\nseq-len = 2048\n": "not a multiple of heads",
         'layers = 48\nhidden = 8192\nheads = 64\nseq-len = 2048\ndtype = "int3"\n': "dtype must be one of",
         "layers = -1\nhidden = 8192\nheads = 64\nseq-len = 2048\n": "layers must be a whole number",
+        # once read, and its products wrapped around in 64-bit integers into negative step times
+        "layers = 9223372036854775807\nhidden = 8192\nheads = 64\nseq-len = 2048\n": "layers must be a whole number from 1 to",
         "layers = [\n": "not a readable TOML",
     }
     for text, problem in cases.items():

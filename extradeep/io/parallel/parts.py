@@ -159,8 +159,9 @@ def layout_parts(
     runs = runs[runs[PATH].isin(read)].reset_index(drop=True)
     runs, skipped = one_format_per_run(runs)
     problems += skipped
-    if runs.empty:
-        raise InputError(None, "no readable profiles" + (": " + "; ".join(problems) if problems else ""))
+    if runs.empty:  # the first problem only: fifteen damaged traces would make one line of fifteen
+        more = f" ({len(problems)} problems; the first: {problems[0]})" if len(problems) > 1 else ""
+        raise InputError(None, "no readable profiles" + (f": {problems[0]}" if len(problems) == 1 else more))
     layouts, more = run_layouts(runs, settings, model, "manifest" if manifest is not None else "file name", read)
     problems += more
     frames = []
