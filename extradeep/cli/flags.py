@@ -6,7 +6,12 @@ from __future__ import annotations
 from extradeep.errors import InputError
 
 # fields whose flag is not simply --field-name
-FIELD_FLAGS = {"batch_per_rank": "--batch-size", "eval_experiment": "--eval-dir"}
+FIELD_FLAGS = {
+    "batch_per_rank": "--batch-size",
+    "eval_experiment": "--eval-dir",
+    "budget_gpu_hours": "--budget",  # plan --layout-model (extradeep.layouts.design)
+    "max_gpus": "--max-ranks",
+}
 
 
 def flag_of(field: str) -> str:

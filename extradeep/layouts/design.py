@@ -128,6 +128,13 @@ def plan_layout_runs(
     if measured is not None and len(measured):
         precision += np.einsum("nrk,nrl->kl", *(2 * [sensitivities(layout_frame(measured), model)])) / noise**2
     target_rows = sensitivities(layout_frame(targets), model, parts=False)[:, 0, :] if targets is not None else None
+    if budget_gpu_hours is not None and cost.min() > budget_gpu_hours + 1e-12:
+        raise InputError(
+            None,
+            f"{budget_gpu_hours:g} GPU-hours cannot pay for one run: the cheapest candidate needs "
+            f"{cost.min():.3g} GPU-hours",
+            field="budget_gpu_hours",
+        )
     chosen, spent = [], 0.0
     left = np.ones(len(pool), bool)
     while (runs is None or len(chosen) < runs) and left.any():

@@ -56,3 +56,20 @@ def test_plan_layouts_options_out_of_range_are_one_line(tmp_path, capsys, extra,
     assert main(["plan", "--layout-model", str(model), "--max-ranks", "8", *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert problem in err and "\n" not in err
+
+
+def test_a_budget_below_the_cheapest_run_names_budget_and_the_cheapest_cost(tmp_path, capsys):
+    """An empty plan used to print a table of no runs with exit 0 and no reason."""
+    model = tmp_path / "gpt.toml"
+    model.write_text(SHAPE)
+    out = tmp_path / "runs.csv"
+    args = ["plan", "--layout-model", str(model), "--target", "64", "--global-batch", "512", "--max-ranks", "8"]
+    assert main([*args, "--budget", "1", "-o", str(out)]) == 0
+    cheapest = pd.read_csv(out)["gpu_hours"].min()
+    capsys.readouterr()
+    assert main([*args, "--budget", f"{cheapest / 2:g}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("extradeep: error: --budget: ")
+    assert "cannot pay for one run" in err
+    # the cheapest candidate costs no more than the cheapest run a plan chose
+    assert float(err.split("needs ")[1].split()[0]) <= cheapest * 1.001
