@@ -54,3 +54,13 @@ def require_regular_file(path) -> None:
     problem = special_file_problem(path)
     if problem:
         raise InputError(path, problem)
+
+
+def read_problem(exc: Exception) -> str:
+    """Why a text file could not be read, in words: a decoding error says which encoding it looks
+    like (Windows tools save UTF-16 with a byte-order mark) rather than quoting the codec."""
+    if isinstance(exc, UnicodeDecodeError):
+        start = exc.object[:2] if isinstance(exc.object, bytes) else b""
+        hint = "it looks like UTF-16: save it as UTF-8" if start in (b"\xff\xfe", b"\xfe\xff") else "is it binary?"
+        return f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start}, {hint}"
+    return str(exc)

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from extradeep.compat import tomllib
-from extradeep.errors import InputError, special_file_problem
+from extradeep.errors import InputError, read_problem, special_file_problem
 
 ALGORITHMS = ("ring", "tree", "hierarchical")
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast")
@@ -115,7 +115,7 @@ def load_system(spec) -> System:
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(path, f"not a readable TOML system file ({exc})") from None
+        raise InputError(path, f"not a readable TOML system file ({read_problem(exc)})") from None
     system = system_from_mapping(data, path)
     return replace(system, name=system.name or path.stem)
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from extradeep.compat import tomllib
-from extradeep.errors import InputError
+from extradeep.errors import InputError, read_problem
 from extradeep.system import PRESETS as SYSTEM_PRESETS
 from extradeep.system import TOML_KEYS as SYSTEM_KEYS
 from extradeep.system import System, quantity, system_from_mapping
@@ -122,7 +122,7 @@ def load_hardware(spec=None) -> Hardware:
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(path, f"not a readable TOML hardware file ({exc})") from None
+        raise InputError(path, f"not a readable TOML hardware file ({read_problem(exc)})") from None
     return hardware_from_mapping(data, path)
 
 

@@ -54,7 +54,7 @@ from extradeep.columns import (
     WORKLOAD,
     ZERO,
 )
-from extradeep.errors import InputError
+from extradeep.errors import InputError, read_problem
 from extradeep.layouts.space import layout_frame
 from extradeep.layouts.workload import TransformerShape, training_flops
 
@@ -99,7 +99,7 @@ def read_layout_table(path, defaults: TransformerShape | dict | None = None, rec
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read the layout table ({exc.__class__.__name__})") from None
+        raise InputError(path, f"cannot read the layout table ({read_problem(exc)})") from None
     header, body = _split(path, text)
     rows = [r for r in csv.reader(io.StringIO(body)) if r and not r[0].lstrip().startswith("#")]
     if not rows:

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from extradeep.compat import tomllib
-from extradeep.errors import InputError
+from extradeep.errors import InputError, read_problem
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
 # the largest layer count, width, GPU count or batch a layout may have: far beyond any real model or
@@ -124,7 +124,7 @@ def load_transformer(spec) -> TransformerShape:
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(path, f"not a readable TOML model description ({exc})") from None
+        raise InputError(path, f"not a readable TOML model description ({read_problem(exc)})") from None
     shape = shape_from_mapping(data, path)
     return shape if shape.name else TransformerShape(**{**shape.to_dict(), "name": path.stem})
 
@@ -136,7 +136,9 @@ def shape_from_mapping(data: dict, source) -> TransformerShape:
     missing = [k for k in ("layers", "hidden", "heads", "seq-len") if k not in data]
     if missing:
         raise InputError(source, f"missing key(s) {', '.join(missing)}")
-    values = {"name": str(data.get("name", ""))}
+    if not isinstance(data.get("name", ""), str):
+        raise InputError(source, f"name must be text, got {data['name']!r}")
+    values = {"name": data.get("name", "")}
     for key in ("layers", "hidden", "heads", "seq-len", "vocab", "ffn-hidden", "optimizer-bytes"):
         if key in data:
             values[MODEL_KEYS[key]] = _whole(source, key, data[key])

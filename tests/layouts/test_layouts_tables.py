@@ -147,3 +147,15 @@ def test_a_gpu_count_beyond_any_cluster_or_fractional_is_named_as_written(publis
     message = str(info.value)
     assert "row 1: gpus must be a whole number from 1 to 2147483647" in message and shown in message
     assert "np." not in message
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be"])
+def test_a_table_saved_as_utf16_says_so(published, tmp_path, encoding):
+    """A table saved as UTF-16 (as some Windows tools do) was refused as '(UnicodeDecodeError)'."""
+    path = tmp_path / "vtrain.csv"
+    text = published("vtrain_multi_node.csv").read_text()
+    path.write_bytes(("\ufeff" if encoding == "utf-16-be" else "").encode(encoding) + text.encode(encoding))
+    with pytest.raises(InputError) as info:
+        read_layout_table(path)
+    message = str(info.value)
+    assert message.startswith(str(path)) and "not UTF-8 text" in message and "it looks like UTF-16" in message

@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from shared_data import REPO
 
 from extradeep.errors import InputError
 from extradeep.layouts.tables import read_layout_table
@@ -80,6 +81,8 @@ def test_model_description_reads_and_checks(tmp_path):
         # once read, and its products wrapped around in 64-bit integers into negative step times
         "layers = 9223372036854775807\nhidden = 8192\nheads = 64\nseq-len = 2048\n": "layers must be a whole number from 1 to",
         "layers = [\n": "not a readable TOML",
+        # a list once became the model's name as the text "['x']"
+        'name = ["x"]\nlayers = 48\nhidden = 8192\nheads = 64\nseq-len = 2048\n': "name must be text",
     }
     for text, problem in cases.items():
         bad = tmp_path / "bad.toml"
@@ -89,3 +92,15 @@ def test_model_description_reads_and_checks(tmp_path):
         assert str(bad) in str(info.value) and "\n" not in str(info.value)
     with pytest.raises(InputError, match="no such model description"):
         load_transformer(tmp_path / "absent.toml")
+
+
+def test_a_model_description_in_another_encoding_is_named(tmp_path):
+    """UTF-16 (some Windows editors) and binary files once quoted the codec's own message."""
+    shipped = (REPO / "sample_profiles" / "layouts" / "gpt-39b.toml").read_text()
+    utf16, binary = tmp_path / "utf16.toml", tmp_path / "binary.toml"
+    utf16.write_text(shipped, encoding="utf-16")
+    binary.write_bytes(shipped.encode()[:40] + bytes(range(128, 256)))
+    with pytest.raises(InputError, match="not UTF-8 text: byte 0xff at offset 0, it looks like UTF-16"):
+        load_transformer(utf16)
+    with pytest.raises(InputError, match="not UTF-8 text: byte 0x80 at offset 40, is it binary"):
+        load_transformer(binary)
