@@ -136,9 +136,10 @@ def shape_from_mapping(data: dict, source) -> TransformerShape:
     missing = [k for k in ("layers", "hidden", "heads", "seq-len") if k not in data]
     if missing:
         raise InputError(source, f"missing key(s) {', '.join(missing)}")
-    if not isinstance(data.get("name", ""), str):
-        raise InputError(source, f"name must be text, got {data['name']!r}")
-    values = {"name": data.get("name", "")}
+    name = data.get("name", "")
+    if not isinstance(name, str):
+        raise InputError(source, f"name must be text, got {name!r}")
+    values = {"name": name}
     for key in ("layers", "hidden", "heads", "seq-len", "vocab", "ffn-hidden", "optimizer-bytes"):
         if key in data:
             values[MODEL_KEYS[key]] = _whole(source, key, data[key])
