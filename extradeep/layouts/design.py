@@ -23,8 +23,8 @@ import pandas as pd
 
 from extradeep.columns import FITS, GAIN, GLOBAL_BATCH, GPU_HOURS, GPUS, PART_STEP, PP, STEP_TIME, TP
 from extradeep.errors import InputError
-from extradeep.layouts.model import STEP_PARTS, LayoutModel
-from extradeep.layouts.parts import NAMES, PRIOR, compose, nominal_features
+from extradeep.layouts.model import LayoutModel
+from extradeep.layouts.parts import NAMES, PRIOR, STEP_PARTS, compose, nominal_features
 from extradeep.layouts.space import enumerate_layouts, layout_frame
 from extradeep.layouts.workload import TransformerShape, load_transformer
 

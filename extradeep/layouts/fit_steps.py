@@ -1,4 +1,5 @@
-"""Forward-difference Jacobians whose trial points are evaluated in one call.
+"""The layout model's least squares: residuals over columns of coefficients, and forward-difference
+Jacobians whose trial points are evaluated in one call.
 
 scipy's least squares differentiates numerically one coefficient at a time: k + 1 calls of the
 residuals per Jacobian. The layout model's residuals broadcast over several coefficient sets, so the
@@ -10,6 +11,10 @@ bounds), so the fit takes the same path as with scipy's default Jacobian.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+
+from extradeep.columns import PART, PART_STEP, VALUE
+from extradeep.layouts.parts import STEP_PARTS, compose
 
 RELATIVE_STEP = np.finfo(float).eps ** 0.5
 
@@ -34,3 +39,26 @@ def forward_differences(columns, x: np.ndarray, low: np.ndarray, high: np.ndarra
     values = columns(points)
     taken = points[np.arange(len(x)), np.arange(1, len(x) + 1)] - x  # the step as represented
     return (values[:, 1:] - values[:, :1]) / taken
+
+
+def as_columns(features: dict | None) -> dict | None:
+    """Nominal features as (n, 1) columns, so that compose broadcasts them against (k, q) coefficients."""
+    return None if features is None else {name: values[:, None] for name, values in features.items()}
+
+
+def part_residuals(part_rows: pd.DataFrame):
+    """f(feature columns, coef (k, q), overlap) -> (n, q): (predicted - measured part) / predicted
+    step, per per-part observation; the rows' parts and values are read once, as least squares calls
+    f thousands of times."""
+    names = part_rows[PART].to_numpy()
+    which = np.array([STEP_PARTS.index(n) if n in STEP_PARTS else len(STEP_PARTS) for n in names], dtype=int)
+    rows = np.arange(len(names))
+    measured = part_rows[VALUE].to_numpy(float)[:, None]
+
+    def residuals(features, coef, overlap) -> np.ndarray:
+        parts = compose(features, coef, overlap)
+        unknown = np.full(parts[PART_STEP].shape, np.nan)
+        predicted = np.array([*(parts[p] for p in STEP_PARTS), unknown])[which, rows]
+        return (predicted - measured) / parts[PART_STEP]
+
+    return residuals

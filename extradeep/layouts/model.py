@@ -40,7 +40,7 @@ from extradeep.columns import (
     ZERO,
 )
 from extradeep.errors import InputError
-from extradeep.layouts.fit_steps import forward_differences
+from extradeep.layouts.fit_steps import as_columns, forward_differences, part_residuals
 from extradeep.layouts.hardware import Hardware, load_hardware
 from extradeep.layouts.interval import (
     TRANSFER_SPREAD,
@@ -52,11 +52,18 @@ from extradeep.layouts.interval import (
     weighted_quantile,
 )
 from extradeep.layouts.memory import GIB, MemoryModel, fit_reasons
-from extradeep.layouts.parts import COEFFICIENTS, COLLECTIVE_ALGORITHMS, NAMES, PRIOR, compose, nominal_features
+from extradeep.layouts.parts import (
+    COEFFICIENTS,
+    COLLECTIVE_ALGORITHMS,
+    NAMES,
+    PRIOR,
+    STEP_PARTS,
+    compose,
+    nominal_features,
+)
 from extradeep.layouts.space import layout_frame
 from extradeep.layouts.tables import check_part_observations
 
-STEP_PARTS = ("compute", "host_overhead", "tp_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer")
 CATEGORICAL = (ZERO, RECOMPUTE, SCHEDULE)  # layout choices whose effect only physics knows until observed
 # parts that are off (0) unless ``optional`` names them: nested selection on vTrain did not choose
 # them for most left-out models (docs/performance.md)
@@ -254,8 +261,8 @@ class LayoutModel:
         prior = np.log(PRIOR)[free]
         pull = np.sqrt(self.prior_weight * max(len(steps) + len(part_rows), 1))
         full = self._start()
-        part_residuals = _part_residuals(part_rows) if len(part_rows) else None
-        step_columns, part_columns = _as_columns(step_features), _as_columns(part_features)
+        residuals_of_parts = part_residuals(part_rows) if len(part_rows) else None
+        step_columns, part_columns = as_columns(step_features), as_columns(part_features)
 
         def residual_columns(log_coefs):
             """(residuals, q) at q points (k, q) at once: a Jacobian's trial points cost about one."""
@@ -265,8 +272,8 @@ class LayoutModel:
             if step_columns is not None:
                 step = compose(step_columns, coef, self.dp_overlap)[PART_STEP]
                 blocks.append(root_weights[:, None] * (np.log(step) - measured[:, None]))
-            if part_residuals is not None:
-                blocks.append(part_residuals(part_columns, coef, self.dp_overlap))
+            if residuals_of_parts is not None:
+                blocks.append(residuals_of_parts(part_columns, coef, self.dp_overlap))
             return np.concatenate(blocks)
 
         start = np.clip(prior, low + 1e-9, high - 1e-9)
@@ -441,29 +448,6 @@ class LayoutModel:
             }
         )
         return pd.concat([step, memory], ignore_index=True)
-
-
-def _as_columns(features: dict | None) -> dict | None:
-    """Nominal features as (n, 1) columns, so that compose broadcasts them against (k, q) coefficients."""
-    return None if features is None else {name: values[:, None] for name, values in features.items()}
-
-
-def _part_residuals(part_rows: pd.DataFrame):
-    """f(feature columns, coef (k, q), overlap) -> (n, q): (predicted - measured part) / predicted
-    step, per per-part observation; the rows' parts and values are read once, as least squares calls
-    f thousands of times."""
-    names = part_rows[PART].to_numpy()
-    which = np.array([STEP_PARTS.index(n) if n in STEP_PARTS else len(STEP_PARTS) for n in names], dtype=int)
-    rows = np.arange(len(names))
-    measured = part_rows[VALUE].to_numpy(float)[:, None]
-
-    def residuals(features, coef, overlap) -> np.ndarray:
-        parts = compose(features, coef, overlap)
-        unknown = np.full(parts[PART_STEP].shape, np.nan)
-        predicted = np.array([*(parts[p] for p in STEP_PARTS), unknown])[which, rows]
-        return (predicted - measured) / parts[PART_STEP]
-
-    return residuals
 
 
 def _differs(target: Hardware, calibrated: Hardware) -> bool:

@@ -272,6 +272,9 @@ def tp_class(t) -> np.ndarray:
     return np.where(t <= 2, 0, np.where(t <= 4, 1, 2))
 
 
+STEP_PARTS = ("compute", "host_overhead", "tp_comm", "pp_p2p", "pp_bubble", "dp_sync", "optimizer")
+
+
 def compose(features: dict[str, np.ndarray], coef, dp_overlap: float = 0.0) -> dict[str, np.ndarray]:
     """Seconds per step and per part (compute, host_overhead, tp_comm, pp_p2p, pp_bubble, dp_sync,
     optimizer; they sum to step) from nominal features and coefficients (in the order of NAMES).
