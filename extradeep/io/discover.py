@@ -18,7 +18,7 @@ import pandas as pd
 
 from extradeep.columns import PATH, RANK
 from extradeep.columns import STEP_SUM_COLUMNS as COLUMNS_OF_STEP_SUMS
-from extradeep.errors import InputError, require_regular_file, special_file_problem
+from extradeep.errors import InputError, read_problem, require_regular_file, special_file_problem
 from extradeep.io.config import CONFIG_NAME
 from extradeep.io.formats import KINETO, NSYS, format_by_name
 from extradeep.io.kineto.load import looks_like_trace
@@ -202,8 +202,8 @@ def _csv_records(manifest: Path) -> list[dict]:
             line = text.count("\n", 0, text.index("\0")) + 1
             raise InputError(f"{manifest} (line {line})", "holds a NUL byte; a manifest is text")
         return list(csv.DictReader(io.StringIO(text, newline="")))
-    except UnicodeDecodeError:
-        raise InputError(manifest, "not a CSV manifest: not UTF-8 text (a binary file, or saved as UTF-16?)") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(manifest, f"not a CSV manifest: {read_problem(exc)}") from None
     except (OSError, csv.Error) as exc:
         raise InputError(manifest, f"cannot read the CSV manifest ({exc})") from None
 
