@@ -33,12 +33,11 @@ def forward_steps(x: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarra
 
 def forward_differences(columns, x: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """(m, k) Jacobian at ``x`` (k,) of ``columns``: (k, q) points -> (m, q) values, called once."""
-    step = forward_steps(x, low, high)
+    trial = (np.arange(len(x)), np.arange(1, len(x) + 1))  # coordinate i moves in column i + 1
     points = np.repeat(x[:, None], len(x) + 1, axis=1)
-    points[np.arange(len(x)), np.arange(1, len(x) + 1)] += step
+    points[trial] += forward_steps(x, low, high)
     values = columns(points)
-    taken = points[np.arange(len(x)), np.arange(1, len(x) + 1)] - x  # the step as represented
-    return (values[:, 1:] - values[:, :1]) / taken
+    return (values[:, 1:] - values[:, :1]) / (points[trial] - x)  # the step as represented
 
 
 def as_columns(features: dict | None) -> dict | None:
