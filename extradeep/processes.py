@@ -15,12 +15,15 @@ unwind, pools stop, and the semaphores of their queues are released instead of l
 linear algebra here is small (least squares of a few dozen coefficients), and BLAS threads on cores
 that a pool's workers or other jobs already use spin against them: on 2 busy cores the layout
 model's calibration on vTrain's 1,528 runs took 13 s with OpenBLAS's default threads and 0.9 s
-with one.
+with one. A process that loaded NumPy before extradeep (a notebook, a user's script) keeps its
+threads; there the calibrations run inside `blas_single_threaded`, which lowers them through
+threadpoolctl for the call and restores them after.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import os
 import signal
@@ -46,6 +49,30 @@ def one_blas_thread() -> None:
     worker processes inherit it)."""
     for name in BLAS_THREAD_VARIABLES:
         os.environ.setdefault(name, "1")
+
+
+@contextmanager
+def blas_single_threaded():
+    """One BLAS thread inside the block (usable as a decorator), in a process whose BLAS started with
+    more: OpenBLAS reads its variable only when it loads, and threadpoolctl (the joblib and
+    scikit-learn maintainers' tool) is the maintained way to change it later. Where a BLAS thread
+    variable is set (the user's choice, or `one_blas_thread`), the block runs as it is."""
+    if any(name in os.environ for name in BLAS_THREAD_VARIABLES):
+        yield
+        return
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        yield
+
+
+@functools.cache
+def _blas_controller():
+    """The BLAS libraries of this process, found once (finding them takes ~2 ms; limiting a found set
+    ~0.04 ms): NumPy's and SciPy's wheels each load their own OpenBLAS, so both are imported first."""
+    import numpy  # noqa: F401
+    import scipy.linalg  # noqa: F401
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def usable_cpus() -> int:

@@ -180,3 +180,30 @@ def test_commands_keep_blas_to_one_thread_unless_the_user_sets_a_number(given, e
     assert done.returncode == 0, done.stderr
     # set before NumPy is imported, the only time OpenBLAS reads it
     assert done.stdout.splitlines()[-1].split() == [*expected.split(), "False"]
+
+
+BLAS_BLOCK_PROBE = """
+import numpy, scipy.linalg  # loaded first, as in a notebook
+from threadpoolctl import threadpool_info
+from extradeep.processes import blas_single_threaded
+
+def blas_threads():
+    return sorted({lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"})
+
+before = blas_threads()
+with blas_single_threaded():
+    inside = blas_threads()
+print(before, inside, blas_threads(), sep="|")
+"""
+
+
+@pytest.mark.parametrize("given", [None, "2"])
+def test_blas_is_one_thread_inside_the_block_unless_the_user_set_a_number(given):
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS") and k != "VECLIB_MAXIMUM_THREADS"}
+    if given:
+        env["OPENBLAS_NUM_THREADS"] = given
+    done = subprocess.run([sys.executable, "-c", BLAS_BLOCK_PROBE], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    before, inside, after = done.stdout.splitlines()[-1].split("|")
+    assert after == before  # restored
+    assert inside == (before if given else "[1]")

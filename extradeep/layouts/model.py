@@ -63,6 +63,7 @@ from extradeep.layouts.parts import (
 )
 from extradeep.layouts.space import layout_frame
 from extradeep.layouts.tables import check_part_observations
+from extradeep.processes import blas_single_threaded
 
 CATEGORICAL = (ZERO, RECOMPUTE, SCHEDULE)  # layout choices whose effect only physics knows until observed
 # parts that are off (0) unless ``optional`` names them: nested selection on vTrain did not choose
@@ -121,6 +122,7 @@ class LayoutModel:
         self.optional = optional
 
     # ----------------------------------------------------------------- fitting
+    @blas_single_threaded()
     def fit(self, observations: pd.DataFrame | None, parts: pd.DataFrame | None = None) -> LayoutModel:
         """Calibrate on measured step times (a layout frame with ``step_time``, e.g. from
         :func:`extradeep.layouts.tables.read_layout_table`) and/or per-part observations (the tidy

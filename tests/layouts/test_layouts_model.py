@@ -200,3 +200,39 @@ def test_how_collectives_cross_nodes_is_learned_only_from_collectives_that_cross
     assert (nccl <= predicted["step_time_high"] * (1 + 1e-9)).all()
     # the other form lies beyond the held-out errors' width for some layouts: the span is what covers it
     assert (np.abs(np.log(nccl / predicted[STEP_TIME])) > model.half_width_).any()
+
+
+FIT_THREADS_PROBE = """
+import sys
+from pathlib import Path
+from threadpoolctl import threadpool_info
+import extradeep.layouts.model as layout_model
+from extradeep.layouts.validation import VTRAIN_CLUSTER, vtrain_tables
+
+seen = set()
+solve = layout_model.least_squares
+
+def counting(*args, **kwargs):
+    seen.update(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
+    return solve(*args, **kwargs)
+
+layout_model.least_squares = counting
+single_node = vtrain_tables(Path(sys.argv[1]))[0]
+layout_model.LayoutModel(hardware=VTRAIN_CLUSTER, interval=None).fit(single_node)
+print(sorted(seen))
+"""
+
+
+def test_calibration_runs_blas_on_one_thread_in_a_process_that_started_with_more(published):
+    """A notebook imports NumPy before extradeep, so BLAS keeps its threads; the calibration (small
+    SVDs, where BLAS threads only spin against other work) lowers them for its own call."""
+    import os
+    import subprocess
+    import sys
+
+    folder = published("vtrain_single_node.csv").parent
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS") and k != "VECLIB_MAXIMUM_THREADS"}
+    argv = [sys.executable, "-c", FIT_THREADS_PROBE, str(folder)]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[1]"
