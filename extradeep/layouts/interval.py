@@ -56,13 +56,18 @@ def layout_keys(frame: pd.DataFrame) -> np.ndarray:
 
 
 def folds(steps: pd.DataFrame, k: int, seed: int) -> list[tuple[str, np.ndarray]]:
-    """(label, held-out mask) per workload when there are three or more, else k random folds."""
+    """(label, held-out mask) per workload when there are three or more, else k random folds of
+    layouts: repeated runs of one layout are held out together, or the fold would be judged on a
+    layout its own calibration measured."""
     if WORKLOAD in steps and steps[WORKLOAD].nunique() >= 3:
         return [(str(w), (steps[WORKLOAD] == w).to_numpy()) for w in steps[WORKLOAD].unique()]
-    order = np.random.default_rng(seed).permutation(len(steps))
-    fold = np.empty(len(steps), int)
-    fold[order] = np.arange(len(steps)) % min(k, len(steps))
-    return [(f"fold {i + 1}", fold == i) for i in range(min(k, len(steps)))]
+    configuration = steps.drop(columns=STEP_TIME, errors="ignore").astype(str).agg("|".join, axis=1)
+    layout, distinct = pd.factorize(configuration)  # in order of appearance: without repeats, row folds
+    count = min(k, len(distinct))
+    order = np.random.default_rng(seed).permutation(len(distinct))
+    fold = np.empty(len(distinct), int)
+    fold[order] = np.arange(len(distinct)) % count
+    return [(f"fold {i + 1}", fold[layout] == i) for i in range(count)]
 
 
 def weighted_quantile(errors: pd.DataFrame, level: float) -> float:

@@ -4,6 +4,7 @@ sqrt(1 + d) for d doublings of GPU count or model size."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from extradeep.columns import STEP_TIME, WORKLOAD
 from extradeep.layouts.workload import layer_parameters
@@ -25,3 +26,22 @@ def test_intervals_widen_beyond_the_observed_scales(vtrain_model, vtrain):
     embedding = (base["vocab"].iloc[0] + base["seq_len"].iloc[0]) * h
     doublings = np.log2((2 * layers * layer_parameters(h) + embedding) / (layers * layer_parameters(h) + embedding))
     assert 0.9 < doublings < 1 and np.allclose(width(deeper), np.sqrt(1 + doublings) * width(base))
+
+
+def test_repeated_runs_of_a_layout_are_held_out_together(vtrain):
+    """With fewer than three workloads the interval's folds are random; a layout measured twice must
+    fall in one fold, or a fold is judged on a layout that its own calibration saw."""
+    from extradeep.layouts.interval import folds
+
+    single = vtrain[0].head(40)  # one workload label over several model shapes
+    repeats = single.iloc[::3].assign(step_time=lambda f: f[STEP_TIME] * 1.02)  # a second run of each
+    steps = pd.concat([single, repeats], ignore_index=True)
+    keys = steps.drop(columns=STEP_TIME).astype(str).agg("|".join, axis=1).to_numpy()
+    splits = folds(steps, 5, 0)
+    assert len(splits) == 5 and sum(held.sum() for _, held in splits) == len(steps)
+    for _, held in splits:
+        assert not set(keys[held]) & set(keys[~held])
+    # without repeats the folds are those of one row each, as before
+    alone = folds(single, 5, 0)
+    order = np.random.default_rng(0).permutation(len(single))
+    assert all((alone[i][1][order] == (np.arange(len(single)) % 5 == i)).all() for i in range(5))
