@@ -48,13 +48,7 @@ HIDDEN = (1024, 1536, 2048, 3072, 4096)
 HEADS = (8, 16, 24, 32)
 SEQ = (512, 1024, 2048, 4096)
 VOCAB = (32000, 50304, 51200)
-GRID = [
-    (t, p, d)
-    for t in (1, 2, 4, 8)
-    for p in (1, 2, 4)
-    for d in (1, 2, 4, 8, 16)
-    if 2 <= t * p * d <= 16
-]
+GRID = [(t, p, d) for t in (1, 2, 4, 8) for p in (1, 2, 4) for d in (1, 2, 4, 8, 16) if 2 <= t * p * d <= 16]
 
 
 def draw_shape(rng: np.random.Generator) -> dict:
