@@ -70,6 +70,7 @@ CATEGORICAL = (ZERO, RECOMPUTE, SCHEDULE)  # layout choices whose effect only ph
 OPTIONAL = {"layer_overhead": 0.0}
 # how collectives cross nodes when no observed collective did (the interval spans the other way too)
 _ASSUMED = ", assumed: no measured collective crossed nodes"
+CROSSING = ("tp", "dp")  # collectives whose crossing of nodes predictions flag when no observation's did
 SUPPORT_SHARE = 0.05  # a coefficient is calibrated when it moves a step by >= 5% in >= 3 observations
 
 
@@ -148,6 +149,7 @@ class LayoutModel:
         seen = pd.concat([steps, part_rows], ignore_index=True)
         self.scale_ = (float(seen[GPUS].max()), float(model_parameters(seen).max())) if len(seen) else None
         self.seen_ = {c: set(seen[c]) for c in CATEGORICAL if c in seen}
+        self.crossed_ = self._crossed(steps, part_rows)
         self._fit_interval(steps, part_rows)
         return self
 
@@ -204,6 +206,15 @@ class LayoutModel:
                 if not np.allclose(inter[0][key], inter[1][key], rtol=1e-3, atol=0.0):
                     return True
         return False
+
+    def _crossed(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> set[str]:
+        """The collectives ('tp', 'dp') that crossed nodes in some observation."""
+        crossed = set()
+        for rows in (steps, part_rows):
+            if len(rows):
+                features = nominal_features(rows, self.hardware_, "nccl")
+                crossed |= {kind for kind in CROSSING if (features[kind + "_inter"] > 0).any()}
+        return crossed
 
     def _features(self, frame: pd.DataFrame, hardware: Hardware | None = None) -> dict:
         return nominal_features(frame, self.hardware_ if hardware is None else hardware, self.algorithm_)
@@ -372,8 +383,9 @@ class LayoutModel:
 
     def _extrapolated(self, frame: pd.DataFrame, features) -> np.ndarray:
         """Per layout, the uncalibrated coefficients that move its step by >= 5%, 'gpus' beyond the
-        largest calibrated count, and each ZeRO stage, recomputation or schedule that no observation
-        used (comma-separated; empty when everything is backed by data)."""
+        largest calibrated count, 'dp across nodes' ('tp ...') where its data- (tensor-) parallel
+        collectives cross nodes and no observation's did, and each ZeRO stage, recomputation or
+        schedule that no observation used (comma-separated; empty when everything is backed by data)."""
         prior = [j for j, name in enumerate(NAMES) if self.support_[name] == "prior"]
         pieces = []
         if prior:
@@ -381,6 +393,9 @@ class LayoutModel:
             pieces += [np.where(np.abs(shares[:, k]) >= SUPPORT_SHARE, NAMES[j], "") for k, j in enumerate(prior)]
         if self.range_:
             pieces.append(np.where(frame[GPUS].to_numpy() > self.range_[GPUS][1], "gpus", ""))
+        for kind in CROSSING:  # no observed collective of this kind crossed nodes: the network's share is physics
+            if kind not in self.crossed_:
+                pieces.append(np.where(features[kind + "_inter"] > 0, f"{kind} across nodes", ""))
         for column, seen in self.seen_.items():
             unseen = ~frame[column].isin(seen).to_numpy()
             pieces.append(np.where(unseen, column + "=" + frame[column].astype(str).to_numpy(object), ""))

@@ -200,3 +200,15 @@ def test_how_collectives_cross_nodes_is_learned_only_from_collectives_that_cross
     assert (nccl <= predicted["step_time_high"] * (1 + 1e-9)).all()
     # the other form lies beyond the held-out errors' width for some layouts: the span is what covers it
     assert (np.abs(np.log(nccl / predicted[STEP_TIME])) > model.half_width_).any()
+
+
+def test_collectives_that_crossed_nodes_in_no_observation_are_flagged(vtrain, vtrain_model):
+    """Calibrated on one node, the network's share of a data-parallel group across nodes is physics
+    alone: predictions say so; calibrated on the multi-node runs too, they do not."""
+    one_node = LayoutModel(hardware=VTRAIN_CLUSTER, interval=None).fit(vtrain[0])
+    layouts = pd.concat(vtrain, ignore_index=True).drop(columns=[STEP_TIME])
+    crosses = nominal_features(layouts, VTRAIN_CLUSTER)["dp_inter"] > 0
+    assert crosses.any() and (~crosses).any()
+    flagged = one_node.predict(layouts)["extrapolated"].str.contains("dp across nodes").to_numpy()
+    assert (flagged == crosses).all()
+    assert not vtrain_model.predict(layouts)["extrapolated"].str.contains("across nodes").any()
