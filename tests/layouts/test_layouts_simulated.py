@@ -56,5 +56,7 @@ def test_sample_study_memory_and_pick_from_one_node():
         pytest.skip("sample_profiles/layouts/profiles is absent")
     frame, summary = simulator_check(SAMPLE, HARDWARE)
     assert summary["algorithm"] == "hierarchical"
+    crosses = frame["tp"] * frame["dp"] > 8  # a data-parallel group over two nodes of 8 (ranks tp, then dp)
+    assert crosses.any() and (frame["extrapolated"].str.contains("dp across nodes") == crosses).all()
     assert summary["worst_memory_error_pct"] <= 10, frame[["peak_memory", "memory_estimate"]]
     assert summary["pick_over_best"] <= 1.05 and summary["picked_infeasible"] == 0
