@@ -60,18 +60,26 @@ VARIANTS = {
 
 def check(name: str, folder: Path) -> dict:
     shape, profiled, options = VARIANTS[name]
+    frame, summary = simulate_and_check(folder, shape, profiled, TRUTH, options)
+    print(name)
+    print(frame[[*SHOWN, "truth", "predicted", "error_pct", "inside", "memory_error_pct"]].round(4).to_string())
+    print(flush=True)
+    return {"variant": name, **summary}
+
+
+SHOWN = ["gpus", "tp", "pp", "dp", "micro_batch", "micro_batches", "zero", "recompute"]
+
+
+def simulate_and_check(folder: Path, shape: dict, profiled, truth, options: dict) -> tuple[pd.DataFrame, dict]:
+    """Simulate ``profiled`` (Kineto, 3 steps, seed 1 unless ``options`` say otherwise) with the
+    truth of ``truth`` into ``folder`` and run the simulator check on the GPU simulated."""
     kept = {"formats": ("kineto",), "steps": 3, "flows": False, "seed": 1, **options}
-    simulate_gpt(folder, list(profiled), model=GPTModel(**shape), truth_layouts=list(TRUTH), **kept)
+    simulate_gpt(folder, list(profiled), model=GPTModel(**shape), truth_layouts=list(truth), **kept)
     hardware = A100
     if options.get("gpu") == "h100-sxm":
         hardware = folder.parent / "h100.toml"
         hardware.write_text(H100)
-    frame, summary = simulator_check(folder, hardware)
-    columns = ["gpus", "tp", "pp", "dp", "micro_batch", "micro_batches", "zero", "recompute"]
-    print(name)
-    print(frame[[*columns, "truth", "predicted", "error_pct", "inside", "memory_error_pct"]].round(4).to_string())
-    print(flush=True)
-    return {"variant": name, **summary}
+    return simulator_check(folder, hardware)
 
 
 def main() -> None:

@@ -140,10 +140,10 @@ def simulator_check(folder, hardware, model_options: dict | None = None) -> tupl
     profiles in ``folder`` (the model shape from its truth.json, as a user's model description gives
     it) and predicts every ``truth_layouts`` row. Per row: truth and predicted step time, error (%),
     whether the truth is inside the interval, the simulator's peak memory and the estimate, whether
-    the model and the simulator call it feasible. The summary: median and worst absolute error,
-    coverage, worst memory error, and per GPU count with two or more truth layouts the truth time
-    per sample of the layout the model ranks first (among those it calls feasible) over the truly
-    fastest feasible one (``pick_over_best``, worst over GPU counts; 1 = the right pick)."""
+    the model and the simulator call it feasible, and what the prediction extrapolates. The summary:
+    median and worst absolute error, coverage, worst memory error, and per GPU count with two or more
+    truth layouts the truth time per sample of the layout the model ranks first (among those it calls
+    feasible) over the truly fastest feasible one (``pick_over_best``, worst over GPU counts; 1 = the right pick)."""
     import json
 
     from extradeep.io.parallel.parts import layout_parts, part_observations
@@ -167,6 +167,7 @@ def simulator_check(folder, hardware, model_options: dict | None = None) -> tupl
         memory_estimate=predicted[PEAK_MEMORY].to_numpy(),
         truth_fits=[bool(t[FITS]) for t in truth["truth_layouts"]],
         fits=predicted[FITS].to_numpy(),
+        extrapolated=predicted["extrapolated"].to_numpy(),
     )
     frame["error_pct"] = 100 * (frame[PREDICTED] / frame["truth"] - 1)
     frame["inside"] = (frame["low"] <= frame["truth"]) & (frame["truth"] <= frame["high"])

@@ -24,8 +24,10 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from extradeep.columns import (
+    DP,
     FITS,
     GPUS,
+    HIDDEN,
     METRIC,
     PART,
     PART_STEP,
@@ -71,6 +73,7 @@ CATEGORICAL = (ZERO, RECOMPUTE, SCHEDULE)  # layout choices whose effect only ph
 OPTIONAL = {"layer_overhead": 0.0}
 # how collectives cross nodes when no observed collective did (the interval spans the other way too)
 _ASSUMED = ", assumed: no measured collective crossed nodes"
+CROSSING = ("tp", "dp")  # collectives whose crossing of nodes predictions flag when no observation's did
 SUPPORT_SHARE = 0.05  # a coefficient is calibrated when it moves a step by >= 5% in >= 3 observations
 
 
@@ -149,7 +152,10 @@ class LayoutModel:
         self.range_ = {c: (float(steps[c].min()), float(steps[c].max())) for c in (GPUS, TP)} if len(steps) else {}
         seen = pd.concat([steps, part_rows], ignore_index=True)
         self.scale_ = (float(seen[GPUS].max()), float(model_parameters(seen).max())) if len(seen) else None
+        # the narrowest GEMMs observed (hidden / t): thinner ones lean on thin_width's extrapolation
+        self.narrowest_ = float((seen[HIDDEN] / seen[TP]).min()) if len(seen) else None
         self.seen_ = {c: set(seen[c]) for c in CATEGORICAL if c in seen}
+        self.crossed_ = self._crossed(steps, part_rows)
         self._fit_interval(steps, part_rows)
         return self
 
@@ -206,6 +212,22 @@ class LayoutModel:
                 if not np.allclose(inter[0][key], inter[1][key], rtol=1e-3, atol=0.0):
                     return True
         return False
+
+    def _crossed(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> set[str]:
+        """The collectives ('tp', 'dp') whose group spanned nodes in some observation."""
+        crossed = set()
+        for rows in (steps, part_rows):
+            if len(rows):
+                spans = self._spans(rows)
+                crossed |= {kind for kind in CROSSING if spans[kind].any()}
+        return crossed
+
+    def _spans(self, frame: pd.DataFrame) -> dict[str, np.ndarray]:
+        """Per layout, whether its TP and its DP groups span nodes (ranks ordered tp, dp, pp: a
+        pipeline over nodes, and its tied embeddings' reduction, leave both inside one)."""
+        g = self.hardware_.system.gpus_per_node
+        t, d = frame[TP].to_numpy(float), frame[DP].to_numpy(float)
+        return {"tp": t > g, "dp": (d > 1) & (t * d > g)}
 
     def _features(self, frame: pd.DataFrame, hardware: Hardware | None = None) -> dict:
         return nominal_features(frame, self.hardware_ if hardware is None else hardware, self.algorithm_)
@@ -300,12 +322,23 @@ class LayoutModel:
         if len(steps):
             shares = self._elasticities(self._features(steps))
             source[(np.abs(shares) >= SUPPORT_SHARE).sum(axis=0) >= 3] = "step totals"
+        moved = self._moved(steps, part_rows)
         for c in COEFFICIENTS:
-            if c.part in self.parts_observed_:
+            if c.part in self.parts_observed_ and moved[c.name]:
                 source[c.name] = "parts"
         for name in self._held():
             source[name] = "fixed" if name in (self.fixed or {}) else "off"
         return source
+
+    def _moved(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> pd.Series:
+        """Per coefficient, whether it moves some observed layout's step at all: a measured part
+        does not pin a term that none of the observed layouts has (the unfused softmax when every run
+        fuses it, t = 8's links without a t = 8 run)."""
+        rows = pd.concat([steps, part_rows], ignore_index=True) if len(part_rows) else steps
+        if not len(rows):
+            return pd.Series(False, index=list(NAMES))
+        shares = self._elasticities(self._features(rows))
+        return pd.Series((np.abs(shares) > 1e-6).any(axis=0), index=list(NAMES))
 
     def _elasticities(self, features, which=None) -> np.ndarray:
         """(n, k) d log(step) / d log(coefficient) at the fitted coefficients (``which``: their indices)."""
@@ -374,8 +407,9 @@ class LayoutModel:
 
     def _extrapolated(self, frame: pd.DataFrame, features) -> np.ndarray:
         """Per layout, the uncalibrated coefficients that move its step by >= 5%, 'gpus' beyond the
-        largest calibrated count, and each ZeRO stage, recomputation or schedule that no observation
-        used (comma-separated; empty when everything is backed by data)."""
+        largest calibrated count, 'h/t=128' for GEMMs narrower than any observed, 'dp across nodes' ('tp ...') where its data- (tensor-) parallel
+        collectives cross nodes and no observation's did, and each ZeRO stage, recomputation or
+        schedule that no observation used (comma-separated; empty when everything is backed by data)."""
         prior = [j for j, name in enumerate(NAMES) if self.support_[name] == "prior"]
         pieces = []
         if prior:
@@ -383,6 +417,13 @@ class LayoutModel:
             pieces += [np.where(np.abs(shares[:, k]) >= SUPPORT_SHARE, NAMES[j], "") for k, j in enumerate(prior)]
         if self.range_:
             pieces.append(np.where(frame[GPUS].to_numpy() > self.range_[GPUS][1], "gpus", ""))
+        if self.narrowest_ is not None:
+            width = frame[HIDDEN].to_numpy(float) / frame[TP].to_numpy(float)
+            pieces.append(np.where(width < self.narrowest_, [f"h/t={w:g}" for w in width], ""))
+        spans = self._spans(frame)
+        for kind in CROSSING:  # no observed collective of this kind crossed nodes: the network's share is physics
+            if kind not in self.crossed_:
+                pieces.append(np.where(spans[kind], f"{kind} across nodes", ""))
         for column, seen in self.seen_.items():
             unseen = ~frame[column].isin(seen).to_numpy()
             pieces.append(np.where(unseen, column + "=" + frame[column].astype(str).to_numpy(object), ""))

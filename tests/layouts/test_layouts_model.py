@@ -236,3 +236,28 @@ def test_calibration_runs_blas_on_one_thread_in_a_process_that_started_with_more
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "[1]"
+
+
+def test_collectives_that_crossed_nodes_in_no_observation_are_flagged(vtrain, vtrain_model):
+    """Calibrated on one node, the network's share of a data-parallel group across nodes is physics
+    alone: predictions say so; calibrated on the multi-node runs too, they do not."""
+    one_node = LayoutModel(hardware=VTRAIN_CLUSTER, interval=None).fit(vtrain[0])
+    layouts = pd.concat(vtrain, ignore_index=True).drop(columns=[STEP_TIME])
+    crosses = ((layouts["dp"] > 1) & (layouts["tp"] * layouts["dp"] > 8)).to_numpy()  # ranks tp, dp, pp
+    assert crosses.any() and (~crosses).any()
+    flagged = one_node.predict(layouts)["extrapolated"].str.contains("dp across nodes").to_numpy()
+    assert (flagged == crosses).all()
+    assert not vtrain_model.predict(layouts)["extrapolated"].str.contains("across nodes").any()
+
+
+def test_gemms_narrower_than_any_observed_are_flagged(vtrain):
+    """Calibrated on vTrain's layouts with t <= 4, the t = 8 layouts' GEMMs (hidden / t) narrower than
+    any observed say so: thin_width's effect on them is an extrapolation."""
+    layouts = pd.concat(vtrain, ignore_index=True)
+    narrow = (layouts["tp"] > 4).to_numpy()
+    assert narrow.any() and (~narrow).any()
+    model = LayoutModel(hardware=VTRAIN_CLUSTER, interval=None).fit(layouts[~narrow])
+    notes = model.predict(layouts.drop(columns=[STEP_TIME]))["extrapolated"]
+    width = (layouts["hidden"] / layouts["tp"]).to_numpy()
+    assert (notes.str.contains("h/t=").to_numpy() == (width < width[~narrow].min())).all()
+    assert notes[narrow].str.contains("h/t=").any() and not notes[~narrow].str.contains("h/t=").any()

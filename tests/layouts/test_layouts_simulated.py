@@ -56,5 +56,25 @@ def test_sample_study_memory_and_pick_from_one_node():
         pytest.skip("sample_profiles/layouts/profiles is absent")
     frame, summary = simulator_check(SAMPLE, HARDWARE)
     assert summary["algorithm"] == "hierarchical"
+    crosses = frame["tp"] * frame["dp"] > 8  # a data-parallel group over two nodes of 8 (ranks tp, then dp)
+    assert crosses.any() and (frame["extrapolated"].str.contains("dp across nodes") == crosses).all()
     assert summary["worst_memory_error_pct"] <= 10, frame[["peak_memory", "memory_estimate"]]
     assert summary["pick_over_best"] <= 1.05 and summary["picked_infeasible"] == 0
+
+
+def test_measured_parts_do_not_calibrate_terms_no_profiled_layout_has():
+    """The shipped study's runs have t <= 2, one node and a fused softmax (b a / t a multiple of 4):
+    the measured parts pin the GEMM rate, not t = 4's links, the network or the unfused softmax."""
+    import json
+
+    from extradeep.io.parallel.parts import layout_parts, part_observations
+    from extradeep.layouts.model import LayoutModel
+
+    if not (SAMPLE / "truth.json").exists():
+        pytest.skip("sample_profiles/layouts/profiles is absent")
+    shape = json.loads((SAMPLE / "truth.json").read_text())["model"]
+    paths = sorted(str(p) for p in SAMPLE.glob("gpt.p*"))
+    model = LayoutModel(hardware=HARDWARE, interval=None).fit(None, part_observations(layout_parts(paths), shape))
+    status = model.part_status().set_index("coefficient")["calibrated_by"]
+    assert status["gemm"] == status["tp2"] == "parts"
+    assert status["tp4"] == status["network"] == status["unfused_softmax"] == "prior"

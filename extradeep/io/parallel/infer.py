@@ -300,13 +300,31 @@ def _passes(facts: ProfileFacts) -> Field:
     lo, hi = facts.steps[START].min(), facts.steps[END].max()
     if not ((k[THREAD] == AUTOGRAD_THREAD) & (k[LAUNCH] >= lo) & (k[LAUNCH] < hi)).any():
         return Field(None, "no kernel launched from a second thread within the steps")
-    k = k[k[LAUNCH] >= 0].sort_values(LAUNCH)
-    counts = []
-    for lo, hi in facts.steps[[START, END]].to_numpy():
-        threads = k.loc[(k[LAUNCH] >= lo) & (k[LAUNCH] < hi), "thread"].to_numpy()
-        is_bwd = threads == AUTOGRAD_THREAD
-        counts.append(int((is_bwd & ~np.r_[False, is_bwd[:-1]]).sum()))
+    counts = [int(runs.max(initial=0)) for _, runs in _backward_runs(facts)]
     return Field(int(np.median(counts)), "backward passes per step (runs of kernel launches on the autograd thread)")
+
+
+def _backward_runs(facts: ProfileFacts):
+    """Per measured step: (its kernels in launch order, the backward pass of each: 1, 2, ... for a
+    launch from the autograd thread, counting runs of such launches; 0 for other threads)."""
+    k = facts.kernels
+    k = k[k[LAUNCH] >= 0].sort_values(LAUNCH)
+    for lo, hi in facts.steps[[START, END]].to_numpy():
+        window = k[(k[LAUNCH] >= lo) & (k[LAUNCH] < hi)]
+        is_bwd = window[THREAD].to_numpy() == AUTOGRAD_THREAD
+        yield window, np.where(is_bwd, np.cumsum(is_bwd & ~np.r_[False, is_bwd[:-1]]), 0)
+
+
+def _passes_with(facts: ProfileFacts, comm_key, collective: str) -> int | None:
+    """Backward passes per step (median over steps) that launch ``collective`` on ``comm_key``;
+    None without measured steps."""
+    if not len(facts.steps) or "comm" not in facts.kernels:
+        return None
+    counts = []
+    for window, runs in _backward_runs(facts):
+        hit = (runs > 0) & (window["comm"].to_numpy() == comm_key) & (window["collective"].to_numpy() == collective)
+        counts.append(len(np.unique(runs[hit])))
+    return int(np.median(counts))
 
 
 def _schedule(facts: ProfileFacts, passes: Field, pp: Field) -> dict[str, Field]:
@@ -360,7 +378,11 @@ def _zero(facts: ProfileFacts, usage: pd.DataFrame, roles: dict, out: dict) -> F
     if gathers_bwd > 0 and gathers_fwd > 0:
         return Field(3, "parameters all-gathered in the forward and the backward pass")
     if scatters:
-        if passes > 1 and scatters >= passes:
+        # ZeRO 2 reduces in every backward pass, ZeRO 1 in the last one's (per model chunk): the count
+        # of reduce-scatters alone tells them apart only while a step has fewer buckets than passes
+        spread = _passes_with(facts, roles[DP][0].key, "reducescatter")
+        every = scatters >= passes if spread is None else spread > passes / 2
+        if passes > 1 and every:
             return Field(2, f"gradients reduce-scattered in every micro-batch ({scatters:g} per step)")
         how = "once per step" if passes > 1 else "(one micro-batch: ZeRO 1 and 2 look alike)"
         return Field(1, f"gradients reduce-scattered {how}, parameters all-gathered after the optimizer step")

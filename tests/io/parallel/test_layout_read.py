@@ -133,6 +133,22 @@ def test_names_fill_what_profiles_leave_open_and_profiles_win(gpt_studies, facts
     assert layouts[TP + "_source"].str.contains("the file name says 8").all()
 
 
+@pytest.mark.parametrize("fmt", sorted(SUFFIX))
+def test_zero_1_and_2_told_apart_with_more_buckets_than_micro_batches(tmp_path, facts_of, fmt):
+    """A model of several 40M-parameter gradient buckets per step: ZeRO 1 reduce-scatters all of them
+    in the last backward pass (more calls per step than passes), ZeRO 2 in every pass."""
+    from extradeep.simulate.gpt.config import GPTModel
+    from extradeep.simulate.gpt.study import simulate_gpt
+
+    model = GPTModel(layers=4, hidden=2048, heads=16, seq=256, vocab=2048)
+    labels = ["tp1.pp1.dp2.mbs1.nmb2.zero1.rc0.vpp1", "tp1.pp1.dp2.mbs1.nmb2.zero2.rc0.vpp1"]
+    study = simulate_gpt(tmp_path, labels, model=model, formats=(fmt,), steps=3, framework="deepspeed")
+    for entry in study.truth["layouts"]:
+        for name in entry["files"]:
+            fields = infer_layout(facts_of(study.outdir / name), model={"seq": 256, "hidden": 2048})
+            assert fields[ZERO].value == written(entry["label"])[ZERO], (name, fields[ZERO].source)
+
+
 def test_world_comes_from_the_name_when_only_some_ranks_were_profiled(gpt_studies, facts_of):
     """Megatron's --profile-ranks 0: one file of a 4-rank run; p4 in its name is the world size."""
     study = gpt_studies["megatron"]
