@@ -257,11 +257,14 @@ def _dp_sync(params, t, d, m, zero, forward_passes, g, system, pb, algorithm) ->
     scatter = _collective("reducescatter", d, grads, local, system, algorithm)
     gather = _collective("allgather", d, params * pb, local, system, algorithm)
     reduce = np.where(zero[:, None] == 0, 1.0, 0.0) * _collective("allreduce", d, grads, local, system, algorithm)
-    reduce += np.where(zero[:, None] >= 1, 1.0, 0.0) * scatter
+    # ZeRO 1 reduce-scatters the accumulated gradients once per step; ZeRO 2-3 keep only their shard
+    # of the gradients, so every micro-batch's backward pass reduce-scatters all of them
+    scatters = np.where(zero >= 2, m, np.where(zero >= 1, 1.0, 0.0))
+    reduce += scatters[:, None] * scatter
     reduce += np.where((zero[:, None] >= 1) & (zero[:, None] <= 2), 1.0, 0.0) * gather  # after the optimizer
     gathers = np.where(zero == 3, m * (forward_passes + 1), 0.0)  # ZeRO 3: parameters gathered per pass
     reduce += gathers[:, None] * gather
-    beside = np.where(zero[:, None] >= 2, 1.0, 0.0) * scatter + gathers[:, None] * gather
+    beside = np.where(zero >= 2, scatters, 0.0)[:, None] * scatter + gathers[:, None] * gather
     one = d[:, None] > 1
     return np.where(one, reduce, 0.0), np.where(one, beside, 0.0)
 

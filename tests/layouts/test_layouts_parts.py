@@ -157,3 +157,19 @@ def test_zero_3_gathers_hide_under_the_compute_they_run_beside():
     waited = compose(slow_fx, PRIOR)["dp_sync"][1]
     slow_traffic = PRIOR[NAMES.index("tp8")] * slow_fx["dp_intra"] + PRIOR[NAMES.index("network")] * slow_fx["dp_inter"]
     assert waited == pytest.approx(slow_traffic[1], rel=0.05)
+
+
+def test_zero_2_reduce_scatters_in_every_micro_batch_and_zero_1_once():
+    """ZeRO 2 keeps only its shard of the gradients, so every micro-batch's backward pass
+    reduce-scatters all of them (DeepSpeed's stage 2, the simulator): four times the micro-batches,
+    four times the reduce-scatters; ZeRO 1 reduces the accumulated gradients once per step."""
+    rows = {"tp": [1] * 4, "pp": [1] * 4, "dp": [16] * 4, "micro_batch": [1] * 4, "zero": [1, 1, 2, 2]}
+    frame = layout_frame(pd.DataFrame({**rows, "global_batch": [32, 128, 32, 128]}), SHAPE)
+    fx = nominal_features(frame, HARDWARE)
+    sync = fx["dp_intra"] + fx["dp_inter"]
+    assert sync[1] == pytest.approx(sync[0], rel=1e-9)  # ZeRO 1: m = 2 and m = 8 alike
+    beside = fx["dp_beside_intra"] + fx["dp_beside_inter"]  # ZeRO 2: its reduce-scatters, m per step
+    assert beside[0] == beside[1] == 0 and beside[3] == pytest.approx(4 * beside[2], rel=1e-9)
+    scatter = beside[2] / 2  # m = 2
+    assert sync[2] - beside[2] == pytest.approx(sync[0] - scatter, rel=1e-9)  # the same gather after the step
+    assert sync[3] - beside[3] == pytest.approx(sync[2] - beside[2], rel=1e-9)
