@@ -42,6 +42,7 @@ from extradeep.columns import (
     ZERO,
 )
 from extradeep.errors import InputError
+from extradeep.layouts.explain import coefficient_table, formula_text
 from extradeep.layouts.fit_steps import as_columns, forward_differences, part_residuals
 from extradeep.layouts.hardware import Hardware, load_hardware
 from extradeep.layouts.interval import (
@@ -53,7 +54,7 @@ from extradeep.layouts.interval import (
     model_parameters,
     weighted_quantile,
 )
-from extradeep.layouts.memory import GIB, MemoryModel, fit_reasons
+from extradeep.layouts.memory import MemoryModel, fit_reasons
 from extradeep.layouts.parts import (
     COEFFICIENTS,
     COLLECTIVE_ALGORITHMS,
@@ -71,8 +72,6 @@ CATEGORICAL = (ZERO, RECOMPUTE, SCHEDULE)  # layout choices whose effect only ph
 # parts that are off (0) unless ``optional`` names them: nested selection on vTrain did not choose
 # them for most left-out models (docs/performance.md)
 OPTIONAL = {"layer_overhead": 0.0}
-# how collectives cross nodes when no observed collective did (the interval spans the other way too)
-_ASSUMED = ", assumed: no measured collective crossed nodes"
 CROSSING = ("tp", "dp")  # collectives whose crossing of nodes predictions flag when no observation's did
 SUPPORT_SHARE = 0.05  # a coefficient is calibrated when it moves a step by >= 5% in >= 3 observations
 
@@ -439,58 +438,13 @@ class LayoutModel:
     def formula(self, digits: int = 3) -> str:
         """The composed step formula with the fitted coefficients, one part per line."""
         self._check_fitted()
-        c = {k: f"{v:.{digits}g}" for k, v in self.coef_.items()}
-        gpu = self.hardware_.gpu
-        return "\n".join(
-            [
-                "step = (m + (p - 1) / v) * work + m * logits + (1 - overlap) * dp_sync + optimizer",
-                f"work = l/p * layer + v * (p2p + {c['microbatch_overhead']} s)",
-                f"layer = (gpu^k + host_floor^k)^(1/k) + {c['layer_overhead']} s,  k = {c['sharpness']},  "
-                f"host_floor = {c['host_floor']} s",
-                f"gpu = {c['gemm']} * thin * FLOPs / {gpu.peak_flops / 1e12:g} TFLOP/s + {c['memory']} * bytes / "
-                f"{gpu.memory_bandwidth / 1e9:g} GB/s + tp_t * TP all-reduce + {c['network']} * TP across nodes"
-                f" + {c['collective_latency']} s per TP all-reduce",
-                f"bytes = fused-softmax traffic + {c['unfused_softmax']} * the unfused softmax's extra traffic "
-                "(b a / t not a multiple of 4)",
-                f"thin = 1 + {c['thin_tokens']} / (b s) + {c['thin_width']} / (h / t)",
-                f"tp_t (t = 2, 4, 8+) = {c['tp2']}, {c['tp4']}, {c['tp8']} x the nominal ring time on the node's links",
-                f"p2p, dp_sync = {c['tp8']} x intra-node + {c['network']} x inter-node nominal time "
-                f"({self.algorithm_} collectives{'' if self.algorithm_measured_ else _ASSUMED}) "
-                f"(overlap = {self.dp_overlap:g})",
-                f"optimizer = {c['optimizer']} * Adam bytes / HBM bandwidth + {c['step_constant']} s",
-            ]
-        )
+        return formula_text(self, digits)
 
     def part_status(self) -> pd.DataFrame:
         """One row per coefficient: its value, prior, the part it belongs to, what calibrated it
         ('parts', 'step totals', 'fixed', 'off' or 'prior': physics only, extrapolated) and what it means."""
         self._check_fitted()
-        step = pd.DataFrame(
-            {
-                "coefficient": list(NAMES),
-                VALUE: self.coef_.to_numpy(),
-                "prior": PRIOR,
-                PART: [c.part for c in COEFFICIENTS],
-                "calibrated_by": self.support_.to_numpy(),
-                "meaning": [c.meaning for c in COEFFICIENTS],
-            }
-        )
-        default, source = MemoryModel(), "parts" if self.memory_calibrated_ else "prior"
-        memory = pd.DataFrame(
-            {
-                "coefficient": ["activation_scale", "memory_overhead_gib"],
-                # to the MiB: an overhead fitted to a few bytes reads 0, not 2.9e-09 GiB
-                VALUE: [self.memory_.activation_scale, round(self.memory_.overhead / GIB, 3)],
-                "prior": [default.activation_scale, default.overhead / GIB],
-                PART: ["memory", "memory"],
-                "calibrated_by": [source, source],
-                "meaning": [
-                    "activations and logits over Korthikanti et al.'s bytes",
-                    "GiB per GPU besides the model (CUDA context, allocator, buffers)",
-                ],
-            }
-        )
-        return pd.concat([step, memory], ignore_index=True)
+        return coefficient_table(self)
 
 
 def _differs(target: Hardware, calibrated: Hardware) -> bool:
