@@ -30,38 +30,49 @@ class ReplayPlan:
 
 
 def plan_replay(graph: OpGraph) -> ReplayPlan:
-    """Levels by Kahn's algorithm on arrays; raises ValueError naming a few nodes if there is a cycle."""
+    """Levels by Kahn's algorithm; raises ValueError naming a few nodes if there is a cycle."""
     n = graph.n
     src, dst = graph.src, graph.dst
-    indeg = np.bincount(dst, minlength=n)
-    succ_order = np.argsort(src, kind="stable")
-    succ_ptr = np.searchsorted(src[succ_order], np.arange(n + 1))
-    frontier = np.flatnonzero(indeg == 0)
-    levels = []
-    while frontier.size:
-        levels.append(frontier)
-        edge_ids = succ_order[_ranges(succ_ptr[frontier], succ_ptr[frontier + 1])]
-        targets, counts = np.unique(dst[edge_ids], return_counts=True)
-        indeg[targets] -= counts
-        frontier = targets[indeg[targets] == 0]
-    perm = np.concatenate(levels) if levels else np.zeros(0, dtype=np.int64)
-    if len(perm) < n:
-        stuck = np.flatnonzero(indeg > 0)[:5]
+    depth, unresolved = _depths(n, src, dst)
+    if (unresolved > 0).any():
+        stuck = np.flatnonzero(unresolved > 0)[:5]
         names = graph.nodes[NAME].to_numpy()[stuck]
         raise ValueError(f"dependency cycle in the trace graph (e.g. nodes {stuck.tolist()}: {list(names)})")
+    perm = np.argsort(depth, kind="stable")  # by level, ascending node ids within one
+    sizes = np.bincount(depth)
     pos = np.empty(n, dtype=np.int64)
     pos[perm] = np.arange(n)
     new_dst = pos[dst]
     edge_perm = np.argsort(new_dst, kind="stable")
     new_dst = new_dst[edge_perm]
     ptr = np.searchsorted(new_dst, np.arange(n + 1))
-    bounds, a = [], 0
-    for level in levels:
-        b = a + len(level)
-        if ptr[a] < ptr[b]:
-            bounds.append((a, b, ptr[a], ptr[b], ptr[a:b] - ptr[a]))
-        a = b
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    edges_in = ptr[starts] < ptr[ends]  # levels whose nodes all lack predecessors need no step
+    spans = zip(*(x[edges_in].tolist() for x in (starts, ends, ptr[starts], ptr[ends])))
+    bounds = [(a, b, ea, eb, ptr[a:b] - ea) for a, b, ea, eb in spans]
     return ReplayPlan(perm=perm, edge_perm=edge_perm, src=pos[src[edge_perm]], bounds=bounds)
+
+
+def _depths(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(level of each node: its longest path from a node without predecessors, in-degree left
+    unresolved: > 0 only on or behind a cycle). A queue over plain lists: a trace's FIFO devices
+    make long chains, tens of thousands of levels of one or two nodes, where a NumPy step per level
+    cost 3 s on a real 34k-op trace and this walk costs 0.05 s."""
+    indeg = np.bincount(dst, minlength=n)
+    order = np.argsort(src, kind="stable")
+    succ, ptr = dst[order].tolist(), np.searchsorted(src[order], np.arange(n + 1)).tolist()
+    left, depth = indeg.tolist(), [0] * n
+    queue = np.flatnonzero(indeg == 0).tolist()
+    for v in queue:  # grows while it is walked: each node once, when its last predecessor is done
+        below = depth[v] + 1
+        for w in succ[ptr[v] : ptr[v + 1]]:
+            if depth[w] < below:
+                depth[w] = below
+            left[w] -= 1
+            if not left[w]:
+                queue.append(w)
+    return np.asarray(depth, dtype=np.int64), np.asarray(left, dtype=np.int64)
 
 
 def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
