@@ -104,15 +104,18 @@ def inspect_profiles(options: InspectOptions) -> InspectResult:
 def _inspect(path: str, options: InspectOptions) -> InspectedProfile:
     from extradeep.io.formats import KINETO, profile_format
 
+    trace = None
     if profile_format(path) == KINETO:
         from extradeep.io.kineto.inspect import inspect_trace
+        from extradeep.io.kineto.load import load
 
-        info = inspect_trace(path, options.settings, top=options.top)
+        trace = load(path)  # once, for the summary and the layout: a large trace takes seconds to parse
+        info = inspect_trace(path, options.settings, top=options.top, trace=trace)
     else:
         from extradeep.io.nsys.inspect import inspect_export
 
         info = inspect_export(path, options.settings, top=options.top)
-    info["parallel_layout"] = _layout(path, options)
+    info["parallel_layout"] = _layout(path, options, trace)
     return InspectedProfile(info)
 
 
@@ -138,12 +141,12 @@ def study_layout(infos: list[dict]) -> dict | None:
     return cluster_layout(pd.concat([runs, pd.DataFrame(places, index=runs.index)], axis=1), params)
 
 
-def _layout(path, options: InspectOptions) -> dict:
+def _layout(path, options: InspectOptions, trace=None) -> dict:
     """The layout fields one profile shows (JSON-ready), or the one-line problem."""
     from extradeep.io.parallel.layout import layout_json, read_layout
 
     try:
-        return layout_json(read_layout(path, options.settings, options.shape))
+        return layout_json(read_layout(path, options.settings, options.shape, trace))
     except InputError as exc:
         return {"problem": exc.problem}
 
