@@ -59,7 +59,11 @@ def profile_facts(path, settings=None, trace=None) -> ProfileFacts:
 def read_layout(path, settings=None, model: dict | None = None, trace=None) -> dict[str, Field]:
     """Layout fields of one profile (InputError naming the file when it cannot be read; ``trace``:
     a Kineto trace already read from ``path``)."""
-    facts = profile_facts(path, settings, trace)
+    return layout_fields(profile_facts(path, settings, trace), model)
+
+
+def layout_fields(facts: ProfileFacts, model: dict | None = None) -> dict[str, Field]:
+    """Layout fields of one profile's facts, with the reader's notes."""
     fields = infer_layout(facts, model)
     fields["notes"] = Field(list(facts.notes), "reader notes")
     return fields
