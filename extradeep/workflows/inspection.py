@@ -87,32 +87,36 @@ def inspect_profiles(options: InspectOptions) -> InspectResult:
             result.problems.append(f"{given}: no profiles in this folder (nor below it)")
         paths += found
     result.found = len(paths)
+    facts = {}  # path -> ProfileFacts: read once, for a profile's layout and its run's
     for path in paths:
         try:
-            result.profiles.append(_inspect(path, options))
+            result.profiles.append(_inspect(path, options, facts))
         except InputError as exc:
             result.problems.append(str(exc))
     infos = [p.info for p in result.profiles]
     result.layout = study_layout(infos)
     if options.manifest or any(Path(g).is_dir() for g in options.paths):
-        _runs(options, result)
+        _runs(options, result, facts)
     if infos and options.analyses.asked:
         _analyses(options, result)
     return result
 
 
-def _inspect(path: str, options: InspectOptions) -> InspectedProfile:
+def _inspect(path: str, options: InspectOptions, facts: dict) -> InspectedProfile:
     from extradeep.io.formats import KINETO, profile_format
 
+    trace = None
     if profile_format(path) == KINETO:
         from extradeep.io.kineto.inspect import inspect_trace
+        from extradeep.io.kineto.load import load
 
-        info = inspect_trace(path, options.settings, top=options.top)
+        trace = load(path)  # once, for the summary and the layout: a large trace takes seconds to parse
+        info = inspect_trace(path, options.settings, top=options.top, trace=trace)
     else:
         from extradeep.io.nsys.inspect import inspect_export
 
         info = inspect_export(path, options.settings, top=options.top)
-    info["parallel_layout"] = _layout(path, options)
+    info["parallel_layout"] = _layout(path, options, facts, trace)
     return InspectedProfile(info)
 
 
@@ -138,17 +142,19 @@ def study_layout(infos: list[dict]) -> dict | None:
     return cluster_layout(pd.concat([runs, pd.DataFrame(places, index=runs.index)], axis=1), params)
 
 
-def _layout(path, options: InspectOptions) -> dict:
-    """The layout fields one profile shows (JSON-ready), or the one-line problem."""
-    from extradeep.io.parallel.layout import layout_json, read_layout
+def _layout(path, options: InspectOptions, facts: dict, trace=None) -> dict:
+    """The layout fields one profile shows (JSON-ready), or the one-line problem; its facts are kept
+    in ``facts`` for the runs' layouts."""
+    from extradeep.io.parallel.layout import layout_fields, layout_json, profile_facts
 
     try:
-        return layout_json(read_layout(path, options.settings, options.shape))
+        facts[path] = profile_facts(path, options.settings, trace)
+        return layout_json(layout_fields(facts[path], options.shape))
     except InputError as exc:
         return {"problem": exc.problem}
 
 
-def _runs(options: InspectOptions, result: InspectResult) -> None:
+def _runs(options: InspectOptions, result: InspectResult, facts: dict) -> None:
     """Each run's layout, of the folders or the manifest given."""
     from extradeep.io.discover import manifest_runs, param_columns, parse_aliases, runs_from_names
     from extradeep.io.parallel.layout import RUN_FIELDS, TOKEN_ALIASES, run_layouts
@@ -164,7 +170,8 @@ def _runs(options: InspectOptions, result: InspectResult) -> None:
         return
     if runs.empty:
         return
-    layouts, _ = run_layouts(runs, options.settings, options.shape, "manifest" if options.manifest else "file name")
+    named_by = "manifest" if options.manifest else "file name"
+    layouts, _ = run_layouts(runs, options.settings, options.shape, named_by, facts)
     result.runs = layouts
     result.run_params = [c for c in param_columns(runs) if c not in RUN_FIELDS and c not in TOKEN_ALIASES]
 

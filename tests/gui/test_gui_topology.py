@@ -5,9 +5,6 @@ the layout (GPUs per node, nodes per configuration) and the one-node warning und
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -28,13 +25,12 @@ def study(folder, ranks, topology, signals="all"):
 
 
 def cli_predictions(folder, tmp_path, points="32,64") -> dict:
+    """`extradeep model --predict` (in this process: a fresh interpreter would add only its start-up)."""
+    from extradeep.cli import main
+
     out = tmp_path / "model.json"
-    subprocess.run(
-        [sys.executable, "-m", "extradeep", "model", str(folder), "--predict", points, "--json", str(out)],
-        check=True,
-        capture_output=True,
-        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},
-    )
+    argv = ["model", str(folder), "--predict", points, "--json", str(out), "--cache-dir", str(tmp_path / "cache")]
+    assert main(argv) == 0
     rows = json.loads(out.read_text())["predictions"]
     return {float(r["point"]["ranks"]): r["value"] for r in rows if r["quantity"] == "epoch time"}
 

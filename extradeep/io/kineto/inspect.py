@@ -22,10 +22,11 @@ from extradeep.io.kineto.placement import trace_placement
 from extradeep.io.settings import ReaderSettings
 
 
-def inspect_trace(path, settings=None, top: int = 10) -> dict:
-    """Summary of one Kineto trace as a dict; InputError (naming the file) when it cannot be read."""
+def inspect_trace(path, settings=None, top: int = 10, trace=None) -> dict:
+    """Summary of one Kineto trace as a dict; InputError (naming the file) when it cannot be read.
+    ``trace``: the file already read (`load`), so that it is not parsed again."""
     settings = ReaderSettings.from_any(settings)
-    trace = load(path)
+    trace = load(path) if trace is None else trace
     try:
         nvtx = kt.nvtx_table(trace)
         gpu = kt.gpu_tables(trace, settings.kernel_names)

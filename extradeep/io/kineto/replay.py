@@ -101,8 +101,8 @@ def _gpu(trace: KinetoTrace, pid: int) -> pd.DataFrame:
     kernel = (g[KIND] == "kernel").to_numpy()
     names = np.where(
         kernel,
-        g[NAME].map(kt.short_kernel_name),
-        np.where(g[KIND] == "memcpy", g[NAME].map(kt.memcpy_region), cat.MEMSET_NAME),
+        kt.per_distinct_name(kt.short_kernel_name, g[NAME]),
+        np.where(g[KIND] == "memcpy", kt.per_distinct_name(kt.memcpy_region, g[NAME]), cat.MEMSET_NAME),
     )
     category = np.where(kernel, cat.kernel_categories(names), cat.MEMORY)
     nccl_bytes = np.where(kernel & (category == cat.COMMUNICATION), g["msg_bytes"], 0)

@@ -51,6 +51,13 @@ def short_kernel_name(name: str) -> str:
     return short or name
 
 
+def per_distinct_name(rename, names: pd.Series) -> pd.Series:
+    """``names.map(rename)`` with ``rename`` called once per distinct name: a trace repeats a few
+    hundred kernel names thousands of times, and short_kernel_name walks each signature in Python."""
+    distinct = names.unique()
+    return names.map(dict(zip(distinct, map(rename, distinct))))
+
+
 def memcpy_region(name: str) -> str:
     """`Memcpy HtoD (Host -> Device)` -> `[CUDA memcpy HtoD]`, the nsys label."""
     m = _MEMCPY.match(name)
@@ -76,9 +83,9 @@ def gpu_tables(trace: KinetoTrace, kernel_names: str = "short") -> dict[str, pd.
     for kind in ("kernel", "memcpy", "memset"):
         f = gpu[(gpu[KIND] == kind).to_numpy()]
         if kind == "kernel":
-            names = f[NAME].map(short_kernel_name) if kernel_names == "short" else f[NAME]
+            names = per_distinct_name(short_kernel_name, f[NAME]) if kernel_names == "short" else f[NAME]
         elif kind == "memcpy":
-            names = f[NAME].map(memcpy_region)
+            names = per_distinct_name(memcpy_region, f[NAME])
         else:
             names = pd.Series(cat.MEMSET_NAME, index=f.index, dtype=object)
         frame = pd.DataFrame(

@@ -37,9 +37,10 @@ CUDA_DEVICE_TYPE = 1
 _CPU_OP_RX = re.compile("Checkpoint|checkpoint|FSDP|DeepSpeed|Pipe|recompute")
 
 
-def kineto_facts(path, settings=None) -> ProfileFacts:
+def kineto_facts(path, settings=None, trace=None) -> ProfileFacts:
+    """The facts of one Kineto trace (``trace``: the file already read, so that it is not parsed again)."""
     settings = ReaderSettings.from_any(settings)
-    trace = load(path)
+    trace = load(path) if trace is None else trace
     facts = ProfileFacts(str(path), "kineto", rank=trace.rank, world=trace.world_size)
     facts.rank_source = "Kineto distributedInfo.rank" if trace.rank is not None else ""
     facts.world_source = "Kineto distributedInfo.world_size" if trace.world_size is not None else ""

@@ -44,20 +44,26 @@ TOKEN_ALIASES = {"ranks": GPUS, "mbs": MICRO_BATCH, "nmb": MICRO_BATCHES, "vpp":
 RUN_FIELDS = (GPUS, *LAYOUT_FIELDS)
 
 
-def profile_facts(path, settings=None) -> ProfileFacts:
-    """The facts of one profile, read by the reader its first bytes call for."""
-    if profile_format(path) == KINETO:
+def profile_facts(path, settings=None, trace=None) -> ProfileFacts:
+    """The facts of one profile, read by the reader its first bytes call for (``trace``: a Kineto
+    trace already read from ``path``)."""
+    if trace is not None or profile_format(path) == KINETO:
         from extradeep.io.parallel.facts_kineto import kineto_facts
 
-        return kineto_facts(path, settings)
+        return kineto_facts(path, settings, trace)
     from extradeep.io.parallel.facts_nsys import nsys_facts
 
     return nsys_facts(path, settings)
 
 
-def read_layout(path, settings=None, model: dict | None = None) -> dict[str, Field]:
-    """Layout fields of one profile (InputError naming the file when it cannot be read)."""
-    facts = profile_facts(path, settings)
+def read_layout(path, settings=None, model: dict | None = None, trace=None) -> dict[str, Field]:
+    """Layout fields of one profile (InputError naming the file when it cannot be read; ``trace``:
+    a Kineto trace already read from ``path``)."""
+    return layout_fields(profile_facts(path, settings, trace), model)
+
+
+def layout_fields(facts: ProfileFacts, model: dict | None = None) -> dict[str, Field]:
+    """Layout fields of one profile's facts, with the reader's notes."""
     fields = infer_layout(facts, model)
     fields["notes"] = Field(list(facts.notes), "reader notes")
     return fields

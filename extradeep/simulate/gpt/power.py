@@ -41,12 +41,18 @@ def activity_steps(gpu_rows: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     if len(edges) < 2:
         return np.asarray(edges, float), np.zeros(max(len(edges) - 1, 0))
     edges = np.asarray(edges, float)
-    compute = np.zeros(len(edges) - 1)
-    comm = np.zeros(len(edges) - 1)
-    for r in gpu_rows:
-        lo, hi = np.searchsorted(edges, r[START]), np.searchsorted(edges, r[END])
-        (comm if r["comm"] else compute)[lo:hi] += 1
+    lo = np.searchsorted(edges, np.asarray([r[START] for r in gpu_rows], float))
+    hi = np.searchsorted(edges, np.asarray([r[END] for r in gpu_rows], float))
+    is_comm = np.asarray([bool(r["comm"]) for r in gpu_rows])
+    compute, comm = _running(lo[~is_comm], hi[~is_comm], len(edges)), _running(lo[is_comm], hi[is_comm], len(edges))
     return edges, np.where(compute > 0, 1.0, np.where(comm > 0, COMM_ACTIVITY, 0.0))
+
+
+def _running(lo: np.ndarray, hi: np.ndarray, n_edges: int) -> np.ndarray:
+    """How many of the intervals [edges[lo], edges[hi]) cover each of the n_edges - 1 gaps between
+    edges: +1 where one starts, -1 where it ends, summed up (a slice += 1 per row took seconds)."""
+    delta = np.bincount(lo, minlength=n_edges) - np.bincount(hi, minlength=n_edges)
+    return np.cumsum(delta)[:-1]
 
 
 def mean_activity(edges: np.ndarray, level: np.ndarray, lo: float, hi: float) -> float:

@@ -126,7 +126,7 @@ class RankTimeline:
     @classmethod
     def of(cls, run: SimulatedRun, rank: int) -> RankTimeline:
         g, rec = run.graph, run.records_of(rank)
-        start, end = g.start, g.end
+        start, end = g.start.tolist(), g.end.tolist()  # plain floats: indexing an array per record took seconds
         gpu = [
             {
                 "stream": sid,
@@ -180,7 +180,7 @@ class RankTimeline:
         return cls(rank, gpu, runtime, ranges, memory, syncs, steps)
 
 
-def _memory(records: list, rank: int, start: np.ndarray, end: np.ndarray) -> list[dict]:
+def _memory(records: list, rank: int, start: list, end: list) -> list[dict]:
     """Allocation events of a rank in time order with the running total (frees before allocations
     at the same instant, as a freed block is reused)."""
     rows = [
