@@ -406,9 +406,10 @@ class LayoutModel:
 
     def _extrapolated(self, frame: pd.DataFrame, features) -> np.ndarray:
         """Per layout, the uncalibrated coefficients that move its step by >= 5%, 'gpus' beyond the
-        largest calibrated count, 'h/t=128' for GEMMs narrower than any observed, 'dp across nodes' ('tp ...') where its data- (tensor-) parallel
-        collectives cross nodes and no observation's did, and each ZeRO stage, recomputation or
-        schedule that no observation used (comma-separated; empty when everything is backed by data)."""
+        largest calibrated count, 'h/t=128' for GEMMs narrower than any observed, 'dp across nodes'
+        ('tp ...') where its data- (tensor-) parallel collectives cross nodes and no observation's
+        did, and each ZeRO stage, recomputation or schedule that no observation used
+        (comma-separated; empty when everything is backed by data)."""
         prior = [j for j, name in enumerate(NAMES) if self.support_[name] == "prior"]
         pieces = []
         if prior:
