@@ -44,7 +44,7 @@ from extradeep.layouts.search import best_layout, pareto_front, why_none
 from extradeep.report.html import STYLE
 from extradeep.report.html import _table as html_table
 from extradeep.report.layout_figures import FEASIBLE, INFEASIBLE, heatmap_cells, heatmap_figure, pareto_figure
-from extradeep.report.layouts import LAYOUT_HEADERS, layout_cells, outcome_cells
+from extradeep.report.layouts import LAYOUT_HEADERS, layout_cells, outcome_cells, runs_to_profile
 from extradeep.report.plots import figure_bytes
 from extradeep.report.text import format_value
 
@@ -92,6 +92,9 @@ def best_text(table: pd.DataFrame) -> str:
     )
     if best["extrapolated"]:
         text += f" Extrapolated: {best['extrapolated']}."
+        runs = runs_to_profile(best["extrapolated"])
+        if runs:
+            text += f" To measure it, profile {'; '.join(runs)}."
     if best["estimate"]:
         text += " An estimate on other hardware than the calibration's."
     return text

@@ -139,6 +139,9 @@ def search_text(model, table: pd.DataFrame) -> str:
             )
         detail = f"{best[RUN_TIME]:.4g} {unit} [{best[TIME_LOW]:.3g}, {best[TIME_HIGH]:.3g}]{money}"
         parts.append(section(f"Best by {objective} under the limits", f"{text}: {detail}{_note(best, ' (')}"))
+        runs = runs_to_profile(best["extrapolated"])
+        if runs:
+            parts.append(section("What to profile next", "\n".join([*(f"- {r}" for r in runs), PLAN_HINT])))
     unfit = table[~table[FITS]]
     if len(unfit):
         examples = "; ".join(unfit["reason"].drop_duplicates().head(3))
@@ -155,3 +158,28 @@ def _note(r, prefix: str = "") -> str:
     if not notes:
         return ""
     return f"{prefix}{'; '.join(notes)})" if prefix else "; ".join(notes)
+
+
+# what a profiled run would measure that the best layout now extrapolates (its `extrapolated` notes)
+MEASURES = {
+    "dp across nodes": "one run whose data-parallel group spans two nodes (the network's share of DP is physics alone)",
+    "tp across nodes": "one run whose tensor-parallel group spans two nodes",
+    "h/t=": "one run with GEMMs as narrow (hidden / t = {value}): thin GEMMs are extrapolated",
+    f"{ZERO}=": "one run with ZeRO stage {value}",
+    f"{RECOMPUTE}=": "one run with recomputation {value}",
+    f"{SCHEDULE}=": "one run with the {value} schedule",
+}
+
+
+PLAN_HINT = "(`extradeep plan --layout-model` chooses the runs that pin down most per GPU-hour)"
+
+
+def runs_to_profile(extrapolated) -> list[str]:
+    """The runs that would turn a layout's extrapolations into measurements; none when it leans
+    only on the GPU count (as every prediction beyond the profiles does) or on nothing."""
+    runs = []
+    for note in filter(None, str(extrapolated or "").split(",")):
+        for key, text in MEASURES.items():
+            if note == key or (key.endswith("=") and note.startswith(key)):
+                runs.append(text.format(value=note.partition("=")[2]))
+    return list(dict.fromkeys(runs))

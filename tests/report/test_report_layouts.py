@@ -14,3 +14,33 @@ from extradeep.report.layouts import error_percent
 def test_error_percent_is_short_at_any_size(value, text):
     """A step time of 1e-300 ms in a table once printed its fit error as a 300-digit number."""
     assert error_percent(value) == text
+
+
+def test_the_search_says_what_to_profile_for_what_its_best_layout_extrapolates(published):
+    """Calibrated on vTrain's single node, the best 256-GPU layout of GPT 18.4B leans on DP across
+    nodes, which no run measured: the text names the run that would. Calibrated on the multi-node
+    runs as well, it measured that, and says nothing of it."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from extradeep.layouts.model import LayoutModel
+    from extradeep.layouts.search import best_layout, search_layouts
+    from extradeep.layouts.validation import VTRAIN_CLUSTER, vtrain_tables
+    from extradeep.layouts.workload import TransformerShape
+    from extradeep.report.layout_html import best_text
+    from extradeep.report.layouts import MEASURES, search_text
+
+    folder = Path(published("vtrain_multi_node.csv")).parent
+    single, multi = vtrain_tables(folder)
+    shape = TransformerShape(layers=40, hidden=6144, heads=48, seq_len=2048)
+    line = MEASURES["dp across nodes"]
+    for observed, crossed in ((single, False), (pd.concat([single, multi], ignore_index=True), True)):
+        model = LayoutModel(hardware=VTRAIN_CLUSTER, interval=None).fit(observed)
+        table = search_layouts(model, shape, [256], 1024, hardware=VTRAIN_CLUSTER)
+        leans = "dp across nodes" in best_layout(table)["extrapolated"]
+        assert leans is not crossed
+        text = search_text(model, table)
+        assert (line in text) is leans
+        assert ("What to profile next" in text) or crossed
+        assert (line in best_text(table)) is leans  # the HTML report and the GUI's layouts tab
