@@ -290,26 +290,23 @@ def step_times(graph: OpGraph, result: ReplayResult, trace: RunTrace) -> pd.Data
         out = pd.DataFrame({MEASURED: g["me"].max() - g["ms"].min(), REPLAYED: g["re"].max() - g["rs"].min()})
         out = out.reset_index().assign(step_id=-1, warmup=False, epoch=-1, phase="span", step=-1)
     else:
-        mk = n[n[ROLE] == "marker"]
-        frame = pd.DataFrame(
-            {
-                STEP_ID: mk[STEP].to_numpy(),
-                "edge": mk[NAME].to_numpy(),
-                "m": mk[START].to_numpy(),
-                "r": result.start[mk.index],
-            }
-        )
-        wide = frame.pivot_table(index=STEP_ID, columns="edge", values=["m", "r"])
-        out = pd.DataFrame(
-            {
-                MEASURED: wide[("m", "step_end")] - wide[("m", "step_start")],
-                REPLAYED: wide[("r", "step_end")] - wide[("r", "step_start")],
-            }
-        ).reset_index()
+        marks = n[n[ROLE] == "marker"]
+        out = step_spans(graph, {MEASURED: marks[START].to_numpy(), REPLAYED: result.start[marks.index]})
         out = out.merge(trace.steps[[STEP_ID, RANK, WARMUP, EPOCH, PHASE, STEP]], on=STEP_ID)
     out["error"] = (out[REPLAYED] - out[MEASURED]) / out[MEASURED]
     cols = ["rank", "step_id", "warmup", "epoch", "phase", "step", "measured", "replayed", "error"]
     return out[cols].sort_values([WARMUP, EPOCH, PHASE, STEP, RANK]).reset_index(drop=True)
+
+
+def step_spans(graph: OpGraph, starts: dict) -> pd.DataFrame:
+    """Per step mark pair: ``step_id`` and, per entry of ``starts`` (name -> the step marker nodes'
+    start times, in the order of the graph's marker rows), the step's end mark minus its start mark.
+    One pivot for every entry: pandas reduces each column on its own."""
+    marks = graph.nodes[graph.nodes[ROLE] == "marker"]
+    names = list(starts)
+    frame = pd.DataFrame({STEP_ID: marks[STEP].to_numpy(), "edge": marks[NAME].to_numpy(), **starts})
+    wide = frame.pivot_table(index=STEP_ID, columns="edge", values=names)
+    return pd.DataFrame({c: wide[(c, "step_end")] - wide[(c, "step_start")] for c in names}).reset_index()
 
 
 def _summary(wsteps: pd.DataFrame, sums: pd.DataFrame) -> pd.DataFrame:
