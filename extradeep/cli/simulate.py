@@ -178,10 +178,11 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument(
         "--algorithm",
-        choices=("ring", "tree", "hierarchical", "auto"),
+        choices=("ring", "tree", "hierarchical", "auto", "auto-one-nic"),
         default=None,
         help="collective algorithm with --system (default: ring; with --gpt auto, the faster of ring and tree "
-        "per collective as NCCL's tuner picks)",
+        "per collective as NCCL's tuner picks, its channels crossing nodes through every member's NIC; "
+        "auto-one-nic: each ring through one NIC)",
     )
     parser.add_argument(
         "--signals",

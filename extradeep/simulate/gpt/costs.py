@@ -6,8 +6,12 @@ that makes a tensor-parallel slice of a GEMM slower per FLOP), elementwise kerne
 bandwidth; every kernel has a fixed few microseconds of ramp-up. Collectives over a process group cost
 :func:`extradeep.system.cost_features` on the system's link classes for the group's actual placement
 (members per node, nodes spanned) plus NCCL's launch time, with the faster of ring and tree as
-NCCL's tuner chooses by message size (or one algorithm when asked); a point-to-point transfer costs the
-latency and bandwidth of the link between its two GPUs.
+NCCL's tuner chooses by message size (or one algorithm when asked). NCCL runs each collective on
+several channels, and on multi-NIC nodes each channel crosses nodes through another member's NIC, so
+that a group with k members per node moves its inter-node bytes k NICs at a time ("auto"; vTrain's
+measured multi-node runs fit this, and not one NIC per ring, which they would need 8x faster than
+physics). "auto-one-nic" keeps every ring's inter-node traffic on one NIC. A point-to-point transfer
+costs the latency and bandwidth of the link between its two GPUs.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ from extradeep.system import System, cost_features
 KERNEL_FIXED_NS = 4_000.0  # ramp-up and tail of a GEMM
 ELEMENTWISE_FIXED_NS = 2_500.0
 NCCL_LAUNCH_NS = 4_000.0
+# "auto": the faster of ring and tree, channels spread over the members' NICs; ONE_NIC: one NIC per ring
+SIM_ALGORITHMS = ("auto", "auto-one-nic")
+ONE_NIC = SIM_ALGORITHMS[1]
 GEMM_HALF_SIZE = 96.0  # a GEMM dimension of this size reaches half the efficiency of a huge one
 ACT_BYTES = 2  # bf16 activations
 
@@ -35,7 +42,7 @@ class Costs:
     gpu: GPU
     layout: ParallelLayout
     system: System
-    algorithm: str = "auto"  # "auto": the faster of ring and tree per collective, as NCCL's tuner picks
+    algorithm: str = "auto"  # one of SIM_ALGORITHMS or system.ALGORITHMS
 
     # -- compute ------------------------------------------------------------------------------
     def gemm(self, m: float, n: float, k: float) -> float:
@@ -169,7 +176,11 @@ def _collective_ns(system: System, algorithm: str, kind: str, members: tuple, nb
     if n <= 1:
         return NCCL_LAUNCH_NS
     g = system.gpus_per_node
-    per_node = np.bincount(np.asarray(members) // g).max()
-    choices = ("ring", "tree") if algorithm == "auto" else (algorithm,)  # auto: NCCL's tuner takes the faster
-    seconds = min(float((cost_features(kind, a, n, nbytes, int(per_node)) @ system.coefficients())[0]) for a in choices)
+    counts = np.bincount(np.asarray(members) // g)
+    per_node = counts.max()
+    choices = ("ring", "tree") if algorithm in SIM_ALGORITHMS else (algorithm,)  # NCCL's tuner takes the faster
+    scale = system.coefficients()
+    if algorithm == "auto" and (counts > 0).sum() > 1:  # channels through every member's NIC; the thinnest node paces
+        scale = scale * np.array([1.0, 1.0, 1.0, 1.0 / counts[counts > 0].min()])
+    seconds = min(float((cost_features(kind, a, n, nbytes, int(per_node)) @ scale)[0]) for a in choices)
     return NCCL_LAUNCH_NS + seconds * 1e9

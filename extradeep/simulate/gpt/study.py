@@ -21,6 +21,7 @@ import pandas as pd
 from extradeep.errors import InputError
 from extradeep.simulate.gpt import memory as mem
 from extradeep.simulate.gpt.config import FRAMEWORKS, GPTModel, ParallelLayout, load_gpu, parse_layout
+from extradeep.simulate.gpt.costs import SIM_ALGORITHMS
 from extradeep.simulate.gpt.kineto_writer import write_kineto_rank
 from extradeep.simulate.gpt.nsys_writer import NCCL_NVTX, write_nsys_rank
 from extradeep.simulate.gpt.run import simulate_run
@@ -206,8 +207,8 @@ def _check(layouts, formats, repetitions, steps, noise, nccl_nvtx, algorithm, fr
         problems.append(f"noise must be three sigmas >= 0, not {noise!r}")
     if nccl_nvtx not in NCCL_NVTX:
         problems.append(f"nccl_nvtx must be one of {', '.join(NCCL_NVTX)}, not {nccl_nvtx!r}")
-    if algorithm not in (*ALGORITHMS, "auto"):
-        problems.append(f"algorithm must be auto or one of {', '.join(ALGORITHMS)}, not {algorithm!r}")
+    if algorithm not in (*SIM_ALGORITHMS, *ALGORITHMS):
+        problems.append(f"algorithm must be one of {', '.join((*SIM_ALGORITHMS, *ALGORITHMS))}, not {algorithm!r}")
     if framework not in FRAMEWORKS:
         problems.append(f"framework must be one of {', '.join(FRAMEWORKS)}, not {framework!r}")
     too_big = [x.label() for x in layouts if x.world > MAX_FILE_WORLD]
@@ -252,13 +253,14 @@ STUDY_TRUTH = (
 )
 
 
-def simulate_study(folder, seed: int = 1) -> Path:
+def simulate_study(folder, seed: int = 1, algorithm: str = "auto") -> Path:
     """Write the study of STUDY_PROFILED (Kineto traces, 3 steps, the simulator's default noise) with
-    the truth of STUDY_TRUTH into ``folder``, on A100-80GB GPUs of dgx-8-nvswitch nodes."""
+    the truth of STUDY_TRUTH into ``folder``, on A100-80GB GPUs of dgx-8-nvswitch nodes, collectives
+    crossing nodes as ``algorithm`` says."""
     from extradeep.simulate.gpt.config import GPTModel
     from extradeep.simulate.gpt.study import simulate_gpt
 
     model = GPTModel(**STUDY_MODEL)
-    kept = {"formats": ("kineto",), "steps": 3, "flows": False, "seed": seed}
+    kept = {"formats": ("kineto",), "steps": 3, "flows": False, "seed": seed, "algorithm": algorithm}
     simulate_gpt(folder, list(STUDY_PROFILED), model=model, truth_layouts=list(STUDY_TRUTH), **kept)
     return Path(folder)
