@@ -174,3 +174,6 @@ REGION_GROUP = "group"
 OVERLAP, UNEXPLAINED = "overlap", "unexplained"
 # a reader's per-step sums before aggregation (extradeep.aggregate.medians): the file a row was read from
 FILE = "file"
+
+# Megatron DDP's default gradient bucket (parameters): the simulator's buckets and the layout model's
+GRADIENT_BUCKET_PARAMS = 40_000_000

@@ -33,7 +33,8 @@ from extradeep.layouts.workload import LARGEST_WHOLE, TransformerShape, load_tra
 class LayoutStudy:
     """What a layout study asks. Calibration: ``profiles`` (files or folders), ``tables`` (CSV
     paths), ``hardware`` they ran on (file, preset or Hardware), ``aliases``/``manifest`` for the
-    profiles' layout columns, ``dp_overlap``. Search (only with ``model``): ``gpus`` (GPU counts),
+    profiles' layout columns, ``dp_overlap``, ``grad_overlap`` (whether ZeRO 0-1 reduce gradient
+    buckets during the last backward pass: select, none or buckets; the layout model's). Search (only with ``model``): ``gpus`` (GPU counts),
     ``global_batch``, ``samples_per_epoch`` (time per epoch instead of per step), ``search_hardware``
     (GPU types to search; default the calibration's), the choices to enumerate, ``objective``,
     ``max_time`` (seconds) / ``max_cost``, and prices that override the hardware files'."""
@@ -46,6 +47,7 @@ class LayoutStudy:
     aliases: object = None
     manifest: object = None
     dp_overlap: float = 0.0
+    grad_overlap: str = "select"
     gpus: list = field(default_factory=list)
     global_batch: int | None = None
     samples_per_epoch: float | None = None
@@ -162,7 +164,8 @@ def run_layout_study(study: LayoutStudy, progress: Callable | None = None) -> La
         parts, runs, problems = measured.parts, measured.runs, measured.problems
         hardware = measured.hardware(hardware)  # the profiled GPU's memory, where they record it
     report(2, 4, "calibrating the layout model")
-    model = LayoutModel(hardware=hardware, dp_overlap=study.dp_overlap).fit(observations, parts)
+    model = LayoutModel(hardware=hardware, dp_overlap=study.dp_overlap, grad_overlap=study.grad_overlap)
+    model = model.fit(observations, parts)
     power = PowerModel().fit(model, measured.power if measured is not None else None)
     table = None
     if shape is not None:

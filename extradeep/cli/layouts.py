@@ -55,6 +55,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     calibrate.add_argument(
         "--dp-overlap", type=float, default=0.0, metavar="F", help="share of DP sync hidden under backward (default 0)"
     )
+    calibrate.add_argument(
+        "--grad-overlap",
+        choices=("select", "none", "buckets"),
+        default="select",
+        help="whether ZeRO 0-1 reduce gradient buckets during the last backward pass (PyTorch DDP, Megatron's "
+        "--overlap-grad-reduce): buckets; after it (Megatron and DeepSpeed defaults): none; select (default): "
+        "what the profiles show, else none",
+    )
     search = parser.add_argument_group("search")
     search.add_argument("--model", metavar="TOML", help="model description: layers, hidden, heads, seq-len, vocab, ...")
     search.add_argument("--gpus", metavar="N,N,...", help="GPU counts to search (e.g. 64,128,256 or 64:512:64)")
@@ -102,6 +110,7 @@ def options_from_args(args):
         alias=tuple(args.alias or ()),
         manifest=args.manifest,
         dp_overlap=args.dp_overlap,
+        grad_overlap=args.grad_overlap,
         gpus=args.gpus,
         global_batch=args.global_batch,
         samples_per_epoch=args.samples_per_epoch,

@@ -38,7 +38,8 @@ def sensitivities(frame: pd.DataFrame, model: LayoutModel, parts: bool = True) -
     coef = model.coef_.to_numpy() if hasattr(model, "coef_") else PRIOR.copy()
     hardware = model.hardware_ if hasattr(model, "hardware_") else _hardware(model)
     algorithm = getattr(model, "algorithm_", "hierarchical")  # how the fitted model crosses nodes
-    features = nominal_features(layout_frame(frame, source="candidates"), hardware, algorithm)
+    overlap = getattr(model, "grad_overlap_", "none") == "buckets"
+    features = nominal_features(layout_frame(frame, source="candidates"), hardware, algorithm, overlap)
 
     def rows(c):
         out = compose(features, c, model.dp_overlap)

@@ -14,6 +14,11 @@ from extradeep.layouts.parts import COEFFICIENTS, NAMES, PRIOR
 
 # how collectives cross nodes when no observed collective did (the interval spans the other way too)
 ASSUMED = ", assumed: no measured collective crossed nodes"
+OVERLAP_TEXT = {
+    "none": "charged in full after the backward pass",
+    "buckets": "buckets reduced during the last backward pass; the step waits max(last bucket, C - window)",
+}
+OVERLAP_ASSUMED = ", assumed: no observed run reduced ZeRO 0-1 gradients across a data-parallel group"
 
 
 def formula_text(model, digits: int = 3) -> str:
@@ -36,6 +41,8 @@ def formula_text(model, digits: int = 3) -> str:
             f"p2p, dp_sync = {c['tp8']} x intra-node + {c['network']} x inter-node nominal time "
             f"({model.algorithm_} collectives{'' if model.algorithm_measured_ else ASSUMED}) "
             f"(overlap = {model.dp_overlap:g})",
+            f"ZeRO 0-1 gradient reduction: {OVERLAP_TEXT[model.grad_overlap_]}"
+            f"{'' if model.forms_measured_['grad_overlap'] else OVERLAP_ASSUMED}",
             f"optimizer = {c['optimizer']} * Adam bytes / HBM bandwidth + {c['step_constant']} s",
         ]
     )

@@ -44,6 +44,7 @@ from extradeep.columns import (
 from extradeep.errors import InputError
 from extradeep.layouts.explain import coefficient_table, formula_text
 from extradeep.layouts.fit_steps import as_columns, forward_differences, part_residuals
+from extradeep.layouts.forms import alternatives, check_forms, choose_forms
 from extradeep.layouts.hardware import Hardware, load_hardware
 from extradeep.layouts.interval import (
     TRANSFER_SPREAD,
@@ -57,7 +58,6 @@ from extradeep.layouts.interval import (
 from extradeep.layouts.memory import MemoryModel, fit_reasons
 from extradeep.layouts.parts import (
     COEFFICIENTS,
-    COLLECTIVE_ALGORITHMS,
     NAMES,
     PRIOR,
     STEP_PARTS,
@@ -91,7 +91,10 @@ class LayoutModel:
     'nccl' or 'select', the better fit of the two when an observed TP or DP collective crosses
     nodes, else hierarchical and assumed; fitted as ``algorithm_``, with ``algorithm_measured_``
     False when assumed: the interval then spans the other form), ``optional`` (names of
-    :data:`OPTIONAL` parts to fit; off otherwise)."""
+    :data:`OPTIONAL` parts to fit; off otherwise), ``grad_overlap`` (whether ZeRO 0-1 reduce
+    gradient buckets during the last backward pass: 'none', 'buckets' or 'select', the better fit
+    when some observation reduces ZeRO 0-1 gradients, else 'none' and assumed; fitted as
+    ``grad_overlap_``; :mod:`extradeep.layouts.forms`)."""
 
     def __init__(
         self,
@@ -108,6 +111,7 @@ class LayoutModel:
         fixed: dict | None = None,
         collective_algorithm: str = "select",
         optional: tuple = (),
+        grad_overlap: str = "select",
     ):
         self.hardware = hardware
         self.dp_overlap = dp_overlap
@@ -122,6 +126,7 @@ class LayoutModel:
         self.fixed = fixed
         self.collective_algorithm = collective_algorithm
         self.optional = optional
+        self.grad_overlap = grad_overlap
 
     # ----------------------------------------------------------------- fitting
     @blas_single_threaded()
@@ -133,11 +138,13 @@ class LayoutModel:
         if not 0 <= self.dp_overlap <= 1:
             raise InputError(None, f"must be between 0 and 1, got {self.dp_overlap!r}", field="dp_overlap")
         self._check_fixed()
+        check_forms(self)
         self.hardware_ = load_hardware(self.hardware)
         steps, part_rows, memory_rows = self._observations(observations, parts)
         calibrated = len(steps) or len(part_rows)
-        self.algorithm_, solved = self._algorithm(steps, part_rows)
-        self.algorithm_measured_ = self.collective_algorithm != "select" or solved is not None
+        self.forms_, self.forms_measured_, solved = choose_forms(self, steps, part_rows)
+        self.algorithm_, self.grad_overlap_ = self.forms_["algorithm"], self.forms_["grad_overlap"]
+        self.algorithm_measured_ = self.forms_measured_["algorithm"]
         if solved is None and calibrated:
             solved = self._solve(steps, part_rows)[0]
         self.coef_ = pd.Series(solved if calibrated else self._start(), index=list(NAMES))
@@ -176,42 +183,6 @@ class LayoutModel:
             raise InputError("observations", "step times must be finite and > 0 seconds")
         return steps, part_rows, memory_rows
 
-    def _algorithm(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> tuple[str, np.ndarray | None]:
-        """How collectives cross nodes (:data:`COLLECTIVE_ALGORITHMS`). 'select': the one that fits
-        the observations best when some of them span nodes (the network's behaviour is then
-        measured), else 'hierarchical' (NCCL's rings over every NIC, as on DGX-like clusters); with the
-        coefficients when choosing needed them (None otherwise)."""
-        choice = self.collective_algorithm
-        if choice != "select" and choice not in COLLECTIVE_ALGORITHMS:
-            raise InputError(
-                None,
-                f"unknown {choice!r}; one of select, {', '.join(COLLECTIVE_ALGORITHMS)}",
-                field="collective_algorithm",
-            )
-        if choice != "select":
-            return choice, None
-        if not self._crossing_observed(steps, part_rows):
-            return "hierarchical", None
-        solved = {name: self._solve(steps, part_rows, name) for name in COLLECTIVE_ALGORITHMS}
-        best = min(solved, key=lambda name: solved[name][1])
-        return best, solved[best][0]
-
-    def _crossing_observed(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> bool:
-        """Whether some observed tensor- or data-parallel collective crosses nodes, so that the two
-        algorithms predict it differently: runs that span nodes with only pipeline transfers between
-        them (or none) cannot tell how a collective crosses nodes."""
-        for rows in (steps, part_rows):
-            if not len(rows):
-                continue
-            inter = [
-                {k: nominal_features(rows, self.hardware_, name)[k] for k in ("tp_inter", "dp_inter")}
-                for name in COLLECTIVE_ALGORITHMS
-            ]
-            for key in ("tp_inter", "dp_inter"):
-                if not np.allclose(inter[0][key], inter[1][key], rtol=1e-3, atol=0.0):
-                    return True
-        return False
-
     def _crossed(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> set[str]:
         """The collectives ('tp', 'dp') whose group spanned nodes in some observation."""
         crossed = set()
@@ -229,7 +200,8 @@ class LayoutModel:
         return {"tp": t > g, "dp": (d > 1) & (t * d > g)}
 
     def _features(self, frame: pd.DataFrame, hardware: Hardware | None = None) -> dict:
-        return nominal_features(frame, self.hardware_ if hardware is None else hardware, self.algorithm_)
+        hardware = self.hardware_ if hardware is None else hardware
+        return nominal_features(frame, hardware, self.algorithm_, self.grad_overlap_ == "buckets")
 
     def _held(self) -> dict:
         """Coefficients held instead of fitted: ``fixed``, and the optional parts not asked for at 0."""
@@ -270,12 +242,12 @@ class LayoutModel:
             weights = weights * steps[WORKLOAD].map(self.workload_weights).fillna(1.0).to_numpy(float)
         return weights * len(steps) / weights.sum()
 
-    def _solve(self, steps: pd.DataFrame, part_rows: pd.DataFrame, algorithm: str | None = None):
-        """(coefficients, the robust loss at them) with ``algorithm`` (default: the fitted one)."""
-        algorithm = algorithm or self.algorithm_
+    def _solve(self, steps: pd.DataFrame, part_rows: pd.DataFrame, algorithm=None, grad_overlap=None):
+        """(coefficients, the robust loss at them) in the given forms (default: the fitted ones)."""
+        form = (algorithm or self.algorithm_, (grad_overlap or self.grad_overlap_) == "buckets")
         hardware = self.hardware_
-        step_features = nominal_features(steps, hardware, algorithm) if len(steps) else None
-        part_features = nominal_features(part_rows, hardware, algorithm) if len(part_rows) else None
+        step_features = nominal_features(steps, hardware, *form) if len(steps) else None
+        part_features = nominal_features(part_rows, hardware, *form) if len(part_rows) else None
         measured = np.log(steps[STEP_TIME].to_numpy(float)) if len(steps) else None
         root_weights = np.sqrt(self._weights(steps))
         free = np.array([name not in self._held() for name in NAMES])
@@ -398,10 +370,10 @@ class LayoutModel:
         for coef in self.fold_coefs_:
             other = compose(features, coef, self.dp_overlap)[PART_STEP]
             low, high = np.minimum(low, other), np.maximum(high, other)
-        if not self.algorithm_measured_:  # how collectives cross nodes is assumed: the interval spans both
-            for name in set(COLLECTIVE_ALGORITHMS) - {self.algorithm_}:
-                other = compose(nominal_features(frame, target, name), self.coef_.to_numpy(), self.dp_overlap)
-                low, high = np.minimum(low, other[PART_STEP]), np.maximum(high, other[PART_STEP])
+        for form in alternatives(self):  # a form nothing observed could tell: the interval spans the others
+            alt = nominal_features(frame, target, form["algorithm"], form["grad_overlap"] == "buckets")
+            other = compose(alt, self.coef_.to_numpy(), self.dp_overlap)
+            low, high = np.minimum(low, other[PART_STEP]), np.maximum(high, other[PART_STEP])
         return low, high
 
     def _extrapolated(self, frame: pd.DataFrame, features) -> np.ndarray:

@@ -45,6 +45,7 @@ import pandas as pd
 from extradeep.columns import (
     CHUNKS,
     DP,
+    GRADIENT_BUCKET_PARAMS,
     HEADS,
     HIDDEN,
     LAYERS,
@@ -64,10 +65,11 @@ from extradeep.layouts.workload import layer_parameters, padded_vocab
 from extradeep.system import cost_features
 
 # How collectives cross nodes: "hierarchical" (a ring inside each node, then one over the nodes with
-# 1/local of the message per GPU: NCCL's rings over every NIC of a node, as on DGX-like clusters) or
-# "nccl" (the faster of a flat ring and a tree per collective, paced by one GPU's share of the
-# network, as NCCL's tuner picks between them: modeling/collective.py's ring and tree).
-COLLECTIVE_ALGORITHMS = ("hierarchical", "nccl")
+# 1/local of the message per GPU, in phases), "nccl" (the faster of a flat ring and a tree per
+# collective, as NCCL's tuner picks between them, its channels crossing nodes through the NICs of
+# all the group's members on a node at once, pipelined with the links inside the node) or "one-nic"
+# (the same, each ring through one GPU's share of the network: modeling/collective.py's ring and tree).
+COLLECTIVE_ALGORITHMS = ("hierarchical", "nccl", "one-nic")
 TP_CLASSES = (2, 4, 8)  # tensor-parallel group sizes with their own link efficiency (NCCL's bus bandwidth varies)
 
 
@@ -139,10 +141,13 @@ NAMES = tuple(c.name for c in COEFFICIENTS)
 PRIOR = np.array([c.prior for c in COEFFICIENTS])
 
 
-def nominal_features(frame: pd.DataFrame, hardware: Hardware, algorithm: str = "hierarchical") -> dict[str, np.ndarray]:
+def nominal_features(
+    frame: pd.DataFrame, hardware: Hardware, algorithm: str = "hierarchical", overlap: bool = False
+) -> dict[str, np.ndarray]:
     """Nominal seconds and counts per layout (arrays in the order of ``frame``): per layer and
     micro-batch, per micro-batch and stage, and per step. ``frame`` is a checked layout frame;
-    ``algorithm`` one of :data:`COLLECTIVE_ALGORITHMS`."""
+    ``algorithm`` one of :data:`COLLECTIVE_ALGORITHMS`; ``overlap``: whether ZeRO 0-1 reduce
+    gradient buckets during the last backward pass."""
     col = {
         c: frame[c].to_numpy(float)
         for c in (TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, CHUNKS, LAYERS, HIDDEN, HEADS, SEQ_LEN, VOCAB)
@@ -191,7 +196,7 @@ def nominal_features(frame: pd.DataFrame, hardware: Hardware, algorithm: str = "
     logit_bytes = 3 * pb * (tokens * h + h * vocab / t + tokens * vocab / t) + 16 * tokens * vocab / t
 
     stage_params = layers / p * layer_parameters(h, f) / t + (vocab * h + s * h) / t
-    dp, beside = _dp_sync(stage_params, t, d, m, zero, forward_passes, g, system, pb, algorithm)
+    dp, beside, bucketed = _dp_sync(stage_params, t, d, m, zero, forward_passes, g, system, pb, algorithm)
     tied = np.where(
         p > 1, vocab * h / t * pb, 0.0
     )  # first and last stage sum the shared embedding's gradients (a ring of 2 moves them once)
@@ -221,6 +226,7 @@ def nominal_features(frame: pd.DataFrame, hardware: Hardware, algorithm: str = "
         # the passes of every micro-batch that ZeRO 2-3's per-layer traffic runs beside (prefetched
         # gathers in the forward and backward passes; reduce-scatters in the backward pass)
         "beside_passes": np.where(zero == 3, 1.0, (passes - 1.0) / passes) * m,
+        **_buckets(bucketed, layers / p, layer_parameters(h, f) / t, stage_params, passes, overlap),
         "optimizer": updated * (24 + pb + 2 * 2) / gpu.memory_bandwidth,
         "interleaved": frame[SCHEDULE].to_numpy() == "interleaved",
         "tp_calls": np.where(t > 1, allreduces, 0.0),
@@ -231,7 +237,8 @@ def nominal_features(frame: pd.DataFrame, hardware: Hardware, algorithm: str = "
 
 def _collective(kind: str, ranks, nbytes, local, system, algorithm: str) -> np.ndarray:
     """(n, 4) nominal seconds per link class: intra latency, intra volume, inter latency, inter
-    volume, of a hierarchical collective whose group has ``local`` GPUs per node."""
+    volume, of a collective (``algorithm``: :data:`COLLECTIVE_ALGORITHMS`) whose group has ``local``
+    GPUs per node."""
     ranks, nbytes, local = (np.broadcast_to(np.asarray(x, float), np.shape(ranks)) for x in (ranks, nbytes, local))
     out = np.zeros((len(ranks), 4))
     scale = np.array(
@@ -242,16 +249,19 @@ def _collective(kind: str, ranks, nbytes, local, system, algorithm: str) -> np.n
         if algorithm == "hierarchical":
             out[rows] = cost_features(kind, "hierarchical", ranks[rows], nbytes[rows], int(size)) * scale
             continue
-        ring = cost_features(kind, "ring", ranks[rows], nbytes[rows], int(size)) * scale
-        tree = cost_features(kind, "tree", ranks[rows], nbytes[rows], int(size)) * scale
+        # NCCL's channels cross nodes through every member's NIC; "one-nic" keeps each ring on one
+        spread = scale / np.array([1.0, 1.0, 1.0, size if algorithm == "nccl" else 1.0])
+        ring = cost_features(kind, "ring", ranks[rows], nbytes[rows], int(size)) * spread
+        tree = cost_features(kind, "tree", ranks[rows], nbytes[rows], int(size)) * spread
         out[rows] = np.where((tree.sum(axis=1) < ring.sum(axis=1))[:, None], tree, ring)
     return out
 
 
-def _dp_sync(params, t, d, m, zero, forward_passes, g, system, pb, algorithm) -> tuple[np.ndarray, np.ndarray]:
+def _dp_sync(params, t, d, m, zero, forward_passes, g, system, pb, algorithm) -> tuple[np.ndarray, ...]:
     """Nominal seconds per link class of one step's data-parallel synchronisation on one GPU: (all of
     it, the share that runs layer by layer in every micro-batch beside the compute: ZeRO 2's
-    reduce-scatters, ZeRO 3's reduce-scatters and parameter gathers)."""
+    reduce-scatters, ZeRO 3's reduce-scatters and parameter gathers, ZeRO 0-1's gradient reduction,
+    which buckets may start during the last backward pass)."""
     local = np.maximum(np.minimum(d, np.maximum(g // t, 1)), 1)
     grads = params * 2.0  # reduced in the parameters' 16-bit type, as Megatron and DeepSpeed do by default
     scatter = _collective("reducescatter", d, grads, local, system, algorithm)
@@ -265,8 +275,28 @@ def _dp_sync(params, t, d, m, zero, forward_passes, g, system, pb, algorithm) ->
     gathers = np.where(zero == 3, m * (forward_passes + 1), 0.0)  # ZeRO 3: parameters gathered per pass
     reduce += gathers[:, None] * gather
     beside = np.where(zero >= 2, scatters, 0.0)[:, None] * scatter + gathers[:, None] * gather
+    # ZeRO 0-1 reduce the accumulated gradients once, bucket by bucket: what a framework that overlaps
+    # (PyTorch's DDP, Megatron's --overlap-grad-reduce) runs during the last micro-batch's backward pass
+    bucketed = np.where(zero[:, None] == 0, reduce, 0.0) + np.where(zero[:, None] == 1, 1.0, 0.0) * scatter
     one = d[:, None] > 1
-    return np.where(one, reduce, 0.0), np.where(one, beside, 0.0)
+    return np.where(one, reduce, 0.0), np.where(one, beside, 0.0), np.where(one, bucketed, 0.0)
+
+
+def _buckets(bucketed, layers, layer_params, stage_params, passes, overlap: bool) -> dict[str, np.ndarray]:
+    """What of ZeRO 0-1's reduction the last backward pass can hide, as gradient buckets fill: the
+    reductions queue one after another from the moment the first bucket (the last layers) is full,
+    and the last bucket (the first layers and the embeddings) closes as the pass ends. With C the
+    reduction and W the pass, the step waits max(last share x C, C - (1 - first at) x W) after it."""
+    per_bucket = np.maximum(np.ceil(GRADIENT_BUCKET_PARAMS / np.maximum(layer_params, 1.0)), 1.0)  # layers
+    last_layers = layers - per_bucket * np.floor(np.maximum(layers - 1, 0) / per_bucket)
+    return {
+        "dp_bucket_intra": bucketed[:, 0] + bucketed[:, 1],
+        "dp_bucket_inter": bucketed[:, 2] + bucketed[:, 3],
+        "last_bucket_share": np.clip(1 - (layers - last_layers) * layer_params / stage_params, 0.0, 1.0),
+        "first_bucket_at": np.minimum(per_bucket / np.maximum(layers, 1.0), 1.0),
+        "bucket_passes": (passes - 1.0) / passes,  # the backward pass (with its recomputation) of a layer's passes
+        "grad_overlap": np.full(len(layers), float(overlap)),
+    }
 
 
 def tp_class(t) -> np.ndarray:
@@ -302,6 +332,9 @@ def compose(features: dict[str, np.ndarray], coef, dp_overlap: float = 0.0) -> d
     m, ls = fx["m"], fx["layers_per_stage"]
     beside = c["tp8"] * fx["dp_beside_intra"] + c["network"] * fx["dp_beside_inter"]
     hidden = _smooth_min(beside, fx["beside_passes"] * ls * gpu_layer)
+    bucketed = c["tp8"] * fx["dp_bucket_intra"] + c["network"] * fx["dp_bucket_inter"]
+    window = (1 - fx["first_bucket_at"]) * fx["bucket_passes"] * ls * gpu_layer
+    hidden = hidden + fx["grad_overlap"] * _smooth_min((1 - fx["last_bucket_share"]) * bucketed, window)
     dp = (1 - dp_overlap) * (c["tp8"] * fx["dp_intra"] + c["network"] * fx["dp_inter"] - hidden)
     parts = {
         "compute": m * (ls * compute_layer + logit),

@@ -71,6 +71,7 @@ class LayoutsOptions:
     alias: tuple = ()
     manifest: str | None = None
     dp_overlap: float = 0.0
+    grad_overlap: str = "select"
     gpus: object = None
     global_batch: int | None = None
     samples_per_epoch: float | None = None
@@ -121,6 +122,7 @@ class LayoutsOptions:
             aliases=list(self.alias),
             manifest=self.manifest,
             dp_overlap=self.dp_overlap,
+            grad_overlap=self.grad_overlap,
             gpus=whole_numbers(self.gpus, "gpus") if searching and self.gpus else [],
             global_batch=self.global_batch,
             samples_per_epoch=self.samples_per_epoch,

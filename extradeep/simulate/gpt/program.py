@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from extradeep.columns import GRADIENT_BUCKET_PARAMS
 from extradeep.simulate.gpt import memory as mem
 from extradeep.simulate.gpt.config import GPTModel, ParallelLayout
 from extradeep.simulate.gpt.costs import Costs
@@ -33,7 +34,7 @@ from extradeep.simulate.gpt.issue import (
 from extradeep.simulate.gpt.names import DEEPSPEED, FSDP_RANGES, MEGATRON_INTERLEAVED, MEGATRON_P2P, TORCH_OPTIMIZER
 from extradeep.simulate.gpt.schedule import stage_actions
 
-BUCKET_PARAMS = 40_000_000  # Megatron DDP's default gradient bucket
+BUCKET_PARAMS = GRADIENT_BUCKET_PARAMS
 ADAM_CHUNKS = 4  # multi-tensor apply launches of one optimizer step
 
 

@@ -1,0 +1,95 @@
+"""Which form of the step the observations support: how collectives cross nodes, and whether ZeRO
+0-1's gradient reduction overlaps the last backward pass.
+
+Both are choices of structure, not coefficients: the two collective algorithms of
+:data:`~extradeep.layouts.parts.COLLECTIVE_ALGORITHMS`, and :data:`GRAD_OVERLAPS` ('none': the
+reduction starts after the backward pass, as Megatron-LM and DeepSpeed do by default; 'buckets': it
+starts as gradient buckets fill, as PyTorch's DDP and Megatron's ``--overlap-grad-reduce`` do). The
+model fits every combination that the observations can tell apart and keeps the one with the lower
+robust loss; a choice nothing observed can tell stays at its default ('hierarchical', 'none': the
+cautious side for the overlap) and is reported as assumed, and the interval then reaches the other
+forms' predictions too.
+"""
+
+from __future__ import annotations
+
+from itertools import product
+
+import numpy as np
+import pandas as pd
+
+from extradeep.columns import DP, ZERO
+from extradeep.errors import InputError
+from extradeep.layouts.parts import COLLECTIVE_ALGORITHMS, nominal_features
+
+GRAD_OVERLAPS = ("none", "buckets")
+DEFAULTS = {"algorithm": "hierarchical", "grad_overlap": "none"}
+CHOICES = {"algorithm": COLLECTIVE_ALGORITHMS, "grad_overlap": GRAD_OVERLAPS}
+OPTIONS = {"algorithm": "collective_algorithm", "grad_overlap": "grad_overlap"}  # the model's parameter of each
+
+
+def check_forms(model) -> None:
+    """A user error (one line) for an unknown choice of either form."""
+    for form, option in OPTIONS.items():
+        choice = getattr(model, option)
+        if choice != "select" and choice not in CHOICES[form]:
+            raise InputError(None, f"unknown {choice!r}; one of select, {', '.join(CHOICES[form])}", field=option)
+
+
+def choose_forms(model, steps: pd.DataFrame, part_rows: pd.DataFrame) -> tuple[dict, dict, np.ndarray | None]:
+    """(the chosen form per choice, whether each was measured or given, the coefficients when choosing
+    needed a fit, else None)."""
+    observable = {
+        "algorithm": crossing_observed(model.hardware_, steps, part_rows),
+        "grad_overlap": overlap_observed(steps, part_rows),
+    }
+    candidates, measured = {}, {}
+    for form, option in OPTIONS.items():
+        choice = getattr(model, option)
+        if choice != "select":
+            candidates[form], measured[form] = (choice,), True
+        elif observable[form]:
+            candidates[form], measured[form] = CHOICES[form], True
+        else:
+            candidates[form], measured[form] = (DEFAULTS[form],), False
+    combos = [dict(zip(candidates, values)) for values in product(*candidates.values())]
+    if len(combos) == 1:
+        return combos[0], measured, None
+    solved = [model._solve(steps, part_rows, **combo) for combo in combos]
+    losses = np.array([loss for _, loss in solved])
+    best = int(np.argmin(losses))
+    return combos[best], measured, solved[best][0]
+
+
+def alternatives(model) -> list[dict]:
+    """The forms the interval also spans: every combination that differs from the chosen one only
+    in choices that were assumed."""
+    options = [CHOICES[form] if not model.forms_measured_[form] else (model.forms_[form],) for form in OPTIONS]
+    combos = [dict(zip(OPTIONS, values)) for values in product(*options)]
+    return [combo for combo in combos if combo != model.forms_]
+
+
+def crossing_observed(hardware, steps: pd.DataFrame, part_rows: pd.DataFrame) -> bool:
+    """Whether some observed tensor- or data-parallel collective crosses nodes, so that the two
+    algorithms predict it differently: runs that span nodes with only pipeline transfers between
+    them (or none) cannot tell how a collective crosses nodes."""
+    for rows in (steps, part_rows):
+        if not len(rows):
+            continue
+        inter = [
+            {k: nominal_features(rows, hardware, name)[k] for k in ("tp_inter", "dp_inter")}
+            for name in COLLECTIVE_ALGORITHMS
+        ]
+        for key, other in product(("tp_inter", "dp_inter"), inter[1:]):
+            if not np.allclose(inter[0][key], other[key], rtol=1e-3, atol=0.0):
+                return True
+    return False
+
+
+def overlap_observed(steps: pd.DataFrame, part_rows: pd.DataFrame) -> bool:
+    """Whether some observation reduces ZeRO 0-1 gradients over a data-parallel group (d > 1), whose
+    wait tells whether the reduction overlapped the backward pass."""
+    for rows in (steps, part_rows):
+        if len(rows) and ((rows[DP] > 1) & (rows[ZERO] <= 1)).any():
+            return True
+    return False

@@ -1,0 +1,74 @@
+"""Which form of the step the layout model keeps (extradeep.layouts.forms): how ZeRO 0-1 reduce
+gradients (after the backward pass, or bucket by bucket during it) and how collectives cross nodes,
+learned where observations can tell and assumed, with an interval that reaches the other forms,
+where they cannot. Truth: vTrain's real layouts with step times composed at known coefficients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from extradeep.columns import PART_DP, STEP_TIME
+from extradeep.errors import InputError
+from extradeep.layouts.model import LayoutModel
+from extradeep.layouts.parts import NAMES, PRIOR, compose, nominal_features
+from extradeep.layouts.validation import VTRAIN_CLUSTER
+
+KNOWN = np.where(np.array(NAMES) == "layer_overhead", 0.0, PRIOR)  # the optional layer overhead off
+
+
+def composed(frame: pd.DataFrame, overlap: bool, algorithm: str = "hierarchical") -> pd.Series:
+    return pd.Series(compose(nominal_features(frame, VTRAIN_CLUSTER, algorithm, overlap), KNOWN)["step"])
+
+
+@pytest.mark.parametrize("overlap, name", [(True, "buckets"), (False, "none")])
+def test_how_gradients_are_reduced_is_learned_from_runs_that_reduce_them(vtrain, overlap, name):
+    """vTrain's multi-node layouts reduce ZeRO 0 gradients over 8-512 GPUs: the step totals tell
+    the two forms apart (they differ by up to several percent) and the model keeps the true one."""
+    multi = vtrain[1]
+    differ = np.abs(composed(multi, True) / composed(multi, False) - 1)
+    assert differ.max() > 0.02
+    truth = multi.assign(**{STEP_TIME: composed(multi, overlap).to_numpy()})
+    model = LayoutModel(hardware=VTRAIN_CLUSTER, interval=None, prior_weight=1e-8).fit(truth)
+    assert model.grad_overlap_ == name and model.forms_measured_["grad_overlap"]
+    assert np.allclose(model.predict(multi)[STEP_TIME], truth[STEP_TIME], rtol=5e-3)
+
+
+def test_without_such_runs_the_overlap_is_assumed_and_the_interval_reaches_it(vtrain):
+    """Runs without data parallelism cannot tell how gradients are reduced: the model keeps the
+    cautious form (after the backward pass), says so, and the interval of every layout reaches the
+    bucketed form's prediction too."""
+    single, multi = vtrain
+    calibration = single[single["dp"] == 1].sample(120, random_state=2)
+    truth = calibration.assign(**{STEP_TIME: composed(calibration, True).to_numpy()})
+    model = LayoutModel(hardware=VTRAIN_CLUSTER, prior_weight=1e-8).fit(truth)
+    assert model.grad_overlap_ == "none" and not model.forms_measured_["grad_overlap"]
+    assert "no observed run reduced ZeRO 0-1 gradients" in model.formula()
+    predicted = model.predict(multi)
+    bucketed = compose(nominal_features(multi, VTRAIN_CLUSTER, model.algorithm_, True), model.coef_.to_numpy())
+    assert (predicted["step_time_low"] <= bucketed["step"] * (1 + 1e-9)).all()
+    assert (predicted["step_time_low"] < predicted[STEP_TIME]).all()
+
+
+def test_buckets_hide_all_but_the_last_one(vtrain):
+    """With many buckets and a long backward pass, the step waits for the last bucket's reduction
+    alone; a model whose stage fits one bucket hides nothing."""
+    multi = vtrain[1]
+    rows = multi[(multi["pp"] == 1) & (multi["dp"] > 1)].head(3)
+    assert len(rows)
+    for layers, hidden, heads in ((rows["layers"], rows["hidden"], rows["heads"]), (2, 512, 8)):
+        frame = rows.assign(layers=layers, hidden=hidden, heads=heads)
+        full = compose(nominal_features(frame, VTRAIN_CLUSTER, "hierarchical", False), KNOWN)[PART_DP]
+        features = nominal_features(frame, VTRAIN_CLUSTER, "hierarchical", True)
+        waited = compose(features, KNOWN)[PART_DP]
+        if np.isscalar(layers):  # one bucket: it closes as the pass ends
+            assert (features["last_bucket_share"] == 1).all() and np.allclose(waited, full)
+        else:
+            assert (features["last_bucket_share"] < 0.5).all()
+            assert np.allclose(waited, features["last_bucket_share"] * full, rtol=0.02)
+
+
+def test_an_unknown_form_is_a_user_error(vtrain):
+    with pytest.raises(InputError, match="grad_overlap"):
+        LayoutModel(hardware=VTRAIN_CLUSTER, grad_overlap="always").fit(vtrain[1])
