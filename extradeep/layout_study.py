@@ -47,7 +47,7 @@ class LayoutStudy:
     aliases: object = None
     manifest: object = None
     dp_overlap: float = 0.0
-    grad_overlap: str = "select"
+    grad_overlap: str = "none"
     gpus: list = field(default_factory=list)
     global_batch: int | None = None
     samples_per_epoch: float | None = None

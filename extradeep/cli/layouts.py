@@ -57,11 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     calibrate.add_argument(
         "--grad-overlap",
-        choices=("select", "none", "buckets"),
-        default="select",
-        help="whether ZeRO 0-1 reduce gradient buckets during the last backward pass (PyTorch DDP, Megatron's "
-        "--overlap-grad-reduce): buckets; after it (Megatron and DeepSpeed defaults): none; select (default): "
-        "what the profiles show, else none",
+        choices=("none", "buckets", "select"),
+        default="none",
+        help="how ZeRO 0-1 reduce gradients: after the backward pass (none, the default: Megatron's and DeepSpeed's "
+        "defaults), bucket by bucket during it (buckets: PyTorch DDP, Megatron's --overlap-grad-reduce), or "
+        "select: the better fit where some run reduces them over d > 1",
     )
     search = parser.add_argument_group("search")
     search.add_argument("--model", metavar="TOML", help="model description: layers, hidden, heads, seq-len, vocab, ...")

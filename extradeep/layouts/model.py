@@ -91,10 +91,11 @@ class LayoutModel:
     'nccl' or 'select', the better fit of the two when an observed TP or DP collective crosses
     nodes, else hierarchical and assumed; fitted as ``algorithm_``, with ``algorithm_measured_``
     False when assumed: the interval then spans the other form), ``optional`` (names of
-    :data:`OPTIONAL` parts to fit; off otherwise), ``grad_overlap`` (whether ZeRO 0-1 reduce
-    gradient buckets during the last backward pass: 'none', 'buckets' or 'select', the better fit
-    when some observation reduces ZeRO 0-1 gradients, else 'none' and assumed; fitted as
-    ``grad_overlap_``; :mod:`extradeep.layouts.forms`)."""
+    :data:`OPTIONAL` parts to fit; off otherwise), ``grad_overlap`` (how ZeRO 0-1 reduce
+    gradients: 'none', after the backward pass (the default); 'buckets', bucket by bucket during
+    it; or 'select', the better fit when some observation reduces ZeRO 0-1 gradients, else 'none'
+    and assumed. On simulated studies 'select' chose 'buckets' where 'none' predicted better, so it
+    is not the default; :mod:`extradeep.layouts.forms`)."""
 
     def __init__(
         self,
@@ -111,7 +112,7 @@ class LayoutModel:
         fixed: dict | None = None,
         collective_algorithm: str = "select",
         optional: tuple = (),
-        grad_overlap: str = "select",
+        grad_overlap: str = "none",
     ):
         self.hardware = hardware
         self.dp_overlap = dp_overlap

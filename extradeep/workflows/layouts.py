@@ -71,7 +71,7 @@ class LayoutsOptions:
     alias: tuple = ()
     manifest: str | None = None
     dp_overlap: float = 0.0
-    grad_overlap: str = "select"
+    grad_overlap: str = "none"
     gpus: object = None
     global_batch: int | None = None
     samples_per_epoch: float | None = None
