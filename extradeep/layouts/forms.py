@@ -5,10 +5,12 @@ Both are choices of structure, not coefficients: the two collective algorithms o
 :data:`~extradeep.layouts.parts.COLLECTIVE_ALGORITHMS`, and :data:`GRAD_OVERLAPS` ('none': the
 reduction starts after the backward pass, as Megatron-LM and DeepSpeed do by default; 'buckets': it
 starts as gradient buckets fill, as PyTorch's DDP and Megatron's ``--overlap-grad-reduce`` do). The
-model fits every combination that the observations can tell apart and keeps the one with the lower
-robust loss; a choice nothing observed can tell stays at its default ('hierarchical', 'none': the
-cautious side for the overlap) and is reported as assumed, and the interval then reaches the other
-forms' predictions too.
+model fits every combination of the choices left to 'select' that the observations can tell apart
+and keeps the one with the lower robust loss; a choice nothing observed can tell stays at its default
+('hierarchical', 'none': the cautious side for the overlap) and is reported as assumed, and the
+interval then reaches the other forms' predictions too. The collective algorithm is selected by
+default; the overlap is given ('none') unless asked, because selecting it proved unreliable on
+simulated studies (docs/analysis.md).
 """
 
 from __future__ import annotations
