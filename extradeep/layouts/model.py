@@ -87,10 +87,11 @@ class LayoutModel:
     ``workload_weights`` (workload -> relative weight of its rows, on top of the balance; e.g. less
     for small single-node runs whose regime a multi-node prediction shares only in part) and
     ``fixed`` (coefficient -> value held fixed instead of fitted, e.g. a measured NCCL latency, or 0
-    to switch a part off), ``collective_algorithm`` (how collectives cross nodes: 'hierarchical',
-    'nccl' or 'select', the better fit of the two when an observed TP or DP collective crosses
-    nodes, else hierarchical and assumed; fitted as ``algorithm_``, with ``algorithm_measured_``
-    False when assumed: the interval then spans the other form), ``optional`` (names of
+    to switch a part off), ``collective_algorithm`` (how collectives cross nodes: one of
+    :data:`~extradeep.layouts.parts.COLLECTIVE_ALGORITHMS` or 'select', the best fit of them when an
+    observed TP or DP collective crosses nodes, else hierarchical and assumed; fitted as
+    ``algorithm_``, with ``algorithm_measured_`` False when assumed: the interval then spans the
+    other forms), ``optional`` (names of
     :data:`OPTIONAL` parts to fit; off otherwise), ``grad_overlap`` (how ZeRO 0-1 reduce
     gradients: 'none', after the backward pass (the default); 'buckets', bucket by bucket during
     it; or 'select', the better fit when some observation reduces ZeRO 0-1 gradients, else 'none'

@@ -27,9 +27,8 @@ from extradeep.system import System, cost_features
 KERNEL_FIXED_NS = 4_000.0  # ramp-up and tail of a GEMM
 ELEMENTWISE_FIXED_NS = 2_500.0
 NCCL_LAUNCH_NS = 4_000.0
-# "auto": the faster of ring and tree, channels spread over the members' NICs; ONE_NIC: one NIC per ring
+# "auto": the faster of ring and tree, channels spread over the members' NICs; "auto-one-nic": one NIC per ring
 SIM_ALGORITHMS = ("auto", "auto-one-nic")
-ONE_NIC = SIM_ALGORITHMS[1]
 GEMM_HALF_SIZE = 96.0  # a GEMM dimension of this size reaches half the efficiency of a huge one
 ACT_BYTES = 2  # bf16 activations
 
