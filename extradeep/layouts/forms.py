@@ -58,8 +58,7 @@ def choose_forms(model, steps: pd.DataFrame, part_rows: pd.DataFrame) -> tuple[d
     if len(combos) == 1:
         return combos[0], measured, None
     solved = [model._solve(steps, part_rows, **combo) for combo in combos]
-    losses = np.array([loss for _, loss in solved])
-    best = int(np.argmin(losses))
+    best = int(np.argmin([loss for _, loss in solved]))
     return combos[best], measured, solved[best][0]
 
 

@@ -34,7 +34,6 @@ from extradeep.simulate.gpt.issue import (
 from extradeep.simulate.gpt.names import DEEPSPEED, FSDP_RANGES, MEGATRON_INTERLEAVED, MEGATRON_P2P, TORCH_OPTIMIZER
 from extradeep.simulate.gpt.schedule import stage_actions
 
-BUCKET_PARAMS = GRADIENT_BUCKET_PARAMS
 ADAM_CHUNKS = 4  # multi-tensor apply launches of one optimizer step
 
 
@@ -96,7 +95,7 @@ class StepProgram:
             for idx in reversed(range(self.layers)):
                 filled += per_layer
                 count += per_layer
-                if filled >= BUCKET_PARAMS or idx == 0:
+                if filled >= GRADIENT_BUCKET_PARAMS or idx == 0:
                     out[(c, idx)] = count + (total - self.layers * per_layer if idx == 0 else 0.0)
                     filled = count = 0.0
         return out
