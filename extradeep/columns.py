@@ -120,6 +120,12 @@ DETAIL_PARTS = (
     PART_IDLE,
 )
 PURE_TIME = "pure_time"  # a collective's time from its last member's arrival to its end (matched over ranks)
+# of dp_sync, the time a rank waits in data-parallel (and other) collectives for the group's last member to
+# arrive (matched over ranks): rank skew, not the collective's cost
+PEER_WAIT = "peer_wait"
+# of dp_collectives, the share of the gradient reductions' bytes (all-reduce, reduce-scatter) launched from
+# the autograd thread: reduced bucket by bucket during the backward pass, not after it
+IN_BACKWARD = "in_backward"
 PART_POWER, WATTS = "power", "watts"  # a profile's mean GPU board power while training (GPU metric samples)
 ALLOCATED, RESERVED = "bytes", "reserved"  # memory metrics: peak allocated bytes (as LAYOUT_PARTS), reserved
 

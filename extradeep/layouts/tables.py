@@ -36,12 +36,14 @@ from extradeep.columns import (
     GPUS,
     HEADS,
     HIDDEN,
+    IN_BACKWARD,
     LAYERS,
     LAYOUT_PARTS,
     METRIC,
     MICRO_BATCH,
     MICRO_BATCHES,
     PART,
+    PART_DP,
     PP,
     RECOMPUTE,
     SCHEDULE,
@@ -196,18 +198,26 @@ def _labels(frame: pd.DataFrame) -> pd.Series:
 
 def check_part_observations(frame: pd.DataFrame, source="per-part observations") -> pd.DataFrame:
     """The per-part observations checked: part names known, metric time or bytes (bytes only for
-    the memory part), values finite and >= 0, layouts valid. Returns the completed frame."""
+    the memory part; dp_sync may also carry in_backward, a share in [0, 1]), values finite and >= 0,
+    layouts valid. Returns the completed frame."""
     for column in (PART, METRIC, VALUE):
         if column not in frame:
             raise InputError(source, f"no {column} column")
     unknown = sorted(set(frame[PART]) - set(LAYOUT_PARTS))
     if unknown:
         raise InputError(source, f"unknown part(s) {', '.join(map(str, unknown))}; known: {', '.join(LAYOUT_PARTS)}")
-    metric_ok = np.where(frame[PART] == "memory", frame[METRIC] == BYTES, frame[METRIC] == TIME)
+    share = (frame[PART] == PART_DP) & (frame[METRIC] == IN_BACKWARD)
+    metric_ok = np.where(frame[PART] == "memory", frame[METRIC] == BYTES, (frame[METRIC] == TIME) | share)
     if not metric_ok.all():
         row = int(np.flatnonzero(~metric_ok)[0])
-        raise InputError(source, f"row {row + 1}: part memory is in bytes, every other part in time (seconds)")
+        raise InputError(
+            source,
+            f"row {row + 1}: part memory is in bytes, every other part in time (seconds) or, for "
+            f"{PART_DP}, {IN_BACKWARD} (a share)",
+        )
     values = pd.to_numeric(frame[VALUE], errors="coerce").to_numpy(float)
     if not (np.isfinite(values) & (values >= 0)).all():
         raise InputError(source, "values must be finite and >= 0")
+    if (values[share.to_numpy()] > 1).any():
+        raise InputError(source, f"{IN_BACKWARD} is a share of the gradient reductions: between 0 and 1")
     return layout_frame(frame, source=source)

@@ -52,7 +52,9 @@ from extradeep.columns import (
     GPUS,
     HEADS,
     HIDDEN,
+    IN_BACKWARD,
     KIND,
+    LATEST_START,
     LAUNCH,
     LAYERS,
     LAYOUT_FIELDS,
@@ -82,6 +84,7 @@ from extradeep.columns import (
     PART_TP,
     PART_TP_KERNELS,
     PATH,
+    PEER_WAIT,
     PP,
     PURE,
     PURE_TIME,
@@ -131,6 +134,7 @@ ROLE_KERNELS = {TP: PART_TP_KERNELS, PP: PART_PP_KERNELS, DP: PART_DP_KERNELS}
 COMM_DETAIL = (PART_TP_KERNELS, PART_PP_KERNELS, PART_DP_KERNELS, PART_OTHER_KERNELS)
 # the split's classes, first charged first; "pp_wait" and "other_wait" are charged to pp_bubble (or dp_sync)
 SPLIT_ORDER = [PART_OPTIMIZER, PART_COMPUTE, PART_TP, PART_PP_P2P, PART_DP, "other_comm"]
+GRADIENT_REDUCTIONS = ("allreduce", "reducescatter")
 
 
 def layout_parts(
@@ -171,10 +175,13 @@ def layout_parts(
         match = layouts[(layouts["app"] == key[0]) & (layouts[REP] == key[-1])]
         match = match[match["point"] == point_label(keys[1:-1], key[1:-1])]
         layout = {k: match.iloc[0][k] for k in (GPUS, *LAYOUT_FIELDS)} if len(match) else {}
-        rows = [file_parts(read[path], layout, rank, model) for path, rank in zip(run[PATH], run[RANK])]
+        matched = matched_calls(run, read) if pure else {}
+        rows = [
+            file_parts(read[path], layout, rank, model, matched.get(path)) for path, rank in zip(run[PATH], run[RANK])
+        ]
         frame = pd.concat(rows, ignore_index=True)
         if pure:
-            frame = pd.concat([frame, pure_times(run, read, frame)], ignore_index=True)
+            frame = pd.concat([frame, pure_times(run, read, frame, matched)], ignore_index=True)
         frames.append(frame.assign(app=key[0], rep=key[-1]))
     out = pd.concat(frames, ignore_index=True)[PARTS_COLUMNS]
     out.attrs["layouts"] = layouts
@@ -182,8 +189,12 @@ def layout_parts(
     return out
 
 
-def file_parts(facts: ProfileFacts, layout: dict, rank, model: dict | None = None) -> pd.DataFrame:
-    """Rows of one profile: its steps' split and detail, then its memory peaks (step -1)."""
+def file_parts(
+    facts: ProfileFacts, layout: dict, rank, model: dict | None = None, matched: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Rows of one profile: its steps' split and detail, then its memory peaks (step -1). With
+    ``matched`` (its collectives matched over the run's ranks: :func:`matched_calls`), each step's
+    dp_sync also gets its ``peer_wait``: the share spent waiting for the group's last member."""
     fields = infer_layout(facts, model)
     roles = {k: v[0].key for k, v in assign_roles(facts, comm_usage(facts)).items() if k in ROLE_KERNELS}
     detail_of_comm = {key: ROLE_KERNELS[role] for role, key in roles.items()}
@@ -199,14 +210,20 @@ def file_parts(facts: ProfileFacts, layout: dict, rank, model: dict | None = Non
         mine = k[(k["t"] >= lo) & (k["t"] < hi)].copy()
         _optimizer(mine)
         rows.append((step, PART_STEP, TIME, (hi - lo) * NS))
-        for part, seconds in step_split(mine, lo, hi, (pp or 1) > 1).items():
+        split = step_split(mine, lo, hi, (pp or 1) > 1)
+        for part, seconds in split.items():
             rows.append((step, part, TIME, seconds))
+        if matched is not None and len(matched):
+            rows.append((step, PART_DP, PEER_WAIT, _peer_wait(mine, matched, lo, hi, (pp or 1) > 1, split)))
         for part, group in mine.groupby(PART):
             if part != PART_OPTIMIZER:  # the split has the optimizer's time: its kernels are charged first
                 rows.append((step, part, TIME, float((group[END] - group[START]).sum()) * NS))
             rows.append((step, part, VISITS, float(len(group))))
             if part in COMM_DETAIL:
                 rows.append((step, part, BYTES, float(group[BYTES].sum())))
+        share = _in_backward(mine)
+        if share is not None:
+            rows.append((step, PART_DP_KERNELS, IN_BACKWARD, share))
         compute = mine[~mine[PART].isin(COMM_DETAIL)]
         rows.append((step, PART_IDLE, TIME, ((hi - lo) - _union(compute[START], compute[END], lo, hi)) * NS))
     for metric, key in ((ALLOCATED, "allocated"), (RESERVED, "reserved")):
@@ -249,6 +266,31 @@ def step_split(kernels: pd.DataFrame, lo: float, hi: float, pipeline: bool) -> d
     return {part: seconds * NS for part, seconds in out.items()}
 
 
+def _in_backward(mine: pd.DataFrame) -> float | None:
+    """The share of the step's data-parallel gradient reductions (bytes) launched from the autograd
+    thread (hooks that reduce gradient buckets as the backward pass fills them: PyTorch's DDP,
+    Megatron's --overlap-grad-reduce, DeepSpeed's overlap_comm), or None without any."""
+    reductions = mine[(mine[PART] == PART_DP_KERNELS) & mine["collective"].isin(GRADIENT_REDUCTIONS)]
+    if reductions.empty:
+        return None
+    weights = reductions[BYTES].to_numpy(float)
+    weights = weights if weights.sum() > 0 else np.ones(len(reductions))
+    return float(weights[(reductions[THREAD] == AUTOGRAD_THREAD).to_numpy()].sum() / weights.sum())
+
+
+def _peer_wait(mine: pd.DataFrame, matched: pd.DataFrame, lo, hi, pipeline: bool, split: dict) -> float:
+    """Seconds of the step's dp_sync that its data-parallel (and other) collectives spent waiting
+    for the group's last member: the split again with each such kernel started at that arrival."""
+    waiting = mine[PART].isin((PART_DP_KERNELS, PART_OTHER_KERNELS)) & mine.index.isin(matched.index)
+    if not waiting.any():
+        return 0.0
+    trimmed = mine.copy()
+    latest = matched[LATEST_START].reindex(trimmed.index[waiting]).to_numpy()
+    starts, ends = trimmed.loc[waiting, START].to_numpy(), trimmed.loc[waiting, END].to_numpy()
+    trimmed.loc[waiting, START] = np.minimum(np.maximum(starts, latest), ends)
+    return max(split.get(PART_DP, 0.0) - step_split(trimmed, lo, hi, pipeline).get(PART_DP, 0.0), 0.0)
+
+
 def _kernel_parts(k: pd.DataFrame, detail_of_comm: dict) -> np.ndarray:
     comm = k["collective"] != ""
     compute = (k[KIND] == "kernel") & ~comm
@@ -281,31 +323,41 @@ def _union(starts, ends, lo: float, hi: float) -> float:
     return float(e[-1] - s[0] - gaps)
 
 
-def pure_times(run: pd.DataFrame, facts: dict, frame: pd.DataFrame) -> pd.DataFrame:
-    """`pure_time` rows per rank, step and collective role: collectives matched over the run's
-    ranks by group and call order (see the module docstring)."""
+def matched_calls(run: pd.DataFrame, facts: dict) -> dict[str, pd.DataFrame]:
+    """Per path, its collectives matched over the run's ranks by group and call order, indexed as
+    its kernels: launch ``t``, the group's ``comm``, the last member's start (LATEST_START) and the
+    pure time (the earliest end minus that start). Point-to-point transfers are left out."""
     calls: dict[str, list] = {}
     for path in run[PATH]:
         k = facts[path].kernels
         k = k[(k["collective"] != "") & ~k["collective"].isin(P2P) & ~k["comm"].str.startswith("stream ")]
         for key, group in k.groupby("comm"):
             calls.setdefault(key, []).append((path, group.sort_values(LAUNCH)))
-    rows = []
+    rows: dict[str, list] = {}
     for key, members in calls.items():
         n = min(len(g) for _, g in members)
         if len(members) < 2 or n == 0:
             continue
         starts = np.stack([g[START].to_numpy()[:n] for _, g in members])
         ends = np.stack([g[END].to_numpy()[:n] for _, g in members])
-        pure = np.maximum(ends.min(axis=0) - starts.max(axis=0), 0)
+        latest = starts.max(axis=0)
+        pure = np.maximum(ends.min(axis=0) - latest, 0)
         for path, g in members:
-            rows.append(pd.DataFrame({PATH: path, "t": g[LAUNCH].to_numpy()[:n], PURE: pure, "comm": key}))
-    if not rows:
+            one = {"t": g[LAUNCH].to_numpy()[:n], LATEST_START: latest, PURE: pure, "comm": key}
+            rows.setdefault(path, []).append(pd.DataFrame(one, index=g.index[:n]))
+    return {path: pd.concat(frames) for path, frames in rows.items()}
+
+
+def pure_times(run: pd.DataFrame, facts: dict, frame: pd.DataFrame, matched: dict | None = None) -> pd.DataFrame:
+    """`pure_time` rows per rank, step and collective role: collectives matched over the run's
+    ranks by group and call order (see the module docstring; ``matched``: :func:`matched_calls`
+    already computed)."""
+    matched = matched_calls(run, facts) if matched is None else matched
+    if not matched:
         return pd.DataFrame(columns=frame.columns)
-    matched = pd.concat(rows, ignore_index=True)
     out = []
-    for path, group in matched.groupby(PATH):
-        f = facts[path]
+    for path in sorted(matched):
+        group, f = matched[path], facts[path]
         mine = frame[frame[PATH] == path]
         base = mine.iloc[0].to_dict() if len(mine) else {}
         roles = assign_roles(f, comm_usage(f))
@@ -325,7 +377,11 @@ def part_observations(frame: pd.DataFrame, model: dict | None = None) -> pd.Data
     micro_batches, global_batch, zero, recompute, schedule, chunks; the shape columns layers, hidden,
     heads, seq_len, vocab from ``model`` where given; workload = the app), metric time (seconds per
     step: the last pipeline stage's ranks, median over steps then ranks) or bytes (memory: the
-    largest allocated peak of any rank). Runs without a known stage or step are left out."""
+    largest allocated peak of any rank); and, where the run reduces gradients over a data-parallel
+    group, part dp_sync with metric in_backward: the median share of those reductions launched from
+    the autograd thread. The last stage's dp_sync and step leave out its peer_wait: the ranks' skew is
+    noise of the profiled run, and the layout model predicts a step of ranks in step.
+    Runs without a known stage or step are left out."""
     layout_cols = [GPUS, TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, ZERO, RECOMPUTE, SCHEDULE, CHUNKS]
     rows = []
     for (app, _rep), run in frame.groupby(["app", REP], sort=True):
@@ -355,12 +411,20 @@ def _observations(run: pd.DataFrame, app, layout_cols: list[str]) -> list[dict]:
         return []
     medians = steps.groupby(PATH).apply(lambda g: g.iloc[(len(g) - 1) // 2], include_groups=False)
     chosen = medians.sort_values(VALUE).iloc[(len(medians) - 1) // 2]
-    values = last[(last[PATH] == chosen.name) & (last[STEP] == chosen[STEP])].set_index(PART)[VALUE]
+    values = last[(last[PATH] == chosen.name) & (last[STEP] == chosen[STEP])].set_index(PART)[VALUE].copy()
+    wait = run[(run[PATH] == chosen.name) & (run[STEP] == chosen[STEP]) & (run[METRIC] == PEER_WAIT)][VALUE]
+    if len(wait) and PART_DP in values.index:  # rank skew is noise, not the reduction's cost: out of the step
+        skew = min(float(wait.iloc[0]), float(values[PART_DP]))
+        values[PART_DP] -= skew
+        values[PART_STEP] -= skew
     out = [
         {**layout, WORKLOAD: app, PART: part, "metric": TIME, "value": float(values.get(part, 0.0))}
         for part in LAYOUT_PARTS
         if part != PART_MEMORY
     ]
+    share = run[run[METRIC] == IN_BACKWARD][VALUE]
+    if len(share):
+        out.append({**layout, WORKLOAD: app, PART: PART_DP, "metric": IN_BACKWARD, "value": float(share.median())})
     memory = run[(run[PART] == PART_MEMORY) & (run[METRIC] == ALLOCATED)][VALUE]
     if not len(memory):  # nsys records what CUDA allocated: the allocator's reserve, an upper bound
         memory = run[(run[PART] == PART_MEMORY) & (run[METRIC] == RESERVED)][VALUE]

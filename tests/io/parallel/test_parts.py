@@ -11,10 +11,12 @@ from extradeep.columns import (
     BYTES,
     DETAIL_PARTS,
     GLOBAL_BATCH,
+    IN_BACKWARD,
     LAYOUT_PARTS,
     PART,
     PART_BACKWARD,
     PART_BUBBLE,
+    PART_DP,
     PART_DP_KERNELS,
     PART_FORWARD,
     PART_IDLE,
@@ -27,6 +29,7 @@ from extradeep.columns import (
     PART_RECOMPUTE,
     PART_STEP,
     PART_TP_KERNELS,
+    PEER_WAIT,
     PURE_TIME,
     TIME,
     VISITS,
@@ -192,7 +195,13 @@ def test_observations_are_the_layout_models_input(megatron_parts):
             & (obs["zero"] == lay["zero"])
             & (obs["chunks"] == lay["chunks"])
         ]
-        values = rows.set_index(PART)["value"]
+        shares = rows[rows["metric"] == IN_BACKWARD]
+        values = rows[rows["metric"] != IN_BACKWARD].set_index(PART)["value"]
+        # the simulator reduces gradient buckets from the autograd thread, as Megatron's DDP with
+        # --overlap-grad-reduce does: every run that reduces gradients over d > 1 says so
+        assert len(shares) == (lay["dp"] > 1)
+        if lay["dp"] > 1:
+            assert shares["value"].iloc[0] == 1.0
         assert values[PART_STEP] == pytest.approx(
             sum(values[p] for p in LAYOUT_PARTS if p not in (PART_STEP, PART_MEMORY))
         )
@@ -204,3 +213,33 @@ def test_observations_are_the_layout_models_input(megatron_parts):
     except ImportError:
         return  # the layout model is another package of this release
     check_part_observations(obs)
+
+
+def test_rank_skew_leaves_the_data_parallel_sync_for_the_host(tmp_path):
+    """With ranks 5% apart in speed, the faster ranks wait in the gradient reduction for the slowest:
+    that wait (peer_wait) is skew, not the reduction's cost. Without it every rank's dp_sync is the
+    simulator's noise-free one; the observation leaves it out of dp_sync and the step alike."""
+    from extradeep.simulate.gpt.config import GPTModel
+    from extradeep.simulate.gpt.study import gpt_truth, simulate_gpt
+
+    layout = "tp1.pp1.dp4.mbs1.nmb2.zero1.rc0.vpp1"
+    study = simulate_gpt(
+        tmp_path / "s",
+        [layout],
+        model=GPTModel(**GPT_TINY),
+        noise=(0.0, 0.05, 0.0),
+        steps=3,
+        formats=("kineto",),
+        seed=3,
+    )
+    frame = layout_parts(list(study.files["path"]))
+    truth = gpt_truth(layout, GPTModel(**GPT_TINY))["parts"][PART_DP]
+    per_rank = frame[(frame[PART] == PART_DP) & (frame["step"] >= 0)].pivot_table(
+        index=["path", "step"], columns="metric", values="value"
+    )
+    assert per_rank[TIME].max() > 2 * truth  # the faster ranks' raw split holds the wait
+    assert (per_rank[TIME] - per_rank[PEER_WAIT]).to_numpy() == pytest.approx(truth, rel=0.15)
+    obs = part_observations(frame, GPT_TINY)
+    timed = obs[obs["metric"] == TIME].set_index(PART)["value"]
+    assert timed[PART_DP] == pytest.approx(truth, rel=0.15)
+    assert timed[PART_STEP] == pytest.approx(sum(timed[p] for p in LAYOUT_PARTS if p not in (PART_STEP, PART_MEMORY)))
