@@ -34,7 +34,7 @@ class LayoutStudy:
     """What a layout study asks. Calibration: ``profiles`` (files or folders), ``tables`` (CSV
     paths), ``hardware`` they ran on (file, preset or Hardware), ``aliases``/``manifest`` for the
     profiles' layout columns, ``dp_overlap``, ``grad_overlap`` (whether ZeRO 0-1 reduce gradient
-    buckets during the last backward pass: select, none or buckets; the layout model's). Search (only with ``model``): ``gpus`` (GPU counts),
+    buckets during the last backward pass: auto, select, none or buckets; the layout model's). Search (only with ``model``): ``gpus`` (GPU counts),
     ``global_batch``, ``samples_per_epoch`` (time per epoch instead of per step), ``search_hardware``
     (GPU types to search; default the calibration's), the choices to enumerate, ``objective``,
     ``max_time`` (seconds) / ``max_cost``, and prices that override the hardware files'."""
@@ -47,7 +47,7 @@ class LayoutStudy:
     aliases: object = None
     manifest: object = None
     dp_overlap: float = 0.0
-    grad_overlap: str = "none"
+    grad_overlap: str = "auto"
     gpus: list = field(default_factory=list)
     global_batch: int | None = None
     samples_per_epoch: float | None = None

@@ -57,11 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     calibrate.add_argument(
         "--grad-overlap",
-        choices=("none", "buckets", "select"),
-        default="none",
-        help="how ZeRO 0-1 reduce gradients: after the backward pass (none, the default: Megatron's and DeepSpeed's "
-        "defaults), bucket by bucket during it (buckets: PyTorch DDP, Megatron's --overlap-grad-reduce), or "
-        "select: the better fit where some run reduces them over d > 1",
+        choices=("auto", "none", "buckets", "select"),
+        default="auto",
+        help="how ZeRO 0-1 reduce gradients: auto (the default) reads it from the profiles' ZeRO 0-1 runs with "
+        "d > 1 (reductions launched from the autograd thread), else none; none: after the backward pass "
+        "(Megatron's and DeepSpeed's defaults); buckets: bucket by bucket during it (PyTorch DDP, Megatron's "
+        "--overlap-grad-reduce); select: the better fit",
     )
     search = parser.add_argument_group("search")
     search.add_argument("--model", metavar="TOML", help="model description: layers, hidden, heads, seq-len, vocab, ...")

@@ -18,7 +18,7 @@ OVERLAP_TEXT = {
     "none": "charged in full after the backward pass",
     "buckets": "buckets reduced during the last backward pass; the step waits max(last bucket, C - window)",
 }
-OVERLAP_ASSUMED = ", assumed: no observed run reduced ZeRO 0-1 gradients across a data-parallel group"
+OVERLAP_ASSUMED = ", assumed: no profile of a ZeRO 0-1 run with d > 1 shows which thread launches them"
 
 
 def formula_text(model, digits: int = 3) -> str:

@@ -9,8 +9,11 @@ model fits every combination of the choices left to 'select' that the observatio
 and keeps the one with the lower robust loss; a choice nothing observed can tell stays at its default
 ('hierarchical', 'none': the cautious side for the overlap) and is reported as assumed, and the
 interval then reaches the other forms' predictions too. The collective algorithm is selected by
-default; the overlap is given ('none') unless asked, because selecting it proved unreliable on
-simulated studies (docs/analysis.md).
+default. The overlap is read, by default ('auto'), from what launched the gradient reductions of
+the profiled ZeRO 0-1 runs with data parallelism: the autograd thread (during the backward pass) or
+the main thread (after it); without such a run it is 'none', assumed. Selecting it by the better
+fit ('select') proved unreliable on simulated studies: the measured waits hold the ranks' skew
+(docs/analysis.md).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from itertools import product
 import numpy as np
 import pandas as pd
 
-from extradeep.columns import DP, ZERO
+from extradeep.columns import DP, VALUE, ZERO
 from extradeep.errors import InputError
 from extradeep.layouts.parts import COLLECTIVE_ALGORITHMS, nominal_features
 
@@ -34,13 +37,17 @@ def check_forms(model) -> None:
     """A user error (one line) for an unknown choice of either form."""
     for form, option in OPTIONS.items():
         choice = getattr(model, option)
-        if choice != "select" and choice not in CHOICES[form]:
-            raise InputError(None, f"unknown {choice!r}; one of select, {', '.join(CHOICES[form])}", field=option)
+        known = ("select", *(("auto",) if form == "grad_overlap" else ()), *CHOICES[form])
+        if choice not in known:
+            raise InputError(None, f"unknown {choice!r}; one of {', '.join(known)}", field=option)
 
 
-def choose_forms(model, steps: pd.DataFrame, part_rows: pd.DataFrame) -> tuple[dict, dict, np.ndarray | None]:
+def choose_forms(
+    model, steps: pd.DataFrame, part_rows: pd.DataFrame, shares: pd.DataFrame | None = None
+) -> tuple[dict, dict, np.ndarray | None]:
     """(the chosen form per choice, whether each was measured or given, the coefficients when choosing
-    needed a fit, else None)."""
+    needed a fit, else None). ``shares``: the per-part observations' in_backward rows, which 'auto'
+    reads the gradient reduction's form from."""
     observable = {
         "algorithm": crossing_observed(model.hardware_, steps, part_rows),
         "grad_overlap": overlap_observed(steps, part_rows),
@@ -48,7 +55,10 @@ def choose_forms(model, steps: pd.DataFrame, part_rows: pd.DataFrame) -> tuple[d
     candidates, measured = {}, {}
     for form, option in OPTIONS.items():
         choice = getattr(model, option)
-        if choice != "select":
+        if choice == "auto":  # what the traces show, else the default, assumed
+            seen = launched_in_backward(shares)
+            candidates[form], measured[form] = (seen or DEFAULTS[form],), seen is not None
+        elif choice != "select":
             candidates[form], measured[form] = (choice,), True
         elif observable[form]:
             candidates[form], measured[form] = CHOICES[form], True
@@ -94,3 +104,15 @@ def overlap_observed(steps: pd.DataFrame, part_rows: pd.DataFrame) -> bool:
         if len(rows) and ((rows[DP] > 1) & (rows[ZERO] <= 1)).any():
             return True
     return False
+
+
+def launched_in_backward(shares: pd.DataFrame | None) -> str | None:
+    """'buckets' or 'none' as the profiles of ZeRO 0-1 runs with d > 1 show it: whether most of
+    their gradient reductions were launched from the autograd thread (hooks that reduce each bucket
+    as the backward pass fills it) or after the backward pass returned; None without such a run."""
+    if shares is None or not len(shares):
+        return None
+    runs = shares[(shares[DP] > 1) & (shares[ZERO] <= 1)]
+    if runs.empty:
+        return None
+    return "buckets" if float(runs[VALUE].median()) > 0.5 else "none"

@@ -28,6 +28,7 @@ from extradeep.columns import (
     FITS,
     GPUS,
     HIDDEN,
+    IN_BACKWARD,
     METRIC,
     PART,
     PART_STEP,
@@ -93,10 +94,10 @@ class LayoutModel:
     ``algorithm_``, with ``algorithm_measured_`` False when assumed: the interval then spans the
     other forms), ``optional`` (names of
     :data:`OPTIONAL` parts to fit; off otherwise), ``grad_overlap`` (how ZeRO 0-1 reduce
-    gradients: 'none', after the backward pass (the default); 'buckets', bucket by bucket during
-    it; or 'select', the better fit when some observation reduces ZeRO 0-1 gradients, else 'none'
-    and assumed. On simulated studies 'select' chose 'buckets' where 'none' predicted better, so it
-    is not the default; :mod:`extradeep.layouts.forms`)."""
+    gradients: 'auto' (the default), as the per-part observations of profiled ZeRO 0-1 runs with
+    d > 1 show it (reductions launched from the autograd thread: 'buckets'), else 'none' and
+    assumed; 'none', after the backward pass; 'buckets', bucket by bucket during it; or 'select',
+    the better fit, which proved unreliable; :mod:`extradeep.layouts.forms`)."""
 
     def __init__(
         self,
@@ -113,7 +114,7 @@ class LayoutModel:
         fixed: dict | None = None,
         collective_algorithm: str = "select",
         optional: tuple = (),
-        grad_overlap: str = "none",
+        grad_overlap: str = "auto",
     ):
         self.hardware = hardware
         self.dp_overlap = dp_overlap
@@ -142,9 +143,9 @@ class LayoutModel:
         self._check_fixed()
         check_forms(self)
         self.hardware_ = load_hardware(self.hardware)
-        steps, part_rows, memory_rows = self._observations(observations, parts)
+        steps, part_rows, memory_rows, shares = self._observations(observations, parts)
         calibrated = len(steps) or len(part_rows)
-        self.forms_, self.forms_measured_, solved = choose_forms(self, steps, part_rows)
+        self.forms_, self.forms_measured_, solved = choose_forms(self, steps, part_rows, shares)
         self.algorithm_, self.grad_overlap_ = self.forms_["algorithm"], self.forms_["grad_overlap"]
         self.algorithm_measured_ = self.forms_measured_["algorithm"]
         if solved is None and calibrated:
@@ -173,17 +174,18 @@ class LayoutModel:
             if STEP_TIME not in observations:
                 raise InputError("observations", f"no {STEP_TIME} column (seconds per step)")
             steps = layout_frame(observations, source="observations").reset_index(drop=True)
-        part_rows = memory_rows = pd.DataFrame()
+        part_rows = memory_rows = shares = pd.DataFrame()
         if parts is not None and len(parts):
             checked = check_part_observations(parts).reset_index(drop=True)
             memory_rows = checked[checked[PART] == "memory"].reset_index(drop=True)
+            shares = checked[checked[METRIC] == IN_BACKWARD].reset_index(drop=True)
             timed = checked[(checked[PART] != "memory") & (checked[METRIC] == TIME)]
             part_rows = timed[timed[PART] != "step"].reset_index(drop=True)
             totals = timed[timed[PART] == "step"].rename(columns={VALUE: STEP_TIME})
             steps = pd.concat([steps, totals.drop(columns=[PART, METRIC])], ignore_index=True)
         if len(steps) and not (np.isfinite(steps[STEP_TIME]) & (steps[STEP_TIME] > 0)).all():
             raise InputError("observations", "step times must be finite and > 0 seconds")
-        return steps, part_rows, memory_rows
+        return steps, part_rows, memory_rows, shares
 
     def _crossed(self, steps: pd.DataFrame, part_rows: pd.DataFrame) -> set[str]:
         """The collectives ('tp', 'dp') whose group spanned nodes in some observation."""

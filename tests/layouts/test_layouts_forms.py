@@ -8,9 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from shared_data import GPT_TINY
 
 from extradeep.columns import PART_DP, STEP_TIME
 from extradeep.errors import InputError
+from extradeep.io.parallel.parts import layout_parts, part_observations
 from extradeep.layouts.model import LayoutModel
 from extradeep.layouts.parts import NAMES, PRIOR, compose, nominal_features
 from extradeep.layouts.validation import VTRAIN_CLUSTER
@@ -44,7 +46,7 @@ def test_without_such_runs_the_overlap_is_assumed_and_the_interval_reaches_it(vt
     truth = calibration.assign(**{STEP_TIME: composed(calibration, True).to_numpy()})
     model = LayoutModel(hardware=VTRAIN_CLUSTER, prior_weight=1e-8, grad_overlap="select").fit(truth)
     assert model.grad_overlap_ == "none" and not model.forms_measured_["grad_overlap"]
-    assert "no observed run reduced ZeRO 0-1 gradients" in model.formula()
+    assert "assumed: no profile of a ZeRO 0-1 run with d > 1" in model.formula()
     predicted = model.predict(multi)
     bucketed = compose(nominal_features(multi, VTRAIN_CLUSTER, model.algorithm_, True), model.coef_.to_numpy())
     assert (predicted["step_time_low"] <= bucketed["step"] * (1 + 1e-9)).all()
@@ -69,14 +71,30 @@ def test_buckets_hide_all_but_the_last_one(vtrain):
             assert np.allclose(waited, features["last_bucket_share"] * full, rtol=0.02)
 
 
-def test_by_default_gradients_are_reduced_after_the_backward_pass(vtrain):
-    """'select' chose the bucketed form on simulated studies where the default predicted better
-    (docs/performance.md), so the default is given, not chosen: even on bucketed truth."""
+def test_by_default_step_totals_leave_the_reduction_after_the_backward_pass_assumed(vtrain):
+    """'select' chose the bucketed form on simulated studies where the other predicted better
+    (docs/performance.md), so by default ('auto') step totals do not choose: even on bucketed truth
+    the form is 'none', and the formula says it is assumed."""
     multi = vtrain[1]
     truth = multi.assign(**{STEP_TIME: composed(multi, True).to_numpy()})
     model = LayoutModel(hardware=VTRAIN_CLUSTER, interval=None).fit(truth)
-    assert model.grad_overlap_ == "none" and model.forms_measured_["grad_overlap"]
-    assert "ZeRO 0-1 gradient reduction: charged in full" in model.formula()
+    assert model.grad_overlap_ == "none" and not model.forms_measured_["grad_overlap"]
+    assert "ZeRO 0-1 gradient reduction: charged in full after the backward pass, assumed" in model.formula()
+
+
+def test_by_default_the_profiles_say_how_gradients_are_reduced(gpt_studies):
+    """The simulator reduces ZeRO 0-1 gradient buckets from the autograd thread, during the backward
+    pass: its profiled runs with d > 1 make 'auto' choose 'buckets', measured; without them it is
+    'none', assumed."""
+    study = gpt_studies["megatron"]
+    paths = sorted(p for p in study.files["path"] if p.endswith(".pt.trace.json.gz"))
+    observations = part_observations(layout_parts(paths), model=GPT_TINY)
+    model = LayoutModel(hardware=VTRAIN_CLUSTER, interval=None).fit(None, observations)
+    assert model.grad_overlap_ == "buckets" and model.forms_measured_["grad_overlap"]
+    assert "assumed: no profile" not in model.formula()
+    alone = observations[(observations["dp"] == 1) | (observations["zero"] >= 2)]
+    model = LayoutModel(hardware=VTRAIN_CLUSTER, interval=None).fit(None, alone)
+    assert model.grad_overlap_ == "none" and not model.forms_measured_["grad_overlap"]
 
 
 def test_an_unknown_form_is_a_user_error(vtrain):
