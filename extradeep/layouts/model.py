@@ -61,6 +61,7 @@ from extradeep.layouts.parts import (
     COEFFICIENTS,
     NAMES,
     PRIOR,
+    PRIOR_FIRMNESS,
     STEP_PARTS,
     compose,
     nominal_features,
@@ -259,6 +260,7 @@ class LayoutModel:
         high = np.log([c.high for c in COEFFICIENTS])[free]
         prior = np.log(PRIOR)[free]
         pull = np.sqrt(self.prior_weight * max(len(steps) + len(part_rows), 1))
+        firmness = np.sqrt(PRIOR_FIRMNESS[free])
         full = self._start()
         residuals_of_parts = part_residuals(part_rows) if len(part_rows) else None
         step_columns, part_columns = as_columns(step_features), as_columns(part_features)
@@ -267,7 +269,7 @@ class LayoutModel:
             """(residuals, q) at q points (k, q) at once: a Jacobian's trial points cost about one."""
             coef = np.repeat(full[:, None], log_coefs.shape[1], axis=1)
             coef[free] = np.exp(log_coefs)
-            blocks = [pull * (log_coefs - prior[:, None])]
+            blocks = [pull * firmness[:, None] * (log_coefs - prior[:, None])]
             if step_columns is not None:
                 step = compose(step_columns, coef, self.dp_overlap)[PART_STEP]
                 blocks.append(root_weights[:, None] * (np.log(step) - measured[:, None]))
