@@ -12,10 +12,13 @@ and micro-batch in bytes:
     full:       2 s b h                               (+ one whole layer while it is recomputed)
 
 The first pipeline stage holds min(p, m) micro-batches in flight under 1F1B (times 1 + (p - 1) / (p v)
-interleaved, m under GPipe); the last stage also holds the output layer's logits, 4 bytes per
-vocabulary entry and token (Megatron's vocabulary-parallel cross entropy keeps the fp32 softmax for
-the backward pass). The logits are freed by the output layer's backward, before any recomputation
-buffer exists, so only the larger of the two counts. The peak is the larger of the two stages, scaled
+interleaved); every stage holds all m when every forward runs before any backward (GPipe, and
+Megatron's interleaved schedule when m = p, whose warm-up then takes every micro-batch). The last
+stage also holds the output layer's logits, 4 bytes per vocabulary entry and token (Megatron's
+vocabulary-parallel cross entropy keeps the fp32 softmax for the backward pass). A micro-batch's
+logits are freed by the output layer's backward, before any recomputation buffer exists, so only the
+larger of the two counts; the logits of the micro-batches still waiting for their backward (m - 1
+when all forwards run first) come on top. The peak is the larger of the two stages, scaled
 by a calibrated activation factor, plus a constant for the CUDA context, NCCL buffers and the
 allocator's reserve. :class:`MemoryModel` calibrates both on recorded peaks.
 """
@@ -86,24 +89,29 @@ class MemoryModel:
         working = np.select(
             [recompute == "full", recompute == "selective"], [full_layer, s * b * h * 5 * a * s / (h * t)], 0.0
         )
+        # every forward before any backward: GPipe, and Megatron's interleaving when m == p (its
+        # warm-up then takes all the micro-batches)
+        all_first = (schedule == "gpipe") | ((schedule == "interleaved") & (m <= p))
         if first:
             in_flight = np.select(
-                [schedule == "gpipe", schedule == "interleaved"],
+                [all_first, schedule == "interleaved"],
                 [m, np.minimum(p, m) * (1 + (p - 1) / (p * v))],
                 np.minimum(p, m),
             )
         else:
-            in_flight = np.where(schedule == "gpipe", m, 1.0)
+            in_flight = np.where(all_first, m, 1.0)
         holds_logits = (p == 1) | (not first)
+        logits = np.where(holds_logits, LOGIT_BYTES * s * b * vocab / t, 0.0)
         parts = {
             "weights": params * self.param_bytes / np.where(zero >= 3, d, 1.0),
             "gradients": params * self.grad_bytes / np.where(zero >= 2, d, 1.0),
             "optimizer_states": params * self.optimizer_bytes / np.where(zero >= 1, d, 1.0),
             "activations": self.activation_scale * (in_flight * layers / p * kept + working),
-            # the logits are freed by the output layer's backward, before any layer's recomputation
-            # buffer exists: the two never coexist, so only what the logits need beyond it counts
+            # a micro-batch's logits are freed by the output layer's backward, before any layer's
+            # recomputation buffer exists: those two never coexist, so only what they need beyond it
+            # counts; the logits of micro-batches whose backward has not begun stay beside it
             "logits": self.activation_scale
-            * np.maximum(np.where(holds_logits, LOGIT_BYTES * s * b * vocab / t, 0.0) - working, 0.0),
+            * (np.maximum(logits - working, 0.0) + np.where(all_first & (p > 1), m - 1, 0.0) * logits),
             "overhead": np.full(len(t), float(self.overhead)),
         }
         parts[MEMORY_TOTAL] = sum(parts.values())

@@ -81,3 +81,33 @@ def test_calibration_recovers_known_factors():
     assert fitted.activation_scale == pytest.approx(1.3, rel=1e-4)
     assert fitted.overhead == pytest.approx(3.5 * GIB, rel=1e-3)
     assert np.allclose(fitted.peak(frames), truth.peak(frames), rtol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "tp1.pp4.dp1.mbs2.nmb4.zero0.rc2.vpp2",  # m = p: Megatron's warm-up takes every micro-batch
+        "tp2.pp2.dp1.mbs1.nmb2.zero0.rc1.vpp2",
+        "tp1.pp4.dp1.mbs2.nmb8.zero0.rc2.vpp2",  # m = 2p: 1F1B after the warm-up
+        "tp2.pp4.dp2.mbs1.nmb4.zero1.rc0.vpp1",
+    ],
+)
+def test_uncalibrated_peak_is_the_simulators(layout):
+    """The simulator allocates and frees as its schedule runs (Megatron's, interleaving included),
+    so its peak is truth the formulas did not make. With m = p every forward of an interleaved step
+    runs before any backward, and the last stage holds every micro-batch's logits at once."""
+    from extradeep.simulate.gpt.config import GPTModel, parse_layout
+    from extradeep.simulate.gpt.study import gpt_truth
+
+    shape = {"layers": 8, "hidden": 1024, "heads": 16, "seq": 1024, "vocab": 51200}
+    truth = gpt_truth(layout, GPTModel(**shape))["peak_memory"]
+    lay = parse_layout(layout)
+    row = {
+        "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "micro_batch": lay.micro_batch, "micro_batches": lay.micro_batches,
+        "zero": lay.zero, "recompute": lay.recompute, "chunks": lay.virtual_stages, "schedule": lay.schedule,
+    }  # fmt: skip
+    frame = layout_frame(
+        pd.DataFrame([row]),
+        TransformerShape(layers=8, hidden=1024, heads=16, seq_len=1024, vocab=51200),
+    )
+    assert MemoryModel(overhead=0.0).peak(frame)[0] == pytest.approx(truth, rel=0.02)
