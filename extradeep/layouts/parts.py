@@ -139,10 +139,11 @@ COEFFICIENTS = (
 )
 NAMES = tuple(c.name for c in COEFFICIENTS)
 PRIOR = np.array([c.prior for c in COEFFICIENTS])
-# how firmly each prior holds (a factor on the model's prior_weight). The per-step and per-micro-batch
-# constants' priors are order-of-magnitude guesses, not physics: held as firmly as the others, they
-# stayed near 10 ms and 1 ms where the profiles said 0-2 ms (5-10% of a 0.1 s step on simulated studies)
-GUESSED_PRIORS = {"step_constant": 0.01, "microbatch_overhead": 0.01}
+# how firmly each prior holds (a factor on the model's prior_weight). The host's constants' priors
+# are order-of-magnitude guesses, not physics: held as firmly as the others, they stayed near 10 ms,
+# 1 ms and 1 ms where the profiles said 0-2 ms (5-10% of a 0.1 s step on simulated studies), and the
+# host floor made thin layouts beyond the profiled ones host-bound (draw 16: +20% at t = 8)
+GUESSED_PRIORS = {"step_constant": 0.01, "microbatch_overhead": 0.01, "host_floor": 0.01}
 PRIOR_FIRMNESS = np.array([GUESSED_PRIORS.get(c.name, 1.0) for c in COEFFICIENTS])
 
 
