@@ -243,3 +243,17 @@ def test_rank_skew_leaves_the_data_parallel_sync_for_the_host(tmp_path):
     timed = obs[obs["metric"] == TIME].set_index(PART)["value"]
     assert timed[PART_DP] == pytest.approx(truth, rel=0.15)
     assert timed[PART_STEP] == pytest.approx(sum(timed[p] for p in LAYOUT_PARTS if p not in (PART_STEP, PART_MEMORY)))
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["HTA__trace_diff_control_control.json.gz", "HTA__nccl_parser_config_nccl_data.json.gz"],
+)
+def test_real_ddp_traces_reduce_gradients_during_the_backward_pass(real_kineto, facts_of, name):
+    """PyTorch's DDP reduces each gradient bucket from an autograd hook as the backward pass fills
+    it: in these real DDP traces (HTA's test data) every gradient all-reduce of the data-parallel
+    group is launched from the autograd thread, and the reader says so."""
+    frame = file_parts(facts_of(real_kineto(name)), {}, 0)
+    shares = frame[frame["metric"] == IN_BACKWARD]
+    assert len(shares) and (shares[PART] == PART_DP_KERNELS).all()
+    assert (shares["value"] == 1.0).all()
