@@ -325,8 +325,11 @@ def _union(starts, ends, lo: float, hi: float) -> float:
 
 def matched_calls(run: pd.DataFrame, facts: dict) -> dict[str, pd.DataFrame]:
     """Per path, its collectives matched over the run's ranks by group and call order, indexed as
-    its kernels: launch ``t``, the group's ``comm``, the last member's start (LATEST_START) and the
-    pure time (the earliest end minus that start). Point-to-point transfers are left out."""
+    its kernels: launch ``t``, the group's ``comm``, the last member's start (LATEST_START, on this
+    path's clock) and the pure time (the earliest end minus that start). Point-to-point transfers
+    are left out. Profiles from separate sessions (one per host) keep clocks apart; a collective's
+    members end together, so a member's median end against the group's is its clock's offset
+    (dPRO's alignment, as :func:`extradeep.predictor.collectives.clock_offsets`), taken out first."""
     calls: dict[str, list] = {}
     for path in run[PATH]:
         k = facts[path].kernels
@@ -338,12 +341,13 @@ def matched_calls(run: pd.DataFrame, facts: dict) -> dict[str, pd.DataFrame]:
         n = min(len(g) for _, g in members)
         if len(members) < 2 or n == 0:
             continue
-        starts = np.stack([g[START].to_numpy()[:n] for _, g in members])
-        ends = np.stack([g[END].to_numpy()[:n] for _, g in members])
-        latest = starts.max(axis=0)
-        pure = np.maximum(ends.min(axis=0) - latest, 0)
-        for path, g in members:
-            one = {"t": g[LAUNCH].to_numpy()[:n], LATEST_START: latest, PURE: pure, "comm": key}
+        starts = np.stack([g[START].to_numpy(np.float64)[:n] for _, g in members])
+        ends = np.stack([g[END].to_numpy(np.float64)[:n] for _, g in members])
+        clock = np.median(ends - np.median(ends, axis=0), axis=1, keepdims=True)
+        latest = (starts - clock).max(axis=0)
+        pure = np.maximum((ends - clock).min(axis=0) - latest, 0)
+        for (path, g), own in zip(members, clock[:, 0]):
+            one = {"t": g[LAUNCH].to_numpy()[:n], LATEST_START: latest + own, PURE: pure, "comm": key}
             rows.setdefault(path, []).append(pd.DataFrame(one, index=g.index[:n]))
     return {path: pd.concat(frames) for path, frames in rows.items()}
 

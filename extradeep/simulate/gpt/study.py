@@ -85,8 +85,11 @@ def simulate_gpt(
     truth_layouts=(),
     flows: bool = True,
     progress: bool = False,
+    clock_skew_ns: float = 0.0,
 ) -> GPTStudy:
-    """Write every rank's profile of every layout and truth.json into outdir (created if missing)."""
+    """Write every rank's profile of every layout and truth.json into outdir (created if missing).
+    ``clock_skew_ns``: every rank but the first writes its times on a clock shifted by up to this
+    much either way (drawn from ``seed``), as separate profiling sessions on several hosts do."""
     model = model or GPTModel()
     formats = (formats,) if isinstance(formats, str) else tuple(formats)
     layouts = [_layout(x, framework) for x in layouts]
@@ -114,15 +117,26 @@ def simulate_gpt(
                 warmup_factor=warmup_factor,
                 algorithm=algorithm,
             )
+            clocks = np.random.default_rng([seed, k, rep]).uniform(-clock_skew_ns, clock_skew_ns, layout.world)
+            clocks[0] = 0.0
             for rank in range(layout.world):
+                offset = float(np.round(clocks[rank]))
                 for fmt in formats:
                     name = file_name(app, layout, rep, rank, fmt)
                     if fmt == "nsys":
                         write_nsys_rank(
-                            outdir / name, run.timeline(rank), layout, placement, gpu_spec, nccl_nvtx=nccl_nvtx
+                            outdir / name,
+                            run.timeline(rank),
+                            layout,
+                            placement,
+                            gpu_spec,
+                            nccl_nvtx=nccl_nvtx,
+                            offset=offset,
                         )
                     else:
-                        write_kineto_rank(outdir / name, run.timeline(rank), layout, placement, gpu_spec, flows=flows)
+                        write_kineto_rank(
+                            outdir / name, run.timeline(rank), layout, placement, gpu_spec, flows=flows, offset=offset
+                        )
                     entry["files"].append(name)
                     rows.append(
                         {

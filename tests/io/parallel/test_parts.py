@@ -215,10 +215,13 @@ def test_observations_are_the_layout_models_input(megatron_parts):
     check_part_observations(obs)
 
 
-def test_rank_skew_leaves_the_data_parallel_sync_for_the_host(tmp_path):
+@pytest.mark.parametrize("clock_skew_ns", [0.0, 5e6])
+def test_rank_skew_leaves_the_data_parallel_sync_for_the_host(tmp_path, clock_skew_ns):
     """With ranks 5% apart in speed, the faster ranks wait in the gradient reduction for the slowest:
     that wait (peer_wait) is skew, not the reduction's cost. Without it every rank's dp_sync is the
-    simulator's noise-free one; the observation leaves it out of dp_sync and the step alike."""
+    simulator's noise-free one; the observation leaves it out of dp_sync and the step alike. Also
+    when each rank's profile keeps its own clock, up to 5 ms apart (separate sessions on several
+    hosts): matched collectives end together, which aligns the clocks."""
     from extradeep.simulate.gpt.config import GPTModel
     from extradeep.simulate.gpt.study import gpt_truth, simulate_gpt
 
@@ -231,6 +234,7 @@ def test_rank_skew_leaves_the_data_parallel_sync_for_the_host(tmp_path):
         steps=3,
         formats=("kineto",),
         seed=3,
+        clock_skew_ns=clock_skew_ns,
     )
     frame = layout_parts(list(study.files["path"]))
     truth = gpt_truth(layout, GPTModel(**GPT_TINY))["parts"][PART_DP]
