@@ -282,11 +282,11 @@ def _peer_wait(mine: pd.DataFrame, matched: pd.DataFrame, lo, hi, pipeline: bool
     """Seconds of the step's dp_sync that its data-parallel (and other) collectives spent waiting
     for the group's last member: the split again with each such kernel started at that arrival."""
     waiting = mine[PART].isin((PART_DP_KERNELS, PART_OTHER_KERNELS)) & mine.index.isin(matched.index)
-    if not waiting.any():
+    latest = matched[LATEST_START].reindex(mine.index[waiting]).to_numpy()
+    starts, ends = mine.loc[waiting, START].to_numpy(), mine.loc[waiting, END].to_numpy()
+    if not (latest > starts).any():  # no kernel started before its last member: nothing to split again
         return 0.0
     trimmed = mine.copy()
-    latest = matched[LATEST_START].reindex(trimmed.index[waiting]).to_numpy()
-    starts, ends = trimmed.loc[waiting, START].to_numpy(), trimmed.loc[waiting, END].to_numpy()
     trimmed.loc[waiting, START] = np.minimum(np.maximum(starts, latest), ends)
     return max(split.get(PART_DP, 0.0) - step_split(trimmed, lo, hi, pipeline).get(PART_DP, 0.0), 0.0)
 
