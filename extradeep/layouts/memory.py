@@ -11,6 +11,10 @@ and micro-batch in bytes:
     selective:  s b h (10 + 24 / t)                  (+ one layer's attention core while it is recomputed)
     full:       2 s b h                               (+ one whole layer while it is recomputed)
 
+5 a s / (h t) is the attention core's: the softmax output (2 bytes per score), the dropout mask (1)
+and its output (2). Where Megatron's fused softmax kernel does not take the shape (b a / t not a
+multiple of 4, or s above 4,096), PyTorch's fp32 softmax keeps its output in 4 bytes: 7 a s / (h t).
+
 The first pipeline stage holds min(p, m) micro-batches in flight under 1F1B (times 1 + (p - 1) / (p v)
 interleaved); every stage holds all m when every forward runs before any backward (GPipe, and
 Megatron's interleaved schedule when m = p, whose warm-up then takes every micro-batch). The last
@@ -48,7 +52,7 @@ from extradeep.columns import (
     VOCAB,
     ZERO,
 )
-from extradeep.layouts.workload import layer_parameters, padded_vocab
+from extradeep.layouts.workload import fused_softmax, layer_parameters, padded_vocab
 
 GIB = 2**30
 HEADROOM = 0.05  # share of the GPU's memory a recommended layout leaves free
@@ -82,13 +86,13 @@ class MemoryModel:
         zero, recompute, schedule = frame[ZERO].to_numpy(int), frame[RECOMPUTE].to_numpy(), frame[SCHEDULE].to_numpy()
         # both end stages hold the (tied) word embeddings; the first also the position embeddings
         params = layers / p * layer_parameters(h) / t + vocab * h / t + np.where(first | (p == 1), s * h / t, 0.0)
-        full_layer = s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
+        # the attention core keeps 5 bytes per score, 7 where PyTorch's fp32 softmax replaces the fused one
+        scores = np.where(fused_softmax(b, a, t, s), 5.0, 7.0) * a * s * s * b / t
+        full_layer = s * b * h * (10 + 24 / t) + scores
         kept = np.select(
             [recompute == "full", recompute == "selective"], [2 * s * b * h, s * b * h * (10 + 24 / t)], full_layer
         )
-        working = np.select(
-            [recompute == "full", recompute == "selective"], [full_layer, s * b * h * 5 * a * s / (h * t)], 0.0
-        )
+        working = np.select([recompute == "full", recompute == "selective"], [full_layer, scores], 0.0)
         # every forward before any backward: GPipe, and Megatron's interleaving when m == p (its
         # warm-up then takes all the micro-batches)
         all_first = (schedule == "gpipe") | ((schedule == "interleaved") & (m <= p))

@@ -61,7 +61,7 @@ from extradeep.columns import (
     ZERO,
 )
 from extradeep.layouts.hardware import Hardware
-from extradeep.layouts.workload import layer_parameters, padded_vocab
+from extradeep.layouts.workload import fused_softmax, layer_parameters, padded_vocab
 from extradeep.system import cost_features
 
 # How collectives cross nodes: "hierarchical" (a ring inside each node, then one over the nodes with
@@ -180,11 +180,10 @@ def nominal_features(
         + (tokens * f / t + h * f / t + tokens * h)
     )
     attention_bytes = pb * b * (a / t) * (4 * s * h / a + 2 * s * s)
-    fused_softmax = ((b * a / t) % 4 == 0) & (s <= 4096)
     elementwise = 9.0 * b * (a / t) * s * s + 22 * tokens * h + 4 * tokens * f / t
     layer_bytes = (gemm_bytes + elementwise) * passes + attention_bytes * attention_passes
     # Megatron's unfused softmax path (mask, scale, softmax as separate kernels) moves 3x the bytes
-    unfused_bytes = np.where(fused_softmax, 0.0, 18.0 * b * (a / t) * s * s) * passes
+    unfused_bytes = np.where(fused_softmax(b, a, t, s), 0.0, 18.0 * b * (a / t) * s * s) * passes
 
     tp_message = tokens * h * pb
     allreduces = 2 * forward_passes + 2

@@ -86,6 +86,13 @@ def padded_vocab(vocab, tp):
     return np.ceil(np.asarray(vocab, float) / unit) * unit
 
 
+def fused_softmax(micro_batch, heads, tp, seq_len):
+    """Where Megatron's FusedScaleMaskSoftmax runs its fused causal kernel: b times the rank's heads
+    a multiple of 4 and s at most 4,096 (2021-22 releases; 16,384 from 2023). Elsewhere it falls back
+    to PyTorch's casts, scale, mask fill and an fp32 softmax (more traffic; an fp32 output kept)."""
+    return ((micro_batch * heads / tp) % 4 == 0) & (seq_len <= 4096)
+
+
 def training_flops(batch, seq_len, layers, hidden, vocab, recompute: bool = True):
     """Model FLOPs of one step by the formula of Narayanan et al. (SC'21, eq. 3), the one their
     'teraFLOP/s per GPU' uses: 96 B s l h^2 (1 + s / 6h + V / 16 l h) with activation recomputation,

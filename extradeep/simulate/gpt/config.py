@@ -239,6 +239,14 @@ class ParallelLayout:
             return repr(self)
 
 
+def fused_softmax(model: GPTModel, layout: ParallelLayout) -> bool:
+    """Whether Megatron's FusedScaleMaskSoftmax may run its fused causal kernel for this shape: its
+    kernel-availability check asks for b times the rank's heads a multiple of 4 and 16 < s <= 4096
+    (the limit of Megatron-LM's releases of 2021-22; 16,384 from 2023). Otherwise it falls back to
+    PyTorch's kernels with the softmax in fp32."""
+    return (layout.micro_batch * (model.heads // layout.tp)) % 4 == 0 and 16 < model.seq <= 4096
+
+
 _TOKEN = re.compile(r"^([a-z_]+?)(\d+)$")
 TOKENS = {
     "tp": "tp",

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from extradeep.simulate.gpt.config import GPU, GPTModel, ParallelLayout
+from extradeep.simulate.gpt.config import GPU, GPTModel, ParallelLayout, fused_softmax
 from extradeep.system import System, cost_features
 
 KERNEL_FIXED_NS = 4_000.0  # ramp-up and tail of a GEMM
@@ -70,7 +70,7 @@ class Costs:
             ("layernorm_fwd", self.elementwise(2 * act)),
             ("gemm_qkv", self.gemm(tok, 3 * h / t, h)),
             ("bmm_qk", self.batched_gemm(b * heads, s, s, h / self.model.heads)),
-            ("softmax_fwd", self.elementwise(2 * b * heads * s * s * ACT_BYTES)),
+            *self.softmax_forward(),
             ("bmm_av", self.batched_gemm(b * heads, s, h / self.model.heads, s)),
             ("gemm_proj", self.gemm(tok, h, h / t)),
             ("AR", 0.0),
@@ -102,7 +102,7 @@ class Costs:
             ("gemm_proj_dgrad", self.gemm(tok, h / t, h)),
             ("gemm_proj_wgrad", self.gemm(h / t, h, tok)),
             ("bmm_av_bwd", 2 * bmm),
-            ("softmax_bwd", self.elementwise(3 * b * heads * s * s * ACT_BYTES)),
+            *self.softmax_backward(),
             ("bmm_qk_bwd", 2 * bmm),
             ("gemm_qkv_dgrad", self.gemm(tok, h, 3 * h / t)),
             ("gemm_qkv_wgrad", self.gemm(h, 3 * h / t, tok)),
@@ -112,8 +112,37 @@ class Costs:
 
     def attention_core(self) -> list[tuple[str, float]]:
         """What selective recomputation re-runs before a layer's backward: the attention core."""
-        keep = {"bmm_qk", "softmax_fwd", "bmm_av"}
+        keep = {"bmm_qk", "bmm_av", *(k for k, _ in self.softmax_forward())}
         return [(k, d) for k, d in self.layer_forward() if k in keep]
+
+    def _scores_bytes(self) -> float:
+        """Bytes of one micro-batch's attention scores on one tensor-parallel rank (b, a/t, s, s)."""
+        heads = self.model.heads // self.layout.tp
+        return self.layout.micro_batch * heads * self.model.seq**2 * ACT_BYTES
+
+    def softmax_forward(self) -> list[tuple[str, float]]:
+        """The fused kernel reads the bf16 scores and writes the probabilities. Otherwise Megatron falls
+        back to PyTorch with the softmax in fp32 (Megatron-Core's default, and implied by query-key
+        layer scaling in older releases): cast up, scale, in-place causal mask fill, softmax, cast
+        down, each a kernel over the whole score tensor."""
+        n = self._scores_bytes()  # bf16; the fp32 copies are 2n
+        if fused_softmax(self.model, self.layout):
+            return [("softmax_fwd", self.elementwise(2 * n))]
+        moved = {"softmax_up_fwd": 3, "softmax_scale_fwd": 4, "softmax_mask_fwd": 4, "softmax_torch_fwd": 4}
+        return [
+            *((k, self.elementwise(c * n)) for k, c in moved.items()),
+            ("softmax_down_fwd", self.elementwise(3 * n)),
+        ]
+
+    def softmax_backward(self) -> list[tuple[str, float]]:
+        """Fused: reads the output gradient and the probabilities, writes the input gradient. PyTorch's
+        path runs each forward kernel's backward in reverse: the casts' (the gradient cast up, then
+        down), softmax's (three fp32 tensors), the mask fill's and the scale's (a read and a write)."""
+        n = self._scores_bytes()
+        if fused_softmax(self.model, self.layout):
+            return [("softmax_bwd", self.elementwise(3 * n))]
+        moved = {"softmax_down_bwd": 3, "softmax_torch_bwd": 6, "softmax_mask_bwd": 4, "softmax_scale_bwd": 4}
+        return [*((k, self.elementwise(c * n)) for k, c in moved.items()), ("softmax_up_bwd", self.elementwise(3 * n))]
 
     def embedding_forward(self) -> list[tuple[str, float]]:
         return [("embedding_fwd", self.elementwise(2 * self.tokens * self.model.hidden * ACT_BYTES))]

@@ -7,7 +7,8 @@ stage on that shards it (optimizer states from 1, gradients from 2, parameters f
 Per micro-batch and layer, the activations kept for the backward pass (Korthikanti et al., "Reducing
 Activation Recomputation in Large Transformer Models", without sequence parallelism):
 s b h (10 + 24/t + 5 a s / (h t)) bytes, s b h (10 + 24/t) with selective recomputation (the
-attention scores are recomputed), 2 s b h with full recomputation (only the layer's input). The last
+attention scores are recomputed), 2 s b h with full recomputation (only the layer's input); where
+Megatron falls back to PyTorch's fp32 softmax, 7 a s / (h t) instead of 5. The last
 chunk also keeps the fp32 logits (s b V / t x 4 bytes) until its backward. The simulator allocates
 and frees these as the schedule runs them, so the peak emerges from the schedule; `expected_peak`
 is the closed form the tests compare it with.
@@ -15,7 +16,7 @@ is the closed form the tests compare it with.
 
 from __future__ import annotations
 
-from extradeep.simulate.gpt.config import GPTModel, ParallelLayout
+from extradeep.simulate.gpt.config import GPTModel, ParallelLayout, fused_softmax
 
 ALIGN = 512  # the caching allocator rounds every block up to 512 bytes
 SEGMENT = 2 << 20  # and reserves device memory in 2 MiB segments
@@ -53,8 +54,8 @@ def layer_activation_bytes(model: GPTModel, layout: ParallelLayout, recompute: s
     if recompute == "full":
         return 2.0 * s * b * h
     per = 10 + 24 / t
-    if recompute == "none":
-        per += 5 * a * s / (h * t)
+    if recompute == "none":  # PyTorch's fp32 softmax keeps its output in 4 bytes, the fused kernel in 2
+        per += (5 if fused_softmax(model, layout) else 7) * a * s / (h * t)
     return s * b * h * per
 
 

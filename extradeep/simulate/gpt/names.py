@@ -38,6 +38,24 @@ KERNELS = {
         "void (anonymous namespace)::scaled_upper_triang_masked_softmax_warp_backward<c10::BFloat16, "
         "c10::BFloat16, float, 11>(c10::BFloat16 *, c10::BFloat16 *, const c10::BFloat16 *, float, int, int, int)",
     ),
+    # Megatron's unfused fallback (forward_torch_softmax, softmax in fp32): casts, scale, causal mask fill
+    "softmax_up_fwd": (
+        "vectorized_elementwise_kernel",
+        EW.format("at::native::direct_copy_kernel_cuda", "CopyFunctor"),
+    ),
+    "softmax_scale_fwd": (
+        "vectorized_elementwise_kernel",
+        EW.format(
+            "at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float>>",
+            "AUnaryFunctor",
+        ),
+    ),
+    "softmax_mask_fwd": (
+        "elementwise_kernel",
+        "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<"
+        "at::native::(anonymous namespace)::masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)"
+        "::{lambda()#1}::operator()() const::{lambda(float, bool)#1}>>(int, at::native::gpu_kernel_impl_nocast)",
+    ),
     "dropout_add": (
         "fused_dropout_kernel_vec",
         "void at::native::(anonymous namespace)::fused_dropout_kernel_vec<c10::BFloat16, float, unsigned int, "
@@ -83,6 +101,12 @@ KERNELS = {
         "float, float, float, float, float, float, adamMode_t, float)",
     ),
 }
+# the fallback's PyTorch softmax is cross entropy's fp32 one; its backward's casts, mask fill and
+# scale run the forward's kernels again
+KERNELS["softmax_torch_fwd"], KERNELS["softmax_torch_bwd"] = KERNELS["softmax_ce_fwd"], KERNELS["softmax_ce_bwd"]
+for _key in ("up", "scale", "mask"):
+    KERNELS[f"softmax_{_key}_bwd"] = KERNELS[f"softmax_{_key}_fwd"]
+KERNELS["softmax_down_fwd"] = KERNELS["softmax_down_bwd"] = KERNELS["softmax_up_fwd"]
 for _key, _layout in {
     "gemm_qkv": "tn",
     "gemm_proj": "tn",
