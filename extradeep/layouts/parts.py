@@ -182,8 +182,12 @@ def nominal_features(
     attention_bytes = pb * b * (a / t) * (4 * s * h / a + 2 * s * s)
     elementwise = 9.0 * b * (a / t) * s * s + 22 * tokens * h + 4 * tokens * f / t
     layer_bytes = (gemm_bytes + elementwise) * passes + attention_bytes * attention_passes
-    # Megatron's unfused softmax path (mask, scale, softmax as separate kernels) moves 3x the bytes
-    unfused_bytes = np.where(fused_softmax(b, a, t, s), 0.0, 18.0 * b * (a / t) * s * s) * passes
+    # Megatron's fallback to PyTorch's fp32 softmax: per score, the forward's cast up, scale, mask
+    # fill, softmax and cast down move 36 bytes where the fused kernel moves 4, their backwards 40
+    # where it moves 6; the forward runs again under either recomputation
+    attention_forwards = 1.0 + (recompute != "none")
+    extra_per_score = 32.0 * attention_forwards + 34.0
+    unfused_bytes = np.where(fused_softmax(b, a, t, s), 0.0, extra_per_score * b * (a / t) * s * s)
 
     tp_message = tokens * h * pb
     allreduces = 2 * forward_passes + 2
