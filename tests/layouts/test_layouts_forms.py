@@ -100,3 +100,18 @@ def test_by_default_the_profiles_say_how_gradients_are_reduced(gpt_studies):
 def test_an_unknown_form_is_a_user_error(vtrain):
     with pytest.raises(InputError, match="grad_overlap"):
         LayoutModel(hardware=VTRAIN_CLUSTER, grad_overlap="always").fit(vtrain[1])
+
+
+def test_deepspeeds_reduction_after_the_backward_pass_reads_as_none(gpt_studies):
+    """DeepSpeed's engine reduces ZeRO 0-1 gradients at the accumulation boundary, after autograd
+    returns: the simulated DeepSpeed run (ZeRO 1, d = 2) launches none of them from the autograd
+    thread, and 'auto' reads 'none' from it, measured."""
+    from extradeep.columns import IN_BACKWARD
+
+    study = gpt_studies["deepspeed"]
+    paths = sorted(p for p in study.files["path"] if p.endswith(".pt.trace.json.gz"))
+    parts = layout_parts(paths)
+    shares = parts[parts["metric"] == IN_BACKWARD]["value"]
+    assert len(shares) and (shares == 0.0).all()
+    model = LayoutModel(hardware=VTRAIN_CLUSTER, interval=None).fit(None, part_observations(parts, model=GPT_TINY))
+    assert model.grad_overlap_ == "none" and model.forms_measured_["grad_overlap"]

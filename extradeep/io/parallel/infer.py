@@ -221,7 +221,8 @@ def _dp_by_usage(facts: ProfileFacts, roles: dict, free: list, per: dict) -> Non
     """The data-parallel group from its traffic: the largest gradient reduction, preferring one that
     overlaps the backward pass (DDP / Megatron / ZeRO hooks on the autograd thread). With pipeline
     stages, a reduction only on the main thread after the backward pass may be the tied embedding's
-    (first and last stage) or the gradient norm's: not taken as data parallelism. With the world size
+    (first and last stage) or the gradient norm's: not taken as data parallelism unless it is sharded
+    or its members are not the pipeline group's (`_reduces_after_backward`). With the world size
     and the tp and pp group sizes known, the group must have the size left over."""
     used = {c.key for c, _ in roles.values()}
     sizes = [roles[r][0].size for r in (TP, PP) if r in roles]
@@ -240,13 +241,24 @@ def _dp_by_usage(facts: ProfileFacts, roles: dict, free: list, per: dict) -> Non
         if c.key in used or not len(grads) or (expected and c.size and c.size != expected):
             continue
         overlapped = bool((grads[THREAD] == AUTOGRAD_THREAD).any())
-        if PP in roles and not overlapped:
+        if PP in roles and not overlapped and not _reduces_after_backward(grads, c, roles[PP][0]):
             continue
         candidates.append((overlapped, grads[BYTES].sum(), grads["calls"].sum(), c))
     if candidates:
         _, volume, calls, comm = max(candidates, key=lambda x: x[:3])
         size = f"{volume / 1e6:.3g} MB" if volume else f"{calls:g} calls, sizes not recorded"
         roles[DP] = (comm, f"gradient reduction ({size} per step)")
+
+
+def _reduces_after_backward(grads: pd.DataFrame, comm: Communicator, pipeline: Communicator) -> bool:
+    """Whether a main-thread reduction of a pipelined run is still the data-parallel one (DeepSpeed's
+    engine reduces ZeRO 0-1 gradients after the backward pass): sharded gradients (reduce-scatter or
+    all-gather; the tied embedding and the gradient norm only all-reduce), or a group whose recorded
+    members share only this rank with the pipeline group (the tied embedding's group joins the first
+    and the last stage of this rank's pipeline)."""
+    if grads["collective"].isin(["reducescatter", "allgather"]).any():
+        return True
+    return bool(comm.members and pipeline.members and len(set(comm.members) & set(pipeline.members)) == 1)
 
 
 def _note(facts: ProfileFacts, text: str) -> None:

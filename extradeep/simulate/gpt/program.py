@@ -10,7 +10,8 @@ their outputs (two per layer forward, two per backward). Backward passes run on 
 thread; recomputation re-runs a layer's forward (or its attention core) before its backward.
 Gradient reduction overlaps the backward pass as Megatron's DDP does it: buckets are reduced as
 soon as their gradients are complete, in the last micro-batch for ZeRO 0-1 and in every micro-batch
-once the gradients are sharded.
+once the gradients are sharded. DeepSpeed's engine (its defaults: no overlap_comm) reduces ZeRO 0-1
+gradients at the accumulation boundary instead, from the main thread after the backward pass returns.
 """
 
 from __future__ import annotations
@@ -236,19 +237,31 @@ class StepProgram:
             end = self._kernels(io, step, AUTOGRAD, self.costs.head_backward(), "compute_backward")
             io.alloc(end, -self.logits, "logits", "end")
         sync_grads = self.layout.zero >= 2 or last_mb
+        # DeepSpeed's engine reduces ZeRO 0-1 gradients at the accumulation boundary, after autograd
+        # returns (its default, without overlap_comm); hooks reduce them during the backward otherwise
+        after = self.fw == "deepspeed" and self.layout.zero < 2
+        reduce = self.layout.dp > 1 and self.layout.zero < 3 and sync_grads
         ahead = self._gather(io, step, AUTOGRAD) if self.layout.zero == 3 else None
         for idx in reversed(range(self.layers)):
             gathered, ahead = ahead, (self._gather(io, step, AUTOGRAD) if ahead and idx > 0 else None)
             self._layer_backward(io, step, chunk, idx, gathered)
-            if self.layout.dp > 1 and self.layout.zero < 3 and sync_grads and (chunk, idx) in self.buckets:
-                kind = "allreduce" if self.layout.zero == 0 else "reducescatter"
-                nbytes = self.buckets[(chunk, idx)] * self.model.grad_bytes
-                self._group_collective(io, step, AUTOGRAD, DP_STREAM, "dp", kind, self.groups.dp, nbytes, "dp_comm")
+            if reduce and not after and (chunk, idx) in self.buckets:
+                self._reduce_bucket(io, step, AUTOGRAD, self.buckets[(chunk, idx)])
         if g == 0:
             self._kernels(io, step, AUTOGRAD, self.costs.embedding_backward(), "compute_backward")
         io.cpu(MAIN, 2_000.0, [io.g.tail[io.thread(AUTOGRAD)]])  # backward() returns
+        if reduce and after:
+            for (c, _idx), params in sorted(self.buckets.items(), key=lambda kv: -kv[0][1]):
+                if c == chunk:
+                    self._reduce_bucket(io, step, MAIN, params)
         if ds is not None:
             io.range_close(ds)
+
+    def _reduce_bucket(self, io: RankIssuer, step: int, slot: int, params: float) -> None:
+        """One gradient bucket's data-parallel reduction (ZeRO 0: all-reduce; 1-2: reduce-scatter)."""
+        kind = "allreduce" if self.layout.zero == 0 else "reducescatter"
+        nbytes = params * self.model.grad_bytes
+        self._group_collective(io, step, slot, DP_STREAM, "dp", kind, self.groups.dp, nbytes, "dp_comm")
 
     def _layer_backward(self, io: RankIssuer, step: int, chunk: int, idx: int, gathered) -> None:
         fsdp = None

@@ -149,6 +149,30 @@ def test_zero_1_and_2_told_apart_with_more_buckets_than_micro_batches(tmp_path, 
             assert fields[ZERO].value == written(entry["label"])[ZERO], (name, fields[ZERO].source)
 
 
+def test_deepspeeds_reduction_after_the_backward_pass_is_data_parallel_and_the_tied_embedding_is_not(
+    tmp_path, facts_of
+):
+    """DeepSpeed's engine all-reduces ZeRO 0 gradients from the main thread after the backward pass,
+    like the tied embedding's all-reduce between the first and the last stage. The Kineto trace's
+    process groups tell them apart: the data-parallel group shares only this rank with the pipeline
+    group, the embedding's joins two of its stages (and with pp = 4 no data-parallel group exists)."""
+    from extradeep.simulate.gpt.config import GPTModel
+    from extradeep.simulate.gpt.study import simulate_gpt
+
+    labels = ["tp1.pp2.dp2.mbs1.nmb2.zero0.rc0.vpp1", "tp1.pp4.dp1.mbs1.nmb4.zero0.rc0.vpp1"]
+    study = simulate_gpt(
+        tmp_path, labels, model=GPTModel(**GPT_TINY), formats=("kineto",), steps=3, framework="deepspeed"
+    )
+    for entry in study.truth["layouts"]:
+        want = written(entry["label"])
+        for name in entry["files"]:
+            fields = infer_layout(facts_of(study.outdir / name), model=SHAPE)
+            assert fields[DP].value == want[DP], (name, fields[DP].source)
+            assert fields[PP].value == want[PP], (name, fields[PP].source)
+            if want[DP] > 1:
+                assert "gradient reduction" in fields[DP].source, name
+
+
 def test_world_comes_from_the_name_when_only_some_ranks_were_profiled(gpt_studies, facts_of):
     """Megatron's --profile-ranks 0: one file of a 4-rank run; p4 in its name is the world size."""
     study = gpt_studies["megatron"]
