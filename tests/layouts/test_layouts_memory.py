@@ -90,6 +90,8 @@ def test_calibration_recovers_known_factors():
         "tp2.pp2.dp1.mbs1.nmb2.zero0.rc1.vpp2",
         "tp1.pp4.dp1.mbs2.nmb8.zero0.rc2.vpp2",  # m = 2p: 1F1B after the warm-up
         "tp2.pp4.dp2.mbs1.nmb4.zero1.rc0.vpp1",
+        "tp8.pp2.dp1.mbs1.nmb4.zero0.rc0.vpp1",  # b a / t = 2: PyTorch's fp32 softmax keeps 4-byte scores
+        "tp8.pp1.dp2.mbs1.nmb2.zero1.rc1.vpp1",  # and recomputes them in its working buffer
     ],
 )
 def test_uncalibrated_peak_is_the_simulators(layout):
