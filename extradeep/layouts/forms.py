@@ -81,19 +81,26 @@ def alternatives(model) -> list[dict]:
 
 
 def crossing_observed(hardware, steps: pd.DataFrame, part_rows: pd.DataFrame) -> bool:
-    """Whether some observed tensor- or data-parallel collective crosses nodes, so that the two
-    algorithms predict it differently: runs that span nodes with only pipeline transfers between
-    them (or none) cannot tell how a collective crosses nodes."""
-    for rows in (steps, part_rows):
-        if not len(rows):
-            continue
-        inter = [
-            {k: nominal_features(rows, hardware, name)[k] for k in ("tp_inter", "dp_inter")}
-            for name in COLLECTIVE_ALGORITHMS
-        ]
-        for key, other in product(("tp_inter", "dp_inter"), inter[1:]):
-            if not np.allclose(inter[0][key], other[key], rtol=1e-3, atol=0.0):
-                return True
+    """Whether the observed tensor- and data-parallel collectives that cross nodes can tell the
+    algorithms apart: some algorithm must predict their inter-node times in other proportions than
+    another, since the network coefficient scales them all alike. Runs that span nodes with only
+    pipeline transfers between them (or none) cannot tell how a collective crosses nodes; nor can
+    collectives that all cross nodes the same way (one group shape: a factor the coefficient takes)."""
+    frames = [r for r in (steps, part_rows) if len(r)]
+    if not frames:
+        return False
+    rows = pd.concat(frames, ignore_index=True)
+    inter = []
+    for name in COLLECTIVE_ALGORITHMS:
+        features = nominal_features(rows, hardware, name)
+        inter.append(np.concatenate([features["tp_inter"], features["dp_inter"] - features["tied_inter"]]))
+    crossing = inter[0] > 0
+    if not crossing.any():
+        return False
+    for other in inter[1:]:
+        ratio = other[crossing] / inter[0][crossing]
+        if ratio.max() > ratio.min() * (1 + 1e-3) or (other[~crossing] > 0).any():
+            return True
     return False
 
 

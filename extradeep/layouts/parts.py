@@ -209,7 +209,8 @@ def nominal_features(
     tied = np.where(
         p > 1, vocab * h / t * pb, 0.0
     )  # first and last stage sum the shared embedding's gradients (a ring of 2 moves them once)
-    dp[:, 3] += np.where(cross, tied, 0.0) / system.inter_bandwidth_per_gpu
+    tied_inter = np.where(cross, tied, 0.0) / system.inter_bandwidth_per_gpu
+    dp[:, 3] += tied_inter
     dp[:, 1] += np.where(cross, 0.0, tied) / system.intra_bandwidth
     updated = stage_params / np.where(zero >= 1, d, 1.0)
     return {
@@ -230,6 +231,7 @@ def nominal_features(
         "logit_memory": logit_bytes / gpu.memory_bandwidth,
         "dp_intra": dp[:, 0] + dp[:, 1],
         "dp_inter": dp[:, 2] + dp[:, 3],
+        "tied_inter": tied_inter,  # the part of dp_inter that is the same whatever the algorithm
         "dp_beside_intra": beside[:, 0] + beside[:, 1],
         "dp_beside_inter": beside[:, 2] + beside[:, 3],
         # the passes of every micro-batch that ZeRO 2-3's per-layer traffic runs beside (prefetched

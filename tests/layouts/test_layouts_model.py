@@ -261,3 +261,27 @@ def test_gemms_narrower_than_any_observed_are_flagged(vtrain):
     width = (layouts["hidden"] / layouts["tp"]).to_numpy()
     assert (notes.str.contains("h/t=").to_numpy() == (width < width[~narrow].min())).all()
     assert notes[narrow].str.contains("h/t=").any() and not notes[~narrow].str.contains("h/t=").any()
+
+
+def test_one_shape_of_crossing_collective_cannot_tell_the_algorithms_apart(vtrain):
+    """The network coefficient scales every inter-node time alike, so collectives that all cross
+    nodes the same way (one group shape: here one two-node layout, its data-parallel group 4 GPUs
+    per node) fit every algorithm equally well at some coefficient: the model assumes the
+    hierarchical form and says so. A second group shape (8 GPUs per node) tells them apart."""
+    single, multi = vtrain
+
+    def observed(frame):
+        step = compose(nominal_features(frame, VTRAIN_CLUSTER, "nccl"), TRUTH)["step"]
+        return frame.assign(**{STEP_TIME: step})
+
+    options = {"hardware": VTRAIN_CLUSTER, "prior_weight": 1e-8, "interval": None}
+    inside = single.sample(150, random_state=1)
+    one_shape = multi[(multi["tp"] == 2) & (multi["pp"] == 1)].head(1)
+    assert len(one_shape) and (one_shape["dp"] * one_shape["tp"] > 8).all()
+    model = LayoutModel(**options).fit(observed(pd.concat([inside, one_shape], ignore_index=True)))
+    assert not model.algorithm_measured_ and model.algorithm_ == "hierarchical"
+    other_shape = multi[(multi["tp"] == 1) & (multi["pp"] == 1)].head(1)
+    assert len(other_shape)
+    both = pd.concat([inside, one_shape, other_shape], ignore_index=True)
+    model = LayoutModel(**options).fit(observed(both))
+    assert model.algorithm_measured_ and model.algorithm_ == "nccl"

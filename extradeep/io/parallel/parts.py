@@ -26,7 +26,9 @@ role of their process group (`tp_collectives`, `pp_transfers`, `dp_collectives`,
 buffer, and `pure_time` when every member's profile of a collective is in the run and the group is
 named alike in all: earliest end minus latest start, summed per step; grouped send/recv pair
 differently on each side, so pp_transfers has none); `idle` = the step minus the union of its
-compute kernels. GPU work counts in the step its launching call starts in, as in `read_profile`.
+compute kernels. The split and `idle` charge the GPU work that ran in the step's range, whichever
+step launched it; the detail counts GPU work in the step its launching call starts in, as in
+`read_profile`.
 
 `part_observations(frame, model=None)` turns this frame into the layout model's per-part
 observations (`extradeep.layouts`): one row per run and LAYOUT_PARTS part, times on the last pipeline
@@ -205,16 +207,22 @@ def file_parts(
     k = facts.kernels.copy()
     k["t"] = np.where(k[LAUNCH] >= 0, k[LAUNCH], k[START])
     k[PART] = _kernel_parts(k, detail_of_comm)
+    windows = facts.steps[[STEP, START, END]].to_numpy()
+    for _step, lo, hi in windows:
+        _optimizer(k, (k["t"] >= lo) & (k["t"] < hi))
     rows = []
     for step, lo, hi in facts.steps[[STEP, START, END]].itertuples(index=False):
-        mine = k[(k["t"] >= lo) & (k["t"] < hi)].copy()
-        _optimizer(mine)
+        mine = k[(k["t"] >= lo) & (k["t"] < hi)]
+        # the split charges what ran on the GPU during the step's range, whichever step launched it:
+        # the host runs ahead, so the last step's gradient gathers can run in this one's range, and
+        # charged by launch they would leave it idle (host_overhead) and their own step short
+        running = k[(k[END] > lo) & (k[START] < hi)]
         rows.append((step, PART_STEP, TIME, (hi - lo) * NS))
-        split = step_split(mine, lo, hi, (pp or 1) > 1)
+        split = step_split(running, lo, hi, (pp or 1) > 1)
         for part, seconds in split.items():
             rows.append((step, part, TIME, seconds))
         if matched is not None and len(matched):
-            rows.append((step, PART_DP, PEER_WAIT, _peer_wait(mine, matched, lo, hi, (pp or 1) > 1, split)))
+            rows.append((step, PART_DP, PEER_WAIT, _peer_wait(running, matched, lo, hi, (pp or 1) > 1, split)))
         for part, group in mine.groupby(PART):
             if part != PART_OPTIMIZER:  # the split has the optimizer's time: its kernels are charged first
                 rows.append((step, part, TIME, float((group[END] - group[START]).sum()) * NS))
@@ -224,7 +232,7 @@ def file_parts(
         share = _in_backward(mine)
         if share is not None:
             rows.append((step, PART_DP_KERNELS, IN_BACKWARD, share))
-        compute = mine[~mine[PART].isin(COMM_DETAIL)]
+        compute = running[~running[PART].isin(COMM_DETAIL)]
         rows.append((step, PART_IDLE, TIME, ((hi - lo) - _union(compute[START], compute[END], lo, hi)) * NS))
     for metric, key in ((ALLOCATED, "allocated"), (RESERVED, "reserved")):
         if facts.memory.get(key) is not None:
@@ -304,12 +312,13 @@ def _kernel_parts(k: pd.DataFrame, detail_of_comm: dict) -> np.ndarray:
     return out
 
 
-def _optimizer(mine: pd.DataFrame) -> None:
-    """Main-thread compute after the step's last backward launch is the optimizer step."""
-    bwd = mine.loc[mine[THREAD] == AUTOGRAD_THREAD, "t"]
+def _optimizer(k: pd.DataFrame, launched: pd.Series) -> None:
+    """Main-thread compute launched after the step's last backward launch is its optimizer step
+    (``launched``: the step's kernels, by launch)."""
+    bwd = k.loc[launched & (k[THREAD] == AUTOGRAD_THREAD), "t"]
     if len(bwd):
-        late = (mine[PART] == PART_FORWARD) & (mine["t"] > bwd.max())
-        mine.loc[late, "part"] = PART_OPTIMIZER
+        late = launched & (k[PART] == PART_FORWARD) & (k["t"] > bwd.max())
+        k.loc[late, PART] = PART_OPTIMIZER
 
 
 def _union(starts, ends, lo: float, hi: float) -> float:
@@ -380,7 +389,8 @@ def part_observations(frame: pd.DataFrame, model: dict | None = None) -> pd.Data
     one row per run and part of LAYOUT_PARTS with the run's layout (gpus, tp, pp, dp, micro_batch,
     micro_batches, global_batch, zero, recompute, schedule, chunks; the shape columns layers, hidden,
     heads, seq_len, vocab from ``model`` where given; workload = the app), metric time (seconds per
-    step: the last pipeline stage's ranks, median over steps then ranks) or bytes (memory: the
+    step: the last pipeline stage's ranks, median over steps, the first left out where there are
+    more, then ranks) or bytes (memory: the
     largest allocated peak of any rank); and, where the run reduces gradients over a data-parallel
     group, part dp_sync with metric in_backward: the median share of those reductions launched from
     the autograd thread. The last stage's dp_sync and step leave out its peer_wait: the ranks' skew is
@@ -404,13 +414,18 @@ def part_observations(frame: pd.DataFrame, model: dict | None = None) -> pd.Data
 
 def _observations(run: pd.DataFrame, app, layout_cols: list[str]) -> list[dict]:
     """The split of one whole step, so the parts still sum to it: per rank of the last stage its
-    median step, then the rank with the median of those steps."""
+    median step (after the first, where there are more), then the rank with the median of those."""
     layout = {c: run[c].iloc[0] for c in layout_cols}
     if any(v is None or (isinstance(v, float) and np.isnan(v)) for v in layout.values()):
         return []
     timed = run[(run[METRIC] == TIME) & run[PART].isin(LAYOUT_PARTS) & (run[STEP] >= 0)]
     last = timed[timed[STAGE] == timed[STAGE].max()]
-    steps = last[last[PART] == PART_STEP].sort_values([PATH, VALUE, STEP])
+    steps = last[last[PART] == PART_STEP]
+    # a rank's first measured step also runs the tail of the unmeasured (warmup) step before it, or
+    # waits for it where the profile left that out: with later steps to choose from, it is left out
+    by_path = steps.groupby(PATH)[STEP]
+    steps = steps[(steps[STEP] > by_path.transform("min")) | (by_path.transform("nunique") < 2)]
+    steps = steps.sort_values([PATH, VALUE, STEP])
     if steps.empty:
         return []
     medians = steps.groupby(PATH).apply(lambda g: g.iloc[(len(g) - 1) // 2], include_groups=False)

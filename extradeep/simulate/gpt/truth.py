@@ -8,7 +8,8 @@ after the first is the same):
   transfer time, CPU work, and ``wait``: launch latencies and synchronisation wake-ups); the parts
   sum to ``step_time`` exactly;
 - ``stages``: per pipeline stage, what a profile of its rank shows in that step: the step range's
-  duration, its exclusive `split` into `extradeep.columns.LAYOUT_PARTS` (rules in
+  duration, its exclusive `split` of the GPU work that ran in that range (whichever step launched
+  it) into `extradeep.columns.LAYOUT_PARTS` (rules in
   `extradeep/io/parallel/split.py`; a point-to-point kernel's pure transfer, the end of it its joins
   last, is `pp_p2p`, its waiting before `pp_bubble`), busy time per detail part (kernels launched in
   the step, by the launching runtime call's start, as the readers assign them), kernel counts and
@@ -127,7 +128,6 @@ def stage_truth(run: SimulatedRun, tl: RankTimeline, step: int) -> dict:
     counts: dict[str, int] = {}
     nbytes: dict[str, int] = {}
     pure: dict[str, float] = {}
-    compute = []
     for r in rows:
         comm = r["comm"]
         part = ROLE_PART[comm["role"]] if comm else PART_OF[r[PART]]
@@ -136,11 +136,11 @@ def stage_truth(run: SimulatedRun, tl: RankTimeline, step: int) -> dict:
         if comm:
             nbytes[part] = nbytes.get(part, 0) + int(comm[BYTES])
             pure[part] = pure.get(part, 0.0) + max(run.graph.dur[j] for j in comm["joins"]) * NS
-        else:
-            compute.append((r[START], r[END]))
     _, _, stage = lay.coords(tl.rank)
     passes = lay.micro_batches * lay.virtual_stages
-    split = _split(run, rows, lo, hi)
+    # the split charges what ran in the step's range, whichever step launched it (as the reader does)
+    running = [r for r in tl.gpu if r[END] > lo and r[START] < hi]
+    split = _split(run, running, lo, hi)
     peak = max((m[MEMORY_TOTAL] for m in tl.memory), default=0.0)
     return {
         "stage": stage,
@@ -151,7 +151,7 @@ def stage_truth(run: SimulatedRun, tl: RankTimeline, step: int) -> dict:
         "counts": dict(sorted(counts.items())),
         "bytes": dict(sorted(nbytes.items())),
         "pure": {k: float(v) for k, v in sorted(pure.items())},
-        PART_IDLE: float((hi - lo - _union(compute, lo, hi)) * NS),
+        PART_IDLE: float((hi - lo - _union([(r[START], r[END]) for r in running if not r["comm"]], lo, hi)) * NS),
         "power": mean_power(run.gpu, tl.gpu, lo, hi),
         "per_micro_batch": {
             PART_FORWARD: busy.get(PART_FORWARD, 0.0) / passes,
