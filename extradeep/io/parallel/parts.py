@@ -207,12 +207,13 @@ def file_parts(
     k = facts.kernels.copy()
     k["t"] = np.where(k[LAUNCH] >= 0, k[LAUNCH], k[START])
     k[PART] = _kernel_parts(k, detail_of_comm)
-    windows = facts.steps[[STEP, START, END]].to_numpy()
-    for _step, lo, hi in windows:
-        _optimizer(k, (k["t"] >= lo) & (k["t"] < hi))
+    windows = list(facts.steps[[STEP, START, END]].itertuples(index=False))
+    launched = [(k["t"] >= lo) & (k["t"] < hi) for _step, lo, hi in windows]
+    for in_step in launched:  # labelled first: a step's split may charge the last step's optimizer
+        _optimizer(k, in_step)
     rows = []
-    for step, lo, hi in facts.steps[[STEP, START, END]].itertuples(index=False):
-        mine = k[(k["t"] >= lo) & (k["t"] < hi)]
+    for (step, lo, hi), in_step in zip(windows, launched):
+        mine = k[in_step]
         # the split charges what ran on the GPU during the step's range, whichever step launched it:
         # the host runs ahead, so the last step's gradient gathers can run in this one's range, and
         # charged by launch they would leave it idle (host_overhead) and their own step short
