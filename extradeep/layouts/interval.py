@@ -2,7 +2,8 @@
 
 The model is refitted without each workload (or each of five folds when there are fewer than
 three workloads; a held-out layout's measured parts leave with its step); the half width at a layout
-is the ``level`` quantile of the held-out |log errors| of layouts at a similar GPU count, widened by
+is the ``level`` quantile of the held-out |log errors| of layouts at a similar GPU count (beyond the
+largest held-out one: of those nearest it), widened by
 sqrt(1 + d) for d doublings of GPU count or model size beyond what was observed, and, on other
 hardware, by the spread a transfer adds. Sizing the interval is its own stage after calibration;
 :class:`extradeep.layouts.model.LayoutModel` calls these functions from ``fit`` and ``predict``.
@@ -114,9 +115,13 @@ def half_widths(errors: pd.DataFrame, gpus, level: float) -> np.ndarray:
     size = errors[WORKLOAD].map(errors[WORKLOAD].value_counts()).to_numpy(float)
     values = np.abs(errors["log_error"].to_numpy(float))
     order = np.argsort(values)
+    held = np.log2(errors[GPUS].to_numpy(float))
     out = np.empty(len(gpus))
     for n in np.unique(gpus):
-        near = np.exp(-0.5 * (np.log2(n) - np.log2(errors[GPUS].to_numpy(float))) ** 2) / size
+        # beyond the largest held-out scale, the errors nearest it judge (doublings_beyond widens
+        # further): distance from a far target would weigh the largest scale's few errors alone
+        # (their weight ratio to the next grows as exp of the target's distance)
+        near = np.exp(-0.5 * (min(np.log2(n), held.max()) - held) ** 2) / size
         cumulative = np.cumsum(near[order])
         quantile = values[order][np.searchsorted(cumulative, level * cumulative[-1])]
         out[gpus == n] = max(quantile, _few_errors_bound(values, near, level))

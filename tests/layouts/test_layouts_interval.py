@@ -45,3 +45,21 @@ def test_repeated_runs_of_a_layout_are_held_out_together(vtrain):
     alone = folds(single, 5, 0)
     order = np.random.default_rng(0).permutation(len(single))
     assert all((alone[i][1][order] == (np.arange(len(single)) % 5 == i)).all() for i in range(5))
+
+
+def test_beyond_the_held_out_scales_the_errors_nearest_them_judge(vtrain):
+    """Held-out errors weigh by their distance in GPU count from the prediction, but no nearer than
+    the largest held-out scale: measured from a far target, the largest scale's few errors would
+    weigh all but alone (their weight over the next grows as exp of the target's distance). Here the
+    single-node runs' held-out errors (2-8 GPUs) judge 64 and 512 GPUs as they judge 8 (the growth
+    beyond is doublings_beyond's), and 2 GPUs, inside, otherwise."""
+    from extradeep.layouts.interval import half_widths
+    from extradeep.layouts.model import LayoutModel
+    from extradeep.layouts.validation import VTRAIN_CLUSTER
+
+    single = vtrain[0].sample(120, random_state=3)
+    errors = LayoutModel(hardware=VTRAIN_CLUSTER, cv_folds=5).fit(single).cv_errors_
+    assert set(errors["gpus"]) == {2, 4, 8}
+    widths = half_widths(errors, [2, 8, 64, 512], 0.95)
+    assert widths[2] == widths[1] and widths[3] == widths[1]
+    assert widths[0] != widths[1]
