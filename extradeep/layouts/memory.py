@@ -3,7 +3,10 @@
 Model states per GPU are the parameters of the GPU's stage shard (l/p layers and the embeddings,
 divided by t) times bytes per parameter: the 16-bit weights (divided by d with ZeRO 3), gradients
 (divided by d with ZeRO 2 and 3) and optimizer states (fp32 master weights and Adam's two moments,
-12 bytes, divided by d with ZeRO 1 and above). Activations follow Korthikanti et al., "Reducing
+12 bytes, divided by d with ZeRO 1 and above). ZeRO 3 also holds two layers' full 16-bit weights,
+gathered for the layer that runs and prefetched for the next (DeepSpeed's and FSDP's prefetch),
+beside a layer's recomputation buffer, not beside the output layer's logits.
+Activations follow Korthikanti et al., "Reducing
 Activation Recomputation in Large Transformer Models" (2022), without sequence parallelism, per layer
 and micro-batch in bytes:
 
@@ -57,7 +60,15 @@ from extradeep.layouts.workload import fused_softmax, layer_parameters, padded_v
 GIB = 2**30
 HEADROOM = 0.05  # share of the GPU's memory a recommended layout leaves free
 LOGIT_BYTES = 4.0  # per vocabulary entry and token kept until the backward pass (fp32 softmax)
-MEMORY_PARTS = ("weights", "gradients", "optimizer_states", "activations", "logits", "overhead")
+MEMORY_PARTS = (
+    "weights",
+    "gradients",
+    "optimizer_states",
+    "gathered_weights",
+    "activations",
+    "logits",
+    "overhead",
+)
 
 
 @dataclass
@@ -105,11 +116,16 @@ class MemoryModel:
         else:
             in_flight = np.where(all_first, m, 1.0)
         holds_logits = (p == 1) | (not first)
+        gathered = np.where(zero >= 3, 2 * layer_parameters(h) / t * self.param_bytes, 0.0)
         logits = np.where(holds_logits, LOGIT_BYTES * s * b * vocab / t, 0.0)
         parts = {
             "weights": params * self.param_bytes / np.where(zero >= 3, d, 1.0),
             "gradients": params * self.grad_bytes / np.where(zero >= 2, d, 1.0),
             "optimizer_states": params * self.optimizer_bytes / np.where(zero >= 1, d, 1.0),
+            # ZeRO 3 gathers a layer's full weights for its pass and the next layer's ahead of it
+            # (DeepSpeed's and FSDP's prefetch): two layers' worth beside a layer's recomputation
+            # buffer, but not beside the logits, which only the output layer needs
+            "gathered_weights": np.maximum(gathered - self.activation_scale * np.maximum(logits - working, 0.0), 0.0),
             "activations": self.activation_scale * (in_flight * layers / p * kept + working),
             # a micro-batch's logits are freed by the output layer's backward, before any layer's
             # recomputation buffer exists: those two never coexist, so only what they need beyond it
@@ -129,7 +145,7 @@ class MemoryModel:
         ``frame``) by least squares of the relative error; with one peak only the scale moves."""
         peaks = np.asarray(peaks, float)
         fixed = self.parts(frame)
-        states = fixed[["weights", "gradients", "optimizer_states"]].sum(axis=1).to_numpy()
+        states = fixed[["weights", "gradients", "optimizer_states", "gathered_weights"]].sum(axis=1).to_numpy()
         variable = (fixed["activations"] + fixed["logits"]).to_numpy() / self.activation_scale
 
         def residuals(x):

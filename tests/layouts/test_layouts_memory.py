@@ -98,18 +98,46 @@ def test_uncalibrated_peak_is_the_simulators(layout):
     """The simulator allocates and frees as its schedule runs (Megatron's, interleaving included),
     so its peak is truth the formulas did not make. With m = p every forward of an interleaved step
     runs before any backward, and the last stage holds every micro-batch's logits at once."""
-    from extradeep.simulate.gpt.config import GPTModel, parse_layout
+    from extradeep.simulate.gpt.config import GPTModel
     from extradeep.simulate.gpt.study import gpt_truth
 
     shape = {"layers": 8, "hidden": 1024, "heads": 16, "seq": 1024, "vocab": 51200}
     truth = gpt_truth(layout, GPTModel(**shape))["peak_memory"]
-    lay = parse_layout(layout)
+    frame = simulated_layout(layout, TransformerShape(layers=8, hidden=1024, heads=16, seq_len=1024, vocab=51200))
+    assert MemoryModel(overhead=0.0).peak(frame)[0] == pytest.approx(truth, rel=0.02)
+
+
+def simulated_layout(label: str, shape: TransformerShape) -> pd.DataFrame:
+    """The layout frame of a simulator layout label (tp2.pp1.dp4.mbs1.nmb2.zero3.rc0.vpp1)."""
+    from extradeep.simulate.gpt.config import parse_layout
+
+    lay = parse_layout(label)
     row = {
         "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "micro_batch": lay.micro_batch, "micro_batches": lay.micro_batches,
         "zero": lay.zero, "recompute": lay.recompute, "chunks": lay.virtual_stages, "schedule": lay.schedule,
     }  # fmt: skip
-    frame = layout_frame(
-        pd.DataFrame([row]),
-        TransformerShape(layers=8, hidden=1024, heads=16, seq_len=1024, vocab=51200),
-    )
-    assert MemoryModel(overhead=0.0).peak(frame)[0] == pytest.approx(truth, rel=0.02)
+    return layout_frame(pd.DataFrame([row]), shape)
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "tp1.pp1.dp4.mbs1.nmb2.zero3.rc2.vpp1",
+        "tp1.pp1.dp4.mbs2.nmb2.zero3.rc1.vpp1",
+        "tp2.pp1.dp4.mbs1.nmb2.zero3.rc0.vpp1",
+    ],
+)
+def test_zero3_holds_two_gathered_layers_beside_the_recomputation_buffer(layout):
+    """ZeRO 3 gathers a layer's full weights for its pass and prefetches the next: two layers'
+    worth beside a layer's recomputation buffer, and beside the output layer's logits only where
+    they need more. On a shape whose recomputed layer outweighs the logits (hidden 2,048,
+    vocabulary 32,000) that is 7-14% of the simulator's peak, which its schedule reaches."""
+    from extradeep.simulate.gpt.config import GPTModel
+    from extradeep.simulate.gpt.study import gpt_truth
+
+    shape = TransformerShape(layers=4, hidden=2048, heads=16, seq_len=1024, vocab=32000)
+    gpt = GPTModel(layers=4, hidden=2048, heads=16, seq=1024, vocab=32000)
+    truth = gpt_truth(layout, gpt)["peak_memory"]
+    parts = MemoryModel(overhead=0.0).parts(simulated_layout(layout, shape)).iloc[0]
+    assert parts["gathered_weights"] > 0.02 * truth
+    assert parts["peak"] == pytest.approx(truth, rel=0.01)
