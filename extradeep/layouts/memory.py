@@ -5,10 +5,9 @@ divided by t) times bytes per parameter: the 16-bit weights (divided by d with Z
 (divided by d with ZeRO 2 and 3) and optimizer states (fp32 master weights and Adam's two moments,
 12 bytes, divided by d with ZeRO 1 and above). ZeRO 3 also holds two layers' full 16-bit weights,
 gathered for the layer that runs and prefetched for the next (DeepSpeed's and FSDP's prefetch),
-beside a layer's recomputation buffer, not beside the output layer's logits.
-Activations follow Korthikanti et al., "Reducing
-Activation Recomputation in Large Transformer Models" (2022), without sequence parallelism, per layer
-and micro-batch in bytes:
+beside a layer's recomputation buffer, not beside the output layer's logits. Activations follow
+Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models" (2022), without
+sequence parallelism, per layer and micro-batch in bytes:
 
     none:       s b h (10 + 24 / t + 5 a s / (h t))
     selective:  s b h (10 + 24 / t)                  (+ one layer's attention core while it is recomputed)
