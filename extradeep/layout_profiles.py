@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from extradeep.columns import (
@@ -141,7 +142,7 @@ def simulator_check(folder, hardware, model_options: dict | None = None) -> tupl
     it) and predicts every ``truth_layouts`` row. Per row: truth and predicted step time, error (%),
     whether the truth is inside the interval, the simulator's peak memory and the estimate, whether
     the model and the simulator call it feasible, and what the prediction extrapolates. The summary:
-    median and worst absolute error, coverage, worst memory error, and per GPU count with two or more
+    median and worst absolute error, coverage, the interval's median half width (%), worst memory error, and per GPU count with two or more
     truth layouts the truth time per sample of the layout the model ranks first (among those it calls
     feasible) over the truly fastest feasible one (``pick_over_best``, worst over GPU counts; 1 = the right pick)."""
     import json
@@ -187,6 +188,8 @@ def simulator_check(folder, hardware, model_options: dict | None = None) -> tupl
         "median_error_pct": float(frame["error_pct"].abs().median()),
         "worst_error_pct": float(frame["error_pct"].abs().max()),
         "coverage": float(frame["inside"].mean()),
+        # how informative the interval is: its median geometric half width, sqrt(high / low) - 1
+        "median_half_width_pct": float(100 * np.median(np.sqrt(frame["high"] / frame["low"]) - 1)),
         "worst_memory_error_pct": float(frame["memory_error_pct"].abs().max()),
         "pick_over_best": max((p for p, _ in picks), default=float("nan")),
         "picked_infeasible": sum(not ok for _, ok in picks),

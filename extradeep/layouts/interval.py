@@ -2,10 +2,12 @@
 
 The model is refitted without each workload (or each of five folds when there are fewer than
 three workloads; a held-out layout's measured parts leave with its step); the half width at a layout
-is the ``level`` quantile of the held-out |log errors| of layouts at a similar GPU count (beyond the
-largest held-out one: of those nearest it), widened by
-sqrt(1 + d) for d doublings of GPU count or model size beyond what was observed, and, on other
-hardware, by the spread a transfer adds. Sizing the interval is its own stage after calibration;
+is a Student prediction bound on the held-out |log errors| of layouts at a similar GPU count (beyond
+the largest held-out one: of those nearest it), their spread pooled with a prior spread
+(:data:`ERROR_PRIOR_SCALE`, worth :data:`ERROR_PRIOR_COUNT` errors) so that four or five held-out
+errors neither make it vanish nor blow it up, and never below their ``level`` quantile once there
+are enough of them to have one; it is widened by sqrt(1 + d / 4) for d doublings of GPU count or
+model size beyond what was observed and, on other hardware, by the spread a transfer adds. Sizing the interval is its own stage after calibration;
 :class:`extradeep.layouts.model.LayoutModel` calls these functions from ``fit`` and ``predict``.
 """
 
@@ -37,6 +39,18 @@ from extradeep.layouts.workload import layer_parameters
 
 TRANSFER_SPREAD = np.log(1.15)  # another GPU type: per-kernel-class rooflines add about 15% (Lin et al.)
 UNCALIBRATED_SPREAD = np.log(1.5)  # half width without held-out errors to size it (physics alone)
+# The prior of the held-out errors' spread: a 1-sigma log error of 4%, worth four held-out errors.
+# A study profiles four to six layouts, so its own errors are four to six numbers, one of which may
+# be the fold that lost the only run of its kind (16% on random draw 2, where the other three were
+# under 1%). Alone, they made the interval +-60-100% wide on some studies (median +-28% over 35
+# simulated ones, whose errors have a median of 3.4%) and +-5% on another, which held 5 of 14
+# truths. The prior is the typical error of the composed model on unprofiled layouts of simulated
+# studies (docs/performance.md, "Intervals sized by pooled errors").
+ERROR_PRIOR_SCALE = np.log(1.04)
+ERROR_PRIOR_COUNT = 4
+# the share of the held-out variance each doubling beyond the observed scale adds: the simulated
+# studies' errors do not grow from 64 to 512 GPUs; a quarter keeps a margin for what they miss
+DOUBLING_VARIANCE = 0.25
 
 LAYOUT_KEY = (WORKLOAD, GPUS, TP, PP, DP, MICRO_BATCH, MICRO_BATCHES, ZERO, RECOMPUTE, SCHEDULE, CHUNKS)
 
@@ -105,10 +119,12 @@ def held_out_errors(steps: pd.DataFrame, part_rows: pd.DataFrame, splits, refit,
 
 
 def half_widths(errors: pd.DataFrame, gpus, level: float) -> np.ndarray:
-    """Per layout, the ``level`` quantile of the held-out |log errors| of layouts at a similar
-    scale: each held-out row weighs exp(-(log2 N - log2 N_row)^2 / 2) within its workload's
-    equal share, so a 512-GPU prediction is judged by the errors at hundreds of GPUs, not by
-    those of single-node runs."""
+    """Per layout, the half width that the held-out |log errors| of layouts at a similar scale
+    give: each held-out row weighs exp(-(log2 N - log2 N_row)^2 / 2) within its workload's equal
+    share, so a 512-GPU prediction is judged by the errors at hundreds of GPUs, not by those of
+    single-node runs. The width is :func:`pooled_bound`, and at least the errors' ``level``
+    quantile once there are enough of them (1 / (1 - level): 20 at 95%) for it to be more than
+    their largest."""
     gpus = np.asarray(gpus, float)
     if not len(errors):  # nothing held out: physics alone, about as far off as DFModel (25%)
         return np.full(len(gpus), UNCALIBRATED_SPREAD)
@@ -116,35 +132,40 @@ def half_widths(errors: pd.DataFrame, gpus, level: float) -> np.ndarray:
     values = np.abs(errors["log_error"].to_numpy(float))
     order = np.argsort(values)
     held = np.log2(errors[GPUS].to_numpy(float))
+    enough = len(values) >= 1 / (1 - level)
     out = np.empty(len(gpus))
     for n in np.unique(gpus):
         # beyond the largest held-out scale, the errors nearest it judge (doublings_beyond widens
         # further): distance from a far target would weigh the largest scale's few errors alone
         # (their weight ratio to the next grows as exp of the target's distance)
         near = np.exp(-0.5 * (min(np.log2(n), held.max()) - held) ** 2) / size
-        cumulative = np.cumsum(near[order])
-        quantile = values[order][np.searchsorted(cumulative, level * cumulative[-1])]
-        out[gpus == n] = max(quantile, _few_errors_bound(values, near, level))
+        width = pooled_bound(values, near, level)
+        if enough:
+            cumulative = np.cumsum(near[order])
+            width = max(width, values[order][np.searchsorted(cumulative, level * cumulative[-1])])
+        out[gpus == n] = width
     return out
 
 
-def _few_errors_bound(values: np.ndarray, weights: np.ndarray, level: float) -> float:
-    """Student's prediction bound t(n - 1) x rms x sqrt(1 + 1/n) of the held-out |log errors| (n of
-    them; the rms weighted as the quantile is): the empirical quantile of four or five errors is
-    about their largest, which a new layout exceeds far more often than 1 - level; with many errors
-    the two agree."""
-    count = len(values)
-    if count < 2:
-        return 0.0
-    rms = np.sqrt(float((weights * values**2).sum() / weights.sum()))
-    return float(student_t.ppf(0.5 + level / 2, count - 1) * rms * np.sqrt(1 + 1 / count))
+def pooled_bound(values: np.ndarray, weights: np.ndarray, level: float) -> float:
+    """Student's prediction bound t(k + n) x s x sqrt(1 + 1 / (k + n)) on the next |log error|,
+    with s^2 = (k s0^2 + n ms) / (k + n): the weighted mean square ms of the n held-out errors
+    pooled with the prior spread s0 = :data:`ERROR_PRIOR_SCALE` worth k = :data:`ERROR_PRIOR_COUNT`
+    errors (the conjugate prior of a normal error's variance). Few errors lean on the prior; many
+    outweigh it, and the bound tends to their own."""
+    count, prior = len(values), ERROR_PRIOR_COUNT
+    mean_square = float((weights * values**2).sum() / weights.sum()) if count else 0.0
+    spread = np.sqrt((prior * ERROR_PRIOR_SCALE**2 + count * mean_square) / (prior + count))
+    dof = prior + count
+    return float(student_t.ppf(0.5 + level / 2, dof) * spread * np.sqrt(1 + 1 / dof))
 
 
 def doublings_beyond(scale, frame: pd.DataFrame) -> np.ndarray:
     """Per layout, how many doublings of GPU count or of model size (the larger) it lies beyond
     the largest observed (`scale`: the largest GPU count and model size seen): the interval's
-    variance grows by the held-out variance per doubling (its half width by sqrt(1 + doublings)),
-    since the held-out errors that size it were made at the observed scales."""
+    variance grows by :data:`DOUBLING_VARIANCE` of the held-out variance per doubling (its half
+    width by sqrt(1 + doublings / 4)), since the held-out errors that size it were made at the
+    observed scales."""
     if scale is None:
         return np.zeros(len(frame))
     gpus = np.log2(frame[GPUS].to_numpy(float) / scale[0])

@@ -48,6 +48,7 @@ from extradeep.layouts.fit_steps import as_columns, forward_differences, part_re
 from extradeep.layouts.forms import alternatives, check_forms, choose_forms
 from extradeep.layouts.hardware import Hardware, load_hardware
 from extradeep.layouts.interval import (
+    DOUBLING_VARIANCE,
     TRANSFER_SPREAD,
     doublings_beyond,
     folds,
@@ -369,7 +370,8 @@ class LayoutModel:
 
     def _bounds(self, features, frame: pd.DataFrame, step, estimate: bool, target: Hardware):
         gpus = frame[GPUS].to_numpy(float)
-        width = half_widths(self.cv_errors_, gpus, self.level) * np.sqrt(1 + doublings_beyond(self.scale_, frame))
+        beyond = doublings_beyond(self.scale_, frame)
+        width = half_widths(self.cv_errors_, gpus, self.level) * np.sqrt(1 + DOUBLING_VARIANCE * beyond)
         if estimate:
             width = np.hypot(width, TRANSFER_SPREAD * 1.96)
         low, high = step * np.exp(-width), step * np.exp(width)
