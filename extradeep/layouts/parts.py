@@ -29,7 +29,8 @@ inside the node), plus a fixed overhead per micro-batch; the last stage adds the
 cross entropy (vocabulary V padded to 128 t). The pipeline runs m micro-batches with a bubble of
 (p - 1) / v micro-batch slots (v = 1 for 1F1B and GPipe, the chunk count when interleaved). After
 it, data-parallel gradient synchronisation of the largest stage's parameters (all-reduce, or
-reduce-scatter + all-gather with ZeRO 1-2, + parameter all-gathers each micro-batch with ZeRO 3),
+reduce-scatter + all-gather with ZeRO 1-2, + parameter all-gathers each micro-batch with ZeRO 3,
+whose gathers and reduce-scatters run layer by layer, each paying the collective's latency),
 over the GPUs of the group per node by the same algorithm, minus the overlap, and the tied
 embedding's gradients between the first and last stage; then the optimizer step
 (Adam: 24 + 2 bytes + gradient bytes per parameter the rank updates) and a constant.
@@ -205,7 +206,8 @@ def nominal_features(
     logit_bytes = 3 * pb * (tokens * h + h * vocab / t + tokens * vocab / t) + 16 * tokens * vocab / t
 
     stage_params = layers / p * layer_parameters(h, f) / t + (vocab * h + s * h) / t
-    dp, beside, bucketed = _dp_sync(stage_params, t, d, m, zero, forward_passes, g, system, pb, algorithm)
+    calls = _dp_calls(zero, layers / p)
+    dp, beside, bucketed = _dp_sync(stage_params, t, d, m, zero, forward_passes, g, system, pb, algorithm, calls)
     tied = np.where(
         p > 1, vocab * h / t * pb, 0.0
     )  # first and last stage sum the shared embedding's gradients (a ring of 2 moves them once)
@@ -268,15 +270,33 @@ def _collective(kind: str, ranks, nbytes, local, system, algorithm: str) -> np.n
     return out
 
 
-def _dp_sync(params, t, d, m, zero, forward_passes, g, system, pb, algorithm) -> tuple[np.ndarray, ...]:
+def _dp_calls(zero, layers) -> np.ndarray:
+    """How many collectives a data-parallel phase issues per pass, each paying its latency: one per
+    layer for ZeRO 3's gathers and reduce-scatters (DeepSpeed and FSDP gather and reduce module by
+    module); at 512 ranks a ring's 511 steps outweigh a small layer's bytes, and one collective per
+    pass counted them once (the step of a 512-way ZeRO 3 layout came out 60-85% short). ZeRO 0-2's
+    reductions stay one per phase: their gradient buckets are one to four per stage for most shapes,
+    and counting them exposed the pipeline's overlap of the reduction, which the model does not
+    follow (docs/performance.md, "ZeRO 3 collectives layer by layer")."""
+    return np.where(zero >= 3, np.maximum(layers, 1.0), 1.0)
+
+
+def _calls(features: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """A collective's (n, 4) features issued as ``count`` collectives of the same total bytes: the
+    latency columns (intra, inter) count once per collective."""
+    return features * np.stack([count, np.ones_like(count), count, np.ones_like(count)], axis=1)
+
+
+def _dp_sync(params, t, d, m, zero, forward_passes, g, system, pb, algorithm, calls) -> tuple[np.ndarray, ...]:
     """Nominal seconds per link class of one step's data-parallel synchronisation on one GPU: (all of
     it, the share that runs layer by layer in every micro-batch beside the compute: ZeRO 2's
     reduce-scatters, ZeRO 3's reduce-scatters and parameter gathers, ZeRO 0-1's gradient reduction,
-    which buckets may start during the last backward pass)."""
+    which buckets may start during the last backward pass). ``calls``: the collectives per pass
+    of each reduce-scatter and gather (:func:`_dp_calls`)."""
     local = np.maximum(np.minimum(d, np.maximum(g // t, 1)), 1)
     grads = params * 2.0  # reduced in the parameters' 16-bit type, as Megatron and DeepSpeed do by default
-    scatter = _collective("reducescatter", d, grads, local, system, algorithm)
-    gather = _collective("allgather", d, params * pb, local, system, algorithm)
+    scatter = _calls(_collective("reducescatter", d, grads, local, system, algorithm), calls)
+    gather = _calls(_collective("allgather", d, params * pb, local, system, algorithm), calls)
     reduce = np.where(zero[:, None] == 0, 1.0, 0.0) * _collective("allreduce", d, grads, local, system, algorithm)
     # ZeRO 1 reduce-scatters the accumulated gradients once per step; ZeRO 2-3 keep only their shard
     # of the gradients, so every micro-batch's backward pass reduce-scatters all of them
