@@ -388,7 +388,8 @@ class LayoutModel:
         """Per layout, the uncalibrated coefficients that move its step by >= 5%, 'gpus' beyond the
         largest calibrated count, 'h/t=128' for GEMMs narrower than any observed, 'dp across nodes'
         ('tp ...') where its data- (tensor-) parallel collectives cross nodes and no observation's
-        did, and each ZeRO stage, recomputation or schedule that no observation used
+        did, 'algorithm assumed' where they cross nodes and the observed ones could not tell how
+        collectives cross (one group shape across nodes), and each ZeRO stage, recomputation or schedule that no observation used
         (comma-separated; empty when everything is backed by data)."""
         prior = [j for j, name in enumerate(NAMES) if self.support_[name] == "prior"]
         pieces = []
@@ -401,9 +402,13 @@ class LayoutModel:
             width = frame[HIDDEN].to_numpy(float) / frame[TP].to_numpy(float)
             pieces.append(np.where(width < self.narrowest_, [f"h/t={w:g}" for w in width], ""))
         spans = self._spans(frame)
+        flagged = np.zeros(len(frame), bool)
         for kind in CROSSING:  # no observed collective of this kind crossed nodes: the network's share is physics
             if kind not in self.crossed_:
                 pieces.append(np.where(spans[kind], f"{kind} across nodes", ""))
+                flagged |= spans[kind]
+        if not self.algorithm_measured_:  # collectives crossed nodes one way only: how they cross is assumed
+            pieces.append(np.where((spans["tp"] | spans["dp"]) & ~flagged, "algorithm assumed", ""))
         for column, seen in self.seen_.items():
             unseen = ~frame[column].isin(seen).to_numpy()
             pieces.append(np.where(unseen, column + "=" + frame[column].astype(str).to_numpy(object), ""))

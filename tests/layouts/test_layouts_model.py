@@ -280,8 +280,16 @@ def test_one_shape_of_crossing_collective_cannot_tell_the_algorithms_apart(vtrai
     assert len(one_shape) and (one_shape["dp"] * one_shape["tp"] > 8).all()
     model = LayoutModel(**options).fit(observed(pd.concat([inside, one_shape], ignore_index=True)))
     assert not model.algorithm_measured_ and model.algorithm_ == "hierarchical"
+    # and every layout whose DP collectives cross nodes says that their form is assumed (those whose
+    # TP group spans nodes say 'tp across nodes': no observed TP collective crossed)
+    targets = multi.drop(columns=[STEP_TIME])
+    notes = model.predict(targets)["extrapolated"]
+    crosses = ((targets["dp"] > 1) & (targets["tp"] * targets["dp"] > 8) & (targets["tp"] <= 8)).to_numpy()
+    assert crosses.any() and (notes.str.contains("algorithm assumed").to_numpy() == crosses).all()
+    assert notes[(targets["tp"] > 8).to_numpy()].str.contains("tp across nodes").all()
     other_shape = multi[(multi["tp"] == 1) & (multi["pp"] == 1)].head(1)
     assert len(other_shape)
     both = pd.concat([inside, one_shape, other_shape], ignore_index=True)
     model = LayoutModel(**options).fit(observed(both))
     assert model.algorithm_measured_ and model.algorithm_ == "nccl"
+    assert not model.predict(targets)["extrapolated"].str.contains("algorithm assumed").any()
