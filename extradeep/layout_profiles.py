@@ -142,9 +142,10 @@ def simulator_check(folder, hardware, model_options: dict | None = None) -> tupl
     it) and predicts every ``truth_layouts`` row. Per row: truth and predicted step time, error (%),
     whether the truth is inside the interval, the simulator's peak memory and the estimate, whether
     the model and the simulator call it feasible, and what the prediction extrapolates. The summary:
-    median and worst absolute error, coverage, the interval's median half width (%), worst memory error, and per GPU count with two or more
-    truth layouts the truth time per sample of the layout the model ranks first (among those it calls
-    feasible) over the truly fastest feasible one (``pick_over_best``, worst over GPU counts; 1 = the right pick)."""
+    median and worst absolute error, coverage, the interval's median half width (%), worst memory
+    error, and per GPU count with two or more truth layouts the truth time per sample of the layout
+    the model ranks first (among those it calls feasible) over the truly fastest feasible one
+    (``pick_over_best``, worst over GPU counts; 1 = the right pick)."""
     import json
 
     from extradeep.io.parallel.parts import layout_parts, part_observations

@@ -7,8 +7,9 @@ the largest held-out one: of those nearest it), their spread pooled with a prior
 (:data:`ERROR_PRIOR_SCALE`, worth :data:`ERROR_PRIOR_COUNT` errors) so that four or five held-out
 errors neither make it vanish nor blow it up, and never below their ``level`` quantile once there
 are enough of them to have one; it is widened by sqrt(1 + d / 4) for d doublings of GPU count or
-model size beyond what was observed and, on other hardware, by the spread a transfer adds. Sizing the interval is its own stage after calibration;
-:class:`extradeep.layouts.model.LayoutModel` calls these functions from ``fit`` and ``predict``.
+model size beyond what was observed and, on other hardware, by the spread a transfer adds. Sizing
+the interval is its own stage after calibration; :class:`extradeep.layouts.model.LayoutModel`
+calls these functions from ``fit`` and ``predict``.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ UNCALIBRATED_SPREAD = np.log(1.5)  # half width without held-out errors to size 
 # The prior of the held-out errors' spread: a 1-sigma log error of 4%, worth four held-out errors.
 # A study profiles four to six layouts, so its own errors are four to six numbers, one of which may
 # be the fold that lost the only run of its kind (16% on random draw 2, where the other three were
-# under 1%). Alone, they made the interval +-60-100% wide on some studies (median +-28% over 35
-# simulated ones, whose errors have a median of 3.4%) and +-5% on another, which held 5 of 14
+# under 1%). Alone, they made its half width 0.6-1.0 in log on some studies (the median over 35
+# simulated ones 0.27, where the errors' median is 0.034) and 0.05 on another, which held 5 of 14
 # truths. The prior is the typical error of the composed model on unprofiled layouts of simulated
 # studies (docs/performance.md, "Intervals sized by pooled errors").
 ERROR_PRIOR_SCALE = np.log(1.04)

@@ -389,8 +389,8 @@ class LayoutModel:
         largest calibrated count, 'h/t=128' for GEMMs narrower than any observed, 'dp across nodes'
         ('tp ...') where its data- (tensor-) parallel collectives cross nodes and no observation's
         did, 'algorithm assumed' where they cross nodes and the observed ones could not tell how
-        collectives cross (one group shape across nodes), and each ZeRO stage, recomputation or schedule that no observation used
-        (comma-separated; empty when everything is backed by data)."""
+        collectives cross (one group shape across nodes), and each ZeRO stage, recomputation or
+        schedule that no observation used (comma-separated; empty when everything is backed by data)."""
         prior = [j for j, name in enumerate(NAMES) if self.support_[name] == "prior"]
         pieces = []
         if prior:
