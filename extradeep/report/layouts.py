@@ -164,6 +164,10 @@ def _note(r, prefix: str = "") -> str:
 MEASURES = {
     "dp across nodes": "one run whose data-parallel group spans two nodes (the network's share of DP is physics alone)",
     "tp across nodes": "one run whose tensor-parallel group spans two nodes",
+    "algorithm assumed": (
+        "one run whose data-parallel group crosses nodes with another number of GPUs per node than"
+        " the profiled ones (one shape cannot tell how collectives cross nodes)"
+    ),
     "h/t=": "one run with GEMMs as narrow (hidden / t = {value}): thin GEMMs are extrapolated",
     f"{ZERO}=": "one run with ZeRO stage {value}",
     f"{RECOMPUTE}=": "one run with recomputation {value}",

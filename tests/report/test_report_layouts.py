@@ -44,3 +44,13 @@ def test_the_search_says_what_to_profile_for_what_its_best_layout_extrapolates(p
         assert (line in text) is leans
         assert ("What to profile next" in text) or crossed
         assert (line in best_text(table)) is leans  # the HTML report and the GUI's layouts tab
+
+
+def test_an_assumed_algorithm_asks_for_a_second_group_shape_across_nodes():
+    """A layout that leans on how collectives cross nodes, which the profiles' one group shape could
+    not tell, is told which run would measure it; the GPU count alone asks for nothing."""
+    from extradeep.report.layouts import MEASURES, runs_to_profile
+
+    assert runs_to_profile("gpus,algorithm assumed") == [MEASURES["algorithm assumed"]]
+    assert "another number of GPUs per node" in MEASURES["algorithm assumed"]
+    assert runs_to_profile("gpus") == []
