@@ -408,7 +408,8 @@ class LayoutModel:
                 pieces.append(np.where(spans[kind], f"{kind} across nodes", ""))
                 flagged |= spans[kind]
         if not self.algorithm_measured_:  # collectives crossed nodes one way only: how they cross is assumed
-            pieces.append(np.where((spans["tp"] | spans["dp"]) & ~flagged, "algorithm assumed", ""))
+            crossing = np.logical_or.reduce([spans[kind] for kind in CROSSING])
+            pieces.append(np.where(crossing & ~flagged, "algorithm assumed", ""))
         for column, seen in self.seen_.items():
             unseen = ~frame[column].isin(seen).to_numpy()
             pieces.append(np.where(unseen, column + "=" + frame[column].astype(str).to_numpy(object), ""))
