@@ -75,8 +75,10 @@ def weights(batch: PointBatch, weighting: str) -> None:
         scale = np.abs(batch.y)
         top = scale.max(axis=1, keepdims=True)
         smallest = np.where(scale > 0, scale, np.inf).min(axis=1, keepdims=True)
-        # Floors keep zeros and tiny values from taking all the weight (leverage 1 breaks LOO).
-        floor = np.maximum(np.maximum(1e-3 * top, np.where(np.isfinite(smallest), 0.5 * smallest, 0)), 1e-300)
+        # Floors keep zeros and tiny values from taking all the weight (leverage 1 breaks LOO). The
+        # last one is squared into a variance: 1e-150 keeps that a normal double (1e-300 squared
+        # underflowed to 0 for subnormal data, and the weights became infinite)
+        floor = np.maximum(np.maximum(1e-3 * top, np.where(np.isfinite(smallest), 0.5 * smallest, 0)), 1e-150)
         v = np.where(top > 0, np.maximum(scale, floor) ** 2, 1.0)
         batch.floor = floor[:, 0]
     elif weighting == "none":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from extradeep.errors import InputError
@@ -72,6 +72,9 @@ FINITE = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
 
 @FAST
 @given(st.lists(st.tuples(st.floats(-4, 128, allow_nan=False), FINITE), min_size=1, max_size=14), st.booleans())
+# found by CI: a subnormal value, whose relative-weighting floor squared underflowed to a zero variance
+@example([(1.0, 2.225073858507203e-309), (2.0, 0.0), (3.0, 0.0)], False)
+@example([(1.0, 1e-200), (2.0, 2e-200), (3.0, 3e-200), (4.0, 4e-200)], True)
 def test_any_finite_data_gives_a_model_or_a_reason(xy, nonnegative):
     frame = pd.DataFrame(xy, columns=["p", "value"]).assign(region="r", metric="time")
     table = fit_models(frame, ["p"], options={"nonnegative": nonnegative, "min_points": 3})
