@@ -274,10 +274,11 @@ def _dp_calls(zero, layers) -> np.ndarray:
     """How many collectives a data-parallel phase issues per pass, each paying its latency: one per
     layer for ZeRO 3's gathers and reduce-scatters (DeepSpeed and FSDP gather and reduce module by
     module); at 512 ranks a ring's 511 steps outweigh a small layer's bytes, and one collective per
-    pass counted them once (the step of a 512-way ZeRO 3 layout came out 60-85% short). ZeRO 0-2's
-    reductions stay one per phase: their gradient buckets are one to four per stage for most shapes,
-    and counting them exposed the pipeline's overlap of the reduction, which the model does not
-    follow (docs/performance.md, "ZeRO 3 collectives layer by layer")."""
+    pass counted them once (the step of a 512-way ZeRO 3 layout came out 65% short at the median of
+    35 simulated studies). ZeRO 0-2's reductions stay one per phase: their gradient buckets are one
+    to four per stage for most shapes, and counting them exposed the pipeline's overlap of the
+    reduction, which the model does not follow (docs/performance.md, "Layouts beyond the
+    criterion's truth set")."""
     return np.where(zero >= 3, np.maximum(layers, 1.0), 1.0)
 
 
